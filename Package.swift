@@ -1,0 +1,58 @@
+// swift-tools-version:6.0
+// Orchard: an open implementation of the Apple Pay card payment system, in Swift on Linux.
+// Only the toolchain and Debian's C libraries are used; no Swift package is fetched.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny")
+]
+
+let package = Package(
+    name: "Orchard",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "orchard", targets: ["orchard"]),
+        .library(name: "OrchardCrypto", targets: ["OrchardCrypto"]),
+        .library(name: "OrchardX509", targets: ["OrchardX509"]),
+        .library(name: "EMV", targets: ["EMV"]),
+    ],
+    targets: [
+        // C libraries from Debian (scripts/bootstrap installs them).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // What Swift cannot call directly: variadic functions, function-like macros.
+        .target(name: "CShims", dependencies: ["COpenSSL", "CSQLite"]),
+
+        // Swift API over OpenSSL: primitives, keys, ciphers, KDFs, EMV-era DES.
+        .target(name: "OrchardCrypto", dependencies: ["COpenSSL", "CShims"], swiftSettings: strict),
+        // DER/BER in Swift, X.509 certificates and CSRs, CMS SignedData.
+        .target(name: "OrchardX509", dependencies: ["OrchardCrypto", "COpenSSL", "CShims"], swiftSettings: strict),
+        // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
+        .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+
+        // The command line: argument parser, command registry, one file per command group.
+        .target(
+            name: "OrchardCLI",
+            dependencies: ["OrchardCrypto", "OrchardX509", "EMV"],
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
+
+        // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
+        .target(
+            name: "OrchardFixtures",
+            path: "Tests/Fixtures",
+            exclude: ["README.md"],
+            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardX509Tests",
+            dependencies: ["OrchardX509", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,30 @@
+#ifndef ORCHARD_CSHIMS_H
+#define ORCHARD_CSHIMS_H
+/* One-line wrappers for what Swift cannot call directly: variadic functions and function-like macros. */
+#include <stddef.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <sqlite3.h>
+
+/* EVP_PKEY_Q_keygen is variadic. */
+EVP_PKEY *orchard_keygen_ec(const char *curve);
+EVP_PKEY *orchard_keygen_rsa(size_t bits);
+
+/* OPENSSL_free and BIO_get_mem_data are macros. */
+void orchard_OPENSSL_free(void *p);
+long orchard_BIO_get_mem_data(BIO *bio, const unsigned char **out);
+
+/* STACK_OF(X509) helpers are macros over inline functions. */
+STACK_OF(X509) *orchard_sk_X509_new_null(void);
+int orchard_sk_X509_push(STACK_OF(X509) *stack, X509 *cert);
+int orchard_sk_X509_num(const STACK_OF(X509) *stack);
+X509 *orchard_sk_X509_value(const STACK_OF(X509) *stack, int i);
+void orchard_sk_X509_free(STACK_OF(X509) *stack);
+void orchard_sk_X509_pop_free(STACK_OF(X509) *stack);
+
+/* SQLITE_TRANSIENT is a cast macro. */
+int orchard_sqlite3_bind_text_transient(sqlite3_stmt *stmt, int index, const char *text, int length);
+int orchard_sqlite3_bind_blob_transient(sqlite3_stmt *stmt, int index, const void *bytes, int length);
+
+#endif

@@ -1,0 +1,2 @@
+// Contactless EMV: see issue "EMV contactless core".
+import OrchardCrypto

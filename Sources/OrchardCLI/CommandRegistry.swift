@@ -1,0 +1,14 @@
+import Foundation
+
+/// The one list of command groups. Each issue adds its group here and nowhere else.
+public enum CommandRegistry {
+    public static let groups: [Command] = [
+        DemoCommand.command,
+    ]
+
+    public static let root = Command(
+        name: "orchard",
+        summary: "Orchard: an open implementation of the Apple Pay card payment system.",
+        subcommands: groups
+    )
+}

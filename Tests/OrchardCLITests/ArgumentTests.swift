@@ -1,0 +1,44 @@
+import Testing
+
+@testable import OrchardCLI
+
+@Suite("Argument parsing")
+struct ArgumentTests {
+    let options: [OptionSpec] = [
+        .single("name", help: ""), .repeatable("tag", help: ""), .flag("verbose", help: ""),
+    ]
+
+    @Test func valuesInBothSpellings() throws {
+        let parsed = try ParsedArguments.parse(
+            ["--name", "a", "--tag=x", "--tag", "y", "--verbose"], options: options, maxPositionals: 0)
+        #expect(parsed.value("name") == "a")
+        #expect(parsed.values("tag") == ["x", "y"])
+        #expect(parsed.flag("verbose"))
+        #expect(!parsed.flag("other"))
+    }
+
+    @Test func valueMayContainEquals() throws {
+        let parsed = try ParsedArguments.parse(["--name=a=b"], options: options, maxPositionals: 0)
+        #expect(parsed.value("name") == "a=b")
+    }
+
+    @Test(arguments: [
+        ["--unknown"], ["--name"], ["--name", "--verbose"], ["--verbose=1"], ["--name", "a", "--name", "b"],
+        ["stray"], ["-x"],
+    ])
+    func usageErrors(arguments: [String]) {
+        #expect(throws: CLIError.self) {
+            try ParsedArguments.parse(arguments, options: options, maxPositionals: 0)
+        }
+        do {
+            _ = try ParsedArguments.parse(arguments, options: options, maxPositionals: 0)
+        } catch {
+            #expect(error.exitCode == 2)
+        }
+    }
+
+    @Test func doubleDashEndsOptions() throws {
+        let parsed = try ParsedArguments.parse(["--", "--name"], options: options, maxPositionals: 1)
+        #expect(parsed.positionals == ["--name"])
+    }
+}

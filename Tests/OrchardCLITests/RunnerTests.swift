@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+
+@testable import OrchardCLI
+
+/// Collects what a command writes, so tests can check the stdout/stderr contract.
+final class Capture: @unchecked Sendable {
+    private let lock = NSLock()
+    private var out = ""
+    private var err = ""
+    var stdout: String { lock.withLock { out } }
+    var stderr: String { lock.withLock { err } }
+    var writeOut: @Sendable (String) -> Void { { text in self.lock.withLock { self.out += text } } }
+    var writeErr: @Sendable (String) -> Void { { text in self.lock.withLock { self.err += text } } }
+
+    func run(_ arguments: [String], environment: [String: String] = ["HOME": "/tmp/orchard-home"]) async -> Int32 {
+        await CommandRunner.run(
+            arguments, environment: environment, isInteractive: false, stdout: writeOut, stderr: writeErr)
+    }
+}
+
+@Suite("Command runner")
+struct RunnerTests {
+    @Test func version() async {
+        let capture = Capture()
+        #expect(await capture.run(["--version"]) == 0)
+        #expect(capture.stdout == "orchard \(orchardVersion)\n")
+        #expect(capture.stderr.isEmpty)
+    }
+
+    @Test func unknownCommandIsAUsageError() async {
+        let capture = Capture()
+        #expect(await capture.run(["no-such-command"]) == 2)
+        #expect(capture.stdout.isEmpty)
+        #expect(capture.stderr.hasPrefix("error: unknown command 'no-such-command'"))
+    }
+
+    @Test func everyCommandHasHelp() async {
+        func visit(_ command: Command, _ path: [String]) async {
+            let capture = Capture()
+            #expect(await capture.run(path + ["--help"]) == 0, "help of \(path)")
+            #expect(capture.stdout.hasPrefix("usage: orchard"), "help of \(path)")
+            for sub in command.subcommands { await visit(sub, path + [sub.name]) }
+        }
+        for group in CommandRegistry.groups { await visit(group, [group.name]) }
+    }
+
+    @Test func demoPrintsResultsOnStdoutAndTraceOnStderr() async throws {
+        let capture = Capture()
+        #expect(await capture.run(["demo"]) == 0)
+        let report = try JSONSerialization.jsonObject(with: Data(capture.stdout.utf8)) as? [String: Any]
+        #expect(report?["failed"] as? Int == 0)
+        #expect((report?["passed"] as? Int ?? 0) >= 10)
+        #expect(capture.stderr.contains("known answers match"))
+    }
+
+    @Test func dataDirectoryResolution() {
+        let explicit = CommandContext(
+            environment: ["ORCHARD_DATA_DIR": "/env", "HOME": "/home/u"], dataDirectory: "/flag",
+            isInteractive: false, stdout: { _ in }, stderr: { _ in })
+        #expect(explicit.dataDirectory.path == "/flag")
+        let fromEnv = CommandContext(
+            environment: ["ORCHARD_DATA_DIR": "/env", "HOME": "/home/u"], dataDirectory: nil, isInteractive: false,
+            stdout: { _ in }, stderr: { _ in })
+        #expect(fromEnv.dataDirectory.path == "/env")
+        let fallback = CommandContext(
+            environment: ["HOME": "/home/u"], dataDirectory: nil, isInteractive: false, stdout: { _ in },
+            stderr: { _ in })
+        #expect(fallback.dataDirectory.path == "/home/u/.orchard")
+    }
+}
