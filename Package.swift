@@ -30,10 +30,16 @@ let package = Package(
         // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
 
+        // The Apple Pay token format, both directions (used by MerchantKit and the Pay server).
+        .target(name: "PaymentToken", dependencies: ["OrchardCrypto", "OrchardX509"], swiftSettings: strict),
+        // The merchant side: token verification and decryption.
+        .target(
+            name: "MerchantKit", dependencies: ["PaymentToken", "OrchardCrypto", "OrchardX509"], swiftSettings: strict),
+
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
-            dependencies: ["OrchardCrypto", "OrchardX509", "EMV"],
+            dependencies: ["OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit"],
             swiftSettings: strict
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
@@ -53,6 +59,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "MerchantKitTests",
+            dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
     ]
 )
