@@ -8,15 +8,18 @@ public enum EMVKeyDerivation {
     public enum MasterKeyOption: Sendable, Hashable, CustomStringConvertible {
         /// Option A: the rightmost 16 digits of PAN ‖ PSN.
         case optionA
-        /// Option B: 16 digits decimalised from SHA-1 of PAN ‖ PSN (EMV's method for PANs over 16 digits).
+        /// Option B: 16 digits decimalised from SHA-1 of PAN ‖ PSN for PANs over 16 digits; EMV defines
+        /// it as option A for shorter PANs.
         case optionB
-        /// Option A for PANs of at most 16 digits, option B above (identical results up to 16 digits).
+        /// Option A for PANs of at most 16 digits, option B above (the same as ``optionB``).
         case automatic
 
         /// The option actually used for a PAN of `panLength` digits.
         public func resolved(panLength: Int) -> MasterKeyOption {
-            guard self == .automatic else { return self }
-            return panLength > 16 ? .optionB : .optionA
+            switch self {
+            case .optionA: .optionA
+            case .optionB, .automatic: panLength > 16 ? .optionB : .optionA
+            }
         }
 
         public var description: String {

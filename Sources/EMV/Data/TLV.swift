@@ -86,7 +86,12 @@ public struct TLV: Hashable, Sendable {
         let name = tag.name.map { " (\($0))" } ?? ""
         switch content {
         case .primitive(let bytes):
-            lines.append("\(pad)\(tag)\(name) [\(bytes.count)]: \(bytes.hexString)")
+            // Text fields (and printable DF names such as the PPSE's) also shown as text.
+            let textual: Set<UInt32> = [0x50, 0x84, 0x5F20, 0x5F2D, 0x9F12]
+            let text =
+                textual.contains(tag.rawValue) && !bytes.isEmpty && bytes.allSatisfy { (0x20...0x7E).contains($0) }
+                ? " \"\(String(decoding: bytes, as: UTF8.self))\"" : ""
+            lines.append("\(pad)\(tag)\(name) [\(bytes.count)]: \(bytes.hexString)\(text)")
         case .constructed(let children):
             lines.append("\(pad)\(tag)\(name) [\(value.count)]")
             for child in children { child.appendTree(to: &lines, level: level + 1) }
