@@ -12,7 +12,9 @@ struct CardTests {
     /// CDOL1 data: the V9 transaction data, terminal type 22, CVM results 3F0000.
     static let cdolData = "000000015000000000000000084000000000000840260115007A3B9C01223F0000"
 
-    func visaCard(lastATC: UInt16 = 0x29) throws -> ContactlessCard { try V9.card([try V9.visaProfile()], lastATC: lastATC) }
+    func visaCard(lastATC: UInt16 = 0x29) throws -> ContactlessCard {
+        try V9.card([try V9.visaProfile()], lastATC: lastATC)
+    }
 
     @Test func releasesNothingWithoutAuthorization() throws {
         let store = LoggingATCStore(lastUsed: 0x29)
@@ -53,7 +55,9 @@ struct CardTests {
         }
         #expect(seen == Array(1...200))
         // A store that cannot write: no cryptogram, memory failure.
-        var broken = try ContactlessCard(applications: [CardApplication(profile: try V9.visaProfile(), atcStore: FailingATCStore())])
+        var broken = try ContactlessCard(applications: [
+            CardApplication(profile: try V9.visaProfile(), atcStore: FailingATCStore())
+        ])
         broken.authorize(CardholderAuthorization(verifiedBy: .face))
         _ = broken.send(Self.selectVisa)
         #expect(broken.send(Self.gpoV9) == "6581")
@@ -92,9 +96,12 @@ struct CardTests {
         #expect(card.send("00A4040005A00000000300").hasSuffix("9000"))  // partial AID selects the Visa application
         #expect(card.send("00B2011C00") == "6985")  // no transaction yet
         card.authorize(CardholderAuthorization(verifiedBy: .face))
-        #expect(card.send("80A80000228320" + String(repeating: "00", count: 32) + "00") == "6700")  // 32 bytes, PDOL is 33
-        #expect(card.send("80A8000023842136C04000000000015000000000000000084000000000000840260115007A3B9C0100") == "6A80")
-        #expect(card.send("80A8010023832136C04000000000015000000000000000084000000000000840260115007A3B9C0100") == "6A86")
+        // 32 bytes of PDOL data; the PDOL asks for 33.
+        #expect(card.send("80A80000228320" + String(repeating: "00", count: 32) + "00") == "6700")
+        #expect(
+            card.send("80A8000023842136C04000000000015000000000000000084000000000000840260115007A3B9C0100") == "6A80")
+        #expect(
+            card.send("80A8010023832136C04000000000015000000000000000084000000000000840260115007A3B9C0100") == "6A86")
         #expect(card.send(Self.gpoV9).hasSuffix("9000"))
         #expect(card.send(Self.gpoV9) == "6985")  // one GPO per selection
         #expect(card.send("00B2011C00").hasSuffix("9000"))
@@ -110,7 +117,8 @@ struct CardTests {
             var card = try visaCard()
             card.authorize(CardholderAuthorization(cdcvm: method))
             _ = card.send(Self.selectVisa)
-            let gpo = "80A800002383 21".replacingOccurrences(of: " ", with: "") + ttq
+            let gpo =
+                "80A800002383 21".replacingOccurrences(of: " ", with: "") + ttq
                 + "000000015000000000000000084000000000000840260115007A3B9C0100"
             let response = card.send(gpo)
             guard response.hasSuffix("9000") else { return response }
@@ -168,10 +176,12 @@ struct CardTests {
             try CardApplicationProfile(scheme: .visa, pan: V9.visaPAN, expiry: "2813", masterKey: mk)
         }
         #expect(throws: EMVError(.invalidArgument, "")) {
-            try CardApplicationProfile(scheme: .visa, pan: V9.visaPAN, expiry: "2812", masterKey: mk, cryptogramVersion: .mastercard16)
+            try CardApplicationProfile(
+                scheme: .visa, pan: V9.visaPAN, expiry: "2812", masterKey: mk, cryptogramVersion: .mastercard16)
         }
         #expect(throws: EMVError(.invalidArgument, "")) {
-            try CardApplicationProfile(scheme: .visa, pan: V9.visaPAN, expiry: "2812", masterKey: SymmetricKey(data: [1, 2, 3]))
+            try CardApplicationProfile(
+                scheme: .visa, pan: V9.visaPAN, expiry: "2812", masterKey: SymmetricKey(data: [1, 2, 3]))
         }
         #expect(throws: EMVError(.invalidArgument, "")) {
             try ContactlessCard(applications: [])

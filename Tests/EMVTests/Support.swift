@@ -18,7 +18,9 @@ enum V9 {
             carriesCDCVMInIAD: carriesCDCVMInIAD)
     }
 
-    static func mastercardProfile(_ version: CryptogramVersion = .mastercard16, priority: UInt8 = 1) throws
+    static func mastercardProfile(
+        _ version: CryptogramVersion = .mastercard16, priority: UInt8 = 1
+    ) throws
         -> CardApplicationProfile
     {
         try CardApplicationProfile(
@@ -44,7 +46,8 @@ enum V9 {
     ) async throws -> TerminalOutcome {
         let link = InProcessCardLink(card: card)
         if let method { await link.authorize(CardholderAuthorization(verifiedBy: method)) }
-        return try await TerminalKernel(configuration: configuration).run(try transaction ?? Self.transaction(), card: link)
+        return try await TerminalKernel(configuration: configuration).run(
+            try transaction ?? Self.transaction(), card: link)
     }
 }
 
@@ -76,7 +79,9 @@ final class LoggingATCStore: ATCStore, @unchecked Sendable {
 
 extension ContactlessCard {
     /// Sends hex and returns the response as hex.
-    mutating func send(_ command: String) -> String { process(bytes: hex(command)).map { String(format: "%02X", $0) }.joined() }
+    mutating func send(_ command: String) -> String {
+        process(bytes: hex(command)).map { String(format: "%02X", $0) }.joined()
+    }
 }
 
 func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02X", $0) }.joined() }

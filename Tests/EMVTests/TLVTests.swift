@@ -6,8 +6,8 @@ import Testing
 struct TLVTests {
     /// V9's GPO response: a format 2 template with one- and two-byte tags.
     static let gpoResponse = hex(
-        "77468202200094041801010057134895370012345671D28122010000000000000F5F3401009F100706011203A000009F260815679C552AA1BFD39F2701809F3602002A9F6C020080"
-    )
+        "77468202200094041801010057134895370012345671D28122010000000000000F5F3401009F100706011203A00000"
+            + "9F260815679C552AA1BFD39F2701809F3602002A9F6C020080")
 
     @Test func decodesTheV9GPOResponse() throws {
         let objects = try TLV.decode(Self.gpoResponse)
@@ -25,7 +25,8 @@ struct TLVTests {
         let tag = try TLVTag(bytes: [0xDF, 0x81, 0x01])
         #expect(tag.rawValue == 0xDF8101 && tag.bytes == [0xDF, 0x81, 0x01] && tag.description == "DF8101")
         #expect(!tag.isConstructed)
-        #expect(TLVTag.fciIssuerDiscretionaryData.isConstructed && TLVTag.fciIssuerDiscretionaryData.bytes == [0xBF, 0x0C])
+        #expect(
+            TLVTag.fciIssuerDiscretionaryData.isConstructed && TLVTag.fciIssuerDiscretionaryData.bytes == [0xBF, 0x0C])
         #expect(TLVTag.applicationCryptogram.name == "Application Cryptogram")
         let decoded = try TLV.decode(hex("DF810102ABCD"))
         #expect(decoded == [TLV(tag, [0xAB, 0xCD])])
@@ -68,7 +69,8 @@ struct TLVTests {
         #expect(tree.contains("6F (File Control Information (FCI) Template) [41]"))
         #expect(tree.contains("\n        4F (Application Identifier (AID)) [7]: A0000000031010\n"))
         #expect(tree.contains("\n        50 (Application Label) [4]: 56495341 \"VISA\"\n"))
-        #expect(tree.contains("\n  84 (Dedicated File (DF) Name) [14]: 325041592E5359532E4444463031 \"2PAY.SYS.DDF01\"\n"))
+        #expect(
+            tree.contains("\n  84 (Dedicated File (DF) Name) [14]: 325041592E5359532E4444463031 \"2PAY.SYS.DDF01\"\n"))
     }
 
     @Test func paddingBetweenObjectsIsSkipped() throws {
@@ -89,7 +91,9 @@ struct TLVTests {
             ("7003 5A0501", "child overflows its template"),
         ]
         for (input, what) in cases {
-            #expect(throws: EMVError(.malformedTLV, ""), "\(what)") { try TLV.decode(hex(input.replacingOccurrences(of: " ", with: ""))) }
+            #expect(throws: EMVError(.malformedTLV, ""), "\(what)") {
+                try TLV.decode(hex(input.replacingOccurrences(of: " ", with: "")))
+            }
         }
         #expect(throws: EMVError(.malformedTLV, "")) { try TLV.decodeSingle(hex("5A01015A0102")) }
     }
@@ -133,12 +137,14 @@ struct DOLTests {
         let dol = try DataObjectList(bytes: Self.pdol)
         let data = dol.build(from: [
             .terminalTransactionQualifiers: hex("36C04000"), .amountAuthorised: hex("000000015000"),
-            .amountOther: hex("000000000000"), .terminalCountryCode: hex("0840"), .terminalVerificationResults: hex("0000000000"),
+            .amountOther: hex("000000000000"), .terminalCountryCode: hex("0840"),
+            .terminalVerificationResults: hex("0000000000"),
             .transactionCurrencyCode: hex("0840"), .transactionDate: hex("260115"), .transactionType: [0],
             .unpredictableNumber: hex("7A3B9C01"),
         ])
-        #expect(try CommandAPDU.getProcessingOptions(pdolData: data).encoded()
-            == hex("80A8000023832136C04000000000015000000000000000084000000000000840260115007A3B9C0100"))
+        #expect(
+            try CommandAPDU.getProcessingOptions(pdolData: data).encoded()
+                == hex("80A8000023832136C04000000000015000000000000000084000000000000840260115007A3B9C0100"))
         let split = try dol.split(data)
         #expect(split.map(\.tag) == dol.entries.map(\.tag))
         #expect(split.value(.unpredictableNumber) == hex("7A3B9C01"))
@@ -160,8 +166,9 @@ struct DOLTests {
             .pan: hex("4895370012345671"), .applicationLabel: Array("VISA".utf8), .unpredictableNumber: hex("7A3B9C01"),
             .recordTemplate: [1, 2],
         ])
-        #expect(out == hex("00015000") + hex("000840") + hex("4895370012345671FFFF") + hex("4895")
-            + Array("VISA".utf8) + [0, 0] + hex("7A3B") + [0, 0] + [0, 0])
+        #expect(
+            out == hex("00015000") + hex("000840") + hex("4895370012345671FFFF") + hex("4895")
+                + Array("VISA".utf8) + [0, 0] + hex("7A3B") + [0, 0] + [0, 0])
     }
 
     @Test func malformedListsAndDataAreTypedErrors() {
@@ -169,7 +176,9 @@ struct DOLTests {
         #expect(throws: EMVError(.malformedDOL, "")) { try DataObjectList(bytes: hex("9F66")) }
         #expect(throws: EMVError(.malformedDOL, "")) { try DataObjectList(bytes: hex("9F6681")) }
         #expect(throws: EMVError(.malformedDOL, "")) { try DataObjectList(bytes: hex("9F8181818104")) }
-        #expect(throws: EMVError(.malformedDOL, "")) { try ContactlessCard.visaPDOL.split([UInt8](repeating: 0, count: 32)) }
+        #expect(throws: EMVError(.malformedDOL, "")) {
+            try ContactlessCard.visaPDOL.split([UInt8](repeating: 0, count: 32))
+        }
         #expect((try? DataObjectList(bytes: [])).map(\.dataLength) == 0)
     }
 }
@@ -201,15 +210,18 @@ struct APDUTests {
 
     @Test func malformedCommandsAreTypedErrors() {
         // Too short, Lc beyond the data, data beyond Lc and Le, a truncated extended field, extended Lc 0.
-        for input in ["", "00", "00A404", "00A4040002AA", "00A4040002AABBCCDD", "00A404000001", "00A40400000002AA",
-            "00A4040000000011"]
-        {
+        for input in [
+            "", "00", "00A404", "00A4040002AA", "00A4040002AABBCCDD", "00A404000001", "00A40400000002AA",
+            "00A4040000000011",
+        ] {
             #expect(throws: EMVError(.malformedAPDU, ""), "\(input)") { try CommandAPDU(bytes: hex(input)) }
         }
         #expect(throws: EMVError(.invalidArgument, "")) {
             try CommandAPDU(cla: 0, ins: 0, p1: 0, p2: 0, data: [UInt8](repeating: 0, count: 70000)).encoded()
         }
-        #expect(throws: EMVError(.invalidArgument, "")) { try CommandAPDU(cla: 0, ins: 0, p1: 0, p2: 0, le: 0).encoded() }
+        #expect(throws: EMVError(.invalidArgument, "")) {
+            try CommandAPDU(cla: 0, ins: 0, p1: 0, p2: 0, le: 0).encoded()
+        }
     }
 
     @Test func responsesAndStatusWords() throws {

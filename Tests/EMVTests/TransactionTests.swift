@@ -35,8 +35,9 @@ struct TransactionTests {
         guard case .valid(let verified) = result else { Issue.record("rejected: \(result)"); return }
         #expect(verified.version == .visa18 && verified.atc == 0x2A && verified.cdcvm == nil)
         // ARPC method 2 over V9's ARQC is V6's.
-        #expect(try verified.issuerAuthenticationData(responseCode: hex("3030"), cardStatusUpdate: hex("00800000"))
-            == hex("121FB77800800000"))
+        #expect(
+            try verified.issuerAuthenticationData(responseCode: hex("3030"), cardStatusUpdate: hex("00800000"))
+                == hex("121FB77800800000"))
     }
 
     /// V9's GPO response as published, with the terminal's PDOL data, verifies as it stands.
@@ -59,11 +60,14 @@ struct TransactionTests {
         guard case .valid(let verified) = result else { Issue.record("rejected: \(result)"); return }
         #expect(verified.cdcvm == CDCVMResult(performed: true, method: .face))
         // The same cryptogram as a recomputation over V9's data with this IAD.
-        let values = try ContactlessCard.visaPDOL.split(hex("36C04000000000015000000000000000084000000000000840260115007A3B9C01"))
+        let values = try ContactlessCard.visaPDOL.split(
+            hex("36C04000000000015000000000000000084000000000000840260115007A3B9C01"))
         let data = try CryptogramData(
             values: { values.value($0) }, applicationInterchangeProfile: [0x20, 0x00], atc: 0x2A,
             issuerApplicationData: card.issuerApplicationData)
-        #expect(try ApplicationCryptogram.generate(.visa18, masterKey: try V9.masterKey(V9.visaPAN), data: data) == card.cryptogram)
+        #expect(
+            try ApplicationCryptogram.generate(.visa18, masterKey: try V9.masterKey(V9.visaPAN), data: data)
+                == card.cryptogram)
     }
 
     @Test(arguments: [CryptogramVersion.mastercard16, .mastercard20])
@@ -71,15 +75,18 @@ struct TransactionTests {
         let outcome = try await V9.run(try V9.card([try V9.mastercardProfile(version)]), method: .passcode)
         #expect(outcome.status == .onlineRequest)
         let commands = outcome.transcript.map { hexString($0.command) }
-        #expect(commands == [
-            CardTests.selectPPSE, CardTests.selectMastercard, "80A800000283000" + "0", "00B2010C00",
-            "80AE800021" + CardTests.cdolData + "00",
-        ])
+        #expect(
+            commands == [
+                CardTests.selectPPSE, CardTests.selectMastercard, "80A800000283000" + "0", "00B2010C00",
+                "80AE800021" + CardTests.cdolData + "00",
+            ])
         #expect(outcome.transcript.allSatisfy { $0.response.suffix(2) == [0x90, 0x00] })
         let card = try #require(outcome.card)
         #expect(card.scheme == .mastercard && card.pan == V9.mastercardPAN && card.expiry == "2812")
         #expect(card.cardholderVerification == .notIndicated)
-        #expect(card.field55.map(\.tag).contains(.cvmResults) && !card.field55.map(\.tag).contains(.terminalTransactionQualifiers))
+        #expect(
+            card.field55.map(\.tag).contains(.cvmResults)
+                && !card.field55.map(\.tag).contains(.terminalTransactionQualifiers))
         let result = try verifier.verify(ChipAuthorizationData(card), issuerMasterKey: V9.imk, lastSeenATC: 0x29)
         guard case .valid(let verified) = result else { Issue.record("rejected: \(result)"); return }
         #expect(verified.version == version && verified.cdcvm == CDCVMResult(performed: true, method: .passcode))
@@ -87,7 +94,9 @@ struct TransactionTests {
         let mk = try V9.masterKey(V9.mastercardPAN)
         let key = version == .mastercard16 ? mk : try EMVKeyDerivation.commonSessionKey(masterKey: mk, atc: 0x2A)
         let arpc = try ApplicationCryptogram.arpcMethod1(key: key, arqc: card.cryptogram, responseCode: hex("3030"))
-        #expect(try verified.issuerAuthenticationData(responseCode: hex("3030"), cardStatusUpdate: [0, 0, 0, 0]) == arpc + hex("3030"))
+        #expect(
+            try verified.issuerAuthenticationData(responseCode: hex("3030"), cardStatusUpdate: [0, 0, 0, 0]) == arpc
+                + hex("3030"))
     }
 
     /// Field 55 with one data object replaced.
@@ -115,11 +124,14 @@ struct TransactionTests {
             ("ATC", .applicationTransactionCounter, { _ in hex("002B") }),
             ("date", .transactionDate, { _ in hex("260116") }),
             ("AIP", .applicationInterchangeProfile, { $0.map { $0 ^ 0x01 } }),
-            ("CDCVM bit", .issuerApplicationData, { iad in
-                var out = iad
-                out[scheme == .visa ? 9 : 7] ^= 0x80  // Visa: discretionary data; Mastercard: CVR byte 6
-                return out
-            }),
+            (
+                "CDCVM bit", .issuerApplicationData,
+                { iad in
+                    var out = iad
+                    out[scheme == .visa ? 9 : 7] ^= 0x80  // Visa: discretionary data; Mastercard: CVR byte 6
+                    return out
+                }
+            ),
             ("cryptogram", .applicationCryptogram, { $0.map { $0 ^ 0xFF } }),
         ]
         for (what, tag, change) in changes {
@@ -153,9 +165,11 @@ struct TransactionTests {
         var accepted: [ChipAuthorizationData] = []
         for _ in 0..<10 {
             await link.authorize(CardholderAuthorization(verifiedBy: .fingerprint))
-            let outcome = try await kernel.run(TransactionParameters(amount: 250, date: try TransactionDate(yymmdd: "260115")), card: link)
+            let outcome = try await kernel.run(
+                TransactionParameters(amount: 250, date: try TransactionDate(yymmdd: "260115")), card: link)
             let data = ChipAuthorizationData(try #require(outcome.card))
-            guard case .valid(let verified) = try verifier.verify(data, issuerMasterKey: V9.imk, lastSeenATC: last) else {
+            guard case .valid(let verified) = try verifier.verify(data, issuerMasterKey: V9.imk, lastSeenATC: last)
+            else {
                 Issue.record("transaction rejected")
                 return
             }
@@ -175,12 +189,21 @@ struct TransactionTests {
         let data = ChipAuthorizationData(card)
         let only10 = CryptogramVerifier(acceptedVersions: [.visa10])
         #expect(reason(try only10.verify(data, issuerMasterKey: V9.imk, lastSeenATC: nil)) == .unsupportedVersion)
-        let withoutUN = ChipAuthorizationData(pan: card.pan, panSequenceNumber: 0, elements: card.field55.filter { $0.tag != .unpredictableNumber })
+        let withoutUN = ChipAuthorizationData(
+            pan: card.pan, panSequenceNumber: 0, elements: card.field55.filter { $0.tag != .unpredictableNumber })
         #expect(reason(try verifier.verify(withoutUN, issuerMasterKey: V9.imk, lastSeenATC: nil)) == .missingData)
-        #expect(reason(try verifier.verify(tampered(card, .cryptogramInformationData) { _ in [0x00] }, issuerMasterKey: V9.imk, lastSeenATC: nil))
-            == .notAnARQC)
-        #expect(reason(try verifier.verify(tampered(card, .issuerApplicationData) { _ in hex("1F4A6331") }, issuerMasterKey: V9.imk, lastSeenATC: nil))
-            == .malformedData)
+        #expect(
+            reason(
+                try verifier.verify(
+                    tampered(card, .cryptogramInformationData) { _ in [0x00] }, issuerMasterKey: V9.imk,
+                    lastSeenATC: nil))
+                == .notAnARQC)
+        #expect(
+            reason(
+                try verifier.verify(
+                    tampered(card, .issuerApplicationData) { _ in hex("1F4A6331") }, issuerMasterKey: V9.imk,
+                    lastSeenATC: nil))
+                == .malformedData)
         #expect(throws: EMVError(.malformedTLV, "")) {
             try ChipAuthorizationData(pan: card.pan, panSequenceNumber: 0, field55: hex("9F2608AABB"))
         }
@@ -233,7 +256,9 @@ struct KernelTests {
         relaxed.cvmRequiredLimit = 10000
         let kernel = TerminalKernel(configuration: relaxed)
         #expect(try kernel.terminalData(for: try V9.transaction())[.terminalTransactionQualifiers] == hex("36C04000"))
-        #expect(try kernel.terminalData(for: try V9.transaction(amount: 500))[.terminalTransactionQualifiers] == hex("36804000"))
+        #expect(
+            try kernel.terminalData(for: try V9.transaction(amount: 500))[.terminalTransactionQualifiers]
+                == hex("36804000"))
         // A card without CDCVM asked for a CVM answers "online PIN": the outcome says so.
         let link = InProcessCardLink(card: try V9.card([try V9.visaProfile()]))
         await link.authorize(CardholderAuthorization(cdcvm: CDCVMResult(performed: false, method: .none)))

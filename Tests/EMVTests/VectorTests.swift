@@ -19,15 +19,18 @@ struct VectorTests {
         #expect(y == hex(v.outputs["Y = rightmost 16 digits of PAN||PSN"]!))
         #expect(y.map { $0 ^ 0xFF } == hex(v.outputs["Y xor FF..FF"]!))
         let imk = try key(v.inputs["IMK-AC"])
-        let mk = try EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: pan, panSequenceNumber: psn, option: .optionA)
+        let mk = try EMVKeyDerivation.masterKey(
+            issuerMasterKey: imk, pan: pan, panSequenceNumber: psn, option: .optionA)
         #expect(bytes(mk) == hex(v.outputs["MK-AC (odd parity)"]!))
         // Z before parity: the parity adjustment changes only bit 1 of each byte.
         let z = hex(v.outputs["Z = 3DES(IMK)[Y] || 3DES(IMK)[Y^FF]"]!)
         #expect(zip(z, bytes(mk)).allSatisfy { $0 & 0xFE == $1 & 0xFE })
         #expect(try EMVKeyDerivation.keyCheckValue(mk) == (try TripleDES.keyCheckValue(SymmetricKey(data: z))))
         // Automatic is option A for 16 digits; another PSN or PAN gives another key.
-        #expect(try bytes(EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: pan, panSequenceNumber: psn)) == bytes(mk))
-        #expect(try bytes(EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: pan, panSequenceNumber: 1)) != bytes(mk))
+        #expect(
+            try bytes(EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: pan, panSequenceNumber: psn)) == bytes(mk))
+        #expect(
+            try bytes(EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: pan, panSequenceNumber: 1)) != bytes(mk))
         #expect(
             try bytes(EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: "4895370012345672", panSequenceNumber: psn))
                 != bytes(mk))
@@ -42,7 +45,8 @@ struct VectorTests {
             issuerMasterKey: try key(v.inputs["IMK"]), pan: pan, panSequenceNumber: 1, option: .optionA)
         #expect(bytes(mk) == hex(v.outputs["MK (odd parity)"]!))
         // Automatic picks option B above 16 digits, which gives a different key here.
-        let automatic = try EMVKeyDerivation.masterKey(issuerMasterKey: try key(v.inputs["IMK"]), pan: pan, panSequenceNumber: 1)
+        let automatic = try EMVKeyDerivation.masterKey(
+            issuerMasterKey: try key(v.inputs["IMK"]), pan: pan, panSequenceNumber: 1)
         #expect(bytes(automatic) != bytes(mk))
     }
 
@@ -52,15 +56,20 @@ struct VectorTests {
         let y = try EMVKeyDerivation.masterKeyDerivationData(pan: pan, panSequenceNumber: 1, option: .optionB)
         #expect(y == hex(v.outputs["Y (decimalised, 16 digits)"]!))
         #expect(SHA1.hash(hex(v.outputs["X = PAN||PSN (left '0' if odd)"]!)) == hex(v.outputs["SHA-1(X)"]!))
-        let mk = try EMVKeyDerivation.masterKey(issuerMasterKey: try key(v.inputs["IMK-AC"]), pan: pan, panSequenceNumber: 1)
+        let mk = try EMVKeyDerivation.masterKey(
+            issuerMasterKey: try key(v.inputs["IMK-AC"]), pan: pan, panSequenceNumber: 1)
         #expect(bytes(mk) == hex(v.outputs["MK (odd parity)"]!))
         // For 16 digits option B is option A (the note in V2); above 16 they differ.
-        let a = try EMVKeyDerivation.masterKeyDerivationData(pan: "4895370012345671", panSequenceNumber: 0, option: .optionA)
-        let b = try EMVKeyDerivation.masterKeyDerivationData(pan: "4895370012345671", panSequenceNumber: 0, option: .optionB)
+        let a = try EMVKeyDerivation.masterKeyDerivationData(
+            pan: "4895370012345671", panSequenceNumber: 0, option: .optionA)
+        let b = try EMVKeyDerivation.masterKeyDerivationData(
+            pan: "4895370012345671", panSequenceNumber: 0, option: .optionB)
         #expect(a == b)
         #expect(try EMVKeyDerivation.masterKeyDerivationData(pan: pan, panSequenceNumber: 1, option: .optionA) != y)
         // A changed digit changes Y.
-        #expect(try EMVKeyDerivation.masterKeyDerivationData(pan: "4895370012345678905", panSequenceNumber: 1, option: .optionB) != y)
+        #expect(
+            try EMVKeyDerivation.masterKeyDerivationData(
+                pan: "4895370012345678905", panSequenceNumber: 1, option: .optionB) != y)
     }
 
     @Test func v3CommonSessionKey() throws {
@@ -84,7 +93,9 @@ struct VectorTests {
         let sk = try EMVKeyDerivation.mastercardSessionKey(masterKey: mk, atc: 0x002A, unpredictableNumber: un)
         #expect(bytes(sk) == hex(v.outputs["SK-AC (odd parity)"]!))
         #expect(
-            try bytes(EMVKeyDerivation.mastercardSessionKey(masterKey: mk, atc: 0x002A, unpredictableNumber: [0x7A, 0x3B, 0x9C, 0x02]))
+            try bytes(
+                EMVKeyDerivation.mastercardSessionKey(
+                    masterKey: mk, atc: 0x002A, unpredictableNumber: [0x7A, 0x3B, 0x9C, 0x02]))
                 != bytes(sk))
         #expect(throws: EMVError(.invalidArgument, "")) {
             try EMVKeyDerivation.mastercardSessionKey(masterKey: mk, atc: 1, unpredictableNumber: [1, 2, 3])
@@ -94,9 +105,10 @@ struct VectorTests {
     /// The V5a transaction data (PDOL values without TTQ) as tagged values.
     static func v5aValues(_ v: PrimitiveVectorTests.Vector) -> [TLVTag: [UInt8]] {
         var values: [TLVTag: [UInt8]] = [:]
-        for (tag, name) in [(0x9F02, "9F02"), (0x9F03, "9F03"), (0x9F1A, "9F1A"), (0x95, "95"), (0x5F2A, "5F2A"),
-            (0x9A, "9A"), (0x9C, "9C"), (0x9F37, "9F37")] as [(UInt32, String)]
-        {
+        for (tag, name) in [
+            (0x9F02, "9F02"), (0x9F03, "9F03"), (0x9F1A, "9F1A"), (0x95, "95"), (0x5F2A, "5F2A"),
+            (0x9A, "9A"), (0x9C, "9C"), (0x9F37, "9F37"),
+        ] as [(UInt32, String)] {
             values[TLVTag(integerLiteral: tag)] = hex(v.inputs[name]!)
         }
         return values
@@ -115,17 +127,20 @@ struct VectorTests {
         #expect(arqc == hex(v.outputs["ARQC (9F26)"]!))
         // From the session key directly, as the vector states it.
         let sk = try key(v.inputs["SK-AC (from V3)"])
-        #expect(try ApplicationCryptogram.mac(key: sk, data: try data.macInput(for: .visa18), padding: .method2) == arqc)
+        #expect(
+            try ApplicationCryptogram.mac(key: sk, data: try data.macInput(for: .visa18), padding: .method2) == arqc)
         // Changed unpredictable number, amount, currency or ATC: a different cryptogram.
-        for (tag, changed) in [(TLVTag.unpredictableNumber, hex("7A3B9C02")), (.amountAuthorised, hex("000000015001")),
-            (.transactionCurrencyCode, hex("0978"))]
-        {
+        for (tag, changed) in [
+            (TLVTag.unpredictableNumber, hex("7A3B9C02")), (.amountAuthorised, hex("000000015001")),
+            (.transactionCurrencyCode, hex("0978")),
+        ] {
             var other = values
             other[tag] = changed
             let otherData = try CryptogramData(
                 values: { other[$0] }, applicationInterchangeProfile: data.applicationInterchangeProfile, atc: 0x002A,
                 issuerApplicationData: data.issuerApplicationData)
-            #expect(try ApplicationCryptogram.generate(.visa18, masterKey: mk, data: otherData) != arqc, "changed \(tag)")
+            #expect(
+                try ApplicationCryptogram.generate(.visa18, masterKey: mk, data: otherData) != arqc, "changed \(tag)")
         }
         let otherATC = try CryptogramData(
             transactionData: data.transactionData, applicationInterchangeProfile: data.applicationInterchangeProfile,
@@ -133,7 +148,8 @@ struct VectorTests {
         #expect(try ApplicationCryptogram.generate(.visa18, masterKey: mk, data: otherATC) != arqc)
         // A missing or wrong-length data object is a typed error, not a crash.
         #expect(throws: EMVError(.invalidArgument, "")) {
-            try CryptogramData(values: { $0 == .unpredictableNumber ? [1] : values[$0] }, applicationInterchangeProfile: [0x20, 0],
+            try CryptogramData(
+                values: { $0 == .unpredictableNumber ? [1] : values[$0] }, applicationInterchangeProfile: [0x20, 0],
                 atc: 1, issuerApplicationData: [6])
         }
     }
@@ -166,19 +182,27 @@ struct VectorTests {
         let sk16 = try key(v.inputs["SK (CVN16, V4)"])
         let sk20 = try key(v.inputs["SK (CVN20, V3)"])
         let input = try data.macInput(for: .mastercard16)
-        #expect(try ApplicationCryptogram.mac(key: sk16, data: input, padding: .method2) == hex(v.outputs["ARQC CVN16"]!))
-        #expect(try ApplicationCryptogram.mac(key: sk20, data: input, padding: .method2) == hex(v.outputs["ARQC CVN20"]!))
+        #expect(
+            try ApplicationCryptogram.mac(key: sk16, data: input, padding: .method2) == hex(v.outputs["ARQC CVN16"]!))
+        #expect(
+            try ApplicationCryptogram.mac(key: sk20, data: input, padding: .method2) == hex(v.outputs["ARQC CVN20"]!))
         // Through the master key and the CVN's own session key.
         let mk = try key(try PrimitiveVectorTests.vector("V3").inputs["MK-AC"])
-        #expect(try ApplicationCryptogram.generate(.mastercard16, masterKey: mk, data: data) == hex(v.outputs["ARQC CVN16"]!))
-        #expect(try ApplicationCryptogram.generate(.mastercard20, masterKey: mk, data: data) == hex(v.outputs["ARQC CVN20"]!))
+        #expect(
+            try ApplicationCryptogram.generate(.mastercard16, masterKey: mk, data: data)
+                == hex(v.outputs["ARQC CVN16"]!))
+        #expect(
+            try ApplicationCryptogram.generate(.mastercard20, masterKey: mk, data: data)
+                == hex(v.outputs["ARQC CVN20"]!))
         // CVN 16's session key depends on the UN: a changed UN changes both key and data.
         var other = data.transactionData
         other[28] ^= 1
         let changed = try CryptogramData(
             transactionData: other, applicationInterchangeProfile: data.applicationInterchangeProfile, atc: 0x002A,
             issuerApplicationData: iad)
-        #expect(try ApplicationCryptogram.generate(.mastercard16, masterKey: mk, data: changed) != hex(v.outputs["ARQC CVN16"]!))
+        #expect(
+            try ApplicationCryptogram.generate(.mastercard16, masterKey: mk, data: changed)
+                != hex(v.outputs["ARQC CVN16"]!))
     }
 
     @Test func v6ARPC() throws {
@@ -194,14 +218,18 @@ struct VectorTests {
         let arpc2 = try ApplicationCryptogram.arpcMethod2(key: sk, arqc: arqc, cardStatusUpdate: csu)
         #expect(arpc2 == hex(v.outputs["ARPC2 = MAC3(SK)[pad2(ARQC||CSU)] left 4"]!))
         #expect(arpc2 + csu == hex(v.outputs["tag 91 (method 2)"]!))
-        let arpc2p = try ApplicationCryptogram.arpcMethod2(key: sk, arqc: arqc, cardStatusUpdate: csu, proprietaryData: prop)
+        let arpc2p = try ApplicationCryptogram.arpcMethod2(
+            key: sk, arqc: arqc, cardStatusUpdate: csu, proprietaryData: prop)
         #expect(arpc2p == hex(v.outputs["ARPC2 with prop. data"]!))
         #expect(arpc2p + csu + prop == hex(v.outputs["tag 91 (method 2 + prop)"]!))
         // A declined response code gives another ARPC; bad sizes are typed errors.
         #expect(try ApplicationCryptogram.arpcMethod1(key: sk, arqc: arqc, responseCode: hex("3035")) != arpc1)
-        #expect(throws: EMVError(.invalidArgument, "")) { try ApplicationCryptogram.arpcMethod1(key: sk, arqc: [1], responseCode: arc) }
         #expect(throws: EMVError(.invalidArgument, "")) {
-            try ApplicationCryptogram.arpcMethod2(key: sk, arqc: arqc, cardStatusUpdate: csu, proprietaryData: [UInt8](repeating: 0, count: 9))
+            try ApplicationCryptogram.arpcMethod1(key: sk, arqc: [1], responseCode: arc)
+        }
+        #expect(throws: EMVError(.invalidArgument, "")) {
+            try ApplicationCryptogram.arpcMethod2(
+                key: sk, arqc: arqc, cardStatusUpdate: csu, proprietaryData: [UInt8](repeating: 0, count: 9))
         }
     }
 
@@ -211,9 +239,14 @@ struct VectorTests {
             issuerMasterKey: try key(v.inputs["IMK-CVC3"]), pan: v.inputs["PAN"]!, panSequenceNumber: 0)
         #expect(bytes(key) == hex(v.outputs["ICC-CVC3 key"]!))
         let track = hex(v.inputs["Track2 template"]!)
-        #expect(try DynamicCVC3.ivcvc3(key: key, trackData: track) == hex(v.outputs["IVCVC3 (last 2 bytes of MAC3(pad2(track)))"]!))
-        let cvc3 = try DynamicCVC3.cvc3(key: key, trackData: track, unpredictableNumber: hex(v.inputs["UN"]!), atc: 0x005E)
+        #expect(
+            try DynamicCVC3.ivcvc3(key: key, trackData: track)
+                == hex(v.outputs["IVCVC3 (last 2 bytes of MAC3(pad2(track)))"]!))
+        let cvc3 = try DynamicCVC3.cvc3(
+            key: key, trackData: track, unpredictableNumber: hex(v.inputs["UN"]!), atc: 0x005E)
         #expect(String(cvc3) == v.outputs["CVC3 (decimal of last 2 bytes)"]!)
-        #expect(try DynamicCVC3.cvc3(key: key, trackData: track, unpredictableNumber: hex(v.inputs["UN"]!), atc: 0x005F) != cvc3)
+        #expect(
+            try DynamicCVC3.cvc3(key: key, trackData: track, unpredictableNumber: hex(v.inputs["UN"]!), atc: 0x005F)
+                != cvc3)
     }
 }

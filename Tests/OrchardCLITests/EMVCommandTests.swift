@@ -24,33 +24,56 @@ struct EMVCommandTests {
     }
 
     @Test func keyDerivation() async {
-        #expect(await result(["derive-mk", "--imk", Self.imk, "--pan", "4895370012345671", "--psn", "00"])
-            == "7AA1D352E6D5C2E629ADC4C78329866E")
-        #expect(await result(["derive-mk", "--imk", Self.imk, "--pan", "12345678901234567", "--psn", "01", "--option", "a"])
-            == "73AD54688CEF2934B0979857E3C719F1")
-        #expect(await result(["derive-mk", "--imk", Self.imk, "--pan", "4895370012345678904", "--psn", "01", "--option", "b"])
-            == "577580A1EAD3612A67F73EF7F8F4DFF7")
+        #expect(
+            await result(["derive-mk", "--imk", Self.imk, "--pan", "4895370012345671", "--psn", "00"])
+                == "7AA1D352E6D5C2E629ADC4C78329866E")
+        #expect(
+            await result(["derive-mk", "--imk", Self.imk, "--pan", "12345678901234567", "--psn", "01", "--option", "a"])
+                == "73AD54688CEF2934B0979857E3C719F1")
+        #expect(
+            await result([
+                "derive-mk", "--imk", Self.imk, "--pan", "4895370012345678904", "--psn", "01", "--option", "b",
+            ])
+                == "577580A1EAD3612A67F73EF7F8F4DFF7")
         let (_, lines, _) = await run(["derive-mk", "--imk", Self.imk, "--pan", "4895370012345671", "--psn", "00"])
         #expect(lines.contains("Y: 9537001234567100") && lines.contains("option: A"))
         #expect(lines.contains { $0.hasPrefix("MK KCV: ") && $0.count == 14 })
-        #expect(await result(["session-key", "--mk", "7AA1D352E6D5C2E629ADC4C78329866E", "--atc", "002A"])
-            == "7F9768F87FE0570BB32FADFB3173CD38")
-        #expect(await result(["session-key", "--mk", "7AA1D352E6D5C2E629ADC4C78329866E", "--atc", "002A", "--un", "7A3B9C01",
-            "--method", "mastercard"]) == "7F137CD35E4A62DA97CD5B25DC010783")
+        #expect(
+            await result(["session-key", "--mk", "7AA1D352E6D5C2E629ADC4C78329866E", "--atc", "002A"])
+                == "7F9768F87FE0570BB32FADFB3173CD38")
+        #expect(
+            await result([
+                "session-key", "--mk", "7AA1D352E6D5C2E629ADC4C78329866E", "--atc", "002A", "--un", "7A3B9C01",
+                "--method", "mastercard",
+            ]) == "7F137CD35E4A62DA97CD5B25DC010783")
     }
 
     @Test func macsAndCryptograms() async {
         #expect(await result(["mac", "--key", Self.imk, "--data", "1234567890ABCDEF1234"]) == "5B8802AB2F33012E")
-        #expect(await result(["arqc", "--sk", "7F9768F87FE0570BB32FADFB3173CD38", "--data",
-            "000000015000000000000000084000000000000840260115007A3B9C012000002A06011203A00000"]) == "15679C552AA1BFD3")
-        #expect(await result(["arqc", "--sk", "7AA1D352E6D5C2E629ADC4C78329866E", "--pad", "1", "--data",
-            "000000015000000000000000084000000000000840260115007A3B9C012000002A03A00000"]) == "8380845C2560BE50")
-        #expect(await result(["arpc", "--sk", "7F9768F87FE0570BB32FADFB3173CD38", "--arqc", "15679C552AA1BFD3", "--arc", "3030"])
-            == "6EECA6C5CAF69F2E")
-        #expect(await result(["arpc", "--sk", "7F9768F87FE0570BB32FADFB3173CD38", "--arqc", "15679C552AA1BFD3", "--csu", "00800000"])
-            == "121FB778")
-        let (_, lines, _) = await run(["arpc", "--sk", "7F9768F87FE0570BB32FADFB3173CD38", "--arqc", "15679C552AA1BFD3",
-            "--csu", "00800000", "--prop", "0102"])
+        #expect(
+            await result([
+                "arqc", "--sk", "7F9768F87FE0570BB32FADFB3173CD38", "--data",
+                "000000015000000000000000084000000000000840260115007A3B9C012000002A06011203A00000",
+            ]) == "15679C552AA1BFD3")
+        #expect(
+            await result([
+                "arqc", "--sk", "7AA1D352E6D5C2E629ADC4C78329866E", "--pad", "1", "--data",
+                "000000015000000000000000084000000000000840260115007A3B9C012000002A03A00000",
+            ]) == "8380845C2560BE50")
+        #expect(
+            await result([
+                "arpc", "--sk", "7F9768F87FE0570BB32FADFB3173CD38", "--arqc", "15679C552AA1BFD3", "--arc", "3030",
+            ])
+                == "6EECA6C5CAF69F2E")
+        #expect(
+            await result([
+                "arpc", "--sk", "7F9768F87FE0570BB32FADFB3173CD38", "--arqc", "15679C552AA1BFD3", "--csu", "00800000",
+            ])
+                == "121FB778")
+        let (_, lines, _) = await run([
+            "arpc", "--sk", "7F9768F87FE0570BB32FADFB3173CD38", "--arqc", "15679C552AA1BFD3",
+            "--csu", "00800000", "--prop", "0102",
+        ])
         #expect(lines.suffix(2) == ["tag 91: 3AB363EC008000000102", "3AB363EC"])
     }
 
@@ -77,7 +100,9 @@ struct EMVCommandTests {
         #expect(commands.first == "C-APDU 00A404000E325041592E5359532E444446303100")
         #expect(responses.allSatisfy { $0.hasSuffix("9000") })
         if kernel == "visa" {
-            #expect(commands.contains("C-APDU 80A8000023832136C04000000000015000000000000000084000000000000840260115007A3B9C0100"))
+            #expect(
+                commands.contains(
+                    "C-APDU 80A8000023832136C04000000000015000000000000000084000000000000840260115007A3B9C0100"))
         }
         #expect(lines.contains { $0.hasPrefix("verifier: valid") })
         let arqc = lines.last ?? ""
@@ -104,12 +129,21 @@ struct EMVCommandTests {
             ["arpc", "--sk", Self.imk, "--arqc", "15679C552AA1BFD3", "--arc", "3030", "--csu", "00800000"],
             ["tlv", "5A05010203"],
             ["tlv", String(repeating: "6F80", count: 20)],
-            ["simulate", "--imk", Self.imk, "--pan", "4895370012345671", "--psn", "00", "--atc", "002A", "--amount", "15000",
-                "--currency", "84", "--country", "840", "--date", "260115", "--un", "7A3B9C01"],
-            ["simulate", "--imk", Self.imk, "--pan", "4895370012345671", "--psn", "00", "--atc", "0000", "--amount", "15000",
-                "--currency", "840", "--country", "840", "--date", "260115", "--un", "7A3B9C01"],
-            ["simulate", "--imk", Self.imk, "--pan", "4895370012345671", "--psn", "00", "--atc", "002A", "--amount", "15000",
-                "--currency", "840", "--country", "840", "--date", "261301", "--un", "7A3B9C01"],
+            [
+                "simulate", "--imk", Self.imk, "--pan", "4895370012345671", "--psn", "00", "--atc", "002A", "--amount",
+                "15000",
+                "--currency", "84", "--country", "840", "--date", "260115", "--un", "7A3B9C01",
+            ],
+            [
+                "simulate", "--imk", Self.imk, "--pan", "4895370012345671", "--psn", "00", "--atc", "0000", "--amount",
+                "15000",
+                "--currency", "840", "--country", "840", "--date", "260115", "--un", "7A3B9C01",
+            ],
+            [
+                "simulate", "--imk", Self.imk, "--pan", "4895370012345671", "--psn", "00", "--atc", "002A", "--amount",
+                "15000",
+                "--currency", "840", "--country", "840", "--date", "261301", "--un", "7A3B9C01",
+            ],
         ]
         for arguments in bad {
             let (code, lines, stderr) = await run(arguments)

@@ -31,7 +31,8 @@ enum Card {
 
     static func make() -> ContactlessCard {
         do {
-            let visa = try CardApplicationProfile(scheme: .visa, pan: "4895370012345671", expiry: "2812", masterKey: key)
+            let visa = try CardApplicationProfile(
+                scheme: .visa, pan: "4895370012345671", expiry: "2812", masterKey: key)
             let mastercard = try CardApplicationProfile(
                 scheme: .mastercard, pan: "5413330089020011", expiry: "2812", masterKey: key, priority: 2)
             return try ContactlessCard(applications: [

@@ -15,7 +15,9 @@ public func fuzzEMVTLV(_ data: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     if let dol = try? DataObjectList(bytes: bytes) {
         guard (try? DataObjectList(bytes: dol.encoded)) == dol else { fatalError("DOL re-encoding changed the list") }
         let built = dol.build { _ in bytes }
-        guard built.count == dol.dataLength, (try? dol.split(built)) != nil else { fatalError("DOL build/split disagree") }
+        guard built.count == dol.dataLength, (try? dol.split(built)) != nil else {
+            fatalError("DOL build/split disagree")
+        }
     }
     return 0
 }

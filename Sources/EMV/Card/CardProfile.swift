@@ -92,8 +92,10 @@ public struct CardApplicationProfile: Sendable, CustomStringConvertible, CustomD
         let year = Int(expiry.prefix(2)) ?? 0
         let month = Int(expiry.suffix(2)) ?? 1
         let days = [31, year % 4 == 0 ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][max(0, min(11, month - 1))]
-        return [UInt8(year / 10) << 4 | UInt8(year % 10), UInt8(month / 10) << 4 | UInt8(month % 10),
-            UInt8(days / 10) << 4 | UInt8(days % 10)]
+        return [
+            UInt8(year / 10) << 4 | UInt8(year % 10), UInt8(month / 10) << 4 | UInt8(month % 10),
+            UInt8(days / 10) << 4 | UInt8(days % 10),
+        ]
     }
 
     public var description: String { "CardApplicationProfile(\(scheme), …\(pan.suffix(4)), key redacted)" }

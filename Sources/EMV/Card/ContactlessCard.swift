@@ -312,7 +312,8 @@ public struct ContactlessCard: Sendable {
             let data = try? CryptogramData(
                 values: { values.value($0) }, applicationInterchangeProfile: ContactlessCard.mastercardAIP, atc: atc,
                 issuerApplicationData: iad),
-            let ac = try? ApplicationCryptogram.generate(profile.cryptogramVersion, masterKey: profile.masterKey, data: data)
+            let ac = try? ApplicationCryptogram.generate(
+                profile.cryptogramVersion, masterKey: profile.masterKey, data: data)
         else { return ResponseAPDU(.unknownError) }
         let template = TLV(
             .responseMessageTemplateFormat2,

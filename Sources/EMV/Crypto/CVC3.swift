@@ -16,7 +16,8 @@ public enum DynamicCVC3 {
         guard unpredictableNumber.count == 4 else {
             throw EMVError(.invalidArgument, "the unpredictable number is 4 bytes")
         }
-        let block = try ivcvc3(key: key, trackData: trackData) + unpredictableNumber + [UInt8(atc >> 8), UInt8(atc & 0xFF)]
+        let block =
+            try ivcvc3(key: key, trackData: trackData) + unpredictableNumber + [UInt8(atc >> 8), UInt8(atc & 0xFF)]
         let enciphered: [UInt8]
         do { enciphered = try TripleDES.encryptECB(block, key: key) } catch {
             throw EMVError(.cryptoFailure, "Triple DES failed: \(error.message)")

@@ -231,7 +231,9 @@ public enum ApplicationCryptogram {
     }
 
     /// ARPC method 1: `3DES(key, ARQC ⊕ (ARC ‖ 00×6))` (8 bytes). Tag 91 carries ARPC ‖ ARC.
-    public static func arpcMethod1(key: SymmetricKey, arqc: [UInt8], responseCode arc: [UInt8]) throws(EMVError)
+    public static func arpcMethod1(
+        key: SymmetricKey, arqc: [UInt8], responseCode arc: [UInt8]
+    ) throws(EMVError)
         -> [UInt8]
     {
         guard key.byteCount == 16 else { throw EMVError(.invalidArgument, "the ARPC key is 16 bytes") }

@@ -104,9 +104,10 @@ public struct VisaIssuerApplicationData: Hashable, Sendable {
     /// Orchard's issuer discretionary data, if present.
     public var cdcvm: CDCVMResult?
 
-    public init(derivationKeyIndex: UInt8, cryptogramVersionNumber: UInt8, cardVerificationResults: [UInt8],
-        cdcvm: CDCVMResult?)
-    {
+    public init(
+        derivationKeyIndex: UInt8, cryptogramVersionNumber: UInt8, cardVerificationResults: [UInt8],
+        cdcvm: CDCVMResult?
+    ) {
         self.derivationKeyIndex = derivationKeyIndex
         self.cryptogramVersionNumber = cryptogramVersionNumber
         self.cardVerificationResults = cardVerificationResults

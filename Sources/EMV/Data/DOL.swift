@@ -106,5 +106,7 @@ public struct DataObjectList: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { entries.map { "\($0.tag) \([UInt8($0.length)].hexString)" }.joined(separator: " ") }
+    public var description: String {
+        entries.map { "\($0.tag) \([UInt8($0.length)].hexString)" }.joined(separator: " ")
+    }
 }

@@ -111,7 +111,9 @@ public struct VerifiedCryptogram: Sendable, CustomStringConvertible, CustomRefle
     }
 
     /// The ARPC by the CVN's method: method 1 over the ARC, or method 2 over the CSU and proprietary data.
-    public func arpc(responseCode arc: [UInt8], cardStatusUpdate csu: [UInt8], proprietaryData: [UInt8] = [])
+    public func arpc(
+        responseCode arc: [UInt8], cardStatusUpdate csu: [UInt8], proprietaryData: [UInt8] = []
+    )
         throws(EMVError) -> [UInt8]
     {
         switch version.arpcMethod {
@@ -180,7 +182,9 @@ public struct CryptogramVerifier: Sendable {
 
     /// Verifies with the issuer master key (the card's master key is derived from the PAN and PSN).
     /// Throws only for an unusable key or a PAN of the wrong form.
-    public func verify(_ data: ChipAuthorizationData, issuerMasterKey: SymmetricKey, lastSeenATC: UInt16?)
+    public func verify(
+        _ data: ChipAuthorizationData, issuerMasterKey: SymmetricKey, lastSeenATC: UInt16?
+    )
         throws(EMVError) -> CryptogramVerification
     {
         let masterKey = try EMVKeyDerivation.masterKey(
@@ -190,14 +194,18 @@ public struct CryptogramVerifier: Sendable {
     }
 
     /// Verifies with the card's master key (MK-AC). Throws only for an unusable key.
-    public func verify(_ data: ChipAuthorizationData, masterKey: SymmetricKey, lastSeenATC: UInt16?)
+    public func verify(
+        _ data: ChipAuthorizationData, masterKey: SymmetricKey, lastSeenATC: UInt16?
+    )
         throws(EMVError) -> CryptogramVerification
     {
         guard masterKey.byteCount == 16 else { throw EMVError(.invalidArgument, "the master key is 16 bytes") }
         func reject(_ reason: CryptogramRejection.Reason, _ message: String) -> CryptogramVerification {
             .invalid(CryptogramRejection(reason, message))
         }
-        guard let scheme = data.scheme else { return reject(.malformedData, "the scheme is unknown (no AID, PAN prefix)") }
+        guard let scheme = data.scheme else {
+            return reject(.malformedData, "the scheme is unknown (no AID, PAN prefix)")
+        }
         guard let iad = data.value(.issuerApplicationData) else { return reject(.missingData, "9F10 is missing") }
         guard let received = data.value(.applicationCryptogram), received.count == 8 else {
             return reject(.missingData, "9F26 is missing or not 8 bytes")
@@ -240,7 +248,8 @@ public struct CryptogramVerifier: Sendable {
         } catch { return reject(.missingData, error.message) }
         let key = try ApplicationCryptogram.cryptogramKey(
             for: version, masterKey: masterKey, atc: atc, unpredictableNumber: input.unpredictableNumber)
-        let expected = try ApplicationCryptogram.mac(key: key, data: try input.macInput(for: version), padding: version.padding)
+        let expected = try ApplicationCryptogram.mac(
+            key: key, data: try input.macInput(for: version), padding: version.padding)
         guard constantTimeEquals(expected, received) else {
             return reject(.cryptogramMismatch, "the cryptogram does not match the data (\(version))")
         }
@@ -257,6 +266,7 @@ public struct CryptogramVerifier: Sendable {
         case .method1(let usesMasterKey): arpcKey = usesMasterKey ? masterKey : key
         case .method2: arpcKey = key
         }
-        return .valid(VerifiedCryptogram(version: version, atc: atc, cryptogram: received, cdcvm: cdcvm, arpcKey: arpcKey))
+        return .valid(
+            VerifiedCryptogram(version: version, atc: atc, cryptogram: received, cdcvm: cdcvm, arpcKey: arpcKey))
     }
 }

@@ -34,7 +34,8 @@ public struct TerminalConfiguration: Sendable, Hashable {
         countryCode: Int, currencyCode: Int, terminalTransactionQualifiers: [UInt8] = [0x36, 0xC0, 0x40, 0x00],
         terminalType: UInt8 = 0x22,
         supportedApplications: [SupportedApplication] = [
-            .init(aid: PaymentScheme.visa.aid, scheme: .visa), .init(aid: PaymentScheme.mastercard.aid, scheme: .mastercard),
+            .init(aid: PaymentScheme.visa.aid, scheme: .visa),
+            .init(aid: PaymentScheme.mastercard.aid, scheme: .mastercard),
         ],
         preferredAID: [UInt8]? = nil, contactlessTransactionLimit: UInt64? = nil, cvmRequiredLimit: UInt64? = nil
     ) {

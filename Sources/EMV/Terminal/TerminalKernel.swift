@@ -41,7 +41,9 @@ public struct TerminalKernel: Sendable {
     }
 
     /// Runs one contactless transaction with the card behind `link`.
-    public func run(_ transaction: TransactionParameters, card link: some CardTransport) async throws(EMVError)
+    public func run(
+        _ transaction: TransactionParameters, card link: some CardTransport
+    ) async throws(EMVError)
         -> TerminalOutcome
     {
         var session = Session(link: link)
@@ -62,17 +64,21 @@ public struct TerminalKernel: Sendable {
                 let priority = indicator & 0x0F == 0 ? 16 : Int(indicator & 0x0F)
                 return (aid, priority)
             }
-            for entry in entries.enumerated().sorted(by: { ($0.element.priority, $0.offset) < ($1.element.priority, $1.offset) }) {
+            for entry in entries.enumerated().sorted(by: {
+                ($0.element.priority, $0.offset) < ($1.element.priority, $1.offset)
+            }) {
                 if let scheme = supportedScheme(entry.element.aid) { candidates.append((entry.element.aid, scheme)) }
             }
-            if let preferred = configuration.preferredAID, let i = candidates.firstIndex(where: { $0.aid == preferred }) {
+            if let preferred = configuration.preferredAID, let i = candidates.firstIndex(where: { $0.aid == preferred })
+            {
                 candidates.insert(candidates.remove(at: i), at: 0)
             }
         } else if let preferred = configuration.preferredAID, let scheme = supportedScheme(preferred) {
             candidates = [(preferred, scheme)]
         }
         guard !candidates.isEmpty else {
-            return session.outcome(.tryAnotherInterface, "no application the terminal accepts", refusal: ppse.statusWord)
+            return session.outcome(
+                .tryAnotherInterface, "no application the terminal accepts", refusal: ppse.statusWord)
         }
 
         // Final selection: the first candidate the card selects.
@@ -101,7 +107,9 @@ public struct TerminalKernel: Sendable {
         do throws(EMVError) {
             let objects = try TLV.decode(gpo.data)
             if let format1 = objects.first, format1.tag == .responseMessageTemplateFormat1 {
-                guard format1.value.count >= 2 else { throw EMVError(.protocolViolation, "format 1 response too short") }
+                guard format1.value.count >= 2 else {
+                    throw EMVError(.protocolViolation, "format 1 response too short")
+                }
                 cardData[.applicationInterchangeProfile] = Array(format1.value.prefix(2))
                 cardData[.applicationFileLocator] = Array(format1.value.dropFirst(2))
             } else {
@@ -225,11 +233,13 @@ public struct TerminalKernel: Sendable {
         case .aac:
             return session.outcome(.declined, "the card declined (AAC)", card: data)
         case .tc:
-            return session.outcome(.endApplication, "the card approved offline (TC); this reader is online only", card: data)
+            return session.outcome(
+                .endApplication, "the card approved offline (TC); this reader is online only", card: data)
         case .arqc:
             let ttq = terminal[.terminalTransactionQualifiers] ?? []
             if scheme == .visa, ttq.count == 4, ttq[1] & 0x40 != 0, cvm == .none {
-                return session.outcome(.declined, "a cardholder verification is required and none was performed", card: data)
+                return session.outcome(
+                    .declined, "a cardholder verification is required and none was performed", card: data)
             }
             return session.outcome(.onlineRequest, nil, card: data)
         }

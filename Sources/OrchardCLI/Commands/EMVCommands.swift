@@ -171,7 +171,9 @@ enum EMVCommands {
         positionals: ["HEX"]
     ) { arguments, context in
         guard let text = arguments.positionals.first else { throw CLIError.usage("give the TLV bytes as hex") }
-        guard let bytes = [UInt8](hex: text) else { throw CLIError.failure("the TLV is not an even number of hex digits") }
+        guard let bytes = [UInt8](hex: text) else {
+            throw CLIError.failure("the TLV is not an even number of hex digits")
+        }
         let objects = try TLV.decode(bytes)
         guard !objects.isEmpty else { throw CLIError.failure("no data objects in the input") }
         context.output(objects.treeDescription())
@@ -198,7 +200,8 @@ enum EMVCommands {
             .single("country", "NUM", help: "ISO 3166 numeric terminal country, 3 or 4 digits."),
             .single("date", "YYMMDD", help: "Transaction date."),
             .single("un", "HEX", help: "Terminal unpredictable number, 4 bytes."),
-            .single("kernel", "visa|mastercard", help: "Visa-style (Kernel 3, default) or Mastercard-style (Kernel 2)."),
+            .single(
+                "kernel", "visa|mastercard", help: "Visa-style (Kernel 3, default) or Mastercard-style (Kernel 2)."),
             .single("expiry", "YYMM", help: "Card expiry (default 2812)."),
             .single("cdcvm", "METHOD", help: "face (default), fingerprint, passcode, watch or none."),
             .flag("no-authorization", help: "The host does not authorize the card: it releases nothing."),
@@ -211,7 +214,8 @@ enum EMVCommands {
         let atc = UInt16(atcBytes[0]) << 8 | UInt16(atcBytes[1])
         guard atc > 0 else { throw CLIError.failure("--atc is 0001 to FFFF (a card never uses ATC 0000)") }
         let amountText = try arguments.require("amount")
-        guard (1...12).contains(amountText.count), amountText.allSatisfy(\.isASCIIDigit), let amount = UInt64(amountText)
+        guard (1...12).contains(amountText.count), amountText.allSatisfy(\.isASCIIDigit),
+            let amount = UInt64(amountText)
         else { throw CLIError.failure("--amount is 1 to 12 digits of minor units") }
         let currency = try numericCode(arguments, "currency")
         let country = try numericCode(arguments, "country")
@@ -266,10 +270,13 @@ enum EMVCommands {
         let verification = try CryptogramVerifier().verify(
             ChipAuthorizationData(read), issuerMasterKey: imk, lastSeenATC: atc - 1)
         context.output("verifier: \(verification)")
-        guard case .valid(let verified) = verification else { throw CLIError.failure("the verifier rejected the cryptogram") }
+        guard case .valid(let verified) = verification else {
+            throw CLIError.failure("the verifier rejected the cryptogram")
+        }
         context.output(
             "issuer authentication data (91): "
-                + (try verified.issuerAuthenticationData(responseCode: [0x30, 0x30], cardStatusUpdate: [0, 0x80, 0, 0])).hex)
+                + (try verified.issuerAuthenticationData(
+                    responseCode: [0x30, 0x30], cardStatusUpdate: [0, 0x80, 0, 0])).hex)
         context.output(read.cryptogram.hex)
     }
 
@@ -312,7 +319,9 @@ enum EMVCommands {
             configuration.preferredAID = scheme.aid
             let outcome = try await TerminalKernel(configuration: configuration).run(
                 TransactionParameters(amount: 1500, date: try TransactionDate(yymmdd: "260115")), card: link)
-            guard let read = outcome.card else { throw CLIError.failure("the benchmark transaction failed: \(outcome)") }
+            guard let read = outcome.card else {
+                throw CLIError.failure("the benchmark transaction failed: \(outcome)")
+            }
             let commands = try outcome.transcript.map { try CommandAPDU(bytes: $0.command) }
             let data = ChipAuthorizationData(read)
             let verifier = CryptogramVerifier()
@@ -347,7 +356,9 @@ enum EMVCommands {
 
     static func hexOption(_ arguments: ParsedArguments, _ name: String, bytes count: Int? = nil) throws -> [UInt8] {
         let text = try arguments.require(name)
-        guard let bytes = [UInt8](hex: text) else { throw CLIError.failure("--\(name) is not an even number of hex digits") }
+        guard let bytes = [UInt8](hex: text) else {
+            throw CLIError.failure("--\(name) is not an even number of hex digits")
+        }
         if let count, bytes.count != count {
             throw CLIError.failure("--\(name) is \(count) bytes (\(count * 2) hex digits), not \(bytes.count)")
         }
