@@ -175,6 +175,7 @@ public final class Database {
     ///
     /// A statement already lent (the same SQL used again inside `body`) is not shared: the inner use gets a
     /// statement of its own.
+    @discardableResult
     public func withStatement<T>(_ sql: String, _ body: (Statement) throws -> T) throws -> T {
         let statement = try lease(sql)
         defer { release(statement) }
@@ -239,6 +240,7 @@ public final class Database {
     ///
     /// Inside another transaction this becomes a savepoint: a throwing inner body undoes only its own
     /// changes, and nothing is durable before the outermost transaction commits.
+    @discardableResult
     public func transaction<T>(_ kind: TransactionKind = .immediate, _ body: (Database) throws -> T) throws -> T {
         if isInTransaction { return try savepoint(body) }
         switch kind {

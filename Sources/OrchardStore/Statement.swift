@@ -29,16 +29,21 @@ public final class Statement {
 
     init(handle: ConnectionHandle, sql: String, persistent: Bool) throws(StoreError) {
         var statement: OpaquePointer?
-        var tail: UnsafePointer<CChar>?
+        var rest = ""
         let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
-        let rc = sql.withCString { sqlite3_prepare_v3(handle.pointer, $0, -1, flags, &statement, &tail) }
+        let rc = sql.withCString { text in
+            var tail: UnsafePointer<CChar>?
+            let rc = sqlite3_prepare_v3(handle.pointer, text, -1, flags, &statement, &tail)
+            // The tail points into `text`, which lives only inside this closure.
+            rest = tail.map { String(cString: $0) } ?? ""
+            return rc
+        }
         guard rc == SQLITE_OK else {
             throw StoreError(sqlite: rc, connection: handle.pointer, context: "cannot compile \(Self.excerpt(sql))")
         }
         guard let statement else {
             throw StoreError(.sql, "no SQL statement in \(Self.excerpt(sql))")
         }
-        let rest = tail.map { String(cString: $0) } ?? ""
         guard rest.allSatisfy(\.isWhitespace) else {
             sqlite3_finalize(statement)
             throw StoreError(.sql, "more than one statement in \(Self.excerpt(sql)); use executeScript for scripts")

@@ -36,12 +36,14 @@ public final class Store: Sendable {
     ///
     /// Errors `body` throws are rethrown unchanged after the rollback. Nested `Database.transaction` calls
     /// inside `body` become savepoints.
+    @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await onWriter { database in try database.transaction(.immediate, body) }
     }
 
     /// Runs `body` on the writer connection without opening a transaction (for `VACUUM`, checkpoints, or
     /// code that manages its own transactions).
+    @discardableResult
     public func onWriter<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             writer.submit { database in
@@ -57,6 +59,7 @@ public final class Store: Sendable {
     /// Runs `body` on a reader connection inside a read transaction: it sees the state of one instant and
     /// none of the writes that commit meanwhile. Writing through the connection fails with
     /// ``StoreError/Code/readOnly``.
+    @discardableResult
     public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             DispatchQueue.global(qos: .userInitiated).async {
