@@ -73,6 +73,10 @@ let package = Package(
             dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardRuntimeTests", dependencies: ["OrchardRuntime", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardRuntimeTests",
+            dependencies: ["OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
     ]
 )

@@ -1,9 +1,10 @@
+public import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-public import Foundation
 
 /// A configuration value, as stored in `config.json`.
 public enum ConfigurationValue: Sendable, Hashable {
@@ -62,14 +63,17 @@ extension ConfigurationKey where Value == Int {
         ConfigurationKey(
             section: section, name: name, defaultValue: defaultValue, kind: .integer,
             wrap: { .integer($0) }, unwrap: { if case .integer(let v) = $0 { v } else { nil } },
-            check: { (0...65535).contains($0) ? nil : "\($0) is out of range 0...65535 for a port (0 picks a free one)" }
+            check: {
+                (0...65535).contains($0) ? nil : "\($0) is out of range 0...65535 for a port (0 picks a free one)"
+            }
         )
     }
 }
 
 extension ConfigurationKey where Value == Bool {
     /// `true` or `false` (in the environment also `1`/`0`, `yes`/`no`, `on`/`off`).
-    public static func boolean(_ section: String, _ name: String, default defaultValue: Bool) -> ConfigurationKey<Bool> {
+    public static func boolean(_ section: String, _ name: String, default defaultValue: Bool) -> ConfigurationKey<Bool>
+    {
         ConfigurationKey(
             section: section, name: name, defaultValue: defaultValue, kind: .boolean,
             wrap: { .boolean($0) }, unwrap: { if case .boolean(let v) = $0 { v } else { nil } }, check: { _ in nil }
@@ -97,7 +101,9 @@ extension ConfigurationKey where Value == String {
     }
 
     /// An IPv4 or IPv6 address literal to bind to (services bind 127.0.0.1 by default).
-    public static func host(_ section: String, _ name: String, default defaultValue: String = "127.0.0.1")
+    public static func host(
+        _ section: String, _ name: String, default defaultValue: String = "127.0.0.1"
+    )
         -> ConfigurationKey<String>
     {
         string(section, name, default: defaultValue) { value in
@@ -108,7 +114,9 @@ extension ConfigurationKey where Value == String {
 
 extension ConfigurationKey where Value == [String] {
     /// A list of strings (in the environment: comma-separated).
-    public static func strings(_ section: String, _ name: String, default defaultValue: [String])
+    public static func strings(
+        _ section: String, _ name: String, default defaultValue: [String]
+    )
         -> ConfigurationKey<[String]>
     {
         ConfigurationKey(
@@ -163,7 +171,9 @@ public struct AnyConfigurationKey: Sendable {
             value = texts.count == items.count ? .strings(texts) : nil
         default: value = nil
         }
-        guard let value else { return .failure(ConfigurationProblem("expected \(kind.expected), found \(json.typeName)")) }
+        guard let value else {
+            return .failure(ConfigurationProblem("expected \(kind.expected), found \(json.typeName)"))
+        }
         return validated(value)
     }
 
@@ -268,10 +278,11 @@ public struct Configuration: Sendable {
         let data: [UInt8]
         do throws(RuntimeError) {
             data = try SecureFile.read(path, limit: 1 << 20)
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             throw RuntimeError(.notFound, "no configuration at \(path): run `orchard init` for this directory first")
         }
-        return try parse(Data(data), source: (path as NSString).lastPathComponent, schema: schema, environment: environment)
+        return try parse(
+            Data(data), source: (path as NSString).lastPathComponent, schema: schema, environment: environment)
     }
 
     /// Validates `json` (named `source` in messages), then applies `environment` overrides.

@@ -1,10 +1,11 @@
+public import Foundation
+public import OrchardCrypto
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-public import Foundation
-public import OrchardCrypto
 
 /// The directory DIR that holds one deployment. Later features add files to it but never change this layout:
 ///
@@ -204,7 +205,7 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
         let bytes: [UInt8]
         do throws(RuntimeError) {
             bytes = try SecureFile.read(path, limit: 64 << 10)
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             return nil
         }
         let record = try ServiceRecord(json: Data(bytes))

@@ -1,3 +1,6 @@
+import Foundation
+public import OrchardCrypto
+
 #if canImport(Glibc)
     import Glibc
     private let systemWrite = Glibc.write
@@ -7,8 +10,6 @@
     private let systemWrite = Darwin.write
     private let systemRead = Darwin.read
 #endif
-import Foundation
-public import OrchardCrypto
 
 /// File operations with exact permissions: atomic replacement, owner-only directories, and reads that
 /// refuse secrets other users could have read or swapped.
@@ -150,9 +151,9 @@ public enum SecureFile {
             throw RuntimeError(.insecurePermissions, "\(path) belongs to another user (uid \(info.st_uid))")
         }
         guard bits & ~allowed == 0 else {
+            let fix = "chmod \(String(allowed, radix: 8)) \(path)"
             throw RuntimeError(
-                .insecurePermissions,
-                "\(path) has mode \(String(bits, radix: 8)), open to other users: run `chmod \(String(allowed, radix: 8)) \(path)`"
+                .insecurePermissions, "\(path) has mode \(String(bits, radix: 8)), open to other users: run `\(fix)`"
             )
         }
     }

@@ -95,7 +95,8 @@ public final class Database {
     }
 
     private func configure(_ options: StoreOptions) throws(StoreError) {
-        let milliseconds = options.busyTimeout.components.seconds * 1000
+        let milliseconds =
+            options.busyTimeout.components.seconds * 1000
             + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000
         let rc = sqlite3_busy_timeout(handle.pointer, Int32(clamping: milliseconds))
         guard rc == SQLITE_OK else { throw StoreError(sqlite: rc, connection: handle.pointer, context: "busy timeout") }
@@ -161,7 +162,9 @@ public final class Database {
     }
 
     /// Runs `sql` and maps its first row with `transform`; nil when there is none.
-    public func queryFirst<T>(_ sql: String, _ arguments: [SQLiteValue] = [], _ transform: (Row) throws -> T) throws
+    public func queryFirst<T>(
+        _ sql: String, _ arguments: [SQLiteValue] = [], _ transform: (Row) throws -> T
+    ) throws
         -> T?
     {
         let statement = try lease(sql)
@@ -259,7 +262,8 @@ public final class Database {
             try execute("COMMIT")
         } catch {
             rollback()
-            throw StoreError(error.code, "the transaction was rolled back: \(error.message)", sqliteCode: error.sqliteCode)
+            throw StoreError(
+                error.code, "the transaction was rolled back: \(error.message)", sqliteCode: error.sqliteCode)
         }
         return result
     }

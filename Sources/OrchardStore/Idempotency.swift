@@ -204,8 +204,10 @@ public final class IdempotencyKeys: Sendable {
                         (scope, key, fingerprint, attempt, state, lease_until, created_at, expires_at)
                     VALUES (?, ?, ?, ?, 0, ?, ?, ?)
                     """,
-                    [.text(scope), .text(key), .blob(fingerprint.bytes), .integer(attempt), .integer(leaseUntil),
-                     .integer(now), .integer(now + keep)]
+                    [
+                        .text(scope), .text(key), .blob(fingerprint.bytes), .integer(attempt), .integer(leaseUntil),
+                        .integer(now), .integer(now + keep),
+                    ]
                 )
                 return .proceed(IdempotencyTicket(scope: scope, key: key, fingerprint: fingerprint, attempt: attempt))
             }
@@ -230,8 +232,9 @@ public final class IdempotencyKeys: Sendable {
                 ) { row in (try row.int64(0), try row.int64(1)) }
                 if let current, current.0 == ticket.attempt, current.1 == 0 {
                     let response = try sideEffect(database)
-                    try Self.store(database, ticket.scope, ticket.key, ticket.fingerprint, ticket.attempt, response,
-                                   now, keep)
+                    try Self.store(
+                        database, ticket.scope, ticket.key, ticket.fingerprint, ticket.attempt, response,
+                        now, keep)
                     return .executed(response)
                 }
                 // Superseded, or the marker is gone: report what the key holds, without running.
@@ -322,8 +325,10 @@ public final class IdempotencyKeys: Sendable {
                 (scope, key, fingerprint, attempt, state, lease_until, status, headers, body, created_at, expires_at)
             VALUES (?, ?, ?, ?, 1, NULL, ?, ?, ?, ?, ?)
             """,
-            [.text(scope), .text(key), .blob(fingerprint.bytes), .integer(attempt), .int(response.status),
-             .text(try encodeHeaders(response.headers)), .blob(response.body), .integer(now), .integer(now + keep)]
+            [
+                .text(scope), .text(key), .blob(fingerprint.bytes), .integer(attempt), .int(response.status),
+                .text(try encodeHeaders(response.headers)), .blob(response.body), .integer(now), .integer(now + keep),
+            ]
         )
     }
 

@@ -62,7 +62,8 @@ extension Database {
                 throw error
             } catch {
                 throw StoreError(
-                    .migration, "migration \(migration.version) (\(migration.name)) failed and was rolled back: \(error)"
+                    .migration,
+                    "migration \(migration.version) (\(migration.name)) failed and was rolled back: \(error)"
                 )
             }
         }

@@ -1,6 +1,6 @@
 internal import CSQLite
-public import Foundation
 internal import CShims
+public import Foundation
 
 /// The `sqlite3*` of one connection, shared by its ``Database`` and its statements so that a statement
 /// never outlives the connection it was compiled on.
@@ -245,7 +245,8 @@ public struct Row {
 
     private func type(_ index: Int) throws(StoreError) -> Int32 {
         guard statement.generation == generation else {
-            throw StoreError(.misuse, "a row of \(Statement.excerpt(statement.sql)) was read after its statement moved on")
+            throw StoreError(
+                .misuse, "a row of \(Statement.excerpt(statement.sql)) was read after its statement moved on")
         }
         guard index >= 0, index < statement.columnCount else {
             throw StoreError(.misuse, "column \(index) out of range 0..<\(statement.columnCount)")

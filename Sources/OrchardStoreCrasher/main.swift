@@ -55,9 +55,10 @@ do {
     // A tiny page cache makes SQLite spill uncommitted pages into the WAL before the commit, so the kill
     // leaves uncommitted frames on disk that recovery must ignore.
     try await store.onWriter { database in try database.executeScript("PRAGMA cache_size = 8") }
-    let first = try await store.read { database in
-        try database.queryFirst("SELECT coalesce(max(transfer), 0) FROM ledger") { try $0.int(0) }
-    } ?? 0
+    let first =
+        try await store.read { database in
+            try database.queryFirst("SELECT coalesce(max(transfer), 0) FROM ledger") { try $0.int(0) }
+        } ?? 0
     if arguments[2] == "hold" {
         try await store.write { database in
             for number in first + 1...first + 10 { try transfer(database, number) }

@@ -4,14 +4,18 @@ import Testing
 
 @Suite("Configuration: config.json validated, ORCHARD_<SERVICE>_<KEY> overrides")
 struct ConfigurationTests {
-    func parse(_ json: String, environment: [String: String] = [:], schema: ConfigurationSchema = .standard)
+    func parse(
+        _ json: String, environment: [String: String] = [:], schema: ConfigurationSchema = .standard
+    )
         throws(RuntimeError) -> Configuration
     {
         try Configuration.parse(Data(json.utf8), schema: schema, environment: environment)
     }
 
     /// The problems a configuration is rejected with (empty when it is accepted).
-    func problems(_ json: String, environment: [String: String] = [:], schema: ConfigurationSchema = .standard)
+    func problems(
+        _ json: String, environment: [String: String] = [:], schema: ConfigurationSchema = .standard
+    )
         -> [String]
     {
         do {
@@ -78,7 +82,8 @@ struct ConfigurationTests {
     @Test func malformedDocumentsAreRejected() {
         #expect(problems("{\"pay\": ")[0].hasPrefix("config.json is not valid JSON"))
         #expect(problems("[1, 2]") == ["config.json must hold a JSON object, found an array"])
-        #expect(problems("{\"pay\": {\"port\": true}}") == ["config.json: pay.port: expected an integer, found a boolean"])
+        #expect(
+            problems("{\"pay\": {\"port\": true}}") == ["config.json: pay.port: expected an integer, found a boolean"])
         #expect(problems("{\"pay\": {\"port\": null}}") == ["config.json: pay.port: expected an integer, found null"])
     }
 
@@ -114,7 +119,8 @@ struct ConfigurationTests {
                 "ORCHARD_ISSUER_HOST: \"example.com\" is not an IPv4 or IPv6 address",
                 "ORCHARD_NETWORK_PORT: 65536 is out of range 0...65535 for a port (0 picks a free one)",
                 "ORCHARD_PAY_PORT: \"eighty\" is not an integer",
-                "ORCHARD_PAY_PROT: pay has no such key (known: ORCHARD_PAY_HOST, ORCHARD_PAY_LOG_LEVEL, ORCHARD_PAY_PORT)",
+                "ORCHARD_PAY_PROT: pay has no such key "
+                    + "(known: ORCHARD_PAY_HOST, ORCHARD_PAY_LOG_LEVEL, ORCHARD_PAY_PORT)",
             ]
         )
     }

@@ -52,7 +52,8 @@ struct DeploymentDirectoryTests {
         let environment = ["ORCHARD_DATA_DIR": "/srv/orchard", "HOME": "/home/u"]
         #expect(try DeploymentDirectory.resolve(dataDir: "/tmp/d", environment: environment).path == "/tmp/d")
         #expect(try DeploymentDirectory.resolve(dataDir: nil, environment: environment).path == "/srv/orchard")
-        #expect(try DeploymentDirectory.resolve(dataDir: nil, environment: ["HOME": "/home/u"]).path == "/home/u/.orchard")
+        #expect(
+            try DeploymentDirectory.resolve(dataDir: nil, environment: ["HOME": "/home/u"]).path == "/home/u/.orchard")
         #expect(throws: RuntimeError.self) { try DeploymentDirectory.resolve(dataDir: nil, environment: [:]) }
         let relative = try DeploymentDirectory.resolve(dataDir: "rel/dir", environment: [:])
         #expect(relative.path == FileManager.default.currentDirectoryPath + "/rel/dir")
@@ -152,7 +153,9 @@ struct DeploymentDirectoryTests {
         let loaded = try directory.loadConfiguration(environment: ["ORCHARD_NETWORK_PORT": "18442"])
         #expect(loaded[ServiceSettings.port(.pay)] == 18441)
         #expect(loaded[ServiceSettings.port(.network)] == 18442)
-        #expect(FileManager.default.createFile(atPath: directory.configurationPath, contents: Data("{\"pay\": {\"port\": 1e9}}".utf8)))
+        #expect(
+            FileManager.default.createFile(
+                atPath: directory.configurationPath, contents: Data("{\"pay\": {\"port\": 1e9}}".utf8)))
         do {
             _ = try directory.loadConfiguration(environment: [:])
             Issue.record("an invalid config.json was loaded")
@@ -165,7 +168,8 @@ struct DeploymentDirectoryTests {
         defer { cleanUp() }
         try directory.create()
         let started = Date(timeIntervalSince1970: 1_750_000_000)
-        let record = ServiceRecord(service: .pay, host: "127.0.0.1", port: 18441, ports: ["mtls": 18442], startedAt: started)
+        let record = ServiceRecord(
+            service: .pay, host: "127.0.0.1", port: 18441, ports: ["mtls": 18442], startedAt: started)
         try directory.publish(record)
         #expect(mode(directory.runRecordPath(for: .pay)) == 0o600)
         #expect(try directory.runningService(.pay) == record)
@@ -183,11 +187,15 @@ struct DeploymentDirectoryTests {
         directory.withdraw(.pay)
         #expect(try directory.runningService(.pay) == nil)
         // A damaged record is an error, not a crash.
-        #expect(FileManager.default.createFile(atPath: directory.runRecordPath(for: .issuer), contents: Data("{\"pid\":".utf8)))
+        #expect(
+            FileManager.default.createFile(
+                atPath: directory.runRecordPath(for: .issuer), contents: Data("{\"pid\":".utf8)))
         #expect(throws: RuntimeError.self) { try directory.runningService(.issuer) }
-        #expect(FileManager.default.createFile(
-            atPath: directory.runRecordPath(for: .acquirer), contents: ServiceRecord(service: .pay, host: "127.0.0.1", port: 1).jsonData()
-        ))
+        #expect(
+            FileManager.default.createFile(
+                atPath: directory.runRecordPath(for: .acquirer),
+                contents: ServiceRecord(service: .pay, host: "127.0.0.1", port: 1).jsonData()
+            ))
         #expect(throws: RuntimeError.self) { try directory.runningService(.acquirer) }
     }
 }

@@ -89,7 +89,10 @@ struct CrashTests {
                     (SELECT count(*) FROM (SELECT transfer FROM ledger GROUP BY transfer HAVING count(*) != 2))
                 FROM ledger
                 """
-            ) { row in Ledger(rows: try row.int(0), sum: try row.int64(1), transfers: try row.int(2), incomplete: try row.int(3)) }
+            ) { row in
+                Ledger(
+                    rows: try row.int(0), sum: try row.int64(1), transfers: try row.int(2), incomplete: try row.int(3))
+            }
         }
         // The store also accepts new writes after the crash.
         try await store.write { database in

@@ -9,7 +9,8 @@ struct DatabaseTests {
 
     func open(_ durability: Durability = .full, secureDelete: Bool = false) throws -> Database {
         let database = try Database(
-            path: directory.file("test.sqlite"), options: StoreOptions(durability: durability, secureDelete: secureDelete)
+            path: directory.file("test.sqlite"),
+            options: StoreOptions(durability: durability, secureDelete: secureDelete)
         )
         try database.executeScript("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v, UNIQUE (v))")
         return database
@@ -73,7 +74,9 @@ struct DatabaseTests {
         #expect(row?.7 == true)
         let stamp = Date(timeIntervalSince1970: 1_700_000_000.123)
         try database.execute("UPDATE t SET v = ?", [.milliseconds(stamp)])
-        #expect(try database.queryFirst("SELECT v FROM t") { try $0.date(0) } == Date(orchardMilliseconds: 1_700_000_000_123))
+        #expect(
+            try database.queryFirst("SELECT v FROM t") { try $0.date(0) }
+                == Date(orchardMilliseconds: 1_700_000_000_123))
     }
 
     @Test func typedAccessorsRejectOtherTypes() throws {

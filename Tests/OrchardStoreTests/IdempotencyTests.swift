@@ -38,7 +38,9 @@ struct IdempotencyTests {
     }
 
     func orderCount() async throws -> Int {
-        try await store.read { database in try database.queryFirst("SELECT count(*) FROM orders") { try $0.int(0) } ?? -1 }
+        try await store.read { database in
+            try database.queryFirst("SELECT count(*) FROM orders") { try $0.int(0) } ?? -1
+        }
     }
 
     @Test func fingerprintKnownAnswer() {
@@ -47,19 +49,22 @@ struct IdempotencyTests {
         let expected = "302c7fc2c810154aa62813f8357bca41e4714fbbf1a2e19c603131e81cb5f4cc"
         #expect(Self.payment.bytes.map { String(format: "%02x", $0) }.joined() == expected)
         // Moving bytes between fields changes the fingerprint.
-        #expect(RequestFingerprint(method: "POST", path: "/a", body: Array("b".utf8))
-            != RequestFingerprint(method: "POST", path: "/ab", body: [UInt8]()))
+        #expect(
+            RequestFingerprint(method: "POST", path: "/a", body: Array("b".utf8))
+                != RequestFingerprint(method: "POST", path: "/ab", body: [UInt8]()))
     }
 
     @Test func sameKeySameBodyReplaysTheStoredResponse() async throws {
         let runs = Counter()
-        let first = try await keys.perform(scope: "merchant-1", key: "k-1", fingerprint: Self.payment, Self.createOrder(runs))
+        let first = try await keys.perform(
+            scope: "merchant-1", key: "k-1", fingerprint: Self.payment, Self.createOrder(runs))
         guard case .executed(let response) = first else {
             Issue.record("first request should execute, got \(first)")
             return
         }
         #expect(response.status == 201)
-        let second = try await keys.perform(scope: "merchant-1", key: "k-1", fingerprint: Self.payment, Self.createOrder(runs))
+        let second = try await keys.perform(
+            scope: "merchant-1", key: "k-1", fingerprint: Self.payment, Self.createOrder(runs))
         #expect(second == .replayed(response))
         #expect(second.httpStatus == 201)
         #expect(runs.value == 1)
@@ -201,8 +206,9 @@ struct IdempotencyTests {
         let first = try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         clock.advance(by: 24 * 3600 - 1)
         #expect(try await keys.purgeExpired() == 0)
-        #expect(try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
-            == .replayed(first.response!))
+        #expect(
+            try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+                == .replayed(first.response!))
         // A mismatch is still a mismatch just before expiry...
         let other = RequestFingerprint(method: "POST", path: "/v1/payments", body: Array("{}".utf8))
         #expect(try await keys.begin(scope: "m", key: "k", fingerprint: other) == .mismatch)
@@ -254,7 +260,9 @@ struct IdempotencyTests {
         await expectStoreError(.invalidArgument) {
             _ = try await keys.begin(scope: "", key: "k", fingerprint: Self.payment)
         }
-        expectStoreError(.invalidArgument) { _ = try IdempotencyKeys(store: store, clock: clock, retention: .seconds(3600)) }
+        expectStoreError(.invalidArgument) {
+            _ = try IdempotencyKeys(store: store, clock: clock, retention: .seconds(3600))
+        }
         expectStoreError(.invalidArgument) { _ = try IdempotencyKeys(store: store, clock: clock, lease: .zero) }
     }
 }

@@ -24,11 +24,12 @@ struct MigrationTests {
         try database.execute("INSERT INTO accounts (name, balance) VALUES ('a', 5)")
         // Running again applies nothing; a new migration applies alone.
         #expect(try database.migrate(Self.first) == [])
-        let more = Self.first + [
-            Migration(version: 3, name: "index") { database in
-                try database.executeScript("CREATE INDEX accounts_name ON accounts (name)")
-            }
-        ]
+        let more =
+            Self.first + [
+                Migration(version: 3, name: "index") { database in
+                    try database.executeScript("CREATE INDEX accounts_name ON accounts (name)")
+                }
+            ]
         let reopened = try open()
         #expect(try reopened.migrate(more) == [3])
         #expect(try reopened.schemaVersion == 3)
@@ -38,17 +39,19 @@ struct MigrationTests {
     @Test func failingMigrationRollsBackAndKeepsTheVersion() throws {
         let database = try open()
         try database.migrate(Self.first)
-        let broken = Self.first + [
-            Migration(
-                version: 3, name: "half done",
-                sql: "CREATE TABLE audit (id INTEGER PRIMARY KEY); INSERT INTO no_such_table VALUES (1)"
-            )
-        ]
+        let broken =
+            Self.first + [
+                Migration(
+                    version: 3, name: "half done",
+                    sql: "CREATE TABLE audit (id INTEGER PRIMARY KEY); INSERT INTO no_such_table VALUES (1)"
+                )
+            ]
         let error = expectStoreError(.migration) { try database.migrate(broken) }
         #expect(error?.message.contains("half done") == true)
         #expect(try database.schemaVersion == 2)
         // The table the failed migration created before failing is gone with it.
-        #expect(try database.queryFirst("SELECT count(*) FROM sqlite_master WHERE name = 'audit'") { try $0.int(0) } == 0)
+        #expect(
+            try database.queryFirst("SELECT count(*) FROM sqlite_master WHERE name = 'audit'") { try $0.int(0) } == 0)
     }
 
     @Test func malformedListsAreRejected() throws {
