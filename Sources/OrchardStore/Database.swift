@@ -298,6 +298,17 @@ public final class Database {
 
     // MARK: Maintenance
 
+    /// Copies every committed page from the write-ahead log into the database file and truncates the log
+    /// (`PRAGMA wal_checkpoint(TRUNCATE)`). After deleting sensitive rows with `secureDelete`, this removes
+    /// the old page images the log still held. Throws ``StoreError/Code/busy`` when a reader kept it from
+    /// finishing.
+    public func checkpoint() throws(StoreError) {
+        let statement = try prepare("PRAGMA wal_checkpoint(TRUNCATE)")
+        guard let row = try statement.step(), try row.int64(0) == 0 else {
+            throw StoreError(.busy, "the checkpoint of \(path) could not finish: a reader is still active")
+        }
+    }
+
     /// `PRAGMA integrity_check`: the problems found, empty when the file is intact.
     public func integrityCheck() throws(StoreError) -> [String] {
         let statement = try prepare("PRAGMA integrity_check")

@@ -65,6 +65,9 @@ struct CrashTests {
             }
         }
 
+        // A test that failed half-way must not leave the child running.
+        deinit { if process.isRunning { killHard() } }
+
         func killHard() {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

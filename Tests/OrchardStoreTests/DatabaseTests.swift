@@ -30,6 +30,31 @@ struct DatabaseTests {
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
     }
 
+    @Test func secureDeleteOverwritesDeletedRows() throws {
+        // A recognizable value, deleted, then checkpointed into the file: with secure_delete it is gone from
+        // the bytes on disk; without it, it lingers (the negative case shows the check can fail).
+        let marker = Array("CARD-DATA-MARKER-0123456789".utf8)
+        for secureDelete in [true, false] {
+            let path = directory.file("secure-\(secureDelete).sqlite")
+            let database = try Database(
+                path: path, options: StoreOptions(durability: .full, secureDelete: secureDelete)
+            )
+            try database.executeScript("CREATE TABLE vault (id INTEGER PRIMARY KEY, secret BLOB)")
+            try database.execute("INSERT INTO vault (secret) VALUES (?), (?)", [.blob(marker), .blob([1, 2, 3])])
+            try database.checkpoint()
+            try database.execute("DELETE FROM vault WHERE id = 1")
+            try database.checkpoint()
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            let present = (0...(bytes.count - marker.count)).contains {
+                bytes[$0..<($0 + marker.count)].elementsEqual(marker)
+            }
+            #expect(present == !secureDelete, "secureDelete \(secureDelete)")
+            // The log's files inherit the database file's owner-only mode.
+            let wal = try FileManager.default.attributesOfItem(atPath: path + "-wal")
+            #expect((wal[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        }
+    }
+
     @Test func foreignKeysAreEnforced() throws {
         let database = try open()
         try database.executeScript(
