@@ -33,17 +33,17 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
         self.path = (absolute as NSString).standardizingPath
     }
 
-    /// The directory a command uses: `--data-dir` when given, else `$ORCHARD_DATA_DIR`, else `~/.orchard`.
+    /// The directory a command uses: `--data-dir` when given, else `$ORCHARD_DATA_DIR`, else `~/.orchard`
+    /// (`$HOME`, or the user's home directory from the password database when `HOME` is unset), the same
+    /// rule as `CommandContext.dataDirectory`.
     public static func resolve(
         dataDir: String?, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(RuntimeError) -> DeploymentDirectory {
+    ) -> DeploymentDirectory {
         if let dataDir, !dataDir.isEmpty { return DeploymentDirectory(path: dataDir) }
         if let fromEnvironment = environment["ORCHARD_DATA_DIR"], !fromEnvironment.isEmpty {
             return DeploymentDirectory(path: fromEnvironment)
         }
-        guard let home = environment["HOME"], !home.isEmpty else {
-            throw RuntimeError(.notFound, "no --data-dir, no ORCHARD_DATA_DIR and no HOME to default to ~/.orchard")
-        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return DeploymentDirectory(path: home + "/.orchard")
     }
 

@@ -50,12 +50,13 @@ struct DeploymentDirectoryTests {
 
     @Test func resolvesTheDataDirectory() throws {
         let environment = ["ORCHARD_DATA_DIR": "/srv/orchard", "HOME": "/home/u"]
-        #expect(try DeploymentDirectory.resolve(dataDir: "/tmp/d", environment: environment).path == "/tmp/d")
-        #expect(try DeploymentDirectory.resolve(dataDir: nil, environment: environment).path == "/srv/orchard")
+        #expect(DeploymentDirectory.resolve(dataDir: "/tmp/d", environment: environment).path == "/tmp/d")
+        #expect(DeploymentDirectory.resolve(dataDir: nil, environment: environment).path == "/srv/orchard")
         #expect(
-            try DeploymentDirectory.resolve(dataDir: nil, environment: ["HOME": "/home/u"]).path == "/home/u/.orchard")
-        #expect(throws: RuntimeError.self) { try DeploymentDirectory.resolve(dataDir: nil, environment: [:]) }
-        let relative = try DeploymentDirectory.resolve(dataDir: "rel/dir", environment: [:])
+            DeploymentDirectory.resolve(dataDir: nil, environment: ["HOME": "/home/u"]).path == "/home/u/.orchard")
+        #expect(DeploymentDirectory.resolve(dataDir: nil, environment: [:]).path == NSHomeDirectory() + "/.orchard")
+        #expect(DeploymentDirectory.resolve(dataDir: "~/x", environment: [:]).path == NSHomeDirectory() + "/x")
+        let relative = DeploymentDirectory.resolve(dataDir: "rel/dir", environment: [:])
         #expect(relative.path == FileManager.default.currentDirectoryPath + "/rel/dir")
     }
 
