@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "OrchardCrypto", targets: ["OrchardCrypto"]),
         .library(name: "OrchardX509", targets: ["OrchardX509"]),
         .library(name: "EMV", targets: ["EMV"]),
+        .library(name: "PaymentToken", targets: ["PaymentToken"]),
+        .library(name: "MerchantKit", targets: ["MerchantKit"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -49,7 +51,7 @@ let package = Package(
             name: "OrchardFixtures",
             path: "Tests/Fixtures",
             exclude: ["README.md"],
-            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay")],
+            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions")],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
