@@ -85,7 +85,7 @@ public struct PaymentTokenEncoder: Sendable {
         var lastError: CryptoError?
         for _ in 0..<4 {
             var scalar = random.bytes(32)
-            defer { scalar.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            defer { for i in scalar.indices { scalar[i] = 0 } }
             do { return try P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) } catch { lastError = error }
         }
         throw lastError!
