@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "OrchardCrypto", targets: ["OrchardCrypto"]),
         .library(name: "OrchardX509", targets: ["OrchardX509"]),
         .library(name: "EMV", targets: ["EMV"]),
+        .library(name: "PaymentToken", targets: ["PaymentToken"]),
+        .library(name: "MerchantKit", targets: ["MerchantKit"]),
         .library(name: "OrchardStore", targets: ["OrchardStore"]),
         .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
     ],
@@ -32,10 +34,16 @@ let package = Package(
         // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
 
+        // The Apple Pay token format, both directions (used by MerchantKit and the Pay server).
+        .target(name: "PaymentToken", dependencies: ["OrchardCrypto", "OrchardX509"], swiftSettings: strict),
+        // The merchant side: token verification and decryption.
+        .target(
+            name: "MerchantKit", dependencies: ["PaymentToken", "OrchardCrypto", "OrchardX509"], swiftSettings: strict),
+
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
-            dependencies: ["OrchardCrypto", "OrchardX509", "EMV"],
+            dependencies: ["OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit"],
             swiftSettings: strict
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
@@ -57,7 +65,7 @@ let package = Package(
             name: "OrchardFixtures",
             path: "Tests/Fixtures",
             exclude: ["README.md"],
-            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay")],
+            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions")],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
@@ -67,6 +75,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "MerchantKitTests",
+            dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
