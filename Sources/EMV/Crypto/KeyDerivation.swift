@@ -1,4 +1,5 @@
 public import OrchardCrypto
+import Foundation
 
 /// EMV key derivation (EMV Book 2 Annex A1.4 and A1.3; Mastercard's M/Chip session key), over two-key
 /// Triple DES. Every derived key is adjusted to odd parity, which changes its hex and key check value but
@@ -98,7 +99,9 @@ public enum EMVKeyDerivation {
 
     /// The key with every byte set to odd parity (b1 adjusted).
     public static func oddParity(_ key: SymmetricKey) -> SymmetricKey {
-        key.withUnsafeBytes { raw in SymmetricKey(data: raw.map(oddParity)) }
+        var adjusted = key.withUnsafeBytes { raw in raw.map(oddParity) }
+        defer { zeroize(&adjusted) }
+        return SymmetricKey(data: adjusted)
     }
 
     // MARK: internals
@@ -116,10 +119,20 @@ public enum EMVKeyDerivation {
     static func encipherPair(_ key: SymmetricKey, _ a: [UInt8], _ b: [UInt8]) throws(EMVError) -> SymmetricKey {
         do {
             var z = try TripleDES.encryptECB(a + b, key: key)
-            defer { for i in z.indices { z[i] = 0 } }
-            return SymmetricKey(data: z.map(oddParity))
+            defer { zeroize(&z) }
+            for i in z.indices { z[i] = oddParity(z[i]) }
+            return SymmetricKey(data: z)
         } catch {
             throw EMVError(.cryptoFailure, "Triple DES failed: \(error.message)")
+        }
+    }
+
+    /// Overwrites a temporary copy of key bytes before it is released (best effort: the key itself is
+    /// held in `SecureBytes`, which OpenSSL cleanses).
+    static func zeroize(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            _ = memset(base, 0, raw.count)
         }
     }
 
