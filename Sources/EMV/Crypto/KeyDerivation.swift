@@ -1,5 +1,5 @@
-public import OrchardCrypto
 import Foundation
+public import OrchardCrypto
 
 /// EMV key derivation (EMV Book 2 Annex A1.4 and A1.3; Mastercard's M/Chip session key), over two-key
 /// Triple DES. Every derived key is adjusted to odd parity, which changes its hex and key check value but
