@@ -129,6 +129,14 @@ public struct ASN1Element: Sendable {
         return ASN1Reader(contentBytes, rules: rules, limits: limits, depth: depth + 1)
     }
 
+    /// All children of a constructed element, in order.
+    public func childElements() throws(X509Error) -> [ASN1Element] {
+        var reader = try children()
+        var out: [ASN1Element] = []
+        while !reader.isAtEnd { out.append(try reader.next()) }
+        return out
+    }
+
     /// Throws unless the element has `expected` as its tag.
     public func expect(_ expected: ASN1Tag, _ what: @autoclosure () -> String) throws(X509Error) {
         guard tag == expected else {
@@ -268,7 +276,12 @@ public struct ASN1Reader: Sendable {
         guard index < bytes.endIndex else { throw X509Error(.truncated, "the input ends before a length") }
         let first = bytes[index]
         index += 1
-        if first < 0x80 { return Int(first) }
+        if first < 0x80 {
+            guard Int(first) <= limits.maximumLength else {
+                throw X509Error(.lengthLimitExceeded, "an element of \(first) bytes exceeds the \(limits.maximumLength)-byte limit")
+            }
+            return Int(first)
+        }
         if first == 0x80 {
             guard rules == .ber else {
                 throw X509Error(.indefiniteLengthNotAllowed, "an indefinite length is not allowed in DER")
