@@ -28,6 +28,12 @@ package enum OpenSSLReference {
             package var oid: String
             package var critical: Bool
             package var value: [UInt8]
+
+            package init(oid: String, critical: Bool, value: [UInt8]) {
+                self.oid = oid
+                self.critical = critical
+                self.value = value
+            }
         }
     }
 

@@ -32,6 +32,11 @@ public struct SubjectAlternativeNames: Hashable, Sendable {
     public let dnsNames: [String]
     /// 4 bytes (IPv4) or 16 bytes (IPv6) each.
     public let ipAddresses: [[UInt8]]
+
+    public init(dnsNames: [String] = [], ipAddresses: [[UInt8]] = []) {
+        self.dnsNames = dnsNames
+        self.ipAddresses = ipAddresses
+    }
 }
 
 extension Certificate.Extension {
