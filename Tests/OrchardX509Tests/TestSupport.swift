@@ -124,16 +124,20 @@ enum Outcome: Equatable {
     case valid
     case invalid(VerificationFailure.Code)
     case malformed(X509Error.Code)
+    /// Not an X509Error: always a defect.
+    case otherError(String)
 }
 
-func outcome(_ body: () throws(X509Error) -> CMSVerificationResult) -> Outcome {
+func outcome(_ body: () throws -> CMSVerificationResult) -> Outcome {
     do {
         switch try body() {
         case .valid: return .valid
         case .invalid(let failure): return .invalid(failure.code)
         }
-    } catch {
+    } catch let error as X509Error {
         return .malformed(error.code)
+    } catch {
+        return .otherError("\(error)")
     }
 }
 

@@ -196,6 +196,7 @@ enum ASN1StringDecoding {
     }
 
     static func utf8(_ c: ArraySlice<UInt8>) -> String? {
+        if c.allSatisfy({ $0 < 0x80 }) { return String(decoding: c, as: UTF8.self) }
         var iterator = c.makeIterator()
         var decoder = UTF8()
         var scalars = String.UnicodeScalarView()

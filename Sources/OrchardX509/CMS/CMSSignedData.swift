@@ -72,6 +72,10 @@ public struct CMSSignedData: Sendable {
 
 /// The parts of a SignedData the verifier needs, as slices of the input (nothing copied, no certificate parsed).
 struct SignedDataView {
+    let version: Int
+    let digestAlgorithms: [AlgorithmIdentifier]
+    /// Whether certificates other than X.509 ones, or revocation information, are present.
+    let hasOtherChoices: Bool
     let contentType: ASN1ObjectIdentifier
     let content: ArraySlice<UInt8>?
     /// The contents of the `[0]` certificates element: the cache key for the signer's chain.
@@ -93,12 +97,14 @@ struct SignedDataView {
         try wrapper.finish("CMS ContentInfo: content")
 
         var reader = try signedData.children()
-        let version = try reader.next().integerValue("SignedData: version")
+        version = try reader.next().integerValue("SignedData: version")
         guard (1...5).contains(version) else { throw X509Error(.invalidValue, "SignedData: version \(version)") }
-        var digestAlgorithms = try reader.next(.set, "SignedData: digestAlgorithms").children()
-        while !digestAlgorithms.isAtEnd {
-            _ = try AlgorithmIdentifier(element: digestAlgorithms.next(), "SignedData: digestAlgorithms")
+        var digestReader = try reader.next(.set, "SignedData: digestAlgorithms").children()
+        var digests: [AlgorithmIdentifier] = []
+        while !digestReader.isAtEnd {
+            digests.append(try AlgorithmIdentifier(element: digestReader.next(), "SignedData: digestAlgorithms"))
         }
+        digestAlgorithms = digests
         let encap = try reader.next(.sequence, "SignedData: encapContentInfo")
         var encapReader = try encap.children()
         contentType = try encapReader.next().objectIdentifier("encapContentInfo: eContentType")
@@ -112,18 +118,20 @@ struct SignedDataView {
         try encapReader.finish("encapContentInfo")
 
         var certs: [ArraySlice<UInt8>] = []
+        var others = false
         if let set = try reader.nextIfPresent(.contextSpecific(0, constructed: true)) {
             certificateSetBytes = set.contentBytes
             var items = try set.children()
             while !items.isAtEnd {
                 let item = try items.next()
-                if item.tag == .sequence { certs.append(item.encodedBytes) }
+                if item.tag == .sequence { certs.append(item.encodedBytes) } else { others = true }
             }
         } else {
             certificateSetBytes = []
         }
         certificates = certs
-        _ = try reader.nextIfPresent(.contextSpecific(1, constructed: true))  // CRLs: not used
+        if try reader.nextIfPresent(.contextSpecific(1, constructed: true)) != nil { others = true }  // CRLs: not used
+        hasOtherChoices = others
         let signerSet = try reader.next(.set, "SignedData: signerInfos")
         try reader.finish("SignedData")
         var signerReader = try signerSet.children()
@@ -131,10 +139,31 @@ struct SignedDataView {
         while !signerReader.isAtEnd { parsed.append(try SignerInfoView(signerReader.next(), limits: limits)) }
         signers = parsed
     }
+
+    /// Checks the fields no signature covers against RFC 5652 §5.1, so altering them is noticed: the
+    /// version the content requires, and every signer's digest algorithm listed in digestAlgorithms.
+    func checkConsistency() throws(X509Error) {
+        let needsVersion3 = contentType != .cmsData || signers.contains { $0.version == 3 }
+        let expected = needsVersion3 ? 3 : 1
+        guard version == expected || (hasOtherChoices && version >= 4) else {
+            throw X509Error(.invalidValue, "SignedData: version \(version) where RFC 5652 requires \(expected)")
+        }
+        for signer in signers {
+            let listed = digestAlgorithms.contains {
+                $0 == signer.digestAlgorithm
+                    || ($0.algorithm == signer.digestAlgorithm.algorithm && $0.hasNoParameters
+                        && signer.digestAlgorithm.hasNoParameters)
+            }
+            guard listed else {
+                throw X509Error(.invalidValue, "SignedData: digestAlgorithms does not list \(signer.digestAlgorithm)")
+            }
+        }
+    }
 }
 
 /// One SignerInfo as slices of the input.
 struct SignerInfoView {
+    let version: Int
     let identifier: CMSSignerIdentifier
     /// The encoded sid element (part of the cache key).
     let identifierBytes: ArraySlice<UInt8>
@@ -146,7 +175,7 @@ struct SignerInfoView {
     init(_ element: ASN1Element, limits: ASN1Limits) throws(X509Error) {
         try element.expect(.sequence, "SignerInfo")
         var reader = try element.children()
-        let version = try reader.next().integerValue("SignerInfo: version")
+        version = try reader.next().integerValue("SignerInfo: version")
         let sid = try reader.next()
         identifierBytes = sid.encodedBytes
         if sid.tag == .sequence {

@@ -71,6 +71,7 @@ public final class CMSVerifier: Sendable {
     ) throws(X509Error) -> CMSVerificationResult {
         let bytes = Array(signature)
         let view = try SignedDataView(bytes[...], limits: ASN1Limits())
+        try view.checkConsistency()
         guard view.content == nil else {
             return .invalid(VerificationFailure(.invalidAttribute, "the signature is not detached: it carries content"))
         }
