@@ -58,9 +58,12 @@ package enum OpenSSLReference {
         fields.notAfter = date(X509_get0_notAfter(x))
         for i in 0..<X509_get_ext_count(x) {
             guard let ext = X509_get_ext(x, i), let data = X509_EXTENSION_get_data(ext) else { continue }
-            let value = Array(UnsafeBufferPointer(start: ASN1_STRING_get0_data(data), count: Int(ASN1_STRING_length(data))))
+            let value = Array(
+                UnsafeBufferPointer(start: ASN1_STRING_get0_data(data), count: Int(ASN1_STRING_length(data))))
             fields.extensions.append(
-                .init(oid: text(X509_EXTENSION_get_object(ext)), critical: X509_EXTENSION_get_critical(ext) == 1, value: value))
+                .init(
+                    oid: text(X509_EXTENSION_get_object(ext)), critical: X509_EXTENSION_get_critical(ext) == 1,
+                    value: value))
         }
         var signature: UnsafePointer<ASN1_BIT_STRING>?
         var algorithm: UnsafePointer<X509_ALGOR>?
@@ -97,7 +100,9 @@ package enum OpenSSLReference {
 
     /// OpenSSL's verdict on a detached CMS signature: `d2i_CMS_ContentInfo` then `CMS_verify` with a store
     /// holding only `roots`, purpose ANY, at `time`.
-    package static func cmsVerifyDetached(signature: [UInt8], content: [UInt8], roots: [Certificate], at time: Date) -> Bool {
+    package static func cmsVerifyDetached(
+        signature: [UInt8], content: [UInt8], roots: [Certificate], at time: Date
+    ) -> Bool {
         let cms = signature.withUnsafeBufferPointer { b -> OpaquePointer? in
             var p: UnsafePointer<UInt8>? = b.baseAddress
             return d2i_CMS_ContentInfo(nil, &p, b.count)
@@ -110,7 +115,8 @@ package enum OpenSSLReference {
         guard let trust = try? OpenSSLTrustStore(roots: roots),
             let bio = try? MemoryBIO(copying: content)
         else { return false }
-        X509_VERIFY_PARAM_set_time(X509_STORE_get0_param(trust.pointer), time_t(time.timeIntervalSince1970.rounded(.down)))
+        X509_VERIFY_PARAM_set_time(
+            X509_STORE_get0_param(trust.pointer), time_t(time.timeIntervalSince1970.rounded(.down)))
         let ok = CMS_verify(cms, nil, trust.pointer, bio.pointer, nil, UInt32(CMS_BINARY)) == 1
         _ = drainOpenSSLErrors()
         return ok

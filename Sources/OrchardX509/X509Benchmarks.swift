@@ -64,7 +64,8 @@ package enum X509Benchmarks {
             publicKey: rootKey.publicKey, issuer: .selfSigned(rootKey), notValidBefore: start, notValidAfter: end,
             extensions: [.basicConstraints(isCA: true), .keyUsage([.keyCertSign, .cRLSign])])
         let intermediate = try Certificate.issue(
-            subject: DistinguishedName([.commonName("Bench Application Integration CA - G3"), .organization("Orchard")]),
+            subject: DistinguishedName([.commonName("Bench Application Integration CA - G3"), .organization("Orchard")]
+            ),
             publicKey: intermediateKey.publicKey, issuer: .certificate(root, key: rootKey), notValidBefore: start,
             notValidAfter: end,
             extensions: [

@@ -29,7 +29,9 @@ struct ASN1Tests {
         #expect(throws: X509Error(.invalidTag, "")) { try ASN1.parse([0x1F, 0x80, 0x01, 0x00]) }
         #expect(throws: X509Error(.invalidTag, "")) { try ASN1.parse([0x1F, 0x05, 0x00]) }
         // More than 8 base-128 digits.
-        #expect(throws: X509Error(.invalidTag, "")) { try ASN1.parse([0x1F] + Array(repeating: 0xFF, count: 9) + [0x01, 0x00]) }
+        #expect(throws: X509Error(.invalidTag, "")) {
+            try ASN1.parse([0x1F] + Array(repeating: 0xFF, count: 9) + [0x01, 0x00])
+        }
     }
 
     @Test func longLengthsAreWrittenMinimally() throws {
@@ -37,7 +39,9 @@ struct ASN1Tests {
         #expect(Array(short.prefix(2)) == [0x04, 0x7F])
         let one = DERWriter.encode { $0.appendOctetString([UInt8](repeating: 7, count: 200)) }
         #expect(Array(one.prefix(3)) == [0x04, 0x81, 0xC8])
-        let two = DERWriter.encode { w in w.appendConstructed(.sequence) { $0.appendOctetString([UInt8](repeating: 7, count: 300)) } }
+        let two = DERWriter.encode { w in
+            w.appendConstructed(.sequence) { $0.appendOctetString([UInt8](repeating: 7, count: 300)) }
+        }
         #expect(Array(two.prefix(8)) == [0x30, 0x82, 0x01, 0x30, 0x04, 0x82, 0x01, 0x2C])
         #expect(try ASN1.parse(two).childElements()[0].octetString("x").count == 300)
     }
@@ -53,7 +57,9 @@ struct ASN1Tests {
 
     @Test func overlongAndTruncatedLengthsAreTypedErrors() {
         // A 9-byte length field, the reserved 0xFF, a 4 GiB length over the limit, lengths past the end.
-        #expect(throws: X509Error(.invalidLength, "")) { try ASN1.parse([0x04, 0x89] + [UInt8](repeating: 1, count: 9)) }
+        #expect(throws: X509Error(.invalidLength, "")) {
+            try ASN1.parse([0x04, 0x89] + [UInt8](repeating: 1, count: 9))
+        }
         #expect(throws: X509Error(.invalidLength, "")) { try ASN1.parse([0x04, 0xFF]) }
         #expect(throws: X509Error(.lengthLimitExceeded, "")) { try ASN1.parse([0x04, 0x84, 0xFF, 0xFF, 0xFF, 0xFF]) }
         #expect(throws: X509Error(.truncated, "")) { try ASN1.parse([0x30, 0x05, 0x02, 0x01]) }
@@ -62,7 +68,9 @@ struct ASN1Tests {
         #expect(throws: X509Error(.truncated, "")) { try ASN1.parse([]) }
         #expect(throws: X509Error(.trailingData, "")) { try ASN1.parse([0x05, 0x00, 0x00]) }
         let limits = ASN1Limits(maximumDepth: 64, maximumLength: 10)
-        #expect(throws: X509Error(.lengthLimitExceeded, "")) { try ASN1.parse([0x04, 0x0B] + [UInt8](repeating: 0, count: 11), limits: limits) }
+        #expect(throws: X509Error(.lengthLimitExceeded, "")) {
+            try ASN1.parse([0x04, 0x0B] + [UInt8](repeating: 0, count: 11), limits: limits)
+        }
     }
 
     // MARK: Indefinite lengths
@@ -84,7 +92,9 @@ struct ASN1Tests {
     @Test func indefiniteLengthIsRejectedInDERAndOnPrimitives() {
         let input: [UInt8] = [0x30, 0x80, 0x05, 0x00, 0x00, 0x00]
         #expect(throws: X509Error(.indefiniteLengthNotAllowed, "")) { try ASN1.parse(input, rules: .der) }
-        #expect(throws: X509Error(.indefiniteLengthNotAllowed, "")) { try ASN1.parse([0x04, 0x80, 0x00, 0x00], rules: .ber) }
+        #expect(throws: X509Error(.indefiniteLengthNotAllowed, "")) {
+            try ASN1.parse([0x04, 0x80, 0x00, 0x00], rules: .ber)
+        }
         // Missing end-of-contents, end-of-contents with a length, and end-of-contents at the top level.
         #expect(throws: X509Error(.truncated, "")) { try ASN1.parse([0x30, 0x80, 0x05, 0x00], rules: .ber) }
         #expect(throws: X509Error(.invalidLength, "")) { try ASN1.parse([0x30, 0x80, 0x00, 0x01, 0x00], rules: .ber) }
@@ -98,10 +108,13 @@ struct ASN1Tests {
         for _ in 0..<depth {
             let length = definite.count
             let header: [UInt8] =
-                length < 0x80 ? [0x30, UInt8(length)]
-                : length < 0x100 ? [0x30, 0x81, UInt8(length)]
-                : length < 0x10000 ? [0x30, 0x82, UInt8(length >> 8), UInt8(length & 0xFF)]
-                : [0x30, 0x83, UInt8(length >> 16), UInt8((length >> 8) & 0xFF), UInt8(length & 0xFF)]
+                length < 0x80
+                ? [0x30, UInt8(length)]
+                : length < 0x100
+                    ? [0x30, 0x81, UInt8(length)]
+                    : length < 0x10000
+                        ? [0x30, 0x82, UInt8(length >> 8), UInt8(length & 0xFF)]
+                        : [0x30, 0x83, UInt8(length >> 16), UInt8((length >> 8) & 0xFF), UInt8(length & 0xFF)]
             definite = header + definite
         }
         #expect(throws: X509Error(.nestingTooDeep, "")) { try ASN1.validate(definite[...]) }
@@ -109,7 +122,8 @@ struct ASN1Tests {
         #expect(throws: X509Error.self) { try CertificateSigningRequest(derEncoded: definite) }
 
         // Indefinite lengths: finding the end of the outer element needs the whole depth.
-        let indefinite = [UInt8](repeating: 0x30, count: depth).flatMap { [$0, 0x80] } + [UInt8](repeating: 0, count: 2 * depth)
+        let indefinite =
+            [UInt8](repeating: 0x30, count: depth).flatMap { [$0, 0x80] } + [UInt8](repeating: 0, count: 2 * depth)
         #expect(throws: X509Error(.nestingTooDeep, "")) { try ASN1.parse(indefinite, rules: .ber) }
         #expect(throws: X509Error(.nestingTooDeep, "")) { try CMSSignedData(berEncoded: indefinite) }
         // Within the limit, the same shape is fine.
@@ -129,7 +143,9 @@ struct ASN1Tests {
         #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x02, 0x02, 0x00, 0x01]).integerValue("n") }
         #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x02, 0x02, 0xFF, 0x80]).integerValue("n") }
         #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x02, 0x00]).integerValue("n") }
-        #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x02, 0x09, 0x01] + [UInt8](repeating: 0, count: 8)).integerValue("n") }
+        #expect(throws: X509Error(.invalidValue, "")) {
+            try ASN1.parse([0x02, 0x09, 0x01] + [UInt8](repeating: 0, count: 8)).integerValue("n")
+        }
         #expect(throws: X509Error(.unexpectedElement, "")) { try ASN1.parse([0x05, 0x00]).integerValue("n") }
     }
 
@@ -147,7 +163,9 @@ struct ASN1Tests {
         for bad in ["1", "3.1", "1.40", "a.b", "1..2", ""] {
             #expect(throws: X509Error(.invalidValue, "")) { try ASN1ObjectIdentifier(bad) }
         }
-        #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x06, 0x02, 0x80, 0x01]).objectIdentifier("oid") }
+        #expect(throws: X509Error(.invalidValue, "")) {
+            try ASN1.parse([0x06, 0x02, 0x80, 0x01]).objectIdentifier("oid")
+        }
         #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x06, 0x01, 0x81]).objectIdentifier("oid") }
         #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x06, 0x00]).objectIdentifier("oid") }
     }
@@ -165,8 +183,14 @@ struct ASN1Tests {
         #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x03, 0x01, 0x01]).bitString("k") }
         // KeyUsage named bits, trailing zeros dropped (known answers from OpenSSL-made certificates).
         #expect(DERWriter.encode { $0.appendNamedBits(1) } == [0x03, 0x02, 0x07, 0x80])
-        #expect(DERWriter.encode { $0.appendNamedBits(UInt64(KeyUsage([.keyCertSign, .cRLSign]).rawValue)) } == [0x03, 0x02, 0x01, 0x06])
-        #expect(DERWriter.encode { $0.appendNamedBits(UInt64(KeyUsage.decipherOnly.rawValue)) } == [0x03, 0x03, 0x07, 0x00, 0x80])
+        #expect(
+            DERWriter.encode { $0.appendNamedBits(UInt64(KeyUsage([.keyCertSign, .cRLSign]).rawValue)) } == [
+                0x03, 0x02, 0x01, 0x06,
+            ])
+        #expect(
+            DERWriter.encode { $0.appendNamedBits(UInt64(KeyUsage.decipherOnly.rawValue)) } == [
+                0x03, 0x03, 0x07, 0x00, 0x80,
+            ])
     }
 
     @Test func constructedOctetStringsOnlyInBER() throws {
@@ -175,7 +199,9 @@ struct ASN1Tests {
         let definite: [UInt8] = [0x24, 0x04, 0x04, 0x02, 0xAA, 0xBB]
         #expect(throws: X509Error(.unexpectedElement, "")) { try ASN1.parse(definite, rules: .der).octetString("s") }
         let wrongSegment: [UInt8] = [0x24, 0x03, 0x02, 0x01, 0x01]
-        #expect(throws: X509Error(.unexpectedElement, "")) { try ASN1.parse(wrongSegment, rules: .ber).octetString("s") }
+        #expect(throws: X509Error(.unexpectedElement, "")) {
+            try ASN1.parse(wrongSegment, rules: .ber).octetString("s")
+        }
     }
 
     @Test func strings() throws {
@@ -186,7 +212,9 @@ struct ASN1Tests {
         #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x13, 0x01, 0x40]).string("s") }
         #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x16, 0x01, 0x80]).string("s") }
         #expect(throws: X509Error(.unexpectedElement, "")) { try ASN1.parse([0x04, 0x01, 0x41]).string("s") }
-        #expect(throws: X509Error(.invalidValue, "")) { try DERWriter.encode { (w) throws(X509Error) in try w.appendPrintableString("a@b") } }
+        #expect(throws: X509Error(.invalidValue, "")) {
+            try DERWriter.encode { (w) throws(X509Error) in try w.appendPrintableString("a@b") }
+        }
     }
 
     @Test func times() throws {
@@ -198,7 +226,9 @@ struct ASN1Tests {
         #expect(try parse(0x17, "240229120000Z") == TestPKI.date(2024, 2, 29) + 12 * 3600)
         #expect(try parse(0x18, "20500101000000Z") == TestPKI.date(2050, 1, 1))
         #expect(try parse(0x18, "19691231235959Z") == Date(timeIntervalSince1970: -1))
-        for bad in ["991332000000Z", "230229000000Z", "230101240000Z", "2301010000Z", "230101000000+0100", "23010100000aZ"] {
+        for bad in [
+            "991332000000Z", "230229000000Z", "230101240000Z", "2301010000Z", "230101000000+0100", "23010100000aZ",
+        ] {
             #expect(throws: X509Error(.invalidValue, "")) { try parse(0x17, bad) }
         }
         #expect(throws: X509Error(.invalidValue, "")) { try parse(0x18, "20500101000000.5Z") }
@@ -216,7 +246,9 @@ struct ASN1Tests {
     }
 
     @Test func setOfIsSortedAndNamesRoundTrip() throws {
-        let set = DERWriter.encode { $0.appendSetOf(elements: [[0x04, 0x01, 0x02], [0x02, 0x01, 0x05], [0x04, 0x01, 0x01]]) }
+        let set = DERWriter.encode {
+            $0.appendSetOf(elements: [[0x04, 0x01, 0x02], [0x02, 0x01, 0x05], [0x04, 0x01, 0x01]])
+        }
         #expect(set == [0x31, 0x09, 0x02, 0x01, 0x05, 0x04, 0x01, 0x01, 0x04, 0x01, 0x02])
         let name = DistinguishedName([.userID("merchant.com.example"), .commonName("Example"), .country("US")])
         let parsed = try DistinguishedName(derEncoded: name.derRepresentation)

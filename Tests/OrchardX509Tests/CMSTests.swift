@@ -24,15 +24,22 @@ struct CMSTests {
         #expect(chain.count == 3)
         #expect(chain.last == (try AppleToken.appleRoot()))
         #expect(signingTime == token.signingTime)
-        #expect(try verifier.verifyDetachedSignature(token.signature, content: token.content, at: .date(token.signingTime)).isValid)
+        #expect(
+            try verifier.verifyDetachedSignature(token.signature, content: token.content, at: .date(token.signingTime))
+                .isValid)
         // Today the leaves have expired.
-        let today = try verifier.verifyDetachedSignature(token.signature, content: token.content, at: .date(SystemClock().now()))
+        let today = try verifier.verifyDetachedSignature(
+            token.signature, content: token.content, at: .date(SystemClock().now()))
         #expect(today.failure?.code == .certificateExpired)
 
         // OpenSSL's CMS_verify agrees on both.
         let roots = [try AppleToken.appleRoot()]
-        #expect(OpenSSLReference.cmsVerifyDetached(signature: token.signature, content: token.content, roots: roots, at: token.signingTime))
-        #expect(!OpenSSLReference.cmsVerifyDetached(signature: token.signature, content: token.content, roots: roots, at: SystemClock().now()))
+        #expect(
+            OpenSSLReference.cmsVerifyDetached(
+                signature: token.signature, content: token.content, roots: roots, at: token.signingTime))
+        #expect(
+            !OpenSSLReference.cmsVerifyDetached(
+                signature: token.signature, content: token.content, roots: roots, at: SystemClock().now()))
     }
 
     @Test func appleTokenStructure() throws {
@@ -56,8 +63,13 @@ struct CMSTests {
             // The signature covers the attributes re-tagged as SET.
             let attributes = try #require(signer.signedAttributesBytes)
             let key = try cms.certificates[0].publicKey
-            #expect(key.isValidSignature(signer.signature, for: [0x31] + attributes.dropFirst(), algorithm: signer.signatureAlgorithm.algorithm))
-            #expect(!key.isValidSignature(signer.signature, for: attributes, algorithm: signer.signatureAlgorithm.algorithm))
+            #expect(
+                key.isValidSignature(
+                    signer.signature, for: [0x31] + attributes.dropFirst(),
+                    algorithm: signer.signatureAlgorithm.algorithm))
+            #expect(
+                !key.isValidSignature(signer.signature, for: attributes, algorithm: signer.signatureAlgorithm.algorithm)
+            )
         }
     }
 
@@ -66,23 +78,38 @@ struct CMSTests {
         let token = try AppleToken.load(name)
         // A clock at the signing time lets the (otherwise expired) chain be cached, as it would be in 2014.
         let verifier = try CMSVerifier(
-            trustRoots: [AppleToken.appleRoot()], policy: .applePaymentTokenSigning, clock: ManualClock(now: token.signingTime))
+            trustRoots: [AppleToken.appleRoot()], policy: .applePaymentTokenSigning,
+            clock: ManualClock(now: token.signingTime))
         // Altered content: the digest no longer matches.
         var content = token.content
         content[content.count / 2] ^= 0x01
-        #expect(outcome { try verifier.verifyDetachedSignature(token.signature, content: content, at: .signingTime) } == .invalid(.digestMismatch))
-        #expect(!OpenSSLReference.cmsVerifyDetached(signature: token.signature, content: content, roots: [try AppleToken.appleRoot()], at: token.signingTime))
-        #expect(outcome { try verifier.verifyDetachedSignature(token.signature, content: token.content + [0], at: .signingTime) } == .invalid(.digestMismatch))
+        #expect(
+            outcome { try verifier.verifyDetachedSignature(token.signature, content: content, at: .signingTime) }
+                == .invalid(.digestMismatch))
+        #expect(
+            !OpenSSLReference.cmsVerifyDetached(
+                signature: token.signature, content: content, roots: [try AppleToken.appleRoot()], at: token.signingTime
+            ))
+        #expect(
+            outcome {
+                try verifier.verifyDetachedSignature(token.signature, content: token.content + [0], at: .signingTime)
+            } == .invalid(.digestMismatch))
         // Another root: the chain is untrusted.
         let other = try CMSVerifier(trustRoots: [TestPKI().root])
-        #expect(outcome { try other.verifyDetachedSignature(token.signature, content: token.content, at: .signingTime) } == .invalid(.untrustedChain))
+        #expect(
+            outcome { try other.verifyDetachedSignature(token.signature, content: token.content, at: .signingTime) }
+                == .invalid(.untrustedChain))
         // Bit flips across the signature (every 5th byte; each certificate, attribute and the signature
         // value are hit): never valid, and never a crash.
         for index in stride(from: 0, to: token.signature.count, by: 5) {
             var signature = token.signature
             signature[index] ^= 0x10
-            let result = outcome { try verifier.verifyDetachedSignature(signature, content: token.content, at: .signingTime) }
-            #expect(result != Outcome.valid, "\(name): flip at \(index) still verifies: \(hexDump(signature, around: index))")
+            let result = outcome {
+                try verifier.verifyDetachedSignature(signature, content: token.content, at: .signingTime)
+            }
+            #expect(
+                result != Outcome.valid,
+                "\(name): flip at \(index) still verifies: \(hexDump(signature, around: index))")
         }
     }
 
@@ -110,7 +137,9 @@ struct CMSTests {
         #expect(signer == pki.leaf)
         #expect(chain == [pki.leaf, pki.intermediate, pki.root])
         #expect(time == TestPKI.inside)
-        #expect(OpenSSLReference.cmsVerifyDetached(signature: signature, content: content, roots: [pki.root], at: TestPKI.inside))
+        #expect(
+            OpenSSLReference.cmsVerifyDetached(
+                signature: signature, content: content, roots: [pki.root], at: TestPKI.inside))
         // The parsed structure is what was asked for.
         let parsed = try CMSSignedData(berEncoded: signature)
         #expect(parsed.certificates == [pki.leaf, pki.intermediate])
@@ -125,8 +154,12 @@ struct CMSTests {
             signingTime: TestPKI.inside, encoding: .berIndefiniteLength)
         let verifier = try CMSVerifier(trustRoots: [pki.root], policy: .applePaymentTokenSigning)
         #expect(try verifier.verifyDetachedSignature(signature, content: content, at: .signingTime).isValid)
-        #expect(OpenSSLReference.cmsVerifyDetached(signature: signature, content: content, roots: [pki.root], at: TestPKI.inside))
-        #expect(outcome { try verifier.verifyDetachedSignature(signature, content: content + [1], at: .signingTime) } == .invalid(.digestMismatch))
+        #expect(
+            OpenSSLReference.cmsVerifyDetached(
+                signature: signature, content: content, roots: [pki.root], at: TestPKI.inside))
+        #expect(
+            outcome { try verifier.verifyDetachedSignature(signature, content: content + [1], at: .signingTime) }
+                == .invalid(.digestMismatch))
     }
 
     @Test func everyBitFlipOfAnOrchardSignatureIsRejected() throws {
@@ -155,23 +188,38 @@ struct CMSTests {
         let pki = try TestPKI()
         let content: [UInt8] = [1, 2, 3]
         let signature = try CMS.signDetached(
-            content, signer: pki.leaf, key: pki.leafKey, certificates: [pki.leaf, pki.intermediate], signingTime: TestPKI.inside)
+            content, signer: pki.leaf, key: pki.leafKey, certificates: [pki.leaf, pki.intermediate],
+            signingTime: TestPKI.inside)
         let verifier = try CMSVerifier(trustRoots: [pki.root], policy: .applePaymentTokenSigning)
-        #expect(outcome { try verifier.verifyDetachedSignature(signature, content: content, at: .date(TestPKI.leafEnd + 1)) } == .invalid(.certificateExpired))
-        #expect(outcome { try verifier.verifyDetachedSignature(signature, content: content, at: .date(TestPKI.leafStart - 1)) } == .invalid(.certificateNotYetValid))
+        #expect(
+            outcome {
+                try verifier.verifyDetachedSignature(signature, content: content, at: .date(TestPKI.leafEnd + 1))
+            } == .invalid(.certificateExpired))
+        #expect(
+            outcome {
+                try verifier.verifyDetachedSignature(signature, content: content, at: .date(TestPKI.leafStart - 1))
+            } == .invalid(.certificateNotYetValid))
         // Without the intermediate in the signature, no chain can be built.
         let leafOnly = try CMS.signDetached(content, signer: pki.leaf, key: pki.leafKey, signingTime: TestPKI.inside)
-        #expect(outcome { try verifier.verifyDetachedSignature(leafOnly, content: content, at: .signingTime) } == .invalid(.untrustedChain))
+        #expect(
+            outcome { try verifier.verifyDetachedSignature(leafOnly, content: content, at: .signingTime) }
+                == .invalid(.untrustedChain))
         // Without any certificate, the signer cannot be found.
-        let none = try CMS.signDetached(content, signer: pki.leaf, key: pki.leafKey, certificates: [], signingTime: TestPKI.inside)
-        #expect(outcome { try verifier.verifyDetachedSignature(none, content: content, at: .signingTime) } == .invalid(.signerNotFound))
+        let none = try CMS.signDetached(
+            content, signer: pki.leaf, key: pki.leafKey, certificates: [], signingTime: TestPKI.inside)
+        #expect(
+            outcome { try verifier.verifyDetachedSignature(none, content: content, at: .signingTime) }
+                == .invalid(.signerNotFound))
         // A leaf without Apple's marker fails Apple's policy.
         let unmarked = try TestPKI(name: "Unmarked", leafMarker: false)
         let unmarkedSignature = try CMS.signDetached(
-            content, signer: unmarked.leaf, key: unmarked.leafKey, certificates: [unmarked.leaf, unmarked.intermediate],
+            content, signer: unmarked.leaf, key: unmarked.leafKey,
+            certificates: [unmarked.leaf, unmarked.intermediate],
             signingTime: TestPKI.inside)
         let strict = try CMSVerifier(trustRoots: [unmarked.root], policy: .applePaymentTokenSigning)
-        #expect(outcome { try strict.verifyDetachedSignature(unmarkedSignature, content: content, at: .signingTime) } == .invalid(.policyViolation))
+        #expect(
+            outcome { try strict.verifyDetachedSignature(unmarkedSignature, content: content, at: .signingTime) }
+                == .invalid(.policyViolation))
         // Signed by a key that is not the signer certificate's: refused when signing.
         #expect(throws: X509Error(.invalidKey, "")) {
             try CMS.signDetached(content, signer: pki.leaf, key: pki.intermediateKey, signingTime: TestPKI.inside)
@@ -187,7 +235,8 @@ struct CMSTests {
             change(&variations)
             return try CMS.signDetached(
                 content, signer: pki.leaf, key: pki.leafKey, certificates: [pki.leaf, pki.intermediate],
-                signingTime: TestPKI.inside, encoding: .der, includeAlgorithmProtection: protection, variations: variations)
+                signingTime: TestPKI.inside, encoding: .der, includeAlgorithmProtection: protection,
+                variations: variations)
         }
         func check(_ signature: [UInt8], _ time: CMSVerifier.ValidationTime = .signingTime) -> Outcome {
             outcome { try verifier.verifyDetachedSignature(signature, content: content, at: time) }
@@ -199,10 +248,18 @@ struct CMSTests {
         #expect(check(try sign { $0.omitted = [.messageDigestAttribute] }) == .invalid(.missingAttribute))
         #expect(check(try sign { $0.omitted = [.contentTypeAttribute] }) == .invalid(.missingAttribute))
         #expect(check(try sign { $0.contentType = .cmsSignedData }) == .invalid(.invalidAttribute))
-        #expect(check(try sign({ $0.protectedSignatureAlgorithm = .sha256WithRSAEncryption }, protection: true)) == .invalid(.invalidAttribute))
+        #expect(
+            check(try sign({ $0.protectedSignatureAlgorithm = .sha256WithRSAEncryption }, protection: true))
+                == .invalid(.invalidAttribute))
         // OpenSSL also rejects a missing content type and accepts the valid variants.
-        #expect(!OpenSSLReference.cmsVerifyDetached(signature: try sign { $0.omitted = [.contentTypeAttribute] }, content: content, roots: [pki.root], at: TestPKI.inside))
-        #expect(OpenSSLReference.cmsVerifyDetached(signature: try sign({ _ in }, protection: true), content: content, roots: [pki.root], at: TestPKI.inside))
+        #expect(
+            !OpenSSLReference.cmsVerifyDetached(
+                signature: try sign { $0.omitted = [.contentTypeAttribute] }, content: content, roots: [pki.root],
+                at: TestPKI.inside))
+        #expect(
+            OpenSSLReference.cmsVerifyDetached(
+                signature: try sign({ _ in }, protection: true), content: content, roots: [pki.root], at: TestPKI.inside
+            ))
     }
 
     @Test func cachedChainIsReusedOnlyWhileValid() throws {
@@ -211,16 +268,22 @@ struct CMSTests {
         let verifier = try CMSVerifier(trustRoots: [pki.root], policy: .applePaymentTokenSigning, clock: clock)
         let content: [UInt8] = [1]
         let signature = try CMS.signDetached(
-            content, signer: pki.leaf, key: pki.leafKey, certificates: [pki.leaf, pki.intermediate], signingTime: TestPKI.inside)
+            content, signer: pki.leaf, key: pki.leafKey, certificates: [pki.leaf, pki.intermediate],
+            signingTime: TestPKI.inside)
         #expect(try verifier.verifyDetachedSignature(signature, content: content, at: .signingTime).isValid)
         #expect(verifier.chainVerifier.cachedChainCount == 1)
         // A second signature by the same chain: a cache hit, still checked cryptographically.
         let second = try CMS.signDetached(
-            [2], signer: pki.leaf, key: pki.leafKey, certificates: [pki.leaf, pki.intermediate], signingTime: TestPKI.inside + 60)
+            [2], signer: pki.leaf, key: pki.leafKey, certificates: [pki.leaf, pki.intermediate],
+            signingTime: TestPKI.inside + 60)
         #expect(try verifier.verifyDetachedSignature(second, content: [2], at: .signingTime).isValid)
-        #expect(outcome { try verifier.verifyDetachedSignature(second, content: content, at: .signingTime) } == .invalid(.digestMismatch))
+        #expect(
+            outcome { try verifier.verifyDetachedSignature(second, content: content, at: .signingTime) }
+                == .invalid(.digestMismatch))
         #expect(verifier.chainVerifier.cachedChainCount == 1)
-        #expect(outcome { try verifier.verifyDetachedSignature(second, content: [2], at: .date(TestPKI.leafEnd + 1)) } == .invalid(.certificateExpired))
+        #expect(
+            outcome { try verifier.verifyDetachedSignature(second, content: [2], at: .date(TestPKI.leafEnd + 1)) }
+                == .invalid(.certificateExpired))
     }
 
     // MARK: Malformed input
@@ -230,15 +293,21 @@ struct CMSTests {
         let verifier = try Self.appleVerifier()
         for length in stride(from: 0, to: token.signature.count, by: 7) {
             let truncated = Array(token.signature[0..<length])
-            #expect(throws: X509Error.self) { try verifier.verifyDetachedSignature(truncated, content: token.content, at: .signingTime) }
+            #expect(throws: X509Error.self) {
+                try verifier.verifyDetachedSignature(truncated, content: token.content, at: .signingTime)
+            }
         }
         #expect(throws: X509Error.self) { try CMSSignedData(berEncoded: Array(token.signature.dropLast(2))) }
         #expect(throws: X509Error(.trailingData, "")) { try CMSSignedData(berEncoded: token.signature + [0]) }
-        #expect(throws: X509Error(.unexpectedElement, "")) { try CMSSignedData(berEncoded: TestPKI().root.derRepresentation) }
+        #expect(throws: X509Error(.unexpectedElement, "")) {
+            try CMSSignedData(berEncoded: TestPKI().root.derRepresentation)
+        }
         let random = InsecureDeterministicRandom(seed: [1])
         for _ in 0..<200 {
             let junk = random.bytes(64)
-            #expect(throws: X509Error.self) { try verifier.verifyDetachedSignature(junk, content: token.content, at: .signingTime) }
+            #expect(throws: X509Error.self) {
+                try verifier.verifyDetachedSignature(junk, content: token.content, at: .signingTime)
+            }
         }
     }
 }
@@ -246,5 +315,6 @@ struct CMSTests {
 func hexDump(_ bytes: [UInt8], around index: Int) -> String {
     let lo = max(0, index - 12)
     let hi = min(bytes.count, index + 12)
-    return bytes[lo..<hi].enumerated().map { (i, b) in (lo + i == index ? "*" : "") + String(format: "%02X", b) }.joined(separator: " ")
+    return bytes[lo..<hi].enumerated().map { (i, b) in (lo + i == index ? "*" : "") + String(format: "%02X", b) }
+        .joined(separator: " ")
 }

@@ -32,7 +32,9 @@ struct CertificateParsingTests {
         #expect(root.notValidBefore == TestPKI.date(2014, 4, 30) + 18 * 3600 + 19 * 60 + 6)
         #expect(root.notValidAfter == TestPKI.date(2039, 4, 30) + 18 * 3600 + 19 * 60 + 6)
         #expect(root.subjectPublicKeyInfo.algorithm.algorithm == .ecPublicKey)
-        #expect(root.subjectPublicKeyInfo.algorithm.parameters == DERWriter.encode { $0.appendObjectIdentifier(.secp384r1) })
+        #expect(
+            root.subjectPublicKeyInfo.algorithm.parameters == DERWriter.encode { $0.appendObjectIdentifier(.secp384r1) }
+        )
         #expect(root.signatureAlgorithm.algorithm == .ecdsaWithSHA384)
         #expect(try root.basicConstraints == BasicConstraints(isCA: true))
         #expect(try root.keyUsage == [.keyCertSign, .cRLSign])
@@ -88,7 +90,8 @@ struct CertificateParsingTests {
 
     @Test func merchantCertificatesCarryTheMerchantIdentifier() throws {
         let expected = try #require(
-            try JSONSerialization.jsonObject(with: Fixtures.data("apple-pay/expected.json")) as? [String: [String: Any]])
+            try JSONSerialization.jsonObject(with: Fixtures.data("apple-pay/expected.json")) as? [String: [String: Any]]
+        )
         for (folder, file) in [("gala-2015", "certificate.pem"), ("gala-2023", "certificate.pem")] {
             let c = try Certificate(pemEncoded: Fixtures.string("apple-pay/\(folder)/\(file)"))
             let hex = try #require(expected[folder]?["merchant_id_ext"] as? String)
@@ -102,7 +105,8 @@ struct CertificateParsingTests {
         #expect(try gala.appleMerchantIdentifierHash == SHA256.hash(Array("merchant.test.spreedly.123merchant".utf8)))
         let rsa = try Certificate(pemEncoded: Fixtures.string("apple-pay/basis-rsa/apple_pay.pem"))
         #expect(try rsa.publicKey.rsa?.keySizeInBits == 2048)
-        #expect(SHA256.hash(rsa.subjectPublicKeyInfo.derRepresentation) == (try AppleToken.load("basis-rsa").publicKeyHash))
+        #expect(
+            SHA256.hash(rsa.subjectPublicKeyInfo.derRepresentation) == (try AppleToken.load("basis-rsa").publicKeyHash))
         #expect(try rsa.appleMerchantIdentifierHash?.count == 32)
     }
 
@@ -112,7 +116,9 @@ struct CertificateParsingTests {
         let bundle = root.pemRepresentation + "junk between blocks\n" + gala.pemRepresentation
         #expect(try Certificate.certificates(fromPEM: bundle) == [root, gala])
         #expect(throws: X509Error(.invalidPEM, "")) { try Certificate(pemEncoded: "no certificate") }
-        #expect(throws: X509Error(.invalidPEM, "")) { try Certificate.certificates(fromPEM: "-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n") }
+        #expect(throws: X509Error(.invalidPEM, "")) {
+            try Certificate.certificates(fromPEM: "-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n")
+        }
     }
 
     @Test func truncatedCertificatesAreTypedErrors() throws {
@@ -150,7 +156,11 @@ struct CertificateParsingTests {
         // Non-minimal length in the outer SEQUENCE (BER, not DER).
         let lengthBytes = Int(der[1] & 0x7F)
         let bodyLength = der.count - 2 - lengthBytes
-        let nonMinimal = [0x30, 0x84, UInt8(bodyLength >> 24), UInt8((bodyLength >> 16) & 0xFF), UInt8((bodyLength >> 8) & 0xFF), UInt8(bodyLength & 0xFF)] + der[(2 + lengthBytes)...]
+        let nonMinimal =
+            [
+                0x30, 0x84, UInt8(bodyLength >> 24), UInt8((bodyLength >> 16) & 0xFF), UInt8((bodyLength >> 8) & 0xFF),
+                UInt8(bodyLength & 0xFF),
+            ] + der[(2 + lengthBytes)...]
         #expect(throws: X509Error(.invalidLength, "")) { try Certificate(derEncoded: nonMinimal) }
 
         // An outer signature algorithm different from the inner one.
@@ -195,8 +205,12 @@ struct CertificateParsingTests {
             }
         }
         #expect(try Certificate(derEncoded: rebuilt(extensions: [marker])).extensions.count == 1)
-        #expect(throws: X509Error(.invalidValue, "")) { try Certificate(derEncoded: rebuilt(extensions: [marker, marker])) }
-        #expect(throws: X509Error(.invalidValue, "")) { try Certificate(derEncoded: rebuilt(extensions: [explicitFalse])) }
+        #expect(throws: X509Error(.invalidValue, "")) {
+            try Certificate(derEncoded: rebuilt(extensions: [marker, marker]))
+        }
+        #expect(throws: X509Error(.invalidValue, "")) {
+            try Certificate(derEncoded: rebuilt(extensions: [explicitFalse]))
+        }
         #expect(throws: X509Error(.invalidValue, "")) { try Certificate(derEncoded: rebuilt(extensions: [])) }
     }
 }

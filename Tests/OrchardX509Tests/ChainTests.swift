@@ -7,11 +7,13 @@ import Testing
 @Suite("Certificate chains")
 struct ChainTests {
     @Test func appleChainsVerifyAtSigningTimeAndNotToday() throws {
-        let verifier = try CertificateChainVerifier(trustRoots: [AppleToken.appleRoot()], policy: .applePaymentTokenSigning)
+        let verifier = try CertificateChainVerifier(
+            trustRoots: [AppleToken.appleRoot()], policy: .applePaymentTokenSigning)
         for name in AppleToken.names {
             let token = try AppleToken.load(name)
             let certificates = try CMSSignedData(berEncoded: token.signature).certificates
-            let atSigning = verifier.verify(leaf: certificates[0], intermediates: [certificates[1]], at: token.signingTime)
+            let atSigning = verifier.verify(
+                leaf: certificates[0], intermediates: [certificates[1]], at: token.signingTime)
             guard case .valid(let chain) = atSigning else {
                 Issue.record("\(name): \(String(describing: atSigning.failure))")
                 continue
@@ -22,7 +24,8 @@ struct ChainTests {
             #expect(chain.root == (try AppleToken.appleRoot()))
             #expect(chain.validityInterval.contains(token.signingTime))
             // Every Apple signing leaf in the fixtures has expired by now.
-            let today = verifier.verify(leaf: certificates[0], intermediates: [certificates[1]], at: SystemClock().now())
+            let today = verifier.verify(
+                leaf: certificates[0], intermediates: [certificates[1]], at: SystemClock().now())
             #expect(today.failure?.code == .certificateExpired, "\(name)")
         }
     }
@@ -38,25 +41,37 @@ struct ChainTests {
         #expect(chain.certificates == [pki.leaf, pki.intermediate, pki.root])
         #expect(chain.validityInterval == TestPKI.leafStart...TestPKI.leafEnd)
 
-        #expect(verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: TestPKI.leafEnd + 1).failure?.code == .certificateExpired)
-        #expect(verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: TestPKI.leafStart - 1).failure?.code == .certificateNotYetValid)
+        #expect(
+            verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: TestPKI.leafEnd + 1).failure?.code
+                == .certificateExpired)
+        #expect(
+            verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: TestPKI.leafStart - 1).failure?.code
+                == .certificateNotYetValid)
         #expect(verifier.verify(leaf: pki.leaf, at: TestPKI.inside).failure?.code == .untrustedChain)
 
         // A chain to another root.
         let other = try TestPKI(name: "Other")
-        #expect(verifier.verify(leaf: other.leaf, intermediates: [other.intermediate], at: TestPKI.inside).failure?.code == .untrustedChain)
+        #expect(
+            verifier.verify(leaf: other.leaf, intermediates: [other.intermediate], at: TestPKI.inside).failure?.code
+                == .untrustedChain)
         // The same names and keys layout, but the intermediate from another PKI: signatures do not match.
         #expect(!verifier.verify(leaf: pki.leaf, intermediates: [other.intermediate], at: TestPKI.inside).isValid)
 
         // Apple's markers are required by the policy, not by OpenSSL.
         let unmarked = try TestPKI(name: "Unmarked", leafMarker: false)
         let strict = try CertificateChainVerifier(trustRoots: [unmarked.root], policy: .applePaymentTokenSigning)
-        #expect(strict.verify(leaf: unmarked.leaf, intermediates: [unmarked.intermediate], at: TestPKI.inside).failure?.code == .policyViolation)
+        #expect(
+            strict.verify(leaf: unmarked.leaf, intermediates: [unmarked.intermediate], at: TestPKI.inside).failure?.code
+                == .policyViolation)
         let lax = try CertificateChainVerifier(trustRoots: [unmarked.root])
         #expect(lax.verify(leaf: unmarked.leaf, intermediates: [unmarked.intermediate], at: TestPKI.inside).isValid)
         let noIntermediateMarker = try TestPKI(name: "NoCA", intermediateMarker: false)
-        let strict2 = try CertificateChainVerifier(trustRoots: [noIntermediateMarker.root], policy: .applePaymentTokenSigning)
-        #expect(strict2.verify(leaf: noIntermediateMarker.leaf, intermediates: [noIntermediateMarker.intermediate], at: TestPKI.inside).failure?.code == .policyViolation)
+        let strict2 = try CertificateChainVerifier(
+            trustRoots: [noIntermediateMarker.root], policy: .applePaymentTokenSigning)
+        #expect(
+            strict2.verify(
+                leaf: noIntermediateMarker.leaf, intermediates: [noIntermediateMarker.intermediate], at: TestPKI.inside
+            ).failure?.code == .policyViolation)
     }
 
     @Test func tamperedCertificatesAreRejected() throws {
@@ -66,7 +81,9 @@ struct ChainTests {
         var der = pki.leaf.derRepresentation
         der[der.count - 3] ^= 0x01
         let badLeaf = try Certificate(derEncoded: der)
-        #expect(verifier.verify(leaf: badLeaf, intermediates: [pki.intermediate], at: TestPKI.inside).failure?.code == .invalidCertificateSignature)
+        #expect(
+            verifier.verify(leaf: badLeaf, intermediates: [pki.intermediate], at: TestPKI.inside).failure?.code
+                == .invalidCertificateSignature)
         // Flip one bit in the leaf's subject (inside tbsCertificate).
         let name = Array(pki.leaf.subject.derRepresentation)
         let offset = try #require(firstRange(of: name, in: der)).lowerBound + name.count - 2
@@ -85,7 +102,9 @@ struct ChainTests {
         #expect(verifier.cachedChainCount == 1)
         // A hit inside the validity interval; outside it, OpenSSL decides again (and rejects).
         #expect(verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: TestPKI.leafStart).isValid)
-        #expect(verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: TestPKI.leafEnd + 1).failure?.code == .certificateExpired)
+        #expect(
+            verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: TestPKI.leafEnd + 1).failure?.code
+                == .certificateExpired)
         #expect(verifier.cachedChainCount == 1)
         // Rejections are not cached.
         #expect(!verifier.verify(leaf: pki.leaf, at: TestPKI.inside).isValid)
@@ -93,8 +112,11 @@ struct ChainTests {
         // Capacity: the oldest goes first.
         let second = try TestPKI(name: "Second")
         let third = try TestPKI(name: "Third")
-        let multi = try CertificateChainVerifier(trustRoots: [pki.root, second.root, third.root], cacheCapacity: 2, clock: clock)
-        for p in [pki, second, third] { #expect(multi.verify(leaf: p.leaf, intermediates: [p.intermediate], at: TestPKI.inside).isValid) }
+        let multi = try CertificateChainVerifier(
+            trustRoots: [pki.root, second.root, third.root], cacheCapacity: 2, clock: clock)
+        for p in [pki, second, third] {
+            #expect(multi.verify(leaf: p.leaf, intermediates: [p.intermediate], at: TestPKI.inside).isValid)
+        }
         #expect(multi.cachedChainCount == 2)
         // Once the wall clock passes the leaf's notAfter, the entry is dropped.
         clock.setWall(TestPKI.leafEnd + 1)
@@ -130,7 +152,8 @@ final class ResultBox: @unchecked Sendable {
 
 func firstRange(of needle: [UInt8], in haystack: [UInt8]) -> Range<Int>? {
     guard needle.count <= haystack.count else { return nil }
-    for start in 0...(haystack.count - needle.count) where haystack[start..<start + needle.count].elementsEqual(needle) {
+    for start in 0...(haystack.count - needle.count) where haystack[start..<start + needle.count].elementsEqual(needle)
+    {
         return start..<start + needle.count
     }
     return nil

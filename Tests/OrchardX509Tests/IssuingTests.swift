@@ -34,7 +34,9 @@ struct IssuingTests {
         #expect(try pki.intermediate.authorityKeyIdentifier == pki.root.subjectKeyIdentifier)
         #expect(try pki.root.authorityKeyIdentifier == pki.root.subjectKeyIdentifier)
         // Apple's markers: ASN.1 NULL, non-critical, and the criticality of the standard extensions.
-        #expect(pki.leaf.extension(.appleTokenSigningLeaf) == Certificate.Extension(oid: .appleTokenSigningLeaf, value: [0x05, 0x00]))
+        #expect(
+            pki.leaf.extension(.appleTokenSigningLeaf)
+                == Certificate.Extension(oid: .appleTokenSigningLeaf, value: [0x05, 0x00]))
         #expect(pki.intermediate.extension(.appleApplicationIntegrationCA)?.value == [0x05, 0x00])
         #expect(pki.intermediate.extension(.appleApplicationIntegrationCA)?.isCritical == false)
         #expect(pki.leaf.extension(.basicConstraints)?.isCritical == true)
@@ -53,26 +55,32 @@ struct IssuingTests {
             issuer: .selfSigned(key), notValidBefore: TestPKI.date(2049, 6, 1), notValidAfter: TestPKI.date(2060, 1, 1),
             extensions: [
                 Certificate.Extension(oid: custom, value: value),
-                try .subjectAlternativeNames(dnsNames: ["pay.orchard.test", "localhost"], ipAddresses: [[127, 0, 0, 1]]),
+                try .subjectAlternativeNames(
+                    dnsNames: ["pay.orchard.test", "localhost"], ipAddresses: [[127, 0, 0, 1]]),
                 .extendedKeyUsage([.serverAuth, .clientAuth]),
             ], serialNumber: [0x01, 0x02], addKeyIdentifiers: false)
         #expect(c.extensions.count == 3)
         #expect(c.extension(custom) == Certificate.Extension(oid: custom, isCritical: false, value: value))
-        #expect(try c.subjectAlternativeNames == SubjectAlternativeNames(dnsNames: ["pay.orchard.test", "localhost"], ipAddresses: [[127, 0, 0, 1]]))
+        #expect(
+            try c.subjectAlternativeNames
+                == SubjectAlternativeNames(dnsNames: ["pay.orchard.test", "localhost"], ipAddresses: [[127, 0, 0, 1]]))
         #expect(try c.extendedKeyUsage == [.serverAuth, .clientAuth])
         #expect(c.serialNumber == [0x01, 0x02])
         #expect(try c.subjectKeyIdentifier == nil)
         // 2060 is a GeneralizedTime; OpenSSL reads the same instant.
         #expect(c.notValidAfter == TestPKI.date(2060, 1, 1))
         #expect(try OpenSSLReference.certificateFields(c.derRepresentation).notAfter == TestPKI.date(2060, 1, 1))
-        #expect(throws: X509Error(.invalidValue, "")) { try Certificate.Extension.subjectAlternativeNames(ipAddresses: [[1, 2, 3]]) }
+        #expect(throws: X509Error(.invalidValue, "")) {
+            try Certificate.Extension.subjectAlternativeNames(ipAddresses: [[1, 2, 3]])
+        }
     }
 
     @Test func rsaIssuerAndRSASubject() throws {
         let rsa = try RSA.PrivateKey(keySize: 2048)
         let rsaKey = CertificatePrivateKey(rsa)
         let root = try Certificate.issue(
-            subject: DistinguishedName([.commonName("RSA Root")]), publicKey: rsaKey.publicKey, issuer: .selfSigned(rsaKey),
+            subject: DistinguishedName([.commonName("RSA Root")]), publicKey: rsaKey.publicKey,
+            issuer: .selfSigned(rsaKey),
             notValidBefore: TestPKI.date(2020, 1, 1), notValidAfter: TestPKI.date(2040, 1, 1),
             extensions: [.basicConstraints(isCA: true), .keyUsage([.keyCertSign])])
         #expect(root.signatureAlgorithm == .sha256WithRSAEncryption)
@@ -112,12 +120,14 @@ struct IssuingTests {
         }
         #expect(throws: X509Error(.invalidValue, "")) {
             try Certificate.issue(
-                subject: name, publicKey: other.publicKey, issuer: .selfSigned(other), notValidBefore: TestPKI.leafStart,
+                subject: name, publicKey: other.publicKey, issuer: .selfSigned(other),
+                notValidBefore: TestPKI.leafStart,
                 notValidAfter: TestPKI.leafEnd, extensions: [.keyUsage(.digitalSignature), .keyUsage(.keyAgreement)])
         }
         #expect(throws: X509Error(.invalidValue, "")) {
             try Certificate.issue(
-                subject: name, publicKey: other.publicKey, issuer: .selfSigned(other), notValidBefore: TestPKI.leafStart,
+                subject: name, publicKey: other.publicKey, issuer: .selfSigned(other),
+                notValidBefore: TestPKI.leafStart,
                 notValidAfter: TestPKI.leafEnd, serialNumber: [0, 0])
         }
         #expect(throws: X509Error(.invalidValue, "")) {
@@ -131,7 +141,8 @@ struct IssuingTests {
         let merchantID = "merchant.com.orchard.store"
         let key = CertificatePrivateKey(try P256.Signing.PrivateKey())
         let subject = DistinguishedName([
-            .userID(merchantID), .commonName("Apple Pay Payment Processing:\(merchantID)"), .organizationalUnit("ORCHARD01"),
+            .userID(merchantID), .commonName("Apple Pay Payment Processing:\(merchantID)"),
+            .organizationalUnit("ORCHARD01"),
             .organization("Orchard Store"), .country("US"),
         ])
         let csr = try CertificateSigningRequest.create(
@@ -174,12 +185,15 @@ struct IssuingTests {
 
     @Test func rsaCSRAndMalformedCSRs() throws {
         let key = CertificatePrivateKey(try RSA.PrivateKey(keySize: 2048))
-        let csr = try CertificateSigningRequest.create(subject: DistinguishedName([.commonName("merchant identity")]), key: key)
+        let csr = try CertificateSigningRequest.create(
+            subject: DistinguishedName([.commonName("merchant identity")]), key: key)
         #expect(csr.isSignatureValid)
         #expect(csr.requestedExtensions.isEmpty)
         #expect(OpenSSLReference.csrSignatureIsValid(csr.derRepresentation))
         for length in stride(from: 0, to: csr.derRepresentation.count, by: 3) {
-            #expect(throws: X509Error.self) { try CertificateSigningRequest(derEncoded: Array(csr.derRepresentation[0..<length])) }
+            #expect(throws: X509Error.self) {
+                try CertificateSigningRequest(derEncoded: Array(csr.derRepresentation[0..<length]))
+            }
         }
         #expect(throws: X509Error(.invalidPEM, "")) { try CertificateSigningRequest(pemEncoded: "nothing") }
     }

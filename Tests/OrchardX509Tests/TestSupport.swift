@@ -42,7 +42,8 @@ struct AppleToken {
         if let applicationData = header["applicationData"] { content += try hex(applicationData) }
 
         let expected = try #require(
-            try JSONSerialization.jsonObject(with: Fixtures.data("apple-pay/expected.json")) as? [String: [String: Any]])
+            try JSONSerialization.jsonObject(with: Fixtures.data("apple-pay/expected.json")) as? [String: [String: Any]]
+        )
         let entry = try #require(expected[name])
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -74,7 +75,10 @@ struct TestPKI {
     static let leafEnd = date(2030, 1, 1)
     static let inside = date(2024, 6, 1)
 
-    init(name: String = "Orchard Test", leafMarker: Bool = true, intermediateMarker: Bool = true, rsaLeaf: RSA.PrivateKey? = nil)
+    init(
+        name: String = "Orchard Test", leafMarker: Bool = true, intermediateMarker: Bool = true,
+        rsaLeaf: RSA.PrivateKey? = nil
+    )
         throws
     {
         let random = InsecureDeterministicRandom(seed: Array(name.utf8))

@@ -92,7 +92,9 @@ public struct ASN1Tag: Hashable, Sendable, CustomStringConvertible {
                 10: "ENUMERATED", 12: "UTF8String", 16: "SEQUENCE", 17: "SET", 19: "PrintableString",
                 22: "IA5String", 23: "UTCTime", 24: "GeneralizedTime",
             ]
-            if let name = names[number] { return isConstructed && number != 16 && number != 17 ? name + " (constructed)" : name }
+            if let name = names[number] {
+                return isConstructed && number != 16 && number != 17 ? name + " (constructed)" : name
+            }
             return "UNIVERSAL \(number)"
         }
         let prefix =
@@ -198,10 +200,12 @@ public struct ASN1Reader: Sendable {
         let element: ASN1Element
         if let length {
             guard remaining.endIndex - index >= length else {
-                throw X509Error(.truncated, "\(tag) announces \(length) bytes but only \(remaining.endIndex - index) remain")
+                throw X509Error(
+                    .truncated, "\(tag) announces \(length) bytes but only \(remaining.endIndex - index) remain")
             }
             element = ASN1Element(
-                tag: tag, encodedBytes: remaining[start..<index + length], contentBytes: remaining[index..<index + length],
+                tag: tag, encodedBytes: remaining[start..<index + length],
+                contentBytes: remaining[index..<index + length],
                 isIndefiniteLength: false, rules: rules, limits: limits, depth: depth)
             remaining = remaining[(index + length)...]
         } else {
@@ -278,7 +282,8 @@ public struct ASN1Reader: Sendable {
         index += 1
         if first < 0x80 {
             guard Int(first) <= limits.maximumLength else {
-                throw X509Error(.lengthLimitExceeded, "an element of \(first) bytes exceeds the \(limits.maximumLength)-byte limit")
+                throw X509Error(
+                    .lengthLimitExceeded, "an element of \(first) bytes exceeds the \(limits.maximumLength)-byte limit")
             }
             return Int(first)
         }
@@ -306,11 +311,13 @@ public struct ASN1Reader: Sendable {
                 throw X509Error(.invalidLength, "length \(length) uses the long form; DER requires the short form")
             }
             guard bytes[index - count] != 0 else {
-                throw X509Error(.invalidLength, "a long-form length has a leading zero byte; DER requires minimal lengths")
+                throw X509Error(
+                    .invalidLength, "a long-form length has a leading zero byte; DER requires minimal lengths")
             }
         }
         guard length <= limits.maximumLength else {
-            throw X509Error(.lengthLimitExceeded, "an element of \(length) bytes exceeds the \(limits.maximumLength)-byte limit")
+            throw X509Error(
+                .lengthLimitExceeded, "an element of \(length) bytes exceeds the \(limits.maximumLength)-byte limit")
         }
         return length
     }
@@ -335,7 +342,9 @@ public struct ASN1Reader: Sendable {
                 continue
             }
             let innerTag = try Self.readTag(bytes, &index)
-            guard let length = try Self.readLength(bytes, &index, constructed: innerTag.isConstructed, rules: rules, limits: limits)
+            guard
+                let length = try Self.readLength(
+                    bytes, &index, constructed: innerTag.isConstructed, rules: rules, limits: limits)
             else {
                 open += 1
                 guard depth + open - 1 <= limits.maximumDepth else {
@@ -344,7 +353,8 @@ public struct ASN1Reader: Sendable {
                 continue
             }
             guard bytes.endIndex - index >= length else {
-                throw X509Error(.truncated, "\(innerTag) announces \(length) bytes but only \(bytes.endIndex - index) remain")
+                throw X509Error(
+                    .truncated, "\(innerTag) announces \(length) bytes but only \(bytes.endIndex - index) remain")
             }
             index += length
         }

@@ -9,7 +9,9 @@ public struct ASN1BitString: Hashable, Sendable {
 extension ASN1Element {
     /// The contents of an INTEGER (two's complement, big-endian), checked to be minimal as X.690
     /// requires in both BER and DER.
-    public func integerBytes(tag expected: ASN1Tag = .integer, _ what: @autoclosure () -> String) throws(X509Error)
+    public func integerBytes(
+        tag expected: ASN1Tag = .integer, _ what: @autoclosure () -> String
+    ) throws(X509Error)
         -> ArraySlice<UInt8>
     {
         try expect(expected, what())
@@ -25,7 +27,9 @@ extension ASN1Element {
     }
 
     /// A small INTEGER as an `Int`.
-    public func integerValue(tag expected: ASN1Tag = .integer, _ what: @autoclosure () -> String) throws(X509Error) -> Int {
+    public func integerValue(
+        tag expected: ASN1Tag = .integer, _ what: @autoclosure () -> String
+    ) throws(X509Error) -> Int {
         let c = try integerBytes(tag: expected, what())
         guard c.count <= 8 else { throw X509Error(.invalidValue, "\(what()): the INTEGER does not fit in 64 bits") }
         var value: Int64 = (c.first ?? 0) & 0x80 != 0 ? -1 : 0
@@ -63,7 +67,9 @@ extension ASN1Element {
 
     /// The bytes of an OCTET STRING. In BER, a constructed OCTET STRING is concatenated (iteratively,
     /// within the depth limit).
-    public func octetString(tag expected: ASN1Tag = .octetString, _ what: @autoclosure () -> String) throws(X509Error)
+    public func octetString(
+        tag expected: ASN1Tag = .octetString, _ what: @autoclosure () -> String
+    ) throws(X509Error)
         -> ArraySlice<UInt8>
     {
         if tag == expected && !tag.isConstructed { return contentBytes }
@@ -90,7 +96,9 @@ extension ASN1Element {
     }
 
     /// A BIT STRING. DER requires unused bits to be zero.
-    public func bitString(tag expected: ASN1Tag = .bitString, _ what: @autoclosure () -> String) throws(X509Error)
+    public func bitString(
+        tag expected: ASN1Tag = .bitString, _ what: @autoclosure () -> String
+    ) throws(X509Error)
         -> ASN1BitString
     {
         try expect(expected, what())
@@ -184,7 +192,8 @@ enum ASN1StringDecoding {
 
     static func isPrintable(_ b: UInt8) -> Bool {
         switch b {
-        case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x20, 0x27, 0x28, 0x29, 0x2B, 0x2C, 0x2D, 0x2E, 0x2F, 0x3A, 0x3D, 0x3F:
+        case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x20, 0x27, 0x28, 0x29, 0x2B, 0x2C, 0x2D, 0x2E, 0x2F, 0x3A, 0x3D,
+            0x3F:
             return true
         default: return false
         }

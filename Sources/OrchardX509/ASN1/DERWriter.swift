@@ -146,13 +146,15 @@ public struct DERWriter: Sendable {
         guard (0...9999).contains(c.year) else {
             throw X509Error(.invalidValue, "year \(c.year) cannot be written as a GeneralizedTime")
         }
-        let text = Self.pad(c.year, 4) + Self.pad(c.month) + Self.pad(c.day) + Self.pad(c.hour) + Self.pad(c.minute)
+        let text =
+            Self.pad(c.year, 4) + Self.pad(c.month) + Self.pad(c.day) + Self.pad(c.hour) + Self.pad(c.minute)
             + Self.pad(c.second) + "Z"
         appendPrimitive(.generalizedTime, contents: Array(text.utf8))
     }
 
     private mutating func appendUTCTime(_ c: (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int)) {
-        let text = Self.pad(c.year % 100) + Self.pad(c.month) + Self.pad(c.day) + Self.pad(c.hour) + Self.pad(c.minute)
+        let text =
+            Self.pad(c.year % 100) + Self.pad(c.month) + Self.pad(c.day) + Self.pad(c.hour) + Self.pad(c.minute)
             + Self.pad(c.second) + "Z"
         appendPrimitive(.utcTime, contents: Array(text.utf8))
     }

@@ -179,18 +179,26 @@ struct SignerInfoView {
         let sid = try reader.next()
         identifierBytes = sid.encodedBytes
         if sid.tag == .sequence {
-            guard version == 1 else { throw X509Error(.invalidValue, "SignerInfo: issuerAndSerialNumber needs version 1") }
+            guard version == 1 else {
+                throw X509Error(.invalidValue, "SignerInfo: issuerAndSerialNumber needs version 1")
+            }
             var fields = try sid.children()
             let issuerElement = try fields.next(.sequence, "SignerInfo: issuer")
             let issuer = try DistinguishedName(derEncoded: Array(issuerElement.encodedBytes))
             let serial = try fields.next().integerBytes("SignerInfo: serialNumber")
             try fields.finish("SignerInfo: issuerAndSerialNumber")
             identifier = .issuerAndSerialNumber(issuer: issuer, serialNumber: Array(serial))
-        } else if sid.tag == .contextSpecific(0, constructed: false) || sid.tag == .contextSpecific(0, constructed: true) {
-            guard version == 3 else { throw X509Error(.invalidValue, "SignerInfo: subjectKeyIdentifier needs version 3") }
-            identifier = .subjectKeyIdentifier(Array(try sid.octetString(tag: .contextSpecific(0, constructed: false), "SignerInfo: sid")))
+        } else if sid.tag == .contextSpecific(0, constructed: false)
+            || sid.tag == .contextSpecific(0, constructed: true)
+        {
+            guard version == 3 else {
+                throw X509Error(.invalidValue, "SignerInfo: subjectKeyIdentifier needs version 3")
+            }
+            identifier = .subjectKeyIdentifier(
+                Array(try sid.octetString(tag: .contextSpecific(0, constructed: false), "SignerInfo: sid")))
         } else {
-            throw X509Error(.unexpectedElement, "SignerInfo: sid is neither issuerAndSerialNumber nor subjectKeyIdentifier")
+            throw X509Error(
+                .unexpectedElement, "SignerInfo: sid is neither issuerAndSerialNumber nor subjectKeyIdentifier")
         }
         digestAlgorithm = try AlgorithmIdentifier(element: reader.next(), "SignerInfo: digestAlgorithm")
         if let attrs = try reader.nextIfPresent(.contextSpecific(0, constructed: true)) {

@@ -46,7 +46,9 @@ public final class CMSVerifier: Sendable {
     }
 
     /// A verifier over an existing chain verifier (sharing its trust roots, policy and chain cache).
-    public init(chainVerifier: CertificateChainVerifier, cacheCapacity: Int = 1024, clock: any WallClock = SystemClock()) {
+    public init(
+        chainVerifier: CertificateChainVerifier, cacheCapacity: Int = 1024, clock: any WallClock = SystemClock()
+    ) {
         self.chainVerifier = chainVerifier
         signers = ExpiringCache(capacity: cacheCapacity, clock: clock)
     }
@@ -76,7 +78,8 @@ public final class CMSVerifier: Sendable {
             return .invalid(VerificationFailure(.invalidAttribute, "the signature is not detached: it carries content"))
         }
         guard view.signers.count == 1, let signer = view.signers.first else {
-            return .invalid(VerificationFailure(.signerNotFound, "expected exactly one signer, found \(view.signers.count)"))
+            return .invalid(
+                VerificationFailure(.signerNotFound, "expected exactly one signer, found \(view.signers.count)"))
         }
         guard signer.digestAlgorithm.algorithm == .sha256, signer.digestAlgorithm.hasNoParameters else {
             return .invalid(
@@ -95,24 +98,28 @@ public final class CMSVerifier: Sendable {
                 return .invalid(VerificationFailure(.missingAttribute, "the contentType attribute is missing"))
             }
             guard contentType == view.contentType else {
-                return .invalid(VerificationFailure(.invalidAttribute, "the contentType attribute differs from eContentType"))
+                return .invalid(
+                    VerificationFailure(.invalidAttribute, "the contentType attribute differs from eContentType"))
             }
             guard let digest = attributes.messageDigest else {
                 return .invalid(VerificationFailure(.missingAttribute, "the messageDigest attribute is missing"))
             }
             guard digest.elementsEqual(SHA256.hash(content)) else {
-                return .invalid(VerificationFailure(.digestMismatch, "the messageDigest attribute is not SHA-256 of the content"))
+                return .invalid(
+                    VerificationFailure(.digestMismatch, "the messageDigest attribute is not SHA-256 of the content"))
             }
             if let (digestOID, signatureAlgorithm) = attributes.protectedAlgorithms {
                 guard digestOID == signer.digestAlgorithm.algorithm,
                     signatureAlgorithm == nil || signatureAlgorithm == signer.signatureAlgorithm.algorithm
                 else {
                     return .invalid(
-                        VerificationFailure(.invalidAttribute, "CMSAlgorithmProtection does not match the algorithms used"))
+                        VerificationFailure(
+                            .invalidAttribute, "CMSAlgorithmProtection does not match the algorithms used"))
                 }
             }
         } else if view.contentType != .cmsData {
-            return .invalid(VerificationFailure(.missingAttribute, "signed attributes are required for this content type"))
+            return .invalid(
+                VerificationFailure(.missingAttribute, "signed attributes are required for this content type"))
         }
 
         let validationTime: Date
@@ -146,7 +153,8 @@ public final class CMSVerifier: Sendable {
             message = Array(content)
         }
         guard cached.key.isValidSignature(signer.signature, for: message, algorithm: signatureOID) else {
-            return .invalid(VerificationFailure(.invalidSignature, "the signature does not verify with the signer's key"))
+            return .invalid(
+                VerificationFailure(.invalidSignature, "the signature does not verify with the signer's key"))
         }
         return .valid(signer: cached.chain.leaf, chain: cached.chain.certificates, signingTime: signingTime)
     }
@@ -157,10 +165,13 @@ public final class CMSVerifier: Sendable {
     }
 
     /// Cache miss: parse the certificates, find the signer's, verify its chain, decode its key.
-    private func resolveSigner(view: SignedDataView, signer: SignerInfoView, at time: Date) throws(X509Error) -> Resolution {
+    private func resolveSigner(
+        view: SignedDataView, signer: SignerInfoView, at time: Date
+    ) throws(X509Error) -> Resolution {
         let certificates = try view.certificates.map { (c) throws(X509Error) in try Certificate(ownedDER: Array(c)) }
         guard let index = certificates.firstIndex(where: { signer.identifier.matches($0) }) else {
-            return .invalid(VerificationFailure(.signerNotFound, "no certificate in the signature matches the signer identifier"))
+            return .invalid(
+                VerificationFailure(.signerNotFound, "no certificate in the signature matches the signer identifier"))
         }
         var intermediates = certificates
         let leaf = intermediates.remove(at: index)

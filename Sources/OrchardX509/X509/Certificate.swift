@@ -170,7 +170,9 @@ public struct Certificate: Hashable, Sendable, CustomStringConvertible {
             var inner = try explicitVersion.children()
             let v = try inner.next().integerValue("tbsCertificate: version")
             try inner.finish("tbsCertificate: version")
-            guard v == 1 || v == 2 else { throw X509Error(.invalidValue, "tbsCertificate: version \(v) is not v2 or v3") }
+            guard v == 1 || v == 2 else {
+                throw X509Error(.invalidValue, "tbsCertificate: version \(v) is not v2 or v3")
+            }
             version = v + 1
         } else {
             version = 1
@@ -229,7 +231,9 @@ public struct Certificate: Hashable, Sendable, CustomStringConvertible {
         if let flag = try fields.nextIfPresent(.boolean) {
             critical = try flag.boolean("Extension \(oid): critical")
             // DER omits a DEFAULT value.
-            guard critical else { throw X509Error(.invalidValue, "Extension \(oid): critical FALSE must be omitted in DER") }
+            guard critical else {
+                throw X509Error(.invalidValue, "Extension \(oid): critical FALSE must be omitted in DER")
+            }
         }
         let value = try fields.next().octetString("Extension \(oid): extnValue")
         try fields.finish("Extension \(oid)")

@@ -22,7 +22,9 @@ public final class CertificateChainVerifier: Sendable {
         trustRoots: [Certificate], policy: ChainPolicy = .none, cacheCapacity: Int = 1024,
         clock: any WallClock = SystemClock()
     ) throws(X509Error) {
-        guard !trustRoots.isEmpty else { throw X509Error(.invalidValue, "a chain verifier needs at least one trust root") }
+        guard !trustRoots.isEmpty else {
+            throw X509Error(.invalidValue, "a chain verifier needs at least one trust root")
+        }
         self.trustRoots = trustRoots
         self.policy = policy
         store = try OpenSSLTrustStore(roots: trustRoots)
@@ -32,7 +34,8 @@ public final class CertificateChainVerifier: Sendable {
     /// Verifies that `leaf` chains to a trust root through (some of) `intermediates` at `time`, then
     /// applies the policy. Uses and fills the cache.
     public func verify(leaf: Certificate, intermediates: [Certificate] = [], at time: Date) -> ChainVerificationResult {
-        let key = ChainKey(leaf: leaf.derRepresentation[...], intermediates: intermediates.map { $0.derRepresentation[...] })
+        let key = ChainKey(
+            leaf: leaf.derRepresentation[...], intermediates: intermediates.map { $0.derRepresentation[...] })
         if let chain = cache.value(for: key, at: time) { return .valid(chain) }
         let result = verifyUncached(leaf: leaf, intermediates: intermediates, at: time)
         if case .valid(let chain) = result { cache.insert(chain, for: key, validity: chain.validityInterval) }
@@ -47,7 +50,9 @@ public final class CertificateChainVerifier: Sendable {
     }
 
     /// Verifies without looking at or filling the cache (for benchmarks and tests).
-    package func verifyUncached(leaf: Certificate, intermediates: [Certificate], at time: Date) -> ChainVerificationResult {
+    package func verifyUncached(
+        leaf: Certificate, intermediates: [Certificate], at time: Date
+    ) -> ChainVerificationResult {
         let handles: (OpenSSLCertificate, [OpenSSLCertificate])
         do {
             handles = (
@@ -70,10 +75,14 @@ public final class CertificateChainVerifier: Sendable {
                 } else if let c = try? Certificate(derEncoded: der) {
                     chain.append(c)
                 } else {
-                    return .invalid(VerificationFailure(.invalidChain, "OpenSSL built a chain with a certificate Swift cannot parse"))
+                    return .invalid(
+                        VerificationFailure(
+                            .invalidChain, "OpenSSL built a chain with a certificate Swift cannot parse"))
                 }
             }
-            guard !chain.isEmpty else { return .invalid(VerificationFailure(.invalidChain, "OpenSSL returned an empty chain")) }
+            guard !chain.isEmpty else {
+                return .invalid(VerificationFailure(.invalidChain, "OpenSSL returned an empty chain"))
+            }
             if let failure = policy.evaluate(chain) { return .invalid(failure) }
             let start = chain.map(\.notValidBefore).max() ?? leaf.notValidBefore
             let end = chain.map(\.notValidAfter).min() ?? leaf.notValidAfter

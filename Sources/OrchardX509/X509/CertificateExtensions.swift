@@ -80,7 +80,9 @@ extension Certificate.Extension {
     }
 
     /// Subject alternative names: DNS names (ASCII) and IP addresses (4 or 16 bytes), non-critical.
-    public static func subjectAlternativeNames(dnsNames: [String] = [], ipAddresses: [[UInt8]] = []) throws(X509Error)
+    public static func subjectAlternativeNames(
+        dnsNames: [String] = [], ipAddresses: [[UInt8]] = []
+    ) throws(X509Error)
         -> Self
     {
         for ip in ipAddresses where ip.count != 4 && ip.count != 16 {

@@ -56,7 +56,8 @@ extension Certificate {
             issuerKeyIdentifier = try SubjectPublicKeyInfo(derEncoded: publicKey.derRepresentation).keyIdentifier
         }
         guard notValidBefore <= notValidAfter else {
-            throw X509Error(.invalidValue, "the validity period ends (\(notValidAfter)) before it starts (\(notValidBefore))")
+            throw X509Error(
+                .invalidValue, "the validity period ends (\(notValidAfter)) before it starts (\(notValidBefore))")
         }
 
         var allExtensions = extensions

@@ -72,7 +72,8 @@ public struct CertificateSigningRequest: Hashable, Sendable {
             throw X509Error(.invalidValue, "certificationRequestInfo: only version 1 (0) exists")
         }
         subject = try DistinguishedName(element: reader.next(), "certificationRequestInfo: subject")
-        subjectPublicKeyInfo = try SubjectPublicKeyInfo(element: reader.next(), "certificationRequestInfo: subjectPKInfo")
+        subjectPublicKeyInfo = try SubjectPublicKeyInfo(
+            element: reader.next(), "certificationRequestInfo: subjectPKInfo")
         let attributes = try reader.next(.contextSpecific(0, constructed: true), "certificationRequestInfo: attributes")
         try reader.finish("certificationRequestInfo")
         var extensions: [Certificate.Extension] = []
@@ -107,7 +108,10 @@ public struct CertificateSigningRequest: Hashable, Sendable {
         } catch {
             throw X509Error(.invalidPEM, error.message)
         }
-        guard let block = blocks.first(where: { $0.label == "CERTIFICATE REQUEST" || $0.label == "NEW CERTIFICATE REQUEST" })
+        guard
+            let block = blocks.first(where: {
+                $0.label == "CERTIFICATE REQUEST" || $0.label == "NEW CERTIFICATE REQUEST"
+            })
         else { throw X509Error(.invalidPEM, "no CERTIFICATE REQUEST block in the PEM") }
         try self.init(derEncoded: block.der)
     }
@@ -116,7 +120,8 @@ public struct CertificateSigningRequest: Hashable, Sendable {
 
     /// Whether the request is signed by the key it carries (proof of possession).
     public var isSignatureValid: Bool {
-        publicKey.isValidSignature(signature, for: certificationRequestInfoBytes, algorithm: signatureAlgorithm.algorithm)
+        publicKey.isValidSignature(
+            signature, for: certificationRequestInfoBytes, algorithm: signatureAlgorithm.algorithm)
     }
 
     public static func == (a: Self, b: Self) -> Bool { a.derRepresentation == b.derRepresentation }

@@ -19,7 +19,9 @@ package final class OpenSSLCertificate: @unchecked Sendable {
             return result
         }
         guard let x509 else {
-            throw X509Error(.invalidValue, "OpenSSL cannot decode the certificate (\(drainOpenSSLErrors().joined(separator: "; ")))")
+            throw X509Error(
+                .invalidValue, "OpenSSL cannot decode the certificate (\(drainOpenSSLErrors().joined(separator: "; ")))"
+            )
         }
         guard consumed == der.count else {
             X509_free(x509)
@@ -60,11 +62,13 @@ final class OpenSSLTrustStore: @unchecked Sendable {
         guard let store = X509_STORE_new() else { throw X509Error(.cryptoFailure, "X509_STORE_new failed") }
         for handle in handles where X509_STORE_add_cert(store, handle.pointer) != 1 {
             X509_STORE_free(store)
-            throw X509Error(.cryptoFailure, "X509_STORE_add_cert failed (\(drainOpenSSLErrors().joined(separator: "; ")))")
+            throw X509Error(
+                .cryptoFailure, "X509_STORE_add_cert failed (\(drainOpenSSLErrors().joined(separator: "; ")))")
         }
         guard X509_STORE_set_purpose(store, X509_PURPOSE_ANY) == 1 else {
             X509_STORE_free(store)
-            throw X509Error(.cryptoFailure, "X509_STORE_set_purpose failed (\(drainOpenSSLErrors().joined(separator: "; ")))")
+            throw X509Error(
+                .cryptoFailure, "X509_STORE_set_purpose failed (\(drainOpenSSLErrors().joined(separator: "; ")))")
         }
         pointer = store
         self.roots = handles
@@ -93,14 +97,16 @@ final class OpenSSLTrustStore: @unchecked Sendable {
             }
             _ = X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_ANY)
             // Setting the time also sets X509_V_FLAG_USE_CHECK_TIME.
-            X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx), time_t(time.timeIntervalSince1970.rounded(.down)))
+            X509_VERIFY_PARAM_set_time(
+                X509_STORE_CTX_get0_param(ctx), time_t(time.timeIntervalSince1970.rounded(.down)))
             let rc = X509_verify_cert(ctx)
             _ = drainOpenSSLErrors()
             guard rc == 1 else {
                 let error = X509_STORE_CTX_get_error(ctx)
                 let depth = X509_STORE_CTX_get_error_depth(ctx)
                 let text = String(cString: X509_verify_cert_error_string(Int(error)))
-                return .rejected(VerificationFailure(Self.code(for: error), "\(text) (certificate \(depth) of the chain)"))
+                return .rejected(
+                    VerificationFailure(Self.code(for: error), "\(text) (certificate \(depth) of the chain)"))
             }
             guard let chain = X509_STORE_CTX_get1_chain(ctx) else {
                 return .rejected(VerificationFailure(.invalidChain, "OpenSSL returned no chain"))
