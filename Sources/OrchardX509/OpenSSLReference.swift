@@ -116,7 +116,7 @@ package enum OpenSSLReference {
             let bio = try? MemoryBIO(copying: content)
         else { return false }
         X509_VERIFY_PARAM_set_time(
-            X509_STORE_get0_param(trust.pointer), time_t(time.timeIntervalSince1970.rounded(.down)))
+            X509_STORE_get0_param(trust.pointer), openSSLTime(time))
         let ok = CMS_verify(cms, nil, trust.pointer, bio.pointer, nil, UInt32(CMS_BINARY)) == 1
         _ = drainOpenSSLErrors()
         return ok

@@ -49,6 +49,17 @@ struct ChainTests {
                 == .certificateNotYetValid)
         #expect(verifier.verify(leaf: pki.leaf, at: TestPKI.inside).failure?.code == .untrustedChain)
 
+        // Times far outside any certificate's validity are rejected, not trapped on.
+        for extreme in [Date.distantFuture, Date(timeIntervalSince1970: 1e300), Date(timeIntervalSince1970: .infinity)]
+        {
+            #expect(
+                verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: extreme).failure?.code
+                    == .certificateExpired)
+        }
+        #expect(
+            verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: .distantPast).failure?.code
+                == .certificateNotYetValid)
+
         // A chain to another root.
         let other = try TestPKI(name: "Other")
         #expect(

@@ -135,6 +135,12 @@ struct IssuingTests {
                 subject: name, publicKey: other.publicKey, issuer: .selfSigned(other),
                 notValidBefore: Date(timeIntervalSince1970: -70_000_000_000), notValidAfter: TestPKI.leafEnd)
         }
+        #expect(throws: X509Error(.invalidValue, "")) {
+            try Certificate.issue(
+                subject: name, publicKey: other.publicKey, issuer: .selfSigned(other),
+                notValidBefore: TestPKI.leafStart,
+                notValidAfter: Date(timeIntervalSince1970: .infinity))
+        }
     }
 
     @Test func merchantCertificateFromACSR() throws {

@@ -256,9 +256,13 @@ enum CivilTime {
         return Date(timeIntervalSince1970: Double(days * 86_400 + hour * 3_600 + minute * 60 + second))
     }
 
-    /// Year, month, day, hour, minute, second of `date` in UTC, rounded down to the second.
-    static func components(_ date: Date) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
-        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+    typealias Components = (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int)
+
+    /// The UTC calendar fields of `date`, or `nil` beyond about ±300 million years (or not finite).
+    static func components(_ date: Date) -> Components? {
+        let interval = date.timeIntervalSince1970.rounded(.down)
+        guard interval.isFinite, abs(interval) < 1e16 else { return nil }
+        let seconds = Int(interval)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let rest = seconds - days * 86_400
         let z = days + 719_468

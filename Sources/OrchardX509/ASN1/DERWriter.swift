@@ -132,7 +132,7 @@ public struct DERWriter: Sendable {
 
     /// A time as RFC 5280 §4.1.2.5 requires: UTCTime for 1950–2049, GeneralizedTime otherwise (whole seconds).
     public mutating func appendTime(_ date: Date) throws(X509Error) {
-        let c = CivilTime.components(date)
+        let c = try Self.components(date)
         if (1950...2049).contains(c.year) {
             appendUTCTime(c)
         } else {
@@ -142,21 +142,25 @@ public struct DERWriter: Sendable {
 
     /// A GeneralizedTime `YYYYMMDDHHMMSSZ`.
     public mutating func appendGeneralizedTime(_ date: Date) throws(X509Error) {
-        let c = CivilTime.components(date)
-        guard (0...9999).contains(c.year) else {
-            throw X509Error(.invalidValue, "year \(c.year) cannot be written as a GeneralizedTime")
-        }
+        let c = try Self.components(date)
         let text =
             Self.pad(c.year, 4) + Self.pad(c.month) + Self.pad(c.day) + Self.pad(c.hour) + Self.pad(c.minute)
             + Self.pad(c.second) + "Z"
         appendPrimitive(.generalizedTime, contents: Array(text.utf8))
     }
 
-    private mutating func appendUTCTime(_ c: (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int)) {
+    private mutating func appendUTCTime(_ c: CivilTime.Components) {
         let text =
             Self.pad(c.year % 100) + Self.pad(c.month) + Self.pad(c.day) + Self.pad(c.hour) + Self.pad(c.minute)
             + Self.pad(c.second) + "Z"
         appendPrimitive(.utcTime, contents: Array(text.utf8))
+    }
+
+    private static func components(_ date: Date) throws(X509Error) -> CivilTime.Components {
+        guard let c = CivilTime.components(date), (0...9999).contains(c.year) else {
+            throw X509Error(.invalidValue, "\(date) is outside the years 0–9999 a GeneralizedTime can hold")
+        }
+        return c
     }
 
     private static func pad(_ value: Int, _ width: Int = 2) -> String {

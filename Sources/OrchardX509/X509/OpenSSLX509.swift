@@ -98,7 +98,7 @@ final class OpenSSLTrustStore: @unchecked Sendable {
             _ = X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_ANY)
             // Setting the time also sets X509_V_FLAG_USE_CHECK_TIME.
             X509_VERIFY_PARAM_set_time(
-                X509_STORE_CTX_get0_param(ctx), time_t(time.timeIntervalSince1970.rounded(.down)))
+                X509_STORE_CTX_get0_param(ctx), openSSLTime(time))
             let rc = X509_verify_cert(ctx)
             _ = drainOpenSSLErrors()
             guard rc == 1 else {
@@ -133,4 +133,12 @@ final class OpenSSLTrustStore: @unchecked Sendable {
         default: .invalidChain
         }
     }
+}
+
+/// `date` as OpenSSL's `time_t`, clamped to the years 1–9999 that certificates can express (a
+/// conversion of an out-of-range `Double` would trap).
+func openSSLTime(_ date: Date) -> time_t {
+    let t = date.timeIntervalSince1970.rounded(.down)
+    guard !t.isNaN else { return 0 }
+    return time_t(min(max(t, -62_135_596_800), 253_402_300_799))
 }
