@@ -50,10 +50,12 @@ public struct X509Error: Error, Hashable, CustomStringConvertible, Sendable {
         public var description: String { base.rawValue }
     }
 
+    /// The kind of failure.
     public let code: Code
     /// What happened, where, and what was expected. Never contains key material.
     public let message: String
 
+    /// An error with a message saying what was wrong and where.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

@@ -24,14 +24,19 @@ public struct ASN1Limits: Sendable, Hashable {
 
 /// An ASN.1 identifier: class, primitive/constructed, and tag number (high tag numbers included).
 public struct ASN1Tag: Hashable, Sendable, CustomStringConvertible {
+    /// The two class bits of the identifier octet.
     public enum TagClass: UInt8, Sendable {
         case universal = 0, application = 1, contextSpecific = 2, `private` = 3
     }
 
+    /// Universal, application, context-specific or private.
     public let tagClass: TagClass
+    /// Whether the contents are child elements (bit 6 of the identifier octet).
     public let isConstructed: Bool
+    /// The tag number; 31 and above use the high-tag-number form.
     public let number: UInt64
 
+    /// Any tag; numbers from 31 encode in the high-tag-number form.
     public init(number: UInt64, tagClass: TagClass, isConstructed: Bool) {
         self.number = number
         self.tagClass = tagClass
@@ -47,6 +52,7 @@ public struct ASN1Tag: Hashable, Sendable, CustomStringConvertible {
         ASN1Tag(number: number, tagClass: .universal, isConstructed: constructed)
     }
 
+    /// The universal tags Orchard reads and writes.
     public static let boolean = universal(1)
     public static let integer = universal(2)
     public static let bitString = universal(3)
@@ -85,6 +91,7 @@ public struct ASN1Tag: Hashable, Sendable, CustomStringConvertible {
         return out
     }
 
+    /// The ASN.1 name (`SEQUENCE`, `[0] (constructed)`), for error messages.
     public var description: String {
         if tagClass == .universal {
             let names: [UInt64: String] = [
@@ -111,6 +118,7 @@ public struct ASN1Tag: Hashable, Sendable, CustomStringConvertible {
 /// One encoded element (tag, length, contents), as slices of the original input: nothing is copied,
 /// so ``encodedBytes`` are exactly the bytes a signature covers.
 public struct ASN1Element: Sendable {
+    /// The element's identifier.
     public let tag: ASN1Tag
     /// Identifier, length and contents (and the end-of-contents octets of an indefinite length).
     public let encodedBytes: ArraySlice<UInt8>
@@ -118,6 +126,7 @@ public struct ASN1Element: Sendable {
     public let contentBytes: ArraySlice<UInt8>
     /// Whether the element used the BER indefinite-length form.
     public let isIndefiniteLength: Bool
+    /// The rules and limits of the reader that produced it; its children inherit them.
     public let rules: ASN1EncodingRules
     public let limits: ASN1Limits
     /// Nesting level of this element (0 for the outermost).
@@ -155,15 +164,18 @@ public struct ASN1Element: Sendable {
 /// ``X509Error/Code/nestingTooDeep`` rather than exhausting the stack.
 public struct ASN1Reader: Sendable {
     private var remaining: ArraySlice<UInt8>
+    /// The rules and limits every element read here is checked against.
     public let rules: ASN1EncodingRules
     public let limits: ASN1Limits
     /// Depth of the elements this reader returns.
     public let depth: Int
 
+    /// A reader over `bytes` at depth 0; elements keep slices of `bytes`.
     public init(_ bytes: ArraySlice<UInt8>, rules: ASN1EncodingRules = .der, limits: ASN1Limits = ASN1Limits()) {
         self.init(bytes, rules: rules, limits: limits, depth: 0)
     }
 
+    /// A reader over `bytes` at depth 0.
     public init(_ bytes: [UInt8], rules: ASN1EncodingRules = .der, limits: ASN1Limits = ASN1Limits()) {
         self.init(bytes[...], rules: rules, limits: limits, depth: 0)
     }
@@ -175,6 +187,7 @@ public struct ASN1Reader: Sendable {
         self.depth = depth
     }
 
+    /// Whether every element has been read.
     public var isAtEnd: Bool { remaining.isEmpty }
 
     /// The tag of the next element, without consuming it; `nil` at the end or if the tag is malformed.

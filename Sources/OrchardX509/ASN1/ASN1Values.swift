@@ -2,7 +2,9 @@ public import Foundation
 
 /// A BIT STRING: its bytes and the number of unused bits in the last byte.
 public struct ASN1BitString: Hashable, Sendable {
+    /// The bit string's bytes (after the unused-bits octet), a slice of the input.
     public let bytes: ArraySlice<UInt8>
+    /// How many low bits of the last byte are not part of the value (0–7).
     public let unusedBits: Int
 }
 

@@ -7,6 +7,7 @@ public import Foundation
 public struct DERWriter: Sendable {
     public private(set) var bytes: [UInt8] = []
 
+    /// An empty writer.
     public init() {}
 
     /// A primitive element with the given contents.
@@ -54,6 +55,7 @@ public struct DERWriter: Sendable {
         }
     }
 
+    /// A minimal two's-complement INTEGER.
     public mutating func appendInteger(_ value: Int, tag: ASN1Tag = .integer) {
         var big: [UInt8] = withUnsafeBytes(of: Int64(value).bigEndian) { Array($0) }
         while big.count > 1 && ((big[0] == 0 && big[1] & 0x80 == 0) || (big[0] == 0xFF && big[1] & 0x80 != 0)) {
@@ -74,16 +76,20 @@ public struct DERWriter: Sendable {
         appendPrimitive(tag, contents: contents)
     }
 
+    /// A BOOLEAN; true is `0xFF` as DER requires.
     public mutating func appendBoolean(_ value: Bool) {
         appendPrimitive(.boolean, contents: [value ? 0xFF : 0x00])
     }
 
+    /// An ASN.1 NULL (`05 00`).
     public mutating func appendNull() { appendPrimitive(.null, contents: EmptyCollection()) }
 
+    /// An OBJECT IDENTIFIER.
     public mutating func appendObjectIdentifier(_ oid: ASN1ObjectIdentifier) {
         appendPrimitive(.objectIdentifier, contents: oid.contentBytes)
     }
 
+    /// A primitive OCTET STRING (or `tag`, for implicit tagging).
     public mutating func appendOctetString(_ value: some Collection<UInt8>, tag: ASN1Tag = .octetString) {
         appendPrimitive(tag, contents: value)
     }
@@ -110,6 +116,7 @@ public struct DERWriter: Sendable {
         appendPrimitive(.bitString, contents: [UInt8(7 - highest % 8)] + out)
     }
 
+    /// A UTF8String.
     public mutating func appendUTF8String(_ value: String) { appendPrimitive(.utf8String, contents: Array(value.utf8)) }
 
     /// A PrintableString; throws if `value` has characters outside its set.

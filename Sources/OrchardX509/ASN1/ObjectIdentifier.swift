@@ -51,6 +51,7 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
         try! self.init(dotted)
     }
 
+    /// The arcs, e.g. `[1, 2, 840, 113549]`.
     public var arcs: [UInt64] {
         var values: [UInt64] = []
         var current: UInt64 = 0
@@ -69,6 +70,7 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
     /// Dotted-decimal text.
     public var description: String { arcs.map(String.init).joined(separator: ".") }
 
+    /// An arbitrary but stable order (by encoding), for sorting.
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.contentBytes.lexicographicallyPrecedes(rhs.contentBytes) }
 
     private static func appendBase128(_ value: UInt64, to out: inout [UInt8]) {

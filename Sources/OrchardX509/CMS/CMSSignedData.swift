@@ -18,7 +18,9 @@ public enum CMSSignerIdentifier: Hashable, Sendable {
 
 /// One parsed SignerInfo.
 public struct CMSSignerInfo: Sendable {
+    /// How the signer names its certificate.
     public let identifier: CMSSignerIdentifier
+    /// The digest and signature algorithms as written in the SignerInfo.
     public let digestAlgorithm: AlgorithmIdentifier
     public let signatureAlgorithm: AlgorithmIdentifier
     /// The signingTime attribute, if present.
@@ -29,6 +31,7 @@ public struct CMSSignerInfo: Sendable {
     public let contentType: ASN1ObjectIdentifier?
     /// The signed attributes as encoded (`[0]` tag), or `nil` when the signature covers the content directly.
     public let signedAttributesBytes: [UInt8]?
+    /// The signature value (a DER ECDSA-Sig-Value or an RSA signature).
     public let signature: [UInt8]
 }
 
@@ -51,6 +54,7 @@ public struct CMSSignedData: Sendable {
     public let content: [UInt8]?
     /// The certificates carried in the signature, in order (other certificate choices are skipped).
     public let certificates: [Certificate]
+    /// The SignerInfos, in order.
     public let signers: [CMSSignerInfo]
 
     /// Parses BER (Apple's indefinite-length layout) or DER; certificates and signed attributes must be DER.

@@ -8,11 +8,13 @@ public enum CMSVerificationResult: Sendable {
     case valid(signer: Certificate, chain: [Certificate], signingTime: Date?)
     case invalid(VerificationFailure)
 
+    /// Whether the outcome is `.valid`.
     public var isValid: Bool {
         if case .valid = self { return true }
         return false
     }
 
+    /// The reason for an `.invalid` outcome.
     public var failure: VerificationFailure? {
         if case .invalid(let failure) = self { return failure }
         return nil
@@ -37,6 +39,7 @@ public final class CMSVerifier: Sendable {
         case date(Date)
     }
 
+    /// The trust roots, policy and chain cache used for signers.
     public let chainVerifier: CertificateChainVerifier
     private let signers: ExpiringCache<ChainKey, CachedSigner>
 

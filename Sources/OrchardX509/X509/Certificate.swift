@@ -3,10 +3,12 @@ import OrchardCrypto
 
 /// `AlgorithmIdentifier ::= SEQUENCE { algorithm OBJECT IDENTIFIER, parameters ANY OPTIONAL }`
 public struct AlgorithmIdentifier: Hashable, Sendable, CustomStringConvertible {
+    /// The algorithm's OID.
     public let algorithm: ASN1ObjectIdentifier
     /// The encoded parameters element, if present.
     public let parameters: [UInt8]?
 
+    /// An identifier with optional, already encoded parameters.
     public init(algorithm: ASN1ObjectIdentifier, parameters: [UInt8]? = nil) {
         self.algorithm = algorithm
         self.parameters = parameters
@@ -23,9 +25,12 @@ public struct AlgorithmIdentifier: Hashable, Sendable, CustomStringConvertible {
     /// Whether the parameters are absent or an ASN.1 NULL (equivalent for hash and RSA algorithms).
     var hasNoParameters: Bool { parameters == nil || parameters == [0x05, 0x00] }
 
+    /// ecdsa-with-SHA256, parameters absent (RFC 5758).
     public static let ecdsaWithSHA256 = AlgorithmIdentifier(algorithm: .ecdsaWithSHA256)
+    /// sha256WithRSAEncryption with NULL parameters (RFC 4055).
     public static let sha256WithRSAEncryption = AlgorithmIdentifier(
         algorithm: .sha256WithRSAEncryption, parameters: [0x05, 0x00])
+    /// SHA-256, parameters absent (RFC 5754).
     public static let sha256 = AlgorithmIdentifier(algorithm: .sha256)
 
     func write(to writer: inout DERWriter) {
@@ -35,6 +40,7 @@ public struct AlgorithmIdentifier: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The dotted OID.
     public var description: String { algorithm.description }
 }
 
@@ -42,10 +48,12 @@ public struct AlgorithmIdentifier: Hashable, Sendable, CustomStringConvertible {
 public struct SubjectPublicKeyInfo: Hashable, Sendable {
     /// The whole SubjectPublicKeyInfo in DER (what Apple's `publicKeyHash` hashes).
     public let derRepresentation: [UInt8]
+    /// The key algorithm and its parameters (e.g. id-ecPublicKey with the named curve).
     public let algorithm: AlgorithmIdentifier
     /// The contents of the subjectPublicKey BIT STRING (an EC point, or an RSAPublicKey).
     public let publicKey: [UInt8]
 
+    /// Parses a DER SubjectPublicKeyInfo.
     public init(derEncoded: [UInt8]) throws(X509Error) {
         try self.init(element: ASN1.parse(derEncoded), "SubjectPublicKeyInfo")
     }
@@ -81,11 +89,14 @@ public struct SubjectPublicKeyInfo: Hashable, Sendable {
 public struct Certificate: Hashable, Sendable, CustomStringConvertible {
     /// One extension: `Extension ::= SEQUENCE { extnID OID, critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }`.
     public struct Extension: Hashable, Sendable, CustomStringConvertible {
+        /// extnID.
         public let oid: ASN1ObjectIdentifier
+        /// Whether a verifier that does not understand the extension must reject the certificate.
         public let isCritical: Bool
         /// The contents of extnValue: the DER of the extension's own value.
         public let value: [UInt8]
 
+        /// Any extension; `value` is the DER of its value. Non-critical unless asked.
         public init(oid: ASN1ObjectIdentifier, isCritical: Bool = false, value: [UInt8]) {
             self.oid = oid
             self.isCritical = isCritical
@@ -100,6 +111,7 @@ public struct Certificate: Hashable, Sendable, CustomStringConvertible {
             }
         }
 
+        /// OID, criticality and the value in hex.
         public var description: String { "\(oid)\(isCritical ? " (critical)" : ""): \(hexString(value))" }
     }
 
@@ -111,11 +123,17 @@ public struct Certificate: Hashable, Sendable, CustomStringConvertible {
     public let version: Int
     /// The serialNumber INTEGER contents (two's complement, big-endian, minimal).
     public let serialNumber: [UInt8]
+    /// The issuer's signature algorithm (the same inside and outside tbsCertificate).
     public let signatureAlgorithm: AlgorithmIdentifier
+    /// The issuer's name.
     public let issuer: DistinguishedName
+    /// The subject's name.
     public let subject: DistinguishedName
+    /// Start of the validity period (inclusive).
     public let notValidBefore: Date
+    /// End of the validity period (inclusive).
     public let notValidAfter: Date
+    /// The subject's key, as encoded.
     public let subjectPublicKeyInfo: SubjectPublicKeyInfo
     /// The extensions in encoding order (each OID at most once).
     public let extensions: [Extension]

@@ -9,7 +9,9 @@ public import OrchardCrypto
 /// time), and is dropped once the injected wall clock passes the chain's earliest notAfter, or when the
 /// cache is full (the oldest entry goes first). Rejections are not cached. Safe to share between threads.
 public final class CertificateChainVerifier: Sendable {
+    /// The only anchors a verified chain may end in.
     public let trustRoots: [Certificate]
+    /// The rules applied after OpenSSL accepts a chain.
     public let policy: ChainPolicy
     private let store: OpenSSLTrustStore
     private let cache: ExpiringCache<ChainKey, VerifiedChain>

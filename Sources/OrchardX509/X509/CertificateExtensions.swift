@@ -3,8 +3,10 @@ import OrchardCrypto
 /// `KeyUsage ::= BIT STRING` (RFC 5280 §4.2.1.3); bit n of the list is `1 << n`.
 public struct KeyUsage: OptionSet, Hashable, Sendable {
     public let rawValue: UInt16
+    /// Bits as in the BIT STRING: bit n is `1 << n`.
     public init(rawValue: UInt16) { self.rawValue = rawValue }
 
+    /// The RFC 5280 key usages, in bit order.
     public static let digitalSignature = KeyUsage(rawValue: 1 << 0)
     public static let nonRepudiation = KeyUsage(rawValue: 1 << 1)
     public static let keyEncipherment = KeyUsage(rawValue: 1 << 2)
@@ -18,9 +20,12 @@ public struct KeyUsage: OptionSet, Hashable, Sendable {
 
 /// `BasicConstraints ::= SEQUENCE { cA BOOLEAN DEFAULT FALSE, pathLenConstraint INTEGER (0..MAX) OPTIONAL }`
 public struct BasicConstraints: Hashable, Sendable {
+    /// Whether the subject is a CA.
     public let isCA: Bool
+    /// How many intermediate CAs may follow this one; `nil` for no limit.
     public let pathLength: Int?
 
+    /// Constraints as they appear in the extension.
     public init(isCA: Bool, pathLength: Int? = nil) {
         self.isCA = isCA
         self.pathLength = pathLength
@@ -29,10 +34,12 @@ public struct BasicConstraints: Hashable, Sendable {
 
 /// The DNS names and IP addresses of a SubjectAltName extension (other name forms are skipped).
 public struct SubjectAlternativeNames: Hashable, Sendable {
+    /// dNSName entries, in order.
     public let dnsNames: [String]
     /// 4 bytes (IPv4) or 16 bytes (IPv6) each.
     public let ipAddresses: [[UInt8]]
 
+    /// A set of names to compare with a parsed extension.
     public init(dnsNames: [String] = [], ipAddresses: [[UInt8]] = []) {
         self.dnsNames = dnsNames
         self.ipAddresses = ipAddresses

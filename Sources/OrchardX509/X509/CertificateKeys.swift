@@ -13,11 +13,13 @@ public struct CertificatePublicKey: Hashable, Sendable {
     /// The DER SubjectPublicKeyInfo.
     public let derRepresentation: [UInt8]
 
+    /// A P-256 key (ECDSA-SHA256).
     public init(_ key: P256.Signing.PublicKey) {
         backing = .p256(key)
         derRepresentation = key.derRepresentation
     }
 
+    /// An RSA key (PKCS#1 v1.5 with SHA-256).
     public init(_ key: RSA.PublicKey) {
         backing = .rsa(key)
         derRepresentation = key.derRepresentation
@@ -53,11 +55,13 @@ public struct CertificatePublicKey: Hashable, Sendable {
         try self.init(SubjectPublicKeyInfo(derEncoded: derRepresentation))
     }
 
+    /// The key, if it is P-256.
     public var p256: P256.Signing.PublicKey? {
         if case .p256(let key) = backing { return key }
         return nil
     }
 
+    /// The key, if it is RSA.
     public var rsa: RSA.PublicKey? {
         if case .rsa(let key) = backing { return key }
         return nil
@@ -88,6 +92,7 @@ public struct CertificatePublicKey: Hashable, Sendable {
         }
     }
 
+    /// Keys are equal when their SubjectPublicKeyInfo DER is.
     public static func == (a: Self, b: Self) -> Bool { a.derRepresentation == b.derRepresentation }
     public func hash(into hasher: inout Hasher) { hasher.combine(derRepresentation) }
 }
@@ -104,9 +109,12 @@ public struct CertificatePrivateKey: Sendable, CustomStringConvertible, CustomDe
 
     let backing: Backing
 
+    /// A P-256 signing key.
     public init(_ key: P256.Signing.PrivateKey) { backing = .p256(key) }
+    /// An RSA signing key.
     public init(_ key: RSA.PrivateKey) { backing = .rsa(key) }
 
+    /// The matching public key.
     public var publicKey: CertificatePublicKey {
         switch backing {
         case .p256(let key): CertificatePublicKey(key.publicKey)
@@ -114,6 +122,7 @@ public struct CertificatePrivateKey: Sendable, CustomStringConvertible, CustomDe
         }
     }
 
+    /// ecdsa-with-SHA256 for P-256, sha256WithRSAEncryption for RSA.
     public var signatureAlgorithm: AlgorithmIdentifier { publicKey.signatureAlgorithm }
 
     /// The signature of `data` with ``signatureAlgorithm``: a DER ECDSA-Sig-Value or an RSA signature.
@@ -128,6 +137,7 @@ public struct CertificatePrivateKey: Sendable, CustomStringConvertible, CustomDe
         }
     }
 
+    /// The key type only; never the key.
     public var description: String {
         switch backing {
         case .p256: "CertificatePrivateKey(P-256, <redacted>)"

@@ -12,15 +12,21 @@ import OrchardCrypto
 /// Requested extensions travel in the PKCS #9 extensionRequest attribute (1.2.840.113549.1.9.14).
 /// The key must be P-256 or RSA.
 public struct CertificateSigningRequest: Hashable, Sendable {
+    /// The whole request in DER.
     public let derRepresentation: [UInt8]
     /// The DER of certificationRequestInfo, exactly as signed.
     public let certificationRequestInfoBytes: ArraySlice<UInt8>
+    /// The requested subject name.
     public let subject: DistinguishedName
+    /// The key to certify, as encoded.
     public let subjectPublicKeyInfo: SubjectPublicKeyInfo
+    /// The key to certify, decoded (P-256 or RSA).
     public let publicKey: CertificatePublicKey
     /// The extensions of the extensionRequest attribute (empty if there is none).
     public let requestedExtensions: [Certificate.Extension]
+    /// The algorithm of the self-signature.
     public let signatureAlgorithm: AlgorithmIdentifier
+    /// The self-signature over certificationRequestInfo.
     public let signature: [UInt8]
 
     /// Creates and signs a CSR for `key`.
@@ -116,6 +122,7 @@ public struct CertificateSigningRequest: Hashable, Sendable {
         try self.init(derEncoded: block.der)
     }
 
+    /// The PEM `CERTIFICATE REQUEST` block.
     public var pemRepresentation: String { pemEncode(derRepresentation, label: "CERTIFICATE REQUEST") }
 
     /// Whether the request is signed by the key it carries (proof of possession).

@@ -11,6 +11,7 @@
 public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
     /// One attribute of a name, with its value decoded and its encoding kept.
     public struct Attribute: Hashable, Sendable, CustomStringConvertible {
+        /// The attribute type (e.g. ``ASN1ObjectIdentifier/commonName``).
         public let type: ASN1ObjectIdentifier
         /// The decoded string, or `#` and the hex of the encoded value for a value that is not a string
         /// (RFC 4514 §2.4).
@@ -42,10 +43,13 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
             self.encodedValue = encodedValue
         }
 
+        /// Common name (CN), a UTF8String.
         public static func commonName(_ value: String) -> Attribute { Attribute(type: .commonName, utf8String: value) }
+        /// Organization (O), a UTF8String.
         public static func organization(_ value: String) -> Attribute {
             Attribute(type: .organizationName, utf8String: value)
         }
+        /// Organizational unit (OU), a UTF8String.
         public static func organizationalUnit(_ value: String) -> Attribute {
             Attribute(type: .organizationalUnitName, utf8String: value)
         }
@@ -53,12 +57,15 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
         public static func country(_ value: String) -> Attribute {
             Attribute(type: .countryName, printableIfPossible: value)
         }
+        /// Locality (L), a UTF8String.
         public static func locality(_ value: String) -> Attribute { Attribute(type: .localityName, utf8String: value) }
+        /// State or province (ST), a UTF8String.
         public static func stateOrProvince(_ value: String) -> Attribute {
             Attribute(type: .stateOrProvinceName, utf8String: value)
         }
         /// User ID (0.9.2342.19200300.100.1.1): Apple puts the merchant identifier here.
         public static func userID(_ value: String) -> Attribute { Attribute(type: .userID, utf8String: value) }
+        /// Serial number attribute, a PrintableString where possible.
         public static func serialNumber(_ value: String) -> Attribute {
             Attribute(type: .serialNumber, printableIfPossible: value)
         }
@@ -151,6 +158,7 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
         return nil
     }
 
+    /// The first value of the common name, organization, unit or country attribute.
     public var commonName: String? { value(of: .commonName) }
     public var organization: String? { value(of: .organizationName) }
     public var organizationalUnit: String? { value(of: .organizationalUnitName) }

@@ -40,10 +40,12 @@ public struct VerificationFailure: Hashable, Sendable, CustomStringConvertible {
         public var description: String { base.rawValue }
     }
 
+    /// The kind of rejection.
     public let code: Code
     /// What was rejected and why; never contains key material.
     public let message: String
 
+    /// A failure with a human-readable reason.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
@@ -54,11 +56,14 @@ public struct VerificationFailure: Hashable, Sendable, CustomStringConvertible {
 
 /// A chain that verified: leaf first, trust root last.
 public struct VerifiedChain: Hashable, Sendable {
+    /// Leaf first, root last; never empty.
     public let certificates: [Certificate]
     /// When every certificate of the chain is valid: the latest notBefore to the earliest notAfter.
     public let validityInterval: ClosedRange<Date>
 
+    /// The end-entity certificate.
     public var leaf: Certificate { certificates[0] }
+    /// The trust root the chain ends in.
     public var root: Certificate { certificates[certificates.count - 1] }
 }
 
@@ -67,11 +72,13 @@ public enum ChainVerificationResult: Sendable {
     case valid(VerifiedChain)
     case invalid(VerificationFailure)
 
+    /// Whether the outcome is `.valid`.
     public var isValid: Bool {
         if case .valid = self { return true }
         return false
     }
 
+    /// The reason for an `.invalid` outcome.
     public var failure: VerificationFailure? {
         if case .invalid(let failure) = self { return failure }
         return nil
@@ -80,6 +87,7 @@ public enum ChainVerificationResult: Sendable {
 
 /// Extra rules a chain must satisfy after OpenSSL has validated it (leaf first, root last).
 public struct ChainPolicy: Sendable {
+    /// Names the policy in failure messages.
     public let name: String
     private let rule: @Sendable ([Certificate]) -> String?
 
