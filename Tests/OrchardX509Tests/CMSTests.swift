@@ -170,6 +170,13 @@ struct CMSTests {
             signingTime: TestPKI.inside, encoding: .berIndefiniteLength)
         let verifier = try CMSVerifier(trustRoots: [pki.root], policy: .applePaymentTokenSigning)
         #expect(try verifier.verifyDetachedSignature(signature, content: content, at: .signingTime).isValid)
+        // The certificates, the signed attributes and the signature value.
+        let parsed = try CMSSignedData(berEncoded: signature)
+        let signer = try #require(parsed.signers.first)
+        let attributes = try #require(signer.signedAttributesBytes)
+        let signedRanges = (parsed.certificates.map(\.derRepresentation) + [attributes, signer.signature])
+            .compactMap { firstRange(of: $0, in: signature) }
+        #expect(signedRanges.count == 4)
         var codes = Set<String>()
         for index in 0..<signature.count {
             var flipped = signature
@@ -177,6 +184,14 @@ struct CMSTests {
             let result = outcome { try verifier.verifyDetachedSignature(flipped, content: content, at: .signingTime) }
             #expect(result != Outcome.valid, "flip at \(index) still verifies: \(hexDump(flipped, around: index))")
             codes.insert("\(result)")
+            // OpenSSL, as the reference, also rejects every flip inside signed bytes. (Outside them it is
+            // laxer than Orchard: it ignores the versions, eContentType and the signature algorithm OID.)
+            if index % 3 == 0 && signedRanges.contains(where: { $0.contains(index) }) {
+                #expect(
+                    !OpenSSLReference.cmsVerifyDetached(
+                        signature: flipped, content: content, roots: [pki.root], at: TestPKI.inside),
+                    "OpenSSL accepts the flip at \(index)")
+            }
         }
         // The flips exercise many different checks, not one.
         #expect(codes.count >= 5)
