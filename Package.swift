@@ -15,6 +15,10 @@ let package = Package(
         .library(name: "OrchardCrypto", targets: ["OrchardCrypto"]),
         .library(name: "OrchardX509", targets: ["OrchardX509"]),
         .library(name: "EMV", targets: ["EMV"]),
+        .library(name: "PaymentToken", targets: ["PaymentToken"]),
+        .library(name: "MerchantKit", targets: ["MerchantKit"]),
+        .library(name: "OrchardStore", targets: ["OrchardStore"]),
+        .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -30,20 +34,38 @@ let package = Package(
         // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
 
+        // The Apple Pay token format, both directions (used by MerchantKit and the Pay server).
+        .target(name: "PaymentToken", dependencies: ["OrchardCrypto", "OrchardX509"], swiftSettings: strict),
+        // The merchant side: token verification and decryption.
+        .target(
+            name: "MerchantKit", dependencies: ["PaymentToken", "OrchardCrypto", "OrchardX509"], swiftSettings: strict),
+
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
-            dependencies: ["OrchardCrypto", "OrchardX509", "EMV"],
+            dependencies: ["OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit"],
             swiftSettings: strict
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
+
+        // SQLite: connections, cached statements, migrations, transactions, one writer thread, idempotency keys.
+        .target(name: "OrchardStore", dependencies: ["OrchardCrypto", "CSQLite", "CShims"], swiftSettings: strict),
+        // Configuration and the deployment directory (no C imports).
+        .target(name: "OrchardRuntime", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
+        .executableTarget(
+            name: "orchard-store-crasher",
+            dependencies: ["OrchardStore"],
+            path: "Sources/OrchardStoreCrasher",
+            swiftSettings: strict
+        ),
 
         // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
         .target(
             name: "OrchardFixtures",
             path: "Tests/Fixtures",
             exclude: ["README.md"],
-            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay")],
+            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions")],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
@@ -53,6 +75,21 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "MerchantKitTests",
+            dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardStoreTests",
+            dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrchardRuntimeTests",
+            dependencies: ["OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
     ]
 )
