@@ -41,6 +41,10 @@ public final class CMSVerifier: Sendable {
 
     /// The trust roots, policy and chain cache used for signers.
     public let chainVerifier: CertificateChainVerifier
+    /// A rule over the certificates embedded in the signature, in their order (e.g. Apple's: exactly a
+    /// leaf and an intermediate). Checked when a signer is resolved; the signer cache is keyed by the exact
+    /// embedded bytes, so the outcome holds for cache hits too.
+    public let embeddedCertificatesPolicy: ChainPolicy
     private let signers: ExpiringCache<ChainKey, CachedSigner>
 
     private struct CachedSigner: Sendable {
@@ -50,9 +54,11 @@ public final class CMSVerifier: Sendable {
 
     /// A verifier over an existing chain verifier (sharing its trust roots, policy and chain cache).
     public init(
-        chainVerifier: CertificateChainVerifier, cacheCapacity: Int = 1024, clock: any WallClock = SystemClock()
+        chainVerifier: CertificateChainVerifier, embeddedCertificatesPolicy: ChainPolicy = .none,
+        cacheCapacity: Int = 1024, clock: any WallClock = SystemClock()
     ) {
         self.chainVerifier = chainVerifier
+        self.embeddedCertificatesPolicy = embeddedCertificatesPolicy
         signers = ExpiringCache(capacity: cacheCapacity, clock: clock)
     }
 
@@ -172,6 +178,7 @@ public final class CMSVerifier: Sendable {
         view: SignedDataView, signer: SignerInfoView, at time: Date
     ) throws(X509Error) -> Resolution {
         let certificates = try view.certificates.map { (c) throws(X509Error) in try Certificate(ownedDER: Array(c)) }
+        if let failure = embeddedCertificatesPolicy.evaluate(certificates) { return .invalid(failure) }
         guard let index = certificates.firstIndex(where: { signer.identifier.matches($0) }) else {
             return .invalid(
                 VerificationFailure(.signerNotFound, "no certificate in the signature matches the signer identifier"))
