@@ -84,7 +84,8 @@ public final class CMSVerifier: Sendable {
         let view = try SignedDataView(bytes[...], limits: ASN1Limits())
         try view.checkConsistency()
         guard view.content == nil else {
-            return .invalid(VerificationFailure(.invalidAttribute, "the signature is not detached: it carries content"))
+            return .invalid(
+                VerificationFailure(.unexpectedContent, "the signature is not detached: it carries content"))
         }
         guard view.signers.count == 1, let signer = view.signers.first else {
             return .invalid(
@@ -100,35 +101,34 @@ public final class CMSVerifier: Sendable {
                     .unsupportedAlgorithm, "signature algorithm \(signer.signatureAlgorithm) is not supported"))
         }
 
-        // Signed attributes: content type, digest of the content, algorithm protection.
-        let signingTime = signer.attributes?.signingTime
-        if let attributes = signer.attributes {
-            guard let contentType = attributes.contentType else {
-                return .invalid(VerificationFailure(.missingAttribute, "the contentType attribute is missing"))
-            }
-            guard contentType == view.contentType else {
-                return .invalid(
-                    VerificationFailure(.invalidAttribute, "the contentType attribute differs from eContentType"))
-            }
-            guard let digest = attributes.messageDigest else {
-                return .invalid(VerificationFailure(.missingAttribute, "the messageDigest attribute is missing"))
-            }
-            guard digest.elementsEqual(SHA256.hash(content)) else {
-                return .invalid(
-                    VerificationFailure(.digestMismatch, "the messageDigest attribute is not SHA-256 of the content"))
-            }
-            if let (digestOID, signatureAlgorithm) = attributes.protectedAlgorithms {
-                guard digestOID == signer.digestAlgorithm.algorithm,
-                    signatureAlgorithm == nil || signatureAlgorithm == signer.signatureAlgorithm.algorithm
-                else {
-                    return .invalid(
-                        VerificationFailure(
-                            .invalidAttribute, "CMSAlgorithmProtection does not match the algorithms used"))
-                }
-            }
-        } else if view.contentType != .cmsData {
+        // Signed attributes: content type, digest of the content, algorithm protection. RFC 5652 allows
+        // a signature over id-data content without them; Orchard requires them (Apple's tokens have
+        // them, and the signing time is needed for validation).
+        guard let attributes = signer.attributes else {
+            return .invalid(VerificationFailure(.missingAttribute, "the signature has no signed attributes"))
+        }
+        let signingTime = attributes.signingTime
+        guard let contentType = attributes.contentType else {
+            return .invalid(VerificationFailure(.missingAttribute, "the contentType attribute is missing"))
+        }
+        guard contentType == view.contentType else {
             return .invalid(
-                VerificationFailure(.missingAttribute, "signed attributes are required for this content type"))
+                VerificationFailure(.invalidAttribute, "the contentType attribute differs from eContentType"))
+        }
+        guard let digest = attributes.messageDigest else {
+            return .invalid(VerificationFailure(.missingAttribute, "the messageDigest attribute is missing"))
+        }
+        guard digest.elementsEqual(SHA256.hash(content)) else {
+            return .invalid(
+                VerificationFailure(.digestMismatch, "the messageDigest attribute is not SHA-256 of the content"))
+        }
+        if let (digestOID, signatureAlgorithm) = attributes.protectedAlgorithms {
+            guard digestOID == signer.digestAlgorithm.algorithm,
+                signatureAlgorithm == nil || signatureAlgorithm == signer.signatureAlgorithm.algorithm
+            else {
+                return .invalid(
+                    VerificationFailure(.invalidAttribute, "CMSAlgorithmProtection does not match the algorithms used"))
+            }
         }
 
         let validationTime: Date
@@ -155,13 +155,7 @@ public final class CMSVerifier: Sendable {
             }
         }
 
-        let message: [UInt8]
-        if let attributes = signer.attributes {
-            message = attributes.signedBytes
-        } else {
-            message = Array(content)
-        }
-        guard cached.key.isValidSignature(signer.signature, for: message, algorithm: signatureOID) else {
+        guard cached.key.isValidSignature(signer.signature, for: attributes.signedBytes, algorithm: signatureOID) else {
             return .invalid(
                 VerificationFailure(.invalidSignature, "the signature does not verify with the signer's key"))
         }

@@ -7,7 +7,7 @@ public struct VerificationFailure: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case untrustedChain, certificateExpired, certificateNotYetValid, invalidCertificateSignature
             case invalidChain, policyViolation, signerNotFound, digestMismatch, invalidSignature
-            case unsupportedAlgorithm, missingAttribute, invalidAttribute
+            case unsupportedAlgorithm, missingAttribute, invalidAttribute, unexpectedContent
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -36,6 +36,8 @@ public struct VerificationFailure: Hashable, Sendable, CustomStringConvertible {
         public static let missingAttribute = Code(.missingAttribute)
         /// A signed attribute is present but wrong (content type mismatch, algorithm protection mismatch).
         public static let invalidAttribute = Code(.invalidAttribute)
+        /// The signature carries its content where a detached signature was expected.
+        public static let unexpectedContent = Code(.unexpectedContent)
 
         public var description: String { base.rawValue }
     }
