@@ -15,21 +15,12 @@ import PaymentToken
 /// charge(dpan: result.payment.applicationPrimaryAccountNumber, credential: result.payment.credential)
 /// ```
 public final class PaymentTokenDecryptor: Sendable {
-    /// When the signer's chain is validated and what the signing time is compared with.
-    public enum Evaluation: Sendable {
-        /// Now, from the injected clock: the chain at the signing time, the signing time within the window of now.
-        case clock
-        /// At the token's own signing time, with no freshness check: only for replaying old tokens
-        /// (Apple's published ones have expired leaves). Never use it for live payments.
-        case insecureAtSigningTime
-    }
+    public typealias Evaluation = PaymentTokenVerifier.Evaluation
+    public typealias SignatureInfo = PaymentTokenVerifier.SignatureInfo
 
     public let identities: [MerchantIdentity]
-    public let freshnessWindow: TimeInterval
-    private let clock: any WallClock
-    private let verifier: CMSVerifier
+    public let verifier: PaymentTokenVerifier
     private let replayGuard: (any TransactionReplayGuard)?
-    private let evaluation: Evaluation
 
     /// - Parameters:
     ///   - identities: the merchant's processing identities (several during a key rotation).
@@ -45,26 +36,9 @@ public final class PaymentTokenDecryptor: Sendable {
             throw MerchantKitError(.invalidConfiguration, "configure at least one merchant processing identity")
         }
         self.identities = identities
-        self.freshnessWindow = freshnessWindow
-        self.clock = clock
         self.replayGuard = replayGuard
-        self.evaluation = evaluation
-        do {
-            let chains = try CertificateChainVerifier(
-                trustRoots: trustRoots, policy: .applePaymentTokenSigning, clock: clock)
-            verifier = CMSVerifier(
-                chainVerifier: chains, embeddedCertificatesPolicy: .applePaymentTokenEmbeddedCertificates, clock: clock)
-        } catch {
-            throw MerchantKitError(.invalidConfiguration, "the trust roots are unusable", underlying: error)
-        }
-    }
-
-    /// Who signed a token and when.
-    public struct SignatureInfo: Sendable {
-        public let signingTime: Date
-        /// Leaf first, root last.
-        public let chain: [Certificate]
-        public var signer: Certificate { chain[0] }
+        verifier = try PaymentTokenVerifier(
+            trustRoots: trustRoots, freshnessWindow: freshnessWindow, clock: clock, evaluation: evaluation)
     }
 
     /// A verified and decrypted token.
@@ -76,44 +50,9 @@ public final class PaymentTokenDecryptor: Sendable {
         public let version: PaymentData.Version
     }
 
-    /// Checks the signature, the chain (at the signing time), Apple's markers and the freshness window,
-    /// without decrypting. The outcome is a value: `.success` or the reason as a ``MerchantKitError``.
-    public func verifySignature(_ token: PaymentToken) -> Swift.Result<SignatureInfo, MerchantKitError> {
-        let paymentData = token.paymentData
-        let outcome: CMSVerificationResult
-        do {
-            outcome = try verifier.verifyDetachedSignature(
-                paymentData.signature, content: paymentData.signedBytes, at: .signingTime)
-        } catch {
-            return .failure(MerchantKitError(.signatureInvalid, "the signature is not a well-formed CMS SignedData", underlying: error))
-        }
-        switch outcome {
-        case .invalid(let failure):
-            return .failure(Self.map(failure))
-        case .valid(_, let chain, let signingTime):
-            guard let signingTime else {
-                return .failure(MerchantKitError(.signatureInvalid, "the signature has no signingTime attribute"))
-            }
-            if case .clock = evaluation {
-                let now = clock.now()
-                if signingTime < now - freshnessWindow {
-                    return .failure(MerchantKitError(
-                        .signingTimeTooOld,
-                        "signed \(Int(now.timeIntervalSince(signingTime))) s ago, beyond the \(Int(freshnessWindow)) s window: a stale or replayed token"))
-                }
-                if signingTime > now + freshnessWindow {
-                    return .failure(MerchantKitError(
-                        .signingTimeTooNew,
-                        "signed \(Int(signingTime.timeIntervalSince(now))) s in the future, beyond the \(Int(freshnessWindow)) s window: check this server's clock"))
-                }
-            }
-            return .success(SignatureInfo(signingTime: signingTime, chain: chain))
-        }
-    }
-
     /// Verifies, decrypts and (with `order`) checks a token against the merchant's own order.
     public func decrypt(_ token: PaymentToken, order: ExpectedOrder? = nil) throws(MerchantKitError) -> Result {
-        let signature = try verifySignature(token).get()
+        let signature = try verifier.verifySignature(token).get()
         let output = try PayloadDecryption(identities: identities).decrypt(token.paymentData)
         let payment: DecryptedPaymentData
         do {
@@ -132,15 +71,4 @@ public final class PaymentTokenDecryptor: Sendable {
             version: token.paymentData.version)
     }
 
-    private static func map(_ failure: VerificationFailure) -> MerchantKitError {
-        switch failure.code {
-        case .policyViolation:
-            MerchantKitError(.markerMissing, failure.message)
-        case .untrustedChain, .certificateExpired, .certificateNotYetValid, .invalidCertificateSignature,
-            .invalidChain:
-            MerchantKitError(.chainUntrusted, failure.message)
-        default:
-            MerchantKitError(.signatureInvalid, failure.message)
-        }
-    }
 }
