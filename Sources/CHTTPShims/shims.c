@@ -50,6 +50,10 @@ CURLMcode orchard_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long 
 
 unsigned long orchard_xn_flag_rfc2253(void) { return XN_FLAG_RFC2253; }
 
+uint64_t orchard_ssl_op_no_renegotiation(void) { return SSL_OP_NO_RENEGOTIATION; }
+
+void orchard_http_openssl_free(void *pointer) { OPENSSL_free(pointer); }
+
 static int signal_pipe[2] = {-1, -1};
 static pthread_mutex_t signal_pipe_lock = PTHREAD_MUTEX_INITIALIZER;
 

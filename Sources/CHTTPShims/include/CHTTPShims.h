@@ -18,8 +18,10 @@ CURLcode orchard_curl_getinfo_long(CURL *easy, CURLINFO info, long *value);
 CURLcode orchard_curl_getinfo_pointer(CURL *easy, CURLINFO info, void **value);
 CURLMcode orchard_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 
-/* XN_FLAG_RFC2253 is a composite macro. */
+/* XN_FLAG_RFC2253 and the SSL_OP_* bits are composite macros; OPENSSL_free is a function-like macro. */
 unsigned long orchard_xn_flag_rfc2253(void);
+uint64_t orchard_ssl_op_no_renegotiation(void);
+void orchard_http_openssl_free(void *pointer);
 
 /* Shutdown signals: the handler only writes the signal number (one byte) to a pipe, which is
  * async-signal-safe; one ordinary thread reads the pipe and does the real work.

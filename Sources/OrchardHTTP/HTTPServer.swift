@@ -1,0 +1,734 @@
+internal import CHTTPShims
+internal import CLibevent
+internal import COpenSSL
+import Foundation
+import OrchardCrypto
+import OrchardLogging
+import Synchronization
+
+/// How an ``HTTPServer`` listens, and its limits.
+public struct HTTPServerConfiguration: Sendable {
+    /// One listening address with its own TLS identity and client-certificate policy.
+    public struct Listener: Sendable {
+        /// A numeric address (`127.0.0.1`, `0.0.0.0`, `::1`) or a host name resolved once at start.
+        public var host: String
+        /// The TCP port; 0 picks a free one (read it back from ``HTTPServer/ports``).
+        public var port: Int
+        public var tls: TLSServerConfiguration
+
+        public init(host: String = "127.0.0.1", port: Int, tls: TLSServerConfiguration) {
+            self.host = host
+            self.port = port
+            self.tls = tls
+        }
+    }
+
+    /// Per-connection and per-request limits. Exceeding one never crashes the server: the request is
+    /// refused (413) or the connection closed.
+    public struct Limits: Sendable {
+        /// Largest request body; larger ones are answered 413 by evhttp before the handler runs.
+        public var maxBodyBytes: Int = 1 << 20
+        /// Largest request line plus headers; larger ones are refused.
+        public var maxHeaderBytes: Int = 16 << 10
+        /// Time a client has to deliver a complete request once it started one (for the first request,
+        /// from the moment the connection is accepted, handshake included). A client stalling in its
+        /// headers is cut when it runs out. On a kept-alive connection the clock restarts when the
+        /// next request's first byte is noticed, so a stalled request is cut within twice this time.
+        public var headerTimeout: Duration = .seconds(10)
+        /// Longest time a connection may stay silent (no byte read or written) before it is closed.
+        public var idleTimeout: Duration = .seconds(60)
+        /// Open connections over all threads and listeners; the next one is closed on accept.
+        public var maxConnections: Int = 4096
+
+        public init() {}
+    }
+
+    public var listeners: [Listener]
+    /// Event-loop threads; each serves every listener on its own `SO_REUSEPORT` socket.
+    public var threads: Int
+    public var limits: Limits
+    /// How long a graceful shutdown waits for in-flight requests before abandoning them.
+    public var shutdownDeadline: Duration
+    /// Makes request ids (inject a fixed sequence in tests).
+    public var requestIDs: @Sendable () -> UUID
+    /// Pins loop thread N to CPU `loopCPUs[N % count]` (the benchmark keeps the server off wrk's core).
+    package var loopCPUs: [Int]?
+
+    public init(
+        listeners: [Listener], threads: Int = ProcessInfo.processInfo.activeProcessorCount, limits: Limits = Limits(),
+        shutdownDeadline: Duration = .seconds(10), requestIDs: @escaping @Sendable () -> UUID = { UUID() }
+    ) {
+        self.listeners = listeners
+        self.threads = threads
+        self.limits = limits
+        self.shutdownDeadline = shutdownDeadline
+        self.requestIDs = requestIDs
+    }
+}
+
+/// An HTTPS server on libevent's evhttp with bufferevent_openssl.
+///
+/// ## Threading model
+/// - `threads` event loops, each an `event_base` on its own thread, each with its own `SO_REUSEPORT`
+///   listening socket per listener (`TCP_NODELAY` set on it, inherited by accepted sockets). The kernel
+///   spreads connections over the loops; a connection stays on the loop that accepted it.
+/// - Handlers are `async`. Each runs in a task whose executor preference is its request's loop, so a
+///   handler that does not suspend runs on the loop thread and replies at once; one that suspends
+///   resumes on the loop. The reply is always sent on the request's loop thread; a completion arriving
+///   on another thread is handed over with `event_active` (``EventLoop/execute(_:)``).
+/// - The state libevent calls back with (listener, connection, request) lives in Swift objects that are
+///   retained for as long as C can call back with them: a connection by its `SSL` object's ex-data
+///   (released when OpenSSL frees the `SSL`), a request by its in-flight record until the reply is sent.
+/// - Handlers must not block: nothing that waits on disk or network synchronously may run on a loop
+///   thread or in Swift's cooperative pool (two threads on this machine). Such work goes to
+///   ``BlockingThreadPool`` (SQLite writes, bulk key generation) or ``HTTPClient`` (its own thread), both
+///   bridged with continuations.
+///
+/// ## Lifecycle
+/// ``start()`` binds and starts the loops; ``shutdown()`` stops accepting (the listening sockets close,
+/// so new connections are refused), closes idle connections, lets in-flight requests finish (their
+/// replies carry `Connection: close`) until ``HTTPServerConfiguration/shutdownDeadline``, then stops the
+/// loops. ``ServiceRunner`` ties that to SIGTERM and SIGINT.
+public final class HTTPServer: @unchecked Sendable {
+    // Thread-safety: `state`, `loops`, `instances` and `boundPorts` are guarded by `lock`; the counters
+    // are atomics; everything else is immutable after init.
+    private enum State { case created, running, draining, stopped }
+
+    public let configuration: HTTPServerConfiguration
+    let router: Router
+    let logger: Logger
+    private let tlsContexts: [ServerTLSContext]
+    private let lock = NSLock()
+    private var state = State.created
+    private var loops: [EventLoop] = []
+    private var instances: [[ListenerInstance]] = []
+    private var boundPorts: [Int] = []
+    private let openConnections = Atomic<Int>(0)
+    private let forceRequested = Atomic<Bool>(false)
+    private let stopped = DispatchSemaphore(value: 0)
+
+    /// Builds the TLS contexts now, so a bad certificate or key fails here rather than at start.
+    public init(configuration: HTTPServerConfiguration, router: Router, logger: Logger) throws(HTTPError) {
+        guard !configuration.listeners.isEmpty else {
+            throw HTTPError(.invalidConfiguration, "a server needs at least one listener")
+        }
+        guard (1...256).contains(configuration.threads) else {
+            throw HTTPError(.invalidConfiguration, "the thread count must be 1 to 256")
+        }
+        let limits = configuration.limits
+        guard limits.maxBodyBytes > 0, limits.maxHeaderBytes >= 1024, limits.maxConnections > 0,
+            limits.headerTimeout > .zero, limits.idleTimeout > .zero
+        else {
+            throw HTTPError(
+                .invalidConfiguration,
+                "limits must be positive (and at least 1 KiB of headers)")
+        }
+        for listener in configuration.listeners where !(0...65535).contains(listener.port) {
+            throw HTTPError(.invalidConfiguration, "port \(listener.port) is not a TCP port")
+        }
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+        var contexts: [ServerTLSContext] = []
+        for listener in configuration.listeners { contexts.append(try ServerTLSContext(listener.tls)) }
+        tlsContexts = contexts
+    }
+
+    /// The bound port of each listener, in configuration order (empty before ``start()``).
+    public var ports: [Int] { lock.withLock { boundPorts } }
+    /// The first listener's bound port.
+    public var port: Int { ports.first ?? 0 }
+    /// Connections currently open, over all loops and listeners.
+    public var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+
+    /// Binds every listener on every loop and starts the loop threads.
+    public func start() throws(HTTPError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard state == .created else { throw HTTPError(.notRunning, "a server can be started only once") }
+        var newLoops: [EventLoop] = []
+        var perLoop: [[ListenerInstance]] = []
+        var ports: [Int] = []
+        do throws(HTTPError) {
+            for index in 0..<configuration.threads {
+                newLoops.append(try EventLoop(index: index))
+                perLoop.append([])
+            }
+            for (listenerIndex, listener) in configuration.listeners.enumerated() {
+                var port = listener.port
+                for (loopIndex, loop) in newLoops.enumerated() {
+                    let (fd, actualPort) = try ListeningSocket.open(host: listener.host, port: port)
+                    port = actualPort
+                    let instance = ListenerInstance(
+                        server: self, loop: loop, tls: tlsContexts[listenerIndex], listenerIndex: listenerIndex)
+                    perLoop[loopIndex].append(instance)
+                    try instance.attach(socket: fd)
+                }
+                ports.append(port)
+            }
+        } catch {
+            for instances in perLoop { for instance in instances { instance.teardown() } }
+            throw error
+        }
+        for (loop, instances) in zip(newLoops, perLoop) {
+            loop.teardown = { for instance in instances { instance.teardown() } }
+        }
+        for loop in newLoops {
+            let cpu = configuration.loopCPUs.flatMap { $0.isEmpty ? nil : $0[loop.index % $0.count] }
+            loop.start(name: "orchard-http-\(loop.index)", cpu: cpu)
+        }
+        loops = newLoops
+        instances = perLoop
+        boundPorts = ports
+        state = .running
+        logger.info(
+            "listening",
+            metadata: ["ports": .array(ports.map { .integer($0) }), "threads": .integer(configuration.threads)])
+    }
+
+    /// Stops gracefully: no new connections, idle ones closed, in-flight requests completed until the
+    /// shutdown deadline, then the loops end. Returns when every loop thread has finished. Calling it
+    /// again (or concurrently) waits for the same shutdown.
+    public func shutdown() async {
+        let (first, loops, instances) = lock.withLock { () -> (Bool, [EventLoop], [[ListenerInstance]]) in
+            switch state {
+            case .running:
+                state = .draining
+                return (true, self.loops, self.instances)
+            case .created:
+                state = .stopped
+                stopped.signal()
+                return (false, [], [])
+            case .draining, .stopped:
+                return (false, [], [])
+            }
+        }
+        guard first else {
+            await waitUntilStopped()
+            return
+        }
+        logger.notice("shutting down: no longer accepting connections", metadata: ["open_connections": .integer(connectionCount)])
+        for (loop, loopInstances) in zip(loops, instances) {
+            loop.execute { for instance in loopInstances { instance.drain() } }
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + configuration.shutdownDeadline
+        while connectionCount > 0, clock.now < deadline, !forceRequested.load(ordering: .relaxed) {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        let remaining = connectionCount
+        if remaining > 0 {
+            logger.warning("shutdown deadline reached; abandoning open connections", metadata: ["open_connections": .integer(remaining)])
+        }
+        for loop in loops { loop.stop() }
+        await BlockingThreadPool.run(onNewThread: "orchard-http-join") {
+            for loop in loops { loop.join() }
+        }
+        lock.withLock {
+            state = .stopped
+            self.loops = []
+            self.instances = []
+        }
+        stopped.signal()
+        logger.notice("stopped")
+    }
+
+    /// Ends a graceful shutdown now: in-flight requests are abandoned (a second SIGTERM does this).
+    public func forceShutdown() { forceRequested.store(true, ordering: .relaxed) }
+
+    private func waitUntilStopped() async {
+        await BlockingThreadPool.run(onNewThread: "orchard-http-wait") { [stopped] in
+            stopped.wait()
+            stopped.signal()  // let other waiters through too
+        }
+    }
+
+    var isDraining: Bool { lock.withLock { state == .draining } }
+
+    /// Counts a new connection; false when it is one too many.
+    func admitConnection() -> Bool {
+        let count = openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+        if count > configuration.limits.maxConnections {
+            openConnections.wrappingSubtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func connectionClosed() { openConnections.wrappingSubtract(1, ordering: .relaxed) }
+}
+
+/// A listening socket bound with `SO_REUSEPORT`, non-blocking, `TCP_NODELAY` (inherited by accepted
+/// sockets on Linux: without it keep-alive HTTPS runs at 1.4k instead of 25k requests/s).
+enum ListeningSocket {
+    static func open(host: String, port: Int) throws(HTTPError) -> (fd: Int32, port: Int) {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var result: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &result)
+        guard rc == 0, let info = result else {
+            throw HTTPError(.bindFailed, "cannot resolve listen address \(host): \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(result) }
+        let fd = socket(
+            info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+                | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HTTPError(.bindFailed, "socket() failed: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        let size = socklen_t(MemoryLayout<Int32>.size)
+        guard setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, size) == 0,
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, size) == 0,
+            orchard_set_tcp_nodelay(fd) == 0
+        else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw HTTPError(.bindFailed, "setting socket options failed: \(reason)")
+        }
+        guard bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0, listen(fd, 1024) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw HTTPError(.bindFailed, "cannot listen on \(host):\(port): \(reason)")
+        }
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else {
+            close(fd)
+            throw HTTPError(.bindFailed, "getsockname failed")
+        }
+        let boundPort: UInt16 =
+            if Int32(address.ss_family) == AF_INET6 {
+                withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port } }
+            } else {
+                withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port } }
+            }
+        return (fd, Int(UInt16(bigEndian: boundPort)))
+    }
+}
+
+/// The slot in each `SSL` object that holds its ``Connection``; OpenSSL calls the free function when it
+/// frees the `SSL`, which is when libevent closes the connection.
+enum ConnectionSlot {
+    static let index: Int32 = {
+        let index = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil) { _, pointer, _, _, _, _ in
+            guard let pointer else { return }
+            Unmanaged<Connection>.fromOpaque(pointer).takeRetainedValue().didClose()
+        }
+        guard index >= 0 else { fatalError("OpenSSL: no ex_data index available") }
+        return index
+    }()
+}
+
+/// One listener served by one loop: an `evhttp` object and its bound socket. Used on its loop's thread
+/// only.
+final class ListenerInstance: @unchecked Sendable {
+    let server: HTTPServer
+    let loop: EventLoop
+    let tls: ServerTLSContext
+    let listenerIndex: Int
+    private var http: OpaquePointer?
+    private var bound: OpaquePointer?
+    private(set) var draining = false
+    /// Open, admitted connections.
+    var connections: [ObjectIdentifier: Connection] = [:]
+    /// Requests whose handler has not replied yet.
+    var inFlight: [ObjectIdentifier: InFlight] = [:]
+
+    init(server: HTTPServer, loop: EventLoop, tls: ServerTLSContext, listenerIndex: Int) {
+        self.server = server
+        self.loop = loop
+        self.tls = tls
+        self.listenerIndex = listenerIndex
+    }
+
+    var headerTimeout: timeval { Self.timeval(server.configuration.limits.headerTimeout) }
+
+    static func timeval(_ duration: Duration) -> timeval {
+        let (seconds, attoseconds) = duration.components
+        return Glibc.timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+    }
+
+    /// Creates the evhttp object on the loop's base and hands it the listening socket. Called before the
+    /// loop thread starts.
+    func attach(socket fd: Int32) throws(HTTPError) {
+        guard let http = evhttp_new(loop.base) else {
+            close(fd)
+            throw HTTPError(.internalFailure, "evhttp_new failed")
+        }
+        self.http = http
+        let limits = server.configuration.limits
+        var idle = Self.timeval(limits.idleTimeout)
+        evhttp_set_timeout_tv(http, &idle)
+        evhttp_set_max_headers_size(http, limits.maxHeaderBytes)
+        evhttp_set_max_body_size(http, limits.maxBodyBytes)
+        let methods: [evhttp_cmd_type] = [
+            EVHTTP_REQ_GET, EVHTTP_REQ_POST, EVHTTP_REQ_HEAD, EVHTTP_REQ_PUT, EVHTTP_REQ_DELETE, EVHTTP_REQ_OPTIONS,
+            EVHTTP_REQ_PATCH,
+        ]
+        evhttp_set_allowed_methods(http, UInt16(methods.reduce(0) { $0 | $1.rawValue }))
+        // Read (and discard) an oversized body before answering 413, so the client sees the answer
+        // instead of a reset.
+        _ = evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        evhttp_set_bevcb(http, { base, context in
+            Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().newConnection(base: base!)
+        }, context)
+        evhttp_set_gencb(http, { request, context in
+            Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().handle(request!)
+        }, context)
+        guard let bound = evhttp_accept_socket_with_handle(http, fd) else {
+            close(fd)
+            throw HTTPError(.bindFailed, "evhttp could not accept on its socket")
+        }
+        self.bound = bound
+    }
+
+    /// On the loop thread, once the loop stopped: abandons what is still in flight and frees evhttp,
+    /// which closes every remaining connection.
+    func teardown() {
+        for request in inFlight.values { request.abandon() }
+        inFlight.removeAll()
+        if let http {
+            if let bound { evhttp_del_accept_socket(http, bound) }
+            evhttp_free(http)
+        }
+        http = nil
+        bound = nil
+    }
+
+    /// On the loop thread, at the start of a graceful shutdown.
+    func drain() {
+        draining = true
+        if let http, let bound {
+            evhttp_del_accept_socket(http, bound)  // closes the listening socket: new connects are refused
+            self.bound = nil
+        }
+        for connection in connections.values where connection.isIdle { connection.cut() }
+    }
+
+    // MARK: - Callbacks from evhttp (loop thread)
+
+    /// evhttp's bufferevent callback: one call per accepted connection, before its socket is attached.
+    private func newConnection(base: OpaquePointer) -> OpaquePointer? {
+        // Without a bufferevent evhttp would fall back to plain TCP, so failing to allocate is fatal.
+        guard let ssl = SSL_new(tls.pointer) else { fatalError("SSL_new failed: out of memory") }
+        let connection = Connection(instance: self, ssl: ssl)
+        SSL_set_ex_data(ssl, ConnectionSlot.index, Unmanaged.passRetained(connection).toOpaque())
+        guard
+            let bev = bufferevent_openssl_socket_new(
+                base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+        else {
+            SSL_free(ssl)
+            fatalError("bufferevent_openssl_socket_new failed: out of memory")
+        }
+        connection.opened(bev: bev, base: base, admitted: !draining && server.admitConnection())
+        return bev
+    }
+
+    /// evhttp's request callback: a complete request (headers and body) arrived.
+    private func handle(_ request: OpaquePointer) {
+        guard let evcon = evhttp_request_get_connection(request),
+            let bev = evhttp_connection_get_bufferevent(evcon),
+            let ssl = bufferevent_openssl_get_ssl(bev),
+            let slot = SSL_get_ex_data(ssl, ConnectionSlot.index)
+        else {
+            evhttp_send_error(request, 500, "Internal Server Error")
+            return
+        }
+        let connection = Unmanaged<Connection>.fromOpaque(slot).takeUnretainedValue()
+        connection.requestStarted()
+        let inFlight = InFlight(request: request, connection: connection, instance: self)
+        self.inFlight[ObjectIdentifier(inFlight)] = inFlight
+
+        let parsed = RequestParsing.parse(request, connection: connection, evcon: evcon, server: server)
+        inFlight.requestID = parsed.requestID
+        inFlight.method = parsed.method
+        inFlight.path = parsed.path
+        if server.logger.isEnabled(.debug) { inFlight.startNanoseconds = SystemClock().nanoseconds() }
+
+        switch server.router.match(parsed.method, path: parsed.path) {
+        case .found(let route, let parameters):
+            do {
+                try route.requirement.verify(parsed.clientCertificate)
+            } catch {
+                inFlight.complete(ErrorMapping.response(for: error, requestID: parsed.requestID, logger: server.logger))
+                return
+            }
+            var request = parsed
+            request.pathParameters = parameters
+            let handler = route.handler
+            let logger = server.logger
+            inFlight.task = Task(executorPreference: loop) { [request] in
+                let response: HTTPResponse
+                do {
+                    response = try await handler(request)
+                } catch {
+                    response = ErrorMapping.response(for: error, requestID: request.requestID, logger: logger)
+                }
+                inFlight.complete(response)
+            }
+        case .methodNotAllowed(let allowed):
+            var response = ErrorMapping.response(
+                for: HTTPError(.methodNotAllowed, "\(parsed.method) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))"),
+                requestID: parsed.requestID, logger: server.logger)
+            response.headers.set("Allow", allowed.map(\.rawValue).joined(separator: ", "))
+            inFlight.complete(response)
+        case .notFound:
+            inFlight.complete(
+                ErrorMapping.response(
+                    for: HTTPError(.notFound, "no endpoint at this path"), requestID: parsed.requestID,
+                    logger: server.logger))
+        }
+    }
+}
+
+/// One accepted connection. Owned by its `SSL` object's ex-data; used on its loop's thread only.
+final class Connection {
+    unowned let instance: ListenerInstance
+    let ssl: OpaquePointer
+    private(set) var bev: OpaquePointer?
+    private var timer: OpaquePointer?
+    private var admitted = false
+    private(set) var closed = false
+    private var activeRequests = 0
+    private var servedRequests = 0
+    private var readMark: UInt = 0
+    private var certificate: ClientCertificate??
+    private var peer: String?
+
+    init(instance: ListenerInstance, ssl: OpaquePointer) {
+        self.instance = instance
+        self.ssl = ssl
+    }
+
+    func opened(bev: OpaquePointer, base: OpaquePointer, admitted: Bool) {
+        self.bev = bev
+        self.admitted = admitted
+        timer = event_new(base, -1, 0, { _, _, context in
+            Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().timerFired()
+        }, Unmanaged.passUnretained(self).toOpaque())
+        if admitted {
+            instance.connections[ObjectIdentifier(self)] = self
+            arm(instance.headerTimeout)
+        } else {
+            // Over the limit: close it on the next loop turn, once evhttp has attached the socket.
+            arm(Glibc.timeval(tv_sec: 0, tv_usec: 0))
+        }
+    }
+
+    /// Called by OpenSSL's ex-data free callback, when libevent frees the connection.
+    func didClose() {
+        closed = true
+        if let timer, !instance.loop.isTearingDown { event_free(timer) }
+        timer = nil
+        bev = nil
+        if admitted {
+            instance.connections[ObjectIdentifier(self)] = nil
+            instance.server.connectionClosed()
+        }
+    }
+
+    /// The verified client certificate, read once per connection.
+    var clientCertificate: ClientCertificate? {
+        if let certificate { return certificate }
+        let read = PeerCertificate.verified(ssl)
+        certificate = .some(read)
+        return read
+    }
+
+    func remoteAddress(_ evcon: OpaquePointer) -> String {
+        if let peer { return peer }
+        var address: UnsafeMutablePointer<CChar>?
+        var port: UInt16 = 0
+        evhttp_connection_get_peer(evcon, &address, &port)
+        let text = address.map { String(cString: $0) } ?? ""
+        peer = text
+        return text
+    }
+
+    /// Nothing in flight and nothing received since the last reply (or since accept).
+    var isIdle: Bool { activeRequests == 0 && bytesRead == readMark }
+
+    private var bytesRead: UInt {
+        guard !closed, let bio = SSL_get_rbio(ssl) else { return readMark }
+        return UInt(BIO_number_read(bio))
+    }
+
+    func requestStarted() {
+        if let timer { event_del(timer) }
+        activeRequests += 1
+    }
+
+    func requestFinished() {
+        activeRequests -= 1
+        servedRequests += 1
+        guard !closed else { return }
+        readMark = bytesRead
+        if activeRequests == 0 { arm(instance.headerTimeout) }
+    }
+
+    /// Closes the socket under evhttp: it sees end-of-file and frees the connection normally.
+    func cut() {
+        guard !closed, let bev else { return }
+        let fd = bufferevent_getfd(bev)
+        if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    private func arm(_ delay: timeval) {
+        guard let timer else { return }
+        var delay = delay
+        event_add(timer, &delay)
+    }
+
+    private func timerFired() {
+        guard !closed else { return }
+        guard admitted else {
+            cut()
+            return
+        }
+        guard activeRequests == 0 else { return }
+        if servedRequests > 0, bytesRead == readMark {
+            // An idle kept-alive connection: the idle timeout governs it. Look again later.
+            arm(instance.headerTimeout)
+            return
+        }
+        instance.server.logger.debug("closing a connection that did not complete its request in time")
+        cut()
+    }
+}
+
+/// A request handed to a handler and not yet answered. Retained by its listener instance (and the
+/// handler's task) until the reply is sent, so the `evhttp_request` it points to stays valid: evhttp
+/// frees a request only after the reply, even if the client went away meanwhile.
+final class InFlight: @unchecked Sendable {
+    // Used on the loop thread only, except `complete`, which hops there.
+    private let request: OpaquePointer
+    private let connection: Connection
+    private let instance: ListenerInstance
+    var task: Task<Void, Never>?
+    var requestID = UUID()
+    var method = HTTPMethod.get
+    var path = ""
+    var startNanoseconds: UInt64 = 0
+    private var done = false
+    private var abandoned = false
+
+    init(request: OpaquePointer, connection: Connection, instance: ListenerInstance) {
+        self.request = request
+        self.connection = connection
+        self.instance = instance
+    }
+
+    /// Sends `response` on the request's loop thread (directly when already there).
+    func complete(_ response: HTTPResponse) {
+        if instance.loop.inLoopThread {
+            send(response)
+        } else {
+            instance.loop.execute { [self] in send(response) }
+        }
+    }
+
+    /// The server stopped before the handler answered: the evhttp request is about to be freed.
+    func abandon() {
+        abandoned = true
+        task?.cancel()
+    }
+
+    private func send(_ response: HTTPResponse) {
+        guard !done else { return }
+        done = true
+        instance.inFlight[ObjectIdentifier(self)] = nil
+        guard !abandoned else { return }
+        let headers = evhttp_request_get_output_headers(request)
+        for field in response.headers {
+            switch field.name.lowercased() {
+            case "content-length", "connection", "transfer-encoding", "x-request-id": continue
+            default:
+                // evhttp refuses values with CR or LF (header injection); such a header is dropped.
+                if evhttp_add_header(headers, field.name, field.value) != 0 {
+                    instance.server.logger.warning(
+                        "dropped a response header with an invalid name or value",
+                        metadata: ["request_id": .uuid(requestID), "header": .string(field.name)])
+                }
+            }
+        }
+        if !response.body.isEmpty, response.headers["Content-Type"] == nil {
+            evhttp_add_header(headers, "Content-Type", "application/octet-stream")
+        }
+        evhttp_add_header(headers, "X-Request-Id", requestID.uuidString.lowercased())
+        if instance.draining { evhttp_add_header(headers, "Connection", "close") }
+        if !response.body.isEmpty {
+            let output = evhttp_request_get_output_buffer(request)
+            response.body.withUnsafeBytes { bytes in _ = evbuffer_add(output, bytes.baseAddress, bytes.count) }
+        }
+        evhttp_send_reply(request, Int32(response.status.code), response.status.reason, nil)
+        connection.requestFinished()
+        let logger = instance.server.logger
+        if logger.isEnabled(.debug) {
+            let micros = (SystemClock().nanoseconds() - startNanoseconds) / 1000
+            logger.debug(
+                "request",
+                metadata: [
+                    "request_id": .uuid(requestID), "method": .string(method.rawValue), "path": .string(path),
+                    "status": .integer(response.status.code), "duration_us": .integer(Int(micros)),
+                ])
+        }
+    }
+}
+
+/// Reads an `evhttp_request` into an ``HTTPRequest``.
+enum RequestParsing {
+    static func parse(
+        _ request: OpaquePointer, connection: Connection, evcon: OpaquePointer, server: HTTPServer
+    ) -> HTTPRequest {
+        let method: HTTPMethod =
+            switch evhttp_request_get_command(request) {
+            case EVHTTP_REQ_GET: .get
+            case EVHTTP_REQ_POST: .post
+            case EVHTTP_REQ_HEAD: .head
+            case EVHTTP_REQ_PUT: .put
+            case EVHTTP_REQ_DELETE: .delete
+            case EVHTTP_REQ_OPTIONS: .options
+            case EVHTTP_REQ_PATCH: .patch
+            default: HTTPMethod("UNKNOWN")
+            }
+        let uri = evhttp_request_get_uri(request).map { String(cString: $0) } ?? "/"
+        let path: String
+        let query: String?
+        if let mark = uri.firstIndex(of: "?") {
+            path = String(uri[..<mark])
+            query = String(uri[uri.index(after: mark)...])
+        } else {
+            path = uri
+            query = nil
+        }
+
+        var headers = HTTPHeaders()
+        var field = evhttp_request_get_input_headers(request)?.pointee.tqh_first
+        while let current = field {
+            if let key = current.pointee.key, let value = current.pointee.value {
+                headers.add(String(cString: key), String(cString: value))
+            }
+            field = current.pointee.next.tqe_next
+        }
+
+        var body = Data()
+        if let input = evhttp_request_get_input_buffer(request) {
+            let length = evbuffer_get_length(input)
+            if length > 0 {
+                body = Data(count: length)
+                body.withUnsafeMutableBytes { buffer in _ = evbuffer_copyout(input, buffer.baseAddress, length) }
+            }
+        }
+
+        let requestID = headers["X-Request-Id"].flatMap(UUID.init(uuidString:)) ?? server.configuration.requestIDs()
+        return HTTPRequest(
+            method: method, path: path, query: query, headers: headers, body: body, requestID: requestID,
+            clientCertificate: connection.clientCertificate, remoteAddress: connection.remoteAddress(evcon),
+            logger: server.logger)
+    }
+}
