@@ -49,20 +49,20 @@ public struct HTTPServerConfiguration: Sendable {
     public var limits: Limits
     /// How long a graceful shutdown waits for in-flight requests before abandoning them.
     public var shutdownDeadline: Duration
-    /// Makes request ids (inject a fixed sequence in tests).
+    /// Makes request ids (random version 4 UUIDs by default; inject a fixed sequence in tests).
     public var requestIDs: @Sendable () -> UUID
     /// Pins loop thread N to CPU `loopCPUs[N % count]` (the benchmark keeps the server off wrk's core).
     package var loopCPUs: [Int]?
 
     public init(
         listeners: [Listener], threads: Int = ProcessInfo.processInfo.activeProcessorCount, limits: Limits = Limits(),
-        shutdownDeadline: Duration = .seconds(10), requestIDs: @escaping @Sendable () -> UUID = { UUID() }
+        shutdownDeadline: Duration = .seconds(10), requestIDs: (@Sendable () -> UUID)? = nil
     ) {
         self.listeners = listeners
         self.threads = threads
         self.limits = limits
         self.shutdownDeadline = shutdownDeadline
-        self.requestIDs = requestIDs
+        self.requestIDs = requestIDs ?? { UUID.random() }
     }
 }
 
@@ -610,12 +610,13 @@ final class InFlight: @unchecked Sendable {
     private let connection: Connection
     private let instance: ListenerInstance
     var task: Task<Void, Never>?
-    var requestID = UUID()
+    var requestID = InFlight.placeholderID
     var method = HTTPMethod.get
     var path = ""
     var startNanoseconds: UInt64 = 0
     private var done = false
     private var abandoned = false
+    static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
     init(request: OpaquePointer, connection: Connection, instance: ListenerInstance) {
         self.request = request
