@@ -207,10 +207,23 @@ public final class HTTPServer: @unchecked Sendable {
             await waitUntilStopped()
             return
         }
-        logger.notice("shutting down: no longer accepting connections", metadata: ["open_connections": .integer(connectionCount)])
-        for (loop, loopInstances) in zip(loops, instances) {
-            loop.execute { for instance in loopInstances { instance.drain() } }
+        // Close every listening socket (on its loop's thread) before going on, so that once this
+        // returns to the log a new connection is refused rather than accepted by a loop not told yet.
+        await withTaskGroup(of: Void.self) { group in
+            for (loop, loopInstances) in zip(loops, instances) {
+                group.addTask {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        loop.execute {
+                            for instance in loopInstances { instance.drain() }
+                            continuation.resume()
+                        }
+                    }
+                }
+            }
         }
+        logger.notice(
+            "shutting down: no longer accepting connections; draining",
+            metadata: ["open_connections": .integer(connectionCount)])
         let clock = ContinuousClock()
         let deadline = clock.now + configuration.shutdownDeadline
         while connectionCount > 0, clock.now < deadline, !forceRequested.load(ordering: .relaxed) {

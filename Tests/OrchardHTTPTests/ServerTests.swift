@@ -183,29 +183,42 @@ struct ServerTests {
 
     @Test func aClientStallingInItsHeadersIsCutAfterTheHeaderTimeout() async throws {
         var limits = HTTPServerConfiguration.Limits()
-        limits.headerTimeout = .milliseconds(500)
+        limits.headerTimeout = .milliseconds(400)
         limits.idleTimeout = .seconds(60)
         try await withServer(limits: limits, router: Self.routes()) { server in
             let port = server.port
-            let (control, stalled): (Int, String) = try await blocking {
-                // A complete request on a connection that then idles is answered, and not cut for idling
-                // (the idle timeout is 60 s).
-                let polite = try PKI.raw(port: port)
-                try polite.write(Array("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
-                let status = try polite.readResponse().status
-                // A client that starts a request and stops in the middle of its headers.
-                let slow = try PKI.raw(port: port)
-                try slow.write(Array("GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: ".utf8))
+            let request = Array("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+            let partial = Array("GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: ".utf8)
+            @Sendable func outcome(_ connection: RawTLSConnection) -> String {
                 do {
-                    let bytes = try slow.read()
-                    return (status, bytes.isEmpty ? "cut" : "answered")
+                    return try connection.read().isEmpty ? "cut" : "answered"
                 } catch {
-                    return (status, "still open after 15 s")
+                    return "still open after 15 s"
                 }
             }
-            #expect(control == 200)
-            #expect(stalled == "cut")
-            #expect(await eventually { server.connectionCount == 0 })  // both were closed and forgotten
+            let results: [String] = try await blocking {
+                // 1. Stalls in the headers of its first request.
+                let first = try PKI.raw(port: port)
+                try first.write(partial)
+                let stalledFirst = outcome(first)
+                // 2. Completes a request, then stalls in the headers of the next one on the same connection.
+                let second = try PKI.raw(port: port)
+                try second.write(request)
+                let answered = try second.readResponse().status
+                try second.write(partial)
+                let stalledNext = outcome(second)
+                // 3. Completes a request and then idles for longer than the header timeout (but well
+                //    within the idle timeout): it is not cut, and its next request is answered.
+                let idle = try PKI.raw(port: port)
+                try idle.write(request)
+                _ = try idle.readResponse()
+                Thread.sleep(forTimeInterval: 1.2)
+                try idle.write(request)
+                let afterIdle = try idle.readResponse().status
+                return [stalledFirst, "\(answered)", stalledNext, "\(afterIdle)"]
+            }
+            #expect(results == ["cut", "200", "cut", "200"])
+            #expect(await eventually { server.connectionCount == 0 })  // every connection was closed and forgotten
         }
     }
 
