@@ -14,6 +14,9 @@ public struct HTTPBenchmarkResult: Sendable, Codable {
     public let seconds: Int
     public let connections: Int
     public let serverThreads: Int
+    /// CPU time the server process spent per request (user + system, handshakes included): the cost that
+    /// does not depend on what else runs on the machine. 1,000,000 / this is the rate one free core allows.
+    public let serverCPUMicrosecondsPerRequest: Double
     /// The command that produced the load.
     public let loadGenerator: String
 }
@@ -81,23 +84,32 @@ public func runHTTPBenchmark(seconds: Int = 10, connections: Int = 64) async thr
         executable = taskset
     }
     let output: String
+    let cpuBefore = processCPUMicroseconds()
     do {
         output = try await Executables.run(executable, arguments)
     } catch {
         await server.shutdown()
         throw error
     }
+    let cpuUsed = processCPUMicroseconds() - cpuBefore
     await server.shutdown()
     return try WrkOutput.parse(
-        output, seconds: seconds, connections: connections,
+        output, seconds: seconds, connections: connections, serverCPUMicroseconds: cpuUsed,
         command: ([URL(fileURLWithPath: executable).lastPathComponent] + arguments).joined(separator: " "))
+}
+
+/// User plus system CPU time of this process so far (wrk runs as a child, so it is not counted).
+func processCPUMicroseconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
 }
 
 /// Reads wrk's report.
 enum WrkOutput {
-    static func parse(_ text: String, seconds: Int, connections: Int, command: String) throws(HTTPError)
-        -> HTTPBenchmarkResult
-    {
+    static func parse(
+        _ text: String, seconds: Int, connections: Int, serverCPUMicroseconds: Double, command: String
+    ) throws(HTTPError) -> HTTPBenchmarkResult {
         func number(after label: String) -> Double? {
             guard let range = text.range(of: label) else { return nil }
             let rest = text[range.upperBound...].drop { $0 == " " }
@@ -128,7 +140,9 @@ enum WrkOutput {
         }
         return HTTPBenchmarkResult(
             requestsPerSecond: rate, p50Milliseconds: p50, p99Milliseconds: p99, requests: requests, errors: errors,
-            seconds: seconds, connections: connections, serverThreads: 1, loadGenerator: command)
+            seconds: seconds, connections: connections, serverThreads: 1,
+            serverCPUMicrosecondsPerRequest: requests > 0 ? (serverCPUMicroseconds / Double(requests) * 10).rounded() / 10 : 0,
+            loadGenerator: command)
     }
 }
 

@@ -49,7 +49,14 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     init(index: Int) throws(HTTPError) {
         _ = Libevent.setUp
         self.index = index
-        guard let base = event_base_new() else { throw HTTPError(.internalFailure, "event_base_new failed") }
+        // The epoll changelist folds the add/delete pairs evhttp makes within one loop turn (stop reading
+        // while a request is handled, start writing the reply, ...) into one epoll_ctl or none.
+        guard let config = event_config_new() else { throw HTTPError(.internalFailure, "event_config_new failed") }
+        defer { event_config_free(config) }
+        _ = event_config_set_flag(config, Int32(EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
+        guard let base = event_base_new_with_config(config) else {
+            throw HTTPError(.internalFailure, "event_base_new failed")
+        }
         self.base = base
         guard
             let wake = event_new(

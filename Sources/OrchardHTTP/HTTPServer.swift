@@ -431,6 +431,10 @@ final class ListenerInstance: @unchecked Sendable {
         guard let ssl = SSL_new(tls.pointer) else { fatalError("SSL_new failed: out of memory") }
         let connection = Connection(instance: self, ssl: ssl)
         SSL_set_ex_data(ssl, ConnectionSlot.index, Unmanaged.passRetained(connection).toOpaque())
+        // Let the reply buffer move between write attempts (it is linearized after evhttp queued it, see
+        // InFlight.send). No read-ahead: bufferevent_openssl waits for the socket to become readable
+        // and would never see a request OpenSSL had already buffered with the end of the handshake.
+        _ = SSL_ctrl(ssl, SSL_CTRL_MODE, Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER), nil)
         guard
             let bev = bufferevent_openssl_socket_new(
                 base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
@@ -629,6 +633,8 @@ final class InFlight: @unchecked Sendable {
     var startNanoseconds: UInt64 = 0
     private var done = false
     private var abandoned = false
+    /// Headers the server sets itself; a handler's values for them are ignored.
+    static let managedHeaders = ["Content-Length", "Connection", "Transfer-Encoding", "X-Request-Id"]
     static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
     init(request: OpaquePointer, connection: Connection, instance: ListenerInstance) {
@@ -659,15 +665,12 @@ final class InFlight: @unchecked Sendable {
         guard !abandoned else { return }
         let headers = evhttp_request_get_output_headers(request)
         for field in response.headers {
-            switch field.name.lowercased() {
-            case "content-length", "connection", "transfer-encoding", "x-request-id": continue
-            default:
-                // evhttp refuses values with CR or LF (header injection); such a header is dropped.
-                if evhttp_add_header(headers, field.name, field.value) != 0 {
-                    instance.server.logger.warning(
-                        "dropped a response header with an invalid name or value",
-                        metadata: ["request_id": .uuid(requestID), "header": .string(field.name)])
-                }
+            if Self.managedHeaders.contains(where: { HTTPHeaders.sameName($0, field.name) }) { continue }
+            // evhttp refuses values with CR or LF (header injection); such a header is dropped.
+            if evhttp_add_header(headers, field.name, field.value) != 0 {
+                instance.server.logger.warning(
+                    "dropped a response header with an invalid name or value",
+                    metadata: ["request_id": .uuid(requestID), "header": .string(field.name)])
             }
         }
         if !response.body.isEmpty, response.headers["Content-Type"] == nil {
@@ -680,6 +683,11 @@ final class InFlight: @unchecked Sendable {
             response.body.withUnsafeBytes { bytes in _ = evbuffer_add(output, bytes.baseAddress, bytes.count) }
         }
         evhttp_send_reply(request, Int32(response.status.code), response.status.reason, nil)
+        // evhttp queued the head and the body as separate buffers, which bufferevent_openssl would send
+        // as two TLS records in two write(2) calls. One contiguous buffer makes it one of each.
+        if let bev = connection.bev, let output = bufferevent_get_output(bev), evbuffer_get_length(output) <= 16384 {
+            evbuffer_pullup(output, -1)
+        }
         connection.requestFinished()
         let logger = instance.server.logger
         if logger.isEnabled(.debug) {

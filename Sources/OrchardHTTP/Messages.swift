@@ -29,12 +29,12 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
 
     /// The first value of `name`, if present.
     public subscript(name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        fields.first { Self.sameName($0.name, name) }?.value
     }
 
     /// Every value of `name`, in order.
     public func values(_ name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        fields.filter { Self.sameName($0.name, name) }.map(\.value)
     }
 
     public mutating func add(_ name: String, _ value: String) { fields.append((name: name, value: value)) }
@@ -46,8 +46,19 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     }
 
     public mutating func remove(_ name: String) {
-        fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        fields.removeAll { Self.sameName($0.name, name) }
     }
+
+    /// Header names are ASCII tokens: compare them byte by byte, folding A-Z to a-z.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        for (x, y) in zip(a.utf8, b.utf8) where x != y {
+            guard lower(x) == lower(y) else { return false }
+        }
+        return true
+    }
+
+    private static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
 
     public var isEmpty: Bool { fields.isEmpty }
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
@@ -125,7 +136,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
         guard !body.isEmpty else { throw HTTPError(.invalidJSON, "the request body is empty; send a JSON object") }
         do {
-            return try JSONDecoder().decode(T.self, from: body)
+            return try JSONCoding.decoder.decode(T.self, from: body)
         } catch let error as DecodingError {
             throw HTTPError(.invalidJSON, JSONErrorText.describe(error))
         } catch {
@@ -213,7 +224,7 @@ public struct HTTPResponse: Sendable {
     /// Decodes the body as JSON.
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
         do {
-            return try JSONDecoder().decode(T.self, from: body)
+            return try JSONCoding.decoder.decode(T.self, from: body)
         } catch let error as DecodingError {
             throw HTTPError(.invalidJSON, JSONErrorText.describe(error).replacingOccurrences(of: "request", with: "response"))
         } catch {
@@ -224,10 +235,16 @@ public struct HTTPResponse: Sendable {
 
 /// The JSON settings every Orchard service uses on the wire.
 public enum JSONCoding {
-    /// Encodes with sorted keys and unescaped slashes, so equal values give equal bytes.
-    public static func encode(_ value: some Encodable) throws(HTTPError) -> Data {
+    // Shared: encoding and decoding do not mutate them, and Foundation makes them Sendable.
+    static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+    static let decoder = JSONDecoder()
+
+    /// Encodes with sorted keys and unescaped slashes, so equal values give equal bytes.
+    public static func encode(_ value: some Encodable) throws(HTTPError) -> Data {
         do {
             return try encoder.encode(value)
         } catch {
