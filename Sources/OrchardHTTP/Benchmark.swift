@@ -45,11 +45,13 @@ public func runHTTPBenchmark(seconds: Int = 10, connections: Int = 64) async thr
 
     let identity = try EphemeralCertificate()
     var router = Router()
-    router.post("/pay", json: { (payment: Payment, request: HTTPRequest) in
-        Approval(
-            status: "approved", amount: payment.amount, currency: payment.currency,
-            reference: request.requestID.uuidString.lowercased())
-    })
+    router.post(
+        "/pay",
+        json: { (payment: Payment, request: HTTPRequest) in
+            Approval(
+                status: "approved", amount: payment.amount, currency: payment.currency,
+                reference: request.requestID.uuidString.lowercased())
+        })
     let cores = ProcessInfo.processInfo.activeProcessorCount
     var configuration = HTTPServerConfiguration(
         listeners: [
@@ -76,7 +78,8 @@ public func runHTTPBenchmark(seconds: Int = 10, connections: Int = 64) async thr
     defer { try? FileManager.default.removeItem(at: script) }
 
     var arguments = [
-        "-t1", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", script.path, "https://127.0.0.1:\(server.port)/pay",
+        "-t1", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", script.path,
+        "https://127.0.0.1:\(server.port)/pay",
     ]
     var executable = wrk
     if cores >= 2, let taskset = Executables.find("taskset") {
@@ -102,7 +105,8 @@ public func runHTTPBenchmark(seconds: Int = 10, connections: Int = 64) async thr
 func processCPUMicroseconds() -> Double {
     var usage = rusage()
     getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
 }
 
 /// Reads wrk's report.
@@ -130,8 +134,9 @@ enum WrkOutput {
         guard let rate = number(after: "Requests/sec:"), let p50 = latency("50%"), let p99 = latency("99%") else {
             throw HTTPError(.internalFailure, "cannot read wrk's report: \(text.prefix(400))")
         }
-        let requests = Int(text.split(separator: "\n").first { $0.contains("requests in") }?
-            .split(separator: " ").first.flatMap { Int($0) } ?? 0)
+        let requests = Int(
+            text.split(separator: "\n").first { $0.contains("requests in") }?
+                .split(separator: " ").first.flatMap { Int($0) } ?? 0)
         var errors = Int(number(after: "Non-2xx or 3xx responses:") ?? 0)
         if let socketLine = text.split(separator: "\n").first(where: { $0.contains("Socket errors:") }) {
             errors += socketLine.split(separator: ",").compactMap { part in
@@ -141,7 +146,8 @@ enum WrkOutput {
         return HTTPBenchmarkResult(
             requestsPerSecond: rate, p50Milliseconds: p50, p99Milliseconds: p99, requests: requests, errors: errors,
             seconds: seconds, connections: connections, serverThreads: 1,
-            serverCPUMicrosecondsPerRequest: requests > 0 ? (serverCPUMicroseconds / Double(requests) * 10).rounded() / 10 : 0,
+            serverCPUMicrosecondsPerRequest: requests > 0
+                ? (serverCPUMicroseconds / Double(requests) * 10).rounded() / 10 : 0,
             loadGenerator: command)
     }
 }

@@ -30,7 +30,8 @@ public struct HTTPClientConfiguration: Sendable {
     public var maxCachedConnections: Int
 
     public init(
-        trustedRootsPEM: String? = nil, clientCertificateChainPEM: String? = nil, clientPrivateKeyPEM: SecureBytes? = nil,
+        trustedRootsPEM: String? = nil, clientCertificateChainPEM: String? = nil,
+        clientPrivateKeyPEM: SecureBytes? = nil,
         minimumTLSVersion: TLSVersion = .tls12, connectTimeout: Duration = .seconds(5),
         requestTimeout: Duration = .seconds(30), maxResponseBytes: Int = 8 << 20, maxAttempts: Int = 3,
         retryBackoff: Duration = .milliseconds(50), maxCachedConnections: Int = 64
@@ -98,7 +99,8 @@ public final class HTTPClient: Sendable {
             throw HTTPError(.invalidConfiguration, "maxAttempts and maxResponseBytes must be positive")
         }
         if (configuration.clientCertificateChainPEM == nil) != (configuration.clientPrivateKeyPEM == nil) {
-            throw HTTPError(.invalidConfiguration, "a client certificate needs its private key, and the other way round")
+            throw HTTPError(
+                .invalidConfiguration, "a client certificate needs its private key, and the other way round")
         }
         // Parse now, so a bad PEM fails here with a clear message instead of at the first handshake.
         if let roots = configuration.trustedRootsPEM {
@@ -147,7 +149,9 @@ public final class HTTPClient: Sendable {
     }
 
     /// `POST url` with `value` as JSON.
-    public func post(_ url: String, json value: some Encodable, headers: HTTPHeaders = [:]) async throws(HTTPError)
+    public func post(
+        _ url: String, json value: some Encodable, headers: HTTPHeaders = [:]
+    ) async throws(HTTPError)
         -> HTTPResponse
     {
         try await send(try .json(.post, url, value, headers: headers))
@@ -242,7 +246,10 @@ final class CurlEngine: @unchecked Sendable {
                 if accepted {
                     curl_multi_wakeup(multi)
                 } else {
-                    transfer.finish(.failure(AttemptFailure(error: HTTPError(.notRunning, "the HTTP client was shut down"), transient: false)))
+                    transfer.finish(
+                        .failure(
+                            AttemptFailure(
+                                error: HTTPError(.notRunning, "the HTTP client was shut down"), transient: false)))
                 }
             }
         } onCancel: {
@@ -292,7 +299,8 @@ final class CurlEngine: @unchecked Sendable {
 
     private func start(_ transfer: Transfer) {
         guard let easy = curl_easy_init() else {
-            transfer.finish(.failure(AttemptFailure(error: HTTPError(.internalFailure, "curl_easy_init failed"), transient: false)))
+            transfer.finish(
+                .failure(AttemptFailure(error: HTTPError(.internalFailure, "curl_easy_init failed"), transient: false)))
             return
         }
         transfer.easy = easy
@@ -309,7 +317,10 @@ final class CurlEngine: @unchecked Sendable {
             transfer.releaseHandles()
             curl_easy_cleanup(easy)
             transfer.easy = nil
-            transfer.finish(.failure(AttemptFailure(error: HTTPError(.internalFailure, "curl_multi_add_handle failed"), transient: false)))
+            transfer.finish(
+                .failure(
+                    AttemptFailure(error: HTTPError(.internalFailure, "curl_multi_add_handle failed"), transient: false)
+                ))
             return
         }
         active[easy] = transfer
@@ -369,12 +380,16 @@ final class CurlEngine: @unchecked Sendable {
         try set(CURLOPT_WRITEDATA, pointer: context)
         try set(CURLOPT_HEADERDATA, pointer: context)
         guard
-            orchard_curl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, { data, size, count, context in
-                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(data, size * count)
-            }) == CURLE_OK,
-            orchard_curl_setopt_callback(easy, CURLOPT_HEADERFUNCTION, { data, size, count, context in
-                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data, size * count)
-            }) == CURLE_OK
+            orchard_curl_setopt_callback(
+                easy, CURLOPT_WRITEFUNCTION,
+                { data, size, count, context in
+                    Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(data, size * count)
+                }) == CURLE_OK,
+            orchard_curl_setopt_callback(
+                easy, CURLOPT_HEADERFUNCTION,
+                { data, size, count, context in
+                    Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data, size * count)
+                }) == CURLE_OK
         else { throw HTTPError(.internalFailure, "libcurl refused a callback") }
 
         switch request.method {
@@ -389,7 +404,8 @@ final class CurlEngine: @unchecked Sendable {
                 else { throw HTTPError(.internalFailure, "libcurl refused the body size") }
                 // COPYPOSTFIELDS copies the body, so nothing of ours needs to stay pinned.
                 let copied = request.body.withUnsafeBytes { bytes in
-                    orchard_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(transfer.errorBuffer))
+                    orchard_curl_setopt_pointer(
+                        easy, CURLOPT_COPYPOSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(transfer.errorBuffer))
                 }
                 guard copied == CURLE_OK else { throw HTTPError(.internalFailure, "libcurl refused the request body") }
             }
@@ -427,10 +443,14 @@ final class CurlEngine: @unchecked Sendable {
     private func cancel(_ transfer: Transfer) {
         guard let easy = transfer.easy, active[easy] != nil else {
             // Not started yet: it is still in `submitted` or already done; finish it either way.
-            transfer.finish(.failure(AttemptFailure(error: HTTPError(.cancelled, "the request was cancelled"), transient: false)))
+            transfer.finish(
+                .failure(AttemptFailure(error: HTTPError(.cancelled, "the request was cancelled"), transient: false)))
             return
         }
-        remove(transfer, result: .failure(AttemptFailure(error: HTTPError(.cancelled, "the request was cancelled"), transient: false)))
+        remove(
+            transfer,
+            result: .failure(
+                AttemptFailure(error: HTTPError(.cancelled, "the request was cancelled"), transient: false)))
     }
 
     private func remove(_ transfer: Transfer, result: Result<HTTPResponse, AttemptFailure>) {
@@ -444,7 +464,9 @@ final class CurlEngine: @unchecked Sendable {
         transfer.finish(result)
     }
 
-    private func outcome(of transfer: Transfer, easy: UnsafeMutableRawPointer, code: CURLcode) -> Result<HTTPResponse, AttemptFailure> {
+    private func outcome(
+        of transfer: Transfer, easy: UnsafeMutableRawPointer, code: CURLcode
+    ) -> Result<HTTPResponse, AttemptFailure> {
         if code == CURLE_OK {
             var status = 0
             _ = orchard_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
@@ -454,14 +476,16 @@ final class CurlEngine: @unchecked Sendable {
                     body: transfer.body))
         }
         let detail = transfer.errorText.isEmpty ? String(cString: curl_easy_strerror(code)) : transfer.errorText
-        func failure(_ error: HTTPError.Code, _ transient: Bool, _ what: String) -> Result<HTTPResponse, AttemptFailure> {
+        func failure(_ error: HTTPError.Code, _ transient: Bool, _ what: String) -> Result<HTTPResponse, AttemptFailure>
+        {
             .failure(AttemptFailure(error: HTTPError(error, "\(what): \(detail)"), transient: transient))
         }
         switch code {
         case CURLE_WRITE_ERROR where transfer.tooLarge:
             return .failure(
                 AttemptFailure(
-                    error: HTTPError(.responseTooLarge, "the response is larger than \(configuration.maxResponseBytes) bytes"),
+                    error: HTTPError(
+                        .responseTooLarge, "the response is larger than \(configuration.maxResponseBytes) bytes"),
                     transient: false))
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             return failure(.connectionFailed, false, "cannot resolve the host")

@@ -231,7 +231,9 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let remaining = connectionCount
         if remaining > 0 {
-            logger.warning("shutdown deadline reached; abandoning open connections", metadata: ["open_connections": .integer(remaining)])
+            logger.warning(
+                "shutdown deadline reached; abandoning open connections",
+                metadata: ["open_connections": .integer(remaining)])
         }
         for loop in loops { loop.stop() }
         await BlockingThreadPool.run(onNewThread: "orchard-http-join") {
@@ -286,7 +288,8 @@ enum ListeningSocket {
         }
         defer { freeaddrinfo(result) }
         let fd = socket(
-            info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+            info.pointee.ai_family,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
                 | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HTTPError(.bindFailed, "socket() failed: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
@@ -315,9 +318,13 @@ enum ListeningSocket {
         }
         let boundPort: UInt16 =
             if Int32(address.ss_family) == AF_INET6 {
-                withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port } }
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port }
+                }
             } else {
-                withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port } }
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port }
+                }
             }
         return (fd, Int(UInt16(bigEndian: boundPort)))
     }
@@ -387,12 +394,16 @@ final class ListenerInstance: @unchecked Sendable {
         // instead of a reset.
         _ = evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE)
         let context = Unmanaged.passUnretained(self).toOpaque()
-        evhttp_set_bevcb(http, { base, context in
-            Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().newConnection(base: base!)
-        }, context)
-        evhttp_set_gencb(http, { request, context in
-            Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().handle(request!)
-        }, context)
+        evhttp_set_bevcb(
+            http,
+            { base, context in
+                Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().newConnection(base: base!)
+            }, context)
+        evhttp_set_gencb(
+            http,
+            { request, context in
+                Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().handle(request!)
+            }, context)
         guard let bound = evhttp_accept_socket_with_handle(http, fd) else {
             close(fd)
             throw HTTPError(.bindFailed, "evhttp could not accept on its socket")
@@ -490,7 +501,9 @@ final class ListenerInstance: @unchecked Sendable {
             }
         case .methodNotAllowed(let allowed):
             var response = ErrorMapping.response(
-                for: HTTPError(.methodNotAllowed, "\(parsed.method) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))"),
+                for: HTTPError(
+                    .methodNotAllowed,
+                    "\(parsed.method) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))"),
                 requestID: parsed.requestID, logger: server.logger)
             response.headers.set("Allow", allowed.map(\.rawValue).joined(separator: ", "))
             inFlight.complete(response)
@@ -525,9 +538,11 @@ final class Connection {
     func opened(bev: OpaquePointer, base: OpaquePointer, admitted: Bool) {
         self.bev = bev
         self.admitted = admitted
-        timer = event_new(base, -1, 0, { _, _, context in
-            Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().timerFired()
-        }, Unmanaged.passUnretained(self).toOpaque())
+        timer = event_new(
+            base, -1, 0,
+            { _, _, context in
+                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().timerFired()
+            }, Unmanaged.passUnretained(self).toOpaque())
         if admitted {
             instance.connections[ObjectIdentifier(self)] = self
             arm(instance.headerTimeout)

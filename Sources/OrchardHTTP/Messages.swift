@@ -189,11 +189,14 @@ enum JSONErrorText {
         case is Double.Type, is Float.Type, is Decimal.Type: "number"
         case is [Any].Type: "array"
         default:
-            String(describing: type).hasPrefix("Array") ? "array" : (String(describing: type).hasPrefix("Dictionary") ? "object" : "object")
+            String(describing: type).hasPrefix("Array")
+                ? "array" : (String(describing: type).hasPrefix("Dictionary") ? "object" : "object")
         }
     }
 
-    static func article(_ name: String) -> String { (name.first.map { "aeiou".contains($0) } ?? false ? "an " : "a ") + name }
+    static func article(_ name: String) -> String {
+        (name.first.map { "aeiou".contains($0) } ?? false ? "an " : "a ") + name
+    }
 }
 
 /// A handler's answer.
@@ -226,7 +229,8 @@ public struct HTTPResponse: Sendable {
         do {
             return try JSONCoding.decoder.decode(T.self, from: body)
         } catch let error as DecodingError {
-            throw HTTPError(.invalidJSON, JSONErrorText.describe(error).replacingOccurrences(of: "request", with: "response"))
+            throw HTTPError(
+                .invalidJSON, JSONErrorText.describe(error).replacingOccurrences(of: "request", with: "response"))
         } catch {
             throw HTTPError(.invalidJSON, "the response body is not valid JSON")
         }

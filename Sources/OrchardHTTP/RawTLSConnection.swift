@@ -1,6 +1,6 @@
+internal import CHTTPShims
 internal import COpenSSL
 import Foundation
-internal import CHTTPShims
 import OrchardCrypto
 
 /// A blocking TLS client socket that sends exactly the bytes it is given: for tests that must
@@ -71,7 +71,9 @@ package final class RawTLSConnection: @unchecked Sendable {  // used by one thre
         self.ssl = ssl
         SSL_set_fd(ssl, fd)
         _ = "localhost".withCString { name in  // OpenSSL copies the name
-            SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: name))
+            SSL_ctrl(
+                ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name),
+                UnsafeMutableRawPointer(mutating: name))
         }
         guard SSL_connect(ssl) == 1 else {
             let error = TLSErrors.make(.connectionFailed, "the TLS handshake failed")
@@ -145,7 +147,8 @@ package final class RawTLSConnection: @unchecked Sendable {  // used by one thre
 
     private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
         guard haystack.count >= needle.count else { return nil }
-        for start in 0...(haystack.count - needle.count) where haystack[start..<(start + needle.count)].elementsEqual(needle) {
+        for start in 0...(haystack.count - needle.count)
+        where haystack[start..<(start + needle.count)].elementsEqual(needle) {
             return start
         }
         return nil

@@ -1,5 +1,5 @@
-internal import COpenSSL
 internal import CHTTPShims
+internal import COpenSSL
 import Foundation
 import OrchardCrypto
 
@@ -35,7 +35,8 @@ public struct TLSServerConfiguration: Sendable {
     public var minimumVersion: TLSVersion
 
     public init(
-        certificateChainPEM: String, privateKeyPEM: SecureBytes, clientCertificatePolicy: ClientCertificatePolicy = .none,
+        certificateChainPEM: String, privateKeyPEM: SecureBytes,
+        clientCertificatePolicy: ClientCertificatePolicy = .none,
         trustedClientRootsPEM: String? = nil, minimumVersion: TLSVersion = .tls12
     ) {
         self.certificateChainPEM = certificateChainPEM

@@ -71,7 +71,9 @@ extension LogValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Exp
     ExpressibleByStringInterpolation
 {
     public init(stringLiteral value: String) { self = .string(value) }
-    public init(stringInterpolation: DefaultStringInterpolation) { self = .string(String(stringInterpolation: stringInterpolation)) }
+    public init(stringInterpolation: DefaultStringInterpolation) {
+        self = .string(String(stringInterpolation: stringInterpolation))
+    }
     public init(integerLiteral value: Int) { self = .integer(value) }
     public init(floatLiteral value: Double) { self = .double(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
@@ -86,7 +88,9 @@ extension LogValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Exp
 public struct LogMessage: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible {
     public let text: String
     public init(stringLiteral value: String) { text = value }
-    public init(stringInterpolation: DefaultStringInterpolation) { text = String(stringInterpolation: stringInterpolation) }
+    public init(stringInterpolation: DefaultStringInterpolation) {
+        text = String(stringInterpolation: stringInterpolation)
+    }
     public init(_ text: String) { self.text = text }
     public var description: String { text }
 }

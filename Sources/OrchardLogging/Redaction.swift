@@ -163,10 +163,10 @@ extension Redacted: Encodable where Value: Encodable {
 /// typed redaction above.
 ///
 /// A card number here is a run of 12 to 19 digits, optionally in groups separated by single spaces or
-/// dashes, that passes the Luhn check and is not part of a longer run of digits (letters around it do not matter). It is
-/// rewritten to its first six and last four digits, separators kept. Numbers that fail the Luhn check
-/// are left alone, so dates, amounts and most identifiers are untouched; about one in ten long numeric
-/// identifiers passes by chance and is masked too, which errs on the safe side.
+/// dashes, that passes the Luhn check and is not part of a longer run of digits (letters around it do
+/// not matter). It is rewritten to its first six and last four digits, separators kept. Numbers that
+/// fail the Luhn check are left alone, so dates, amounts and most identifiers are untouched; about one
+/// in ten long numeric identifiers passes by chance and is masked too, which errs on the safe side.
 public enum CardNumberScrubber {
     /// `text` with every card-number-like run masked; `text` itself when there is none.
     public static func scrub(_ text: String) -> String {

@@ -55,10 +55,14 @@ final class ResettingServer: @unchecked Sendable {
                 data += buffer[0..<n]
                 let text = String(decoding: data, as: UTF8.self)
                 if let end = text.range(of: "\r\n\r\n") {
-                    let length = text.split(separator: "\r\n").compactMap { line -> Int? in
-                        line.lowercased().hasPrefix("content-length:") ? Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) : nil
-                    }.first ?? 0
-                    if text.utf8.count - text.utf8.distance(from: text.utf8.startIndex, to: end.upperBound) >= length { break }
+                    let length =
+                        text.split(separator: "\r\n").compactMap { line -> Int? in
+                            line.lowercased().hasPrefix("content-length:")
+                                ? Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) : nil
+                        }.first ?? 0
+                    if text.utf8.count - text.utf8.distance(from: text.utf8.startIndex, to: end.upperBound) >= length {
+                        break
+                    }
                 }
             }
             let line = String(decoding: data, as: UTF8.self).split(separator: "\r\n").first.map(String.init) ?? ""
@@ -122,7 +126,9 @@ struct ClientTests {
     @Test func givesUpAfterMaxAttempts() async throws {
         let server = try ResettingServer(resets: 10)
         defer { server.stop() }
-        await #expect(throws: HTTPError.self) { _ = try await client(attempts: 3).get("http://127.0.0.1:\(server.port)/") }
+        await #expect(throws: HTTPError.self) {
+            _ = try await client(attempts: 3).get("http://127.0.0.1:\(server.port)/")
+        }
         #expect(server.requests.count == 3)
     }
 
@@ -188,7 +194,8 @@ struct ClientTests {
         var router = Router()
         for method in [HTTPMethod.put, .patch, .delete, .post] {
             router.add(method, "/echo") { request in
-                .text("\(request.method) \(String(decoding: request.body, as: UTF8.self)) \(request.headers["X-Test"] ?? "")")
+                let body = String(decoding: request.body, as: UTF8.self)
+                return .text("\(request.method) \(body) \(request.headers["X-Test"] ?? "")")
             }
         }
         router.get("/echo") { request in .text("GET \(request.query ?? "")") }
@@ -196,7 +203,8 @@ struct ClientTests {
             let client = try PKI.client()
             for method in [HTTPMethod.put, .patch, .delete, .post] {
                 let response = try await client.send(
-                    HTTPClientRequest(method: method, url: url(server, "/echo"), headers: ["X-Test": "1"], body: Data("b".utf8)))
+                    HTTPClientRequest(
+                        method: method, url: url(server, "/echo"), headers: ["X-Test": "1"], body: Data("b".utf8)))
                 #expect(response.text == "\(method) b 1")
             }
             #expect(try await client.get(url(server, "/echo?x=1")).text == "GET x=1")
@@ -229,7 +237,8 @@ struct ClientTests {
             _ = try HTTPClient(configuration: HTTPClientConfiguration(trustedRootsPEM: "no certificate here"))
         }
         #expect(throws: HTTPError(.invalidConfiguration, "")) {
-            _ = try HTTPClient(configuration: HTTPClientConfiguration(clientCertificateChainPEM: try PKI.pem("client.pem")))
+            _ = try HTTPClient(
+                configuration: HTTPClientConfiguration(clientCertificateChainPEM: try PKI.pem("client.pem")))
         }
         #expect(throws: HTTPError(.invalidConfiguration, "")) {
             _ = try HTTPClient(

@@ -59,7 +59,9 @@ struct RoutingTests {
             derRepresentation: [1], subject: "CN=a", issuer: "CN=root", commonName: "a", organization: nil,
             organizationalUnit: nil, serialNumber: "01")
         #expect(throws: Never.self) { try ClientCertificateRequirement.none.verify(nil) }
-        #expect(throws: HTTPError(.clientCertificateRequired, "")) { try ClientCertificateRequirement.required.verify(nil) }
+        #expect(throws: HTTPError(.clientCertificateRequired, "")) {
+            try ClientCertificateRequirement.required.verify(nil)
+        }
         #expect(throws: Never.self) { try ClientCertificateRequirement.required.verify(certificate) }
         let onlyB = ClientCertificateRequirement.required { $0.commonName == "b" }
         #expect(throws: HTTPError(.clientCertificateNotAllowed, "")) { try onlyB.verify(certificate) }
@@ -181,7 +183,11 @@ struct ErrorMappingTests {
         let response = ErrorMapping.response(for: StoreBroken(), requestID: id, logger: Logger(label: "t", sink: sink))
         #expect(response.status == .internalServerError)
         let text = String(decoding: response.body, as: UTF8.self)
-        #expect(text == #"{"error":{"code":"internal_error","message":"internal error (request id \#(id.uuidString.lowercased()))"}}"#)
+        #expect(
+            text
+                == #"{"error":{"code":"internal_error","message":"internal error (request id "#
+                + id.uuidString.lowercased() + #")"}}"#
+        )
         #expect(!text.contains("disk"))
         let line = try #require(sink.lines.first)
         #expect(line.contains(id.uuidString.lowercased()))

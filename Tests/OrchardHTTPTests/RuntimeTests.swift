@@ -66,7 +66,8 @@ struct RuntimeTests {
         #expect(result.errors == 7)
         #expect(result.serverCPUMicrosecondsPerRequest == 50.0)
         #expect(throws: HTTPError.self) {
-            try WrkOutput.parse("wrk: unable to connect", seconds: 1, connections: 1, serverCPUMicroseconds: 0, command: "")
+            try WrkOutput.parse(
+                "wrk: unable to connect", seconds: 1, connections: 1, serverCPUMicroseconds: 0, command: "")
         }
     }
 

@@ -176,7 +176,8 @@ struct ServerTests {
                 try .json(.post, url(server, "/pay"), ["amount": "12"], headers: [:]))
             #expect(good.status == .badRequest)
             let ok = try await client.send(
-                HTTPClientRequest(method: .post, url: url(server, "/pay"), body: Data(#"{"currency":"EUR","amount":5}"#.utf8)))
+                HTTPClientRequest(
+                    method: .post, url: url(server, "/pay"), body: Data(#"{"currency":"EUR","amount":5}"#.utf8)))
             #expect(ok.text == #"{"amount":5,"currency":"EUR"}"#)
         }
     }
@@ -323,7 +324,8 @@ struct ServerTests {
                 for index in 0..<200 {
                     group.addTask {
                         let response = try await client.post(
-                            url(server, "/pay"), json: ["amount": .init(index), "currency": "EUR"] as [String: JSONScalar])
+                            url(server, "/pay"),
+                            json: ["amount": .init(index), "currency": "EUR"] as [String: JSONScalar])
                         return response.status.code
                     }
                 }
@@ -355,7 +357,8 @@ struct ServerTests {
         #expect(throws: HTTPError(.invalidConfiguration, "")) { try make(noKey) }
         #expect(throws: HTTPError(.invalidConfiguration, "")) {
             _ = try HTTPServer(
-                configuration: HTTPServerConfiguration(listeners: [.init(port: 0, tls: good)], threads: 0), router: Router(),
+                configuration: HTTPServerConfiguration(listeners: [.init(port: 0, tls: good)], threads: 0),
+                router: Router(),
                 logger: .disabled)
         }
     }

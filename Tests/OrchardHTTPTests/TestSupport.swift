@@ -12,7 +12,8 @@ enum PKI {
     static func key(_ name: String) throws -> SecureBytes { SecureBytes(try Fixtures.data("pki-test/\(name)")) }
     /// A file holding the fixture `name` (for a child process), in a fresh temporary directory.
     static func file(_ name: String) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-pki-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "orchard-pki-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent(name)
         try Fixtures.data("pki-test/\(name)").write(to: url)
@@ -27,7 +28,8 @@ enum PKI {
 
     /// A client trusting the test root, presenting `identity` ("client" or "other-client") if given.
     static func client(
-        identity: String? = nil, trusting root: String = "root-ca.pem", configure: (inout HTTPClientConfiguration) -> Void = { _ in }
+        identity: String? = nil, trusting root: String = "root-ca.pem",
+        configure: (inout HTTPClientConfiguration) -> Void = { _ in }
     ) throws -> HTTPClient {
         var configuration = HTTPClientConfiguration(trustedRootsPEM: try pem(root))
         if let identity {
@@ -40,7 +42,8 @@ enum PKI {
 
     static func raw(port: Int, identity: String? = nil, timeout: Duration = .seconds(15)) throws -> RawTLSConnection {
         try RawTLSConnection(
-            port: port, trustedRootPEM: try pem("root-ca.pem"), certificatePEM: try identity.map { try pem("\($0).pem") },
+            port: port, trustedRootPEM: try pem("root-ca.pem"),
+            certificatePEM: try identity.map { try pem("\($0).pem") },
             privateKeyPEM: try identity.map { try key("\($0).key") }, timeout: timeout)
     }
 }

@@ -72,7 +72,8 @@ struct LoggerTests {
         let log = logger(sink)
         log.info("charging \(payment)", metadata: ["payment": .describing(payment), "pan": .describing(payment.pan)])
         // Mistakes are caught too: the raw digits in a string, in metadata, and as an integer.
-        log.error("raw 5555555555554444", metadata: ["raw": "5555 5555 5555 4444", "n": .integer(5_555_555_555_554_444)])
+        log.error(
+            "raw 5555555555554444", metadata: ["raw": "5555 5555 5555 4444", "n": .integer(5_555_555_555_554_444)])
         let text = sink.lines.joined(separator: "\n")
         #expect(!text.contains("5555555555554444"))
         #expect(!text.contains("5555 5555 5555 4444"))

@@ -70,7 +70,10 @@ struct RedactionTests {
         #expect(back.cvv.unredactedValue == "123")
     }
 
-    @Test(arguments: ["", "41111111111", "41111111111111111111", "4111 1111 1111 1111", "411111111111111a", "٤١١١١١١١١١١١١١١١"])
+    @Test(arguments: [
+        "", "41111111111", "41111111111111111111", "4111 1111 1111 1111", "411111111111111a",
+        "٤١١١١١١١١١١١١١١١",
+    ])
     func invalidCardNumbersAreRejectedWithoutEchoingThem(text: String) {
         do {
             _ = try PrimaryAccountNumber(text)

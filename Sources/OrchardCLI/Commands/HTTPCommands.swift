@@ -36,7 +36,8 @@ enum HTTPCommands {
             .single("header-timeout", "SECONDS", help: "Time a client has to send a complete request (default 10)."),
             .single("max-body", "BYTES", help: "Largest request body (default 1048576)."),
             .single("max-connections", "N", help: "Open connections allowed (default 4096)."),
-            .single("log-level", "LEVEL", help: "trace, debug, info, notice, warning, error or critical (default info)."),
+            .single(
+                "log-level", "LEVEL", help: "trace, debug, info, notice, warning, error or critical (default info)."),
         ]
     ) { arguments, context in
         let level = try logLevel(arguments, context)
