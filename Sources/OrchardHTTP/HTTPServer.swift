@@ -525,7 +525,9 @@ final class Connection {
     private var admitted = false
     private(set) var closed = false
     private var activeRequests = 0
-    private var servedRequests = 0
+    /// Whether a request is being received: from accept (handshake included) until the first reply,
+    /// and on a kept-alive connection from the first timer tick that sees new bytes.
+    private var receiving = true
     private var readMark: UInt = 0
     private var certificate: ClientCertificate??
     private var peer: String?
@@ -597,7 +599,7 @@ final class Connection {
 
     func requestFinished() {
         activeRequests -= 1
-        servedRequests += 1
+        receiving = false
         guard !closed else { return }
         readMark = bytesRead
         if activeRequests == 0 { arm(instance.headerTimeout) }
@@ -623,8 +625,10 @@ final class Connection {
             return
         }
         guard activeRequests == 0 else { return }
-        if servedRequests > 0, bytesRead == readMark {
-            // An idle kept-alive connection: the idle timeout governs it. Look again later.
+        if !receiving {
+            // Kept alive after a reply. Silent so far: the idle timeout governs it. If bytes arrived
+            // since, a request has started: it gets a full header timeout from this tick.
+            if bytesRead != readMark { receiving = true }
             arm(instance.headerTimeout)
             return
         }

@@ -223,6 +223,46 @@ struct ServerTests {
         }
     }
 
+    @Test func headersOverTheLimitAreRefused() async throws {
+        var limits = HTTPServerConfiguration.Limits()
+        limits.maxHeaderBytes = 4096
+        try await withServer(limits: limits, router: Self.routes()) { server in
+            let client = try PKI.client(configure: { $0.maxAttempts = 1 })
+            let small = try await client.get(
+                url(server, "/health"), headers: ["X-Pad": String(repeating: "a", count: 1000)])
+            #expect(small.status == .ok)
+            do {
+                let large = try await client.get(
+                    url(server, "/health"), headers: ["X-Pad": String(repeating: "a", count: 8000)])
+                #expect(large.status.code >= 400 && large.status.code < 500)
+            } catch {
+                // Closing the connection is an acceptable refusal too; answering 200 is not.
+            }
+            #expect(try await client.get(url(server, "/health")).status == .ok)
+        }
+    }
+
+    @Test func anIdleConnectionIsClosedAfterTheIdleTimeout() async throws {
+        var limits = HTTPServerConfiguration.Limits()
+        limits.idleTimeout = .milliseconds(300)
+        limits.headerTimeout = .milliseconds(200)
+        try await withServer(limits: limits, router: Self.routes()) { server in
+            let port = server.port
+            let outcome: String = try await blocking {
+                let connection = try PKI.raw(port: port)
+                try connection.write(Array("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+                _ = try connection.readResponse()
+                do {
+                    return try connection.read().isEmpty ? "closed" : "unexpected data"
+                } catch {
+                    return "still open after 15 s"
+                }
+            }
+            #expect(outcome == "closed")
+            #expect(await eventually { server.connectionCount == 0 })
+        }
+    }
+
     @Test func theConnectionBeyondTheLimitIsRefused() async throws {
         var limits = HTTPServerConfiguration.Limits()
         limits.maxConnections = 2
