@@ -85,23 +85,34 @@ public final class ShutdownSignals: @unchecked Sendable {
     }
 }
 
+/// Something ``ServiceRunner`` stops on SIGTERM or SIGINT: an ``HTTPServer``, or any long-running
+/// component of a party (a background job, a queue consumer).
+public protocol ManagedService: AnyObject, Sendable {
+    /// Stops gracefully, within the service's own deadline; returns once stopped.
+    func shutdown() async
+    /// Cuts a graceful shutdown short (called on a second signal).
+    func forceShutdown()
+}
+
+extension HTTPServer: ManagedService {}
+
 /// Runs services until SIGTERM or SIGINT, then shuts them down gracefully.
 public enum ServiceRunner {
-    /// Waits for SIGTERM or SIGINT, then shuts every server down (stop accepting, finish in-flight
-    /// requests within each server's deadline). A second signal during the drain abandons what is left.
-    /// Returns when all servers stopped (or at once if the calling task is cancelled before a signal);
-    /// the caller then exits 0.
-    public static func runUntilSignalled(_ servers: [HTTPServer], logger: Logger) async {
+    /// Waits for SIGTERM or SIGINT, then shuts every service down concurrently (a server stops
+    /// accepting and finishes in-flight requests within its deadline). A second signal during the
+    /// drain abandons what is left. Returns when all services stopped (or at once if the calling task
+    /// is cancelled before a signal); the caller then exits 0.
+    public static func runUntilSignalled(_ services: [any ManagedService], logger: Logger) async {
         let signals = ShutdownSignals.shared
         guard let first = await signals.next() else { return }
         logger.notice("received \(signalName(first)); shutting down gracefully")
         let force = Task {
             guard let second = await signals.next() else { return }
             logger.warning("received \(signalName(second)) again; abandoning in-flight requests")
-            for server in servers { server.forceShutdown() }
+            for service in services { service.forceShutdown() }
         }
         await withTaskGroup(of: Void.self) { group in
-            for server in servers { group.addTask { await server.shutdown() } }
+            for service in services { group.addTask { await service.shutdown() } }
         }
         force.cancel()
     }
