@@ -376,6 +376,30 @@ struct ServerTests {
         }
     }
 
+    /// The threading model: blocking work runs on the blocking pool, so the loop (here the only one)
+    /// keeps serving while handlers wait there.
+    @Test func handlersWaitingOnBlockingWorkDoNotStallTheLoop() async throws {
+        let gate = DispatchSemaphore(value: 0)
+        let pool = BlockingThreadPool(threads: 4, name: "test-gate")
+        defer { pool.shutdown() }
+        var router = Self.routes()
+        router.get("/blocked") { _ in
+            let opened = await pool.run { gate.wait(timeout: .now() + 30) == .success }
+            return .text(opened ? "released" : "timed out")
+        }
+        try await withServer(threads: 1, router: router) { server in
+            let client = try PKI.client()
+            let blocked = (0..<4).map { _ in Task { try await client.get(url(server, "/blocked")) } }
+            try await Task.sleep(for: .milliseconds(100))
+            let health = try await withTimeout(.seconds(20), "/health while four handlers block") {
+                try await client.get(url(server, "/health"))
+            }
+            #expect(health.status == .ok)
+            for _ in 0..<4 { gate.signal() }
+            for task in blocked { #expect(try await task.value.text == "released") }
+        }
+    }
+
     @Test func badConfigurationsFailAtInit() throws {
         let good = try PKI.serverTLS(policy: .none)
         func make(_ tls: TLSServerConfiguration) throws(HTTPError) {
