@@ -257,8 +257,6 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    var isDraining: Bool { lock.withLock { state == .draining } }
-
     /// Counts a new connection; false when it is one too many.
     func admitConnection() -> Bool {
         let count = openConnections.wrappingAdd(1, ordering: .relaxed).newValue

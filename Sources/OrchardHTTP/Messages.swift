@@ -187,10 +187,9 @@ enum JSONErrorText {
         case is Bool.Type: "boolean"
         case is Int.Type, is Int64.Type, is Int32.Type, is UInt.Type, is UInt64.Type: "integer"
         case is Double.Type, is Float.Type, is Decimal.Type: "number"
-        case is [Any].Type: "array"
         default:
-            String(describing: type).hasPrefix("Array")
-                ? "array" : (String(describing: type).hasPrefix("Dictionary") ? "object" : "object")
+            // Arrays of any element; everything else a keyed container decodes is an object.
+            String(describing: type).hasPrefix("Array<") ? "array" : "object"
         }
     }
 

@@ -92,6 +92,8 @@ struct RoutingTests {
         ("{\"amount\":\"12\",\"currency\":\"EUR\",\"items\":[]}", "field 'amount' must be an integer"),
         ("{\"amount\":1,\"currency\":\"EUR\",\"items\":[{\"sku\":5}]}", "field 'items[0].sku' must be a string"),
         ("{\"amount\":1,\"currency\":null,\"items\":[]}", "field 'currency' must not be null (expected a string)"),
+        ("{\"amount\":1,\"currency\":\"EUR\",\"items\":{}}", "field 'items' must be an array"),
+        ("{\"amount\":1,\"currency\":\"EUR\",\"items\":[3]}", "field 'items[0]' must be an object"),
     ])
     func malformedJSONGetsAClearMessage(body: String, message: String) {
         do {
