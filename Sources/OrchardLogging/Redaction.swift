@@ -164,9 +164,11 @@ extension Redacted: Encodable where Value: Encodable {
 ///
 /// A card number here is a run of 12 to 19 digits, optionally in groups separated by single spaces or
 /// dashes, that passes the Luhn check and is not part of a longer run of digits (letters around it do
-/// not matter). It is rewritten to its first six and last four digits, separators kept. Numbers that
-/// fail the Luhn check are left alone, so dates, amounts and most identifiers are untouched; about one
-/// in ten long numeric identifiers passes by chance and is masked too, which errs on the safe side.
+/// not matter for an unbroken run; a grouped run glued to letters is taken for another kind of token).
+/// It is rewritten to its first six and last four digits, separators kept. UUIDs are skipped, and
+/// numbers that fail the Luhn check are left alone, so dates, amounts and most identifiers are
+/// untouched; about one in ten long numeric identifiers passes by chance and is masked too, which errs
+/// on the safe side.
 public enum CardNumberScrubber {
     /// `text` with every card-number-like run masked; `text` itself when there is none.
     public static func scrub(_ text: String) -> String {
@@ -180,6 +182,12 @@ public enum CardNumberScrubber {
         var changed = false
         var index = 0
         while index < bytes.count {
+            // UUIDs (request ids, everywhere in logs) are never card numbers, even when a run of their
+            // digit-only groups happens to pass the Luhn check.
+            if index == 0 || !isAlphanumeric(bytes[index - 1]), isUUID(bytes, at: index) {
+                index += 36
+                continue
+            }
             guard isDigit(bytes[index]), index == 0 || !isDigit(bytes[index - 1]) else {
                 index += 1
                 continue
@@ -200,7 +208,9 @@ public enum CardNumberScrubber {
                     break
                 }
             }
-            if cursor == bytes.count || !isDigit(bytes[cursor]) {
+            // A grouped run glued to letters is part of some other token (a hex identifier, a version).
+            let glued = (index > 0 && isLetter(bytes[index - 1])) || (cursor < bytes.count && isLetter(bytes[cursor]))
+            if cursor == bytes.count || !isDigit(bytes[cursor]), groups.count == 1 || !glued {
                 changed = maskCardNumbers(in: groups, of: &bytes) || changed
             }
             index = cursor
@@ -233,4 +243,23 @@ public enum CardNumberScrubber {
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+    private static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool { isDigit(byte) || isLetter(byte) }
+    private static func isHex(_ byte: UInt8) -> Bool {
+        isDigit(byte) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x66)
+    }
+
+    /// 8-4-4-4-12 hex digits with dashes, not followed by another letter or digit.
+    private static func isUUID(_ bytes: [UInt8], at start: Int) -> Bool {
+        guard start + 36 <= bytes.count else { return false }
+        for offset in 0..<36 {
+            let byte = bytes[start + offset]
+            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
+                if byte != 0x2D { return false }
+            } else if !isHex(byte) {
+                return false
+            }
+        }
+        return start + 36 == bytes.count || !isAlphanumeric(bytes[start + 36])
+    }
 }

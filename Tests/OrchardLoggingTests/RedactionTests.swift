@@ -114,6 +114,9 @@ struct ScrubberTests {
         "41111111111111110000",  // 20 digits: not a card number
         "2026-11-29T18:04:24.123Z",
         "7d444840-9dc0-11d1-b245-5ffdce74fad2",
+        "request 0cc6a28e-3737-4543-8318-82a76a8c522e failed",  // 3737-4543-8318-82 passes Luhn
+        "12345678-1234-4234-8234-123456789012",
+        "id a3737-4543-8318-82b",
         "amount 123456 EUR, order 42",
         "",
     ])
