@@ -1,5 +1,6 @@
 internal import CCurl
 internal import CHTTPShims
+internal import COpenSSL
 import Foundation
 import OrchardCrypto
 import OrchardLogging
@@ -190,17 +191,9 @@ final class PinnedBytes: @unchecked Sendable {
 
     deinit {
         // Not a secret for every use, but wiping is cheap and the key blob is one.
-        memset_s(buffer.baseAddress!, buffer.count)
+        OPENSSL_cleanse(buffer.baseAddress, buffer.count)
         buffer.deallocate()
     }
-}
-
-/// Zeroes memory in a way the optimizer keeps.
-@inline(never)
-func memset_s(_ pointer: UnsafeMutableRawPointer, _ count: Int) {
-    let bytes = pointer.assumingMemoryBound(to: UInt8.self)
-    for index in 0..<count { bytes[index] = 0 }
-    withExtendedLifetime(pointer) {}
 }
 
 /// The client's thread and everything libcurl owns. Easy and multi handles are used on that thread
