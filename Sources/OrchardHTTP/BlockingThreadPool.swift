@@ -1,3 +1,4 @@
+internal import CHTTPShims
 import Foundation
 
 /// Dedicated threads for work that blocks (fsync'ing SQLite writes, bulk key generation, file I/O),
@@ -14,15 +15,17 @@ public final class BlockingThreadPool: @unchecked Sendable {
     private let name: String
 
     /// Four threads shared by the process.
-    public static let shared = BlockingThreadPool(threads: 4, name: "orchard-blocking")
+    public static let shared = BlockingThreadPool(threads: 4, name: "orch-blocking")
 
-    /// Starts `threads` threads named `name-N`.
+    /// Starts `threads` threads named `name-N` (the name is cut to 15 bytes by the kernel).
     public init(threads: Int, name: String) {
         precondition(threads > 0, "a blocking pool needs at least one thread")
         self.name = name
         for index in 0..<threads {
-            let thread = Thread { [self] in work() }
-            thread.name = "\(name)-\(index)"
+            let thread = Thread { [self] in
+                orchard_name_current_thread("\(name)-\(index)")
+                work()
+            }
             thread.start()
         }
     }
@@ -69,10 +72,10 @@ public final class BlockingThreadPool: @unchecked Sendable {
     static func run(onNewThread name: String, _ body: @escaping @Sendable () -> Void) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread {
+                orchard_name_current_thread(name)
                 body()
                 continuation.resume()
             }
-            thread.name = name
             thread.start()
         }
     }

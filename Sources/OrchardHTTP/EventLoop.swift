@@ -80,10 +80,10 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     func start(name: String, cpu: Int? = nil) {
         lock.withLock { state = .running }
         let thread = Thread { [self] in
+            orchard_name_current_thread(name)
             if let cpu { _ = orchard_pin_current_thread(Int32(cpu)) }
             run()
         }
-        thread.name = name
         thread.start()
         started.wait()
     }

@@ -220,8 +220,10 @@ final class CurlEngine: @unchecked Sendable {
         roots = configuration.trustedRootsPEM.map { PinnedBytes(Array($0.utf8)) }
         certificate = configuration.clientCertificateChainPEM.map { PinnedBytes(Array($0.utf8)) }
         key = configuration.clientPrivateKeyPEM.map { secret in secret.withUnsafeBytes { PinnedBytes($0) } }
-        let thread = Thread { [self] in run() }
-        thread.name = "orchard-http-client"
+        let thread = Thread { [self] in
+            orchard_name_current_thread("orchard-curl")
+            run()
+        }
         thread.start()
     }
 

@@ -34,6 +34,7 @@ public final class ShutdownSignals: @unchecked Sendable {
             return
         }
         let thread = Thread { [self] in
+            orchard_name_current_thread("orchard-signals")
             var byte: UInt8 = 0
             while true {
                 let n = read(fd, &byte, 1)
@@ -46,7 +47,6 @@ public final class ShutdownSignals: @unchecked Sendable {
                 }
             }
         }
-        thread.name = "orchard-signals"
         thread.start()
     }
 
