@@ -6,6 +6,7 @@ public enum CommandRegistry {
         DemoCommand.command,
         TokenCommands.command,
         EMVCommands.command,
+        HTTPCommands.command,
     ]
 
     public static let root = Command(
