@@ -19,6 +19,9 @@ let package = Package(
         .library(name: "MerchantKit", targets: ["MerchantKit"]),
         .library(name: "OrchardStore", targets: ["OrchardStore"]),
         .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
+        .library(name: "SecureElement", targets: ["SecureElement"]),
+        .library(name: "Wallet", targets: ["Wallet"]),
+        .library(name: "Device", targets: ["Device"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -60,6 +63,24 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
+        // and the wiring of both to the device's SQLite file and storage key.
+        .target(name: "SecureElement", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(
+            name: "Device",
+            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
+        // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
+        // cryptograms.
+        .executableTarget(
+            name: "orchard-device-crasher",
+            dependencies: ["Device", "SecureElement", "OrchardCrypto"],
+            path: "Sources/DeviceCrasher",
+            swiftSettings: strict
+        ),
+
         // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
         .target(
             name: "OrchardFixtures",
@@ -89,6 +110,20 @@ let package = Package(
         .testTarget(
             name: "OrchardRuntimeTests",
             dependencies: ["OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SecureElementTests",
+            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
+        .testTarget(
+            name: "DeviceTests",
+            dependencies: [
+                "Device", "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardCrypto",
+                "orchard-device-crasher",
+            ],
             swiftSettings: strict
         ),
     ]
