@@ -233,7 +233,9 @@ public actor SecureElement {
         var next = identity
         if statement.generation < identity.highestGeneration {
             throw SecureElementError(
-                .rollbackDetected, "the Secure Enclave's state is older than one already seen (restored snapshot?)")
+                .rollbackDetected,
+                "the statement reflects a Secure Enclave state older than one already seen (superseded, or a restored"
+                    + " snapshot)")
         }
         next.highestGeneration = statement.generation
         return (statement, next)
