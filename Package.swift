@@ -76,7 +76,7 @@ let package = Package(
         // cryptograms.
         .executableTarget(
             name: "orchard-device-crasher",
-            dependencies: ["Device", "SecureElement", "OrchardCrypto"],
+            dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto"],
             path: "Sources/DeviceCrasher",
             swiftSettings: strict
         ),
@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "DeviceTests",
             dependencies: [
-                "Device", "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardCrypto",
+                "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardCrypto",
                 "orchard-device-crasher",
             ],
             swiftSettings: strict
