@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
-            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardCrypto"],
+            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
             swiftSettings: strict
         ),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
@@ -121,8 +121,8 @@ let package = Package(
         .testTarget(
             name: "DeviceTests",
             dependencies: [
-                "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardCrypto",
-                "orchard-device-crasher",
+                "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
+                "OrchardCrypto", "orchard-device-crasher",
             ],
             swiftSettings: strict
         ),

@@ -1,6 +1,7 @@
 public import Foundation
 public import OrchardCrypto
 public import OrchardRuntime
+public import OrchardX509
 public import SecureElement
 public import Wallet
 
@@ -60,6 +61,11 @@ public final class Device: Sendable {
         directory(of: name, in: deployment) + "/storage.key"
     }
 
+    /// `DIR/devices/<name>/device.pem`: the device certificate (public).
+    public static func certificatePath(of name: String, in deployment: DeploymentDirectory) -> String {
+        directory(of: name, in: deployment) + "/device.pem"
+    }
+
     /// `DIR/device-<name>.sqlite`.
     public static func databasePath(of name: String, in deployment: DeploymentDirectory) throws(DeviceError) -> String {
         do {
@@ -80,10 +86,10 @@ public final class Device: Sendable {
 
     // MARK: Factory
 
-    /// The factory: makes the Secure Element's and Secure Enclave's key pairs and pairs them, writes the
-    /// storage key (0600) and the device's store. Refuses a name already used in the deployment.
-    ///
-    /// (The device certificate from the deployment's device CA is added once certificates are available.)
+    /// The factory: makes the Secure Element's and Secure Enclave's key pairs and pairs them, issues the
+    /// device certificate for the Secure Element's key from the deployment's device CA (made self-signed if
+    /// the deployment has none), and writes the storage key (0600) and the device's store. Refuses a name
+    /// already used in the deployment.
     public static func create(
         in deployment: DeploymentDirectory, name: String, profile: DeviceProfile, clock: any DeviceClock = SystemClock(),
         random: any RandomSource = SystemRandom()
@@ -101,6 +107,7 @@ public final class Device: Sendable {
         } catch {
             throw DeviceError(.storageFailure, "cannot create the device's directory: \(error.message)")
         }
+        let authority = try DeviceCertificateAuthority.loadOrCreate(in: deployment, clock: clock, random: random)
         let storageKey = SecureBytes(randomCount: 32, using: random)
         let database: DeviceDatabase
         do {
@@ -125,15 +132,18 @@ public final class Device: Sendable {
                     .blob(keys.enclave.x963Representation),
                 ])
         }
+        let certificate = try authority.issueDeviceCertificate(
+            name: name, profile: profile, elementKey: keys.element, clock: clock, random: random)
         // The key is written last: a device without it is incomplete and refused by `open`.
         do {
+            try SecureFile.write(Array(certificate.pemRepresentation.utf8), to: certificatePath(of: name, in: deployment), mode: 0o644)
             try SecureFile.writeSecret(storageKey, to: keyPath)
         } catch {
-            throw DeviceError(.storageFailure, "cannot write the storage key: \(error.message)")
+            throw DeviceError(.storageFailure, "cannot write the device's files: \(error.message)")
         }
         return DeviceIdentity(
             name: name, profile: profile, createdAt: createdAt, elementPublicKey: keys.element,
-            enclavePublicKey: keys.enclave)
+            enclavePublicKey: keys.enclave, certificate: certificate)
     }
 
     /// Reads a device's public identity from its store without its storage key.
@@ -148,10 +158,12 @@ public final class Device: Sendable {
         } catch {
             throw DeviceError(.storageFailure, "cannot open \(path): \(error.message)")
         }
-        return try loadIdentity(database, name: name)
+        return try loadIdentity(database, name: name, certificatePath: certificatePath(of: name, in: deployment))
     }
 
-    private static func loadIdentity(_ database: DeviceDatabase, name: String) throws -> DeviceIdentity {
+    private static func loadIdentity(_ database: DeviceDatabase, name: String, certificatePath: String) throws
+        -> DeviceIdentity
+    {
         let row = try database.read { db in
             try db.queryFirst(
                 """
@@ -166,10 +178,15 @@ public final class Device: Sendable {
         }
         guard let row, row.0 == name, let kind = DeviceKind(rawValue: row.1), let biometry = Biometry(rawValue: row.2)
         else { throw DeviceError(.notFound, "the store of device \(name) holds no device record") }
+        let elementKey = try P256.KeyAgreement.PublicKey(x963Representation: row.5)
+        let certificate = try Certificate(pemEncoded: String(decoding: try SecureFile.read(certificatePath), as: UTF8.self))
+        guard try certificate.secureElementKey == elementKey else {
+            throw DeviceError(.storageFailure, "the device certificate of \(name) does not certify its Secure Element key")
+        }
         return DeviceIdentity(
             name: name, profile: try DeviceProfile(kind: kind, biometry: biometry, account: row.3), createdAt: row.4,
-            elementPublicKey: try P256.KeyAgreement.PublicKey(x963Representation: row.5),
-            enclavePublicKey: try P256.Signing.PublicKey(x963Representation: row.6))
+            elementPublicKey: elementKey, enclavePublicKey: try P256.Signing.PublicKey(x963Representation: row.6),
+            certificate: certificate)
     }
 
     // MARK: Start-up
@@ -200,7 +217,7 @@ public final class Device: Sendable {
         } catch {
             throw DeviceError(.storageFailure, "cannot open \(path): \(error.message)")
         }
-        let identity = try loadIdentity(database, name: name)
+        let identity = try loadIdentity(database, name: name, certificatePath: certificatePath(of: name, in: deployment))
         let element = try SecureElement(
             storage: SealedRecordTable(database: database, owner: "secure-element"), storageKey: storageKey,
             clock: clock, random: random)
@@ -433,4 +450,6 @@ public struct DeviceIdentity: Sendable, Equatable {
     public let elementPublicKey: P256.KeyAgreement.PublicKey
     /// The Secure Enclave's pairing key.
     public let enclavePublicKey: P256.Signing.PublicKey
+    /// The device certificate: the Secure Element's key, certified by the deployment's device CA.
+    public let certificate: Certificate
 }

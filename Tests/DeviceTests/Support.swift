@@ -36,7 +36,9 @@ enum TestCards {
             tokenReference: "tok_\(dpan.suffix(8))", dpan: dpan, panSequenceNumber: 0, expiry: "3011",
             network: network, proximityMasterKey: try masterKey(dpan), remoteMasterKey: remoteKey)
         return try data.encoded().withUnsafeBytes { bytes in
-            try SealedEnvelope.seal(bytes, to: identity.elementPublicKey, purpose: SecureElement.personalisationPurpose)
+            // As a token service does: the recipient key comes from the device certificate.
+            try SealedEnvelope.seal(
+                bytes, to: try identity.certificate.secureElementKey, purpose: SecureElement.personalisationPurpose)
         }
     }
 
