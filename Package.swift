@@ -46,7 +46,10 @@ let package = Package(
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
-            dependencies: ["OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit"],
+            dependencies: [
+                "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardRuntime", "SecureElement",
+                "Wallet", "Device",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),

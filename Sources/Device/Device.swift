@@ -1,4 +1,5 @@
 public import Foundation
+import OrchardStore
 public import OrchardCrypto
 public import OrchardRuntime
 public import OrchardX509
@@ -159,6 +160,19 @@ public final class Device: Sendable {
             throw DeviceError(.storageFailure, "cannot open \(path): \(error.message)")
         }
         return try loadIdentity(database, name: name, certificatePath: certificatePath(of: name, in: deployment))
+    }
+
+    /// The wallet's cards of a device, read from its store without the storage key (display data only).
+    public static func walletCards(of name: String, in deployment: DeploymentDirectory) throws -> [WalletCard] {
+        let path = try databasePath(of: name, in: deployment)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw DeviceError(.notFound, "no device named \(name) in \(deployment.path)")
+        }
+        do {
+            return try WalletTables.cards(try DeviceDatabase(path: path))
+        } catch let error as StoreError {
+            throw DeviceError(.storageFailure, "cannot read \(path): \(error.message)")
+        }
     }
 
     private static func loadIdentity(_ database: DeviceDatabase, name: String, certificatePath: String) throws

@@ -119,7 +119,10 @@ struct WalletTables: WalletStorage {
     let database: DeviceDatabase
     let sealer: RecordSealer
 
-    func loadCards() throws -> [WalletCard] {
+    func loadCards() throws -> [WalletCard] { try Self.cards(database) }
+
+    /// The wallet's cards (display data, readable without the storage key).
+    static func cards(_ database: DeviceDatabase) throws -> [WalletCard] {
         try database.read { db in
             try db.query(
                 """

@@ -5,6 +5,7 @@ public enum CommandRegistry {
     public static let groups: [Command] = [
         DemoCommand.command,
         TokenCommands.command,
+        DeviceCommands.command,
     ]
 
     public static let root = Command(
