@@ -1,7 +1,7 @@
 public import Foundation
-import OrchardStore
 public import OrchardCrypto
 public import OrchardRuntime
+import OrchardStore
 public import OrchardX509
 public import SecureElement
 public import Wallet
@@ -92,7 +92,8 @@ public final class Device: Sendable {
     /// the deployment has none), and writes the storage key (0600) and the device's store. Refuses a name
     /// already used in the deployment.
     public static func create(
-        in deployment: DeploymentDirectory, name: String, profile: DeviceProfile, clock: any DeviceClock = SystemClock(),
+        in deployment: DeploymentDirectory, name: String, profile: DeviceProfile,
+        clock: any DeviceClock = SystemClock(),
         random: any RandomSource = SystemRandom()
     ) throws -> DeviceIdentity {
         let databasePath = try databasePath(of: name, in: deployment)
@@ -124,7 +125,8 @@ public final class Device: Sendable {
         try database.write { db in
             try db.execute(
                 """
-                INSERT INTO device (id, name, kind, biometry, account, created_at, element_public_key, enclave_public_key)
+                INSERT INTO device
+                    (id, name, kind, biometry, account, created_at, element_public_key, enclave_public_key)
                 VALUES (1, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
@@ -137,7 +139,8 @@ public final class Device: Sendable {
             name: name, profile: profile, elementKey: keys.element, clock: clock, random: random)
         // The key is written last: a device without it is incomplete and refused by `open`.
         do {
-            try SecureFile.write(Array(certificate.pemRepresentation.utf8), to: certificatePath(of: name, in: deployment), mode: 0o644)
+            try SecureFile.write(
+                Array(certificate.pemRepresentation.utf8), to: certificatePath(of: name, in: deployment), mode: 0o644)
             try SecureFile.writeSecret(storageKey, to: keyPath)
         } catch {
             throw DeviceError(.storageFailure, "cannot write the device's files: \(error.message)")
@@ -175,7 +178,9 @@ public final class Device: Sendable {
         }
     }
 
-    private static func loadIdentity(_ database: DeviceDatabase, name: String, certificatePath: String) throws
+    private static func loadIdentity(
+        _ database: DeviceDatabase, name: String, certificatePath: String
+    ) throws
         -> DeviceIdentity
     {
         let row = try database.read { db in
@@ -193,9 +198,11 @@ public final class Device: Sendable {
         guard let row, row.0 == name, let kind = DeviceKind(rawValue: row.1), let biometry = Biometry(rawValue: row.2)
         else { throw DeviceError(.notFound, "the store of device \(name) holds no device record") }
         let elementKey = try P256.KeyAgreement.PublicKey(x963Representation: row.5)
-        let certificate = try Certificate(pemEncoded: String(decoding: try SecureFile.read(certificatePath), as: UTF8.self))
+        let certificate = try Certificate(
+            pemEncoded: String(decoding: try SecureFile.read(certificatePath), as: UTF8.self))
         guard try certificate.secureElementKey == elementKey else {
-            throw DeviceError(.storageFailure, "the device certificate of \(name) does not certify its Secure Element key")
+            throw DeviceError(
+                .storageFailure, "the device certificate of \(name) does not certify its Secure Element key")
         }
         return DeviceIdentity(
             name: name, profile: try DeviceProfile(kind: kind, biometry: biometry, account: row.3), createdAt: row.4,
@@ -220,7 +227,7 @@ public final class Device: Sendable {
         let storageKey: SymmetricKey
         do {
             storageKey = SymmetricKey(try SecureFile.readSecret(keyPath))
-        } catch where error.code == .insecurePermissions {
+        } catch  where error.code == .insecurePermissions {
             throw DeviceError(.insecurePermissions, error.message)
         } catch {
             throw DeviceError(.storageFailure, "cannot read the storage key: \(error.message)")
@@ -231,7 +238,8 @@ public final class Device: Sendable {
         } catch {
             throw DeviceError(.storageFailure, "cannot open \(path): \(error.message)")
         }
-        let identity = try loadIdentity(database, name: name, certificatePath: certificatePath(of: name, in: deployment))
+        let identity = try loadIdentity(
+            database, name: name, certificatePath: certificatePath(of: name, in: deployment))
         let element = try SecureElement(
             storage: SealedRecordTable(database: database, owner: "secure-element"), storageKey: storageKey,
             clock: clock, random: random)
@@ -272,7 +280,7 @@ public final class Device: Sendable {
         let terminated: [CardIdentifier]
         do {
             terminated = try await secureElement.synchronize(status)
-        } catch where error.code == .rollbackDetected {
+        } catch  where error.code == .rollbackDetected {
             try await mirrorCardStates()
             throw error
         }
@@ -326,7 +334,7 @@ public final class Device: Sendable {
         _ = try await wallet.card(id: id)
         do {
             try await secureElement.remove(identifier)
-        } catch where error.code == .cardNotFound {
+        } catch  where error.code == .cardNotFound {
             // Already gone from the Secure Element: finish the removal in the wallet.
         }
         try await wallet.remove(id: id)
@@ -363,7 +371,7 @@ public final class Device: Sendable {
         if case .authorized(let statement) = outcome, type == .contactless {
             do {
                 try await secureElement.authorizeContactless(statement)
-            } catch where error.code == .cardTerminated {
+            } catch  where error.code == .cardTerminated {
                 try await mirrorCardStates()
                 throw error
             }

@@ -60,7 +60,8 @@ public struct DeviceCertificateAuthority: Sendable {
 
     /// The device CA of `deployment`, created self-signed when it has none.
     public static func loadOrCreate(
-        in deployment: DeploymentDirectory, clock: any WallClock = SystemClock(), random: any RandomSource = SystemRandom()
+        in deployment: DeploymentDirectory, clock: any WallClock = SystemClock(),
+        random: any RandomSource = SystemRandom()
     ) throws -> DeviceCertificateAuthority {
         if let existing = try load(from: deployment) { return existing }
         return try create(in: deployment, clock: clock, random: random)
@@ -78,7 +79,8 @@ public struct DeviceCertificateAuthority: Sendable {
                 .organization("Orchard device"), .organizationalUnit(profile.kind.rawValue), .userID(profile.account),
                 .commonName(name),
             ]),
-            publicKey: CertificatePublicKey(try P256.Signing.PublicKey(x963Representation: elementKey.x963Representation)),
+            publicKey: CertificatePublicKey(
+                try P256.Signing.PublicKey(x963Representation: elementKey.x963Representation)),
             issuer: .certificate(certificate, key: key), notValidBefore: now.addingTimeInterval(-300),
             notValidAfter: now.addingTimeInterval(Self.deviceCertificateLifetime),
             extensions: [.basicConstraints(isCA: false), .keyUsage([.keyAgreement])], random: random)

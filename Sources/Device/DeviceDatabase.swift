@@ -90,9 +90,12 @@ struct SealedRecordTable: SealedRecordStorage {
 
     func records(kind: String) throws -> [(id: String, sealed: [UInt8])] {
         try database.read { db in
-            try db.query("SELECT id, sealed FROM sealed_records WHERE owner = ? AND kind = ? ORDER BY id", [
-                .text(owner), .text(kind),
-            ]) { row in (id: try row.string(0), sealed: try row.blob(1)) }
+            try db.query(
+                "SELECT id, sealed FROM sealed_records WHERE owner = ? AND kind = ? ORDER BY id",
+                [
+                    .text(owner), .text(kind),
+                ]
+            ) { row in (id: try row.string(0), sealed: try row.blob(1)) }
         }
     }
 
@@ -131,7 +134,8 @@ struct WalletTables: WalletStorage {
                 FROM wallet_cards ORDER BY added_at, id
                 """
             ) { row in
-                guard let type = CardType(rawValue: try row.string(2)), let state = CardState(rawValue: try row.string(6))
+                guard let type = CardType(rawValue: try row.string(2)),
+                    let state = CardState(rawValue: try row.string(6))
                 else { throw DeviceError(.storageFailure, "a wallet card row has an unknown type or state") }
                 return try WalletCard(
                     id: try row.string(0), network: try row.string(1), type: type, suffix: try row.string(3),
@@ -146,7 +150,8 @@ struct WalletTables: WalletStorage {
             try db.execute(
                 """
                 INSERT OR REPLACE INTO wallet_cards
-                    (id, network, type, suffix, device_account_suffix, display_name, state, automatic_selection, added_at)
+                    (id, network, type, suffix, device_account_suffix, display_name, state, automatic_selection,
+                     added_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
@@ -182,7 +187,10 @@ struct WalletTables: WalletStorage {
                     (id, allow_website_queries, double_click_presents_cards, default_card)
                 VALUES (1, ?, ?, ?)
                 """,
-                [.bool(settings.allowWebsiteQueries), .bool(settings.doubleClickPresentsCards), .optional(defaultCardID)])
+                [
+                    .bool(settings.allowWebsiteQueries), .bool(settings.doubleClickPresentsCards),
+                    .optional(defaultCardID),
+                ])
         }
     }
 
@@ -203,7 +211,8 @@ struct WalletTables: WalletStorage {
         let sealed = try sealer.seal(SecureBytes(json), kind: "contacts", id: role.rawValue)
         try database.write { db in
             try db.execute(
-                "INSERT OR REPLACE INTO wallet_contacts (role, sealed) VALUES (?, ?)", [.text(role.rawValue), .blob(sealed)])
+                "INSERT OR REPLACE INTO wallet_contacts (role, sealed) VALUES (?, ?)",
+                [.text(role.rawValue), .blob(sealed)])
         }
     }
 }

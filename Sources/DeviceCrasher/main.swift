@@ -35,7 +35,8 @@ do {
         }
         try await device.fieldOn()
         let outcome = try await kernel.run(
-            TransactionParameters(amount: UInt64(100 + index % 50), date: date), card: SecureElementFieldLink(device.secureElement))
+            TransactionParameters(amount: UInt64(100 + index % 50), date: date),
+            card: SecureElementFieldLink(device.secureElement))
         try await device.fieldOff()
         guard let card = outcome.card else {
             say("FAILED \(outcome)")

@@ -107,7 +107,9 @@ public struct CardIdentifier: Sendable, Hashable, Comparable, Codable, CustomStr
     public var hex: String { encodeHex(bytes) }
     public var description: String { hex }
 
-    public static func < (lhs: CardIdentifier, rhs: CardIdentifier) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
+    public static func < (lhs: CardIdentifier, rhs: CardIdentifier) -> Bool {
+        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+    }
 
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
@@ -203,7 +205,8 @@ public struct EnclaveStatement: Sendable, Hashable {
     public var encoded: [UInt8] {
         var out = Self.magic + [Self.version, kind.rawValue] + pairingID + challenge.bytes
         out += bigEndian(generation, 8)
-        out += [authorizationRandomDigest == nil ? 0 : 1] + (authorizationRandomDigest ?? [UInt8](repeating: 0, count: 32))
+        out +=
+            [authorizationRandomDigest == nil ? 0 : 1] + (authorizationRandomDigest ?? [UInt8](repeating: 0, count: 32))
         out += [method?.rawValue ?? 0, transactionType?.rawValue ?? 0]
         out += [card == nil ? 0 : 1] + (card?.bytes ?? [UInt8](repeating: 0, count: 16))
         out += [amount == nil ? 0 : 1] + bigEndian(UInt64(amount?.minorUnits ?? 0), 8)
@@ -250,7 +253,8 @@ public struct EnclaveStatement: Sendable, Hashable {
         card = try optional(16).map { (bytes) throws(SecureElementError) in try CardIdentifier(bytes: bytes) }
         if let raw = try optional(10) {
             amount = try PaymentAmount(
-                minorUnits: Int64(readBigEndian(Array(raw[0..<8]))), currency: UInt16(readBigEndian(Array(raw[8..<10]))))
+                minorUnits: Int64(readBigEndian(Array(raw[0..<8]))), currency: UInt16(readBigEndian(Array(raw[8..<10])))
+            )
         } else {
             amount = nil
         }

@@ -154,7 +154,9 @@ enum SecretFields {
         }
     }
 
-    static func decode(_ data: SecureBytes, allowed: Set<UInt8>, code: SecureElementError.Code, what: String)
+    static func decode(
+        _ data: SecureBytes, allowed: Set<UInt8>, code: SecureElementError.Code, what: String
+    )
         throws(SecureElementError) -> [UInt8: SecureBytes]
     {
         try data.withUnsafeBytes { (bytes) throws(SecureElementError) -> [UInt8: SecureBytes] in
@@ -166,7 +168,9 @@ enum SecretFields {
                 let length = Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2])
                 offset += 3
                 guard bytes.count - offset >= length else { throw SecureElementError(code, "\(what) is truncated") }
-                guard allowed.contains(tag) else { throw SecureElementError(code, "\(what) has an unknown item \(tag)") }
+                guard allowed.contains(tag) else {
+                    throw SecureElementError(code, "\(what) has an unknown item \(tag)")
+                }
                 guard items[tag] == nil else { throw SecureElementError(code, "\(what) repeats item \(tag)") }
                 items[tag] = SecureBytes(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]))
                 offset += length

@@ -145,7 +145,9 @@ public actor SecureElement {
             let record = try storage.loadRecords(kind: RecordKind.identity).first(where: {
                 $0.id == RecordKind.identityID
             })
-        else { throw SecureElementError(.notProvisioned, "this device has no Secure Element state: run the factory step") }
+        else {
+            throw SecureElementError(.notProvisioned, "this device has no Secure Element state: run the factory step")
+        }
         identity = try Self.decodeIdentity(
             try sealer.open(record.sealed, kind: RecordKind.identity, id: RecordKind.identityID))
         publicKey = identity.key.publicKey
@@ -210,7 +212,9 @@ public actor SecureElement {
 
     /// Checks a statement's signature, addressee, kind and challenge (consuming it) and its generation.
     /// Returns the statement and the identity to persist with the caller's changes.
-    private func accept(_ signed: SignedEnclaveStatement, kind: EnclaveStatement.Kind) throws(SecureElementError)
+    private func accept(
+        _ signed: SignedEnclaveStatement, kind: EnclaveStatement.Kind
+    ) throws(SecureElementError)
         -> (EnclaveStatement, Identity)
     {
         let statement = signed.statement
@@ -264,7 +268,9 @@ public actor SecureElement {
     /// Authorization Random named by `binding` (a provisioning binding from the Secure Enclave). A new AR
     /// terminates the cards bound to the previous one. Installing the same token again returns the card
     /// already installed.
-    public func install(envelope: [UInt8], binding: SignedEnclaveStatement) throws(SecureElementError)
+    public func install(
+        envelope: [UInt8], binding: SignedEnclaveStatement
+    ) throws(SecureElementError)
         -> CardDisplayData
     {
         var (statement, nextIdentity) = try accept(binding, kind: .provisioningBinding)
@@ -377,7 +383,9 @@ public actor SecureElement {
     /// Checks an in-app or web payment authorization for `card` and `amount` and consumes it. Refused: a
     /// contactless authorization, another card or amount, and everything ``authorizeContactless(_:)``
     /// refuses. The payment credential itself is computed by the in-app flow.
-    public func authorizeRemote(_ signed: SignedEnclaveStatement, card: CardIdentifier, amount: PaymentAmount)
+    public func authorizeRemote(
+        _ signed: SignedEnclaveStatement, card: CardIdentifier, amount: PaymentAmount
+    )
         throws(SecureElementError) -> TransactionType
     {
         let armed = try checkPayment(signed, for: [.inApp, .web])
@@ -460,7 +468,9 @@ public actor SecureElement {
 
     // MARK: Checks
 
-    private func checkPayment(_ signed: SignedEnclaveStatement, for types: Set<TransactionType>)
+    private func checkPayment(
+        _ signed: SignedEnclaveStatement, for types: Set<TransactionType>
+    )
         throws(SecureElementError) -> Armed
     {
         let (statement, next) = try accept(signed, kind: .paymentAuthorization)
@@ -476,7 +486,9 @@ public actor SecureElement {
         try persist(identity: next)
         guard types.contains(type) else {
             throw SecureElementError(
-                .wrongTransactionType, "an authorization for \(type) is not valid for \(types.map(\.description).sorted().joined(separator: " or "))")
+                .wrongTransactionType,
+                "an authorization for \(type) is not valid for "
+                    + types.map(\.description).sorted().joined(separator: " or "))
         }
         guard let applet = applets[card] else { throw SecureElementError(.cardNotFound, "no card \(card)") }
         guard applet.card != nil, applet.record.authorizationRandomDigest == arDigest else {
@@ -529,8 +541,9 @@ public actor SecureElement {
     }
 
     private func persist(identity next: Identity) throws(SecureElementError) {
-        guard next.highestGeneration != identity.highestGeneration
-            || next.boundAuthorizationRandom != identity.boundAuthorizationRandom
+        guard
+            next.highestGeneration != identity.highestGeneration
+                || next.boundAuthorizationRandom != identity.boundAuthorizationRandom
         else { return }
         try storage.write([try Self.identityChange(next, sealer)])
         identity = next
@@ -538,7 +551,9 @@ public actor SecureElement {
 
     /// Stores the identity, optionally every active card terminated, and `extra` changes in one transaction,
     /// then adopts them. Returns the cards terminated.
-    private func commit(identity next: Identity, terminatingAll: Bool, extra: [SealedRecordChange] = [])
+    private func commit(
+        identity next: Identity, terminatingAll: Bool, extra: [SealedRecordChange] = []
+    )
         throws(SecureElementError) -> [CardIdentifier]
     {
         var changes = [try Self.identityChange(next, sealer)]
@@ -610,7 +625,9 @@ public actor SecureElement {
         static let all: Set<UInt8> = [version, key, enclaveKey, authorizationRandom, generation]
     }
 
-    private static func identityChange(_ identity: Identity, _ sealer: RecordSealer) throws(SecureElementError)
+    private static func identityChange(
+        _ identity: Identity, _ sealer: RecordSealer
+    ) throws(SecureElementError)
         -> SealedRecordChange
     {
         let key: SecureBytes
@@ -624,10 +641,13 @@ public actor SecureElement {
             (IdentityTag.enclaveKey, SecureBytes(identity.enclaveKey.x963Representation)),
             (IdentityTag.generation, SecretFields.integer(identity.highestGeneration, 8)),
         ]
-        if let ar = identity.boundAuthorizationRandom { items.append((IdentityTag.authorizationRandom, SecureBytes(ar))) }
+        if let ar = identity.boundAuthorizationRandom {
+            items.append((IdentityTag.authorizationRandom, SecureBytes(ar)))
+        }
         return SealedRecordChange(
             kind: RecordKind.identity, id: RecordKind.identityID,
-            sealed: try sealer.seal(try SecretFields.encode(items), kind: RecordKind.identity, id: RecordKind.identityID))
+            sealed: try sealer.seal(
+                try SecretFields.encode(items), kind: RecordKind.identity, id: RecordKind.identityID))
     }
 
     private static func decodeIdentity(_ plaintext: SecureBytes) throws(SecureElementError) -> Identity {

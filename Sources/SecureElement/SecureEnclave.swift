@@ -100,7 +100,8 @@ public struct SecureEnclaveStatus: Sendable, Hashable, Codable {
 ///
 /// Guarantees:
 /// - methods as the device has them: Face ID only with face biometry, Touch ID only with touch, the
-///   passcode everywhere, the double-click only on a watch; anything else is ``SecureElementError/Code/methodUnavailable``;
+///   passcode everywhere, the double-click only on a watch; anything else is
+///   ``SecureElementError/Code/methodUnavailable``;
 /// - Apple's limits for payments: with biometrics on, the passcode is offered after 2 failed Face ID or 3
 ///   failed Touch ID matches and is the only method after 5; with biometrics off for payments, only the
 ///   passcode; wrong passcodes add delays (1 min after 5, 5 min after 6, 15 min after 7 and 8, 1 h after 9);
@@ -183,7 +184,8 @@ public actor SecureEnclave {
             biometricsForPayments: profile.biometricMethod != nil)
         try storage.write([
             SealedRecordChange(
-                kind: recordKind, id: recordID, sealed: try sealer.seal(try encode(state), kind: recordKind, id: recordID))
+                kind: recordKind, id: recordID,
+                sealed: try sealer.seal(try encode(state), kind: recordKind, id: recordID))
         ])
         return pairingKey.publicKey
     }
@@ -245,7 +247,9 @@ public actor SecureEnclave {
     /// Throws (and changes nothing) when the device cannot authorize this type, lacks the method, does not
     /// offer it now, is a locked watch, has no AR, or is in a passcode delay. A failed match or wrong passcode
     /// is counted, persisted and returned as ``AuthenticationOutcome/rejected(offered:)``.
-    public func authorizePayment(_ request: AuthorizationRequest, evidence: AuthenticationEvidence)
+    public func authorizePayment(
+        _ request: AuthorizationRequest, evidence: AuthenticationEvidence
+    )
         throws(SecureElementError) -> AuthenticationOutcome
     {
         guard profile.authorizesPayments else {
@@ -274,7 +278,8 @@ public actor SecureEnclave {
             guard offered.contains(evidence.method) else {
                 let names = offered.map(\.description).joined(separator: ", ")
                 throw SecureElementError(
-                    .methodNotOffered, "\(evidence.method) is not offered now (offered: \(names.isEmpty ? "none" : names))")
+                    .methodNotOffered,
+                    "\(evidence.method) is not offered now (offered: \(names.isEmpty ? "none" : names))")
             }
         }
         guard try verify(evidence) else { return .rejected(offered: paymentMethods()) }
@@ -331,7 +336,9 @@ public actor SecureEnclave {
     /// A watch is put on a wrist: it stays locked until the passcode is entered.
     public func putOnWrist() throws(SecureElementError) {
         guard profile.kind == .watch else { throw SecureElementError(.unsupportedDevice, "only a watch is worn") }
-        guard state == .offWrist else { throw SecureElementError(.illegalTransition, "the watch is already on a wrist") }
+        guard state == .offWrist else {
+            throw SecureElementError(.illegalTransition, "the watch is already on a wrist")
+        }
         state = .locked
     }
 
@@ -394,7 +401,9 @@ public actor SecureEnclave {
 
     /// For provisioning a card: makes the AR if there is none (the first provisioning), and signs a binding
     /// the Secure Element needs to install the card. Requires a passcode.
-    public func provisioningBinding(challenge: AuthorizationChallenge) throws(SecureElementError)
+    public func provisioningBinding(
+        challenge: AuthorizationChallenge
+    ) throws(SecureElementError)
         -> SignedEnclaveStatement
     {
         guard profile.authorizesPayments else {
@@ -453,7 +462,8 @@ public actor SecureEnclave {
         case .doubleClick: available = profile.kind == .watch
         }
         guard available else {
-            throw SecureElementError(.methodUnavailable, "a \(profile.kind) with biometry \(profile.biometry) has no \(method)")
+            throw SecureElementError(
+                .methodUnavailable, "a \(profile.kind) with biometry \(profile.biometry) has no \(method)")
         }
     }
 
@@ -613,7 +623,8 @@ public actor SecureEnclave {
         guard let kind = DeviceKind(rawValue: try fields.text(Tag.kind, "kind")),
             let biometry = Biometry(rawValue: try fields.text(Tag.biometry, "biometry"))
         else { throw SecureElementError(.corruptState, "the enclave state names an unknown device") }
-        let profile = try DeviceProfile(kind: kind, biometry: biometry, account: try fields.text(Tag.account, "account"))
+        let profile = try DeviceProfile(
+            kind: kind, biometry: biometry, account: try fields.text(Tag.account, "account"))
         let pairingKey: P256.Signing.PrivateKey
         let elementKey: P256.KeyAgreement.PublicKey
         do {

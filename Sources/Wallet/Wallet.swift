@@ -158,7 +158,8 @@ public actor Wallet {
             return (chosen, .chosen)
         }
         for network in requestedNetworks {
-            if let card = cards.first(where: { $0.network == network && $0.automaticSelection && $0.state == .active }) {
+            if let card = cards.first(where: { $0.network == network && $0.automaticSelection && $0.state == .active })
+            {
                 return (card, .automatic)
             }
         }

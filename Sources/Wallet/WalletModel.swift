@@ -138,9 +138,10 @@ public struct Contact: Sendable, Hashable, Codable {
     /// Checks that the contact is not empty and every field is of reasonable size.
     func validate() throws(WalletError) {
         let fields = [name, emailAddress, phoneNumber].compactMap { $0 }
-        let address = postalAddress.map {
-            [$0.street, $0.locality, $0.administrativeArea, $0.postalCode, $0.countryCode]
-        } ?? []
+        let address =
+            postalAddress.map {
+                [$0.street, $0.locality, $0.administrativeArea, $0.postalCode, $0.countryCode]
+            } ?? []
         guard !fields.isEmpty || postalAddress != nil else {
             throw WalletError(.invalidArgument, "a contact needs at least one field")
         }

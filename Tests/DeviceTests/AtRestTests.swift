@@ -33,7 +33,8 @@ struct AtRestTests {
         let street = "742 Evergreen Terrace"
         try await device.wallet.recordUse(
             Contact(
-                name: "Homer", postalAddress: PostalAddress(
+                name: "Homer",
+                postalAddress: PostalAddress(
                     street: street, locality: "Springfield", administrativeArea: "OR", postalCode: "97403",
                     countryCode: "US")),
             as: .shipping)
@@ -52,7 +53,11 @@ struct AtRestTests {
             secrets.append(("DPAN \(dpan.suffix(4)) packed", try EMVNumeric.compressedNumeric(dpan)))
             secrets.append(("DPAN \(dpan.suffix(4)) first 12 digits", Array(dpan.prefix(12).utf8)))
             secrets.append(("master key \(dpan.suffix(4))", try TestCards.masterKey(dpan).bytes.unsafeCopyOfBytes()))
-            secrets.append(("master key half \(dpan.suffix(4))", Array(try TestCards.masterKey(dpan).bytes.unsafeCopyOfBytes().prefix(8))))
+            secrets.append(
+                (
+                    "master key half \(dpan.suffix(4))",
+                    Array(try TestCards.masterKey(dpan).bytes.unsafeCopyOfBytes().prefix(8))
+                ))
         }
         // While open (the WAL holds recent pages) and after a checkpoint.
         var scanned = 0
@@ -61,7 +66,9 @@ struct AtRestTests {
             for (path, bytes) in try Self.storeBytes(directory, "alice-phone") {
                 scanned += bytes.count
                 for (name, secret) in secrets {
-                    #expect(!bytes.containsSequence(secret), "\(name) found in \((path as NSString).lastPathComponent) (\(phase))")
+                    #expect(
+                        !bytes.containsSequence(secret),
+                        "\(name) found in \((path as NSString).lastPathComponent) (\(phase))")
                 }
             }
         }

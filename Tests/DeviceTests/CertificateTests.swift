@@ -48,7 +48,9 @@ struct CertificateTests {
             in: directory.deployment, issuer: .certificate(root, key: rootKey))
         let (_, identity) = try await makeDevice(directory)
         let verifier = try CertificateChainVerifier(trustRoots: [root])
-        guard case .valid(let chain) = verifier.verify(leaf: identity.certificate, intermediates: [authority.certificate], at: now)
+        guard
+            case .valid(let chain) = verifier.verify(
+                leaf: identity.certificate, intermediates: [authority.certificate], at: now)
         else {
             Issue.record("the device certificate must chain to the root through the device CA")
             return

@@ -110,7 +110,8 @@ struct DeviceTests {
         }
         let paid = try await tap(watch)
         let verified = try CryptogramVerifier().verify(
-            ChipAuthorizationData(try #require(paid.card)), issuerMasterKey: TestCards.issuerMasterKey, lastSeenATC: nil)
+            ChipAuthorizationData(try #require(paid.card)), issuerMasterKey: TestCards.issuerMasterKey, lastSeenATC: nil
+        )
         guard case .valid(let result) = verified else {
             Issue.record("the watch's cryptogram must verify")
             return

@@ -49,7 +49,8 @@ enum TestCards {
 
 /// Creates a device named `name` in `directory` with the test passcode set and returns it opened.
 func makeDevice(
-    _ directory: TemporaryDirectory, name: String = "alice-phone", kind: DeviceKind = .phone, biometry: Biometry = .face,
+    _ directory: TemporaryDirectory, name: String = "alice-phone", kind: DeviceKind = .phone,
+    biometry: Biometry = .face,
     clock: ManualClock = ManualClock(now: Date(timeIntervalSince1970: 1_750_000_000))
 ) async throws -> (Device, DeviceIdentity) {
     let identity = try Device.create(

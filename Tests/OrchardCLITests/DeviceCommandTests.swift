@@ -17,7 +17,8 @@ struct DeviceCommandTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let create = Capture()
         let rc = await create.run([
-            "device", "create", "--data-dir", directory, "--name", "alice-watch", "--kind", "watch", "--biometry", "none",
+            "device", "create", "--data-dir", directory, "--name", "alice-watch", "--kind", "watch", "--biometry",
+            "none",
             "--account", "alice", "--passcode", "2468",
         ])
         #expect(rc == 0, "\(create.stderr)")
@@ -39,7 +40,9 @@ struct DeviceCommandTests {
         #expect(list.stdout.contains("\"alice-watch\""))
         let cards = Capture()
         #expect(await cards.run(["device", "cards", "--data-dir", directory, "--name", "alice-watch"]) == 0)
-        #expect(cards.stdout.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n", with: "") == "[]")
+        #expect(
+            cards.stdout.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n", with: "")
+                == "[]")
         let missing = Capture()
         #expect(await missing.run(["device", "cards", "--data-dir", directory, "--name", "nobody"]) == 1)
     }

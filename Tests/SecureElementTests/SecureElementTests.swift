@@ -35,7 +35,8 @@ struct SecureElementTests {
         for _ in 0..<3 {
             _ = try await h.enclave.authorizePayment(
                 AuthorizationRequest(
-                    transactionType: .contactless, card: card.card, amount: nil, challenge: await h.element.challenge()),
+                    transactionType: .contactless, card: card.card, amount: nil,
+                    challenge: await h.element.challenge()),
                 evidence: .touchID(matched: false))
         }
         let signed = try await h.authorization(card.card, evidence: .passcode(Harness.secret(Harness.passcode)))
@@ -63,7 +64,9 @@ struct SecureElementTests {
         // No answer carries the DPAN, packed or in ASCII.
         let packed = try EMVNumeric.compressedNumeric(visaDPAN)
         for exchange in outcome.transcript {
-            #expect(!exchange.response.containsSequence(packed) && !exchange.response.containsSequence(Array(visaDPAN.utf8)))
+            #expect(
+                !exchange.response.containsSequence(packed) && !exchange.response.containsSequence(Array(visaDPAN.utf8))
+            )
         }
         #expect(try await h.element.lastATC(card.card) == 0)
     }
@@ -170,7 +173,9 @@ struct SecureElementTests {
         let otherCard = try await other.provision(dpan: visaDPAN)
         // Signed by the other enclave over a challenge of ours.
         let foreign = try await other.enclave.authorizePayment(
-            AuthorizationRequest(transactionType: .contactless, card: otherCard.card, amount: nil, challenge: await h.element.challenge()),
+            AuthorizationRequest(
+                transactionType: .contactless, card: otherCard.card, amount: nil, challenge: await h.element.challenge()
+            ),
             evidence: .faceID(matched: true))
         guard case .authorized(let foreignStatement) = foreign else { throw SecureElementError(.internalFailure, "") }
         await expectCode(.invalidAuthorization) { try await h.element.authorizeContactless(foreignStatement) }
@@ -193,7 +198,8 @@ struct SecureElementTests {
             let second = try await h.provision(dpan: mastercardDPAN, network: "masterCard")
             let old = try await h.authorization(first.card)
             try await h.enclave.resetAuthorizationRandom(reason: reason)
-            let terminated = try await h.element.synchronize(try await h.enclave.status(challenge: await h.element.challenge()))
+            let terminated = try await h.element.synchronize(
+                try await h.enclave.status(challenge: await h.element.challenge()))
             #expect(Set(terminated) == [first.card, second.card])
             #expect(await h.element.cards().allSatisfy { $0.state == .terminated })
             // Made before the reset: older than the state the Secure Element has seen.
@@ -225,8 +231,11 @@ struct SecureElementTests {
         let card = try await other.provision(dpan: visaDPAN)
         try await other.enclave.erase()
         try await other.enclave.setPasscode(Harness.secret(Harness.passcode), current: nil)
-        _ = try await other.enclave.provisioningBinding(challenge: await other.element.challenge())  // new AR, not delivered
-        await expectCode(.cardTerminated) { try await other.element.authorizeContactless(try await other.authorization(card.card)) }
+        // A new AR, never delivered to the Secure Element.
+        _ = try await other.enclave.provisioningBinding(challenge: await other.element.challenge())
+        await expectCode(.cardTerminated) {
+            try await other.element.authorizeContactless(try await other.authorization(card.card))
+        }
         #expect(try await other.element.card(card.card).state == .terminated)
     }
 
@@ -238,7 +247,9 @@ struct SecureElementTests {
         // The enclave moves on (failed attempts), and the SE sees its newer generation.
         for _ in 0..<4 {
             _ = try await h.enclave.authorizePayment(
-                AuthorizationRequest(transactionType: .contactless, card: card.card, amount: nil, challenge: await h.element.challenge()),
+                AuthorizationRequest(
+                    transactionType: .contactless, card: card.card, amount: nil,
+                    challenge: await h.element.challenge()),
                 evidence: .faceID(matched: false))
         }
         try await h.element.authorizeContactless(
@@ -246,7 +257,8 @@ struct SecureElementTests {
         // Restore the old enclave state (failure counters back to zero).
         let restored = try h.restarted(enclaveStorage: snapshot)
         await expectCode(.rollbackDetected) {
-            try await restored.element.synchronize(try await restored.enclave.status(challenge: await restored.element.challenge()))
+            try await restored.element.synchronize(
+                try await restored.enclave.status(challenge: await restored.element.challenge()))
         }
         #expect(try await restored.element.card(card.card).state == .terminated)
     }
@@ -261,24 +273,28 @@ struct SecureElementTests {
             bad[index] ^= 0x80
             await expectCode(.invalidEnvelope) {
                 try await h.element.install(
-                    envelope: bad, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
+                    envelope: bad,
+                    binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
             }
         }
         let other = try await Harness(seed: "other element")
         let misaddressed = try h.envelope(data, to: other.element.publicKey)
         await expectCode(.invalidEnvelope) {
             try await h.element.install(
-                envelope: misaddressed, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
+                envelope: misaddressed,
+                binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
         }
         let mislabelled = try h.envelope(data, purpose: "token-service>pay-server:card-data")
         await expectCode(.invalidEnvelope) {
             try await h.element.install(
-                envelope: mislabelled, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
+                envelope: mislabelled,
+                binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
         }
         let amex = try h.envelope(try Harness.personalisation(dpan: "374245001751006", network: "amex"))
         await expectCode(.unsupportedNetwork) {
             try await h.element.install(
-                envelope: amex, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
+                envelope: amex, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge())
+            )
         }
         #expect(await h.element.cards().isEmpty)
         // The binding must be a fresh provisioning binding of the paired enclave.
@@ -338,15 +354,19 @@ struct SecureElementTests {
         let applets = try h.elementStorage.records(kind: "applet")
         let moved = InMemorySealedRecordStorage()
         try moved.apply(
-            try h.elementStorage.records(kind: "identity").map { SealedRecordChange(kind: "identity", id: $0.id, sealed: $0.sealed) }
-                + [SealedRecordChange(kind: "applet", id: String(repeating: "0", count: 32), sealed: applets[0].sealed)])
+            try h.elementStorage.records(kind: "identity").map {
+                SealedRecordChange(kind: "identity", id: $0.id, sealed: $0.sealed)
+            }
+                + [SealedRecordChange(kind: "applet", id: String(repeating: "0", count: 32), sealed: applets[0].sealed)]
+        )
         await expectCode(.corruptState) {
             try SecureElement(storage: moved, storageKey: h.storageKey, clock: h.clock, random: h.random)
         }
         // Another storage key opens nothing.
         await expectCode(.corruptState) {
             try SecureElement(
-                storage: h.elementStorage, storageKey: SymmetricKey(data: [UInt8](repeating: 9, count: 32)), clock: h.clock,
+                storage: h.elementStorage, storageKey: SymmetricKey(data: [UInt8](repeating: 9, count: 32)),
+                clock: h.clock,
                 random: h.random)
         }
     }
@@ -357,20 +377,29 @@ struct SecureElementTests {
         let h = try await Harness()
         let card = try await h.provision(dpan: visaDPAN)
         try storage.apply(
-            (try h.elementStorage.records(kind: "identity").map { SealedRecordChange(kind: "identity", id: $0.id, sealed: $0.sealed) })
-                + (try h.elementStorage.records(kind: "applet").map { SealedRecordChange(kind: "applet", id: $0.id, sealed: $0.sealed) })
-                + (try h.elementStorage.records(kind: "atc").map { SealedRecordChange(kind: "atc", id: $0.id, sealed: $0.sealed) }))
+            (try h.elementStorage.records(kind: "identity").map {
+                SealedRecordChange(kind: "identity", id: $0.id, sealed: $0.sealed)
+            })
+                + (try h.elementStorage.records(kind: "applet").map {
+                    SealedRecordChange(kind: "applet", id: $0.id, sealed: $0.sealed)
+                })
+                + (try h.elementStorage.records(kind: "atc").map {
+                    SealedRecordChange(kind: "atc", id: $0.id, sealed: $0.sealed)
+                }))
         let element = try SecureElement(storage: storage, storageKey: h.storageKey, clock: h.clock, random: h.random)
         let signed = try await h.enclave.authorizePayment(
-            AuthorizationRequest(transactionType: .contactless, card: card.card, amount: nil, challenge: await element.challenge()),
+            AuthorizationRequest(
+                transactionType: .contactless, card: card.card, amount: nil, challenge: await element.challenge()),
             evidence: .faceID(matched: true))
         guard case .authorized(let statement) = signed else { throw SecureElementError(.internalFailure, "") }
         try await element.authorizeContactless(statement)
         storage.failWrites = true
         try await element.fieldOn()
-        let kernel = TerminalKernel(configuration: TerminalConfiguration(countryCode: 840, currencyCode: 840), random: h.random)
+        let kernel = TerminalKernel(
+            configuration: TerminalConfiguration(countryCode: 840, currencyCode: 840), random: h.random)
         let outcome = try await kernel.run(
-            TransactionParameters(amount: 100, date: try TransactionDate(yymmdd: "250615")), card: SecureElementFieldLink(element))
+            TransactionParameters(amount: 100, date: try TransactionDate(yymmdd: "250615")),
+            card: SecureElementFieldLink(element))
         #expect(outcome.card == nil)
         #expect(outcome.refusal == .memoryFailure)
         #expect(try await element.lastATC(card.card) == 0)

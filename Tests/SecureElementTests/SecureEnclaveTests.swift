@@ -6,7 +6,9 @@ import Testing
 @Suite("Secure Enclave: methods and limits")
 struct SecureEnclaveTests {
     /// A device with a provisioned card (so an AR exists) and the card's identifier.
-    static func provisioned(_ kind: DeviceKind = .phone, _ biometry: Biometry = .face) async throws -> (
+    static func provisioned(
+        _ kind: DeviceKind = .phone, _ biometry: Biometry = .face
+    ) async throws -> (
         Harness, CardIdentifier
     ) {
         let harness = try await Harness(kind, biometry)
@@ -14,10 +16,13 @@ struct SecureEnclaveTests {
         return (harness, card)
     }
 
-    static func request(_ harness: Harness, _ card: CardIdentifier, _ type: TransactionType = .contactless) async
+    static func request(
+        _ harness: Harness, _ card: CardIdentifier, _ type: TransactionType = .contactless
+    ) async
         -> AuthorizationRequest
     {
-        AuthorizationRequest(transactionType: type, card: card, amount: nil, challenge: await harness.element.challenge())
+        AuthorizationRequest(
+            transactionType: type, card: card, amount: nil, challenge: await harness.element.challenge())
     }
 
     @Test("Face ID: passcode offered after 2 failures, the only method after 5, counters reset by the passcode")
@@ -31,9 +36,12 @@ struct SecureEnclaveTests {
         }
         let first = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .faceID(matched: false))
         #expect(first.offered == [.faceID])
-        let second = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .faceID(matched: false))
+        let second = try await h.enclave.authorizePayment(
+            await Self.request(h, card), evidence: .faceID(matched: false))
         #expect(second.offered == [.faceID, .passcode])
-        for _ in 0..<3 { _ = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .faceID(matched: false)) }
+        for _ in 0..<3 {
+            _ = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .faceID(matched: false))
+        }
         #expect(await h.enclave.paymentMethods() == [.passcode])
         await expectCode(.methodNotOffered) {
             try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .faceID(matched: true))
@@ -48,23 +56,31 @@ struct SecureEnclaveTests {
     @Test("Touch ID: passcode offered after 3 failures, not after 2; only passcode after 5")
     func touchLimits() async throws {
         let (h, card) = try await Self.provisioned(.phone, .touch)
-        for _ in 0..<2 { _ = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .touchID(matched: false)) }
+        for _ in 0..<2 {
+            _ = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .touchID(matched: false))
+        }
         #expect(await h.enclave.paymentMethods() == [.touchID])
         _ = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .touchID(matched: false))
         #expect(await h.enclave.paymentMethods() == [.touchID, .passcode])
-        for _ in 0..<2 { _ = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .touchID(matched: false)) }
+        for _ in 0..<2 {
+            _ = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .touchID(matched: false))
+        }
         #expect(await h.enclave.paymentMethods() == [.passcode])
         // A match after a few failures resets the count.
         let (h2, card2) = try await Self.provisioned(.phone, .touch)
         _ = try await h2.enclave.authorizePayment(await Self.request(h2, card2), evidence: .touchID(matched: false))
-        #expect(try await h2.enclave.authorizePayment(await Self.request(h2, card2), evidence: .touchID(matched: true)).isAuthorized)
+        #expect(
+            try await h2.enclave.authorizePayment(await Self.request(h2, card2), evidence: .touchID(matched: true))
+                .isAuthorized)
         #expect(await h2.enclave.status.failedBiometricAttempts == 0)
     }
 
     @Test("The biometric limit survives a restart")
     func limitsPersist() async throws {
         let (h, card) = try await Self.provisioned(.phone, .face)
-        for _ in 0..<5 { _ = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .faceID(matched: false)) }
+        for _ in 0..<5 {
+            _ = try await h.enclave.authorizePayment(await Self.request(h, card), evidence: .faceID(matched: false))
+        }
         let restarted = try h.restarted()
         #expect(await restarted.enclave.paymentMethods() == [.passcode])
         #expect(await restarted.enclave.status.failedBiometricAttempts == 5)
@@ -74,25 +90,29 @@ struct SecureEnclaveTests {
     func missingMethods() async throws {
         let (touch, touchCard) = try await Self.provisioned(.phone, .touch)
         await expectCode(.methodUnavailable) {
-            try await touch.enclave.authorizePayment(await Self.request(touch, touchCard), evidence: .faceID(matched: true))
+            try await touch.enclave.authorizePayment(
+                await Self.request(touch, touchCard), evidence: .faceID(matched: true))
         }
         await expectCode(.methodUnavailable) {
             try await touch.enclave.authorizePayment(await Self.request(touch, touchCard), evidence: .doubleClick)
         }
         let (face, faceCard) = try await Self.provisioned(.phone, .face)
         await expectCode(.methodUnavailable) {
-            try await face.enclave.authorizePayment(await Self.request(face, faceCard), evidence: .touchID(matched: true))
+            try await face.enclave.authorizePayment(
+                await Self.request(face, faceCard), evidence: .touchID(matched: true))
         }
         let (watch, watchCard) = try await Self.provisioned(.watch, .none)
         try await watch.enclave.putOnWrist()
         _ = try await watch.enclave.unlock(.passcode(Harness.secret(Harness.passcode)))
         await expectCode(.methodUnavailable) {
-            try await watch.enclave.authorizePayment(await Self.request(watch, watchCard), evidence: .faceID(matched: true))
+            try await watch.enclave.authorizePayment(
+                await Self.request(watch, watchCard), evidence: .faceID(matched: true))
         }
         // An iPad has no NFC: no contactless authorization; in-app works.
         let (ipad, ipadCard) = try await Self.provisioned(.ipad, .touch)
         await expectCode(.unsupportedDevice) {
-            try await ipad.enclave.authorizePayment(await Self.request(ipad, ipadCard), evidence: .touchID(matched: true))
+            try await ipad.enclave.authorizePayment(
+                await Self.request(ipad, ipadCard), evidence: .touchID(matched: true))
         }
         #expect(
             try await ipad.enclave.authorizePayment(
@@ -104,7 +124,8 @@ struct SecureEnclaveTests {
             try await mac.enclave.provisioningBinding(challenge: await mac.element.challenge())
         }
         await expectCode(.unsupportedDevice) {
-            try await mac.enclave.authorizePayment(await Self.request(mac, touchCard, .web), evidence: .passcode(Harness.secret(Harness.passcode)))
+            try await mac.enclave.authorizePayment(
+                await Self.request(mac, touchCard, .web), evidence: .passcode(Harness.secret(Harness.passcode)))
         }
     }
 
@@ -113,7 +134,9 @@ struct SecureEnclaveTests {
         #expect(throws: SecureElementError.self) { try DeviceProfile(kind: .watch, biometry: .face, account: "a") }
         #expect(throws: SecureElementError.self) { try DeviceProfile(kind: .phone, biometry: .none, account: "a") }
         #expect(throws: SecureElementError.self) { try DeviceProfile(kind: .mac, biometry: .face, account: "a") }
-        #expect(throws: SecureElementError.self) { try DeviceProfile(kind: .phone, biometry: .face, account: "Bad Name") }
+        #expect(throws: SecureElementError.self) {
+            try DeviceProfile(kind: .phone, biometry: .face, account: "Bad Name")
+        }
         let mac = try DeviceProfile(kind: .mac, biometry: .none, account: "alice")
         #expect(!mac.authorizesPayments && mac.transactionTypes.isEmpty)
         #expect(try DeviceProfile(kind: .watch, biometry: .none, account: "a").transactionTypes.contains(.contactless))
@@ -243,7 +266,9 @@ struct SecureEnclaveTests {
         }
         try await h.enclave.setPasscode(Harness.secret("13579"), current: Harness.secret(Harness.passcode))
         #expect(await h.enclave.status.hasAuthorizationRandom)
-        await expectCode(.passcodeIncorrect) { try await h.enclave.removePasscode(current: Harness.secret(Harness.passcode)) }
+        await expectCode(.passcodeIncorrect) {
+            try await h.enclave.removePasscode(current: Harness.secret(Harness.passcode))
+        }
         try await h.enclave.removePasscode(current: Harness.secret("13579"))
         #expect(!(await h.enclave.status.hasAuthorizationRandom))
         #expect(!(await h.enclave.status.hasPasscode))

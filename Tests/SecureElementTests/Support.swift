@@ -7,7 +7,8 @@ import Testing
 /// A paired Secure Element and Secure Enclave in memory, with a fixed clock and randomness, plus a stand-in
 /// token service that personalises cards with keys derived from a known issuer master key.
 struct Harness {
-    static let issuerMasterKey = SymmetricKey(data: [UInt8](repeating: 0x11, count: 8) + [UInt8](repeating: 0x22, count: 8))
+    static let issuerMasterKey = SymmetricKey(
+        data: [UInt8](repeating: 0x11, count: 8) + [UInt8](repeating: 0x22, count: 8))
     static let passcode = "246810"
 
     let clock: ManualClock
@@ -19,7 +20,10 @@ struct Harness {
     let enclave: SecureEnclave
 
     /// A new device; with `passcode` set unless nil.
-    init(_ kind: DeviceKind = .phone, _ biometry: Biometry = .face, passcode: String? = Harness.passcode, seed: String = "device")
+    init(
+        _ kind: DeviceKind = .phone, _ biometry: Biometry = .face, passcode: String? = Harness.passcode,
+        seed: String = "device"
+    )
         async throws
     {
         clock = ManualClock(now: Date(timeIntervalSince1970: 1_750_000_000))
@@ -60,7 +64,8 @@ struct Harness {
     static func personalisation(
         dpan: String, network: String = "visa", tokenReference: String? = nil, psn: UInt8 = 0
     ) throws -> PersonalisationData {
-        let masterKey = try EMVKeyDerivation.masterKey(issuerMasterKey: issuerMasterKey, pan: dpan, panSequenceNumber: Int(psn))
+        let masterKey = try EMVKeyDerivation.masterKey(
+            issuerMasterKey: issuerMasterKey, pan: dpan, panSequenceNumber: Int(psn))
         return try PersonalisationData(
             tokenReference: tokenReference ?? "tok_\(dpan.suffix(6))", dpan: dpan, panSequenceNumber: psn,
             expiry: "3012", network: network, proximityMasterKey: masterKey,
@@ -103,7 +108,9 @@ struct Harness {
     }
 
     /// Runs one contactless transaction at a terminal (field on, the EMV terminal kernel, field off).
-    func tap(amount: UInt64 = 1250, kernel: PaymentScheme? = nil, unpredictableNumber: [UInt8] = [1, 2, 3, 4])
+    func tap(
+        amount: UInt64 = 1250, kernel: PaymentScheme? = nil, unpredictableNumber: [UInt8] = [1, 2, 3, 4]
+    )
         async throws -> TerminalOutcome
     {
         try await element.fieldOn()
@@ -118,17 +125,21 @@ struct Harness {
     }
 
     /// Verifies the cryptogram a terminal received with the card's master key.
-    static func verify(_ outcome: TerminalOutcome, dpan: String, lastSeenATC: UInt16? = nil) throws -> CryptogramVerification {
+    static func verify(
+        _ outcome: TerminalOutcome, dpan: String, lastSeenATC: UInt16? = nil
+    ) throws -> CryptogramVerification {
         guard let card = outcome.card else { throw EMVError(.protocolViolation, "no card data: \(outcome)") }
         return try CryptogramVerifier().verify(
             ChipAuthorizationData(card), issuerMasterKey: issuerMasterKey, lastSeenATC: lastSeenATC)
     }
 
     /// A copy of a storage's records (to restore an older snapshot).
-    static func snapshot(_ storage: InMemorySealedRecordStorage, kinds: [String]) throws -> InMemorySealedRecordStorage {
+    static func snapshot(_ storage: InMemorySealedRecordStorage, kinds: [String]) throws -> InMemorySealedRecordStorage
+    {
         let copy = InMemorySealedRecordStorage()
         for kind in kinds {
-            try copy.apply(try storage.records(kind: kind).map { SealedRecordChange(kind: kind, id: $0.id, sealed: $0.sealed) })
+            try copy.apply(
+                try storage.records(kind: kind).map { SealedRecordChange(kind: kind, id: $0.id, sealed: $0.sealed) })
         }
         return copy
     }

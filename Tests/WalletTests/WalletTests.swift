@@ -7,7 +7,8 @@ struct WalletTests {
     static let start = Date(timeIntervalSince1970: 1_750_000_000)
 
     static func card(
-        _ n: Int, network: String = "visa", type: CardType = .credit, automatic: Bool = false, state: CardState = .active
+        _ n: Int, network: String = "visa", type: CardType = .credit, automatic: Bool = false,
+        state: CardState = .active
     ) throws -> WalletCard {
         try WalletCard(
             id: String(repeating: String(n % 10), count: 32), network: network, type: type, suffix: "424\(n % 10)",
@@ -94,14 +95,17 @@ struct WalletTests {
         #expect(await reopened.defaultCard?.id == (try Self.card(2)).id)
         #expect(await reopened.allCards.first?.automaticSelection == true)
         #expect(await reopened.cardForField()?.reason == .default)
-        #expect(await reopened.currentSettings == WalletSettings(allowWebsiteQueries: false, doubleClickPresentsCards: false))
+        #expect(
+            await reopened.currentSettings
+                == WalletSettings(allowWebsiteQueries: false, doubleClickPresentsCards: false))
     }
 
     @Test("Recent contacts: most recent first, no duplicates, at most ten per role")
     func recentContacts() async throws {
         let wallet = try Wallet(storage: InMemoryWalletStorage(), deviceCanPay: true)
         let home = Contact(
-            name: "Ada", postalAddress: PostalAddress(
+            name: "Ada",
+            postalAddress: PostalAddress(
                 street: "1 Main St", locality: "Springfield", administrativeArea: "IL", postalCode: "62701",
                 countryCode: "US"))
         let work = Contact(name: "Ada", emailAddress: "ada@example.com")
@@ -131,13 +135,18 @@ struct WalletTests {
             calls.increment()
             return true
         }
-        #expect(try await wallet.answer(.canMakePaymentsWithActiveCard(networks: ["visa"]), verifyMerchantSession: verified))
-        #expect(!(try await wallet.answer(.canMakePaymentsWithActiveCard(networks: ["amex"]), verifyMerchantSession: verified)))
-        #expect(!(try await wallet.answer(.canMakePayments) { false }))
+        #expect(
+            try await wallet.answer(.canMakePaymentsWithActiveCard(networks: ["visa"]), verifyMerchantSession: verified)
+        )
+        #expect(
+            !(try await wallet.answer(
+                .canMakePaymentsWithActiveCard(networks: ["amex"]), verifyMerchantSession: verified)))
+        #expect(!(await wallet.answer(.canMakePayments) { false }))
         #expect(calls.value == 2)
         try await wallet.update(WalletSettings(allowWebsiteQueries: false))
         #expect(!(try await wallet.answer(.canMakePayments, verifyMerchantSession: verified)))
-        #expect(!(try await wallet.answer(.canMakePaymentsWithActiveCard(networks: []), verifyMerchantSession: verified)))
+        #expect(
+            !(try await wallet.answer(.canMakePaymentsWithActiveCard(networks: []), verifyMerchantSession: verified)))
         #expect(calls.value == 2)
         let mac = try Wallet(storage: InMemoryWalletStorage(), deviceCanPay: false)
         #expect(!(try await mac.answer(.canMakePayments, verifyMerchantSession: verified)))
@@ -150,23 +159,32 @@ struct WalletTests {
     func validation() throws {
         let id = String(repeating: "a", count: 32)
         #expect(throws: WalletError.self) {
-            try WalletCard(id: "xyz", network: "visa", type: .credit, suffix: "1234", deviceAccountSuffix: "5678", displayName: "A", addedAt: Self.start)
+            try WalletCard(
+                id: "xyz", network: "visa", type: .credit, suffix: "1234", deviceAccountSuffix: "5678",
+                displayName: "A", addedAt: Self.start)
         }
         #expect(throws: WalletError.self) {
-            try WalletCard(id: id, network: "visa", type: .credit, suffix: "12345", deviceAccountSuffix: "5678", displayName: "A", addedAt: Self.start)
+            try WalletCard(
+                id: id, network: "visa", type: .credit, suffix: "12345", deviceAccountSuffix: "5678", displayName: "A",
+                addedAt: Self.start)
         }
         #expect(throws: WalletError.self) {
-            try WalletCard(id: id, network: "vi sa", type: .credit, suffix: "1234", deviceAccountSuffix: "5678", displayName: "A", addedAt: Self.start)
+            try WalletCard(
+                id: id, network: "vi sa", type: .credit, suffix: "1234", deviceAccountSuffix: "5678", displayName: "A",
+                addedAt: Self.start)
         }
         #expect(throws: WalletError.self) {
-            try WalletCard(id: id, network: "visa", type: .credit, suffix: "1234", deviceAccountSuffix: "5678", displayName: "", addedAt: Self.start)
+            try WalletCard(
+                id: id, network: "visa", type: .credit, suffix: "1234", deviceAccountSuffix: "5678", displayName: "",
+                addedAt: Self.start)
         }
         let card = try WalletCard(
             id: id, network: "visa", type: .prepaid, suffix: "1234", deviceAccountSuffix: "5678", displayName: "Gift",
             addedAt: Self.start)
         let json = try JSONEncoder().encode(card)
         #expect(try JSONDecoder().decode(WalletCard.self, from: json) == card)
-        let tampered = Data(String(decoding: json, as: UTF8.self).replacingOccurrences(of: "1234", with: "12345678").utf8)
+        let tampered = Data(
+            String(decoding: json, as: UTF8.self).replacingOccurrences(of: "1234", with: "12345678").utf8)
         #expect(throws: (any Error).self) { try JSONDecoder().decode(WalletCard.self, from: tampered) }
     }
 }

@@ -42,7 +42,8 @@ enum DeviceCommands {
         }
         let profile: DeviceProfile
         do throws(SecureElementError) {
-            profile = try DeviceProfile(kind: kind, biometry: biometry, account: arguments.value("account") ?? "default")
+            profile = try DeviceProfile(
+                kind: kind, biometry: biometry, account: arguments.value("account") ?? "default")
         } catch {
             throw CLIError.usage(error.message)
         }
@@ -53,7 +54,8 @@ enum DeviceCommands {
             try await device.secureEnclave.setPasscode(SecureBytes(Array(passcode.utf8)), current: nil)
         }
         context.trace("created \(profile) as \(name) in \(deployment.path)")
-        try context.outputJSON(DeviceSummary(identity, deployment: deployment, passcode: arguments.value("passcode") != nil))
+        try context.outputJSON(
+            DeviceSummary(identity, deployment: deployment, passcode: arguments.value("passcode") != nil))
     }
 
     static let list = Command(
