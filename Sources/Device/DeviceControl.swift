@@ -28,26 +28,21 @@ public struct ControlResponse: Sendable {
 ///
 /// Routes (JSON bodies; `{id}` is a card identifier):
 ///
-/// | method and path | body | answer |
-/// |---|---|---|
-/// | `GET /status` | | device, enclave and wallet state |
-/// | `GET /cards` | | the wallet's cards (display data) |
-/// | `POST /cards` | `{"envelope": base64, "type", "suffix", "displayName"}` | the card added |
-/// | `DELETE /cards/{id}` | | `{}` |
-/// | `POST /cards/{id}/choose` | | `{}` |
-/// | `POST /cards/{id}/default` | | `{}` |
-/// | `POST /cards/{id}/automatic-selection` | `{"enabled": bool}` | `{}` |
-/// | `POST /authenticate` | `{"method", "success"?, "passcode"?, "type"?, "card"?, "amount"?: {"minorUnits", "currency"}}` | `{"outcome", "offered"}` |
-/// | `POST /lock`, `POST /unlock` | unlock: `{"method", "success"?, "passcode"?}` | `{"outcome", "offered"}` |
-/// | `POST /wrist` | `{"on": bool}` | `{}` |
-/// | `POST /double-click` | | `{"outcome", "offered"}` or `{"outcome": "presented"}` |
-/// | `POST /field/on` | `{"networks"?: [..]}` | `{}` |
-/// | `POST /field/off` | | `{}` |
-/// | `POST /field/apdu` | `{"command": hex}` | `{"response": hex}` |
-/// | `POST /passcode` | `{"passcode", "current"?}` | `{}` |
-/// | `POST /passcode/remove` | `{"current"}` | `{"terminated": [ids]}` |
-/// | `POST /reset` | `{"reason"}` | `{"terminated": [ids]}` |
-/// | `GET /settings`, `PUT /settings` | `{"allowWebsiteQueries", "doubleClickPresentsCards", "biometricsForPayments"}` | the settings |
+/// - `GET /status`: device, enclave and wallet state. `GET /cards`: the wallet's cards (display data).
+/// - `POST /cards` `{"envelope": base64, "type", "suffix", "displayName"}`: installs a card (201).
+///   `DELETE /cards/{id}`; `POST /cards/{id}/choose`; `POST /cards/{id}/default`;
+///   `POST /cards/{id}/automatic-selection` `{"enabled": bool}`.
+/// - `POST /authenticate` `{"method": "face-id|touch-id|passcode|double-click", "success"?, "passcode"?,
+///   "type"?: "contactless|in-app|web", "card"?, "amount"?: {"minorUnits", "currency"}}` →
+///   `{"outcome": "authorized|rejected", "offered"?: [methods]}`.
+/// - `POST /lock`; `POST /unlock` `{"method", "success"?, "passcode"?}` → `{"outcome", "offered"?}`.
+/// - `POST /wrist` `{"on": bool}` (watches); `POST /double-click` → an outcome, or `"presented"`.
+/// - `POST /field/on` `{"networks"?: [..]}`; `POST /field/off`; `POST /field/apdu` `{"command": hex}` →
+///   `{"response": hex}`.
+/// - `POST /passcode` `{"passcode", "current"?}`; `POST /passcode/remove` `{"current"}` and
+///   `POST /reset` `{"reason"}` → `{"terminated": [ids]}`.
+/// - `GET /settings`, `PUT /settings` `{"allowWebsiteQueries"?, "doubleClickPresentsCards"?,
+///   "biometricsForPayments"?}`.
 ///
 /// Errors map to statuses in one place (``status(for:)``): 400 malformed, 403 refused by a security
 /// check, 404 unknown, 409 not in this state, 422 the device cannot, 429 passcode delay, 500 store.
