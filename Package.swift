@@ -104,7 +104,7 @@ let package = Package(
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
+        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
             dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],

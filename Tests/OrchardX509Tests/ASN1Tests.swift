@@ -170,6 +170,24 @@ struct ASN1Tests {
         #expect(throws: X509Error(.invalidValue, "")) { try ASN1.parse([0x06, 0x00]).objectIdentifier("oid") }
     }
 
+    @Test func everyConstantRoundTrips() throws {
+        let constants: [ASN1ObjectIdentifier] = [
+            .sha256, .sha384, .ecPublicKey, .prime256v1, .secp384r1, .ecdsaWithSHA256, .ecdsaWithSHA384, .rsaEncryption,
+            .sha256WithRSAEncryption, .commonName, .surname, .serialNumber, .countryName, .localityName,
+            .stateOrProvinceName, .organizationName, .organizationalUnitName, .userID, .domainComponent, .emailAddress,
+            .subjectKeyIdentifier, .keyUsage, .subjectAlternativeName, .basicConstraints, .authorityKeyIdentifier,
+            .extendedKeyUsage, .serverAuth, .clientAuth, .appleTokenSigningLeaf, .appleApplicationIntegrationCA,
+            .appleMerchantIdentifier, .cmsData, .cmsSignedData, .contentTypeAttribute, .messageDigestAttribute,
+            .signingTimeAttribute, .extensionRequest, .algorithmProtectionAttribute,
+        ]
+        #expect(Set(constants).count == constants.count)
+        for oid in constants {
+            #expect(try ASN1ObjectIdentifier(oid.description) == oid)
+            #expect(try ASN1ObjectIdentifier(arcs: oid.arcs) == oid)
+        }
+        #expect(ASN1ObjectIdentifier.sha256.contentBytes == bytes("608648016503040201"))
+    }
+
     @Test func booleansNullAndBitStrings() throws {
         #expect(try ASN1.parse([0x01, 0x01, 0xFF]).boolean("b"))
         #expect(try !ASN1.parse([0x01, 0x01, 0x00]).boolean("b"))

@@ -263,6 +263,13 @@ struct CMSTests {
         #expect(check(try sign { $0.omitted = [.messageDigestAttribute] }) == .invalid(.missingAttribute))
         #expect(check(try sign { $0.omitted = [.contentTypeAttribute] }) == .invalid(.missingAttribute))
         #expect(check(try sign { $0.contentType = .cmsSignedData }) == .invalid(.invalidAttribute))
+        // A signature over the content without any signed attribute: valid CMS (OpenSSL accepts it),
+        // refused by Orchard, which needs the attributes.
+        let bare = try sign { $0.withoutSignedAttributes = true }
+        #expect(check(bare) == .invalid(.missingAttribute))
+        #expect(
+            OpenSSLReference.cmsVerifyDetached(signature: bare, content: content, roots: [pki.root], at: TestPKI.inside)
+        )
         #expect(
             check(try sign({ $0.protectedSignatureAlgorithm = .sha256WithRSAEncryption }, protection: true))
                 == .invalid(.invalidAttribute))
@@ -275,6 +282,73 @@ struct CMSTests {
             OpenSSLReference.cmsVerifyDetached(
                 signature: try sign({ _ in }, protection: true), content: content, roots: [pki.root], at: TestPKI.inside
             ))
+    }
+
+    @Test func structureChecks() throws {
+        let pki = try TestPKI()
+        let content: [UInt8] = [4, 5, 6]
+        let der = try CMS.signDetached(
+            content, signer: pki.leaf, key: pki.leafKey, certificates: [pki.leaf, pki.intermediate],
+            signingTime: TestPKI.inside)
+        let verifier = try CMSVerifier(trustRoots: [pki.root], policy: .applePaymentTokenSigning)
+        func check(_ parts: SignedDataParts) -> Outcome {
+            outcome { try verifier.verifyDetachedSignature(parts.der, content: content, at: .signingTime) }
+        }
+        let original = try SignedDataParts(der: der)
+        #expect(original.der == der)
+        #expect(check(original) == .valid)
+
+        var twoSigners = original
+        twoSigners.signers += original.signers
+        #expect(check(twoSigners) == .invalid(.signerNotFound))
+        var noSigner = original
+        noSigner.signers = []
+        #expect(check(noSigner) == .invalid(.signerNotFound))
+
+        var attached = original
+        attached.encapContentInfo = DERWriter.encode { w in
+            w.appendConstructed(.sequence) { w in
+                w.appendObjectIdentifier(.cmsData)
+                w.appendConstructed(.contextSpecific(0, constructed: true)) { $0.appendOctetString(content) }
+            }
+        }
+        #expect(check(attached) == .invalid(.unexpectedContent))
+        #expect(try CMSSignedData(berEncoded: attached.der).content == content)
+
+        var sha384 = original
+        sha384.digestAlgorithms = DERWriter.encode { $0.appendSetOf(elements: [SignedDataParts.algorithm(.sha384)]) }
+        sha384.signers[0][2] = SignedDataParts.algorithm(.sha384)
+        #expect(check(sha384) == .invalid(.unsupportedAlgorithm))
+
+        var ecdsaSHA384 = original
+        ecdsaSHA384.signers[0][4] = SignedDataParts.algorithm(.ecdsaWithSHA384)
+        #expect(check(ecdsaSHA384) == .invalid(.unsupportedAlgorithm))
+        var rsaClaimed = original
+        rsaClaimed.signers[0][4] = DERWriter.encode { w in
+            w.appendConstructed(.sequence) { w in
+                w.appendObjectIdentifier(.sha256WithRSAEncryption)
+                w.appendNull()
+            }
+        }
+        #expect(check(rsaClaimed) == .invalid(.invalidSignature))
+
+        // Fields no signature covers are still checked (RFC 5652 §5.1).
+        var wrongVersion = original
+        wrongVersion.version = [0x02, 0x01, 0x03]
+        #expect(check(wrongVersion) == .malformed(.invalidValue))
+        var unlisted = original
+        unlisted.digestAlgorithms = DERWriter.encode { $0.appendSetOf(elements: [SignedDataParts.algorithm(.sha384)]) }
+        #expect(check(unlisted) == .malformed(.invalidValue))
+
+        // Signed attributes that are not DER-sorted are malformed (OpenSSL would re-sort them and fail).
+        var unsorted = original
+        let attributes = try ASN1.parse(unsorted.signers[0][3]).childElements().map { Array($0.encodedBytes) }
+        unsorted.signers[0][3] = DERWriter.encode { w in
+            w.appendConstructed(.contextSpecific(0, constructed: true)) { w in
+                for a in attributes.reversed() { w.appendEncoded(a) }
+            }
+        }
+        #expect(check(unsorted) == .malformed(.invalidValue))
     }
 
     @Test func cachedChainIsReusedOnlyWhileValid() throws {

@@ -156,3 +156,50 @@ func bytes(_ hex: String) -> [UInt8] {
     }
     return out
 }
+
+/// Takes a DER SignedData apart into its encoded fields and puts it back together, so tests can build
+/// well-formed signatures with one thing changed (fields no signature covers).
+struct SignedDataParts {
+    var version: [UInt8]
+    var digestAlgorithms: [UInt8]
+    var encapContentInfo: [UInt8]
+    var certificates: [UInt8]?
+    /// Each SignerInfo as its fields: version, sid, digestAlgorithm, signedAttrs, signatureAlgorithm, signature.
+    var signers: [[[UInt8]]]
+
+    init(der: [UInt8]) throws {
+        let contentInfo = try ASN1.parse(der)
+        let signedData = try contentInfo.childElements()[1].childElements()[0]
+        let fields = try signedData.childElements()
+        version = Array(fields[0].encodedBytes)
+        digestAlgorithms = Array(fields[1].encodedBytes)
+        encapContentInfo = Array(fields[2].encodedBytes)
+        certificates = fields.count == 5 ? Array(fields[3].encodedBytes) : nil
+        signers = try fields[fields.count - 1].childElements().map {
+            try $0.childElements().map { Array($0.encodedBytes) }
+        }
+    }
+
+    var der: [UInt8] {
+        DERWriter.encode { w in
+            w.appendConstructed(.sequence) { w in
+                w.appendObjectIdentifier(.cmsSignedData)
+                w.appendConstructed(.contextSpecific(0, constructed: true)) { w in
+                    w.appendConstructed(.sequence) { w in
+                        for field in [version, digestAlgorithms, encapContentInfo] { w.appendEncoded(field) }
+                        if let certificates { w.appendEncoded(certificates) }
+                        w.appendConstructed(.set) { w in
+                            for signer in signers {
+                                w.appendConstructed(.sequence) { w in for f in signer { w.appendEncoded(f) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    static func algorithm(_ oid: ASN1ObjectIdentifier) -> [UInt8] {
+        DERWriter.encode { w in w.appendConstructed(.sequence) { $0.appendObjectIdentifier(oid) } }
+    }
+}

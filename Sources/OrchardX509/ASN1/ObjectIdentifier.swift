@@ -87,6 +87,7 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
 extension ASN1ObjectIdentifier {
     // Algorithms.
     public static let sha256 = Self(constant: "2.16.840.1.101.3.4.2.1")
+    public static let sha384 = Self(constant: "2.16.840.1.101.3.4.2.2")
     public static let ecPublicKey = Self(constant: "1.2.840.10045.2.1")
     public static let prime256v1 = Self(constant: "1.2.840.10045.3.1.7")
     public static let secp384r1 = Self(constant: "1.3.132.0.34")

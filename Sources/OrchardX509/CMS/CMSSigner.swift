@@ -42,6 +42,8 @@ public enum CMS {
         package var omitted: Set<ASN1ObjectIdentifier> = []
         package var contentType: ASN1ObjectIdentifier = .cmsData
         package var protectedSignatureAlgorithm: ASN1ObjectIdentifier?
+        /// No signed attributes at all: the signature covers the content itself (RFC 5652 allows it for id-data).
+        package var withoutSignedAttributes = false
         package init() {}
     }
 
@@ -105,7 +107,9 @@ public enum CMS {
         ]
         attributes = zip(oids, attributes).filter { !variations.omitted.contains($0.0) }.map(\.1)
         let signedAttributes = DERWriter.encode { $0.appendSetOf(elements: attributes) }
-        let signature = try key.signature(for: signedAttributes)
+        let signature =
+            variations.withoutSignedAttributes
+            ? try key.signature(for: content) : try key.signature(for: signedAttributes)
 
         let signerInfo = DERWriter.encode { w in
             w.appendConstructed(.sequence) { w in
@@ -115,7 +119,7 @@ public enum CMS {
                     w.appendIntegerContents(signer.serialNumber)
                 }
                 AlgorithmIdentifier.sha256.write(to: &w)
-                w.appendEncoded([0xA0] + signedAttributes.dropFirst())
+                if !variations.withoutSignedAttributes { w.appendEncoded([0xA0] + signedAttributes.dropFirst()) }
                 signatureAlgorithm.write(to: &w)
                 w.appendOctetString(signature)
             }

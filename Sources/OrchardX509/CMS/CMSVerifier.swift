@@ -41,6 +41,10 @@ public final class CMSVerifier: Sendable {
 
     /// The trust roots, policy and chain cache used for signers.
     public let chainVerifier: CertificateChainVerifier
+    /// A rule over the certificates embedded in the signature, in their order (e.g. Apple's: exactly a
+    /// leaf and an intermediate). Checked when a signer is resolved; the signer cache is keyed by the exact
+    /// embedded bytes, so the outcome holds for cache hits too.
+    public let embeddedCertificatesPolicy: ChainPolicy
     private let signers: ExpiringCache<ChainKey, CachedSigner>
 
     private struct CachedSigner: Sendable {
@@ -50,9 +54,11 @@ public final class CMSVerifier: Sendable {
 
     /// A verifier over an existing chain verifier (sharing its trust roots, policy and chain cache).
     public init(
-        chainVerifier: CertificateChainVerifier, cacheCapacity: Int = 1024, clock: any WallClock = SystemClock()
+        chainVerifier: CertificateChainVerifier, embeddedCertificatesPolicy: ChainPolicy = .none,
+        cacheCapacity: Int = 1024, clock: any WallClock = SystemClock()
     ) {
         self.chainVerifier = chainVerifier
+        self.embeddedCertificatesPolicy = embeddedCertificatesPolicy
         signers = ExpiringCache(capacity: cacheCapacity, clock: clock)
     }
 
@@ -78,7 +84,8 @@ public final class CMSVerifier: Sendable {
         let view = try SignedDataView(bytes[...], limits: ASN1Limits())
         try view.checkConsistency()
         guard view.content == nil else {
-            return .invalid(VerificationFailure(.invalidAttribute, "the signature is not detached: it carries content"))
+            return .invalid(
+                VerificationFailure(.unexpectedContent, "the signature is not detached: it carries content"))
         }
         guard view.signers.count == 1, let signer = view.signers.first else {
             return .invalid(
@@ -94,35 +101,34 @@ public final class CMSVerifier: Sendable {
                     .unsupportedAlgorithm, "signature algorithm \(signer.signatureAlgorithm) is not supported"))
         }
 
-        // Signed attributes: content type, digest of the content, algorithm protection.
-        let signingTime = signer.attributes?.signingTime
-        if let attributes = signer.attributes {
-            guard let contentType = attributes.contentType else {
-                return .invalid(VerificationFailure(.missingAttribute, "the contentType attribute is missing"))
-            }
-            guard contentType == view.contentType else {
-                return .invalid(
-                    VerificationFailure(.invalidAttribute, "the contentType attribute differs from eContentType"))
-            }
-            guard let digest = attributes.messageDigest else {
-                return .invalid(VerificationFailure(.missingAttribute, "the messageDigest attribute is missing"))
-            }
-            guard digest.elementsEqual(SHA256.hash(content)) else {
-                return .invalid(
-                    VerificationFailure(.digestMismatch, "the messageDigest attribute is not SHA-256 of the content"))
-            }
-            if let (digestOID, signatureAlgorithm) = attributes.protectedAlgorithms {
-                guard digestOID == signer.digestAlgorithm.algorithm,
-                    signatureAlgorithm == nil || signatureAlgorithm == signer.signatureAlgorithm.algorithm
-                else {
-                    return .invalid(
-                        VerificationFailure(
-                            .invalidAttribute, "CMSAlgorithmProtection does not match the algorithms used"))
-                }
-            }
-        } else if view.contentType != .cmsData {
+        // Signed attributes: content type, digest of the content, algorithm protection. RFC 5652 allows
+        // a signature over id-data content without them; Orchard requires them (Apple's tokens have
+        // them, and the signing time is needed for validation).
+        guard let attributes = signer.attributes else {
+            return .invalid(VerificationFailure(.missingAttribute, "the signature has no signed attributes"))
+        }
+        let signingTime = attributes.signingTime
+        guard let contentType = attributes.contentType else {
+            return .invalid(VerificationFailure(.missingAttribute, "the contentType attribute is missing"))
+        }
+        guard contentType == view.contentType else {
             return .invalid(
-                VerificationFailure(.missingAttribute, "signed attributes are required for this content type"))
+                VerificationFailure(.invalidAttribute, "the contentType attribute differs from eContentType"))
+        }
+        guard let digest = attributes.messageDigest else {
+            return .invalid(VerificationFailure(.missingAttribute, "the messageDigest attribute is missing"))
+        }
+        guard digest.elementsEqual(SHA256.hash(content)) else {
+            return .invalid(
+                VerificationFailure(.digestMismatch, "the messageDigest attribute is not SHA-256 of the content"))
+        }
+        if let (digestOID, signatureAlgorithm) = attributes.protectedAlgorithms {
+            guard digestOID == signer.digestAlgorithm.algorithm,
+                signatureAlgorithm == nil || signatureAlgorithm == signer.signatureAlgorithm.algorithm
+            else {
+                return .invalid(
+                    VerificationFailure(.invalidAttribute, "CMSAlgorithmProtection does not match the algorithms used"))
+            }
         }
 
         let validationTime: Date
@@ -149,13 +155,7 @@ public final class CMSVerifier: Sendable {
             }
         }
 
-        let message: [UInt8]
-        if let attributes = signer.attributes {
-            message = attributes.signedBytes
-        } else {
-            message = Array(content)
-        }
-        guard cached.key.isValidSignature(signer.signature, for: message, algorithm: signatureOID) else {
+        guard cached.key.isValidSignature(signer.signature, for: attributes.signedBytes, algorithm: signatureOID) else {
             return .invalid(
                 VerificationFailure(.invalidSignature, "the signature does not verify with the signer's key"))
         }
@@ -172,6 +172,7 @@ public final class CMSVerifier: Sendable {
         view: SignedDataView, signer: SignerInfoView, at time: Date
     ) throws(X509Error) -> Resolution {
         let certificates = try view.certificates.map { (c) throws(X509Error) in try Certificate(ownedDER: Array(c)) }
+        if let failure = embeddedCertificatesPolicy.evaluate(certificates) { return .invalid(failure) }
         guard let index = certificates.firstIndex(where: { signer.identifier.matches($0) }) else {
             return .invalid(
                 VerificationFailure(.signerNotFound, "no certificate in the signature matches the signer identifier"))

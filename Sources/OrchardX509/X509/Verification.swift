@@ -7,7 +7,7 @@ public struct VerificationFailure: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case untrustedChain, certificateExpired, certificateNotYetValid, invalidCertificateSignature
             case invalidChain, policyViolation, signerNotFound, digestMismatch, invalidSignature
-            case unsupportedAlgorithm, missingAttribute, invalidAttribute
+            case unsupportedAlgorithm, missingAttribute, invalidAttribute, unexpectedContent
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -36,6 +36,8 @@ public struct VerificationFailure: Hashable, Sendable, CustomStringConvertible {
         public static let missingAttribute = Code(.missingAttribute)
         /// A signed attribute is present but wrong (content type mismatch, algorithm protection mismatch).
         public static let invalidAttribute = Code(.invalidAttribute)
+        /// The signature carries its content where a detached signature was expected.
+        public static let unexpectedContent = Code(.unexpectedContent)
 
         public var description: String { base.rawValue }
     }
@@ -102,6 +104,12 @@ public struct ChainPolicy: Sendable {
         rule(chain).map { VerificationFailure(.policyViolation, "\(name): \($0)") }
     }
 
+    /// Apple's rule for the certificates embedded in a payment-token signature
+    /// (``ApplePayCertificates/embeddedCertificatesViolation(_:)``).
+    public static let applePaymentTokenEmbeddedCertificates = ChainPolicy(name: "Apple payment token certificates") {
+        ApplePayCertificates.embeddedCertificatesViolation($0)
+    }
+
     /// Accepts every chain OpenSSL accepts.
     public static let none = ChainPolicy(name: "none") { _ in nil }
 
@@ -124,6 +132,21 @@ public enum ApplePayCertificates {
         }
         guard chain[1].hasExtension(.appleApplicationIntegrationCA) else {
             return "the intermediate certificate lacks the marker extension 1.2.840.113635.100.6.2.14"
+        }
+        return nil
+    }
+
+    /// Checks the certificates embedded in a payment-token signature: exactly two, one leaf with
+    /// 1.2.840.113635.100.6.29 and one intermediate with 1.2.840.113635.100.6.2.14 (Apple's reference:
+    /// no extra certificate, no second leaf). Returns `nil` when they are acceptable.
+    public static func embeddedCertificatesViolation(_ certificates: [Certificate]) -> String? {
+        guard certificates.count == 2 else {
+            return "the signature embeds \(certificates.count) certificates; Apple's embed exactly a leaf and an intermediate"
+        }
+        let leaves = certificates.filter { $0.hasExtension(.appleTokenSigningLeaf) }
+        let intermediates = certificates.filter { $0.hasExtension(.appleApplicationIntegrationCA) }
+        guard leaves.count == 1, intermediates.count == 1, leaves[0] != intermediates[0] else {
+            return "the embedded certificates must be one marked leaf (6.29) and one marked intermediate (6.2.14)"
         }
         return nil
     }
