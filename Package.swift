@@ -48,7 +48,7 @@ let package = Package(
             name: "OrchardCLI",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardRuntime", "SecureElement",
-                "Wallet", "Device",
+                "Wallet", "Device", "DeviceProcess",
             ],
             swiftSettings: strict
         ),
@@ -75,6 +75,8 @@ let package = Package(
             dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
             swiftSettings: strict
         ),
+        // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
+        .target(name: "DeviceProcess", dependencies: ["Device"], swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
         // cryptograms.
         .executableTarget(
@@ -121,6 +123,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
+        .testTarget(
+            name: "DeviceProcessTests",
+            dependencies: ["DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto", "orchard"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "DeviceTests",
             dependencies: [

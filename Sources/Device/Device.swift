@@ -62,6 +62,11 @@ public final class Device: Sendable {
         directory(of: name, in: deployment) + "/storage.key"
     }
 
+    /// `DIR/devices/<name>/control.sock`: the control API of a running device process.
+    public static func controlSocketPath(of name: String, in deployment: DeploymentDirectory) -> String {
+        directory(of: name, in: deployment) + "/control.sock"
+    }
+
     /// `DIR/devices/<name>/device.pem`: the device certificate (public).
     public static func certificatePath(of name: String, in deployment: DeploymentDirectory) -> String {
         directory(of: name, in: deployment) + "/device.pem"

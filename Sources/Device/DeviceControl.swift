@@ -21,6 +21,11 @@ public struct ControlRequest: Sendable {
 public struct ControlResponse: Sendable {
     public let status: Int
     public let body: Data
+
+    public init(status: Int, body: Data) {
+        self.status = status
+        self.body = body
+    }
 }
 
 /// The device's control API: what a user does with the device (authenticate, choose a card, lock, put on

@@ -37,6 +37,21 @@ public enum AuthenticationMethod: UInt8, Sendable, Hashable, CaseIterable, Codab
         guard let method = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = method
     }
+
+    /// Decodes the ``name`` (`face-id`, ...).
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let method = Self(name: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown method"))
+        }
+        self = method
+    }
+
+    /// Encodes the ``name``.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(name)
+    }
 }
 
 /// What a payment authorization may be used for: each authorization is valid for its type only.
@@ -60,6 +75,21 @@ public enum TransactionType: UInt8, Sendable, Hashable, CaseIterable, Codable, C
     public init?(name: String) {
         guard let type = Self.allCases.first(where: { $0.description == name }) else { return nil }
         self = type
+    }
+
+    /// Decodes the name (`contactless`, `in-app`, `web`).
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let type = Self(name: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown type"))
+        }
+        self = type
+    }
+
+    /// Encodes the name.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
     }
 }
 
