@@ -7,6 +7,7 @@ public enum CommandRegistry {
         TokenCommands.command,
         EMVCommands.command,
         HTTPCommands.command,
+        DeviceCommands.command,
     ]
 
     public static let root = Command(
