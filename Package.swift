@@ -36,10 +36,16 @@ let package = Package(
         .target(
             name: "MerchantKit", dependencies: ["PaymentToken", "OrchardCrypto", "OrchardX509"], swiftSettings: strict),
 
+        // Benchmarks: each figure through the Swift API and through the same EVP calls written in C.
+        .target(name: "CBenchmarks", dependencies: ["COpenSSL"]),
+        .target(
+            name: "OrchardBenchmarks", dependencies: ["OrchardCrypto", "CBenchmarks", "COpenSSL", "CShims"],
+            swiftSettings: strict),
+
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
-            dependencies: ["OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit"],
+            dependencies: ["OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardBenchmarks"],
             swiftSettings: strict
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
@@ -49,7 +55,7 @@ let package = Package(
             name: "OrchardFixtures",
             path: "Tests/Fixtures",
             exclude: ["README.md"],
-            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay")],
+            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("crypto")],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
@@ -64,6 +70,8 @@ let package = Package(
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
             swiftSettings: strict
         ),
+        .testTarget(
+            name: "OrchardBenchmarksTests", dependencies: ["OrchardBenchmarks", "OrchardCrypto"], swiftSettings: strict),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
     ]
 )

@@ -33,52 +33,19 @@ extension AES {
         }
 
         public static let tagByteCount = 16
+        /// The longest IV OpenSSL 3.0's GCM accepts (its `GCM_IV_MAX_SIZE`).
+        public static let maximumIVByteCount = 128
 
-        /// Encrypts and authenticates `plaintext` and authenticates `aad`.
+        /// Encrypts and authenticates `plaintext` and authenticates `aad`. The IV must be 1 to 128 bytes and
+        /// must never repeat under one key.
         public static func seal(
             _ plaintext: some DataProtocol, using key: SymmetricKey, iv: some DataProtocol,
             authenticating aad: some DataProtocol = [UInt8]()
         ) throws(CryptoError) -> SealedBox {
-            let cipher = try self.cipher(for: key)
-            let ivBytes = Array(iv)
-            guard !ivBytes.isEmpty else { throw CryptoError(.invalidParameter, "AES-GCM needs a non-empty IV") }
-            guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError(.internalFailure, "EVP_CIPHER_CTX_new failed") }
-            defer { EVP_CIPHER_CTX_free(ctx) }
-            return try withContiguousBytes(plaintext) { (p) throws(CryptoError) -> SealedBox in
-                try withContiguousBytes(aad) { (a) throws(CryptoError) -> SealedBox in
-                    try key.withUnsafeBytes { (k) throws(CryptoError) -> SealedBox in
-                        try check(EVP_EncryptInit_ex2(ctx, cipher, nil, nil, nil), .internalFailure, "AES-GCM init failed")
-                        try check(
-                            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(ivBytes.count), nil),
-                            .invalidParameter, "AES-GCM rejected an IV of \(ivBytes.count) bytes")
-                        try check(
-                            EVP_EncryptInit_ex2(ctx, nil, k.bytePointer, ivBytes, nil), .internalFailure,
-                            "AES-GCM key setup failed")
-                        var length: Int32 = 0
-                        if a.count > 0 {
-                            try check(
-                                EVP_EncryptUpdate(ctx, nil, &length, a.bytePointer, Int32(a.count)), .internalFailure,
-                                "AES-GCM AAD failed")
-                        }
-                        var out = [UInt8](repeating: 0, count: p.count + 16)
-                        var total: Int32 = 0
-                        if p.count > 0 {
-                            try check(
-                                EVP_EncryptUpdate(ctx, &out, &length, p.bytePointer, Int32(p.count)), .internalFailure,
-                                "AES-GCM encryption failed")
-                            total = length
-                        }
-                        try out.withUnsafeMutableBufferPointer { (o) throws(CryptoError) in
-                            try check(
-                                EVP_EncryptFinal_ex(ctx, o.baseAddress! + Int(total), &length), .internalFailure,
-                                "AES-GCM finalisation failed")
-                        }
-                        total += length
-                        var tag = [UInt8](repeating: 0, count: 16)
-                        try check(
-                            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, &tag), .internalFailure,
-                            "AES-GCM tag retrieval failed")
-                        return SealedBox(ciphertext: Array(out[..<Int(total)]), tag: tag)
+            try withContiguousBytes(plaintext) { (p) throws(CryptoError) -> SealedBox in
+                try withContiguousBytes(iv) { (i) throws(CryptoError) -> SealedBox in
+                    try withContiguousBytes(aad) { (a) throws(CryptoError) -> SealedBox in
+                        try seal(p, key: key, iv: i, aad: a)
                     }
                 }
             }
@@ -90,56 +57,118 @@ extension AES {
             _ box: SealedBox, using key: SymmetricKey, iv: some DataProtocol,
             authenticating aad: some DataProtocol = [UInt8]()
         ) throws(CryptoError) -> [UInt8] {
-            let cipher = try self.cipher(for: key)
-            let ivBytes = Array(iv)
-            guard !ivBytes.isEmpty else { throw CryptoError(.invalidParameter, "AES-GCM needs a non-empty IV") }
-            guard box.tag.count == tagByteCount else {
-                throw CryptoError(.authenticationFailure, "AES-GCM tag must be 16 bytes, not \(box.tag.count)")
-            }
-            guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError(.internalFailure, "EVP_CIPHER_CTX_new failed") }
-            defer { EVP_CIPHER_CTX_free(ctx) }
-            return try withContiguousBytes(aad) { (a) throws(CryptoError) -> [UInt8] in
-                try key.withUnsafeBytes { (k) throws(CryptoError) -> [UInt8] in
-                    try check(EVP_DecryptInit_ex2(ctx, cipher, nil, nil, nil), .internalFailure, "AES-GCM init failed")
-                    try check(
-                        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(ivBytes.count), nil),
-                        .invalidParameter, "AES-GCM rejected an IV of \(ivBytes.count) bytes")
-                    try check(
-                        EVP_DecryptInit_ex2(ctx, nil, k.bytePointer, ivBytes, nil), .internalFailure,
-                        "AES-GCM key setup failed")
-                    var length: Int32 = 0
-                    if a.count > 0 {
-                        try check(
-                            EVP_DecryptUpdate(ctx, nil, &length, a.bytePointer, Int32(a.count)), .internalFailure,
-                            "AES-GCM AAD failed")
+            try withContiguousBytes(iv) { (i) throws(CryptoError) -> [UInt8] in
+                try withContiguousBytes(aad) { (a) throws(CryptoError) -> [UInt8] in
+                    try withContiguousBytes(box.ciphertext) { (c) throws(CryptoError) -> [UInt8] in
+                        try withContiguousBytes(box.tag) { (t) throws(CryptoError) -> [UInt8] in
+                            try open(c, tag: t, key: key, iv: i, aad: a)
+                        }
                     }
-                    var out = [UInt8](repeating: 0, count: box.ciphertext.count + 16)
-                    var total: Int32 = 0
-                    if !box.ciphertext.isEmpty {
-                        try check(
-                            EVP_DecryptUpdate(ctx, &out, &length, box.ciphertext, Int32(box.ciphertext.count)),
-                            .internalFailure, "AES-GCM decryption failed")
-                        total = length
-                    }
-                    var tag = box.tag
-                    try check(
-                        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, &tag), .internalFailure,
-                        "AES-GCM tag setup failed")
-                    let rc = out.withUnsafeMutableBufferPointer { o in
-                        EVP_DecryptFinal_ex(ctx, o.baseAddress! + Int(total), &length)
-                    }
-                    guard rc == 1 else {
-                        OPENSSL_cleanse(&out, out.count)
-                        _ = drainOpenSSLErrors()
-                        throw CryptoError(
-                            .authenticationFailure,
-                            "AES-GCM tag mismatch: the data was altered, or the key, IV or AAD is wrong")
-                    }
-                    total += length
-                    out.removeSubrange(Int(total)...)
-                    return out
                 }
             }
+        }
+
+        package static func seal(
+            _ p: UnsafeRawBufferPointer, key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer
+        ) throws(CryptoError) -> SealedBox {
+            let ctx = try context(key: key, iv: iv, aad: aad, count: p.count, encrypt: true)
+            defer { EVP_CIPHER_CTX_free(ctx) }
+            // The output goes straight into the result array (GCM's output is exactly as long as its input).
+            var rc: Int32 = 1
+            let ciphertext = [UInt8](unsafeUninitializedCapacity: p.count + tagByteCount) { out, count in
+                var length: Int32 = 0
+                if p.count > 0 {
+                    rc = EVP_EncryptUpdate(ctx, out.baseAddress, &length, p.bytePointer, Int32(p.count))
+                    guard rc == 1 else { return }
+                }
+                var tail: Int32 = 0
+                rc = EVP_EncryptFinal_ex(ctx, out.baseAddress! + Int(length), &tail)
+                count = rc == 1 ? Int(length + tail) : 0
+            }
+            try check(rc, .internalFailure, "AES-GCM encryption failed")
+            rc = 0
+            let tag = [UInt8](unsafeUninitializedCapacity: tagByteCount) { out, count in
+                rc = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), out.baseAddress)
+                count = rc == 1 ? tagByteCount : 0
+            }
+            try check(rc, .internalFailure, "AES-GCM tag retrieval failed")
+            return SealedBox(ciphertext: ciphertext, tag: tag)
+        }
+
+        package static func open(
+            _ c: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, key: SymmetricKey, iv: UnsafeRawBufferPointer,
+            aad: UnsafeRawBufferPointer
+        ) throws(CryptoError) -> [UInt8] {
+            guard tag.count == tagByteCount else {
+                throw CryptoError(.authenticationFailure, "AES-GCM tag must be 16 bytes, not \(tag.count)")
+            }
+            let ctx = try context(key: key, iv: iv, aad: aad, count: c.count, encrypt: false)
+            defer { EVP_CIPHER_CTX_free(ctx) }
+            var rc: Int32 = 1
+            var authentic: Int32 = 0
+            let plaintext = [UInt8](unsafeUninitializedCapacity: c.count + tagByteCount) { out, count in
+                var length: Int32 = 0
+                if c.count > 0 {
+                    rc = EVP_DecryptUpdate(ctx, out.baseAddress, &length, c.bytePointer, Int32(c.count))
+                    guard rc == 1 else { return }
+                }
+                // SET_TAG only reads the 16 bytes.
+                rc = EVP_CIPHER_CTX_ctrl(
+                    ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), UnsafeMutableRawPointer(mutating: tag.baseAddress))
+                guard rc == 1 else { return }
+                var tail: Int32 = 0
+                authentic = EVP_DecryptFinal_ex(ctx, out.baseAddress! + Int(length), &tail)
+                if authentic == 1 {
+                    count = Int(length + tail)
+                } else {
+                    // Unauthenticated plaintext never leaves: wipe what was decrypted.
+                    OPENSSL_cleanse(out.baseAddress, out.count)
+                }
+            }
+            try check(rc, .internalFailure, "AES-GCM decryption failed")
+            guard authentic == 1 else {
+                _ = drainOpenSSLErrors()
+                throw CryptoError(
+                    .authenticationFailure, "AES-GCM tag mismatch: the data was altered, or the key, IV or AAD is wrong")
+            }
+            return plaintext
+        }
+
+        /// A context with cipher, IV length, key and IV set and the AAD absorbed: the call sequence both
+        /// directions share.
+        private static func context(
+            key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, count: Int, encrypt: Bool
+        ) throws(CryptoError) -> OpaquePointer {
+            let cipher = try self.cipher(for: key)
+            guard iv.count > 0, iv.count <= maximumIVByteCount else {
+                throw CryptoError(.invalidParameter, "AES-GCM takes an IV of 1 to 128 bytes, not \(iv.count)")
+            }
+            guard count < Int(Int32.max) - tagByteCount, aad.count < Int(Int32.max) else {
+                throw CryptoError(.invalidParameter, "AES-GCM input is too long for one call")
+            }
+            guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError(.internalFailure, "EVP_CIPHER_CTX_new failed") }
+            do {
+                let direction: Int32 = encrypt ? 1 : 0
+                try check(EVP_CipherInit_ex2(ctx, cipher, nil, nil, direction, nil), .internalFailure, "AES-GCM init failed")
+                try check(
+                    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(iv.count), nil), .invalidParameter,
+                    "AES-GCM rejected an IV of \(iv.count) bytes")
+                try key.withUnsafeBytes { (k) throws(CryptoError) in
+                    try check(
+                        EVP_CipherInit_ex2(ctx, nil, k.bytePointer, iv.bytePointer, direction, nil), .internalFailure,
+                        "AES-GCM key setup failed")
+                }
+                if aad.count > 0 {
+                    var length: Int32 = 0
+                    try check(
+                        EVP_CipherUpdate(ctx, nil, &length, aad.bytePointer, Int32(aad.count)), .internalFailure,
+                        "AES-GCM AAD failed")
+                }
+            } catch {
+                EVP_CIPHER_CTX_free(ctx)
+                throw error
+            }
+            return ctx
         }
 
         private static func cipher(for key: SymmetricKey) throws(CryptoError) -> OpaquePointer {

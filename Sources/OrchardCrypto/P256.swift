@@ -122,12 +122,24 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
 
     package init() throws(CryptoError) {
         let pkey = try nonNull(orchard_keygen_ec("P-256"), .internalFailure, "P-256 key generation failed")
-        try self.init(evpKey: EVPKey(owning: pkey))
+        try self.init(evpKey: EVPKey(owning: pkey), checkPair: false)
     }
 
-    package init(evpKey: EVPKey) throws(CryptoError) {
+    /// Takes a parsed key. `checkPair` recomputes the public point from the scalar and compares: a SEC1 or
+    /// PKCS#8 encoding carries both, and nothing else notices when a damaged file makes them disagree
+    /// (every signature would then fail to verify, far from the cause).
+    package init(evpKey: EVPKey, checkPair: Bool = true) throws(CryptoError) {
         guard evpKey.isA("EC") else { throw CryptoError(.invalidKey, "the key is not an EC key") }
         try P256PublicKeyImpl.checkGroup(evpKey.pointer)
+        if checkPair {
+            guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, evpKey.pointer, nil) else {
+                throw CryptoError(.internalFailure, "EVP_PKEY_CTX_new_from_pkey failed")
+            }
+            defer { EVP_PKEY_CTX_free(ctx) }
+            try check(
+                EVP_PKEY_pairwise_check(ctx), .invalidKey,
+                "the P-256 private key does not match the public key stored with it")
+        }
         key = evpKey
         publicKey = try P256PublicKeyImpl(evpKey: evpKey)
     }
@@ -144,11 +156,10 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
 
     /// From a PEM that may hold several blocks (e.g. `EC PARAMETERS` before `EC PRIVATE KEY`).
     package init(pem: String) throws(CryptoError) {
-        let bio = try MemoryBIO(copying: Array(pem.utf8))
-        guard let pkey = PEM_read_bio_PrivateKey(bio.pointer, nil, nil, nil) else {
-            throw CryptoError(.invalidKey, "no EC PRIVATE KEY or PRIVATE KEY block in the PEM")
+        guard let key = try readPrivateKeyPEM(pem) else {
+            throw CryptoError(.invalidKey, "no unencrypted EC PRIVATE KEY or PRIVATE KEY block in the PEM")
         }
-        try self.init(evpKey: EVPKey(owning: pkey))
+        try self.init(evpKey: key)
     }
 
     /// From the 32-byte big-endian scalar, which must be in [1, n-1].
@@ -366,6 +377,13 @@ extension P256.Signing {
             }
             guard let sig else { throw CryptoError(.invalidSignature, "not a DER ECDSA signature") }
             defer { ECDSA_SIG_free(sig) }
+            // r and s must fit the 32-byte halves of the raw form; larger, zero or negative values can never
+            // verify, and would make ``rawRepresentation`` ambiguous.
+            for n in [ECDSA_SIG_get0_r(sig), ECDSA_SIG_get0_s(sig)] {
+                guard BN_is_zero(n) == 0, BN_is_negative(n) == 0, BN_num_bits(n) <= 256 else {
+                    throw CryptoError(.invalidSignature, "the ECDSA signature's r or s is out of range for P-256")
+                }
+            }
             var out: UnsafeMutablePointer<UInt8>?
             let n = i2d_ECDSA_SIG(sig, &out)
             defer { orchard_OPENSSL_free(out) }
