@@ -4,6 +4,7 @@ import Foundation
 public enum CommandRegistry {
     public static let groups: [Command] = [
         DemoCommand.command,
+        BenchCommands.command,
     ]
 
     public static let root = Command(

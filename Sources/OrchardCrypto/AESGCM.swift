@@ -5,31 +5,42 @@ public import Foundation
 public enum AES {}
 
 extension AES {
-    /// AES in Galois/Counter Mode with 128-, 192- or 256-bit keys, any non-empty IV (Apple's EC_v1 and
-    /// RSA_v1 use 16 zero bytes) and a separate 16-byte tag.
+    /// AES in Galois/Counter Mode with 128-, 192- or 256-bit keys, IVs of 1 to 128 bytes (Apple's EC_v1 and
+    /// RSA_v1 use 16 zero bytes) and a 16-byte tag.
     public enum GCM {
-        /// Ciphertext and tag, kept apart (Apple appends the tag to `data`; split it with ``init(combined:)``).
+        /// Ciphertext and tag. Stored as `ciphertext ‖ tag`, the form Apple's `data` field has, so sealing
+        /// makes one allocation and ``init(combined:)`` none beyond the caller's bytes.
         public struct SealedBox: Sendable, Equatable {
-            public let ciphertext: [UInt8]
-            public let tag: [UInt8]
+            /// `ciphertext ‖ tag`.
+            public let combined: [UInt8]
+            /// The tag's length: 16 unless a caller built the box from a tag of another length, which
+            /// ``AES/GCM/open(_:using:iv:authenticating:)`` then refuses.
+            @usableFromInline let tagCount: Int
 
             public init(ciphertext: [UInt8], tag: [UInt8]) {
-                self.ciphertext = ciphertext
-                self.tag = tag
+                combined = ciphertext + tag
+                tagCount = tag.count
             }
 
-            /// Splits `ciphertext ‖ tag` (16-byte tag).
+            /// Takes `ciphertext ‖ tag` (16-byte tag).
+            @inlinable
             public init(combined: some DataProtocol) throws(CryptoError) {
-                let bytes = Array(combined)
-                guard bytes.count >= 16 else {
+                guard combined.count >= GCM.tagByteCount else {
                     throw CryptoError(.invalidParameter, "AES-GCM data is shorter than its 16-byte tag")
                 }
-                ciphertext = Array(bytes[..<(bytes.count - 16)])
-                tag = Array(bytes[(bytes.count - 16)...])
+                self.init(uncheckedCombined: Array(combined), tagCount: GCM.tagByteCount)
             }
 
-            /// `ciphertext ‖ tag`.
-            public var combined: [UInt8] { ciphertext + tag }
+            @usableFromInline
+            package init(uncheckedCombined: [UInt8], tagCount: Int) {
+                combined = uncheckedCombined
+                self.tagCount = tagCount
+            }
+
+            /// The ciphertext (a copy of the front of ``combined``).
+            public var ciphertext: [UInt8] { Array(combined[..<(combined.count - tagCount)]) }
+            /// The tag (a copy of the end of ``combined``).
+            public var tag: [UInt8] { Array(combined[(combined.count - tagCount)...]) }
         }
 
         public static let tagByteCount = 16
@@ -38,6 +49,8 @@ extension AES {
 
         /// Encrypts and authenticates `plaintext` and authenticates `aad`. The IV must be 1 to 128 bytes and
         /// must never repeat under one key.
+        // Inlinable so the DataProtocol generics specialize in the caller; the work is in `seal(bytes:…)`.
+        @inlinable
         public static func seal(
             _ plaintext: some DataProtocol, using key: SymmetricKey, iv: some DataProtocol,
             authenticating aad: some DataProtocol = [UInt8]()
@@ -45,7 +58,7 @@ extension AES {
             try withContiguousBytes(plaintext) { (p) throws(CryptoError) -> SealedBox in
                 try withContiguousBytes(iv) { (i) throws(CryptoError) -> SealedBox in
                     try withContiguousBytes(aad) { (a) throws(CryptoError) -> SealedBox in
-                        try seal(p, key: key, iv: i, aad: a)
+                        try seal(bytes: p, key: key, iv: i, aad: a)
                     }
                 }
             }
@@ -53,29 +66,27 @@ extension AES {
 
         /// Checks the tag and decrypts. Throws ``CryptoError/Code/authenticationFailure`` when the
         /// ciphertext, tag, IV, AAD or key is wrong, and returns no plaintext then.
+        @inlinable
         public static func open(
             _ box: SealedBox, using key: SymmetricKey, iv: some DataProtocol,
             authenticating aad: some DataProtocol = [UInt8]()
         ) throws(CryptoError) -> [UInt8] {
             try withContiguousBytes(iv) { (i) throws(CryptoError) -> [UInt8] in
                 try withContiguousBytes(aad) { (a) throws(CryptoError) -> [UInt8] in
-                    try withContiguousBytes(box.ciphertext) { (c) throws(CryptoError) -> [UInt8] in
-                        try withContiguousBytes(box.tag) { (t) throws(CryptoError) -> [UInt8] in
-                            try open(c, tag: t, key: key, iv: i, aad: a)
-                        }
-                    }
+                    try open(box: box, key: key, iv: i, aad: a)
                 }
             }
         }
 
+        @usableFromInline
         package static func seal(
-            _ p: UnsafeRawBufferPointer, key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer
+            bytes p: UnsafeRawBufferPointer, key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer
         ) throws(CryptoError) -> SealedBox {
             let ctx = try context(key: key, iv: iv, aad: aad, count: p.count, encrypt: true)
             defer { EVP_CIPHER_CTX_free(ctx) }
-            // The output goes straight into the result array (GCM's output is exactly as long as its input).
+            // Ciphertext and tag go straight into one array (GCM's output is exactly as long as its input).
             var rc: Int32 = 1
-            let ciphertext = [UInt8](unsafeUninitializedCapacity: p.count + tagByteCount) { out, count in
+            let combined = [UInt8](unsafeUninitializedCapacity: p.count + tagByteCount) { out, count in
                 var length: Int32 = 0
                 if p.count > 0 {
                     rc = EVP_EncryptUpdate(ctx, out.baseAddress, &length, p.bytePointer, Int32(p.count))
@@ -83,46 +94,49 @@ extension AES {
                 }
                 var tail: Int32 = 0
                 rc = EVP_EncryptFinal_ex(ctx, out.baseAddress! + Int(length), &tail)
-                count = rc == 1 ? Int(length + tail) : 0
+                guard rc == 1, Int(length + tail) == p.count else {
+                    rc = 0
+                    return
+                }
+                rc = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), out.baseAddress! + p.count)
+                count = rc == 1 ? p.count + tagByteCount : 0
             }
             try check(rc, .internalFailure, "AES-GCM encryption failed")
-            rc = 0
-            let tag = [UInt8](unsafeUninitializedCapacity: tagByteCount) { out, count in
-                rc = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), out.baseAddress)
-                count = rc == 1 ? tagByteCount : 0
-            }
-            try check(rc, .internalFailure, "AES-GCM tag retrieval failed")
-            return SealedBox(ciphertext: ciphertext, tag: tag)
+            return SealedBox(uncheckedCombined: combined, tagCount: tagByteCount)
         }
 
+        @usableFromInline
         package static func open(
-            _ c: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, key: SymmetricKey, iv: UnsafeRawBufferPointer,
-            aad: UnsafeRawBufferPointer
+            box: SealedBox, key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer
         ) throws(CryptoError) -> [UInt8] {
-            guard tag.count == tagByteCount else {
-                throw CryptoError(.authenticationFailure, "AES-GCM tag must be 16 bytes, not \(tag.count)")
+            guard box.tagCount == tagByteCount else {
+                throw CryptoError(.authenticationFailure, "AES-GCM tag must be 16 bytes, not \(box.tagCount)")
             }
-            let ctx = try context(key: key, iv: iv, aad: aad, count: c.count, encrypt: false)
+            let ciphertextCount = box.combined.count - tagByteCount
+            let ctx = try context(key: key, iv: iv, aad: aad, count: ciphertextCount, encrypt: false)
             defer { EVP_CIPHER_CTX_free(ctx) }
             var rc: Int32 = 1
             var authentic: Int32 = 0
-            let plaintext = [UInt8](unsafeUninitializedCapacity: c.count + tagByteCount) { out, count in
-                var length: Int32 = 0
-                if c.count > 0 {
-                    rc = EVP_DecryptUpdate(ctx, out.baseAddress, &length, c.bytePointer, Int32(c.count))
+            let plaintext = box.combined.withUnsafeBufferPointer { c in
+                [UInt8](unsafeUninitializedCapacity: max(ciphertextCount, 1)) { out, count in
+                    var length: Int32 = 0
+                    if ciphertextCount > 0 {
+                        rc = EVP_DecryptUpdate(ctx, out.baseAddress, &length, c.baseAddress, Int32(ciphertextCount))
+                        guard rc == 1 else { return }
+                    }
+                    // SET_TAG only reads the 16 bytes.
+                    rc = EVP_CIPHER_CTX_ctrl(
+                        ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount),
+                        UnsafeMutableRawPointer(mutating: c.baseAddress! + ciphertextCount))
                     guard rc == 1 else { return }
-                }
-                // SET_TAG only reads the 16 bytes.
-                rc = EVP_CIPHER_CTX_ctrl(
-                    ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), UnsafeMutableRawPointer(mutating: tag.baseAddress))
-                guard rc == 1 else { return }
-                var tail: Int32 = 0
-                authentic = EVP_DecryptFinal_ex(ctx, out.baseAddress! + Int(length), &tail)
-                if authentic == 1 {
-                    count = Int(length + tail)
-                } else {
-                    // Unauthenticated plaintext never leaves: wipe what was decrypted.
-                    OPENSSL_cleanse(out.baseAddress, out.count)
+                    var tail: Int32 = 0
+                    authentic = EVP_DecryptFinal_ex(ctx, out.baseAddress! + Int(length), &tail)
+                    if authentic == 1 {
+                        count = Int(length + tail)
+                    } else {
+                        // Unauthenticated plaintext never leaves: wipe what was decrypted.
+                        OPENSSL_cleanse(out.baseAddress, out.count)
+                    }
                 }
             }
             try check(rc, .internalFailure, "AES-GCM decryption failed")
@@ -135,7 +149,7 @@ extension AES {
         }
 
         /// A context with cipher, IV length, key and IV set and the AAD absorbed: the call sequence both
-        /// directions share.
+        /// directions share (and the C baseline of `orchard bench crypto` repeats).
         private static func context(
             key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, count: Int, encrypt: Bool
         ) throws(CryptoError) -> OpaquePointer {

@@ -11,10 +11,12 @@ public protocol HashFunction: Sendable {
 
 extension HashFunction {
     /// The digest of `data`.
+    @inlinable
     public static func hash(_ data: some DataProtocol) -> [UInt8] {
         withContiguousBytes(data) { digest($0) }
     }
 
+    @usableFromInline
     package static func digest(_ data: UnsafeRawBufferPointer) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: byteCount) { out, count in
             var length: UInt32 = 0
@@ -88,10 +90,12 @@ public struct IncrementalHasher<H: HashFunction>: ~Copyable {
 /// HMAC (RFC 2104) over a hash function, through OpenSSL's `EVP_MAC`.
 public enum HMAC<H: HashFunction> {
     /// The full-length MAC of `data` under `key` (any key length, including empty).
+    @inlinable
     public static func authenticationCode(for data: some DataProtocol, using key: SymmetricKey) -> [UInt8] {
         withContiguousBytes(data) { d in authenticationCode(d, key: key) }
     }
 
+    @usableFromInline
     package static func authenticationCode(_ d: UnsafeRawBufferPointer, key: SymmetricKey) -> [UInt8] {
         // EVP_MAC with the HMAC algorithm fetched once; EVP_Q_mac would fetch it on every call.
         // Failures here mean allocation failure: the algorithm and digest are known to exist.

@@ -7,8 +7,21 @@ public enum HKDF {
     public static let maximumInfoByteCount = 1024
 
     /// Extract-then-expand. `outputByteCount` may be at most 255 × 32; `info` at most 1024 bytes.
+    @inlinable
     public static func deriveKey(
         inputKeyMaterial: SymmetricKey, salt: some DataProtocol, info: some DataProtocol, outputByteCount: Int
+    ) throws(CryptoError) -> SymmetricKey {
+        try withContiguousBytes(salt) { (s) throws(CryptoError) -> SymmetricKey in
+            try withContiguousBytes(info) { (i) throws(CryptoError) -> SymmetricKey in
+                try deriveKey(inputKeyMaterial: inputKeyMaterial, salt: s, info: i, outputByteCount: outputByteCount)
+            }
+        }
+    }
+
+    @usableFromInline
+    package static func deriveKey(
+        inputKeyMaterial: SymmetricKey, salt: UnsafeRawBufferPointer, info: UnsafeRawBufferPointer,
+        outputByteCount: Int
     ) throws(CryptoError) -> SymmetricKey {
         guard outputByteCount > 0, outputByteCount <= 255 * 32 else {
             throw CryptoError(.invalidParameter, "HKDF-SHA256 output must be 1 to 8160 bytes, not \(outputByteCount)")
@@ -20,22 +33,18 @@ public enum HKDF {
         defer { EVP_KDF_CTX_free(ctx) }
         let out = try SecureBytes(count: outputByteCount) { (buffer) throws(CryptoError) in
             let rc = inputKeyMaterial.withUnsafeBytes { ikm in
-                withContiguousBytes(salt) { s in
-                    withContiguousBytes(info) { i in
-                        // OSSL_PARAM takes mutable pointers but the KDF only reads (and copies) them.
-                        var params = [
-                            OSSL_PARAM_construct_utf8_string(ParamName.digest, ParamName.sha256, 0),
-                            OSSL_PARAM_construct_octet_string(
-                                ParamName.key, UnsafeMutableRawPointer(mutating: ikm.bytePointer), ikm.count),
-                            OSSL_PARAM_construct_octet_string(
-                                ParamName.salt, UnsafeMutableRawPointer(mutating: s.bytePointer), s.count),
-                            OSSL_PARAM_construct_octet_string(
-                                ParamName.info, UnsafeMutableRawPointer(mutating: i.bytePointer), i.count),
-                            OSSL_PARAM_construct_end(),
-                        ]
-                        return EVP_KDF_derive(ctx, buffer.bindMemory(to: UInt8.self).baseAddress, outputByteCount, &params)
-                    }
-                }
+                // OSSL_PARAM takes mutable pointers but the KDF only reads (and copies) them.
+                var params = [
+                    OSSL_PARAM_construct_utf8_string(ParamName.digest, ParamName.sha256, 0),
+                    OSSL_PARAM_construct_octet_string(
+                        ParamName.key, UnsafeMutableRawPointer(mutating: ikm.bytePointer), ikm.count),
+                    OSSL_PARAM_construct_octet_string(
+                        ParamName.salt, UnsafeMutableRawPointer(mutating: salt.bytePointer), salt.count),
+                    OSSL_PARAM_construct_octet_string(
+                        ParamName.info, UnsafeMutableRawPointer(mutating: info.bytePointer), info.count),
+                    OSSL_PARAM_construct_end(),
+                ]
+                return EVP_KDF_derive(ctx, buffer.bindMemory(to: UInt8.self).baseAddress, outputByteCount, &params)
             }
             try check(rc, .internalFailure, "HKDF derivation failed")
         }

@@ -66,13 +66,11 @@ package final class MemoryBIO {
 /// Reads the first private key in `pem`, skipping blocks that hold none (such as the `EC PARAMETERS` block
 /// `openssl ecparam -genkey` writes first). An encrypted key fails instead of prompting: OpenSSL's default
 /// password callback would read a passphrase from the terminal, which a server or a CLI with a closed stdin
-/// must never do. Returns nil when no unencrypted private key is found; the error queue is left empty.
+/// must never do. Returns nil when no unencrypted private key is found, with OpenSSL's reasons left queued
+/// for the caller's ``CryptoError``.
 package func readPrivateKeyPEM(_ pem: String) throws(CryptoError) -> EVPKey? {
     let bio = try MemoryBIO(copying: Array(pem.utf8))
-    let pkey = PEM_read_bio_PrivateKey(bio.pointer, nil, { _, _, _, _ in 0 }, nil)
-    // The decoder leaves entries for the blocks it skipped even when it finds a key.
-    _ = drainOpenSSLErrors()
-    return pkey.map { EVPKey(owning: $0) }
+    return PEM_read_bio_PrivateKey(bio.pointer, nil, { _, _, _, _ in 0 }, nil).map { EVPKey(owning: $0) }
 }
 
 /// C strings that must outlive a call (OSSL_PARAM keeps the pointers it is given). Allocated once, never freed.
@@ -104,22 +102,6 @@ package enum ParamName {
     nonisolated(unsafe) package static let sha1 = CString.make("SHA1")
     nonisolated(unsafe) package static let sha256 = CString.make("SHA256")
     nonisolated(unsafe) package static let sha384 = CString.make("SHA384")
-}
-
-/// Runs `body` with a contiguous view of `data`, copying only when `data` has no contiguous storage
-/// (`[UInt8]`, `ArraySlice`, `Data` and `UnsafeRawBufferPointer` are lent as they are).
-@inline(__always)
-package func withContiguousBytes<R, E: Error>(
-    _ data: some DataProtocol, _ body: (UnsafeRawBufferPointer) throws(E) -> R
-) throws(E) -> R {
-    var result: Result<R, E>?
-    _ = data.withContiguousStorageIfAvailable { b in
-        result = Result { () throws(E) -> R in try body(UnsafeRawBufferPointer(b)) }
-    }
-    if result == nil {
-        Array(data).withUnsafeBytes { b in result = Result { () throws(E) -> R in try body(b) } }
-    }
-    return try result!.get()
 }
 
 extension UnsafeRawBufferPointer {
