@@ -40,10 +40,12 @@ public struct BenchmarkReport: Sendable, Codable {
         public static func header(suite: String, secondsPerFigure: Double) -> String {
             var lines = [
                 "orchard bench \(suite): \(buildConfiguration) build, \(openSSL), "
-                    + "\(String(format: "%g", secondsPerFigure)) s of CPU time per figure; medians of interleaved rounds"
+                    + "\(String(format: "%g", secondsPerFigure)) s of CPU time per figure, medians of "
+                    + "interleaved rounds"
             ]
             if buildConfiguration == "debug" {
-                lines.append("warning: a debug build measures the compiler's debug code; run `swift build -c release` first")
+                lines.append(
+                    "warning: a debug build measures the compiler's debug code; run `swift build -c release` first")
             }
             lines.append(
                 pad("figure", widths.name) + padLeft("swift op/s", widths.number) + padLeft("raw op/s", widths.number)
@@ -66,7 +68,9 @@ public struct BenchmarkReport: Sendable, Codable {
             let gated = report.figures.filter { $0.minimumRatio != nil }
             let failures = report.failures
             if gated.isEmpty { return "\(report.figures.count) figures" }
-            if failures.isEmpty { return "\(report.figures.count) figures; all \(gated.count) gated ratios reach their minimum" }
+            if failures.isEmpty {
+                return "\(report.figures.count) figures; all \(gated.count) gated ratios reach their minimum"
+            }
             return "\(report.figures.count) figures; below the minimum: "
                 + failures.map(\.name).joined(separator: ", ")
         }
@@ -83,7 +87,8 @@ public struct BenchmarkReport: Sendable, Codable {
         }
 
         static func pad(_ text: String, _ width: Int) -> String {
-            text.count >= width ? String(text.prefix(width - 1)) + " " : text + String(repeating: " ", count: width - text.count)
+            text.count >= width
+                ? String(text.prefix(width - 1)) + " " : text + String(repeating: " ", count: width - text.count)
         }
 
         static func padLeft(_ text: String, _ width: Int) -> String {

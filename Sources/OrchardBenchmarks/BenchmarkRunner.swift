@@ -46,7 +46,9 @@ public struct BenchmarkRunner: Sendable {
 
     /// Cross-checks and measures `figure`.
     public func measure(_ figure: BenchmarkFigure) throws -> BenchmarkResult {
-        guard secondsPerFigure > 0 else { throw BenchmarkError(.invalidConfiguration, "the time per figure must be positive") }
+        guard secondsPerFigure > 0 else {
+            throw BenchmarkError(.invalidConfiguration, "the time per figure must be positive")
+        }
         try figure.crossCheck?()
         let budget = UInt64(secondsPerFigure * 1e9)
         let start = clock.nanoseconds()

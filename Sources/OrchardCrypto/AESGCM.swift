@@ -143,7 +143,8 @@ extension AES {
             guard authentic == 1 else {
                 _ = drainOpenSSLErrors()
                 throw CryptoError(
-                    .authenticationFailure, "AES-GCM tag mismatch: the data was altered, or the key, IV or AAD is wrong")
+                    .authenticationFailure, "AES-GCM tag mismatch: the data was altered, or the key, IV or AAD is wrong"
+                )
             }
             return plaintext
         }
@@ -160,10 +161,13 @@ extension AES {
             guard count < Int(Int32.max) - tagByteCount, aad.count < Int(Int32.max) else {
                 throw CryptoError(.invalidParameter, "AES-GCM input is too long for one call")
             }
-            guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError(.internalFailure, "EVP_CIPHER_CTX_new failed") }
+            guard let ctx = EVP_CIPHER_CTX_new() else {
+                throw CryptoError(.internalFailure, "EVP_CIPHER_CTX_new failed")
+            }
             do {
                 let direction: Int32 = encrypt ? 1 : 0
-                try check(EVP_CipherInit_ex2(ctx, cipher, nil, nil, direction, nil), .internalFailure, "AES-GCM init failed")
+                try check(
+                    EVP_CipherInit_ex2(ctx, cipher, nil, nil, direction, nil), .internalFailure, "AES-GCM init failed")
                 try check(
                     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(iv.count), nil), .invalidParameter,
                     "AES-GCM rejected an IV of \(iv.count) bytes")

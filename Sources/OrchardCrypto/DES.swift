@@ -69,12 +69,15 @@ public enum InsecureSingleDES {
 
     /// CBC encryption with a zero IV, for MAC algorithm 3.
     static func encryptCBC(_ data: [UInt8], key: SymmetricKey) throws(CryptoError) -> [UInt8] {
-        try DESCore.run(Fetched.desEDE3CBC, key: singleKey(key), iv: [UInt8](repeating: 0, count: 8), data: data, encrypt: true)
+        try DESCore.run(
+            Fetched.desEDE3CBC, key: singleKey(key), iv: [UInt8](repeating: 0, count: 8), data: data, encrypt: true)
     }
 
     static func singleKey(_ key: SymmetricKey) throws(CryptoError) -> SecureBytes {
         try key.withUnsafeBytes { (k) throws(CryptoError) -> SecureBytes in
-            guard k.count == 8 else { throw CryptoError(.invalidParameter, "a single-DES key is 8 bytes, not \(k.count)") }
+            guard k.count == 8 else {
+                throw CryptoError(.invalidParameter, "a single-DES key is 8 bytes, not \(k.count)")
+            }
             return DESCore.concatenate(k, k, k)
         }
     }
@@ -106,7 +109,9 @@ public enum RetailMAC {
     }
 
     /// The 8-byte MAC of `data` under a 16-byte key (callers truncate if their format says so).
-    public static func mac(_ data: some DataProtocol, key: SymmetricKey, padding: Padding) throws(CryptoError) -> [UInt8] {
+    public static func mac(
+        _ data: some DataProtocol, key: SymmetricKey, padding: Padding
+    ) throws(CryptoError) -> [UInt8] {
         guard key.byteCount == 16 else {
             throw CryptoError(.invalidParameter, "MAC algorithm 3 takes a 16-byte key, not \(key.byteCount)")
         }

@@ -18,12 +18,13 @@ extension HashFunction {
 
     @usableFromInline
     package static func digest(_ data: UnsafeRawBufferPointer) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: byteCount) { out, count in
+        bytesFromScratch(capacity: byteCount) { out in
             var length: UInt32 = 0
             // EVP_Digest fails only on allocation failure with a fetched, valid algorithm.
-            let rc = EVP_Digest(data.baseAddress, data.count, out.baseAddress, &length, md, nil)
+            let rc = EVP_Digest(
+                data.baseAddress, data.count, out.bindMemory(to: UInt8.self).baseAddress, &length, md, nil)
             precondition(rc == 1 && Int(length) == byteCount, "EVP_Digest failed")
-            count = Int(length)
+            return Int(length)
         }
     }
 
@@ -104,11 +105,11 @@ public enum HMAC<H: HashFunction> {
         var params = [OSSL_PARAM_construct_utf8_string(ParamName.digest, H.mdName, 0), OSSL_PARAM_construct_end()]
         let ok = key.withUnsafeBytes { k in EVP_MAC_init(ctx, k.bytePointer, k.count, &params) }
         precondition(ok == 1 && EVP_MAC_update(ctx, d.bytePointer, d.count) == 1, "HMAC failed")
-        return [UInt8](unsafeUninitializedCapacity: H.byteCount) { out, count in
+        return bytesFromScratch(capacity: H.byteCount) { out in
             var length = 0
-            precondition(EVP_MAC_final(ctx, out.baseAddress, &length, H.byteCount) == 1, "HMAC failed")
-            precondition(length == H.byteCount, "HMAC returned \(length) bytes")
-            count = length
+            let rc = EVP_MAC_final(ctx, out.bindMemory(to: UInt8.self).baseAddress, &length, H.byteCount)
+            precondition(rc == 1 && length == H.byteCount, "HMAC failed")
+            return length
         }
     }
 

@@ -29,7 +29,9 @@ public enum HKDF {
         guard info.count <= maximumInfoByteCount else {
             throw CryptoError(.invalidParameter, "HKDF info must be at most 1024 bytes, not \(info.count)")
         }
-        guard let ctx = EVP_KDF_CTX_new(Fetched.hkdf) else { throw CryptoError(.internalFailure, "EVP_KDF_CTX_new failed") }
+        guard let ctx = EVP_KDF_CTX_new(Fetched.hkdf) else {
+            throw CryptoError(.internalFailure, "EVP_KDF_CTX_new failed")
+        }
         defer { EVP_KDF_CTX_free(ctx) }
         let out = try SecureBytes(count: outputByteCount) { (buffer) throws(CryptoError) in
             let rc = inputKeyMaterial.withUnsafeBytes { ikm in

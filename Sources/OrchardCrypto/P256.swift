@@ -79,7 +79,8 @@ package struct P256PublicKeyImpl: @unchecked Sendable {
         guard evpKey.isA("EC") else { throw CryptoError(.invalidKey, "the key is not an EC key") }
         try Self.checkGroup(evpKey.pointer)
         var length = 0
-        guard EVP_PKEY_get_octet_string_param(evpKey.pointer, paramEncodedPub, nil, 0, &length) == 1, length == 65 else {
+        guard EVP_PKEY_get_octet_string_param(evpKey.pointer, paramEncodedPub, nil, 0, &length) == 1, length == 65
+        else {
             throw CryptoError(.invalidKey, "cannot read the public point (compressed points are not accepted)")
         }
         var out = [UInt8](repeating: 0, count: 65)
@@ -193,7 +194,9 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
     package var pkcs8: SecureBytes {
         get throws(CryptoError) {
             let bio = try MemoryBIO()
-            try check(i2d_PKCS8PrivateKey_bio(bio.pointer, key.pointer, nil, nil, 0, nil, nil), .internalFailure, "PKCS#8 encoding failed")
+            try check(
+                i2d_PKCS8PrivateKey_bio(bio.pointer, key.pointer, nil, nil, 0, nil, nil), .internalFailure,
+                "PKCS#8 encoding failed")
             var bytes = bio.contents()
             defer { OPENSSL_cleanse(&bytes, bytes.count) }
             return SecureBytes(bytes)
@@ -224,9 +227,11 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
         defer { EVP_MD_CTX_free(ctx) }
         try check(EVP_DigestSignInit(ctx, nil, Fetched.sha256, nil, key.pointer), .internalFailure, "ECDSA init failed")
         var length = 0
-        try check(EVP_DigestSign(ctx, nil, &length, message.bytePointer, message.count), .internalFailure, "ECDSA failed")
+        try check(
+            EVP_DigestSign(ctx, nil, &length, message.bytePointer, message.count), .internalFailure, "ECDSA failed")
         var out = [UInt8](repeating: 0, count: length)
-        try check(EVP_DigestSign(ctx, &out, &length, message.bytePointer, message.count), .internalFailure, "ECDSA failed")
+        try check(
+            EVP_DigestSign(ctx, &out, &length, message.bytePointer, message.count), .internalFailure, "ECDSA failed")
         out.removeSubrange(length...)
         return out
     }
@@ -322,7 +327,9 @@ extension P256.Signing {
 
         /// Whether `signature` is a valid ECDSA-SHA256 signature of `data` under this key.
         public func isValidSignature(_ signature: ECDSASignature, for data: some DataProtocol) -> Bool {
-            signature.der.withUnsafeBytes { s in withContiguousBytes(data) { impl.isValidSignature(derSignature: s, message: $0) } }
+            signature.der.withUnsafeBytes { s in
+                withContiguousBytes(data) { impl.isValidSignature(derSignature: s, message: $0) }
+            }
         }
 
         public static func == (a: Self, b: Self) -> Bool { a.impl.x963 == b.impl.x963 }

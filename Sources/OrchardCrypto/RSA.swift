@@ -63,7 +63,8 @@ public enum RSA {
             defer { EVP_PKEY_CTX_free(ctx) }
             return try withContiguousBytes(plaintext) { (p) throws(CryptoError) -> [UInt8] in
                 var length = 0
-                try check(EVP_PKEY_encrypt(ctx, nil, &length, p.bytePointer, p.count), .internalFailure, "RSA-OAEP failed")
+                try check(
+                    EVP_PKEY_encrypt(ctx, nil, &length, p.bytePointer, p.count), .internalFailure, "RSA-OAEP failed")
                 var out = [UInt8](repeating: 0, count: length)
                 try check(
                     EVP_PKEY_encrypt(ctx, &out, &length, p.bytePointer, p.count), .invalidParameter,
@@ -132,7 +133,9 @@ public enum RSA {
         public var derRepresentation: SecureBytes {
             get throws(CryptoError) {
                 let bio = try MemoryBIO()
-                try check(i2d_PKCS8PrivateKey_bio(bio.pointer, key.pointer, nil, nil, 0, nil, nil), .internalFailure, "PKCS#8 encoding failed")
+                try check(
+                    i2d_PKCS8PrivateKey_bio(bio.pointer, key.pointer, nil, nil, 0, nil, nil), .internalFailure,
+                    "PKCS#8 encoding failed")
                 var bytes = bio.contents()
                 defer { OPENSSL_cleanse(&bytes, bytes.count) }
                 return SecureBytes(bytes)
@@ -140,7 +143,9 @@ public enum RSA {
         }
 
         public var pemRepresentation: String {
-            get throws(CryptoError) { try derRepresentation.withUnsafeBytes { pemEncode(Array($0), label: "PRIVATE KEY") } }
+            get throws(CryptoError) {
+                try derRepresentation.withUnsafeBytes { pemEncode(Array($0), label: "PRIVATE KEY") }
+            }
         }
 
         /// RSAES-OAEP decryption. Any failure (wrong key, altered ciphertext, wrong digests or label) gives the
@@ -172,12 +177,16 @@ public enum RSA {
         public func pkcs1v15Signature(for data: some DataProtocol) throws(CryptoError) -> [UInt8] {
             guard let ctx = EVP_MD_CTX_new() else { throw CryptoError(.internalFailure, "EVP_MD_CTX_new failed") }
             defer { EVP_MD_CTX_free(ctx) }
-            try check(EVP_DigestSignInit(ctx, nil, Fetched.sha256, nil, key.pointer), .internalFailure, "RSA sign init failed")
+            try check(
+                EVP_DigestSignInit(ctx, nil, Fetched.sha256, nil, key.pointer), .internalFailure, "RSA sign init failed"
+            )
             return try withContiguousBytes(data) { (d) throws(CryptoError) -> [UInt8] in
                 var length = 0
-                try check(EVP_DigestSign(ctx, nil, &length, d.bytePointer, d.count), .internalFailure, "RSA signing failed")
+                try check(
+                    EVP_DigestSign(ctx, nil, &length, d.bytePointer, d.count), .internalFailure, "RSA signing failed")
                 var out = [UInt8](repeating: 0, count: length)
-                try check(EVP_DigestSign(ctx, &out, &length, d.bytePointer, d.count), .internalFailure, "RSA signing failed")
+                try check(
+                    EVP_DigestSign(ctx, &out, &length, d.bytePointer, d.count), .internalFailure, "RSA signing failed")
                 return Array(out[..<length])
             }
         }
@@ -197,8 +206,10 @@ public enum RSA {
             // Each call is checked on its own: they return 1 on success and 0, -1 or -2 on failure.
             try check(
                 encrypt ? EVP_PKEY_encrypt_init(ctx) : EVP_PKEY_decrypt_init(ctx), .internalFailure, "RSA init failed")
-            try check(EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING), .internalFailure, "RSA-OAEP setup failed")
-            try check(EVP_PKEY_CTX_set_rsa_oaep_md(ctx, oaepDigest.md), .internalFailure, "RSA-OAEP digest setup failed")
+            try check(
+                EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING), .internalFailure, "RSA-OAEP setup failed")
+            try check(
+                EVP_PKEY_CTX_set_rsa_oaep_md(ctx, oaepDigest.md), .internalFailure, "RSA-OAEP digest setup failed")
             try check(EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, mgf1Digest.md), .internalFailure, "RSA-OAEP MGF1 setup failed")
             if !label.isEmpty {
                 // As a parameter, which OpenSSL copies (EVP_PKEY_CTX_set0_rsa_oaep_label would take ownership

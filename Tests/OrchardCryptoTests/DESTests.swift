@@ -24,7 +24,9 @@ struct DESTests {
             #expect(try TripleDES.decryptECB(ecb, key: key) == data)
             #expect(try TripleDES.decryptCBC(cbc, key: key, iv: iv) == data)
             #expect(try TripleDES.keyCheckValue(key) == (try Self.value(prefix + "KCV")))
-            #expect(try TripleDES.keyCheckValue(key, length: 8) == Array(try TripleDES.encryptECB([UInt8](repeating: 0, count: 8), key: key)))
+            #expect(
+                try TripleDES.keyCheckValue(key, length: 8)
+                    == Array(try TripleDES.encryptECB([UInt8](repeating: 0, count: 8), key: key)))
             // CBC with the default zero IV differs from CBC with another IV, and chains (ECB does not).
             #expect(try TripleDES.encryptCBC(data, key: key) != cbc)
             #expect(Array(ecb[0..<8]) != Array(cbc[0..<8]))
@@ -33,7 +35,8 @@ struct DESTests {
         // Two-key TDES is three-key TDES with K3 = K1.
         let k2 = try Self.value("twoKey")
         #expect(
-            try TripleDES.encryptECB(data, key: SymmetricKey(data: k2)) == TripleDES.encryptECB(data, key: SymmetricKey(data: k2 + k2[0..<8])))
+            try TripleDES.encryptECB(data, key: SymmetricKey(data: k2))
+                == TripleDES.encryptECB(data, key: SymmetricKey(data: k2 + k2[0..<8])))
     }
 
     @Test func singleDESKnownAnswer() throws {
@@ -51,7 +54,9 @@ struct DESTests {
         #expect(RetailMAC.pad([], .method2) == [0x80, 0, 0, 0, 0, 0, 0, 0])
         #expect(RetailMAC.pad([1, 2, 3], .method2) == [1, 2, 3, 0x80, 0, 0, 0, 0])
         #expect(RetailMAC.pad([UInt8](repeating: 7, count: 7), .method2) == [UInt8](repeating: 7, count: 7) + [0x80])
-        #expect(RetailMAC.pad([UInt8](repeating: 7, count: 8), .method2) == [UInt8](repeating: 7, count: 8) + [0x80] + [UInt8](repeating: 0, count: 7))
+        #expect(
+            RetailMAC.pad([UInt8](repeating: 7, count: 8), .method2) == [UInt8](repeating: 7, count: 8) + [0x80]
+                + [UInt8](repeating: 0, count: 7))
     }
 
     /// MAC algorithm 3 with padding methods 1 and 2, for whole-block data ("Now is the time for all ", the
@@ -76,7 +81,8 @@ struct DESTests {
         // The low bit of each DES key byte is parity, which DES ignores: flip the high bit instead.
         for byte in 0..<16 {
             let changed = flipping(keyBytes, bit: byte * 8)
-            #expect(try RetailMAC.mac(data, key: SymmetricKey(data: changed), padding: .method2) != mac, "key byte \(byte)")
+            #expect(
+                try RetailMAC.mac(data, key: SymmetricKey(data: changed), padding: .method2) != mac, "key byte \(byte)")
         }
     }
 
@@ -84,23 +90,39 @@ struct DESTests {
         let two = SymmetricKey(data: try Self.value("twoKey"))
         for size in [0, 7, 8, 9, 15, 17, 23, 25, 32] {
             let key = SymmetricKey(data: [UInt8](repeating: 0x01, count: size))
-            expectCryptoError(.invalidParameter, "TDES key of \(size) bytes") { _ = try TripleDES.encryptECB([UInt8](repeating: 0, count: 8), key: key) }
+            expectCryptoError(.invalidParameter, "TDES key of \(size) bytes") {
+                _ = try TripleDES.encryptECB([UInt8](repeating: 0, count: 8), key: key)
+            }
         }
         for size in [0, 7, 9, 16] {
             let key = SymmetricKey(data: [UInt8](repeating: 0x01, count: size))
-            expectCryptoError(.invalidParameter, "DES key of \(size) bytes") { _ = try InsecureSingleDES.encryptECB([UInt8](repeating: 0, count: 8), key: key) }
+            expectCryptoError(.invalidParameter, "DES key of \(size) bytes") {
+                _ = try InsecureSingleDES.encryptECB([UInt8](repeating: 0, count: 8), key: key)
+            }
         }
         for count in [1, 7, 9, 15] {
-            expectCryptoError(.invalidParameter) { _ = try TripleDES.encryptECB([UInt8](repeating: 0, count: count), key: two) }
-            expectCryptoError(.invalidParameter) { _ = try TripleDES.decryptCBC([UInt8](repeating: 0, count: count), key: two) }
+            expectCryptoError(.invalidParameter) {
+                _ = try TripleDES.encryptECB([UInt8](repeating: 0, count: count), key: two)
+            }
+            expectCryptoError(.invalidParameter) {
+                _ = try TripleDES.decryptCBC([UInt8](repeating: 0, count: count), key: two)
+            }
         }
-        expectCryptoError(.invalidParameter) { _ = try TripleDES.encryptCBC([UInt8](repeating: 0, count: 8), key: two, iv: [0, 0, 0, 0, 0, 0, 0]) }
-        expectCryptoError(.invalidParameter) { _ = try TripleDES.encryptCBC([UInt8](repeating: 0, count: 8), key: two, iv: [UInt8](repeating: 0, count: 16)) }
+        expectCryptoError(.invalidParameter) {
+            _ = try TripleDES.encryptCBC([UInt8](repeating: 0, count: 8), key: two, iv: [0, 0, 0, 0, 0, 0, 0])
+        }
+        expectCryptoError(.invalidParameter) {
+            _ = try TripleDES.encryptCBC(
+                [UInt8](repeating: 0, count: 8), key: two, iv: [UInt8](repeating: 0, count: 16))
+        }
         for length in [0, 9, -1] {
             expectCryptoError(.invalidParameter) { _ = try TripleDES.keyCheckValue(two, length: length) }
         }
         for size in [8, 24, 0] {
-            expectCryptoError(.invalidParameter) { _ = try RetailMAC.mac([1], key: SymmetricKey(data: [UInt8](repeating: 1, count: size)), padding: .method2) }
+            expectCryptoError(.invalidParameter) {
+                _ = try RetailMAC.mac(
+                    [1], key: SymmetricKey(data: [UInt8](repeating: 1, count: size)), padding: .method2)
+            }
         }
     }
 }

@@ -26,7 +26,10 @@ struct ErrorTests {
         // r = s = 2^256 - 1 is above the group order: OpenSSL queues an error while refusing it.
         let signature = try P256.Signing.ECDSASignature(rawRepresentation: [UInt8](repeating: 0xFF, count: 64))
         #expect(!key.publicKey.isValidSignature(signature, for: [1]))
-        let after = #expect(throws: CryptoError.self) { _ = try HKDF.deriveKey(inputKeyMaterial: SymmetricKey(data: [1]), salt: [UInt8](), info: [UInt8](), outputByteCount: 0) }
+        let after = #expect(throws: CryptoError.self) {
+            _ = try HKDF.deriveKey(
+                inputKeyMaterial: SymmetricKey(data: [1]), salt: [UInt8](), info: [UInt8](), outputByteCount: 0)
+        }
         #expect(after?.openSSLErrors == [])
     }
 
@@ -36,16 +39,21 @@ struct ErrorTests {
         #expect(Set([CryptoError(.invalidKey, "a"), CryptoError(.invalidKey, "b")]).count == 1)
         #expect("\(CryptoError(.decryptionFailure, "x"))".hasPrefix("decryptionFailure: x"))
         let codes: [CryptoError.Code] = [
-            .invalidKey, .invalidSignature, .authenticationFailure, .invalidParameter, .invalidEncoding, .decryptionFailure,
+            .invalidKey, .invalidSignature, .authenticationFailure, .invalidParameter, .invalidEncoding,
+            .decryptionFailure,
             .unsupported, .internalFailure,
         ]
         #expect(Set(codes.map(\.description)).count == codes.count)
 
         // Failures involving secret bytes name sizes, never the bytes.
         let secret = [UInt8](repeating: 0xC3, count: 20)
-        let keyError = #expect(throws: CryptoError.self) { _ = try AES.GCM.seal([1], using: SymmetricKey(data: secret), iv: [0]) }
+        let keyError = #expect(throws: CryptoError.self) {
+            _ = try AES.GCM.seal([1], using: SymmetricKey(data: secret), iv: [0])
+        }
         let box = try AES.GCM.seal(secret, using: SymmetricKey(bitCount: 128), iv: [0])
-        let openError = #expect(throws: CryptoError.self) { _ = try AES.GCM.open(box, using: SymmetricKey(bitCount: 128), iv: [0]) }
+        let openError = #expect(throws: CryptoError.self) {
+            _ = try AES.GCM.open(box, using: SymmetricKey(bitCount: 128), iv: [0])
+        }
         let rawError = #expect(throws: CryptoError.self) { _ = try P256.Signing.PrivateKey(rawRepresentation: secret) }
         for error in [keyError, openError, rawError] {
             let text = "\(error.map { String(describing: $0) } ?? "")"
@@ -62,7 +70,8 @@ struct ErrorTests {
         #expect(pem.split(separator: "\n").allSatisfy { $0.count <= 64 })
         #expect(try pemDecode(pem, label: "TEST") == der)
         // Several blocks with text around them, CRLF line ends and an RFC 1421 header.
-        let text = "intro\r\n" + pemEncode([1, 2, 3], label: "A").replacingOccurrences(of: "\n", with: "\r\n") + "middle\n"
+        let text =
+            "intro\r\n" + pemEncode([1, 2, 3], label: "A").replacingOccurrences(of: "\n", with: "\r\n") + "middle\n"
             + pem.replacingOccurrences(of: "-----BEGIN TEST-----\n", with: "-----BEGIN TEST-----\nProc-Type: 4,NONE\n")
         let blocks = try pemBlocks(text)
         #expect(blocks.map(\.label) == ["A", "TEST"])

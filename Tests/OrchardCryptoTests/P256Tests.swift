@@ -19,9 +19,12 @@ struct P256Tests {
         #expect(signing.publicKey.x963Representation == hex(answers.ecparamGenkeyPoint))
         // Blocks in the other order, and the key block alone, load too; the parameters alone do not.
         let blocks = try pemBlocks(pem)
-        let reversed = pemEncode(blocks[1].der, label: blocks[1].label) + pemEncode(blocks[0].der, label: blocks[0].label)
+        let reversed =
+            pemEncode(blocks[1].der, label: blocks[1].label) + pemEncode(blocks[0].der, label: blocks[0].label)
         #expect(try P256.KeyAgreement.PrivateKey(pemRepresentation: reversed).publicKey == key.publicKey)
-        #expect(try P256.KeyAgreement.PrivateKey(pemRepresentation: pemEncode(blocks[1].der, label: "EC PRIVATE KEY")).publicKey == key.publicKey)
+        #expect(
+            try P256.KeyAgreement.PrivateKey(pemRepresentation: pemEncode(blocks[1].der, label: "EC PRIVATE KEY"))
+                .publicKey == key.publicKey)
         expectCryptoError(.invalidKey) {
             _ = try P256.KeyAgreement.PrivateKey(pemRepresentation: pemEncode(blocks[0].der, label: "EC PARAMETERS"))
         }
@@ -62,8 +65,12 @@ struct P256Tests {
         let generated = try P256.KeyAgreement.PrivateKey()
         let again = try P256.KeyAgreement.PrivateKey(derRepresentation: generated.derRepresentation.unsafeCopyOfBytes())
         #expect(again.publicKey == generated.publicKey)
-        #expect(try P256.KeyAgreement.PrivateKey(pemRepresentation: generated.pemRepresentation).publicKey == generated.publicKey)
-        #expect(try P256.KeyAgreement.PrivateKey(rawRepresentation: generated.rawRepresentation.unsafeCopyOfBytes()).publicKey == generated.publicKey)
+        #expect(
+            try P256.KeyAgreement.PrivateKey(pemRepresentation: generated.pemRepresentation).publicKey
+                == generated.publicKey)
+        #expect(
+            try P256.KeyAgreement.PrivateKey(rawRepresentation: generated.rawRepresentation.unsafeCopyOfBytes())
+                .publicKey == generated.publicKey)
     }
 
     @Test func publicKeyEncodingsRoundTrip() throws {
@@ -77,7 +84,9 @@ struct P256Tests {
         #expect(try pemDecode(key.pemRepresentation, label: "PUBLIC KEY") == der)
         // Data and ArraySlice inputs work like arrays.
         #expect(try P256.Signing.PublicKey(derRepresentation: Data(der)) == key)
-        #expect(try P256.KeyAgreement.PublicKey(x963Representation: key.x963Representation[...]).x963Representation == key.x963Representation)
+        #expect(
+            try P256.KeyAgreement.PublicKey(x963Representation: key.x963Representation[...]).x963Representation
+                == key.x963Representation)
     }
 
     /// X9.63 points must be 65 bytes, uncompressed, on the curve.
@@ -93,12 +102,16 @@ struct P256Tests {
             [0x04] + p + Array(point[33...]),  // x = p is out of range
             Array(point.dropLast()), point + [0], Array(compressed), [0x00], [], [0x05] + Array(point.dropFirst()),
         ] {
-            expectCryptoError(.invalidKey, "\(bad.count) bytes") { _ = try P256.KeyAgreement.PublicKey(x963Representation: bad) }
+            expectCryptoError(.invalidKey, "\(bad.count) bytes") {
+                _ = try P256.KeyAgreement.PublicKey(x963Representation: bad)
+            }
             expectCryptoError(.invalidKey) { _ = try P256.Signing.PublicKey(x963Representation: bad) }
         }
         // The SPKI form of the off-curve point, and an SPKI of another curve or with extra bytes.
         let spki = try P256.KeyAgreement.PublicKey(x963Representation: point).derRepresentation
-        expectCryptoError(.invalidKey) { _ = try P256.KeyAgreement.PublicKey(derRepresentation: Array(spki.prefix(26)) + offCurve) }
+        expectCryptoError(.invalidKey) {
+            _ = try P256.KeyAgreement.PublicKey(derRepresentation: Array(spki.prefix(26)) + offCurve)
+        }
         expectCryptoError(.invalidKey) { _ = try P256.KeyAgreement.PublicKey(derRepresentation: spki + [0]) }
         var otherCurve = spki
         otherCurve[21] ^= 0x01  // the curve OID's last byte
@@ -127,7 +140,10 @@ struct P256Tests {
         let order = hex("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
         var orderMinusOne = order
         orderMinusOne[31] -= 1
-        for bad in [[UInt8](repeating: 0, count: 32), order, [UInt8](repeating: 0xFF, count: 32), [UInt8](repeating: 1, count: 31), [UInt8](repeating: 1, count: 33), []] {
+        for bad in [
+            [UInt8](repeating: 0, count: 32), order, [UInt8](repeating: 0xFF, count: 32),
+            [UInt8](repeating: 1, count: 31), [UInt8](repeating: 1, count: 33), [],
+        ] {
             expectCryptoError(.invalidKey) { _ = try P256.KeyAgreement.PrivateKey(rawRepresentation: bad) }
         }
         #expect((try? P256.KeyAgreement.PrivateKey(rawRepresentation: orderMinusOne)) != nil)
@@ -137,18 +153,32 @@ struct P256Tests {
     /// Keys Orchard must refuse: another curve, RSA, an encrypted PEM (which must fail, not prompt),
     /// garbage, and a SEC1 key whose stored public point does not belong to its scalar.
     @Test func unacceptablePrivateKeysAreRejected() throws {
-        expectCryptoError(.invalidKey) { _ = try P256.Signing.PrivateKey(pemRepresentation: CryptoFixtures.string("p384.pem")) }
-        expectCryptoError(.invalidKey) { _ = try P256.Signing.PrivateKey(pemRepresentation: CryptoFixtures.string("rsa-2048.pem")) }
-        expectCryptoError(.invalidKey) { _ = try P256.Signing.PrivateKey(pemRepresentation: CryptoFixtures.string("p256-encrypted.pkcs8.pem")) }
-        expectCryptoError(.invalidKey) { _ = try P256.Signing.PrivateKey(pemRepresentation: CryptoFixtures.string("p256-encrypted.sec1.pem")) }
+        expectCryptoError(.invalidKey) {
+            _ = try P256.Signing.PrivateKey(pemRepresentation: CryptoFixtures.string("p384.pem"))
+        }
+        expectCryptoError(.invalidKey) {
+            _ = try P256.Signing.PrivateKey(pemRepresentation: CryptoFixtures.string("rsa-2048.pem"))
+        }
+        expectCryptoError(.invalidKey) {
+            _ = try P256.Signing.PrivateKey(pemRepresentation: CryptoFixtures.string("p256-encrypted.pkcs8.pem"))
+        }
+        expectCryptoError(.invalidKey) {
+            _ = try P256.Signing.PrivateKey(pemRepresentation: CryptoFixtures.string("p256-encrypted.sec1.pem"))
+        }
         expectCryptoError(.invalidKey) { _ = try P256.Signing.PrivateKey(pemRepresentation: "not a PEM") }
-        expectCryptoError(.invalidKey) { _ = try P256.Signing.PrivateKey(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x01]) }
-        expectCryptoError(.invalidKey) { _ = try P256.Signing.PrivateKey(derRepresentation: CryptoFixtures.bytes("p256-peer.pub.der")) }
+        expectCryptoError(.invalidKey) {
+            _ = try P256.Signing.PrivateKey(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x01])
+        }
+        expectCryptoError(.invalidKey) {
+            _ = try P256.Signing.PrivateKey(derRepresentation: CryptoFixtures.bytes("p256-peer.pub.der"))
+        }
 
         // SEC1 ends with [1] { BIT STRING 04 ‖ X ‖ Y }: put the other fixture key's point there.
         let sec1 = try CryptoFixtures.bytes("p256-peer.sec1.der")
-        let otherPoint = try P256.Signing.PrivateKey(pemRepresentation: CryptoFixtures.string("p256-ecparam-genkey.pem"))
-            .publicKey.x963Representation
+        let otherPoint = try P256.Signing.PrivateKey(
+            pemRepresentation: CryptoFixtures.string("p256-ecparam-genkey.pem")
+        )
+        .publicKey.x963Representation
         #expect(sec1.count == 121)
         let mismatched = Array(sec1.dropLast(65)) + otherPoint
         expectCryptoError(.invalidKey) { _ = try P256.Signing.PrivateKey(derRepresentation: mismatched) }
@@ -205,8 +235,12 @@ struct P256Tests {
         let second = try key.signature(for: message)
         #expect(second != signature && key.publicKey.isValidSignature(second, for: message))
         // Malformed signatures are typed errors.
-        expectCryptoError(.invalidSignature) { _ = try P256.Signing.ECDSASignature(rawRepresentation: Array(raw.dropLast())) }
-        expectCryptoError(.invalidSignature) { _ = try P256.Signing.ECDSASignature(derRepresentation: signature.derRepresentation + [0]) }
+        expectCryptoError(.invalidSignature) {
+            _ = try P256.Signing.ECDSASignature(rawRepresentation: Array(raw.dropLast()))
+        }
+        expectCryptoError(.invalidSignature) {
+            _ = try P256.Signing.ECDSASignature(derRepresentation: signature.derRepresentation + [0])
+        }
         expectCryptoError(.invalidSignature) { _ = try P256.Signing.ECDSASignature(derRepresentation: []) }
         // r = 0 or r ≥ 2^256 can never verify and is refused at parsing.
         expectCryptoError(.invalidSignature) {
@@ -214,7 +248,8 @@ struct P256Tests {
         }
         let big = [0x02, 0x21, 0x01] + [UInt8](repeating: 0, count: 32)
         expectCryptoError(.invalidSignature) {
-            _ = try P256.Signing.ECDSASignature(derRepresentation: [0x30, UInt8(big.count + 3)] + big + [0x02, 0x01, 0x01])
+            _ = try P256.Signing.ECDSASignature(
+                derRepresentation: [0x30, UInt8(big.count + 3)] + big + [0x02, 0x01, 0x01])
         }
     }
 }

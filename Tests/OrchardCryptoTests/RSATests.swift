@@ -4,7 +4,9 @@ import Testing
 
 @Suite("RSA")
 struct RSATests {
-    static func key() throws -> RSA.PrivateKey { try RSA.PrivateKey(pemRepresentation: CryptoFixtures.string("rsa-2048.pem")) }
+    static func key() throws -> RSA.PrivateKey {
+        try RSA.PrivateKey(pemRepresentation: CryptoFixtures.string("rsa-2048.pem"))
+    }
 
     /// Ciphertexts made by `openssl pkeyutl` with OAEP-SHA256: MGF1-SHA256 decrypts only with MGF1-SHA256,
     /// MGF1-SHA1 only with MGF1-SHA1 (Java's default for "OAEPWithSHA256AndMGF1Padding").
@@ -27,7 +29,9 @@ struct RSATests {
         let publicKey = try RSA.PublicKey(pemRepresentation: CryptoFixtures.string("rsa-2048.pub.pem"))
         #expect(publicKey.derRepresentation == key.publicKey.derRepresentation)
         #expect(pkcs1.publicKey.derRepresentation == key.publicKey.derRepresentation)
-        #expect(try RSA.PublicKey(derRepresentation: publicKey.derRepresentation).pemRepresentation == publicKey.pemRepresentation)
+        #expect(
+            try RSA.PublicKey(derRepresentation: publicKey.derRepresentation).pemRepresentation
+                == publicKey.pemRepresentation)
         let reloaded = try RSA.PrivateKey(derRepresentation: key.derRepresentation.unsafeCopyOfBytes())
         #expect(reloaded.publicKey.derRepresentation == key.publicKey.derRepresentation)
         #expect(try RSA.PrivateKey(pemRepresentation: key.pemRepresentation).keySizeInBits == 2048)
@@ -64,13 +68,21 @@ struct RSATests {
     @Test func keysShorterThan2048BitsAreRejected() throws {
         expectCryptoError(.invalidParameter) { _ = try RSA.PrivateKey(keySize: 1024) }
         expectCryptoError(.invalidParameter) { _ = try RSA.PrivateKey(keySize: 2047) }
-        expectCryptoError(.invalidKey) { _ = try RSA.PrivateKey(pemRepresentation: CryptoFixtures.string("rsa-1024.pem")) }
-        expectCryptoError(.invalidKey) { _ = try RSA.PublicKey(pemRepresentation: CryptoFixtures.string("rsa-1024.pub.pem")) }
+        expectCryptoError(.invalidKey) {
+            _ = try RSA.PrivateKey(pemRepresentation: CryptoFixtures.string("rsa-1024.pem"))
+        }
+        expectCryptoError(.invalidKey) {
+            _ = try RSA.PublicKey(pemRepresentation: CryptoFixtures.string("rsa-1024.pub.pem"))
+        }
         let der = try pemDecode(CryptoFixtures.string("rsa-1024.pem"), label: "PRIVATE KEY")
         expectCryptoError(.invalidKey) { _ = try RSA.PrivateKey(derRepresentation: der) }
         // Not RSA at all.
-        expectCryptoError(.invalidKey) { _ = try RSA.PrivateKey(pemRepresentation: CryptoFixtures.string("p256-peer.pkcs8.pem")) }
-        expectCryptoError(.invalidKey) { _ = try RSA.PublicKey(derRepresentation: CryptoFixtures.bytes("p256-peer.pub.der")) }
+        expectCryptoError(.invalidKey) {
+            _ = try RSA.PrivateKey(pemRepresentation: CryptoFixtures.string("p256-peer.pkcs8.pem"))
+        }
+        expectCryptoError(.invalidKey) {
+            _ = try RSA.PublicKey(derRepresentation: CryptoFixtures.bytes("p256-peer.pub.der"))
+        }
         expectCryptoError(.invalidKey) { _ = try RSA.PublicKey(derRepresentation: [0x30, 0x00]) }
     }
 

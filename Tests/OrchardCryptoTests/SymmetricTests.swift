@@ -17,7 +17,9 @@ struct SymmetricTests {
                 let reparsed = try AES.GCM.SealedBox(combined: Data(box.combined))
                 #expect(reparsed == box)
                 #expect(try AES.GCM.open(reparsed, using: key, iv: iv) == plaintext)
-                #expect(try AES.GCM.open(AES.GCM.SealedBox(ciphertext: box.ciphertext, tag: box.tag), using: key, iv: iv) == plaintext)
+                #expect(
+                    try AES.GCM.open(AES.GCM.SealedBox(ciphertext: box.ciphertext, tag: box.tag), using: key, iv: iv)
+                        == plaintext)
             }
         }
     }
@@ -31,23 +33,31 @@ struct SymmetricTests {
         let combined = box.combined
         for bit in 0..<(combined.count * 8) {
             expectCryptoError(.authenticationFailure, "data bit \(bit)") {
-                _ = try AES.GCM.open(AES.GCM.SealedBox(combined: flipping(combined, bit: bit)), using: key, iv: iv, authenticating: aad)
+                _ = try AES.GCM.open(
+                    AES.GCM.SealedBox(combined: flipping(combined, bit: bit)), using: key, iv: iv, authenticating: aad)
             }
         }
         for bit in 0..<(iv.count * 8) {
-            expectCryptoError(.authenticationFailure) { _ = try AES.GCM.open(box, using: key, iv: flipping(iv, bit: bit), authenticating: aad) }
+            expectCryptoError(.authenticationFailure) {
+                _ = try AES.GCM.open(box, using: key, iv: flipping(iv, bit: bit), authenticating: aad)
+            }
         }
         for bit in 0..<(aad.count * 8) {
-            expectCryptoError(.authenticationFailure) { _ = try AES.GCM.open(box, using: key, iv: iv, authenticating: flipping(aad, bit: bit)) }
+            expectCryptoError(.authenticationFailure) {
+                _ = try AES.GCM.open(box, using: key, iv: iv, authenticating: flipping(aad, bit: bit))
+            }
         }
         let keyBytes = key.bytes.unsafeCopyOfBytes()
         for bit in stride(from: 0, to: 256, by: 7) {
             expectCryptoError(.authenticationFailure) {
-                _ = try AES.GCM.open(box, using: SymmetricKey(data: flipping(keyBytes, bit: bit)), iv: iv, authenticating: aad)
+                _ = try AES.GCM.open(
+                    box, using: SymmetricKey(data: flipping(keyBytes, bit: bit)), iv: iv, authenticating: aad)
             }
         }
         expectCryptoError(.authenticationFailure) { _ = try AES.GCM.open(box, using: key, iv: iv) }  // AAD missing
-        expectCryptoError(.authenticationFailure) { _ = try AES.GCM.open(box, using: SymmetricKey(bitCount: 256), iv: iv, authenticating: aad) }
+        expectCryptoError(.authenticationFailure) {
+            _ = try AES.GCM.open(box, using: SymmetricKey(bitCount: 256), iv: iv, authenticating: aad)
+        }
         #expect(try AES.GCM.open(box, using: key, iv: iv, authenticating: aad) == Array("the payment data".utf8))
     }
 
@@ -60,12 +70,15 @@ struct SymmetricTests {
             }
         }
         expectCryptoError(.invalidParameter) { _ = try AES.GCM.seal([1], using: key, iv: [UInt8]()) }
-        expectCryptoError(.invalidParameter) { _ = try AES.GCM.seal([1], using: key, iv: [UInt8](repeating: 0, count: 129)) }
+        expectCryptoError(.invalidParameter) {
+            _ = try AES.GCM.seal([1], using: key, iv: [UInt8](repeating: 0, count: 129))
+        }
         #expect((try? AES.GCM.seal([1], using: key, iv: [UInt8](repeating: 0, count: 128))) != nil)
         expectCryptoError(.invalidParameter) { _ = try AES.GCM.SealedBox(combined: [UInt8](repeating: 0, count: 15)) }
         let box = try AES.GCM.seal([1, 2, 3], using: key, iv: iv)
         expectCryptoError(.authenticationFailure) {
-            _ = try AES.GCM.open(AES.GCM.SealedBox(ciphertext: box.ciphertext, tag: Array(box.tag.prefix(12))), using: key, iv: iv)
+            _ = try AES.GCM.open(
+                AES.GCM.SealedBox(ciphertext: box.ciphertext, tag: Array(box.tag.prefix(12))), using: key, iv: iv)
         }
         expectCryptoError(.invalidParameter) { _ = try AES.GCM.open(box, using: key, iv: [UInt8]()) }
     }
@@ -111,9 +124,12 @@ struct SymmetricTests {
         #expect(!HMAC<SHA256>.isValidAuthenticationCode(jefe.prefix(9), authenticating: message, using: key))
         #expect(!HMAC<SHA256>.isValidAuthenticationCode(jefe + [0], authenticating: message, using: key))
         for bit in 0..<256 {
-            #expect(!HMAC<SHA256>.isValidAuthenticationCode(flipping(jefe, bit: bit), authenticating: message, using: key))
+            #expect(
+                !HMAC<SHA256>.isValidAuthenticationCode(flipping(jefe, bit: bit), authenticating: message, using: key))
         }
-        #expect(!HMAC<SHA256>.isValidAuthenticationCode(jefe, authenticating: message, using: SymmetricKey(data: Array("jefe".utf8))))
+        #expect(
+            !HMAC<SHA256>.isValidAuthenticationCode(
+                jefe, authenticating: message, using: SymmetricKey(data: Array("jefe".utf8))))
     }
 
     @Test func hkdfKnownAnswerAndLimits() throws {
@@ -126,12 +142,19 @@ struct SymmetricTests {
                 == "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8")
         let ikm = SymmetricKey(bitCount: 256)
         for bad in [0, -1, 8161] {
-            expectCryptoError(.invalidParameter) { _ = try HKDF.deriveKey(inputKeyMaterial: ikm, salt: [UInt8](), info: [UInt8](), outputByteCount: bad) }
+            expectCryptoError(.invalidParameter) {
+                _ = try HKDF.deriveKey(inputKeyMaterial: ikm, salt: [UInt8](), info: [UInt8](), outputByteCount: bad)
+            }
         }
-        #expect(try HKDF.deriveKey(inputKeyMaterial: ikm, salt: [1], info: [2], outputByteCount: 8160).byteCount == 8160)
-        #expect(try HKDF.deriveKey(inputKeyMaterial: ikm, salt: [1], info: [UInt8](repeating: 2, count: 1024), outputByteCount: 32).byteCount == 32)
+        #expect(
+            try HKDF.deriveKey(inputKeyMaterial: ikm, salt: [1], info: [2], outputByteCount: 8160).byteCount == 8160)
+        #expect(
+            try HKDF.deriveKey(
+                inputKeyMaterial: ikm, salt: [1], info: [UInt8](repeating: 2, count: 1024), outputByteCount: 32
+            ).byteCount == 32)
         expectCryptoError(.invalidParameter) {
-            _ = try HKDF.deriveKey(inputKeyMaterial: ikm, salt: [1], info: [UInt8](repeating: 2, count: 1025), outputByteCount: 32)
+            _ = try HKDF.deriveKey(
+                inputKeyMaterial: ikm, salt: [1], info: [UInt8](repeating: 2, count: 1025), outputByteCount: 32)
         }
     }
 
@@ -155,9 +178,14 @@ struct SymmetricTests {
         let z = SecureBytes([UInt8](repeating: 1, count: 32))
         let base = try SingleStepKDF.deriveKey(sharedSecret: z, otherInfo: [1], outputByteCount: 32)
         #expect(try SingleStepKDF.deriveKey(sharedSecret: z, otherInfo: [2], outputByteCount: 32) != base)
-        #expect(try SingleStepKDF.deriveKey(sharedSecret: SecureBytes([UInt8](repeating: 2, count: 32)), otherInfo: [1], outputByteCount: 32) != base)
+        #expect(
+            try SingleStepKDF.deriveKey(
+                sharedSecret: SecureBytes([UInt8](repeating: 2, count: 32)), otherInfo: [1], outputByteCount: 32)
+                != base)
         for bad in [0, -5, 65537] {
-            expectCryptoError(.invalidParameter) { _ = try SingleStepKDF.deriveKey(sharedSecret: z, otherInfo: [1], outputByteCount: bad) }
+            expectCryptoError(.invalidParameter) {
+                _ = try SingleStepKDF.deriveKey(sharedSecret: z, otherInfo: [1], outputByteCount: bad)
+            }
         }
     }
 }

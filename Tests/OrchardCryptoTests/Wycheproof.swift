@@ -66,7 +66,8 @@ enum Wycheproof {
             case .acceptable:
                 let decisions = Set(flags.compactMap { acceptable[$0] })
                 guard decisions.count == 1, let decision = decisions.first else {
-                    let problem = "\(file) tcId \(id): acceptable with flags \(flags), which the README's table does not "
+                    let problem =
+                        "\(file) tcId \(id): acceptable with flags \(flags), which the README's table does not "
                     Issue.record("\(problem)decide (or decides both ways)", sourceLocation: sourceLocation)
                     return
                 }
@@ -82,12 +83,18 @@ enum Wycheproof {
         mutating func skip(reason: String) { skipped[reason, default: 0] += 1 }
 
         /// Every vector of the file ran or was skipped for a listed reason, and at least `minimumRan` ran.
-        func checkComplete(total: Int, declared: Int, allowedSkips: Set<String> = [], sourceLocation: SourceLocation = #_sourceLocation) {
-            #expect(total == declared, "\(file) declares \(declared) tests but holds \(total)", sourceLocation: sourceLocation)
+        func checkComplete(
+            total: Int, declared: Int, allowedSkips: Set<String> = [], sourceLocation: SourceLocation = #_sourceLocation
+        ) {
+            #expect(
+                total == declared, "\(file) declares \(declared) tests but holds \(total)",
+                sourceLocation: sourceLocation)
             #expect(
                 ran + skipped.values.reduce(0, +) == total, "\(file): \(description) of \(total)",
                 sourceLocation: sourceLocation)
-            #expect(Set(skipped.keys).isSubset(of: allowedSkips), "\(file): unjustified skips \(skipped)", sourceLocation: sourceLocation)
+            #expect(
+                Set(skipped.keys).isSubset(of: allowedSkips), "\(file): unjustified skips \(skipped)",
+                sourceLocation: sourceLocation)
             #expect(ran > 0, "\(file): nothing ran", sourceLocation: sourceLocation)
         }
     }

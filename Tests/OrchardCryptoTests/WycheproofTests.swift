@@ -89,7 +89,7 @@ struct WycheproofTests {
 
     @Test func ecdsaSecp256r1SHA256() throws {
         let file = try Wycheproof.load("ecdsa_secp256r1_sha256_test.json", as: ECDSAGroup.self)
-        var tally = Wycheproof.Tally(file: "ecdsa_secp256r1_sha256_test.json", acceptable: ["BerEncodedSignature": .reject])
+        var tally = Wycheproof.Tally(file: "ecdsa_secp256r1_sha256_test.json")
         for group in file.testGroups {
             #expect(group.sha == "SHA-256" && group.publicKey.curve == "secp256r1")
             let key = try P256.Signing.PublicKey(derRepresentation: group.publicKeyDer.bytes)
@@ -154,7 +154,9 @@ struct WycheproofTests {
                     // OpenSSL 3.0 caps GCM IVs at 128 bytes; Orchard refuses longer ones with a typed error
                     // (Apple's formats use 16 bytes) rather than hand-rolling GHASH.
                     expectCryptoError(.invalidParameter) { _ = try AES.GCM.open(box, using: key, iv: test.iv.bytes) }
-                    expectCryptoError(.invalidParameter) { _ = try AES.GCM.seal(test.msg.bytes, using: key, iv: test.iv.bytes) }
+                    expectCryptoError(.invalidParameter) {
+                        _ = try AES.GCM.seal(test.msg.bytes, using: key, iv: test.iv.bytes)
+                    }
                     tally.skip(reason: longIV)
                     continue
                 }
@@ -167,10 +169,13 @@ struct WycheproofTests {
                 }
                 if test.result == .valid {
                     #expect(opened == test.msg.bytes, "tcId \(test.tcId): wrong plaintext")
-                    let sealed = try AES.GCM.seal(test.msg.bytes, using: key, iv: test.iv.bytes, authenticating: test.aad.bytes)
+                    let sealed = try AES.GCM.seal(
+                        test.msg.bytes, using: key, iv: test.iv.bytes, authenticating: test.aad.bytes)
                     #expect(sealed == box, "tcId \(test.tcId): wrong ciphertext or tag")
                 } else if test.iv.bytes.isEmpty {
-                    expectCryptoError(.invalidParameter) { _ = try AES.GCM.seal(test.msg.bytes, using: key, iv: test.iv.bytes) }
+                    expectCryptoError(.invalidParameter) {
+                        _ = try AES.GCM.seal(test.msg.bytes, using: key, iv: test.iv.bytes)
+                    }
                 }
                 tally.record(id: test.tcId, result: test.result, flags: test.flags, accepted: opened != nil)
             }
@@ -240,7 +245,8 @@ struct WycheproofTests {
             for test in group.tests {
                 #expect(test.tag.bytes.count * 8 == group.tagSize)
                 let key = SymmetricKey(data: test.key.bytes)
-                let valid = HMAC<SHA256>.isValidAuthenticationCode(test.tag.bytes, authenticating: test.msg.bytes, using: key)
+                let valid = HMAC<SHA256>.isValidAuthenticationCode(
+                    test.tag.bytes, authenticating: test.msg.bytes, using: key)
                 if test.result == .valid {
                     let full = HMAC<SHA256>.authenticationCode(for: test.msg.bytes, using: key)
                     #expect(Array(full.prefix(test.tag.bytes.count)) == test.tag.bytes)

@@ -23,7 +23,8 @@ enum BenchCommands {
                 whole run takes at most about 2 minutes.
                 """,
             options: [
-                .single("seconds", "N", help: "Seconds per figure (default: 110 s shared by the figures, at most 10 each)."),
+                .single(
+                    "seconds", "N", help: "Seconds per figure (default: 110 s shared by the figures, at most 10 each)."),
                 .repeatable("filter", "TEXT", help: "Only figures whose name contains TEXT (case-insensitive)."),
                 .flag("require-ratios", help: "Exit 1 when a gated figure's ratio is below its minimum."),
             ]
@@ -32,7 +33,9 @@ enum BenchCommands {
             let filters = arguments.values("filter").map { $0.lowercased() }
             if !filters.isEmpty {
                 figures = figures.filter { figure in filters.contains { figure.name.lowercased().contains($0) } }
-                guard !figures.isEmpty else { throw CLIError.usage("no figure matches \(filters.joined(separator: ", "))") }
+                guard !figures.isEmpty else {
+                    throw CLIError.usage("no figure matches \(filters.joined(separator: ", "))")
+                }
             }
             let seconds = try secondsPerFigure(arguments.value("seconds"), figureCount: figures.count)
             let runner = BenchmarkRunner(secondsPerFigure: seconds)
