@@ -40,7 +40,7 @@ public struct BenchmarkReport: Sendable, Codable {
         public static func header(suite: String, secondsPerFigure: Double) -> String {
             var lines = [
                 "orchard bench \(suite): \(buildConfiguration) build, \(openSSL), "
-                    + "\(String(format: "%g", secondsPerFigure)) s of CPU time per figure, medians of "
+                    + "\(String(format: "%g", secondsPerFigure)) s per figure; op/s in thread CPU time, medians of "
                     + "interleaved rounds"
             ]
             if buildConfiguration == "debug" {

@@ -54,7 +54,7 @@ struct RSATests {
     @Test func alteredCiphertextsAndWrongKeysFail() throws {
         let key = try Self.key()
         let ciphertext = try CryptoFixtures.bytes("rsa-oaep-sha256-mgf1sha256.bin")
-        // A spread of bits across the whole ciphertext (every bit would take seconds: each try is a private-key operation).
+        // A spread of bits across the whole ciphertext (all 2048 would take seconds: each is a private-key operation).
         for bit in stride(from: 0, to: ciphertext.count * 8, by: 53) {
             expectCryptoError(.decryptionFailure, "bit \(bit)") { _ = try key.decrypt(flipping(ciphertext, bit: bit)) }
         }

@@ -23,8 +23,7 @@ enum BenchCommands {
                 whole run takes at most about 2 minutes.
                 """,
             options: [
-                .single(
-                    "seconds", "N", help: "Seconds per figure (default: 110 s shared by the figures, at most 10 each)."),
+                .single("seconds", "N", help: "Seconds per figure (default: 110 s shared out, at most 10 each)."),
                 .repeatable("filter", "TEXT", help: "Only figures whose name contains TEXT (case-insensitive)."),
                 .flag("require-ratios", help: "Exit 1 when a gated figure's ratio is below its minimum."),
             ]
