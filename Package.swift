@@ -15,6 +15,10 @@ let package = Package(
         .library(name: "OrchardCrypto", targets: ["OrchardCrypto"]),
         .library(name: "OrchardX509", targets: ["OrchardX509"]),
         .library(name: "EMV", targets: ["EMV"]),
+        .library(name: "PaymentToken", targets: ["PaymentToken"]),
+        .library(name: "MerchantKit", targets: ["MerchantKit"]),
+        .library(name: "OrchardStore", targets: ["OrchardStore"]),
+        .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -50,12 +54,26 @@ let package = Package(
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
 
+        // SQLite: connections, cached statements, migrations, transactions, one writer thread, idempotency keys.
+        .target(name: "OrchardStore", dependencies: ["OrchardCrypto", "CSQLite", "CShims"], swiftSettings: strict),
+        // Configuration and the deployment directory (no C imports).
+        .target(name: "OrchardRuntime", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
+        .executableTarget(
+            name: "orchard-store-crasher",
+            dependencies: ["OrchardStore"],
+            path: "Sources/OrchardStoreCrasher",
+            swiftSettings: strict
+        ),
+
         // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
         .target(
             name: "OrchardFixtures",
             path: "Tests/Fixtures",
             exclude: ["README.md"],
-            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("crypto")],
+            resources: [
+                .copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("crypto"), .copy("fuzz-regressions"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
@@ -73,5 +91,15 @@ let package = Package(
         .testTarget(
             name: "OrchardBenchmarksTests", dependencies: ["OrchardBenchmarks", "OrchardCrypto"], swiftSettings: strict),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardStoreTests",
+            dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrchardRuntimeTests",
+            dependencies: ["OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
     ]
 )
