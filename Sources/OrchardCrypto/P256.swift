@@ -146,13 +146,13 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
     }
 
     /// From SEC1 `ECPrivateKey` or PKCS#8 DER.
-    package init(der: [UInt8]) throws(CryptoError) {
+    package init(der: [UInt8], checkPair: Bool = true) throws(CryptoError) {
         let pkey = der.withUnsafeBufferPointer { b -> OpaquePointer? in
             var p: UnsafePointer<UInt8>? = b.baseAddress
             return d2i_AutoPrivateKey(nil, &p, b.count)
         }
         guard let pkey else { throw CryptoError(.invalidKey, "not a SEC1 or PKCS#8 private key in DER") }
-        try self.init(evpKey: EVPKey(owning: pkey))
+        try self.init(evpKey: EVPKey(owning: pkey), checkPair: checkPair)
     }
 
     /// From a PEM that may hold several blocks (e.g. `EC PARAMETERS` before `EC PRIVATE KEY`).
@@ -172,7 +172,8 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
         var der: [UInt8] = [0x30, 0x31, 0x02, 0x01, 0x01, 0x04, 0x20] + raw
         der += [0xA0, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
         defer { OPENSSL_cleanse(&der, der.count) }
-        try self.init(der: der)
+        // OpenSSL derives the public point from the scalar here, so there is no stored point to check.
+        try self.init(der: der, checkPair: false)
     }
 
     package var raw: SecureBytes {
@@ -237,6 +238,15 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
     }
 }
 
+/// Runs `body` on an array copy of secret input and wipes the copy afterwards.
+private func withWipedCopy<R>(
+    _ secret: some DataProtocol, _ body: ([UInt8]) throws(CryptoError) -> R
+) throws(CryptoError) -> R {
+    var bytes = Array(secret)
+    defer { OPENSSL_cleanse(&bytes, bytes.count) }
+    return try body(bytes)
+}
+
 // MARK: - Public API
 
 extension P256.KeyAgreement {
@@ -273,11 +283,15 @@ extension P256.KeyAgreement {
         public init() throws(CryptoError) { impl = try P256PrivateKeyImpl() }
         /// The 32-byte big-endian scalar.
         public init(rawRepresentation: some DataProtocol) throws(CryptoError) {
-            impl = try P256PrivateKeyImpl(raw: Array(rawRepresentation))
+            impl = try withWipedCopy(rawRepresentation) { (bytes) throws(CryptoError) in
+                try P256PrivateKeyImpl(raw: bytes)
+            }
         }
         /// SEC1 `ECPrivateKey` or PKCS#8 DER.
         public init(derRepresentation: some DataProtocol) throws(CryptoError) {
-            impl = try P256PrivateKeyImpl(der: Array(derRepresentation))
+            impl = try withWipedCopy(derRepresentation) { (bytes) throws(CryptoError) in
+                try P256PrivateKeyImpl(der: bytes)
+            }
         }
         /// PEM (`EC PRIVATE KEY` or `PRIVATE KEY`); other blocks such as `EC PARAMETERS` are skipped.
         public init(pemRepresentation: String) throws(CryptoError) {
@@ -341,10 +355,14 @@ extension P256.Signing {
 
         public init() throws(CryptoError) { impl = try P256PrivateKeyImpl() }
         public init(rawRepresentation: some DataProtocol) throws(CryptoError) {
-            impl = try P256PrivateKeyImpl(raw: Array(rawRepresentation))
+            impl = try withWipedCopy(rawRepresentation) { (bytes) throws(CryptoError) in
+                try P256PrivateKeyImpl(raw: bytes)
+            }
         }
         public init(derRepresentation: some DataProtocol) throws(CryptoError) {
-            impl = try P256PrivateKeyImpl(der: Array(derRepresentation))
+            impl = try withWipedCopy(derRepresentation) { (bytes) throws(CryptoError) in
+                try P256PrivateKeyImpl(der: bytes)
+            }
         }
         public init(pemRepresentation: String) throws(CryptoError) {
             impl = try P256PrivateKeyImpl(pem: pemRepresentation)
