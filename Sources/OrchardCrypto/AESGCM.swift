@@ -82,24 +82,14 @@ extension AES {
         package static func seal(
             bytes p: UnsafeRawBufferPointer, key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer
         ) throws(CryptoError) -> SealedBox {
-            let ctx = try context(key: key, iv: iv, aad: aad, count: p.count, encrypt: true)
+            let cipher = try validate(key: key, iv: iv, aad: aad, count: p.count)
+            let ctx = try context(cipher, key: key, iv: iv, aad: aad, encrypt: true)
             defer { EVP_CIPHER_CTX_free(ctx) }
             // Ciphertext and tag go straight into one array (GCM's output is exactly as long as its input).
-            var rc: Int32 = 1
-            let combined = [UInt8](unsafeUninitializedCapacity: p.count + tagByteCount) { out, count in
-                var length: Int32 = 0
-                if p.count > 0 {
-                    rc = EVP_EncryptUpdate(ctx, out.baseAddress, &length, p.bytePointer, Int32(p.count))
-                    guard rc == 1 else { return }
-                }
-                var tail: Int32 = 0
-                rc = EVP_EncryptFinal_ex(ctx, out.baseAddress! + Int(length), &tail)
-                guard rc == 1, Int(length + tail) == p.count else {
-                    rc = 0
-                    return
-                }
-                rc = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), out.baseAddress! + p.count)
-                count = rc == 1 ? p.count + tagByteCount : 0
+            var rc: Int32 = 0
+            let combined = makeBytes(count: p.count + tagByteCount) { out in
+                rc = encrypt(ctx, p, into: out.bindMemory(to: UInt8.self).baseAddress!)
+                if rc != 1 { out.initializeMemory(as: UInt8.self, repeating: 0) }
             }
             try check(rc, .internalFailure, "AES-GCM encryption failed")
             return SealedBox(uncheckedCombined: combined, tagCount: tagByteCount)
@@ -113,34 +103,21 @@ extension AES {
                 throw CryptoError(.authenticationFailure, "AES-GCM tag must be 16 bytes, not \(box.tagCount)")
             }
             let ciphertextCount = box.combined.count - tagByteCount
-            let ctx = try context(key: key, iv: iv, aad: aad, count: ciphertextCount, encrypt: false)
+            let cipher = try validate(key: key, iv: iv, aad: aad, count: ciphertextCount)
+            let ctx = try context(cipher, key: key, iv: iv, aad: aad, encrypt: false)
             defer { EVP_CIPHER_CTX_free(ctx) }
-            var rc: Int32 = 1
-            var authentic: Int32 = 0
-            let plaintext = box.combined.withUnsafeBufferPointer { c in
-                [UInt8](unsafeUninitializedCapacity: max(ciphertextCount, 1)) { out, count in
-                    var length: Int32 = 0
-                    if ciphertextCount > 0 {
-                        rc = EVP_DecryptUpdate(ctx, out.baseAddress, &length, c.baseAddress, Int32(ciphertextCount))
-                        guard rc == 1 else { return }
-                    }
-                    // SET_TAG only reads the 16 bytes.
-                    rc = EVP_CIPHER_CTX_ctrl(
-                        ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount),
-                        UnsafeMutableRawPointer(mutating: c.baseAddress! + ciphertextCount))
-                    guard rc == 1 else { return }
-                    var tail: Int32 = 0
-                    authentic = EVP_DecryptFinal_ex(ctx, out.baseAddress! + Int(length), &tail)
-                    if authentic == 1 {
-                        count = Int(length + tail)
-                    } else {
-                        // Unauthenticated plaintext never leaves: wipe what was decrypted.
-                        OPENSSL_cleanse(out.baseAddress, out.count)
-                    }
+            var rc: Int32 = 0
+            var authentic = false
+            let plaintext = box.combined.withUnsafeBytes { c in
+                makeBytes(count: ciphertextCount) { out in
+                    (rc, authentic) = decrypt(
+                        ctx, c, count: ciphertextCount, into: out.bindMemory(to: UInt8.self).baseAddress!)
+                    // Unauthenticated plaintext never leaves: wipe what was decrypted.
+                    if !authentic { OPENSSL_cleanse(out.baseAddress, out.count) }
                 }
             }
             try check(rc, .internalFailure, "AES-GCM decryption failed")
-            guard authentic == 1 else {
+            guard authentic else {
                 _ = drainOpenSSLErrors()
                 throw CryptoError(
                     .authenticationFailure, "AES-GCM tag mismatch: the data was altered, or the key, IV or AAD is wrong"
@@ -149,10 +126,44 @@ extension AES {
             return plaintext
         }
 
-        /// A context with cipher, IV length, key and IV set and the AAD absorbed: the call sequence both
-        /// directions share (and the C baseline of `orchard bench crypto` repeats).
-        private static func context(
-            key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, count: Int, encrypt: Bool
+        /// Encrypts `p` into `out` (`p.count` bytes) and appends the 16-byte tag. Returns 1 on success.
+        private static func encrypt(
+            _ ctx: OpaquePointer, _ p: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>
+        )
+            -> Int32
+        {
+            var length: Int32 = 0
+            if p.count > 0 {
+                guard EVP_EncryptUpdate(ctx, out, &length, p.bytePointer, Int32(p.count)) == 1 else { return 0 }
+            }
+            var tail: Int32 = 0
+            guard EVP_EncryptFinal_ex(ctx, out + Int(length), &tail) == 1, Int(length + tail) == p.count else {
+                return 0
+            }
+            return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), out + p.count)
+        }
+
+        /// Decrypts the `count` bytes of `c` into `out` and checks the tag that follows them in `c`. Returns
+        /// OpenSSL's status (0 only for failures other than a wrong tag) and whether the data is authentic.
+        private static func decrypt(
+            _ ctx: OpaquePointer, _ c: UnsafeRawBufferPointer, count: Int, into out: UnsafeMutablePointer<UInt8>
+        ) -> (Int32, Bool) {
+            var length: Int32 = 0
+            if count > 0 {
+                guard EVP_DecryptUpdate(ctx, out, &length, c.bytePointer, Int32(count)) == 1 else { return (0, false) }
+            }
+            // SET_TAG only reads the 16 bytes.
+            let tag = UnsafeMutableRawPointer(mutating: c.baseAddress! + count)
+            guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), tag) == 1 else {
+                return (0, false)
+            }
+            var tail: Int32 = 0
+            return (1, EVP_DecryptFinal_ex(ctx, out + Int(length), &tail) == 1 && Int(length + tail) == count)
+        }
+
+        /// Checks the sizes and returns the cipher for the key.
+        private static func validate(
+            key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, count: Int
         ) throws(CryptoError) -> OpaquePointer {
             let cipher = try self.cipher(for: key)
             guard iv.count > 0, iv.count <= maximumIVByteCount else {
@@ -161,6 +172,15 @@ extension AES {
             guard count < Int(Int32.max) - tagByteCount, aad.count < Int(Int32.max) else {
                 throw CryptoError(.invalidParameter, "AES-GCM input is too long for one call")
             }
+            return cipher
+        }
+
+        /// A context with cipher, IV length, key and IV set and the AAD absorbed: the call sequence both
+        /// directions share (and the C baseline of `orchard bench crypto` repeats).
+        private static func context(
+            _ cipher: OpaquePointer, key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+            encrypt: Bool
+        ) throws(CryptoError) -> OpaquePointer {
             guard let ctx = EVP_CIPHER_CTX_new() else {
                 throw CryptoError(.internalFailure, "EVP_CIPHER_CTX_new failed")
             }

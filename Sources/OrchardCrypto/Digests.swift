@@ -18,13 +18,12 @@ extension HashFunction {
 
     @usableFromInline
     package static func digest(_ data: UnsafeRawBufferPointer) -> [UInt8] {
-        bytesFromScratch(capacity: byteCount) { out in
+        makeBytes(count: byteCount) { out in
             var length: UInt32 = 0
             // EVP_Digest fails only on allocation failure with a fetched, valid algorithm.
             let rc = EVP_Digest(
                 data.baseAddress, data.count, out.bindMemory(to: UInt8.self).baseAddress, &length, md, nil)
             precondition(rc == 1 && Int(length) == byteCount, "EVP_Digest failed")
-            return Int(length)
         }
     }
 
@@ -105,11 +104,10 @@ public enum HMAC<H: HashFunction> {
         var params = [OSSL_PARAM_construct_utf8_string(ParamName.digest, H.mdName, 0), OSSL_PARAM_construct_end()]
         let ok = key.withUnsafeBytes { k in EVP_MAC_init(ctx, k.bytePointer, k.count, &params) }
         precondition(ok == 1 && EVP_MAC_update(ctx, d.bytePointer, d.count) == 1, "HMAC failed")
-        return bytesFromScratch(capacity: H.byteCount) { out in
+        return makeBytes(count: H.byteCount) { out in
             var length = 0
             let rc = EVP_MAC_final(ctx, out.bindMemory(to: UInt8.self).baseAddress, &length, H.byteCount)
             precondition(rc == 1 && length == H.byteCount, "HMAC failed")
-            return length
         }
     }
 

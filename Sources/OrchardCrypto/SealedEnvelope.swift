@@ -55,7 +55,9 @@ public enum SealedEnvelope {
         [version] + ephemeral + Array(purpose.utf8)
     }
 
-    private static func derive(z: SecureBytes, ephemeral: [UInt8], recipient: [UInt8], purpose: String)
+    private static func derive(
+        z: SecureBytes, ephemeral: [UInt8], recipient: [UInt8], purpose: String
+    )
         throws(CryptoError) -> (SymmetricKey, [UInt8])
     {
         let okm = try HKDF.deriveKey(

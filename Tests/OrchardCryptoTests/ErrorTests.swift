@@ -83,3 +83,34 @@ struct ErrorTests {
         #expect(try pemBlocks("no PEM here").isEmpty)
     }
 }
+
+@Suite("Byte helpers")
+struct ByteHelperTests {
+    /// `makeBytes` writes in place through `append(contentsOf:)`: every size gets exactly its bytes.
+    @Test(arguments: [0, 1, 16, 1000, 1040, 5000])
+    func makeBytesWritesExactlyCountBytes(count: Int) {
+        var calls = 0
+        let bytes = makeBytes(count: count) { out in
+            calls += 1
+            #expect(out.count == count)
+            #expect(out.baseAddress != nil)
+            for i in 0..<out.count { out[i] = UInt8(truncatingIfNeeded: i &* 7) }
+        }
+        #expect(calls == 1)
+        #expect(bytes == (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+    }
+
+    @Test func contiguousBytesLendsEveryKindOfInput() {
+        let array: [UInt8] = [1, 2, 3, 4]
+        #expect(withContiguousBytes(array) { Array($0) } == array)
+        #expect(withContiguousBytes(array[1...]) { Array($0) } == [2, 3, 4])
+        #expect(withContiguousBytes(Data(array)) { Array($0) } == array)
+        // DispatchData made of two regions has no contiguous storage: it is copied.
+        var regions = DispatchData.empty
+        array[..<2].withUnsafeBytes { regions.append($0) }
+        array[2...].withUnsafeBytes { regions.append($0) }
+        #expect(regions.withContiguousStorageIfAvailable { _ in true } == nil)
+        #expect(withContiguousBytes(regions) { Array($0) } == array)
+        #expect(withContiguousBytes([UInt8]()) { $0.count } == 0)
+    }
+}
