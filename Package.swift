@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "EMV", targets: ["EMV"]),
         .library(name: "PaymentToken", targets: ["PaymentToken"]),
         .library(name: "MerchantKit", targets: ["MerchantKit"]),
+        .library(name: "Issuer", targets: ["Issuer"]),
+        .library(name: "TokenService", targets: ["TokenService"]),
+        .library(name: "Acquirer", targets: ["Acquirer"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -37,6 +40,12 @@ let package = Package(
         // The merchant side: token verification and decryption.
         .target(
             name: "MerchantKit", dependencies: ["PaymentToken", "OrchardCrypto", "OrchardX509"], swiftSettings: strict),
+
+        // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
+        // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
+        .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(name: "TokenService", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
+        .target(name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto"], swiftSettings: strict),
 
         // The command line: argument parser, command registry, one file per command group.
         .target(
@@ -66,6 +75,15 @@ let package = Package(
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
             swiftSettings: strict
         ),
+        .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "TokenServiceTests",
+            dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AcquirerTests", dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto"],
+            swiftSettings: strict),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
     ]
 )
