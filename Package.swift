@@ -75,15 +75,24 @@ let package = Package(
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
             swiftSettings: strict
         ),
+        // Test doubles (cryptogram check, device CA) and the in-memory network, shared by the network's tests.
+        .target(
+            name: "NetworkTestSupport",
+            dependencies: ["TokenService", "Issuer", "OrchardCrypto"],
+            path: "Tests/NetworkTestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "TokenServiceTests",
-            dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardFixtures"],
+            dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
-            name: "AcquirerTests", dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto"],
-            swiftSettings: strict),
+            name: "AcquirerTests",
+            dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
     ]
 )

@@ -26,12 +26,23 @@ public struct CardVerificationKey: Sendable, CustomStringConvertible, CustomDebu
     public func cardVerificationValue(
         pan: PrimaryAccountNumber, expiry: CardExpiry, serviceCode: String = "000", digits: Int = 3
     ) throws(IssuerError) -> String {
+        try cardVerificationValue(panDigits: pan.digits, yymm: expiry.yymm, serviceCode: serviceCode, digits: digits)
+    }
+
+    /// The algorithm on raw digits (the published examples use PANs without a valid check digit).
+    func cardVerificationValue(panDigits: String, yymm: String, serviceCode: String, digits: Int)
+        throws(IssuerError) -> String
+    {
         let serviceBytes = Array(serviceCode.utf8)
         guard serviceBytes.count == 3, serviceBytes.allSatisfy({ (0x30...0x39).contains($0) }) else {
             throw IssuerError(.invalidInput, "a service code is three digits")
         }
         guard (3...5).contains(digits) else { throw IssuerError(.invalidInput, "a CVV is 3 to 5 digits") }
-        var nibbles = (pan.digits + expiry.yymm + serviceCode).utf8.map { $0 - 0x30 }
+        let input = Array((panDigits + yymm + serviceCode).utf8)
+        guard input.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            throw IssuerError(.invalidInput, "the CVV input must be digits")
+        }
+        var nibbles = input.map { $0 - 0x30 }
         guard nibbles.count <= 32 else { throw IssuerError(.invalidInput, "the CVV input is longer than two blocks") }
         nibbles += [UInt8](repeating: 0, count: 32 - nibbles.count)
         let bytes = stride(from: 0, to: 32, by: 2).map { nibbles[$0] << 4 | nibbles[$0 + 1] }
