@@ -21,6 +21,9 @@ public final class NetworkHarness: Sendable {
     public let deviceKeys: TestDoubleDeviceKeyVerifier
     public let tokenService: TokenService
     public let visaRange: TokenRange
+    public let keys: TokenServiceKeys
+    /// Between the token service and the issuer: set `reachable` to false to cut the line.
+    public let issuerSwitch: IssuerSwitch
 
     /// - Parameters:
     ///   - issuerHost: replaces the issuer the token service talks to (default: the real demo issuer).
@@ -39,6 +42,7 @@ public final class NetworkHarness: Sendable {
             configuration: TestCards.configuration, store: issuerStore,
             cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: clock, random: random)
         try await TestCards.seed(into: issuer)
+        issuerSwitch = IssuerSwitch(inner: issuerHost ?? issuer)
         vault = InMemoryTokenVaultStore()
         outbox = InMemoryNotificationOutbox()
         deviceKeys = TestDoubleDeviceKeyVerifier()
@@ -51,13 +55,13 @@ public final class NetworkHarness: Sendable {
             prefix: Self.mastercardTokenPrefix,
             proximityKey: try hsm.generateKey(usage: .proximityIssuerMasterKey, id: "mc-imk-ac"),
             remoteKey: try hsm.generateKey(usage: .remoteIssuerMasterKey, id: "mc-imk-rp"))
+        keys = try TokenServiceKeys.generate(in: hsm)
         tokenService = try TokenService(
-            configuration: TokenServiceConfiguration(atcPolicy: atcPolicy), keyStore: hsm,
-            keys: try TokenServiceKeys.generate(in: hsm), ranges: [visaRange, mastercardRange],
+            configuration: TokenServiceConfiguration(atcPolicy: atcPolicy), keyStore: hsm, keys: keys, ranges: [visaRange, mastercardRange],
             issuers: [
                 IssuerRoute(
                     issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes,
-                    host: issuerHost ?? issuer)
+                    host: issuerSwitch)
             ],
             vault: vault, deviceKeys: deviceKeys, notifier: outbox, clock: clock, random: random)
         await issuer.connect(to: tokenService)
@@ -89,7 +93,8 @@ public final class NetworkHarness: Sendable {
             name: TestCards.cardholderName, to: tokenService)
         return try await tokenService.checkCard(
             CheckCardRequest(
-                idempotencyKey: idempotencyKey ?? "check-\(device.deviceID)-\(pan)",
+                // Never a card number in a key: keys are stored in clear.
+                idempotencyKey: idempotencyKey ?? "check-\(device.deviceID)-\(random.bytes(8).map { String($0, radix: 16) }.joined())",
                 tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: device.deviceID, deviceKind: device.kind,
                 encryptedCardData: envelope))
     }
@@ -138,6 +143,42 @@ public final class NetworkHarness: Sendable {
 
     public static let merchant = MerchantInfo(
         merchantID: "m-coffee", name: "Orchard Coffee", categoryCode: "5814", countryCode: "840")
+}
+
+/// An issuer host that forwards to another one while `reachable` is true and fails otherwise.
+public final class IssuerSwitch: IssuerHost, @unchecked Sendable {
+    private let inner: any IssuerHost
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var isReachable = true
+
+    public init(inner: any IssuerHost) { self.inner = inner }
+
+    public var reachable: Bool {
+        get { lock.withLock { isReachable } }
+        set { lock.withLock { isReachable = newValue } }
+    }
+
+    public var issuerID: String { inner.issuerID }
+
+    private func check() throws {
+        guard reachable else { throw TestDoubleError("the issuer is unreachable") }
+    }
+
+    public func checkCard(_ request: CardCheckRequest) async throws -> CardCheckDecision {
+        try check()
+        return try await inner.checkCard(request)
+    }
+
+    public func verifyOneTimeCode(reference: String, code: String) async throws -> CardCheckDecision {
+        try check()
+        return try await inner.verifyOneTimeCode(reference: reference, code: code)
+    }
+
+    public func authorize(_ request: IssuerAuthorizationRequest) async throws -> IssuerAuthorizationResponse {
+        try check()
+        return try await inner.authorize(request)
+    }
 }
 
 /// A card installed in a simulated SE.
