@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "Issuer", targets: ["Issuer"]),
         .library(name: "TokenService", targets: ["TokenService"]),
         .library(name: "Acquirer", targets: ["Acquirer"]),
+        .library(name: "OrchardStore", targets: ["OrchardStore"]),
+        .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -54,6 +56,18 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
+
+        // SQLite: connections, cached statements, migrations, transactions, one writer thread, idempotency keys.
+        .target(name: "OrchardStore", dependencies: ["OrchardCrypto", "CSQLite", "CShims"], swiftSettings: strict),
+        // Configuration and the deployment directory (no C imports).
+        .target(name: "OrchardRuntime", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
+        .executableTarget(
+            name: "orchard-store-crasher",
+            dependencies: ["OrchardStore"],
+            path: "Sources/OrchardStoreCrasher",
+            swiftSettings: strict
+        ),
 
         // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
         .target(
@@ -94,5 +108,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardStoreTests",
+            dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrchardRuntimeTests",
+            dependencies: ["OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
     ]
 )

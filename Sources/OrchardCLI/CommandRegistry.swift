@@ -4,6 +4,7 @@ import Foundation
 public enum CommandRegistry {
     public static let groups: [Command] = [
         DemoCommand.command,
+        TokenCommands.command,
     ]
 
     public static let root = Command(
