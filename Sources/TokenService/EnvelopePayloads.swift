@@ -2,7 +2,7 @@ import Foundation
 import Issuer
 import OrchardCrypto
 
-/// A minimal tag-length-value codec for the plaintexts inside a ``SealedEnvelope``: one tag byte, a two-byte
+/// A minimal tag-length-value codec for the plaintexts inside an ``EncryptedEnvelope``: one tag byte, a two-byte
 /// big-endian length, the value. Encoding writes straight into ``SecureBytes`` and decoding hands out
 /// ``SecureBytes``, so key material never sits in an ordinary array. Strict: unknown, duplicate or
 /// truncated items are refused.
@@ -79,7 +79,7 @@ enum SecretTLV {
 }
 
 /// What the token service personalises a device's Secure Element with, sealed to the SE's key
-/// (``SealedEnvelope`` label purpose ``purpose``). The card master keys exist in clear only inside the
+/// (``EncryptedEnvelope`` label purpose ``purpose``). The card master keys exist in clear only inside the
 /// HSM, inside this encoding, and inside the SE.
 public struct SEPersonalisationData: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
@@ -172,7 +172,7 @@ public struct SEPersonalisationData: Sendable, CustomStringConvertible, CustomDe
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
-/// The card data a wallet seals to the token service for Check Card (``SealedEnvelope`` label purpose
+/// The card data a wallet seals to the token service for Check Card (``EncryptedEnvelope`` label purpose
 /// ``purpose``), so the Pay server that relays it cannot read it.
 public struct CardDataPayload: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The envelope label purpose for card data.

@@ -115,7 +115,7 @@ public protocol KeyStore: Sendable {
     func publicKey(of handle: KeyHandle) throws(TokenServiceError) -> P256.KeyAgreement.PublicKey
 
     /// Opens an envelope sealed to a ``KeyUsage/provisioningDecryption`` key.
-    func openEnvelope(_ envelope: SealedEnvelope, key: KeyHandle, label: SealedEnvelope.Label)
+    func openEnvelope(_ envelope: EncryptedEnvelope, key: KeyHandle, label: EncryptedEnvelope.Label)
         throws(TokenServiceError) -> SecureBytes
 
     /// AES-256-GCM under a ``KeyUsage/vaultEncryption`` key; `context` is authenticated and must be given
@@ -132,8 +132,8 @@ public protocol KeyStore: Sendable {
     /// from the range's issuer master keys and seals them, with the token's data, to the device's SE.
     func sealPersonalisation(
         _ token: PersonalisationTemplate, proximityKey: KeyHandle, remoteKey: KeyHandle,
-        to recipient: P256.KeyAgreement.PublicKey, label: SealedEnvelope.Label
-    ) throws(TokenServiceError) -> SealedEnvelope
+        to recipient: P256.KeyAgreement.PublicKey, label: EncryptedEnvelope.Label
+    ) throws(TokenServiceError) -> EncryptedEnvelope
 
     /// Derives the card master key from `issuerMasterKey` for `pan`/`panSequenceNumber` and checks
     /// `submission` with the installed verifier for its kind. The key's usage must match the kind.

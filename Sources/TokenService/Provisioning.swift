@@ -10,11 +10,11 @@ public struct CheckCardRequest: Hashable, Sendable, Codable {
     public let deviceID: String
     /// `phone`, `watch`, `ipad` or `mac`.
     public let deviceKind: String
-    public let encryptedCardData: SealedEnvelope
+    public let encryptedCardData: EncryptedEnvelope
 
     public init(
         idempotencyKey: String, tokenRequestorID: String, deviceID: String, deviceKind: String,
-        encryptedCardData: SealedEnvelope
+        encryptedCardData: EncryptedEnvelope
     ) {
         self.idempotencyKey = idempotencyKey
         self.tokenRequestorID = tokenRequestorID
@@ -75,7 +75,7 @@ public struct ProvisionedToken: Hashable, Sendable, Codable {
     public let domainControls: DomainControls
     public let profile: CardProfile
     /// ``SEPersonalisationData`` sealed to the device's SE key.
-    public let personalisation: SealedEnvelope
+    public let personalisation: EncryptedEnvelope
 }
 
 /// The answer to Link and Provision.

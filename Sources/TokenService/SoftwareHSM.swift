@@ -86,7 +86,7 @@ public final class SoftwareHSM: KeyStore {
 
     // MARK: - Envelopes and the vault
 
-    public func openEnvelope(_ envelope: SealedEnvelope, key: KeyHandle, label: SealedEnvelope.Label)
+    public func openEnvelope(_ envelope: EncryptedEnvelope, key: KeyHandle, label: EncryptedEnvelope.Label)
         throws(TokenServiceError) -> SecureBytes
     {
         try envelope.open(with: provisioningKey(key), label: label)
@@ -132,8 +132,8 @@ public final class SoftwareHSM: KeyStore {
 
     public func sealPersonalisation(
         _ token: PersonalisationTemplate, proximityKey: KeyHandle, remoteKey: KeyHandle,
-        to recipient: P256.KeyAgreement.PublicKey, label: SealedEnvelope.Label
-    ) throws(TokenServiceError) -> SealedEnvelope {
+        to recipient: P256.KeyAgreement.PublicKey, label: EncryptedEnvelope.Label
+    ) throws(TokenServiceError) -> EncryptedEnvelope {
         let proximity = try cardMasterKey(
             proximityKey, expecting: .proximityIssuerMasterKey, pan: token.dpan, psn: token.panSequenceNumber)
         let remote = try cardMasterKey(
@@ -142,7 +142,7 @@ public final class SoftwareHSM: KeyStore {
             tokenReference: token.tokenReference, dpan: token.dpan, panSequenceNumber: token.panSequenceNumber,
             tokenExpiry: token.tokenExpiry, network: token.network, proximityMasterKey: proximity,
             remoteMasterKey: remote)
-        return try SealedEnvelope.seal(try data.encoded(), to: recipient, label: label)
+        return try EncryptedEnvelope.seal(try data.encoded(), to: recipient, label: label)
     }
 
     public func verifyCryptogram(

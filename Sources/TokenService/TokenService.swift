@@ -152,18 +152,18 @@ public actor TokenService {
     }
 
     /// The envelope label wallets seal card data under (``CardDataPayload``).
-    public nonisolated func cardDataLabel(deviceID: String) throws(TokenServiceError) -> SealedEnvelope.Label {
-        try SealedEnvelope.Label(
-            purpose: CardDataPayload.purpose, sender: "wallet:" + deviceID, recipient: configuration.serviceName)
+    public nonisolated func cardDataLabel(deviceID: String) throws(TokenServiceError) -> EncryptedEnvelope.Label {
+        try EncryptedEnvelope.Label(
+            purpose: CardDataPayload.purpose, sender: "wallet/" + deviceID, recipient: configuration.serviceName)
     }
 
     /// The envelope label of a personalisation for the Secure Element `secureElementID`.
     public nonisolated func personalisationLabel(secureElementID: String) throws(TokenServiceError)
-        -> SealedEnvelope.Label
+        -> EncryptedEnvelope.Label
     {
-        try SealedEnvelope.Label(
+        try EncryptedEnvelope.Label(
             purpose: SEPersonalisationData.purpose, sender: configuration.serviceName,
-            recipient: "se:" + secureElementID)
+            recipient: "se/" + secureElementID)
     }
 
     // MARK: - Shared helpers

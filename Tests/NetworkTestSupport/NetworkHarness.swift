@@ -211,10 +211,10 @@ public final class SimulatedDevice: @unchecked Sendable {
     /// The wallet side of Check Card: the card data sealed to the token service.
     public func sealCardData(
         pan: PrimaryAccountNumber, expiry: CardExpiry, cvv: String, name: String, to tokenService: TokenService
-    ) throws -> SealedEnvelope {
+    ) throws -> EncryptedEnvelope {
         let payload = CardDataPayload(
             pan: pan, expiry: expiry, cardVerificationValue: try CardVerificationValue(cvv), cardholderName: name)
-        return try SealedEnvelope.seal(
+        return try EncryptedEnvelope.seal(
             try payload.encoded(), to: tokenService.provisioningPublicKey,
             label: try tokenService.cardDataLabel(deviceID: deviceID))
     }

@@ -216,7 +216,7 @@ struct ProvisioningTests {
             try await h.tokenService.checkCard(
                 CheckCardRequest(
                     idempotencyKey: "x", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1",
-                    deviceKind: "phone", encryptedCardData: try SealedEnvelope(serialized: wire)))
+                    deviceKind: "phone", encryptedCardData: try EncryptedEnvelope(serialized: wire)))
         }
         // Sealed by phone-1, presented as phone-2's: the label names the device, so it does not open.
         await #expect(throws: TokenServiceError(.envelopeRejected, "")) {

@@ -74,7 +74,7 @@ struct SoftwareHSMTests {
     @Test func personalisationCarriesTheEMVMasterKeys() throws {
         let hsm = try Self.hsm()
         let se = try P256.KeyAgreement.PrivateKey()
-        let label = try SealedEnvelope.Label(purpose: "se-personalisation", sender: "tsp", recipient: "se:1")
+        let label = try EncryptedEnvelope.Label(purpose: "se-personalisation", sender: "tsp", recipient: "se/1")
         for (id, imkName, panName, mkName) in [
             ("V1", "IMK-AC", "PAN (DPAN)", "MK-AC (odd parity)"), ("V2", "IMK-AC", "PAN", "MK (odd parity)"),
         ] {
@@ -197,7 +197,7 @@ struct SoftwareHSMTests {
         let imk = try hsm.generateKey(usage: .proximityIssuerMasterKey, id: "imk")
         let rp = try hsm.generateKey(usage: .remoteIssuerMasterKey, id: "rp")
         let se = try P256.KeyAgreement.PrivateKey()
-        let label = try SealedEnvelope.Label(purpose: "p", sender: "s", recipient: "r")
+        let label = try EncryptedEnvelope.Label(purpose: "p", sender: "s", recipient: "r")
         let envelope = try hsm.sealPersonalisation(
             PersonalisationTemplate(
                 tokenReference: "t", dpan: try PrimaryAccountNumber("4895370012345671"), panSequenceNumber: 0,
