@@ -96,9 +96,13 @@ public enum CryptogramVerification: Hashable, Sendable {
 public protocol CryptogramVerifier: Sendable {
     /// The kind this verifier checks.
     var kind: CryptogramKind { get }
-    /// Checks `submission` with the card master key derived for the token (PAN and PSN from the vault).
-    /// Returns `.invalid` for a wrong cryptogram; throws only when the data cannot be parsed.
-    func verify(_ submission: CryptogramSubmission, cardMasterKey: SymmetricKey) throws -> CryptogramVerification
+    /// Checks `submission` with the card master key the HSM derived for the token's `pan` (the DPAN) and
+    /// `panSequenceNumber`, both from the vault. Returns `.invalid` for a wrong cryptogram; throws only when
+    /// the data cannot be parsed.
+    func verify(
+        _ submission: CryptogramSubmission, pan: PrimaryAccountNumber, panSequenceNumber: UInt8,
+        cardMasterKey: SymmetricKey
+    ) throws -> CryptogramVerification
 }
 
 /// The token service's HSM: issuer master keys per token range, the vault's keys and the provisioning

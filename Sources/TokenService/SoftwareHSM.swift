@@ -155,7 +155,8 @@ public final class SoftwareHSM: KeyStore {
         let masterKey = try cardMasterKey(
             issuerMasterKey, expecting: submission.kind.requiredKeyUsage, pan: pan, psn: panSequenceNumber)
         do {
-            return try verifier.verify(submission, cardMasterKey: masterKey)
+            return try verifier.verify(
+                submission, pan: pan, panSequenceNumber: panSequenceNumber, cardMasterKey: masterKey)
         } catch {
             return .invalid(reason: "the cryptogram data could not be parsed")
         }

@@ -15,9 +15,10 @@ public struct TestDoubleCryptogramVerifier: CryptogramVerifier {
 
     public init(kind: CryptogramKind) { self.kind = kind }
 
-    public func verify(_ submission: CryptogramSubmission, cardMasterKey: SymmetricKey) throws
-        -> CryptogramVerification
-    {
+    public func verify(
+        _ submission: CryptogramSubmission, pan: PrimaryAccountNumber, panSequenceNumber: UInt8,
+        cardMasterKey: SymmetricKey
+    ) throws -> CryptogramVerification {
         let data = submission.transactionData
         guard data.count == 17 else { throw TestDoubleError("the test double's transaction data is 17 bytes") }
         guard submission.kind == kind else { return .invalid(reason: "wrong kind") }
