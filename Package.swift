@@ -48,6 +48,12 @@ let package = Package(
         .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(name: "TokenService", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
         .target(name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto"], swiftSettings: strict),
+        // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
+        .target(
+            name: "NetworkService",
+            dependencies: ["TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
 
         // The command line: argument parser, command registry, one file per command group.
         .target(
@@ -105,6 +111,14 @@ let package = Package(
         .testTarget(
             name: "AcquirerTests",
             dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NetworkServiceTests",
+            dependencies: [
+                "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardCrypto",
+                "NetworkTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),

@@ -14,8 +14,9 @@ public final class NetworkHarness: Sendable {
     public let clock: ManualClock
     public let random: InsecureDeterministicRandom
     public let hsm: SoftwareHSM
-    public let issuerStore: InMemoryIssuerStore
+    public let issuerStore: any IssuerStore
     public let issuer: Issuer
+    /// The in-memory vault, unless the harness was given another store (then empty and unused).
     public let vault: InMemoryTokenVaultStore
     public let outbox: InMemoryNotificationOutbox
     public let deviceKeys: TestDoubleDeviceKeyVerifier
@@ -30,6 +31,7 @@ public final class NetworkHarness: Sendable {
     ///   - verifiers: the HSM's cryptogram checks (default: test doubles for both kinds).
     public init(
         atcPolicy: ATCPolicy = ATCPolicy(), issuerHost: (any IssuerHost)? = nil,
+        vaultStore: (any TokenVaultStore)? = nil, issuerStore: (any IssuerStore)? = nil,
         verifiers: [any CryptogramVerifier] = [
             TestDoubleCryptogramVerifier(kind: .proximityARQC), TestDoubleCryptogramVerifier(kind: .remote),
         ]
@@ -37,9 +39,9 @@ public final class NetworkHarness: Sendable {
         clock = ManualClock(now: Self.start)
         random = InsecureDeterministicRandom(seed: Array("network-harness".utf8))
         hsm = try SoftwareHSM(localMasterKey: SymmetricKey(bitCount: 256), verifiers: verifiers, random: random)
-        issuerStore = InMemoryIssuerStore()
+        self.issuerStore = issuerStore ?? InMemoryIssuerStore()
         issuer = Issuer(
-            configuration: TestCards.configuration, store: issuerStore,
+            configuration: TestCards.configuration, store: self.issuerStore,
             cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: clock, random: random)
         try await TestCards.seed(into: issuer)
         issuerSwitch = IssuerSwitch(inner: issuerHost ?? issuer)
@@ -63,7 +65,7 @@ public final class NetworkHarness: Sendable {
                     issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes,
                     host: issuerSwitch)
             ],
-            vault: vault, deviceKeys: deviceKeys, notifier: outbox, clock: clock, random: random)
+            vault: vaultStore ?? vault, deviceKeys: deviceKeys, notifier: outbox, clock: clock, random: random)
         await issuer.connect(to: tokenService)
     }
 
