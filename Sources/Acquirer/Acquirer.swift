@@ -134,7 +134,8 @@ public actor Acquirer {
             maskedPAN: request.pan.masked, amount: request.amount, responseCode: answer.responseCode,
             approvalCode: answer.approvalCode, declineReason: answer.declineReason?.rawValue, decidedAt: clock.now())
         try await store.saveAuthorization(
-            AcquirerAuthorizationRecord(idempotencyKey: idempotencyKey, requestFingerprint: fingerprint, result: result))
+            AcquirerAuthorizationRecord(idempotencyKey: idempotencyKey, requestFingerprint: fingerprint, result: result)
+        )
         return result
     }
 

@@ -138,7 +138,8 @@ public struct CardExpiry: Hashable, Sendable, Codable, Comparable, CustomStringC
         let container = try decoder.container(keyedBy: CodingKeys.self)
         do {
             try self.init(
-                year: try container.decode(Int.self, forKey: .year), month: try container.decode(Int.self, forKey: .month))
+                year: try container.decode(Int.self, forKey: .year),
+                month: try container.decode(Int.self, forKey: .month))
         } catch let error as IssuerError {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.message))
         }

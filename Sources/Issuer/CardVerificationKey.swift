@@ -30,7 +30,9 @@ public struct CardVerificationKey: Sendable, CustomStringConvertible, CustomDebu
     }
 
     /// The algorithm on raw digits (the published examples use PANs without a valid check digit).
-    func cardVerificationValue(panDigits: String, yymm: String, serviceCode: String, digits: Int)
+    func cardVerificationValue(
+        panDigits: String, yymm: String, serviceCode: String, digits: Int
+    )
         throws(IssuerError) -> String
     {
         let serviceBytes = Array(serviceCode.utf8)

@@ -115,7 +115,9 @@ public actor Issuer: IssuerHost {
     /// number changes; the network is told, so existing tokens keep their DPAN and follow the new card.
     /// Returns the new card.
     @discardableResult
-    public func reissueCard(pan: PrimaryAccountNumber, newPAN: PrimaryAccountNumber?, newExpiry: CardExpiry)
+    public func reissueCard(
+        pan: PrimaryAccountNumber, newPAN: PrimaryAccountNumber?, newExpiry: CardExpiry
+    )
         async throws -> IssuedCard
     {
         guard var old = try await store.card(pan: pan) else { throw IssuerError(.notFound, "no such card") }
@@ -240,7 +242,9 @@ public actor Issuer: IssuerHost {
     }
 
     /// The checks, in the order a real issuer host applies them; the first failure answers.
-    private func decide(_ request: IssuerAuthorizationRequest, card: IssuedCard, account: IssuerAccount)
+    private func decide(
+        _ request: IssuerAuthorizationRequest, card: IssuedCard, account: IssuerAccount
+    )
         -> (ResponseCode, String)
     {
         switch card.status {

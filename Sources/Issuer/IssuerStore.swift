@@ -166,7 +166,9 @@ public final class InMemoryIssuerStore: IssuerStore, @unchecked Sendable {
     public init() {}
 
     public func account(id: String) async throws -> IssuerAccount? { lock.withLock { accounts[id] } }
-    public func saveAccount(_ account: IssuerAccount) async throws { lock.withLock { accounts[account.accountID] = account } }
+    public func saveAccount(_ account: IssuerAccount) async throws {
+        lock.withLock { accounts[account.accountID] = account }
+    }
     public func card(pan: PrimaryAccountNumber) async throws -> IssuedCard? { lock.withLock { cards[pan.digits] } }
     public func saveCard(_ card: IssuedCard) async throws { lock.withLock { cards[card.pan.digits] = card } }
     public func allCards() async throws -> [IssuedCard] {

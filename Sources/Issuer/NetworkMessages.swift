@@ -151,7 +151,8 @@ public struct TokenContext: Hashable, Sendable, Codable {
     public let tokenSuffix: String
     public let tokenExpiry: CardExpiry
 
-    public init(tokenRequestorID: String, paymentAccountReference: String, tokenSuffix: String, tokenExpiry: CardExpiry) {
+    public init(tokenRequestorID: String, paymentAccountReference: String, tokenSuffix: String, tokenExpiry: CardExpiry)
+    {
         self.tokenRequestorID = tokenRequestorID
         self.paymentAccountReference = paymentAccountReference
         self.tokenSuffix = tokenSuffix
@@ -238,6 +239,8 @@ public protocol IssuerNetworkLink: Sendable {
         issuerID: String, oldPAN: PrimaryAccountNumber, newPAN: PrimaryAccountNumber, newExpiry: CardExpiry
     ) async throws -> Int
     /// Suspends, resumes or deletes every token of a card, as the issuer. Returns how many tokens changed.
-    func applyIssuerAction(_ action: TokenLifecycleAction, issuerID: String, pan: PrimaryAccountNumber)
+    func applyIssuerAction(
+        _ action: TokenLifecycleAction, issuerID: String, pan: PrimaryAccountNumber
+    )
         async throws -> Int
 }

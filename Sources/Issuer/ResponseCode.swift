@@ -9,15 +9,16 @@
 /// | `14` | invalid card number (no such card, no such token) | issuer, token service |
 /// | `51` | insufficient funds (balance or credit line) | issuer |
 /// | `54` | expired card or token, or an expiry that does not match | issuer, token service |
-/// | `57` | transaction not permitted to cardholder (channel, merchant category, currency, token domain) | issuer, token service |
+/// | `57` | not permitted to cardholder (channel, category, currency, token domain) | issuer, token service |
 /// | `61` | exceeds the amount limit per transaction | issuer |
 /// | `62` | restricted card (card restricted or frozen; token suspended or deleted) | issuer, token service |
-/// | `88` | **cryptographic failure**: cryptogram missing, not verified, not bound to this amount or currency, or its ATC replayed, stale or too far ahead | token service (on behalf of the issuer), issuer |
+/// | `88` | **cryptographic failure** (see below) | token service (for the issuer), issuer |
 /// | `91` | issuer unavailable (the token service could not reach the issuer) | token service |
 /// | `96` | system malfunction | any |
 ///
 /// `88` follows Mastercard's DE 39 "cryptographic failure"; it is the documented code for a failed
-/// cryptogram. A struct, not an enum, so codes can be added without breaking callers.
+/// cryptogram: missing, not verified, not bound to the request's amount or currency, or carrying an ATC
+/// that is replayed, stale or too far ahead. A struct, not an enum, so codes can be added without breaking callers.
 public struct ResponseCode: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The two-character code.
     public let rawValue: String

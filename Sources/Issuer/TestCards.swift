@@ -80,8 +80,11 @@ public enum TestCards {
     public static func cardVerificationValues() throws -> [(pan: String, cvv: String)] {
         let expiry = try CardExpiry(year: expiryYear, month: expiryMonth)
         return try cards.map { card in
-            (card.pan, try insecureDemoCardVerificationKey.cardVerificationValue(
-                pan: try PrimaryAccountNumber(card.pan), expiry: expiry))
+            (
+                card.pan,
+                try insecureDemoCardVerificationKey.cardVerificationValue(
+                    pan: try PrimaryAccountNumber(card.pan), expiry: expiry)
+            )
         }
     }
 }

@@ -22,7 +22,9 @@ enum RecordCoding {
 
 extension Store {
     /// The decoded records of `sql`'s first column.
-    func records<T: Decodable & Sendable>(_ type: T.Type, _ sql: String, _ arguments: [SQLiteValue]) async throws
+    func records<T: Decodable & Sendable>(
+        _ type: T.Type, _ sql: String, _ arguments: [SQLiteValue]
+    ) async throws
         -> [T]
     {
         try await read { database in
@@ -31,7 +33,9 @@ extension Store {
     }
 
     /// The decoded record of `sql`'s first row, if any.
-    func record<T: Decodable & Sendable>(_ type: T.Type, _ sql: String, _ arguments: [SQLiteValue]) async throws
+    func record<T: Decodable & Sendable>(
+        _ type: T.Type, _ sql: String, _ arguments: [SQLiteValue]
+    ) async throws
         -> T?
     {
         try await records(type, sql, arguments).first

@@ -51,7 +51,8 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
     }
 
     public func token(reference: String) async throws -> TokenRecord? {
-        try await store.record(TokenRecord.self, "SELECT record FROM tokens WHERE token_reference = ?", [.text(reference)])
+        try await store.record(
+            TokenRecord.self, "SELECT record FROM tokens WHERE token_reference = ?", [.text(reference)])
     }
 
     public func token(dpan: PrimaryAccountNumber) async throws -> TokenRecord? {

@@ -109,7 +109,10 @@ extension TokenService: PaymentNetwork {
         if let cryptogram = request.cryptogram {
             fields += [
                 Array(cryptogram.kind.rawValue.utf8), cryptogram.cryptogram,
-                [UInt8(cryptogram.applicationTransactionCounter >> 8), UInt8(cryptogram.applicationTransactionCounter & 0xFF)],
+                [
+                    UInt8(cryptogram.applicationTransactionCounter >> 8),
+                    UInt8(cryptogram.applicationTransactionCounter & 0xFF),
+                ],
                 cryptogram.transactionData,
             ]
         }
@@ -124,7 +127,9 @@ extension TokenService: PaymentNetwork {
     }
 
     private func decide(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
-        func decline(_ code: ResponseCode, _ reason: NetworkDeclineReason, suffix: String? = nil)
+        func decline(
+            _ code: ResponseCode, _ reason: NetworkDeclineReason, suffix: String? = nil
+        )
             -> NetworkAuthorizationResponse
         {
             NetworkAuthorizationResponse(

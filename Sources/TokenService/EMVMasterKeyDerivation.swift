@@ -9,14 +9,17 @@ import OrchardCrypto
 /// vectors V1 and V2 (pyemv) through it at every start.
 enum EMVMasterKeyDerivation {
     /// `MK = odd-parity(3DES(IMK, Y) ‖ 3DES(IMK, Y ⊕ FF…FF))`.
-    static func deriveCardMasterKey(issuerMasterKey: SymmetricKey, pan: String, panSequenceNumber: UInt8)
+    static func deriveCardMasterKey(
+        issuerMasterKey: SymmetricKey, pan: String, panSequenceNumber: UInt8
+    )
         throws(CryptoError) -> SymmetricKey
     {
         guard issuerMasterKey.byteCount == 16 else {
             throw CryptoError(.invalidParameter, "an issuer master key is a 16-byte two-key TDES key")
         }
         let psn = String(panSequenceNumber % 100)
-        let digits = Array(pan.utf8).map { $0 - 0x30 } + Array((psn.count == 1 ? "0" + psn : psn).utf8).map { $0 - 0x30 }
+        let digits =
+            Array(pan.utf8).map { $0 - 0x30 } + Array((psn.count == 1 ? "0" + psn : psn).utf8).map { $0 - 0x30 }
         let y = pan.utf8.count <= 16 ? optionAInput(digits) : optionBInput(digits)
         let left = try TripleDES.encryptECB(y, key: issuerMasterKey)
         let right = try TripleDES.encryptECB(y.map { $0 ^ 0xFF }, key: issuerMasterKey)

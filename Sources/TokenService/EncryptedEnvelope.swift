@@ -42,7 +42,9 @@ public struct EncryptedEnvelope: Hashable, Sendable, Codable {
     public let serialized: [UInt8]
 
     /// Encrypts `plaintext` to `recipient` under `label`.
-    public static func seal(_ plaintext: SecureBytes, to recipient: P256.KeyAgreement.PublicKey, label: Label)
+    public static func seal(
+        _ plaintext: SecureBytes, to recipient: P256.KeyAgreement.PublicKey, label: Label
+    )
         throws(TokenServiceError) -> EncryptedEnvelope
     {
         do {
@@ -57,7 +59,9 @@ public struct EncryptedEnvelope: Hashable, Sendable, Codable {
 
     /// Decrypts with the recipient's private key. Throws ``TokenServiceError/Code/envelopeRejected`` when
     /// the key or label is not the one the envelope was sealed for, or any byte was altered.
-    public func open(with privateKey: P256.KeyAgreement.PrivateKey, label: Label) throws(TokenServiceError)
+    public func open(
+        with privateKey: P256.KeyAgreement.PrivateKey, label: Label
+    ) throws(TokenServiceError)
         -> SecureBytes
     {
         do {

@@ -10,7 +10,9 @@ enum SecretTLV {
     static func encode(_ items: [(tag: UInt8, value: SecureBytes)]) throws(TokenServiceError) -> SecureBytes {
         var total = 0
         for item in items {
-            guard item.value.count <= 0xFFFF else { throw TokenServiceError(.invalidRequest, "a TLV value is too long") }
+            guard item.value.count <= 0xFFFF else {
+                throw TokenServiceError(.invalidRequest, "a TLV value is too long")
+            }
             total += 3 + item.value.count
         }
         do {
@@ -61,14 +63,18 @@ enum SecretTLV {
 
     static func text(_ value: String) -> SecureBytes { SecureBytes(Array(value.utf8)) }
 
-    static func requireText(_ items: [UInt8: SecureBytes], _ tag: UInt8, _ name: String) throws(TokenServiceError)
+    static func requireText(
+        _ items: [UInt8: SecureBytes], _ tag: UInt8, _ name: String
+    ) throws(TokenServiceError)
         -> String
     {
         let value = try require(items, tag, name)
         return value.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
-    static func require(_ items: [UInt8: SecureBytes], _ tag: UInt8, _ name: String) throws(TokenServiceError)
+    static func require(
+        _ items: [UInt8: SecureBytes], _ tag: UInt8, _ name: String
+    ) throws(TokenServiceError)
         -> SecureBytes
     {
         guard let value = items[tag] else {

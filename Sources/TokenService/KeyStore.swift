@@ -62,7 +62,9 @@ public struct CryptogramSubmission: Hashable, Sendable, Codable {
     /// Opaque to the token service: only the verifier parses it.
     public let transactionData: [UInt8]
 
-    public init(kind: CryptogramKind, cryptogram: [UInt8], applicationTransactionCounter: UInt16, transactionData: [UInt8]) {
+    public init(
+        kind: CryptogramKind, cryptogram: [UInt8], applicationTransactionCounter: UInt16, transactionData: [UInt8]
+    ) {
         self.kind = kind
         self.cryptogram = cryptogram
         self.applicationTransactionCounter = applicationTransactionCounter
@@ -119,7 +121,9 @@ public protocol KeyStore: Sendable {
     func publicKey(of handle: KeyHandle) throws(TokenServiceError) -> P256.KeyAgreement.PublicKey
 
     /// Opens an envelope sealed to a ``KeyUsage/provisioningDecryption`` key.
-    func openEnvelope(_ envelope: EncryptedEnvelope, key: KeyHandle, label: EncryptedEnvelope.Label)
+    func openEnvelope(
+        _ envelope: EncryptedEnvelope, key: KeyHandle, label: EncryptedEnvelope.Label
+    )
         throws(TokenServiceError) -> SecureBytes
 
     /// AES-256-GCM under a ``KeyUsage/vaultEncryption`` key; `context` is authenticated and must be given

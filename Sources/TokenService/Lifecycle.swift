@@ -73,7 +73,9 @@ extension TokenService {
     @discardableResult
     public func resume(tokenReference: String, by actor: LifecycleActor) async throws -> TokenStatus {
         try await change(tokenReference) { token throws(TokenServiceError) -> TokenEvent? in
-            guard !token.deleted else { throw TokenServiceError(.lifecycleNotPermitted, "a deleted token stays deleted") }
+            guard !token.deleted else {
+                throw TokenServiceError(.lifecycleNotPermitted, "a deleted token stays deleted")
+            }
             guard token.suspendedBy.contains(actor) else {
                 if token.suspendedBy.isEmpty { return nil }
                 throw TokenServiceError(
@@ -139,7 +141,9 @@ extension TokenService {
 
     // MARK: - Internals
 
-    private func forDevice(_ deviceID: String, _ body: (String) async throws -> TokenStatus) async throws
+    private func forDevice(
+        _ deviceID: String, _ body: (String) async throws -> TokenStatus
+    ) async throws
         -> [TokenStatus]
     {
         var out: [TokenStatus] = []
@@ -150,7 +154,9 @@ extension TokenService {
     }
 
     /// Loads a token under its lock, lets `body` change it, saves and notifies when `body` names an event.
-    func change(_ tokenReference: String, _ body: (inout TokenRecord) throws(TokenServiceError) -> TokenEvent?)
+    func change(
+        _ tokenReference: String, _ body: (inout TokenRecord) throws(TokenServiceError) -> TokenEvent?
+    )
         async throws -> TokenStatus
     {
         guard let current = try await vault.token(reference: tokenReference) else {
@@ -214,7 +220,9 @@ extension TokenService: IssuerNetworkLink {
     }
 
     /// Suspends, resumes or deletes every token of a card as the issuer.
-    public func applyIssuerAction(_ action: TokenLifecycleAction, issuerID: String, pan: PrimaryAccountNumber)
+    public func applyIssuerAction(
+        _ action: TokenLifecycleAction, issuerID: String, pan: PrimaryAccountNumber
+    )
         async throws -> Int
     {
         guard let card = try await vault.card(panLookup: try panLookup(pan)), card.issuerID == issuerID else {
@@ -238,7 +246,9 @@ extension TokenService: IssuerNetworkLink {
 
     /// One token, as its issuer: suspend, resume or delete.
     @discardableResult
-    public func applyIssuerAction(_ action: TokenLifecycleAction, issuerID: String, tokenReference: String)
+    public func applyIssuerAction(
+        _ action: TokenLifecycleAction, issuerID: String, tokenReference: String
+    )
         async throws -> TokenStatus
     {
         guard let token = try await vault.token(reference: tokenReference), token.issuerID == issuerID else {

@@ -139,7 +139,9 @@ extension TokenService {
 
     /// Passes the user's one-time code to the issuer for a session in step-up. A session already approved
     /// answers its approval again.
-    public func submitOneTimeCode(sessionID: String, deviceID: String, code: String) async throws
+    public func submitOneTimeCode(
+        sessionID: String, deviceID: String, code: String
+    ) async throws
         -> CheckCardResponse
     {
         await serializer.acquire("session:" + sessionID)
@@ -182,7 +184,9 @@ extension TokenService {
         ) { try await performLinkAndProvision(request) }
     }
 
-    private func performLinkAndProvision(_ request: LinkAndProvisionRequest) async throws
+    private func performLinkAndProvision(
+        _ request: LinkAndProvisionRequest
+    ) async throws
         -> LinkAndProvisionResponse
     {
         await serializer.acquire("session:" + request.sessionID)

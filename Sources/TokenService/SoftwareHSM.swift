@@ -60,7 +60,9 @@ public final class SoftwareHSM: KeyStore {
         return try wrap(material, usage: usage, id: id)
     }
 
-    public func importKey(_ material: SecureBytes, usage: KeyUsage, id: String) throws(TokenServiceError)
+    public func importKey(
+        _ material: SecureBytes, usage: KeyUsage, id: String
+    ) throws(TokenServiceError)
         -> KeyHandle
     {
         switch usage {
@@ -86,13 +88,17 @@ public final class SoftwareHSM: KeyStore {
 
     // MARK: - Envelopes and the vault
 
-    public func openEnvelope(_ envelope: EncryptedEnvelope, key: KeyHandle, label: EncryptedEnvelope.Label)
+    public func openEnvelope(
+        _ envelope: EncryptedEnvelope, key: KeyHandle, label: EncryptedEnvelope.Label
+    )
         throws(TokenServiceError) -> SecureBytes
     {
         try envelope.open(with: provisioningKey(key), label: label)
     }
 
-    public func seal(_ plaintext: SecureBytes, key: KeyHandle, context: [UInt8]) throws(TokenServiceError)
+    public func seal(
+        _ plaintext: SecureBytes, key: KeyHandle, context: [UInt8]
+    ) throws(TokenServiceError)
         -> [UInt8]
     {
         let aesKey = try unwrap(key, expecting: .vaultEncryption)
@@ -164,7 +170,9 @@ public final class SoftwareHSM: KeyStore {
 
     // MARK: - Internals
 
-    private func cardMasterKey(_ handle: KeyHandle, expecting usage: KeyUsage, pan: PrimaryAccountNumber, psn: UInt8)
+    private func cardMasterKey(
+        _ handle: KeyHandle, expecting usage: KeyUsage, pan: PrimaryAccountNumber, psn: UInt8
+    )
         throws(TokenServiceError) -> SymmetricKey
     {
         let imk = try unwrap(handle, expecting: usage)
@@ -219,14 +227,16 @@ public final class SoftwareHSM: KeyStore {
         guard wrapped.count > 12 + 16 else { throw TokenServiceError(.invalidKeyHandle, "a wrapped key is too short") }
         do {
             var plain = try AES.GCM.open(
-                AES.GCM.SealedBox(ciphertext: Array(wrapped[12..<(wrapped.count - 16)]), tag: Array(wrapped.suffix(16))),
+                AES.GCM.SealedBox(
+                    ciphertext: Array(wrapped[12..<(wrapped.count - 16)]), tag: Array(wrapped.suffix(16))),
                 using: localMasterKey, iv: Array(wrapped.prefix(12)),
                 authenticating: Self.wrapContext(id: handle.id, usage: handle.usage))
             defer { wipe(&plain) }
             return SecureBytes(plain)
         } catch {
             throw TokenServiceError(
-                .invalidKeyHandle, "key \(handle.id) was not wrapped by this HSM, or its identifier or usage was changed")
+                .invalidKeyHandle,
+                "key \(handle.id) was not wrapped by this HSM, or its identifier or usage was changed")
         }
     }
 }

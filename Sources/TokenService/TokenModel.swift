@@ -30,7 +30,8 @@ public struct TokenRange: Hashable, Sendable, Codable {
             throw TokenServiceError(.configuration, "a token range needs a DPAN length of 13–19 with 4 free digits")
         }
         guard proximityKey.usage == .proximityIssuerMasterKey, remoteKey.usage == .remoteIssuerMasterKey else {
-            throw TokenServiceError(.keyUsageViolation, "a token range needs a proximity and a remote issuer master key")
+            throw TokenServiceError(
+                .keyUsageViolation, "a token range needs a proximity and a remote issuer master key")
         }
         self.rangeID = rangeID
         self.issuerID = issuerID

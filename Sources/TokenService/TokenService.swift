@@ -73,7 +73,9 @@ public struct IssuerRoute: Sendable {
 public protocol DeviceKeyVerifier: Sendable {
     /// The SE's P-256 key from `certificateChain` (DER, leaf first) if the chain verifies to the device CA
     /// and the leaf names `secureElementID`; throws otherwise.
-    func verifiedSecureElementKey(certificateChain: [[UInt8]], secureElementID: String) throws
+    func verifiedSecureElementKey(
+        certificateChain: [[UInt8]], secureElementID: String
+    ) throws
         -> P256.KeyAgreement.PublicKey
 }
 
@@ -158,7 +160,9 @@ public actor TokenService {
     }
 
     /// The envelope label of a personalisation for the Secure Element `secureElementID`.
-    public nonisolated func personalisationLabel(secureElementID: String) throws(TokenServiceError)
+    public nonisolated func personalisationLabel(
+        secureElementID: String
+    ) throws(TokenServiceError)
         -> EncryptedEnvelope.Label
     {
         try EncryptedEnvelope.Label(

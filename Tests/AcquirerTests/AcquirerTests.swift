@@ -40,7 +40,9 @@ struct AcquirerFixture {
             cryptogram: try cryptogram ?? phone.cryptogram(for: card, kind: .proximityARQC, amount: money))
     }
 
-    func onlineRequest(key: String, amount: Int64, channel: PaymentChannel = .inApp) throws -> AcquirerAuthorizationRequest {
+    func onlineRequest(
+        key: String, amount: Int64, channel: PaymentChannel = .inApp
+    ) throws -> AcquirerAuthorizationRequest {
         let money = try Money(minorUnits: amount, currency: "840")
         return AcquirerAuthorizationRequest(
             origin: .merchantServer(idempotencyKey: key), merchantID: "m-web", pan: card.data.dpan,
@@ -79,7 +81,9 @@ struct AcquirerTests {
         await #expect(throws: AcquirerError(.idempotencyConflict, "")) {
             try await f.acquirer.authorize(try f.terminalRequest(stan: "000002", amount: 501))
         }
-        #expect(try await f.acquirer.authorize(try f.terminalRequest(terminal: "T0002", stan: "000002", amount: 501)).isApproved)
+        #expect(
+            try await f.acquirer.authorize(try f.terminalRequest(terminal: "T0002", stan: "000002", amount: 501))
+                .isApproved)
     }
 
     @Test func merchantKeyMakesTheRequestIdempotent() async throws {

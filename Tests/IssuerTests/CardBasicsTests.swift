@@ -1,12 +1,14 @@
 import Foundation
-@testable import Issuer
 import OrchardCrypto
 import Testing
+
+@testable import Issuer
 
 @Suite("Card basics: PAN, Luhn, expiry, money, CVV")
 struct CardBasicsTests {
     @Test func luhnAcceptsTheTestCardsAndRejectsAChangedDigit() throws {
-        for pan in ["4111111111111111", "5555555555554444", "4000056655665556", "4000000000003220", "4000000000000002"] {
+        for pan in ["4111111111111111", "5555555555554444", "4000056655665556", "4000000000003220", "4000000000000002"]
+        {
             #expect(throws: Never.self) { try PrimaryAccountNumber(pan) }
         }
         #expect(throws: IssuerError(.invalidInput, "")) { try PrimaryAccountNumber("4111111111111112") }
@@ -40,7 +42,9 @@ struct CardBasicsTests {
         #expect(expiry.isExpired(at: endOfMonth.addingTimeInterval(1)))
         #expect(throws: IssuerError(.invalidInput, "")) { try CardExpiry(yymm: "3413") }
         #expect(throws: IssuerError(.invalidInput, "")) { try CardExpiry(yymm: "34-1") }
-        #expect(try CardExpiry.months(36, after: Date(timeIntervalSince1970: 1_772_366_400)) == CardExpiry(year: 2029, month: 3))
+        #expect(
+            try CardExpiry.months(36, after: Date(timeIntervalSince1970: 1_772_366_400))
+                == CardExpiry(year: 2029, month: 3))
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(CardExpiry.self, from: Data("{\"year\":2030,\"month\":13}".utf8))
         }
@@ -69,8 +73,11 @@ struct CardBasicsTests {
         #expect(try cvk.cardVerificationValue(panDigits: pan, yymm: "8701", serviceCode: "000", digits: 3) != "561")
         #expect(try cvk.cardVerificationValue(panDigits: pan, yymm: "8702", serviceCode: "101", digits: 3) != "561")
         let otherKey = try CardVerificationKey(SymmetricKey(data: hexBytes("FEDCBA98765432100123456789ABCDEF")))
-        #expect(try otherKey.cardVerificationValue(panDigits: pan, yymm: "8701", serviceCode: "101", digits: 3) != "561")
-        #expect(throws: IssuerError(.invalidInput, "")) { try CardVerificationKey(SymmetricKey(data: [UInt8](repeating: 1, count: 8))) }
+        #expect(
+            try otherKey.cardVerificationValue(panDigits: pan, yymm: "8701", serviceCode: "101", digits: 3) != "561")
+        #expect(throws: IssuerError(.invalidInput, "")) {
+            try CardVerificationKey(SymmetricKey(data: [UInt8](repeating: 1, count: 8)))
+        }
         #expect(!"\(cvk)".contains("0123"))
     }
 

@@ -22,7 +22,8 @@ struct IssuerFixture {
 
     func check(_ pan: String, cvv: String? = nil, expiry: CardExpiry = expiry) async throws -> CardCheckDecision {
         let pan = try PrimaryAccountNumber(pan)
-        let expected = try TestCards.insecureDemoCardVerificationKey.cardVerificationValue(pan: pan, expiry: Self.expiry)
+        let expected = try TestCards.insecureDemoCardVerificationKey.cardVerificationValue(
+            pan: pan, expiry: Self.expiry)
         return try await issuer.checkCard(
             CardCheckRequest(
                 pan: pan, expiry: expiry, cardVerificationValue: try CardVerificationValue(cvv ?? expected),
@@ -41,7 +42,8 @@ struct IssuerFixture {
                 merchant: MerchantInfo(merchantID: "m1", name: "Shop", categoryCode: category, countryCode: "840"),
                 token: token
                     ? TokenContext(
-                        tokenRequestorID: "40010075001", paymentAccountReference: "O001" + String(repeating: "A", count: 25),
+                        tokenRequestorID: "40010075001",
+                        paymentAccountReference: "O001" + String(repeating: "A", count: 25),
                         tokenSuffix: "5671", tokenExpiry: try CardExpiry(year: 2029, month: 3)) : nil,
                 cryptogramVerified: verified, transmittedAt: date))
     }
@@ -73,7 +75,9 @@ struct IssuerProvisioningTests {
     @Test func wrongCVVOrExpiryIsDeclined() async throws {
         let f = try await IssuerFixture()
         #expect(try await f.check("4111111111111111", cvv: "000") == .decline(.verificationFailed))
-        #expect(try await f.check("4111111111111111", expiry: try CardExpiry(year: 2033, month: 12)) == .decline(.verificationFailed))
+        #expect(
+            try await f.check("4111111111111111", expiry: try CardExpiry(year: 2033, month: 12))
+                == .decline(.verificationFailed))
         // The right CVV for another card is still wrong.
         #expect(try await f.check("4111111111111111", cvv: "667") == .decline(.verificationFailed))
     }
@@ -96,7 +100,8 @@ struct IssuerProvisioningTests {
             Issue.record("a wrong code with attempts left should step up again")
             return
         }
-        guard case .approve = try await f.issuer.verifyOneTimeCode(reference: challenge.reference, code: "123456") else {
+        guard case .approve = try await f.issuer.verifyOneTimeCode(reference: challenge.reference, code: "123456")
+        else {
             Issue.record("the documented code should approve")
             return
         }
@@ -161,7 +166,9 @@ struct IssuerAuthorizationTests {
         // Debit account: 2,500.00 available; 30 concurrent 100.00 payments: exactly 25 approved.
         let codes = try await withThrowingTaskGroup(of: ResponseCode.self) { group in
             for index in 0..<30 {
-                group.addTask { try await f.authorize("4000056655665556", amount: 10_000, id: "c\(index)").responseCode }
+                group.addTask {
+                    try await f.authorize("4000056655665556", amount: 10_000, id: "c\(index)").responseCode
+                }
             }
             var out: [ResponseCode] = []
             for try await code in group { out.append(code) }
@@ -190,9 +197,13 @@ struct IssuerAuthorizationTests {
                 "5555555555554444", amount: 1, id: "f", at: Date(timeIntervalSince1970: 2_051_222_400)
             ).responseCode == .expiredCard)
         // 57: currency, then a blocked merchant category.
-        #expect(try await f.authorize("5555555555554444", amount: 1, id: "g", currency: "978").responseCode == .notPermittedToCardholder)
+        #expect(
+            try await f.authorize("5555555555554444", amount: 1, id: "g", currency: "978").responseCode
+                == .notPermittedToCardholder)
         // 88: a token transaction without a verified cryptogram.
-        #expect(try await f.authorize("5555555555554444", amount: 1, id: "h", verified: false).responseCode == .cryptographicFailure)
+        #expect(
+            try await f.authorize("5555555555554444", amount: 1, id: "h", verified: false).responseCode
+                == .cryptographicFailure)
         // Without token context (not a token transaction) the flag does not matter.
         #expect(
             try await f.authorize("5555555555554444", amount: 1, id: "h2", token: false, verified: false).responseCode
@@ -223,8 +234,12 @@ struct IssuerAuthorizationTests {
             IssuedCard(
                 pan: try PrimaryAccountNumber("4000000000000010"), expiry: expiry, network: .visa, type: .debit,
                 accountID: "acct-x", cardholderName: "X", allowedChannels: [.contactless], productName: "X"))
-        #expect(try await f.authorize("4000000000000010", amount: 1, id: "n", category: "7995").responseCode == .notPermittedToCardholder)
-        #expect(try await f.authorize("4000000000000010", amount: 1, id: "o", channel: .inApp).responseCode == .notPermittedToCardholder)
+        #expect(
+            try await f.authorize("4000000000000010", amount: 1, id: "n", category: "7995").responseCode
+                == .notPermittedToCardholder)
+        #expect(
+            try await f.authorize("4000000000000010", amount: 1, id: "o", channel: .inApp).responseCode
+                == .notPermittedToCardholder)
         #expect(try await f.authorize("4000000000000010", amount: 1, id: "p").responseCode == .approved)
     }
 
@@ -255,7 +270,8 @@ struct IssuerAuthorizationTests {
         let f = try await IssuerFixture()
         let old = try PrimaryAccountNumber("4111111111111111")
         let new = try PrimaryAccountNumber("4111111111111129")
-        let card = try await f.issuer.reissueCard(pan: old, newPAN: new, newExpiry: try CardExpiry(year: 2035, month: 6))
+        let card = try await f.issuer.reissueCard(
+            pan: old, newPAN: new, newExpiry: try CardExpiry(year: 2035, month: 6))
         #expect(card.pan == new && card.accountID == "acct-1")
         #expect(try await f.issuer.card(pan: old)?.status == .closed)
         #expect(try await f.authorize("4111111111111111", amount: 1, id: "q").responseCode == .doNotHonour)

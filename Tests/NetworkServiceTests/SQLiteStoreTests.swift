@@ -87,7 +87,8 @@ struct SQLiteStoreTests {
         do {
             let store = try SQLiteAcquirerStore(path: path)
             try await store.saveMerchant(
-                MerchantAccount(merchantID: "m1", name: "Shop", categoryCode: "5814", countryCode: "840", terminalIDs: ["T1"]))
+                MerchantAccount(
+                    merchantID: "m1", name: "Shop", categoryCode: "5814", countryCode: "840", terminalIDs: ["T1"]))
             await store.store.close()
         }
         let reopened = try SQLiteAcquirerStore(path: path)
@@ -108,7 +109,8 @@ struct SQLiteStoreTests {
         let h = try await NetworkHarness(vaultStore: vault, issuerStore: issuerStore)
         let acquirer = Acquirer(acquirerID: "acq-1", store: acquirerStore, network: h.tokenService, clock: h.clock)
         try await acquirer.registerMerchant(
-            MerchantAccount(merchantID: "m1", name: "Shop", categoryCode: "5814", countryCode: "840", terminalIDs: ["T1"]))
+            MerchantAccount(
+                merchantID: "m1", name: "Shop", categoryCode: "5814", countryCode: "840", terminalIDs: ["T1"]))
         let phone = try h.makeDevice("phone-1")
         let watch = try h.makeDevice("watch-1", kind: "watch")
         let fpans = ["4111111111111111", "5555555555554444", "4000056655665556"]
@@ -153,7 +155,8 @@ struct SQLiteStoreTests {
             }
             // Records are JSON: a stored CVV would be a JSON string or number.
             for cvv in cvvs {
-                let found = file.bytes.contains(ascii: "\"\(cvv)\"") || file.bytes.contains(ascii: ":\(cvv),")
+                let found =
+                    file.bytes.contains(ascii: "\"\(cvv)\"") || file.bytes.contains(ascii: ":\(cvv),")
                     || file.bytes.contains(ascii: ":\(cvv)}")
                 #expect(!found, "a CVV-shaped value in \(file.name)")
             }

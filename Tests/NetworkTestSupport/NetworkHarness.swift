@@ -59,7 +59,8 @@ public final class NetworkHarness: Sendable {
             remoteKey: try hsm.generateKey(usage: .remoteIssuerMasterKey, id: "mc-imk-rp"))
         keys = try TokenServiceKeys.generate(in: hsm)
         tokenService = try TokenService(
-            configuration: TokenServiceConfiguration(atcPolicy: atcPolicy), keyStore: hsm, keys: keys, ranges: [visaRange, mastercardRange],
+            configuration: TokenServiceConfiguration(atcPolicy: atcPolicy), keyStore: hsm, keys: keys,
+            ranges: [visaRange, mastercardRange],
             issuers: [
                 IssuerRoute(
                     issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes,
@@ -96,7 +97,8 @@ public final class NetworkHarness: Sendable {
         return try await tokenService.checkCard(
             CheckCardRequest(
                 // Never a card number in a key: keys are stored in clear.
-                idempotencyKey: idempotencyKey ?? "check-\(device.deviceID)-\(random.bytes(8).map { String($0, radix: 16) }.joined())",
+                idempotencyKey: idempotencyKey
+                    ?? "check-\(device.deviceID)-\(random.bytes(8).map { String($0, radix: 16) }.joined())",
                 tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: device.deviceID, deviceKind: device.kind,
                 encryptedCardData: envelope))
     }
@@ -128,7 +130,8 @@ public final class NetworkHarness: Sendable {
 
     /// A contactless or online authorization sent straight to the token service.
     public func authorize(
-        _ card: InstalledCard, on device: SimulatedDevice, amount minorUnits: Int64, channel: PaymentChannel = .contactless,
+        _ card: InstalledCard, on device: SimulatedDevice, amount minorUnits: Int64,
+        channel: PaymentChannel = .contactless,
         atc: UInt16? = nil, cryptogramAmount: Int64? = nil, transactionID: String? = nil, withCryptogram: Bool = true
     ) async throws -> NetworkAuthorizationResponse {
         let amount = try Money(minorUnits: minorUnits, currency: TestCards.currency)
@@ -138,7 +141,8 @@ public final class NetworkHarness: Sendable {
             atc: atc)
         return try await tokenService.authorize(
             NetworkAuthorizationRequest(
-                acquirerID: "acq-1", transactionID: transactionID ?? "txn-\(random.bytes(8).map { String($0, radix: 16) }.joined())",
+                acquirerID: "acq-1",
+                transactionID: transactionID ?? "txn-\(random.bytes(8).map { String($0, radix: 16) }.joined())",
                 pan: card.data.dpan, expiry: card.data.tokenExpiry, amount: amount, channel: channel,
                 merchant: Self.merchant, cryptogram: withCryptogram ? cryptogram : nil, transmittedAt: clock.now()))
     }
@@ -229,7 +233,9 @@ public final class SimulatedDevice: @unchecked Sendable {
     }
 
     /// The next cryptogram for `card` (or one with the given ATC), made with the installed card master key.
-    public func cryptogram(for card: InstalledCard, kind: CryptogramKind, amount: Money, atc: UInt16? = nil) throws
+    public func cryptogram(
+        for card: InstalledCard, kind: CryptogramKind, amount: Money, atc: UInt16? = nil
+    ) throws
         -> CryptogramSubmission
     {
         let counter: UInt16 = lock.withLock {

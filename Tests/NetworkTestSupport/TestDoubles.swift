@@ -34,7 +34,9 @@ public struct TestDoubleCryptogramVerifier: CryptogramVerifier {
     }
 
     /// What the simulated card computes.
-    public static func cryptogram(kind: CryptogramKind, transactionData: [UInt8], cardMasterKey: SymmetricKey)
+    public static func cryptogram(
+        kind: CryptogramKind, transactionData: [UInt8], cardMasterKey: SymmetricKey
+    )
         -> [UInt8]
     {
         let input = Array("orchard-test-double-cryptogram".utf8) + Array(kind.rawValue.utf8) + transactionData
@@ -66,7 +68,9 @@ public final class TestDoubleDeviceKeyVerifier: DeviceKeyVerifier, @unchecked Se
         lock.withLock { registered[secureElementID] = key.derRepresentation }
     }
 
-    public func verifiedSecureElementKey(certificateChain: [[UInt8]], secureElementID: String) throws
+    public func verifiedSecureElementKey(
+        certificateChain: [[UInt8]], secureElementID: String
+    ) throws
         -> P256.KeyAgreement.PublicKey
     {
         guard certificateChain.count == 1, let expected = lock.withLock({ registered[secureElementID] }),

@@ -68,14 +68,17 @@ struct AuthorizationTests {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
-        let good = try phone.cryptogram(for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "840"), atc: 7)
+        let good = try phone.cryptogram(
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "840"), atc: 7)
         var bad = good.cryptogram
         bad[0] ^= 1
         let forged = CryptogramSubmission(
             kind: good.kind, cryptogram: bad, applicationTransactionCounter: 7, transactionData: good.transactionData)
-        let declined = try await h.tokenService.authorize(request(card, amount: 100, cryptogram: forged, id: "f", clock: h.clock))
+        let declined = try await h.tokenService.authorize(
+            request(card, amount: 100, cryptogram: forged, id: "f", clock: h.clock))
         #expect(declined.responseCode == .cryptographicFailure && declined.declineReason == .cryptogramInvalid)
-        let approved = try await h.tokenService.authorize(request(card, amount: 100, cryptogram: good, id: "g", clock: h.clock))
+        let approved = try await h.tokenService.authorize(
+            request(card, amount: 100, cryptogram: good, id: "g", clock: h.clock))
         #expect(approved.responseCode == .approved)
     }
 
@@ -85,8 +88,10 @@ struct AuthorizationTests {
         let card = try await h.provision("4111111111111111", on: phone)
         let changed = try await h.authorize(card, on: phone, amount: 10_000, cryptogramAmount: 100)
         #expect(changed.responseCode == .cryptographicFailure && changed.declineReason == .cryptogramDataMismatch)
-        let cryptogram = try phone.cryptogram(for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "978"))
-        let otherCurrency = try await h.tokenService.authorize(request(card, amount: 100, cryptogram: cryptogram, id: "c", clock: h.clock))
+        let cryptogram = try phone.cryptogram(
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "978"))
+        let otherCurrency = try await h.tokenService.authorize(
+            request(card, amount: 100, cryptogram: cryptogram, id: "c", clock: h.clock))
         #expect(otherCurrency.declineReason == .cryptogramDataMismatch)
         #expect(try await h.issuer.account(id: "acct-1")?.balance == 0)
     }
@@ -98,8 +103,10 @@ struct AuthorizationTests {
         let onPhone = try await h.provision("4111111111111111", on: phone)
         let onWatch = try await h.provision("4111111111111111", on: watch)
         // The watch's cryptogram presented with the phone's DPAN.
-        let cryptogram = try watch.cryptogram(for: onWatch, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "840"))
-        let response = try await h.tokenService.authorize(request(onPhone, amount: 100, cryptogram: cryptogram, id: "x", clock: h.clock))
+        let cryptogram = try watch.cryptogram(
+            for: onWatch, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "840"))
+        let response = try await h.tokenService.authorize(
+            request(onPhone, amount: 100, cryptogram: cryptogram, id: "x", clock: h.clock))
         #expect(response.declineReason == .cryptogramInvalid)
     }
 
@@ -109,11 +116,14 @@ struct AuthorizationTests {
         let inAppOnly = try await h.provision("4111111111111111", on: phone, domainControls: [.inApp])
         let contactless = try await h.authorize(inAppOnly, on: phone, amount: 100)
         #expect(contactless.responseCode == .notPermittedToCardholder && contactless.declineReason == .domainNotAllowed)
-        #expect(try await h.authorize(inAppOnly, on: phone, amount: 100, channel: .web).declineReason == .domainNotAllowed)
+        #expect(
+            try await h.authorize(inAppOnly, on: phone, amount: 100, channel: .web).declineReason == .domainNotAllowed)
         #expect(try await h.authorize(inAppOnly, on: phone, amount: 100, channel: .inApp).responseCode == .approved)
         let full = try await h.provision("5555555555554444", on: phone)
         for channel in [PaymentChannel.magneticStripe, .manualEntry] {
-            #expect(try await h.authorize(full, on: phone, amount: 100, channel: channel).declineReason == .domainNotAllowed)
+            #expect(
+                try await h.authorize(full, on: phone, amount: 100, channel: channel).declineReason == .domainNotAllowed
+            )
         }
         // No cryptogram at all.
         let bare = try await h.authorize(full, on: phone, amount: 100, withCryptogram: false)
@@ -134,7 +144,8 @@ struct AuthorizationTests {
             cryptogram: nil, transmittedAt: h.clock.now())
         #expect(try await h.tokenService.authorize(unknown).responseCode == .invalidCardNumber)
         // The card's expiry is not the token's: presenting it is a mismatch.
-        let cryptogram = try phone.cryptogram(for: card, kind: .proximityARQC, amount: try Money(minorUnits: 1, currency: "840"))
+        let cryptogram = try phone.cryptogram(
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 1, currency: "840"))
         let cardExpiry = NetworkAuthorizationRequest(
             acquirerID: "acq-1", transactionID: "e", pan: card.data.dpan, expiry: try h.testCardExpiry(),
             amount: try Money(minorUnits: 1, currency: "840"), channel: .contactless, merchant: NetworkHarness.merchant,
@@ -155,13 +166,17 @@ struct AuthorizationTests {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
-        let cryptogram = try phone.cryptogram(for: card, kind: .proximityARQC, amount: try Money(minorUnits: 300, currency: "840"))
-        let first = try await h.tokenService.authorize(request(card, amount: 300, cryptogram: cryptogram, id: "r1", clock: h.clock))
-        let retry = try await h.tokenService.authorize(request(card, amount: 300, cryptogram: cryptogram, id: "r1", clock: h.clock))
+        let cryptogram = try phone.cryptogram(
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 300, currency: "840"))
+        let first = try await h.tokenService.authorize(
+            request(card, amount: 300, cryptogram: cryptogram, id: "r1", clock: h.clock))
+        let retry = try await h.tokenService.authorize(
+            request(card, amount: 300, cryptogram: cryptogram, id: "r1", clock: h.clock))
         #expect(first == retry && first.responseCode == .approved)
         #expect(try await h.issuer.account(id: "acct-1")?.balance == 300)
         await #expect(throws: TokenServiceError(.idempotencyConflict, "")) {
-            try await h.tokenService.authorize(request(card, amount: 301, cryptogram: cryptogram, id: "r1", clock: h.clock))
+            try await h.tokenService.authorize(
+                request(card, amount: 301, cryptogram: cryptogram, id: "r1", clock: h.clock))
         }
     }
 

@@ -19,7 +19,8 @@ struct EnvelopeTests {
         let one = try EncryptedEnvelope.seal(secret, to: recipient.publicKey, label: label)
         let two = try EncryptedEnvelope.seal(secret, to: recipient.publicKey, label: label)
         #expect(try one.open(with: recipient, label: label) == secret)
-        #expect(one.ephemeralPublicKey != two.ephemeralPublicKey && one.serialized.suffix(20) != two.serialized.suffix(20))
+        #expect(
+            one.ephemeralPublicKey != two.ephemeralPublicKey && one.serialized.suffix(20) != two.serialized.suffix(20))
         #expect(one.serialized.count == 1 + 65 + secret.count + 16 && one.serialized[0] == 1)
         // The plaintext is nowhere in the wire form.
         #expect(!String(decoding: one.serialized, as: UTF8.self).contains("4895370012345671"))
@@ -53,12 +54,16 @@ struct EnvelopeTests {
             try EncryptedEnvelope.Label(purpose: "se-personalisation", sender: "orchard-tsp", recipient: "se/abd"),
         ]
         for other in others {
-            #expect(throws: TokenServiceError(.envelopeRejected, "")) { try envelope.open(with: recipient, label: other) }
+            #expect(throws: TokenServiceError(.envelopeRejected, "")) {
+                try envelope.open(with: recipient, label: other)
+            }
         }
         #expect(throws: TokenServiceError(.invalidRequest, "")) {
             try EncryptedEnvelope.Label(purpose: "a\u{0}b", sender: "x", recipient: "y")
         }
-        #expect(throws: TokenServiceError(.invalidRequest, "")) { try EncryptedEnvelope.Label(purpose: "", sender: "x", recipient: "y") }
+        #expect(throws: TokenServiceError(.invalidRequest, "")) {
+            try EncryptedEnvelope.Label(purpose: "", sender: "x", recipient: "y")
+        }
         // The separators cannot be smuggled in to make two labels collide.
         #expect(throws: TokenServiceError(.invalidRequest, "")) {
             try EncryptedEnvelope.Label(purpose: "p", sender: "a>b", recipient: "c")
@@ -87,9 +92,14 @@ struct EnvelopeTests {
         let envelope = try EncryptedEnvelope.seal(secret, to: recipient.publicKey, label: label)
         let json = try JSONEncoder().encode([envelope])
         let text = String(decoding: json, as: UTF8.self)
-        #expect(text == "[\"\(Data(envelope.serialized).base64EncodedString())\"]".replacingOccurrences(of: "/", with: "\\/"))
+        #expect(
+            text
+                == "[\"\(Data(envelope.serialized).base64EncodedString())\"]".replacingOccurrences(of: "/", with: "\\/")
+        )
         #expect(try JSONDecoder().decode([EncryptedEnvelope].self, from: json) == [envelope])
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode([EncryptedEnvelope].self, from: Data("[\"!!\"]".utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode([EncryptedEnvelope].self, from: Data("[\"!!\"]".utf8))
+        }
     }
 
     @Test func personalisationPayloadRoundTripsAndIsRedacted() throws {
@@ -99,8 +109,10 @@ struct EnvelopeTests {
             proximityMasterKey: SymmetricKey(data: [UInt8](repeating: 0x11, count: 16)),
             remoteMasterKey: SymmetricKey(data: [UInt8](repeating: 0x22, count: 16)))
         let decoded = try SEPersonalisationData(decoding: try data.encoded())
-        #expect(decoded.dpan == data.dpan && decoded.tokenReference == "tok_1" && decoded.tokenExpiry == data.tokenExpiry)
-        #expect(decoded.proximityMasterKey == data.proximityMasterKey && decoded.remoteMasterKey == data.remoteMasterKey)
+        #expect(
+            decoded.dpan == data.dpan && decoded.tokenReference == "tok_1" && decoded.tokenExpiry == data.tokenExpiry)
+        #expect(
+            decoded.proximityMasterKey == data.proximityMasterKey && decoded.remoteMasterKey == data.remoteMasterKey)
         #expect(!"\(data)".contains("4895370012345671"))
         var dumped = ""
         dump(data, to: &dumped)
@@ -114,7 +126,9 @@ struct EnvelopeTests {
             try SEPersonalisationData(decoding: SecureBytes(bytes + [0x10, 0x00, 0x01, 0x41]))
         }
         bytes[0] = 0x7F
-        #expect(throws: TokenServiceError(.invalidRequest, "")) { try SEPersonalisationData(decoding: SecureBytes(bytes)) }
+        #expect(throws: TokenServiceError(.invalidRequest, "")) {
+            try SEPersonalisationData(decoding: SecureBytes(bytes))
+        }
     }
 
     @Test func cardDataPayloadRoundTripsAndValidates() throws {
@@ -122,7 +136,9 @@ struct EnvelopeTests {
             pan: try PrimaryAccountNumber("4111111111111111"), expiry: try CardExpiry(year: 2034, month: 12),
             cardVerificationValue: try CardVerificationValue("266"), cardholderName: "Orchard Tester")
         let decoded = try CardDataPayload(decoding: try payload.encoded())
-        #expect(decoded.pan == payload.pan && decoded.expiry == payload.expiry && decoded.cardholderName == "Orchard Tester")
+        #expect(
+            decoded.pan == payload.pan && decoded.expiry == payload.expiry && decoded.cardholderName == "Orchard Tester"
+        )
         #expect(decoded.cardVerificationValue.matches("266"))
         #expect(!"\(payload)".contains("266") && !"\(payload)".contains("4111111111111111"))
         // A PAN with a wrong check digit inside the envelope is refused.

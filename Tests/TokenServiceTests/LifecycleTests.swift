@@ -93,17 +93,21 @@ struct LifecycleTests {
         let dpanBefore = try #require(h.vault.snapshot().tokens.first?.dpan)
         let newPAN = try PrimaryAccountNumber("4111111111111129")
         try await h.issuer.reissueCard(
-            pan: try PrimaryAccountNumber("4111111111111111"), newPAN: newPAN, newExpiry: try CardExpiry(year: 2035, month: 6))
+            pan: try PrimaryAccountNumber("4111111111111111"), newPAN: newPAN,
+            newExpiry: try CardExpiry(year: 2035, month: 6))
         #expect(h.vault.snapshot().tokens.first?.dpan == dpanBefore)
         // The old card is closed at the issuer (05 if it were used): approval proves the network now sends
         // the new FPAN, behind the unchanged DPAN and the SE's unchanged keys.
         let response = try await h.authorize(card, on: phone, amount: 100)
         #expect(response.responseCode == .approved && response.pan == card.data.dpan && response.cardSuffix == "1129")
         let last = try #require(h.outbox.notifications.last)
-        #expect(last.event == .cardUpdated && last.cardSuffix == "1129" && last.tokenReference == card.token.tokenReference)
+        #expect(
+            last.event == .cardUpdated && last.cardSuffix == "1129" && last.tokenReference == card.token.tokenReference)
         // The vault finds the card by its new number only.
         #expect(try await h.issuer.tokenAction(.suspend, pan: newPAN) == 1)
-        #expect(try await h.tokenService.applyIssuerAction(.suspend, issuerID: TestCards.issuerID, pan: try PrimaryAccountNumber("4111111111111111")) == 0)
+        #expect(
+            try await h.tokenService.applyIssuerAction(
+                .suspend, issuerID: TestCards.issuerID, pan: try PrimaryAccountNumber("4111111111111111")) == 0)
     }
 
     @Test func notificationsFollowEveryChangeAndCarryNoCardNumbers() async throws {
@@ -119,7 +123,8 @@ struct LifecycleTests {
         let events = h.outbox.notifications
         #expect(events.map(\.event) == [.provisioned, .suspended, .resumed, .domainControlsChanged, .deleted])
         #expect(events.map(\.state) == [.active, .suspended, .active, .active, .deleted])
-        #expect(events.allSatisfy { $0.tokenReference == reference && $0.tokenRequestorID == TokenRequestor.orchardPay.id })
+        #expect(
+            events.allSatisfy { $0.tokenReference == reference && $0.tokenRequestorID == TokenRequestor.orchardPay.id })
         let json = String(decoding: try JSONEncoder().encode(events), as: UTF8.self)
         #expect(!json.contains("4111111111111111") && !json.contains(card.data.dpan.digits))
         await #expect(throws: TokenServiceError(.notFound, "")) {

@@ -39,10 +39,12 @@ struct ProvisioningTests {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let envelope = try phone.sealCardData(
-            pan: try PrimaryAccountNumber("4111111111111111"), expiry: try h.testCardExpiry(), cvv: try h.cvv("4111111111111111"),
+            pan: try PrimaryAccountNumber("4111111111111111"), expiry: try h.testCardExpiry(),
+            cvv: try h.cvv("4111111111111111"),
             name: "Orchard Tester", to: h.tokenService)
         let request = CheckCardRequest(
-            idempotencyKey: "k1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1", deviceKind: "phone",
+            idempotencyKey: "k1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1",
+            deviceKind: "phone",
             encryptedCardData: envelope)
         let first = try await h.tokenService.checkCard(request)
         let again = try await h.tokenService.checkCard(request)
@@ -50,7 +52,8 @@ struct ProvisioningTests {
         #expect(h.vault.snapshot().sessions.count == 1)
         // The same key with another request is refused.
         let other = CheckCardRequest(
-            idempotencyKey: "k1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1", deviceKind: "watch",
+            idempotencyKey: "k1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1",
+            deviceKind: "watch",
             encryptedCardData: envelope)
         await #expect(throws: TokenServiceError(.idempotencyConflict, "")) { try await h.tokenService.checkCard(other) }
 
@@ -84,18 +87,22 @@ struct ProvisioningTests {
         }
         // Link and Provision before the code is refused.
         await #expect(throws: TokenServiceError(.sessionState, "")) { try await h.link(sessionID, on: phone) }
-        let wrong = try await h.tokenService.submitOneTimeCode(sessionID: sessionID, deviceID: "phone-1", code: "654321")
+        let wrong = try await h.tokenService.submitOneTimeCode(
+            sessionID: sessionID, deviceID: "phone-1", code: "654321")
         guard case .stepUp = wrong.decision else {
             Issue.record("a wrong code should leave the step-up")
             return
         }
-        let right = try await h.tokenService.submitOneTimeCode(sessionID: sessionID, deviceID: "phone-1", code: "123456")
+        let right = try await h.tokenService.submitOneTimeCode(
+            sessionID: sessionID, deviceID: "phone-1", code: "123456")
         guard case .approve = right.decision else {
             Issue.record("the code should approve")
             return
         }
         // Repeating the code answers the approval again.
-        #expect(try await h.tokenService.submitOneTimeCode(sessionID: sessionID, deviceID: "phone-1", code: "123456") == right)
+        #expect(
+            try await h.tokenService.submitOneTimeCode(sessionID: sessionID, deviceID: "phone-1", code: "123456")
+                == right)
         guard case .provisioned = try await h.link(sessionID, on: phone) else {
             Issue.record("expected a token after step-up")
             return
@@ -123,7 +130,8 @@ struct ProvisioningTests {
             pan: try PrimaryAccountNumber("4000000000000002"), expiry: try h.testCardExpiry(),
             cvv: try h.cvv("4000000000000002"), name: "Orchard Tester", to: h.tokenService)
         let request = CheckCardRequest(
-            idempotencyKey: "d1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1", deviceKind: "phone",
+            idempotencyKey: "d1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1",
+            deviceKind: "phone",
             encryptedCardData: envelope)
         let declined = try await h.tokenService.checkCard(request)
         #expect(declined.decision == .decline(.notEligible) && declined.sessionID == nil && declined.termsID == nil)
@@ -195,7 +203,8 @@ struct ProvisioningTests {
         await #expect(throws: TokenServiceError(.deviceNotTrusted, "")) {
             try await h.tokenService.linkAndProvision(
                 LinkAndProvisionRequest(
-                    idempotencyKey: "r", sessionID: sessionID, deviceID: "phone-1", secureElementID: phone.secureElementID,
+                    idempotencyKey: "r", sessionID: sessionID, deviceID: "phone-1",
+                    secureElementID: phone.secureElementID,
                     secureElementCertificateChain: rogue.certificateChain, termsAccepted: true))
         }
         await #expect(throws: TokenServiceError(.notFound, "")) { try await h.link("chk_nope", on: phone) }

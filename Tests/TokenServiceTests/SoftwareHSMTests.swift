@@ -24,7 +24,9 @@ struct SoftwareHSMTests {
     static func hsm(_ lmk: SymmetricKey = SymmetricKey(bitCount: 256)) throws -> SoftwareHSM {
         try SoftwareHSM(
             localMasterKey: lmk,
-            verifiers: [TestDoubleCryptogramVerifier(kind: .proximityARQC), TestDoubleCryptogramVerifier(kind: .remote)])
+            verifiers: [
+                TestDoubleCryptogramVerifier(kind: .proximityARQC), TestDoubleCryptogramVerifier(kind: .remote),
+            ])
     }
 
     @Test func standardSelfTestPasses() throws {
@@ -132,7 +134,9 @@ struct SoftwareHSMTests {
         #expect(throws: TokenServiceError(.keyUsageViolation, "")) {
             try hsm.seal(SecureBytes([1]), key: proximity, context: [])
         }
-        #expect(throws: TokenServiceError(.keyUsageViolation, "")) { try hsm.lookupHash(of: SecureBytes([1]), key: vault) }
+        #expect(throws: TokenServiceError(.keyUsageViolation, "")) {
+            try hsm.lookupHash(of: SecureBytes([1]), key: vault)
+        }
         #expect(throws: TokenServiceError(.keyUsageViolation, "")) { try hsm.publicKey(of: vault) }
         // Relabelling a handle's usage breaks its wrapping: the usage is authenticated data.
         let relabelled = KeyHandle(id: proximity.id, usage: .remoteIssuerMasterKey, wrappedKey: proximity.wrappedKey)
@@ -140,14 +144,18 @@ struct SoftwareHSMTests {
             try hsm.verifyCryptogram(remoteSubmission, issuerMasterKey: relabelled, pan: pan, panSequenceNumber: 0)
         }
         let renamed = KeyHandle(id: "other", usage: .vaultEncryption, wrappedKey: vault.wrappedKey)
-        #expect(throws: TokenServiceError(.invalidKeyHandle, "")) { try hsm.seal(SecureBytes([1]), key: renamed, context: []) }
+        #expect(throws: TokenServiceError(.invalidKeyHandle, "")) {
+            try hsm.seal(SecureBytes([1]), key: renamed, context: [])
+        }
     }
 
     @Test func handlesOfAnotherHSMDoNotUnwrap() throws {
         let one = try Self.hsm()
         let two = try Self.hsm()
         let key = try one.generateKey(usage: .vaultEncryption, id: "kek")
-        #expect(throws: TokenServiceError(.invalidKeyHandle, "")) { try two.seal(SecureBytes([1]), key: key, context: []) }
+        #expect(throws: TokenServiceError(.invalidKeyHandle, "")) {
+            try two.seal(SecureBytes([1]), key: key, context: [])
+        }
         // The same local master key restores the same keys (handles are what gets persisted).
         let lmk = SymmetricKey(bitCount: 256)
         let a = try Self.hsm(lmk)
@@ -165,10 +173,14 @@ struct SoftwareHSMTests {
         let sealed = try hsm.seal(plain, key: kek, context: Array("card:1".utf8))
         #expect(!String(decoding: sealed, as: UTF8.self).contains("4111111111111111"))
         #expect(try hsm.open(sealed, key: kek, context: Array("card:1".utf8)) == plain)
-        #expect(throws: TokenServiceError(.envelopeRejected, "")) { try hsm.open(sealed, key: kek, context: Array("card:2".utf8)) }
+        #expect(throws: TokenServiceError(.envelopeRejected, "")) {
+            try hsm.open(sealed, key: kek, context: Array("card:2".utf8))
+        }
         var flipped = sealed
         flipped[20] ^= 1
-        #expect(throws: TokenServiceError(.envelopeRejected, "")) { try hsm.open(flipped, key: kek, context: Array("card:1".utf8)) }
+        #expect(throws: TokenServiceError(.envelopeRejected, "")) {
+            try hsm.open(flipped, key: kek, context: Array("card:1".utf8))
+        }
         #expect(throws: TokenServiceError(.envelopeRejected, "")) { try hsm.open([1, 2, 3], key: kek, context: []) }
     }
 

@@ -94,15 +94,20 @@ struct TokenRangeTests {
         }
         try make([try range("ok", "489537")], issuers: [route])
         // 4111110 lies inside the real BIN 411111.
-        #expect(throws: TokenServiceError(.configuration, "")) { try make([try range("bad", "4111110")], issuers: [route]) }
+        #expect(throws: TokenServiceError(.configuration, "")) {
+            try make([try range("bad", "4111110")], issuers: [route])
+        }
         // 400000 is itself a real BIN.
-        #expect(throws: TokenServiceError(.configuration, "")) { try make([try range("bad", "400000")], issuers: [route]) }
+        #expect(throws: TokenServiceError(.configuration, "")) {
+            try make([try range("bad", "400000")], issuers: [route])
+        }
         #expect(throws: TokenServiceError(.configuration, "")) {
             try make([try range("a", "489537"), try range("b", "4895371")], issuers: [route])
         }
         #expect(throws: TokenServiceError(.configuration, "")) { try make([try range("ok", "489537")], issuers: []) }
         #expect(throws: TokenServiceError(.configuration, "")) { try make([], issuers: [route, route]) }
-        let swapped = TokenServiceKeys(vaultKey: keys.lookupKey, lookupKey: keys.vaultKey, provisioningKey: keys.provisioningKey)
+        let swapped = TokenServiceKeys(
+            vaultKey: keys.lookupKey, lookupKey: keys.vaultKey, provisioningKey: keys.provisioningKey)
         #expect(throws: TokenServiceError(.keyUsageViolation, "")) {
             _ = try TokenService(
                 keyStore: hsm, keys: swapped, ranges: [], issuers: [route], vault: InMemoryTokenVaultStore(),
