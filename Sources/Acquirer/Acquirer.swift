@@ -150,6 +150,10 @@ public actor Acquirer {
             return "terminal:" + terminalID + ":" + stan
         case .merchantServer(let key):
             try validateIdentifier(key, "idempotency key")
+            // Keys are stored in clear; one that could hold a card number is refused.
+            guard !containsCardNumberShape(key) else {
+                throw AcquirerError(.invalidRequest, "an idempotency key must not contain 12 or more digits in a row")
+            }
             return "merchant:" + request.merchantID + ":" + key
         }
     }

@@ -181,7 +181,8 @@ public actor Issuer: IssuerHost {
             return .decline(.notEligible)
         case .stepUp:
             let record = StepUpRecord(
-                reference: randomReference(), pan: card.pan, profile: profile, failedAttempts: 0,
+                reference: randomReference(), pan: card.pan, profile: profile,
+                destinationHint: card.stepUpDestinationHint, failedAttempts: 0,
                 expiresAt: clock.now().addingTimeInterval(configuration.stepUpLifetime), finished: false)
             try await store.saveStepUp(record)
             let challenge = StepUpChallenge(
@@ -209,7 +210,7 @@ public actor Issuer: IssuerHost {
             return .decline(.tooManyAttempts)
         }
         try await store.saveStepUp(record)
-        let challenge = StepUpChallenge(reference: reference, method: "sms", destinationHint: "")
+        let challenge = StepUpChallenge(reference: reference, method: "sms", destinationHint: record.destinationHint)
         return .stepUp(challenge, record.profile)
     }
 

@@ -122,18 +122,21 @@ public struct StepUpRecord: Hashable, Sendable, Codable {
     public let reference: String
     public let pan: PrimaryAccountNumber
     public let profile: CardProfile
+    /// Where the code went, masked.
+    public let destinationHint: String
     public var failedAttempts: Int
     public let expiresAt: Date
     /// Set once the challenge ended (approved or declined): a challenge is single use.
     public var finished: Bool
 
     public init(
-        reference: String, pan: PrimaryAccountNumber, profile: CardProfile, failedAttempts: Int, expiresAt: Date,
-        finished: Bool
+        reference: String, pan: PrimaryAccountNumber, profile: CardProfile, destinationHint: String,
+        failedAttempts: Int, expiresAt: Date, finished: Bool
     ) {
         self.reference = reference
         self.pan = pan
         self.profile = profile
+        self.destinationHint = destinationHint
         self.failedAttempts = failedAttempts
         self.expiresAt = expiresAt
         self.finished = finished

@@ -86,10 +86,13 @@ public enum LinkAndProvisionResponse: Hashable, Sendable, Codable {
 
 extension TokenService {
     static let termsID = "orchard-pay-terms-v1"
+    static let deviceKinds: Set<String> = ["phone", "watch", "ipad", "mac"]
+    static let contactlessDeviceKinds: Set<String> = ["phone", "watch"]
 
     /// Check Card: opens the card data, asks the issuer, and keeps the decision (with the FPAN encrypted,
     /// never the CVV) for Link and Provision. Idempotent per token requestor and key.
     public func checkCard(_ request: CheckCardRequest) async throws -> CheckCardResponse {
+        try Self.screenClientKey(request.idempotencyKey)
         let fingerprint = Self.fingerprint([
             Array(request.tokenRequestorID.utf8), Array(request.deviceID.utf8), Array(request.deviceKind.utf8),
             request.encryptedCardData.serialized,
@@ -104,7 +107,9 @@ extension TokenService {
             throw TokenServiceError(.invalidRequest, "the token requestor is not registered")
         }
         try Self.validateIdentifier(request.deviceID, "device ID")
-        try Self.validateIdentifier(request.deviceKind, "device kind")
+        guard Self.deviceKinds.contains(request.deviceKind) else {
+            throw TokenServiceError(.invalidRequest, "a device kind is phone, watch, ipad or mac")
+        }
         let plaintext = try keyStore.openEnvelope(
             request.encryptedCardData, key: keys.provisioningKey, label: cardDataLabel(deviceID: request.deviceID))
         let card = try CardDataPayload(decoding: plaintext)
@@ -174,6 +179,7 @@ extension TokenService {
     /// card keys in the HSM and seals them with the DPAN to the device's SE. Idempotent: a retry returns the
     /// first answer and never creates a second DPAN.
     public func linkAndProvision(_ request: LinkAndProvisionRequest) async throws -> LinkAndProvisionResponse {
+        try Self.screenClientKey(request.idempotencyKey)
         var fields: [[UInt8]] = [
             Array(request.sessionID.utf8), Array(request.deviceID.utf8), Array(request.secureElementID.utf8),
             [request.termsAccepted ? 1 : 0], request.domainControls.map { [1, $0.rawValue] } ?? [0],
@@ -214,7 +220,9 @@ extension TokenService {
         guard let requestor = requestors[session.tokenRequestorID] else {
             throw TokenServiceError(.configuration, "the session's token requestor is no longer registered")
         }
-        let controls = (request.domainControls ?? requestor.allowedDomains).intersection(requestor.allowedDomains)
+        var controls = (request.domainControls ?? requestor.allowedDomains).intersection(requestor.allowedDomains)
+        // Only phones and watches join an NFC field: other devices' tokens get no contactless domain.
+        if !Self.contactlessDeviceKinds.contains(session.deviceKind) { controls.remove(.contactless) }
         guard !controls.isEmpty else {
             throw TokenServiceError(.invalidRequest, "the token would be usable in no domain")
         }

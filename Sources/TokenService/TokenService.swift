@@ -259,6 +259,15 @@ public actor TokenService {
         return response
     }
 
+    /// Refuses a wallet-chosen key that could hold a card number: keys are stored in clear. (Authorization
+    /// keys are the acquirer's transaction IDs, machine-made hex, and are not screened: hex can contain
+    /// long digit runs by chance.)
+    static func screenClientKey(_ key: String) throws(TokenServiceError) {
+        guard !containsCardNumberShape(key) else {
+            throw TokenServiceError(.invalidRequest, "an idempotency key must not contain 12 or more digits in a row")
+        }
+    }
+
     /// SHA-256 over length-prefixed fields, hex.
     static func fingerprint(_ fields: [[UInt8]]) -> String {
         var data: [UInt8] = []

@@ -130,6 +130,10 @@ struct AcquirerTests {
         await #expect(throws: AcquirerError(.invalidRequest, "")) {
             try await f.acquirer.authorize(try f.onlineRequest(key: "k", amount: 1, channel: .contactless))
         }
+        // A merchant key that could hold a card number is refused (keys are stored in clear).
+        await #expect(throws: AcquirerError(.invalidRequest, "")) {
+            try await f.acquirer.authorize(try f.onlineRequest(key: "order-4111111111111111", amount: 1))
+        }
         try await f.acquirer.setMerchantStatus(.suspended, merchantID: "m-coffee")
         await #expect(throws: AcquirerError(.merchantNotActive, "")) {
             try await f.acquirer.authorize(try f.terminalRequest(stan: "000007", amount: 1))

@@ -96,10 +96,14 @@ struct IssuerProvisioningTests {
             Issue.record("expected a step-up")
             return
         }
-        guard case .stepUp = try await f.issuer.verifyOneTimeCode(reference: challenge.reference, code: "000000") else {
+        guard
+            case .stepUp(let again, _) = try await f.issuer.verifyOneTimeCode(
+                reference: challenge.reference, code: "000000")
+        else {
             Issue.record("a wrong code with attempts left should step up again")
             return
         }
+        #expect(again.reference == challenge.reference && again.destinationHint == "•••• 0142")
         guard case .approve = try await f.issuer.verifyOneTimeCode(reference: challenge.reference, code: "123456")
         else {
             Issue.record("the documented code should approve")

@@ -173,7 +173,13 @@ struct AuthorizationTests {
         let retry = try await h.tokenService.authorize(
             request(card, amount: 300, cryptogram: cryptogram, id: "r1", clock: h.clock))
         #expect(first == retry && first.responseCode == .approved)
-        #expect(try await h.issuer.account(id: "acct-1")?.balance == 300)
+        // Acquirer transaction IDs are machine-made and may hold long digit runs (hex): they are accepted.
+        let digits = try phone.cryptogram(
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 300, currency: "840"))
+        let hexLike = try await h.tokenService.authorize(
+            request(card, amount: 300, cryptogram: digits, id: "7a41234567890123456789ab", clock: h.clock))
+        #expect(hexLike.responseCode == .approved)
+        #expect(try await h.issuer.account(id: "acct-1")?.balance == 600)
         await #expect(throws: TokenServiceError(.idempotencyConflict, "")) {
             try await h.tokenService.authorize(
                 request(card, amount: 301, cryptogram: cryptogram, id: "r1", clock: h.clock))

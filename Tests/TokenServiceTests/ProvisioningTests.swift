@@ -255,6 +255,38 @@ struct ProvisioningTests {
         }
     }
 
+    @Test func requestShapesAreChecked() async throws {
+        let h = try await NetworkHarness()
+        let phone = try h.makeDevice("phone-1")
+        await #expect(throws: TokenServiceError(.invalidRequest, "")) {
+            try await h.checkCard("4111111111111111", on: phone, idempotencyKey: "add-4111111111111111")
+        }
+        let envelope = try phone.sealCardData(
+            pan: try PrimaryAccountNumber("4111111111111111"), expiry: try h.testCardExpiry(), cvv: "266",
+            name: "Orchard Tester", to: h.tokenService)
+        await #expect(throws: TokenServiceError(.invalidRequest, "")) {
+            try await h.tokenService.checkCard(
+                CheckCardRequest(
+                    idempotencyKey: "k", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1",
+                    deviceKind: "toaster", encryptedCardData: envelope))
+        }
+        #expect(h.vault.snapshot().idempotencyRecords.isEmpty)
+    }
+
+    @Test func devicesThatCannotTapGetNoContactlessDomain() async throws {
+        let h = try await NetworkHarness()
+        let ipad = try h.makeDevice("ipad-1", kind: "ipad")
+        let mac = try h.makeDevice("mac-1", kind: "mac")
+        let onIPad = try await h.provision("4111111111111111", on: ipad)
+        #expect(onIPad.token.domainControls == [.inApp, .web])
+        #expect(try await h.authorize(onIPad, on: ipad, amount: 100).declineReason == .domainNotAllowed)
+        #expect(try await h.authorize(onIPad, on: ipad, amount: 100, channel: .inApp).responseCode == .approved)
+        let sessionID = try #require(try await h.checkCard("4111111111111111", on: mac).sessionID)
+        await #expect(throws: TokenServiceError(.invalidRequest, "")) {
+            try await h.link(sessionID, on: mac, domainControls: [.contactless])
+        }
+    }
+
     @Test func anUnreachableIssuerFailsCheckCardWithoutRecordingIt() async throws {
         let h = try await NetworkHarness(issuerHost: UnreachableIssuer(issuerID: TestCards.issuerID))
         let phone = try h.makeDevice("phone-1")
