@@ -121,7 +121,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
+        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
             dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],

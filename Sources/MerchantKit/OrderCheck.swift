@@ -6,12 +6,12 @@ import PaymentToken
 public struct ExpectedOrder: Sendable {
     /// The raw applicationData bytes the merchant put in the payment request, or nil if it sent none.
     public var applicationData: [UInt8]?
-    /// In minor units.
-    public var amount: Int64
-    /// ISO 4217 numeric, e.g. "840".
-    public var currencyCode: String
+    /// In minor units; nil skips the amount check (only for tools that do not know the order).
+    public var amount: Int64?
+    /// ISO 4217 numeric, e.g. "840"; nil skips the currency check.
+    public var currencyCode: String?
 
-    public init(applicationData: [UInt8]?, amount: Int64, currencyCode: String) {
+    public init(applicationData: [UInt8]?, amount: Int64?, currencyCode: String?) {
         self.applicationData = applicationData
         self.amount = amount
         self.currencyCode = currencyCode
@@ -36,11 +36,11 @@ public struct ExpectedOrder: Sendable {
                 throw MerchantKitError(.orderMismatch, "the applicationData hash does not match this order's data")
             }
         }
-        guard payment.currencyCode == currencyCode else {
+        if let currencyCode, payment.currencyCode != currencyCode {
             throw MerchantKitError(
                 .orderMismatch, "the token pays in currency \(payment.currencyCode), the order is in \(currencyCode)")
         }
-        guard payment.transactionAmount == amount else {
+        if let amount, payment.transactionAmount != amount {
             throw MerchantKitError(
                 .orderMismatch, "the token pays \(payment.transactionAmount), the order is for \(amount) (minor units)")
         }
