@@ -51,7 +51,7 @@ let package = Package(
         // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
         .target(
             name: "NetworkService",
-            dependencies: ["TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardCrypto"],
+            dependencies: ["TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto"],
             swiftSettings: strict
         ),
 
@@ -116,7 +116,7 @@ let package = Package(
         .testTarget(
             name: "NetworkServiceTests",
             dependencies: [
-                "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardCrypto",
+                "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport",
             ],
             swiftSettings: strict

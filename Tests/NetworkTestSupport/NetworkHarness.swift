@@ -32,6 +32,7 @@ public final class NetworkHarness: Sendable {
     public init(
         atcPolicy: ATCPolicy = ATCPolicy(), issuerHost: (any IssuerHost)? = nil,
         vaultStore: (any TokenVaultStore)? = nil, issuerStore: (any IssuerStore)? = nil,
+        deviceKeyVerifier: (any DeviceKeyVerifier)? = nil,
         verifiers: [any CryptogramVerifier] = [
             TestDoubleCryptogramVerifier(kind: .proximityARQC), TestDoubleCryptogramVerifier(kind: .remote),
         ]
@@ -66,7 +67,8 @@ public final class NetworkHarness: Sendable {
                     issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes,
                     host: issuerSwitch)
             ],
-            vault: vaultStore ?? vault, deviceKeys: deviceKeys, notifier: outbox, clock: clock, random: random)
+            vault: vaultStore ?? vault, deviceKeys: deviceKeyVerifier ?? deviceKeys, notifier: outbox, clock: clock,
+            random: random)
         await issuer.connect(to: tokenService)
     }
 
@@ -203,6 +205,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var counters: [String: UInt16] = [:]
+    private var chain: [[UInt8]]?
 
     public init(deviceID: String, kind: String) throws {
         self.deviceID = deviceID
@@ -212,7 +215,12 @@ public final class SimulatedDevice: @unchecked Sendable {
     }
 
     public var secureElementPublicKey: P256.KeyAgreement.PublicKey { secureElementKey.publicKey }
-    public var certificateChain: [[UInt8]] { [secureElementKey.publicKey.derRepresentation] }
+    /// What the device presents as its SE certificate chain: by default the test double's form (the bare
+    /// key); tests of the real device-CA check set a real chain.
+    public var certificateChain: [[UInt8]] {
+        get { lock.withLock { chain } ?? [secureElementKey.publicKey.derRepresentation] }
+        set { lock.withLock { chain = newValue } }
+    }
 
     /// The wallet side of Check Card: the card data sealed to the token service.
     public func sealCardData(
