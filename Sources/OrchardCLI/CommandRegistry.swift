@@ -5,6 +5,7 @@ public enum CommandRegistry {
     public static let groups: [Command] = [
         DemoCommand.command,
         TokenCommands.command,
+        EMVCommands.command,
     ]
 
     public static let root = Command(
