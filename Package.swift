@@ -46,7 +46,7 @@ let package = Package(
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
         // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
         .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
-        .target(name: "TokenService", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
+        .target(name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto"], swiftSettings: strict),
         .target(name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto"], swiftSettings: strict),
         // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
         .target(
@@ -98,14 +98,14 @@ let package = Package(
         // Test doubles (cryptogram check, device CA) and the in-memory network, shared by the network's tests.
         .target(
             name: "NetworkTestSupport",
-            dependencies: ["TokenService", "Issuer", "OrchardCrypto"],
+            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto"],
             path: "Tests/NetworkTestSupport",
             swiftSettings: strict
         ),
         .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "TokenServiceTests",
-            dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport"],
+            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

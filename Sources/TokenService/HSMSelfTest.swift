@@ -1,10 +1,11 @@
+import EMV
 import Foundation
 import OrchardCrypto
 
 /// The known answers the HSM checks before it starts (FIPS 140-style power-up self-test). A mismatch
 /// throws ``TokenServiceError/Code/selfTestFailed`` and the HSM is not created.
 ///
-/// The standard set: EMV card master key derivation option A and option B (vectors V1 and V2 of
+/// The standard set: EMV card master key derivation (the EMV module's) option A and option B (vectors V1 and V2 of
 /// `Tests/Fixtures/emv`, from pyemv), HMAC-SHA256 (RFC 4231 case 2), HKDF-SHA256 (RFC 5869 case 1),
 /// AES-256-GCM (McGrew–Viega test case 16), and a P-256 ECDH pairwise-consistency check.
 public struct HSMSelfTest: Sendable {
@@ -54,9 +55,9 @@ public struct HSMSelfTest: Sendable {
     public func run() throws(TokenServiceError) {
         do {
             for (name, answer) in [("EMV option A", optionA), ("EMV option B", optionB)] {
-                let key = try EMVMasterKeyDerivation.deriveCardMasterKey(
+                let key = try EMVKeyDerivation.masterKey(
                     issuerMasterKey: SymmetricKey(data: try hexBytes(answer.issuerMasterKey)), pan: answer.pan,
-                    panSequenceNumber: answer.panSequenceNumber)
+                    panSequenceNumber: Int(answer.panSequenceNumber), option: .automatic)
                 try expect(key.bytes == SecureBytes(try hexBytes(answer.cardMasterKey)), name)
             }
             let mac = HMAC<SHA256>.authenticationCode(

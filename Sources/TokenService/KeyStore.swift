@@ -5,7 +5,7 @@ import OrchardCrypto
 /// What a key held by the HSM may be used for. A key does exactly one job; the usage is bound to the
 /// wrapped key cryptographically (it is authenticated data of the wrapping), so a handle relabelled with
 /// another usage no longer unwraps.
-public enum KeyUsage: String, Hashable, Sendable, Codable, CaseIterable {
+public enum HSMKeyUsage: String, Hashable, Sendable, Codable, CaseIterable {
     /// Issuer master key for proximity (contactless) cryptograms, IMK-AC: two-key TDES.
     case proximityIssuerMasterKey
     /// Issuer master key for remote (in-app, web) cryptograms: two-key TDES.
@@ -22,11 +22,11 @@ public enum KeyUsage: String, Hashable, Sendable, Codable, CaseIterable {
 /// local master key. Safe to persist and to print (the wrapped bytes are not shown).
 public struct KeyHandle: Hashable, Sendable, Codable, CustomStringConvertible {
     public let id: String
-    public let usage: KeyUsage
+    public let usage: HSMKeyUsage
     /// The key encrypted and authenticated under the HSM's local master key.
     public let wrappedKey: [UInt8]
 
-    public init(id: String, usage: KeyUsage, wrappedKey: [UInt8]) {
+    public init(id: String, usage: HSMKeyUsage, wrappedKey: [UInt8]) {
         self.id = id
         self.usage = usage
         self.wrappedKey = wrappedKey
@@ -43,7 +43,7 @@ public enum CryptogramKind: String, Hashable, Sendable, Codable {
     case remote
 
     /// The only issuer-master-key usage that may verify this kind.
-    public var requiredKeyUsage: KeyUsage {
+    public var requiredKeyUsage: HSMKeyUsage {
         switch self {
         case .proximityARQC: return .proximityIssuerMasterKey
         case .remote: return .remoteIssuerMasterKey
@@ -85,7 +85,7 @@ public struct AuthenticatedTransaction: Hashable, Sendable {
 }
 
 /// A verification outcome, as a value the token service branches on.
-public enum CryptogramVerification: Hashable, Sendable {
+public enum TokenCryptogramVerification: Hashable, Sendable {
     case valid(AuthenticatedTransaction)
     /// Not verified; `reason` explains (without secrets).
     case invalid(reason: String)
@@ -95,7 +95,7 @@ public enum CryptogramVerification: Hashable, Sendable {
 /// "firmware"): the HSM derives the card master key and lends it to the verifier, so callers never see it.
 ///
 /// The EMV module provides the proximity ARQC check; until then tests install a test double.
-public protocol CryptogramVerifier: Sendable {
+public protocol TokenCryptogramVerifier: Sendable {
     /// The kind this verifier checks.
     var kind: CryptogramKind { get }
     /// Checks `submission` with the card master key the HSM derived for the token's `pan` (the DPAN) and
@@ -104,7 +104,7 @@ public protocol CryptogramVerifier: Sendable {
     func verify(
         _ submission: CryptogramSubmission, pan: PrimaryAccountNumber, panSequenceNumber: UInt8,
         cardMasterKey: SymmetricKey
-    ) throws -> CryptogramVerification
+    ) throws -> TokenCryptogramVerification
 }
 
 /// The token service's HSM: issuer master keys per token range, the vault's keys and the provisioning
@@ -112,28 +112,28 @@ public protocol CryptogramVerifier: Sendable {
 /// hash and verify. Every operation checks the handle's usage.
 public protocol KeyStore: Sendable {
     /// Makes a new random key for `usage`.
-    func generateKey(usage: KeyUsage, id: String) throws(TokenServiceError) -> KeyHandle
+    func generateKey(usage: HSMKeyUsage, id: String) throws(TokenServiceError) -> KeyHandle
 
     /// Imports a key from clear components (a key ceremony; tests with published vectors).
-    func importKey(_ material: SecureBytes, usage: KeyUsage, id: String) throws(TokenServiceError) -> KeyHandle
+    func importKey(_ material: SecureBytes, usage: HSMKeyUsage, id: String) throws(TokenServiceError) -> KeyHandle
 
-    /// The public key of a ``KeyUsage/provisioningDecryption`` key, for wallets to seal card data to.
+    /// The public key of a ``HSMKeyUsage/provisioningDecryption`` key, for wallets to seal card data to.
     func publicKey(of handle: KeyHandle) throws(TokenServiceError) -> P256.KeyAgreement.PublicKey
 
-    /// Opens an envelope sealed to a ``KeyUsage/provisioningDecryption`` key.
+    /// Opens an envelope sealed to a ``HSMKeyUsage/provisioningDecryption`` key.
     func openEnvelope(
         _ envelope: EncryptedEnvelope, key: KeyHandle, label: EncryptedEnvelope.Label
     )
         throws(TokenServiceError) -> SecureBytes
 
-    /// AES-256-GCM under a ``KeyUsage/vaultEncryption`` key; `context` is authenticated and must be given
+    /// AES-256-GCM under a ``HSMKeyUsage/vaultEncryption`` key; `context` is authenticated and must be given
     /// again to open. Returns `IV ‖ ciphertext ‖ tag`.
     func seal(_ plaintext: SecureBytes, key: KeyHandle, context: [UInt8]) throws(TokenServiceError) -> [UInt8]
 
     /// Opens what ``seal(_:key:context:)`` made.
     func open(_ sealed: [UInt8], key: KeyHandle, context: [UInt8]) throws(TokenServiceError) -> SecureBytes
 
-    /// HMAC-SHA256 under a ``KeyUsage/panLookup`` key.
+    /// HMAC-SHA256 under a ``HSMKeyUsage/panLookup`` key.
     func lookupHash(of data: SecureBytes, key: KeyHandle) throws(TokenServiceError) -> [UInt8]
 
     /// Derives the card's proximity and remote master keys (EMV option A, or B for PANs over 16 digits)
@@ -148,7 +148,7 @@ public protocol KeyStore: Sendable {
     func verifyCryptogram(
         _ submission: CryptogramSubmission, issuerMasterKey: KeyHandle, pan: PrimaryAccountNumber,
         panSequenceNumber: UInt8
-    ) throws(TokenServiceError) -> CryptogramVerification
+    ) throws(TokenServiceError) -> TokenCryptogramVerification
 }
 
 /// The non-secret part of the personalisation data; the HSM adds the derived keys.

@@ -1,3 +1,4 @@
+import EMV
 import Foundation
 import Issuer
 import OrchardCrypto
@@ -7,20 +8,22 @@ import OrchardCrypto
 /// Keys live outside it only wrapped (AES-256-GCM under the local master key, with the key's identifier and
 /// usage as authenticated data), the way real HSMs keep key blocks in the host's database. Every operation
 /// unwraps the handle, checks its usage, uses the key and lets it go; no method returns a key in clear.
-/// Cryptogram checks run the ``CryptogramVerifier`` installed at creation for the submission's kind.
+/// Card master keys come from the EMV module's derivation (option A, option B above 16 digits). Cryptogram
+/// checks run the ``TokenCryptogramVerifier`` installed at creation for the submission's kind.
 ///
 /// Creating one runs ``HSMSelfTest`` first: with a failing known answer the HSM refuses to start.
 public final class SoftwareHSM: KeyStore {
     private let localMasterKey: SymmetricKey
     private let random: any RandomSource
-    private let verifiers: [CryptogramKind: any CryptogramVerifier]
+    private let verifiers: [CryptogramKind: any TokenCryptogramVerifier]
 
     /// - Parameters:
     ///   - localMasterKey: 32 bytes; wraps every key. Losing it loses every key.
     ///   - verifiers: the cryptogram checks this HSM can run, one per kind.
     ///   - selfTest: the known answers to check before starting (the default is the published set).
     public init(
-        localMasterKey: SymmetricKey, verifiers: [any CryptogramVerifier], random: any RandomSource = SystemRandom(),
+        localMasterKey: SymmetricKey, verifiers: [any TokenCryptogramVerifier],
+        random: any RandomSource = SystemRandom(),
         selfTest: HSMSelfTest = .standard
     ) throws(TokenServiceError) {
         guard localMasterKey.byteCount == 32 else {
@@ -29,7 +32,7 @@ public final class SoftwareHSM: KeyStore {
         try selfTest.run()
         self.localMasterKey = localMasterKey
         self.random = random
-        var table: [CryptogramKind: any CryptogramVerifier] = [:]
+        var table: [CryptogramKind: any TokenCryptogramVerifier] = [:]
         for verifier in verifiers {
             guard table[verifier.kind] == nil else {
                 throw TokenServiceError(.configuration, "two cryptogram verifiers for \(verifier.kind.rawValue)")
@@ -41,13 +44,13 @@ public final class SoftwareHSM: KeyStore {
 
     // MARK: - Key management
 
-    public func generateKey(usage: KeyUsage, id: String) throws(TokenServiceError) -> KeyHandle {
+    public func generateKey(usage: HSMKeyUsage, id: String) throws(TokenServiceError) -> KeyHandle {
         let material: SecureBytes
         switch usage {
         case .proximityIssuerMasterKey, .remoteIssuerMasterKey:
-            var bytes = random.bytes(16).map(EMVMasterKeyDerivation.oddParity)
+            var bytes = random.bytes(16)
             defer { wipe(&bytes) }
-            material = SecureBytes(bytes)
+            material = EMVKeyDerivation.oddParity(SymmetricKey(data: bytes)).bytes
         case .vaultEncryption, .panLookup:
             material = SecureBytes(randomCount: 32, using: random)
         case .provisioningDecryption:
@@ -61,7 +64,7 @@ public final class SoftwareHSM: KeyStore {
     }
 
     public func importKey(
-        _ material: SecureBytes, usage: KeyUsage, id: String
+        _ material: SecureBytes, usage: HSMKeyUsage, id: String
     ) throws(TokenServiceError)
         -> KeyHandle
     {
@@ -154,7 +157,7 @@ public final class SoftwareHSM: KeyStore {
     public func verifyCryptogram(
         _ submission: CryptogramSubmission, issuerMasterKey: KeyHandle, pan: PrimaryAccountNumber,
         panSequenceNumber: UInt8
-    ) throws(TokenServiceError) -> CryptogramVerification {
+    ) throws(TokenServiceError) -> TokenCryptogramVerification {
         guard let verifier = verifiers[submission.kind] else {
             return .invalid(reason: "this HSM has no verifier for \(submission.kind.rawValue) cryptograms")
         }
@@ -171,16 +174,16 @@ public final class SoftwareHSM: KeyStore {
     // MARK: - Internals
 
     private func cardMasterKey(
-        _ handle: KeyHandle, expecting usage: KeyUsage, pan: PrimaryAccountNumber, psn: UInt8
+        _ handle: KeyHandle, expecting usage: HSMKeyUsage, pan: PrimaryAccountNumber, psn: UInt8
     )
         throws(TokenServiceError) -> SymmetricKey
     {
         let imk = try unwrap(handle, expecting: usage)
         do {
-            return try EMVMasterKeyDerivation.deriveCardMasterKey(
-                issuerMasterKey: SymmetricKey(imk), pan: pan.digits, panSequenceNumber: psn)
+            return try EMVKeyDerivation.masterKey(
+                issuerMasterKey: SymmetricKey(imk), pan: pan.digits, panSequenceNumber: Int(psn), option: .automatic)
         } catch {
-            throw TokenServiceError(.cryptoFailure, "card master key derivation failed: \(error.code)")
+            throw TokenServiceError(.cryptoFailure, "card master key derivation failed: \(error)")
         }
     }
 
@@ -197,11 +200,11 @@ public final class SoftwareHSM: KeyStore {
 
     private static let wrapPrefix = Array("orchard-hsm-key/v1".utf8)
 
-    private static func wrapContext(id: String, usage: KeyUsage) -> [UInt8] {
+    private static func wrapContext(id: String, usage: HSMKeyUsage) -> [UInt8] {
         wrapPrefix + [0] + Array(id.utf8) + [0] + Array(usage.rawValue.utf8)
     }
 
-    private func wrap(_ material: SecureBytes, usage: KeyUsage, id: String) throws(TokenServiceError) -> KeyHandle {
+    private func wrap(_ material: SecureBytes, usage: HSMKeyUsage, id: String) throws(TokenServiceError) -> KeyHandle {
         guard (1...128).contains(id.utf8.count), !id.utf8.contains(0) else {
             throw TokenServiceError(.invalidRequest, "a key identifier is 1 to 128 bytes without NUL")
         }
@@ -218,7 +221,7 @@ public final class SoftwareHSM: KeyStore {
     }
 
     /// Checks the usage first, then authenticates the wrapping (which binds identifier and usage).
-    private func unwrap(_ handle: KeyHandle, expecting usage: KeyUsage) throws(TokenServiceError) -> SecureBytes {
+    private func unwrap(_ handle: KeyHandle, expecting usage: HSMKeyUsage) throws(TokenServiceError) -> SecureBytes {
         guard handle.usage == usage else {
             throw TokenServiceError(
                 .keyUsageViolation, "key \(handle.id) is a \(handle.usage.rawValue) key, not a \(usage.rawValue) key")

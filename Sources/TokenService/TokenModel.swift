@@ -13,9 +13,9 @@ public struct TokenRange: Hashable, Sendable, Codable {
     public let prefix: String
     /// DPAN length, 13 to 19 digits.
     public let panLength: Int
-    /// The issuer master key for proximity cryptograms (usage ``KeyUsage/proximityIssuerMasterKey``).
+    /// The issuer master key for proximity cryptograms (usage ``HSMKeyUsage/proximityIssuerMasterKey``).
     public let proximityKey: KeyHandle
-    /// The issuer master key for remote cryptograms (usage ``KeyUsage/remoteIssuerMasterKey``).
+    /// The issuer master key for remote cryptograms (usage ``HSMKeyUsage/remoteIssuerMasterKey``).
     public let remoteKey: KeyHandle
 
     public init(

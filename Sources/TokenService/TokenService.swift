@@ -32,11 +32,11 @@ public struct TokenServiceConfiguration: Sendable {
 
 /// The token service's own keys in the HSM.
 public struct TokenServiceKeys: Hashable, Sendable, Codable {
-    /// ``KeyUsage/vaultEncryption``: encrypts FPANs at rest.
+    /// ``HSMKeyUsage/vaultEncryption``: encrypts FPANs at rest.
     public let vaultKey: KeyHandle
-    /// ``KeyUsage/panLookup``: the keyed hash that finds a card without decrypting.
+    /// ``HSMKeyUsage/panLookup``: the keyed hash that finds a card without decrypting.
     public let lookupKey: KeyHandle
-    /// ``KeyUsage/provisioningDecryption``: wallets seal card data to its public key.
+    /// ``HSMKeyUsage/provisioningDecryption``: wallets seal card data to its public key.
     public let provisioningKey: KeyHandle
 
     public init(vaultKey: KeyHandle, lookupKey: KeyHandle, provisioningKey: KeyHandle) {

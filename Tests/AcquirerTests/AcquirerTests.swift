@@ -31,23 +31,23 @@ struct AcquirerFixture {
 
     func terminalRequest(
         terminal: String = "T0001", stan: String, amount: Int64, merchant: String = "m-coffee",
-        cryptogram: CryptogramSubmission? = nil, channel: PaymentChannel = .contactless
-    ) throws -> AcquirerAuthorizationRequest {
+        channel: PaymentChannel = .contactless
+    ) async throws -> AcquirerAuthorizationRequest {
         let money = try Money(minorUnits: amount, currency: "840")
         return AcquirerAuthorizationRequest(
             origin: .terminal(terminalID: terminal, systemTraceAuditNumber: stan), merchantID: merchant,
             pan: card.data.dpan, expiry: card.data.tokenExpiry, amount: money, channel: channel,
-            cryptogram: try cryptogram ?? phone.cryptogram(for: card, kind: .proximityARQC, amount: money))
+            cryptogram: try await phone.cryptogram(for: card, kind: .proximityARQC, amount: money))
     }
 
     func onlineRequest(
         key: String, amount: Int64, channel: PaymentChannel = .inApp
-    ) throws -> AcquirerAuthorizationRequest {
+    ) async throws -> AcquirerAuthorizationRequest {
         let money = try Money(minorUnits: amount, currency: "840")
         return AcquirerAuthorizationRequest(
             origin: .merchantServer(idempotencyKey: key), merchantID: "m-web", pan: card.data.dpan,
             expiry: card.data.tokenExpiry, amount: money, channel: channel,
-            cryptogram: try phone.cryptogram(for: card, kind: .remote, amount: money))
+            cryptogram: try await phone.cryptogram(for: card, kind: .remote, amount: money))
     }
 }
 
@@ -55,7 +55,7 @@ struct AcquirerFixture {
 struct AcquirerTests {
     @Test func terminalPaymentIsApprovedThroughTheNetwork() async throws {
         let f = try await AcquirerFixture()
-        let result = try await f.acquirer.authorize(try f.terminalRequest(stan: "000001", amount: 375))
+        let result = try await f.acquirer.authorize(try await f.terminalRequest(stan: "000001", amount: 375))
         #expect(result.isApproved && result.approvalCode?.count == 6)
         #expect(result.maskedPAN == f.card.data.dpan.masked && result.maskedPAN.hasPrefix("489537"))
         #expect(try await f.network.issuer.account(id: "acct-1")?.balance == 375)
@@ -63,7 +63,7 @@ struct AcquirerTests {
 
     @Test func terminalIDAndSTANMakeTheRequestIdempotent() async throws {
         let f = try await AcquirerFixture()
-        let request = try f.terminalRequest(stan: "000002", amount: 500)
+        let request = try await f.terminalRequest(stan: "000002", amount: 500)
         let first = try await f.acquirer.authorize(request)
         let retry = try await f.acquirer.authorize(request)
         #expect(first == retry && first.isApproved)
@@ -79,21 +79,21 @@ struct AcquirerTests {
         #expect(try await f.network.issuer.account(id: "acct-1")?.balance == 500)
         // The same STAN on the same terminal for another payment is refused; another terminal may use it.
         await #expect(throws: AcquirerError(.idempotencyConflict, "")) {
-            try await f.acquirer.authorize(try f.terminalRequest(stan: "000002", amount: 501))
+            try await f.acquirer.authorize(try await f.terminalRequest(stan: "000002", amount: 501))
         }
         #expect(
-            try await f.acquirer.authorize(try f.terminalRequest(terminal: "T0002", stan: "000002", amount: 501))
+            try await f.acquirer.authorize(try await f.terminalRequest(terminal: "T0002", stan: "000002", amount: 501))
                 .isApproved)
     }
 
     @Test func merchantKeyMakesTheRequestIdempotent() async throws {
         let f = try await AcquirerFixture()
-        let request = try f.onlineRequest(key: "order-42", amount: 2_000)
+        let request = try await f.onlineRequest(key: "order-42", amount: 2_000)
         let first = try await f.acquirer.authorize(request)
         #expect(first.isApproved)
         #expect(try await f.acquirer.authorize(request) == first)
         await #expect(throws: AcquirerError(.idempotencyConflict, "")) {
-            try await f.acquirer.authorize(try f.onlineRequest(key: "order-42", amount: 2_001))
+            try await f.acquirer.authorize(try await f.onlineRequest(key: "order-42", amount: 2_001))
         }
         #expect(try await f.network.issuer.account(id: "acct-1")?.balance == 2_000)
     }
@@ -101,7 +101,7 @@ struct AcquirerTests {
     @Test func declinesArePassedOnAndRemembered() async throws {
         let f = try await AcquirerFixture()
         try await f.network.tokenService.suspend(tokenReference: f.card.token.tokenReference, by: .cardholder)
-        let request = try f.terminalRequest(stan: "000003", amount: 100)
+        let request = try await f.terminalRequest(stan: "000003", amount: 100)
         let declined = try await f.acquirer.authorize(request)
         #expect(declined.responseCode == .restrictedCard && declined.declineReason == "tokenSuspended")
         // The retry gets the first answer even after the token is resumed.
@@ -112,31 +112,31 @@ struct AcquirerTests {
     @Test func refusalsBeforeRouting() async throws {
         let f = try await AcquirerFixture()
         await #expect(throws: AcquirerError(.unknownMerchant, "")) {
-            try await f.acquirer.authorize(try f.terminalRequest(stan: "000004", amount: 1, merchant: "m-nope"))
+            try await f.acquirer.authorize(try await f.terminalRequest(stan: "000004", amount: 1, merchant: "m-nope"))
         }
         await #expect(throws: AcquirerError(.unknownTerminal, "")) {
-            try await f.acquirer.authorize(try f.terminalRequest(terminal: "T9999", stan: "000004", amount: 1))
+            try await f.acquirer.authorize(try await f.terminalRequest(terminal: "T9999", stan: "000004", amount: 1))
         }
         await #expect(throws: AcquirerError(.invalidRequest, "")) {
-            try await f.acquirer.authorize(try f.terminalRequest(stan: "4", amount: 1))
+            try await f.acquirer.authorize(try await f.terminalRequest(stan: "4", amount: 1))
         }
         await #expect(throws: AcquirerError(.invalidRequest, "")) {
-            try await f.acquirer.authorize(try f.terminalRequest(stan: "000005", amount: 0))
+            try await f.acquirer.authorize(try await f.terminalRequest(stan: "000005", amount: 0))
         }
         // A terminal does not send in-app payments, a merchant server does not send contactless ones.
         await #expect(throws: AcquirerError(.invalidRequest, "")) {
-            try await f.acquirer.authorize(try f.terminalRequest(stan: "000006", amount: 1, channel: .inApp))
+            try await f.acquirer.authorize(try await f.terminalRequest(stan: "000006", amount: 1, channel: .inApp))
         }
         await #expect(throws: AcquirerError(.invalidRequest, "")) {
-            try await f.acquirer.authorize(try f.onlineRequest(key: "k", amount: 1, channel: .contactless))
+            try await f.acquirer.authorize(try await f.onlineRequest(key: "k", amount: 1, channel: .contactless))
         }
         // A merchant key that could hold a card number is refused (keys are stored in clear).
         await #expect(throws: AcquirerError(.invalidRequest, "")) {
-            try await f.acquirer.authorize(try f.onlineRequest(key: "order-4111111111111111", amount: 1))
+            try await f.acquirer.authorize(try await f.onlineRequest(key: "order-4111111111111111", amount: 1))
         }
         try await f.acquirer.setMerchantStatus(.suspended, merchantID: "m-coffee")
         await #expect(throws: AcquirerError(.merchantNotActive, "")) {
-            try await f.acquirer.authorize(try f.terminalRequest(stan: "000007", amount: 1))
+            try await f.acquirer.authorize(try await f.terminalRequest(stan: "000007", amount: 1))
         }
         await #expect(throws: AcquirerError(.duplicate, "")) {
             try await f.acquirer.registerMerchant(
@@ -153,7 +153,7 @@ struct AcquirerTests {
         let flaky = FlakyNetwork()
         let f = try await AcquirerFixture(network: flaky)
         flaky.target = f.network.tokenService
-        let request = try f.terminalRequest(stan: "000008", amount: 250)
+        let request = try await f.terminalRequest(stan: "000008", amount: 250)
         // The network decides but the answer is lost on the way back.
         flaky.loseNextAnswer = true
         await #expect(throws: AcquirerError(.networkUnavailable, "")) { try await f.acquirer.authorize(request) }
@@ -168,8 +168,8 @@ struct AcquirerTests {
 
     @Test func theAcquirerKeepsTheCardNumberOnlyMasked() async throws {
         let f = try await AcquirerFixture()
-        _ = try await f.acquirer.authorize(try f.terminalRequest(stan: "000009", amount: 100))
-        _ = try await f.acquirer.authorize(try f.onlineRequest(key: "order-1", amount: 100))
+        _ = try await f.acquirer.authorize(try await f.terminalRequest(stan: "000009", amount: 100))
+        _ = try await f.acquirer.authorize(try await f.onlineRequest(key: "order-1", amount: 100))
         let json = String(decoding: try JSONEncoder().encode(f.store.allAuthorizations), as: UTF8.self)
         let dpan = f.card.data.dpan.digits
         let fullDPAN = json.contains(dpan)

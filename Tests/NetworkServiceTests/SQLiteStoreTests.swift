@@ -131,7 +131,7 @@ struct SQLiteStoreTests {
                     origin: .terminal(terminalID: "T1", systemTraceAuditNumber: String(format: "%06d", index + 1)),
                     merchantID: "m1", pan: card.data.dpan, expiry: card.data.tokenExpiry, amount: amount,
                     channel: .contactless,
-                    cryptogram: try device.cryptogram(for: card, kind: .proximityARQC, amount: amount)))
+                    cryptogram: try await device.cryptogram(for: card, kind: .proximityARQC, amount: amount)))
             #expect(result.isApproved)
         }
         try await h.tokenService.suspendDevice("watch-1", by: .cardholder)

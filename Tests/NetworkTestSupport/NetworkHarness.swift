@@ -1,3 +1,4 @@
+import EMV
 import Foundation
 import Issuer
 import OrchardCrypto
@@ -22,19 +23,21 @@ public final class NetworkHarness: Sendable {
     public let deviceKeys: TestDoubleDeviceKeyVerifier
     public let tokenService: TokenService
     public let visaRange: TokenRange
+    public let mastercardRange: TokenRange
     public let keys: TokenServiceKeys
     /// Between the token service and the issuer: set `reachable` to false to cut the line.
     public let issuerSwitch: IssuerSwitch
 
     /// - Parameters:
     ///   - issuerHost: replaces the issuer the token service talks to (default: the real demo issuer).
-    ///   - verifiers: the HSM's cryptogram checks (default: test doubles for both kinds).
+    ///   - verifiers: the HSM's cryptogram checks (default: the EMV module's ARQC check for proximity, the
+    ///     test double for remote cryptograms until the in-app issue defines them).
     public init(
         atcPolicy: ATCPolicy = ATCPolicy(), issuerHost: (any IssuerHost)? = nil,
         vaultStore: (any TokenVaultStore)? = nil, issuerStore: (any IssuerStore)? = nil,
         deviceKeyVerifier: (any DeviceKeyVerifier)? = nil,
-        verifiers: [any CryptogramVerifier] = [
-            TestDoubleCryptogramVerifier(kind: .proximityARQC), TestDoubleCryptogramVerifier(kind: .remote),
+        verifiers: [any TokenCryptogramVerifier] = [
+            EMVProximityCryptogramVerifier(), TestDoubleCryptogramVerifier(kind: .remote),
         ]
     ) async throws {
         clock = ManualClock(now: Self.start)
@@ -53,7 +56,7 @@ public final class NetworkHarness: Sendable {
             rangeID: "visa-tokens", issuerID: TestCards.issuerID, network: .visa, prefix: Self.visaTokenPrefix,
             proximityKey: try hsm.generateKey(usage: .proximityIssuerMasterKey, id: "visa-imk-ac"),
             remoteKey: try hsm.generateKey(usage: .remoteIssuerMasterKey, id: "visa-imk-rp"))
-        let mastercardRange = try TokenRange(
+        mastercardRange = try TokenRange(
             rangeID: "mc-tokens", issuerID: TestCards.issuerID, network: .mastercard,
             prefix: Self.mastercardTokenPrefix,
             proximityKey: try hsm.generateKey(usage: .proximityIssuerMasterKey, id: "mc-imk-ac"),
@@ -138,7 +141,7 @@ public final class NetworkHarness: Sendable {
     ) async throws -> NetworkAuthorizationResponse {
         let amount = try Money(minorUnits: minorUnits, currency: TestCards.currency)
         let kind: CryptogramKind = channel == .contactless ? .proximityARQC : .remote
-        let cryptogram = try device.cryptogram(
+        let cryptogram = try await device.cryptogram(
             for: card, kind: kind, amount: try Money(minorUnits: cryptogramAmount ?? minorUnits, currency: "840"),
             atc: atc)
         return try await tokenService.authorize(
@@ -240,23 +243,54 @@ public final class SimulatedDevice: @unchecked Sendable {
         return InstalledCard(token: token, data: try SEPersonalisationData(decoding: plain))
     }
 
-    /// The next cryptogram for `card` (or one with the given ATC), made with the installed card master key.
+    /// The next cryptogram for `card` (or one with the given ATC), made with the installed card master keys.
+    ///
+    /// Proximity: a real contactless transaction, the EMV module's card applet (personalised with the DPAN,
+    /// PSN, token expiry and proximity master key from the envelope) read by its terminal kernel after the
+    /// user was verified on the device; the submission is the ARQC, its ATC and field 55. Remote: the test
+    /// double's cryptogram under the remote master key.
     public func cryptogram(
         for card: InstalledCard, kind: CryptogramKind, amount: Money, atc: UInt16? = nil
-    ) throws
-        -> CryptogramSubmission
+    )
+        async throws -> CryptogramSubmission
     {
         let counter: UInt16 = lock.withLock {
             let next = atc ?? (counters[card.token.tokenReference, default: 0] + 1)
             counters[card.token.tokenReference] = max(next, counters[card.token.tokenReference, default: 0])
             return next
         }
+        if kind == .proximityARQC { return try await tap(card, amount: amount, atc: counter) }
         let data = TestDoubleCryptogramVerifier.transactionData(
             amount: amount, unpredictableNumber: [0x12, 0x34, 0x56, 0x78], atc: counter)
-        let key = kind == .proximityARQC ? card.data.proximityMasterKey : card.data.remoteMasterKey
+        let key = card.data.remoteMasterKey
         return CryptogramSubmission(
             kind: kind,
             cryptogram: TestDoubleCryptogramVerifier.cryptogram(kind: kind, transactionData: data, cardMasterKey: key),
             applicationTransactionCounter: counter, transactionData: data)
+    }
+
+    /// One contactless transaction whose card uses `atc` (the applet's counter is set just below it).
+    private func tap(_ card: InstalledCard, amount: Money, atc: UInt16) async throws -> CryptogramSubmission {
+        let scheme: PaymentScheme = card.data.network == .mastercard ? .mastercard : .visa
+        let profile = try CardApplicationProfile(
+            scheme: scheme, pan: card.data.dpan.digits, expiry: card.data.tokenExpiry.yymm,
+            panSequenceNumber: Int(card.data.panSequenceNumber), masterKey: card.data.proximityMasterKey)
+        let applet = try ContactlessCard(
+            applications: [CardApplication(profile: profile, atcStore: InMemoryATCStore(lastUsed: atc &- 1))])
+        let link = InProcessCardLink(card: applet)
+        await link.authorize(CardholderAuthorization(verifiedBy: .fingerprint))
+        guard let currency = Int(amount.currency) else { throw TestDoubleError("bad currency") }
+        let kernel = TerminalKernel(
+            configuration: TerminalConfiguration(countryCode: 840, currencyCode: currency),
+            random: InsecureDeterministicRandom(seed: Array((deviceID + String(atc)).utf8)))
+        let outcome = try await kernel.run(
+            TransactionParameters(amount: UInt64(amount.minorUnits), date: try TransactionDate(yymmdd: "260301")),
+            card: link)
+        guard let read = outcome.card, read.cryptogramType == .arqc else {
+            throw TestDoubleError("the contactless transaction gave no ARQC: \(outcome)")
+        }
+        return CryptogramSubmission(
+            kind: .proximityARQC, cryptogram: read.cryptogram, applicationTransactionCounter: read.atc,
+            transactionData: read.field55Bytes)
     }
 }

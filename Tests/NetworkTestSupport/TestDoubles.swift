@@ -10,7 +10,7 @@ import TokenService
 /// amount (8 bytes, big-endian minor units) ‖ currency (3 ASCII digits) ‖ unpredictable number (4 bytes) ‖
 /// ATC (2 bytes, big-endian). It does depend on the right card master key, so tests of key separation,
 /// replay and amount binding are meaningful through it.
-public struct TestDoubleCryptogramVerifier: CryptogramVerifier {
+public struct TestDoubleCryptogramVerifier: TokenCryptogramVerifier {
     public let kind: CryptogramKind
 
     public init(kind: CryptogramKind) { self.kind = kind }
@@ -18,7 +18,7 @@ public struct TestDoubleCryptogramVerifier: CryptogramVerifier {
     public func verify(
         _ submission: CryptogramSubmission, pan: PrimaryAccountNumber, panSequenceNumber: UInt8,
         cardMasterKey: SymmetricKey
-    ) throws -> CryptogramVerification {
+    ) throws -> TokenCryptogramVerification {
         let data = submission.transactionData
         guard data.count == 17 else { throw TestDoubleError("the test double's transaction data is 17 bytes") }
         guard submission.kind == kind else { return .invalid(reason: "wrong kind") }

@@ -27,7 +27,7 @@ struct AuthorizationTests {
         #expect(try await h.authorize(card, on: phone, amount: 999, channel: .inApp).responseCode == .approved)
         #expect(try await h.authorize(card, on: phone, amount: 999, channel: .web).responseCode == .approved)
         // A proximity cryptogram sent for an in-app payment is the wrong kind.
-        let proximity = try phone.cryptogram(
+        let proximity = try await phone.cryptogram(
             for: card, kind: .proximityARQC, amount: try Money(minorUnits: 5, currency: "840"))
         let wrongKind = try await h.tokenService.authorize(
             request(card, amount: 5, channel: .inApp, cryptogram: proximity, id: "wk", clock: h.clock))
@@ -68,7 +68,7 @@ struct AuthorizationTests {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
-        let good = try phone.cryptogram(
+        let good = try await phone.cryptogram(
             for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "840"), atc: 7)
         var bad = good.cryptogram
         bad[0] ^= 1
@@ -88,7 +88,7 @@ struct AuthorizationTests {
         let card = try await h.provision("4111111111111111", on: phone)
         let changed = try await h.authorize(card, on: phone, amount: 10_000, cryptogramAmount: 100)
         #expect(changed.responseCode == .cryptographicFailure && changed.declineReason == .cryptogramDataMismatch)
-        let cryptogram = try phone.cryptogram(
+        let cryptogram = try await phone.cryptogram(
             for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "978"))
         let otherCurrency = try await h.tokenService.authorize(
             request(card, amount: 100, cryptogram: cryptogram, id: "c", clock: h.clock))
@@ -103,7 +103,7 @@ struct AuthorizationTests {
         let onPhone = try await h.provision("4111111111111111", on: phone)
         let onWatch = try await h.provision("4111111111111111", on: watch)
         // The watch's cryptogram presented with the phone's DPAN.
-        let cryptogram = try watch.cryptogram(
+        let cryptogram = try await watch.cryptogram(
             for: onWatch, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "840"))
         let response = try await h.tokenService.authorize(
             request(onPhone, amount: 100, cryptogram: cryptogram, id: "x", clock: h.clock))
@@ -144,7 +144,7 @@ struct AuthorizationTests {
             cryptogram: nil, transmittedAt: h.clock.now())
         #expect(try await h.tokenService.authorize(unknown).responseCode == .invalidCardNumber)
         // The card's expiry is not the token's: presenting it is a mismatch.
-        let cryptogram = try phone.cryptogram(
+        let cryptogram = try await phone.cryptogram(
             for: card, kind: .proximityARQC, amount: try Money(minorUnits: 1, currency: "840"))
         let cardExpiry = NetworkAuthorizationRequest(
             acquirerID: "acq-1", transactionID: "e", pan: card.data.dpan, expiry: try h.testCardExpiry(),
@@ -166,7 +166,7 @@ struct AuthorizationTests {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
-        let cryptogram = try phone.cryptogram(
+        let cryptogram = try await phone.cryptogram(
             for: card, kind: .proximityARQC, amount: try Money(minorUnits: 300, currency: "840"))
         let first = try await h.tokenService.authorize(
             request(card, amount: 300, cryptogram: cryptogram, id: "r1", clock: h.clock))
@@ -174,7 +174,7 @@ struct AuthorizationTests {
             request(card, amount: 300, cryptogram: cryptogram, id: "r1", clock: h.clock))
         #expect(first == retry && first.responseCode == .approved)
         // Acquirer transaction IDs are machine-made and may hold long digit runs (hex): they are accepted.
-        let digits = try phone.cryptogram(
+        let digits = try await phone.cryptogram(
             for: card, kind: .proximityARQC, amount: try Money(minorUnits: 300, currency: "840"))
         let hexLike = try await h.tokenService.authorize(
             request(card, amount: 300, cryptogram: digits, id: "7a41234567890123456789ab", clock: h.clock))

@@ -4,8 +4,7 @@ import NetworkTestSupport
 import OrchardCrypto
 import OrchardFixtures
 import Testing
-
-@testable import TokenService
+import TokenService
 
 @Suite("Software HSM: self-test, wrapping, usage binding, derivation vectors")
 struct SoftwareHSMTests {
@@ -97,18 +96,6 @@ struct SoftwareHSMTests {
             #expect(data.proximityMasterKey == expected, "\(id)")
             #expect(data.remoteMasterKey == expected, "\(id): same IMK, same derivation")
         }
-    }
-
-    /// V1b: option A on a 17-digit PAN (the vector pyemv documents), through the derivation itself.
-    @Test func optionAOnSeventeenDigits() throws {
-        let v = try Self.vector("V1b")
-        let digits = Array(try #require(v.inputs["PAN"]).utf8).map { $0 - 0x30 } + [0, 1]
-        #expect(EMVMasterKeyDerivation.optionAInput(digits) == (try hex(try #require(v.outputs["Y"]))))
-        let v2 = try Self.vector("V2")
-        let digits2 = Array(try #require(v2.inputs["PAN"]).utf8).map { $0 - 0x30 } + [0, 1]
-        #expect(
-            EMVMasterKeyDerivation.optionBInput(digits2)
-                == (try hex(try #require(v2.outputs["Y (decimalised, 16 digits)"]))))
     }
 
     @Test func keysAreUsageBound() throws {
