@@ -254,7 +254,8 @@ public actor Issuer: IssuerHost {
         case .closed: return (.doNotHonour, "the card is closed")
         }
         if let expiry = request.expiry, expiry != card.expiry { return (.expiredCard, "the expiry does not match") }
-        if card.expiry.isExpired(at: request.transmittedAt) { return (.expiredCard, "the card has expired") }
+        // The issuer's own clock decides expiry, not the time the network wrote into the request.
+        if card.expiry.isExpired(at: clock.now()) { return (.expiredCard, "the card has expired") }
         if request.token != nil, !request.cryptogramVerified {
             return (.cryptographicFailure, "a token transaction arrived without a verified cryptogram")
         }

@@ -144,7 +144,8 @@ extension TokenService: PaymentNetwork {
         case .suspended: return decline(.restrictedCard, .tokenSuspended)
         case .deleted: return decline(.restrictedCard, .tokenDeleted)
         }
-        if token.tokenExpiry.isExpired(at: request.transmittedAt) { return decline(.expiredCard, .tokenExpired) }
+        // The token service's own clock decides expiry, not a time an upstream party wrote.
+        if token.tokenExpiry.isExpired(at: clock.now()) { return decline(.expiredCard, .tokenExpired) }
         if let expiry = request.expiry, expiry != token.tokenExpiry { return decline(.expiredCard, .expiryMismatch) }
         guard token.domainControls.allows(request.channel) else {
             return decline(.notPermittedToCardholder, .domainNotAllowed)

@@ -196,10 +196,6 @@ struct IssuerAuthorizationTests {
         #expect(
             try await f.authorize("5555555555554444", amount: 1, id: "e", expiry: try CardExpiry(year: 2033, month: 12))
                 .responseCode == .expiredCard)
-        #expect(
-            try await f.authorize(
-                "5555555555554444", amount: 1, id: "f", at: Date(timeIntervalSince1970: 2_051_222_400)
-            ).responseCode == .expiredCard)
         // 57: currency, then a blocked merchant category.
         #expect(
             try await f.authorize("5555555555554444", amount: 1, id: "g", currency: "978").responseCode
@@ -225,6 +221,17 @@ struct IssuerAuthorizationTests {
         let declined = try await f.authorize("4000056655665556", amount: 1, id: "m")
         #expect(declined.approvalCode == nil)
         #expect(try await f.issuer.account(id: "acct-3")?.balance == 250_000)
+    }
+
+    @Test func expiryFollowsTheIssuersClockNotTheRequest() async throws {
+        let f = try await IssuerFixture()
+        #expect(try await f.authorize("5555555555554444", amount: 1, id: "x1").responseCode == .approved)
+        // January 2035: the card (12/34) has expired, whatever time the request claims.
+        f.clock.setWall(Date(timeIntervalSince1970: 2_051_222_400))
+        #expect(try await f.authorize("5555555555554444", amount: 1, id: "x2").responseCode == .expiredCard)
+        #expect(
+            try await f.authorize("5555555555554444", amount: 1, id: "x3", at: IssuerFixture.now).responseCode
+                == .expiredCard)
     }
 
     @Test func blockedCategoryAndChannelAnswer57() async throws {
