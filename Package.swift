@@ -22,6 +22,11 @@ let package = Package(
         .library(name: "Acquirer", targets: ["Acquirer"]),
         .library(name: "OrchardStore", targets: ["OrchardStore"]),
         .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
+        .library(name: "OrchardLogging", targets: ["OrchardLogging"]),
+        .library(name: "OrchardHTTP", targets: ["OrchardHTTP"]),
+        .library(name: "SecureElement", targets: ["SecureElement"]),
+        .library(name: "Wallet", targets: ["Wallet"]),
+        .library(name: "Device", targets: ["Device"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -29,6 +34,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // What Swift cannot call directly: variadic functions, function-like macros.
         .target(name: "CShims", dependencies: ["COpenSSL", "CSQLite"]),
+        // HTTP: libevent's evhttp with bufferevent_openssl (server), libcurl (client), and their shims.
+        .systemLibrary(name: "CLibevent", pkgConfig: "libevent_openssl", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "CHTTPShims", dependencies: ["COpenSSL", "CLibevent", "CCurl"]),
 
         // Swift API over OpenSSL: primitives, keys, ciphers, KDFs, EMV-era DES.
         .target(name: "OrchardCrypto", dependencies: ["COpenSSL", "CShims"], swiftSettings: strict),
@@ -36,6 +45,14 @@ let package = Package(
         .target(name: "OrchardX509", dependencies: ["OrchardCrypto", "COpenSSL", "CShims"], swiftSettings: strict),
         // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // Structured JSON-line logging and typed redaction (card numbers, keys, cryptograms); no C imports.
+        .target(name: "OrchardLogging", swiftSettings: strict),
+        // The service runtime: HTTPS server and client with mutual TLS, routing, error mapping, shutdown.
+        .target(
+            name: "OrchardHTTP",
+            dependencies: ["OrchardCrypto", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims"],
+            swiftSettings: strict
+        ),
 
         // The Apple Pay token format, both directions (used by MerchantKit and the Pay server).
         .target(name: "PaymentToken", dependencies: ["OrchardCrypto", "OrchardX509"], swiftSettings: strict),
@@ -58,7 +75,10 @@ let package = Package(
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
-            dependencies: ["OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit"],
+            dependencies: [
+                "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
+                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
@@ -75,12 +95,34 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
+        // and the wiring of both to the device's SQLite file and storage key.
+        .target(name: "SecureElement", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(
+            name: "Device",
+            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
+        // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
+        .target(name: "DeviceProcess", dependencies: ["Device"], swiftSettings: strict),
+        // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
+        // cryptograms.
+        .executableTarget(
+            name: "orchard-device-crasher",
+            dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto"],
+            path: "Sources/DeviceCrasher",
+            swiftSettings: strict
+        ),
+
         // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
         .target(
             name: "OrchardFixtures",
             path: "Tests/Fixtures",
             exclude: ["README.md"],
-            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions")],
+            resources: [
+                .copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions"), .copy("pki-test"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
@@ -130,6 +172,31 @@ let package = Package(
         .testTarget(
             name: "OrchardRuntimeTests",
             dependencies: ["OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardHTTPTests",
+            dependencies: ["OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SecureElementTests",
+            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
+        .testTarget(
+            name: "DeviceProcessTests",
+            dependencies: ["DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto", "orchard"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DeviceTests",
+            dependencies: [
+                "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
+                "OrchardCrypto", "orchard-device-crasher",
+            ],
             swiftSettings: strict
         ),
     ]

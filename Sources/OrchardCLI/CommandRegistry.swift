@@ -6,6 +6,8 @@ public enum CommandRegistry {
         DemoCommand.command,
         TokenCommands.command,
         EMVCommands.command,
+        HTTPCommands.command,
+        DeviceCommands.command,
     ]
 
     public static let root = Command(
