@@ -3,13 +3,14 @@ import OrchardCrypto
 import OrchardX509
 import TokenService
 
-/// The token service's check of a Secure Element's certificate: the chain (DER, leaf first) verifies to the
-/// Orchard device CA at the current time, the leaf's subject common name is the Secure Element's ID, and its
-/// key is a P-256 key, which becomes the recipient of the personalisation envelope.
-///
-/// The convention for the device side: an SE certificate has `CN=<secureElementID>` and the SE's P-256
-/// key-agreement key, issued by the device CA (directly or through intermediates sent after the leaf).
+/// The token service's check of a device certificate: the chain (DER, leaf first) verifies to the Orchard
+/// device CA at the current time, the leaf's subject is `O=Orchard device, CN=<the device's name>` (the
+/// device ID it provisions under), and its key is a P-256 key: the Secure Element's, which becomes the
+/// recipient of the personalisation envelope. This is the certificate `Device` issues
+/// (`DeviceCertificateAuthority.issueDeviceCertificate`).
 public final class DeviceCAKeyVerifier: DeviceKeyVerifier {
+    /// The organisation every device certificate names.
+    public static let organization = "Orchard device"
     private let verifier: CertificateChainVerifier
     private let clock: any WallClock
 
@@ -20,7 +21,7 @@ public final class DeviceCAKeyVerifier: DeviceKeyVerifier {
     }
 
     public func verifiedSecureElementKey(
-        certificateChain: [[UInt8]], secureElementID: String
+        certificateChain: [[UInt8]], deviceID: String
     ) throws
         -> P256.KeyAgreement.PublicKey
     {
@@ -35,8 +36,8 @@ public final class DeviceCAKeyVerifier: DeviceKeyVerifier {
             throw TokenServiceError(
                 .deviceNotTrusted, "the SE certificate does not chain to the device CA: \(failure.code)")
         }
-        guard leaf.subject.commonName == secureElementID else {
-            throw TokenServiceError(.deviceNotTrusted, "the SE certificate names another Secure Element")
+        guard leaf.subject.commonName == deviceID, leaf.subject.organization == Self.organization else {
+            throw TokenServiceError(.deviceNotTrusted, "the device certificate names another device")
         }
         do {
             return try P256.KeyAgreement.PublicKey(derRepresentation: leaf.subjectPublicKeyInfo.derRepresentation)

@@ -91,7 +91,7 @@ public struct SEPersonalisationData: Sendable, CustomStringConvertible, CustomDe
     CustomReflectable
 {
     /// The envelope label purpose for personalisation.
-    public static let purpose = "se-personalisation"
+    public static let purpose = "personalisation"
 
     public let tokenReference: String
     public let dpan: PrimaryAccountNumber

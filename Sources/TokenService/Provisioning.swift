@@ -44,21 +44,20 @@ public struct LinkAndProvisionRequest: Hashable, Sendable, Codable {
     public let idempotencyKey: String
     public let sessionID: String
     public let deviceID: String
-    public let secureElementID: String
-    /// The SE's certificate chain (DER, leaf first), which must chain to the Orchard device CA.
+    /// The device certificate chain (DER, leaf first): the Secure Element's key, certified by the Orchard
+    /// device CA for this device.
     public let secureElementCertificateChain: [[UInt8]]
     public let termsAccepted: Bool
     /// The domains the token may be used in; nil for everything the token requestor may use.
     public let domainControls: DomainControls?
 
     public init(
-        idempotencyKey: String, sessionID: String, deviceID: String, secureElementID: String,
+        idempotencyKey: String, sessionID: String, deviceID: String,
         secureElementCertificateChain: [[UInt8]], termsAccepted: Bool, domainControls: DomainControls? = nil
     ) {
         self.idempotencyKey = idempotencyKey
         self.sessionID = sessionID
         self.deviceID = deviceID
-        self.secureElementID = secureElementID
         self.secureElementCertificateChain = secureElementCertificateChain
         self.termsAccepted = termsAccepted
         self.domainControls = domainControls
@@ -181,7 +180,7 @@ extension TokenService {
     public func linkAndProvision(_ request: LinkAndProvisionRequest) async throws -> LinkAndProvisionResponse {
         try Self.screenClientKey(request.idempotencyKey)
         var fields: [[UInt8]] = [
-            Array(request.sessionID.utf8), Array(request.deviceID.utf8), Array(request.secureElementID.utf8),
+            Array(request.sessionID.utf8), Array(request.deviceID.utf8),
             [request.termsAccepted ? 1 : 0], request.domainControls.map { [1, $0.rawValue] } ?? [0],
         ]
         fields.append(contentsOf: request.secureElementCertificateChain)
@@ -209,11 +208,10 @@ extension TokenService {
             try await vault.saveSession(session)
             return .declined(.termsNotAccepted)
         }
-        try Self.validateIdentifier(request.secureElementID, "secure element ID")
         let seKey: P256.KeyAgreement.PublicKey
         do {
             seKey = try deviceKeys.verifiedSecureElementKey(
-                certificateChain: request.secureElementCertificateChain, secureElementID: request.secureElementID)
+                certificateChain: request.secureElementCertificateChain, deviceID: request.deviceID)
         } catch {
             throw TokenServiceError(.deviceNotTrusted, "the Secure Element's certificate did not verify")
         }
@@ -269,7 +267,7 @@ extension TokenService {
                 tokenReference: token.tokenReference, dpan: dpan, panSequenceNumber: token.panSequenceNumber,
                 tokenExpiry: tokenExpiry, network: range.network),
             proximityKey: range.proximityKey, remoteKey: range.remoteKey, to: seKey,
-            label: personalisationLabel(secureElementID: request.secureElementID))
+            label: Self.personalisationLabel)
         try await vault.saveToken(token)
         session.tokenReference = token.tokenReference
         try await vault.saveSession(session)

@@ -17,7 +17,7 @@ public struct TokenServiceConfiguration: Sendable {
     public var parBINControllerID: String
 
     public init(
-        serviceName: String = "orchard-tsp", tokenRequestors: [TokenRequestor] = [.orchardPay],
+        serviceName: String = "token-service", tokenRequestors: [TokenRequestor] = [.orchardPay],
         tokenValidityMonths: Int = 36, sessionLifetime: TimeInterval = 900, atcPolicy: ATCPolicy = ATCPolicy(),
         parBINControllerID: String = "O001"
     ) {
@@ -72,9 +72,9 @@ public struct IssuerRoute: Sendable {
 /// provides the real check (a chain to the Orchard device CA); tests install a test double.
 public protocol DeviceKeyVerifier: Sendable {
     /// The SE's P-256 key from `certificateChain` (DER, leaf first) if the chain verifies to the device CA
-    /// and the leaf names `secureElementID`; throws otherwise.
+    /// and the leaf names the device `deviceID`; throws otherwise.
     func verifiedSecureElementKey(
-        certificateChain: [[UInt8]], secureElementID: String
+        certificateChain: [[UInt8]], deviceID: String
     ) throws
         -> P256.KeyAgreement.PublicKey
 }
@@ -159,16 +159,18 @@ public actor TokenService {
             purpose: CardDataPayload.purpose, sender: "wallet/" + deviceID, recipient: configuration.serviceName)
     }
 
-    /// The envelope label of a personalisation for the Secure Element `secureElementID`.
-    public nonisolated func personalisationLabel(
-        secureElementID: String
-    ) throws(TokenServiceError)
-        -> EncryptedEnvelope.Label
-    {
-        try EncryptedEnvelope.Label(
-            purpose: SEPersonalisationData.purpose, sender: configuration.serviceName,
-            recipient: "se/" + secureElementID)
-    }
+    /// The envelope label of every SE personalisation: purpose string
+    /// `token-service>secure-element:personalisation`, the one the Secure Element opens with
+    /// (`SecureElement.personalisationPurpose`). The recipient is bound by its key (from the device
+    /// certificate), not by the label.
+    public static let personalisationLabel: EncryptedEnvelope.Label = {
+        // The parts are constants that satisfy the label's rules.
+        guard
+            let label = try? EncryptedEnvelope.Label(
+                purpose: SEPersonalisationData.purpose, sender: "token-service", recipient: "secure-element")
+        else { preconditionFailure("the personalisation label's constant parts are valid") }
+        return label
+    }()
 
     // MARK: - Shared helpers
 

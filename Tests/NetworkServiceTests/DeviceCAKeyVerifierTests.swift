@@ -34,11 +34,12 @@ struct TestDeviceCA {
 
     /// An SE certificate for `key`, named `commonName`, issued by the intermediate (chain of two) or the root.
     func certify(
-        _ key: P256.KeyAgreement.PublicKey, commonName: String, viaIntermediate: Bool = true,
+        _ key: P256.KeyAgreement.PublicKey, commonName: String, organization: String = "Orchard device",
+        viaIntermediate: Bool = true,
         notValidAfter: Date = end
     ) throws -> [[UInt8]] {
         let leaf = try Certificate.issue(
-            subject: DistinguishedName([.commonName(commonName)]),
+            subject: DistinguishedName([.organization(organization), .commonName(commonName)]),
             publicKey: CertificatePublicKey(try P256.Signing.PublicKey(x963Representation: key.x963Representation)),
             issuer: viaIntermediate
                 ? .certificate(intermediate, key: intermediateKey) : .certificate(root, key: rootKey),
@@ -60,7 +61,7 @@ struct DeviceCAKeyVerifierTests {
             try ca.certify(se.publicKey, commonName: "se-1", viaIntermediate: false),
         ] {
             #expect(
-                try verifier.verifiedSecureElementKey(certificateChain: chain, secureElementID: "se-1") == se.publicKey)
+                try verifier.verifiedSecureElementKey(certificateChain: chain, deviceID: "se-1") == se.publicKey)
         }
     }
 
@@ -71,9 +72,11 @@ struct DeviceCAKeyVerifierTests {
         let verifier = try DeviceCAKeyVerifier(deviceCARoots: [ca.root], clock: clock)
         let se = try P256.KeyAgreement.PrivateKey()
         let good = try ca.certify(se.publicKey, commonName: "se-1")
-        // Another SE's name, another CA, a missing intermediate, a self-made leaf, too many certificates.
+        // Another device's name, another organisation, another CA, a missing intermediate, a self-made leaf,
+        // too many certificates, none.
         let cases: [(String, [[UInt8]])] = [
             ("se-2", good),
+            ("se-1", try ca.certify(se.publicKey, commonName: "se-1", organization: "Orchard merchant")),
             ("se-1", try rogue.certify(se.publicKey, commonName: "se-1")),
             ("se-1", [good[0]]),
             ("se-1", [se.publicKey.derRepresentation]),
@@ -82,18 +85,18 @@ struct DeviceCAKeyVerifierTests {
         ]
         for (name, chain) in cases {
             #expect(throws: (any Error).self) {
-                try verifier.verifiedSecureElementKey(certificateChain: chain, secureElementID: name)
+                try verifier.verifiedSecureElementKey(certificateChain: chain, deviceID: name)
             }
         }
         // A certificate that has expired by now.
         let shortLived = try ca.certify(
             se.publicKey, commonName: "se-1", notValidAfter: NetworkHarness.start.addingTimeInterval(60))
         #expect(throws: Never.self) {
-            try verifier.verifiedSecureElementKey(certificateChain: shortLived, secureElementID: "se-1")
+            try verifier.verifiedSecureElementKey(certificateChain: shortLived, deviceID: "se-1")
         }
         clock.advance(by: 120)
         #expect(throws: TokenServiceError(.deviceNotTrusted, "")) {
-            try verifier.verifiedSecureElementKey(certificateChain: shortLived, secureElementID: "se-1")
+            try verifier.verifiedSecureElementKey(certificateChain: shortLived, deviceID: "se-1")
         }
     }
 
@@ -103,12 +106,12 @@ struct DeviceCAKeyVerifierTests {
             deviceKeyVerifier: try DeviceCAKeyVerifier(
                 deviceCARoots: [ca.root], clock: ManualClock(now: NetworkHarness.start)))
         let phone = try SimulatedDevice(deviceID: "phone-1", kind: "phone")
-        phone.certificateChain = try ca.certify(phone.secureElementPublicKey, commonName: phone.secureElementID)
+        phone.certificateChain = try ca.certify(phone.secureElementPublicKey, commonName: phone.deviceID)
         let card = try await h.provision("4111111111111111", on: phone)
         #expect(try await h.authorize(card, on: phone, amount: 100).responseCode == .approved)
         // A device presenting another SE's certificate cannot get a token sealed to its own key.
         let thief = try SimulatedDevice(deviceID: "phone-2", kind: "phone")
-        thief.certificateChain = try ca.certify(thief.secureElementPublicKey, commonName: phone.secureElementID)
+        thief.certificateChain = try ca.certify(thief.secureElementPublicKey, commonName: phone.deviceID)
         let sessionID = try #require(try await h.checkCard("5555555555554444", on: thief).sessionID)
         await #expect(throws: TokenServiceError(.deviceNotTrusted, "")) { try await h.link(sessionID, on: thief) }
     }

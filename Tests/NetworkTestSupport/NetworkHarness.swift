@@ -78,7 +78,7 @@ public final class NetworkHarness: Sendable {
     /// A device whose SE key the (test-double) device CA has certified.
     public func makeDevice(_ id: String, kind: String = "phone") throws -> SimulatedDevice {
         let device = try SimulatedDevice(deviceID: id, kind: kind)
-        deviceKeys.register(device.secureElementPublicKey, secureElementID: device.secureElementID)
+        deviceKeys.register(device.secureElementPublicKey, deviceID: device.deviceID)
         return device
     }
 
@@ -116,7 +116,7 @@ public final class NetworkHarness: Sendable {
         try await tokenService.linkAndProvision(
             LinkAndProvisionRequest(
                 idempotencyKey: idempotencyKey ?? "link-\(sessionID)", sessionID: sessionID, deviceID: device.deviceID,
-                secureElementID: device.secureElementID, secureElementCertificateChain: device.certificateChain,
+                secureElementCertificateChain: device.certificateChain,
                 termsAccepted: termsAccepted, domainControls: domainControls))
     }
 
@@ -202,7 +202,6 @@ public struct InstalledCard: Sendable {
 /// personalisation envelope, and the application transaction counter.
 public final class SimulatedDevice: @unchecked Sendable {
     public let deviceID: String
-    public let secureElementID: String
     public let kind: String
     let secureElementKey: P256.KeyAgreement.PrivateKey
     // Guarded by `lock`.
@@ -212,7 +211,6 @@ public final class SimulatedDevice: @unchecked Sendable {
 
     public init(deviceID: String, kind: String) throws {
         self.deviceID = deviceID
-        self.secureElementID = "se-" + deviceID
         self.kind = kind
         secureElementKey = try P256.KeyAgreement.PrivateKey()
     }
@@ -239,7 +237,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     /// Opens the personalisation envelope with the SE's key.
     public func install(_ token: ProvisionedToken, from tokenService: TokenService) throws -> InstalledCard {
         let plain = try token.personalisation.open(
-            with: secureElementKey, label: try tokenService.personalisationLabel(secureElementID: secureElementID))
+            with: secureElementKey, label: TokenService.personalisationLabel)
         return InstalledCard(token: token, data: try SEPersonalisationData(decoding: plain))
     }
 

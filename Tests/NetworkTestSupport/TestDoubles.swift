@@ -53,9 +53,9 @@ public struct TestDoubleCryptogramVerifier: TokenCryptogramVerifier {
     }
 }
 
-/// A TEST DOUBLE for the device-CA certificate check, until the X.509 module is on main: the "chain" is
-/// one element, the SE key's DER SubjectPublicKeyInfo, and it verifies only if that key was registered for
-/// the Secure Element ID (as a device CA would have certified it).
+/// A TEST DOUBLE for the device-CA certificate check (the real one is `DeviceCAKeyVerifier` in
+/// NetworkService): the "chain" is one element, the SE key's DER SubjectPublicKeyInfo, and it verifies only
+/// if that key was registered for the device (as the device CA would have certified it).
 public final class TestDoubleDeviceKeyVerifier: DeviceKeyVerifier, @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
@@ -63,19 +63,19 @@ public final class TestDoubleDeviceKeyVerifier: DeviceKeyVerifier, @unchecked Se
 
     public init() {}
 
-    /// Records that the device CA certified `key` for `secureElementID`.
-    public func register(_ key: P256.KeyAgreement.PublicKey, secureElementID: String) {
-        lock.withLock { registered[secureElementID] = key.derRepresentation }
+    /// Records that the device CA certified `key` for the device `deviceID`.
+    public func register(_ key: P256.KeyAgreement.PublicKey, deviceID: String) {
+        lock.withLock { registered[deviceID] = key.derRepresentation }
     }
 
     public func verifiedSecureElementKey(
-        certificateChain: [[UInt8]], secureElementID: String
+        certificateChain: [[UInt8]], deviceID: String
     ) throws
         -> P256.KeyAgreement.PublicKey
     {
-        guard certificateChain.count == 1, let expected = lock.withLock({ registered[secureElementID] }),
+        guard certificateChain.count == 1, let expected = lock.withLock({ registered[deviceID] }),
             certificateChain[0] == expected
-        else { throw TestDoubleError("the SE certificate is not certified for this SE") }
+        else { throw TestDoubleError("the SE key is not certified for this device") }
         return try P256.KeyAgreement.PublicKey(derRepresentation: expected)
     }
 }

@@ -204,7 +204,6 @@ struct ProvisioningTests {
             try await h.tokenService.linkAndProvision(
                 LinkAndProvisionRequest(
                     idempotencyKey: "r", sessionID: sessionID, deviceID: "phone-1",
-                    secureElementID: phone.secureElementID,
                     secureElementCertificateChain: rogue.certificateChain, termsAccepted: true))
         }
         await #expect(throws: TokenServiceError(.notFound, "")) { try await h.link("chk_nope", on: phone) }
