@@ -159,7 +159,7 @@ let package = Package(
             name: "NetworkServiceTests",
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
-                "NetworkTestSupport",
+                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime",
             ],
             swiftSettings: strict
         ),
