@@ -68,7 +68,9 @@ let package = Package(
         // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
         .target(
             name: "NetworkService",
-            dependencies: ["TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto"],
+            dependencies: [
+                "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
+            ],
             swiftSettings: strict
         ),
 
@@ -159,7 +161,7 @@ let package = Package(
             name: "NetworkServiceTests",
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
-                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime",
+                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP", "OrchardLogging",
             ],
             swiftSettings: strict
         ),

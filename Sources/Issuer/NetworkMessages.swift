@@ -226,7 +226,7 @@ public protocol IssuerHost: Sendable {
 }
 
 /// A lifecycle action on tokens.
-public enum TokenLifecycleAction: String, Hashable, Sendable, Codable {
+public enum TokenLifecycleAction: String, Hashable, Sendable, Codable, CaseIterable {
     case suspend, resume, delete
 }
 
