@@ -43,7 +43,10 @@ let package = Package(
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
-            dependencies: ["OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit"],
+            dependencies: [
+                "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardRuntime", "OrchardServices",
+                "PayServer", "MerchantServer",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
@@ -52,6 +55,23 @@ let package = Package(
         .target(name: "OrchardStore", dependencies: ["OrchardCrypto", "CSQLite", "CShims"], swiftSettings: strict),
         // Configuration and the deployment directory (no C imports).
         .target(name: "OrchardRuntime", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // The service contract: the protocol every service implements, `orchard init`, hosting and run records.
+        .target(
+            name: "OrchardServices",
+            dependencies: ["OrchardRuntime", "OrchardCrypto", "OrchardX509", "OrchardStore"],
+            swiftSettings: strict
+        ),
+        // The Orchard Pay server (the seeds' "Apple Pay servers") and the demo merchant's server.
+        .target(
+            name: "PayServer",
+            dependencies: ["OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "MerchantServer",
+            dependencies: ["OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit"],
+            swiftSettings: strict
+        ),
         // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
         .executableTarget(
             name: "orchard-store-crasher",
@@ -84,6 +104,14 @@ let package = Package(
         .testTarget(
             name: "OrchardStoreTests",
             dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrchardServicesTests",
+            dependencies: [
+                "OrchardServices", "PayServer", "MerchantServer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
+                "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "orchard",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

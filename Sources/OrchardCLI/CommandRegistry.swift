@@ -6,6 +6,7 @@ public enum CommandRegistry {
         DemoCommand.command,
         TokenCommands.command,
         EMVCommands.command,
+        DeploymentCommands.initCommand,
     ]
 
     public static let root = Command(
