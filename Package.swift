@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "MerchantKit", targets: ["MerchantKit"]),
         .library(name: "OrchardStore", targets: ["OrchardStore"]),
         .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
+        .library(name: "OrchardLogging", targets: ["OrchardLogging"]),
+        .library(name: "OrchardHTTP", targets: ["OrchardHTTP"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -26,6 +28,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // What Swift cannot call directly: variadic functions, function-like macros.
         .target(name: "CShims", dependencies: ["COpenSSL", "CSQLite"]),
+        // HTTP: libevent's evhttp with bufferevent_openssl (server), libcurl (client), and their shims.
+        .systemLibrary(name: "CLibevent", pkgConfig: "libevent_openssl", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "CHTTPShims", dependencies: ["COpenSSL", "CLibevent", "CCurl"]),
 
         // Swift API over OpenSSL: primitives, keys, ciphers, KDFs, EMV-era DES.
         .target(name: "OrchardCrypto", dependencies: ["COpenSSL", "CShims"], swiftSettings: strict),
@@ -33,6 +39,14 @@ let package = Package(
         .target(name: "OrchardX509", dependencies: ["OrchardCrypto", "COpenSSL", "CShims"], swiftSettings: strict),
         // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // Structured JSON-line logging and typed redaction (card numbers, keys, cryptograms); no C imports.
+        .target(name: "OrchardLogging", swiftSettings: strict),
+        // The service runtime: HTTPS server and client with mutual TLS, routing, error mapping, shutdown.
+        .target(
+            name: "OrchardHTTP",
+            dependencies: ["OrchardCrypto", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims"],
+            swiftSettings: strict
+        ),
 
         // The Apple Pay token format, both directions (used by MerchantKit and the Pay server).
         .target(name: "PaymentToken", dependencies: ["OrchardCrypto", "OrchardX509"], swiftSettings: strict),
@@ -45,7 +59,7 @@ let package = Package(
             name: "OrchardCLI",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardRuntime", "OrchardServices",
-                "PayServer", "MerchantServer",
+                "PayServer", "MerchantServer", "OrchardHTTP", "OrchardLogging",
             ],
             swiftSettings: strict
         ),
@@ -85,7 +99,9 @@ let package = Package(
             name: "OrchardFixtures",
             path: "Tests/Fixtures",
             exclude: ["README.md"],
-            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions")],
+            resources: [
+                .copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions"), .copy("pki-test"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
@@ -117,6 +133,12 @@ let package = Package(
         .testTarget(
             name: "OrchardRuntimeTests",
             dependencies: ["OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardHTTPTests",
+            dependencies: ["OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
             swiftSettings: strict
         ),
     ]

@@ -7,6 +7,7 @@ public enum CommandRegistry {
         TokenCommands.command,
         EMVCommands.command,
         DeploymentCommands.initCommand,
+        HTTPCommands.command,
     ]
 
     public static let root = Command(
