@@ -72,18 +72,26 @@ let package = Package(
         // The service contract: the protocol every service implements, `orchard init`, hosting and run records.
         .target(
             name: "OrchardServices",
-            dependencies: ["OrchardRuntime", "OrchardCrypto", "OrchardX509", "OrchardStore"],
+            dependencies: [
+                "OrchardRuntime", "OrchardCrypto", "OrchardX509", "OrchardStore", "OrchardHTTP", "OrchardLogging",
+            ],
             swiftSettings: strict
         ),
         // The Orchard Pay server (the seeds' "Apple Pay servers") and the demo merchant's server.
         .target(
             name: "PayServer",
-            dependencies: ["OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken"],
+            dependencies: [
+                "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
+                "OrchardHTTP", "OrchardLogging",
+            ],
             swiftSettings: strict
         ),
         .target(
             name: "MerchantServer",
-            dependencies: ["OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit"],
+            dependencies: [
+                "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
+                "OrchardHTTP", "OrchardLogging",
+            ],
             swiftSettings: strict
         ),
         // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
@@ -126,7 +134,7 @@ let package = Package(
             name: "OrchardServicesTests",
             dependencies: [
                 "OrchardServices", "PayServer", "MerchantServer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
-                "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "orchard",
+                "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "orchard",
             ],
             swiftSettings: strict
         ),

@@ -91,7 +91,7 @@ public struct MerchantService: OrchardService {
     public func build(
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
     ) async throws -> any ServiceInstance {
-        try MerchantServer(configuration: configuration, directory: directory, environment: environment)
+        try await MerchantServer.build(configuration: configuration, directory: directory, environment: environment)
     }
 
     /// Opens (creating) `DIR/merchant.sqlite`.

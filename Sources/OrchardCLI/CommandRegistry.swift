@@ -7,6 +7,8 @@ public enum CommandRegistry {
         TokenCommands.command,
         EMVCommands.command,
         DeploymentCommands.initCommand,
+        DeploymentCommands.serve,
+        DeploymentCommands.up,
         HTTPCommands.command,
     ]
 

@@ -1,5 +1,6 @@
 public import Foundation
 public import OrchardCrypto
+public import OrchardHTTP
 public import OrchardRuntime
 
 /// What every Orchard service implements: its configuration section, its step of `orchard init`, and a pure
@@ -51,15 +52,12 @@ public struct ServiceEndpoint: Sendable, Hashable {
     }
 }
 
-/// A built service: started once, then stopped gracefully (or cut short on a second signal).
-public protocol ServiceInstance: AnyObject, Sendable {
+/// A built service: started once, then stopped gracefully (``ManagedService/shutdown()``: no new
+/// connections, in-flight requests finished within the service's deadline, stores closed) or cut short
+/// (``ManagedService/forceShutdown()``, on a second signal).
+public protocol ServiceInstance: ManagedService {
     /// Binds its listeners and starts serving; returns where it listens.
     func start() async throws -> ServiceEndpoint
-    /// Stops gracefully: no new connections, in-flight requests finished within the service's deadline,
-    /// stores closed. Returns once stopped.
-    func shutdown() async
-    /// Cuts a graceful shutdown short.
-    func forceShutdown()
 }
 
 /// What a service takes from its surroundings besides configuration: time, randomness and the environment,

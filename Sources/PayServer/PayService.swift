@@ -65,7 +65,7 @@ public struct PayService: OrchardService {
     public func build(
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
     ) async throws -> any ServiceInstance {
-        try PayServer(configuration: configuration, directory: directory, environment: environment)
+        try await PayServer.build(configuration: configuration, directory: directory, environment: environment)
     }
 
     /// Writes the three levels, keys 0600, as ``Files``.

@@ -1,5 +1,7 @@
 import Foundation
 import MerchantServer
+import OrchardHTTP
+import OrchardLogging
 import OrchardRuntime
 import OrchardServices
 import PayServer
@@ -56,5 +58,92 @@ enum DeploymentCommands {
         } catch {
             throw CLIError.failure(error.message)
         }
+    }
+
+    static let serve = Command(
+        name: "serve",
+        summary: "Run one service of the deployment in --data-dir until SIGTERM or SIGINT.",
+        discussion: """
+            Services: pay, merchant. The service binds the host and port of its config.json section
+            (ORCHARD_<SERVICE>_PORT overrides), publishes DIR/run/<service>.json with its address while it runs,
+            and stops gracefully on SIGTERM or SIGINT (a second signal cuts in-flight requests short). Prints the
+            run record as JSON on stdout once it listens; logs go to DIR/logs/<service>.log.
+            """,
+        positionals: ["service"]
+    ) { arguments, context in
+        guard let name = arguments.positionals.first else {
+            throw CLIError.usage("name the service to run (\(try registry().names.map(\.rawValue).joined(separator: ", ")))")
+        }
+        let registry = try registry()
+        let service: any OrchardService
+        do throws(ServicesError) {
+            service = try registry.service(named: name)
+        } catch {
+            throw CLIError.usage(error.message)
+        }
+        let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        try await host([service.name], directory: directory, registry: registry, context: context)
+    }
+
+    static let up = Command(
+        name: "up",
+        summary: "Run every service of the deployment in --data-dir in this process until SIGTERM or SIGINT.",
+        discussion: """
+            A DIR that holds no deployment (missing or empty) is initialised first, as `orchard init` would.
+            Each service listens on its own port with its own SQLite file and publishes DIR/run/<service>.json;
+            SIGTERM or SIGINT stops them all gracefully. Prints the run records as JSON on stdout once all listen.
+            """
+    ) { _, context in
+        let registry = try registry()
+        let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        try await initializeIfEmpty(directory, context: context)
+        try await host(registry.names, directory: directory, registry: registry, context: context)
+    }
+
+    /// The process contract for `up` and `demo`: a DIR that is missing or empty is initialised; one that
+    /// holds other files but no deployment is refused.
+    static func initializeIfEmpty(_ directory: DeploymentDirectory, context: CommandContext) async throws {
+        let state: DeploymentDirectory.State
+        do {
+            state = try directory.state()
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        switch state {
+        case .deployment: return
+        case .missing, .empty: _ = try await initialize(directory, options: .init(), context: context)
+        case .occupied:
+            throw CLIError.failure("\(directory) holds files but no deployment; run `orchard init --force` or pick another DIR")
+        }
+    }
+
+    /// Starts `names`, prints their run records, and runs until a signal.
+    static func host(
+        _ names: [ServiceName], directory: DeploymentDirectory, registry: ServiceRegistry, context: CommandContext
+    ) async throws {
+        // Handlers first: a SIGTERM right after the records appear must already stop gracefully.
+        let signals = ShutdownSignals.shared
+        _ = signals
+        let host: ServiceHost
+        do {
+            host = try await ServiceHost.start(
+                names, directory: directory, registry: registry,
+                environment: ServiceEnvironment(variables: context.environment), publish: true)
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        var records: [String: ServiceRecord] = [:]
+        for running in host.services {
+            records[running.name.rawValue] = running.record
+            context.trace(
+                "\(running.name) listening on https://\(running.endpoint.host):\(running.endpoint.port) "
+                    + "(DIR/run/\(running.name).json)")
+        }
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        context.output(String(decoding: try encoder.encode(records), as: UTF8.self))
+        await host.runUntilSignalled(logger: Logger(label: "orchard", sink: StandardErrorLogSink.shared))
+        context.trace("stopped")
     }
 }
