@@ -9,6 +9,7 @@ public enum CommandRegistry {
         DeploymentCommands.initCommand,
         DeploymentCommands.serve,
         DeploymentCommands.up,
+        DeploymentCommands.status,
         HTTPCommands.command,
     ]
 

@@ -112,7 +112,7 @@ struct InitTests {
             try await DeploymentInitializer.initialize(directory, registry: registry)
         }
         #expect(try directory.state() == .occupied)
-        await #expect(throws: ServicesError(.notInitialized, "")) {
+        #expect(throws: ServicesError(.notInitialized, "")) {
             try registry.loadConfiguration(from: directory, environment: [:])
         }
     }

@@ -142,8 +142,63 @@ enum DeploymentCommands {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        context.output(String(decoding: try encoder.encode(records), as: UTF8.self))
+        // `serve` prints its one record, `up` the records by service name: one line either way.
+        if names.count == 1, let only = records.values.first {
+            context.output(String(decoding: try encoder.encode(only), as: UTF8.self))
+        } else {
+            context.output(String(decoding: try encoder.encode(records), as: UTF8.self))
+        }
         await host.runUntilSignalled(logger: Logger(label: "orchard", sink: StandardErrorLogSink.shared))
         context.trace("stopped")
+    }
+
+    static let status = Command(
+        name: "status",
+        summary: "Check every service of the deployment in --data-dir over HTTPS (GET /health).",
+        discussion: """
+            Uses the services running for DIR (DIR/run/); those not running are started in this process for the
+            check and stopped again, as every command that needs services does. Prints one JSON object per
+            service: how it was reached (running elsewhere, with its pid, or started here), its URL and the
+            /health answer. Exits 1 if a service does not answer 200.
+            """
+    ) { _, context in
+        let registry = try registry()
+        let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        let connections: ServiceConnections
+        do throws(ServicesError) {
+            connections = try await ServiceConnections.connect(
+                registry.names, directory: directory, registry: registry,
+                environment: ServiceEnvironment(variables: context.environment))
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        var report: [String: [String: String]] = [:]
+        var failed: [String] = []
+        do {
+            let client = try connections.client()
+            defer { client.shutdown() }
+            for name in registry.names {
+                let url = try connections.baseURL(of: name) + "/health"
+                let startedHere = connections.startedInProcess.contains(name)
+                var entry = ["url": url, "reached": startedHere ? "started in this process" : "running"]
+                if !startedHere, let record = try? directory.runningService(name) { entry["pid"] = "\(record.pid)" }
+                do {
+                    let response = try await client.get(url)
+                    entry["status"] = "\(response.status.code)"
+                    if response.status != .ok { failed.append(name.rawValue) }
+                } catch {
+                    entry["status"] = "unreachable: \(error)"
+                    failed.append(name.rawValue)
+                }
+                context.trace("\(name): \(entry["status"] ?? "") (\(entry["reached"] ?? ""))")
+                report[name.rawValue] = entry
+            }
+        } catch {
+            await connections.close()
+            throw CLIError.failure("\(error)")
+        }
+        await connections.close()
+        try context.outputJSON(report)
+        if !failed.isEmpty { throw CLIError.failure("not healthy: \(failed.joined(separator: ", "))") }
     }
 }
