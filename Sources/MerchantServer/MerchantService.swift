@@ -22,7 +22,9 @@ public struct MerchantService: OrchardService {
     /// `merchant.merchantIdentifier`: the merchant ID (default `merchant.dev.orchard.demo`).
     public static let merchantIdentifier = ConfigurationKey<String>.string(
         "merchant", "merchantIdentifier", default: "merchant.dev.orchard.demo",
-        validate: { isReverseDNS($0, prefix: "merchant.") ? nil : "\"\($0)\" is not a merchant ID (merchant.<reverse DNS>)" })
+        validate: {
+            isReverseDNS($0, prefix: "merchant.") ? nil : "\"\($0)\" is not a merchant ID (merchant.<reverse DNS>)"
+        })
     /// `merchant.displayName`: the name the payment sheet shows.
     public static let displayName = ConfigurationKey<String>.string(
         "merchant", "displayName", default: "Orchard Demo Store",

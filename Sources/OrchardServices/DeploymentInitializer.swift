@@ -72,7 +72,9 @@ public enum DeploymentInitializer {
             for service in registry.services {
                 try DeploymentPKI.issueTLSServerIdentity(
                     for: service.name, by: rootCA, to: directory, clock: clock, random: random)
-                trace("\(service.name): TLS certificate pki/\(PKIFiles.tlsServer(service.name)).pem (127.0.0.1, localhost)")
+                trace(
+                    "\(service.name): TLS certificate pki/\(PKIFiles.tlsServer(service.name)).pem (127.0.0.1, localhost)"
+                )
                 do {
                     try await service.initialize(context)
                 } catch {
@@ -95,7 +97,8 @@ public enum DeploymentInitializer {
         for service in registry.services {
             var additional: [String: Int] = [:]
             for key in service.additionalPorts { additional[key.name] = final[key] }
-            ports[service.name.rawValue] = ServicePorts(port: final[ServiceSettings.port(service.name)], additional: additional)
+            ports[service.name.rawValue] = ServicePorts(
+                port: final[ServiceSettings.port(service.name)], additional: additional)
         }
         return Summary(
             directory: directory.path, services: ports,

@@ -49,7 +49,9 @@ public struct CertificateAuthority: Sendable {
                 subject: subject, publicKey: CertificatePublicKey(key.publicKey),
                 issuer: issuer?.issuer ?? .selfSigned(CertificatePrivateKey(key)),
                 notValidBefore: now.addingTimeInterval(-300), notValidAfter: now.addingTimeInterval(lifetime),
-                extensions: [.basicConstraints(isCA: true, pathLength: pathLength), .keyUsage([.keyCertSign, .cRLSign])],
+                extensions: [
+                    .basicConstraints(isCA: true, pathLength: pathLength), .keyUsage([.keyCertSign, .cRLSign]),
+                ],
                 random: random)
             return CertificateAuthority(certificate: certificate, signingKey: key)
         } catch {
@@ -58,12 +60,15 @@ public struct CertificateAuthority: Sendable {
     }
 
     /// Reads `pki/<name>.pem` and `pki/<name>.key` and checks the key is the certificate's.
-    public static func load(named name: String, from directory: DeploymentDirectory) throws(ServicesError)
+    public static func load(
+        named name: String, from directory: DeploymentDirectory
+    ) throws(ServicesError)
         -> CertificateAuthority
     {
         let certificate = try DeploymentPKI.readCertificate(named: name, from: directory)
         let key = try DeploymentPKI.readSigningKey(named: name, from: directory)
-        guard CertificatePublicKey(key.publicKey).derRepresentation == certificate.subjectPublicKeyInfo.derRepresentation
+        guard
+            CertificatePublicKey(key.publicKey).derRepresentation == certificate.subjectPublicKeyInfo.derRepresentation
         else {
             throw ServicesError(.pkiFailure, "pki/\(name).key is not the key of pki/\(name).pem")
         }
@@ -90,7 +95,9 @@ public struct TLSIdentity: Sendable, CustomStringConvertible, CustomDebugStringC
     }
 
     /// Reads `pki/<name>.pem` and `pki/<name>.key` (the key refused if wider than 0600).
-    public static func load(named name: String, from directory: DeploymentDirectory) throws(ServicesError)
+    public static func load(
+        named name: String, from directory: DeploymentDirectory
+    ) throws(ServicesError)
         -> TLSIdentity
     {
         do {
@@ -135,7 +142,9 @@ public enum DeploymentPKI {
     }
 
     /// Reads the P-256 key in `pki/<name>.key` (refused if the file is wider than 0600).
-    public static func readSigningKey(named name: String, from directory: DeploymentDirectory) throws(ServicesError)
+    public static func readSigningKey(
+        named name: String, from directory: DeploymentDirectory
+    ) throws(ServicesError)
         -> P256.Signing.PrivateKey
     {
         do {
@@ -160,7 +169,9 @@ public enum DeploymentPKI {
     }
 
     /// The first certificate of `pki/<name>.pem`.
-    public static func readCertificate(named name: String, from directory: DeploymentDirectory) throws(ServicesError)
+    public static func readCertificate(
+        named name: String, from directory: DeploymentDirectory
+    ) throws(ServicesError)
         -> Certificate
     {
         guard let first = try readCertificates(named: name, from: directory).first else {
@@ -170,7 +181,9 @@ public enum DeploymentPKI {
     }
 
     /// Every certificate of `pki/<name>.pem`, in file order.
-    public static func readCertificates(named name: String, from directory: DeploymentDirectory)
+    public static func readCertificates(
+        named name: String, from directory: DeploymentDirectory
+    )
         throws(ServicesError) -> [Certificate]
     {
         do {

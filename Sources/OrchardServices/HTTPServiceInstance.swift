@@ -94,7 +94,8 @@ public final class FileLogSink: LogSink, @unchecked Sendable {
     public init(path: String) throws(ServicesError) {
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
-            throw ServicesError(.invalidConfiguration, "cannot open the log \(path): \(String(cString: strerror(errno)))")
+            throw ServicesError(
+                .invalidConfiguration, "cannot open the log \(path): \(String(cString: strerror(errno)))")
         }
         descriptor = fd
     }

@@ -88,7 +88,8 @@ public final class ServiceHost: Sendable {
                         try directory.publish(made)
                     } catch {
                         await instance.shutdown()
-                        throw ServicesError(.startFailed, "cannot publish the run record of \(service.name)", underlying: error)
+                        throw ServicesError(
+                            .startFailed, "cannot publish the run record of \(service.name)", underlying: error)
                     }
                     record = made
                 }

@@ -152,14 +152,16 @@ public final class MerchantRegistry: MerchantOnboarding {
         guard identifier.hasPrefix("merchant."), isReverseDNS(identifier) else {
             throw ServicesError(
                 .invalidConfiguration,
-                "\"\(identifier)\" is not a merchant identifier (merchant.<reverse DNS>, e.g. merchant.dev.orchard.demo)")
+                "\"\(identifier)\" is not a merchant identifier (merchant.<reverse DNS>, e.g. merchant.dev.orchard.demo)"
+            )
         }
     }
 
     static func checkApplicationIdentifier(_ identifier: String) throws(ServicesError) {
         guard identifier.contains("."), isReverseDNS(identifier) else {
             throw ServicesError(
-                .invalidConfiguration, "\"\(identifier)\" is not an app identifier (reverse DNS, e.g. dev.orchard.demo-app)")
+                .invalidConfiguration,
+                "\"\(identifier)\" is not an app identifier (reverse DNS, e.g. dev.orchard.demo-app)")
         }
     }
 

@@ -24,7 +24,8 @@ public struct PayService: OrchardService {
     /// `pay.demoAccount`: the user account `init` creates, to which demo devices belong.
     public static let demoAccount = ConfigurationKey<String>.string(
         "pay", "demoAccount", default: "demo",
-        validate: { isAccountName($0) ? nil : "\"\($0)\" is not an account name (1-64 letters, digits, '.', '-', '_')" })
+        validate: { isAccountName($0) ? nil : "\"\($0)\" is not an account name (1-64 letters, digits, '.', '-', '_')" }
+    )
 
     public init() {}
 
@@ -35,7 +36,8 @@ public struct PayService: OrchardService {
         let directory = context.directory
         let now = context.clock.now()
         let pki = try TokenSigningPKI.generate(
-            notValidBefore: now.addingTimeInterval(-300), notValidAfter: now.addingTimeInterval(DeploymentPKI.caLifetime),
+            notValidBefore: now.addingTimeInterval(-300),
+            notValidAfter: now.addingTimeInterval(DeploymentPKI.caLifetime),
             random: context.random)
         try Self.write(pki, to: directory)
         context.trace(
@@ -81,7 +83,9 @@ public struct PayService: OrchardService {
 
     /// Reads the token-signing chain `init` wrote, checking each key belongs to its certificate and each level
     /// is issued by the one above.
-    public static func loadTokenSigningPKI(from directory: DeploymentDirectory) throws(ServicesError)
+    public static func loadTokenSigningPKI(
+        from directory: DeploymentDirectory
+    ) throws(ServicesError)
         -> TokenSigningPKI
     {
         var loaded: [(Certificate, CertificatePrivateKey)] = []

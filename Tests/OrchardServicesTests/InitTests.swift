@@ -154,7 +154,8 @@ struct InitTests {
             let key = try identity.privateKeyPEM.withUnsafeBytes {
                 try P256.Signing.PrivateKey(pemRepresentation: String(decoding: $0, as: UTF8.self))
             }
-            #expect(CertificatePublicKey(key.publicKey).derRepresentation == leaf.subjectPublicKeyInfo.derRepresentation)
+            #expect(
+                CertificatePublicKey(key.publicKey).derRepresentation == leaf.subjectPublicKeyInfo.derRepresentation)
         }
         let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
         #expect(verifier.verify(leaf: deviceCA, intermediates: [], at: Date()).isValid)
@@ -189,7 +190,8 @@ struct InitTests {
         #expect(try decryptor.decrypt(token).payment.transactionAmount == 1999)
         // A merchant trusting the deployment's TLS root instead refuses the token.
         let wrongRoot = try PaymentTokenDecryptor(
-            identities: [identity], trustRoots: [try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)])
+            identities: [identity],
+            trustRoots: [try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)])
         #expect(throws: MerchantKitError.self) { try wrongRoot.decrypt(token) }
     }
 

@@ -54,13 +54,15 @@ struct PayServerTests {
 
         // Chains to the Orchard root, but through the device CA: verified by TLS, refused by the route.
         let deviceCA = try CertificateAuthority.load(named: PKIFiles.deviceCA, from: directory)
-        let device = try connections.client(identity: try clientIdentity(from: deviceCA, uid: "merchant.dev.orchard.demo"))
+        let device = try connections.client(
+            identity: try clientIdentity(from: deviceCA, uid: "merchant.dev.orchard.demo"))
         #expect(try await device.get(url).status == .forbidden)
         device.shutdown()
 
         // A merchant CA certificate for an unregistered merchant ID.
         let merchantCA = try CertificateAuthority.load(named: PayService.Files.merchantCA, from: directory)
-        let unknown = try connections.client(identity: try clientIdentity(from: merchantCA, uid: "merchant.dev.unknown"))
+        let unknown = try connections.client(
+            identity: try clientIdentity(from: merchantCA, uid: "merchant.dev.unknown"))
         #expect(try await unknown.get(url).status == .forbidden)
         unknown.shutdown()
 
@@ -68,7 +70,8 @@ struct PayServerTests {
         let foreignCA = try CertificateAuthority.create(
             subject: DistinguishedName([.commonName("Elsewhere CA")]), issuer: nil, lifetime: 3600,
             clock: SystemClock(), random: SystemRandom())
-        let foreign = try connections.client(identity: try clientIdentity(from: foreignCA, uid: "merchant.dev.orchard.demo"))
+        let foreign = try connections.client(
+            identity: try clientIdentity(from: foreignCA, uid: "merchant.dev.orchard.demo"))
         await #expect(throws: HTTPError.self) { try await foreign.get(url) }
         foreign.shutdown()
         await connections.close()

@@ -41,7 +41,8 @@ struct ProcessTests {
         let forced = try await runOrchard(["init", "--data-dir", directory.path, "--force", "--base-port", "47200"])
         #expect(forced.status == 0, "\(forced.stderr)")
         #expect(try self.root() != root)
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory.pkiPath) where name.hasSuffix(".key") {
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.pkiPath) where name.hasSuffix(".key")
+        {
             #expect(SecureFile.mode(of: directory.pkiPath + "/" + name) == 0o600, "\(name)")
         }
         #expect(SecureFile.mode(of: directory.path) == 0o700)
@@ -70,7 +71,8 @@ struct ProcessTests {
             }
             // A client that trusts another root refuses the service's certificate.
             await #expect(throws: HTTPError.self) { try await stranger.get("\(record.baseURL)/health") }
-            #expect(FileManager.default.fileExists(atPath: directory.databasePath(for: Party(try ServiceName(service)))))
+            #expect(
+                FileManager.default.fileExists(atPath: directory.databasePath(for: Party(try ServiceName(service)))))
         }
 
         up.send(SIGTERM)
@@ -117,7 +119,8 @@ struct ProcessTests {
         #expect(try await runOrchard(["init", "--data-dir", directory.path]).status == 0)
         let alone = try await runOrchard(["status", "--data-dir", directory.path])
         #expect(alone.status == 0, "\(alone.stderr)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(alone.stdout.utf8)) as? [String: [String: String]])
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(alone.stdout.utf8)) as? [String: [String: String]])
         for service in Self.services {
             #expect(report[service]?["reached"] == "started in this process")
             #expect(report[service]?["status"] == "200")
@@ -130,7 +133,8 @@ struct ProcessTests {
         let record = try JSONDecoder().decodeRecord(try await pay.firstLine())
         let shared = try await runOrchard(["status", "--data-dir", directory.path])
         #expect(shared.status == 0, "\(shared.stderr)")
-        let second = try #require(try JSONSerialization.jsonObject(with: Data(shared.stdout.utf8)) as? [String: [String: String]])
+        let second = try #require(
+            try JSONSerialization.jsonObject(with: Data(shared.stdout.utf8)) as? [String: [String: String]])
         #expect(second["pay"]?["reached"] == "running")
         #expect(second["pay"]?["pid"] == "\(pay.pid)")
         #expect(second["pay"]?["url"] == "https://127.0.0.1:\(record.port)/health")

@@ -5,7 +5,8 @@ final class TemporaryDirectory: @unchecked Sendable {
     let path: String
 
     init() throws {
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-services-\(UUID().uuidString)")
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "orchard-services-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
         path = base.path
     }

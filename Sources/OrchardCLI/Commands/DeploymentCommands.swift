@@ -72,7 +72,8 @@ enum DeploymentCommands {
         positionals: ["service"]
     ) { arguments, context in
         guard let name = arguments.positionals.first else {
-            throw CLIError.usage("name the service to run (\(try registry().names.map(\.rawValue).joined(separator: ", ")))")
+            throw CLIError.usage(
+                "name the service to run (\(try registry().names.map(\.rawValue).joined(separator: ", ")))")
         }
         let registry = try registry()
         let service: any OrchardService
@@ -113,7 +114,8 @@ enum DeploymentCommands {
         case .deployment: return
         case .missing, .empty: _ = try await initialize(directory, options: .init(), context: context)
         case .occupied:
-            throw CLIError.failure("\(directory) holds files but no deployment; run `orchard init --force` or pick another DIR")
+            throw CLIError.failure(
+                "\(directory) holds files but no deployment; run `orchard init --force` or pick another DIR")
         }
     }
 
