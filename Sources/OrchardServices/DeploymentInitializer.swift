@@ -72,9 +72,8 @@ public enum DeploymentInitializer {
             for service in registry.services {
                 try DeploymentPKI.issueTLSServerIdentity(
                     for: service.name, by: rootCA, to: directory, clock: clock, random: random)
-                trace(
-                    "\(service.name): TLS certificate pki/\(PKIFiles.tlsServer(service.name)).pem (127.0.0.1, localhost)"
-                )
+                let file = PKIFiles.tlsServer(service.name)
+                trace("\(service.name): TLS certificate pki/\(file).pem (127.0.0.1, localhost)")
                 do {
                     try await service.initialize(context)
                 } catch {

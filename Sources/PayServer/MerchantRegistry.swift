@@ -152,8 +152,8 @@ public final class MerchantRegistry: MerchantOnboarding {
         guard identifier.hasPrefix("merchant."), isReverseDNS(identifier) else {
             throw ServicesError(
                 .invalidConfiguration,
-                "\"\(identifier)\" is not a merchant identifier (merchant.<reverse DNS>, e.g. merchant.dev.orchard.demo)"
-            )
+                "\"\(identifier)\" is not a merchant identifier (merchant.<reverse DNS>, "
+                    + "e.g. merchant.dev.orchard.demo)")
         }
     }
 

@@ -41,8 +41,8 @@ public struct PayService: OrchardService {
             random: context.random)
         try Self.write(pki, to: directory)
         context.trace(
-            "pay: token-signing chain pki/\(Files.tokenRoot).pem → \(Files.tokenIntegrationCA) (1.2.840.113635.100.6.2.14)"
-                + " → \(Files.tokenSigning) (1.2.840.113635.100.6.29)")
+            "pay: token-signing chain pki/\(Files.tokenRoot).pem → \(Files.tokenIntegrationCA) "
+                + "(1.2.840.113635.100.6.2.14) → \(Files.tokenSigning) (1.2.840.113635.100.6.29)")
 
         let merchantCA = try CertificateAuthority.create(
             subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Merchant CA")]),
