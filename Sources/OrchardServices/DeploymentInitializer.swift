@@ -188,7 +188,7 @@ public enum DeploymentInitializer {
 
     /// `count` distinct ports free on 127.0.0.1 now: each is bound to port 0 and read back, all are held until
     /// the last is found, then released.
-    static func freePorts(_ count: Int) throws(ServicesError) -> [Int] {
+    package static func freePorts(_ count: Int) throws(ServicesError) -> [Int] {
         var sockets: [Int32] = []
         defer { for fd in sockets { close(fd) } }
         var ports: [Int] = []

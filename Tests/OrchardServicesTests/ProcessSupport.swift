@@ -28,11 +28,12 @@ final class OrchardChild: @unchecked Sendable {
     private var out = Data()
     private var err = Data()
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: try orchardExecutable())
         process.arguments = arguments
-        // The child reads no configuration overrides from the test's environment.
+        // The child reads no configuration overrides from the test's environment, only `environment`'s.
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ORCHARD_") }
+            .merging(environment) { _, new in new }
         let stdout = Pipe()
         let stderr = Pipe()
         process.standardOutput = stdout
@@ -90,8 +91,10 @@ final class OrchardChild: @unchecked Sendable {
 }
 
 /// Runs `orchard arguments` to completion.
-func runOrchard(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-    let child = try OrchardChild(arguments)
+func runOrchard(
+    _ arguments: [String], environment: [String: String] = [:]
+) async throws -> (status: Int32, stdout: String, stderr: String) {
+    let child = try OrchardChild(arguments, environment: environment)
     let status = try await child.exitStatus()
     return (status, child.standardOutput, child.standardError)
 }

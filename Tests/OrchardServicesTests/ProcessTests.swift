@@ -82,6 +82,47 @@ struct ProcessTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.runPath).isEmpty)
         let port = try #require(records["pay"]?.port)
         await #expect(throws: HTTPError.self) { try await trusted.get("https://127.0.0.1:\(port)/health") }
+        // Each service logged to its own file.
+        for service in Self.services {
+            let log = String(decoding: try SecureFile.read(directory.logsPath + "/\(service).log"), as: UTF8.self)
+            #expect(log.contains("\"listening\""))
+            #expect(log.contains("\"logger\":\"\(service)\""))
+        }
+    }
+
+    @Test func environmentOverridesTheConfiguredPortAndBadValuesAreNamed() async throws {
+        #expect(try await runOrchard(["init", "--data-dir", directory.path]).status == 0)
+        let port = try DeploymentInitializer.freePorts(1)[0]
+        let pay = try OrchardChild(
+            ["serve", "pay", "--data-dir", directory.path], environment: ["ORCHARD_PAY_PORT": "\(port)"])
+        let record = try JSONDecoder().decodeRecord(try await pay.firstLine())
+        #expect(record.port == port)
+        pay.send(SIGINT)
+        #expect(try await pay.exitStatus() == 0)
+
+        let bad = try await runOrchard(
+            ["serve", "pay", "--data-dir", directory.path], environment: ["ORCHARD_PAY_PORT": "eighty"])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("ORCHARD_PAY_PORT"))
+    }
+
+    @Test func aStaleRunRecordDoesNotCount() async throws {
+        #expect(try await runOrchard(["init", "--data-dir", directory.path]).status == 0)
+        // A record left by a process that is gone (SIGKILL leaves its records behind).
+        let dead = try OrchardChild(["--version"])
+        _ = try await dead.exitStatus()
+        try directory.publish(ServiceRecord(service: .pay, host: "127.0.0.1", port: 1, pid: dead.pid))
+        let pay = try OrchardChild(["serve", "pay", "--data-dir", directory.path])
+        let record = try JSONDecoder().decodeRecord(try await pay.firstLine())
+        #expect(record.pid == pay.pid)
+        pay.send(SIGKILL)
+        _ = try await pay.exitStatus()
+        // Killed without a chance to clean up: its record stays until someone finds the pid gone.
+        #expect(FileManager.default.fileExists(atPath: directory.runRecordPath(for: .pay)))
+        let status = try await runOrchard(["status", "--data-dir", directory.path])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("started in this process"))
+        #expect(!FileManager.default.fileExists(atPath: directory.runRecordPath(for: .pay)))
     }
 
     @Test func serveRunsOneServiceAndASecondServeOfItIsRefused() async throws {
