@@ -21,6 +21,9 @@ let package = Package(
         .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
         .library(name: "OrchardLogging", targets: ["OrchardLogging"]),
         .library(name: "OrchardHTTP", targets: ["OrchardHTTP"]),
+        .library(name: "SecureElement", targets: ["SecureElement"]),
+        .library(name: "Wallet", targets: ["Wallet"]),
+        .library(name: "Device", targets: ["Device"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -58,8 +61,9 @@ let package = Package(
         .target(
             name: "OrchardCLI",
             dependencies: [
-                "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardRuntime", "OrchardServices",
-                "PayServer", "MerchantServer", "OrchardHTTP", "OrchardLogging",
+                "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
+                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardServices", "PayServer",
+                "MerchantServer",
             ],
             swiftSettings: strict
         ),
@@ -99,6 +103,26 @@ let package = Package(
             name: "orchard-store-crasher",
             dependencies: ["OrchardStore"],
             path: "Sources/OrchardStoreCrasher",
+            swiftSettings: strict
+        ),
+
+        // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
+        // and the wiring of both to the device's SQLite file and storage key.
+        .target(name: "SecureElement", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(
+            name: "Device",
+            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
+        // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
+        .target(name: "DeviceProcess", dependencies: ["Device"], swiftSettings: strict),
+        // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
+        // cryptograms.
+        .executableTarget(
+            name: "orchard-device-crasher",
+            dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto"],
+            path: "Sources/DeviceCrasher",
             swiftSettings: strict
         ),
 
@@ -147,6 +171,25 @@ let package = Package(
         .testTarget(
             name: "OrchardHTTPTests",
             dependencies: ["OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SecureElementTests",
+            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
+        .testTarget(
+            name: "DeviceProcessTests",
+            dependencies: ["DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto", "orchard"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DeviceTests",
+            dependencies: [
+                "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
+                "OrchardCrypto", "orchard-device-crasher",
+            ],
             swiftSettings: strict
         ),
     ]

@@ -11,6 +11,7 @@ public enum CommandRegistry {
         DeploymentCommands.up,
         DeploymentCommands.status,
         HTTPCommands.command,
+        DeviceCommands.command,
     ]
 
     public static let root = Command(
