@@ -158,7 +158,8 @@ let package = Package(
             name: "OrchardServicesTests",
             dependencies: [
                 "OrchardServices", "PayServer", "MerchantServer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
-                "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "orchard",
+                "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
+                "SecureElement", "orchard",
             ],
             swiftSettings: strict
         ),

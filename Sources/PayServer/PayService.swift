@@ -24,7 +24,9 @@ public struct PayService: OrchardService {
     /// `pay.demoAccount`: the user account `init` creates, to which demo devices belong.
     public static let demoAccount = ConfigurationKey<String>.string(
         "pay", "demoAccount", default: "demo",
-        validate: { isAccountName($0) ? nil : "\"\($0)\" is not an account name (1-64 letters, digits, '.', '-', '_')" }
+        validate: {
+            isAccountName($0) ? nil : "\"\($0)\" is not an account name (1-64 lowercase letters, digits, . _ - @)"
+        }
     )
 
     public init() {}
@@ -102,12 +104,14 @@ public struct PayService: OrchardService {
             leafKey: loaded[2].1)
     }
 
+    /// Account names as devices take them (`DeviceProfile`): 1 to 64 lowercase letters, digits, `.`, `_`,
+    /// `-` or `@`.
     static func isAccountName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
         return (1...64).contains(bytes.count)
             && bytes.allSatisfy { byte in
-                (0x61...0x7A).contains(byte) || (0x41...0x5A).contains(byte) || (0x30...0x39).contains(byte)
-                    || [UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_")].contains(byte)
+                (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
+                    || [UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "@")].contains(byte)
             }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Device
 import MerchantKit
 import MerchantServer
 import OrchardCrypto
@@ -8,6 +9,7 @@ import OrchardStore
 import OrchardX509
 import PayServer
 import PaymentToken
+import SecureElement
 import Testing
 
 /// `orchard init` at library level: the directory contract, the PKI it writes, the demo merchant and app.
@@ -271,5 +273,29 @@ struct FailingService: OrchardService {
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
     ) async throws -> any ServiceInstance {
         throw ServicesError(.internalFailure, "never built")
+    }
+}
+
+/// What other parties read from a deployment `init` made.
+@Suite("orchard init: what other parties read")
+struct InitConsumersTests {
+    @Test func theDeviceModuleUsesTheDeviceCAInitMade() async throws {
+        let temporary = try TemporaryDirectory()
+        let directory = DeploymentDirectory(path: temporary.child("deployment"))
+        _ = try await DeploymentInitializer.initialize(
+            directory, registry: try ServiceRegistry([PayService(), MerchantService()]))
+        let deviceCA = try #require(try DeviceCertificateAuthority.load(from: directory))
+        #expect(deviceCA.certificate == (try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)))
+        let element = try P256.KeyAgreement.PrivateKey()
+        let account = PayService.demoAccount.defaultValue
+        let certificate = try deviceCA.issueDeviceCertificate(
+            name: "demo-phone", profile: try DeviceProfile(kind: .phone, biometry: .face, account: account),
+            elementKey: element.publicKey)
+        let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
+        let verifier = try CertificateChainVerifier(trustRoots: [root])
+        #expect(verifier.verify(leaf: certificate, intermediates: [deviceCA.certificate], at: Date()).isValid)
+        #expect(!verifier.verify(leaf: certificate, intermediates: [], at: Date()).isValid)
+        // A second device CA is refused: init made the one.
+        #expect(throws: (any Error).self) { try DeviceCertificateAuthority.create(in: directory) }
     }
 }
