@@ -19,7 +19,9 @@ public enum PKIFiles {
 /// A certificate authority held in `DIR/pki/`: its certificate and its P-256 signing key.
 ///
 /// The key never prints (``CertificatePrivateKey`` redacts); it is read from a 0600 file and only used to sign.
-public struct CertificateAuthority: Sendable {
+public struct CertificateAuthority: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     /// The CA's certificate.
     public let certificate: Certificate
     let signingKey: P256.Signing.PrivateKey
@@ -74,6 +76,11 @@ public struct CertificateAuthority: Sendable {
         }
         return CertificateAuthority(certificate: certificate, signingKey: key)
     }
+
+    /// The subject only; never the key.
+    public var description: String { "CertificateAuthority(\(certificate.subject), <redacted key>)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["certificate": certificate], displayStyle: .struct) }
 
     /// Writes the key (0600) and the certificate (0644) as `pki/<name>.key` and `pki/<name>.pem`.
     public func write(named name: String, to directory: DeploymentDirectory) throws(ServicesError) {

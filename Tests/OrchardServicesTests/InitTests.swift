@@ -1,5 +1,5 @@
-import Foundation
 import Device
+import Foundation
 import MerchantKit
 import MerchantServer
 import OrchardCrypto
@@ -297,5 +297,26 @@ struct InitConsumersTests {
         #expect(!verifier.verify(leaf: certificate, intermediates: [], at: Date()).isValid)
         // A second device CA is refused: init made the one.
         #expect(throws: (any Error).self) { try DeviceCertificateAuthority.create(in: directory) }
+    }
+}
+
+@Suite("Deployment PKI values")
+struct DeploymentPKIValueTests {
+    @Test func aCertificateAuthorityNeverPrintsItsKey() throws {
+        let authority = try CertificateAuthority.create(
+            subject: DistinguishedName([.commonName("Printing CA")]), issuer: nil, lifetime: 3600,
+            clock: SystemClock(), random: SystemRandom())
+        let scalar = authority.privateKey.description
+        var dumped = ""
+        dump(authority, to: &dumped)
+        for text in ["\(authority)", String(reflecting: authority), dumped, scalar] {
+            #expect(text.contains("Printing CA") || text.contains("redacted"))
+            #expect(!text.contains("PRIVATE KEY"))
+        }
+        #expect(!dumped.contains("signingKey"))
+        let identity = TLSIdentity(certificateChainPEM: "", privateKeyPEM: SecureBytes(Array("SECRET-PEM".utf8)))
+        var identityDump = ""
+        dump(identity, to: &identityDump)
+        for text in ["\(identity)", String(reflecting: identity), identityDump] { #expect(!text.contains("SECRET")) }
     }
 }
