@@ -57,13 +57,19 @@ let package = Package(
         .target(
             name: "MerchantKit", dependencies: ["PaymentToken", "OrchardCrypto", "OrchardX509"], swiftSettings: strict),
 
+        // Benchmarks: each figure through the Swift API and through the same EVP calls written in C.
+        .target(name: "CBenchmarks", dependencies: ["COpenSSL"]),
+        .target(
+            name: "OrchardBenchmarks", dependencies: ["OrchardCrypto", "CBenchmarks", "COpenSSL", "CShims"],
+            swiftSettings: strict),
+
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
-                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardServices", "PayServer",
-                "MerchantServer",
+                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
+                "OrchardServices", "PayServer", "MerchantServer",
             ],
             swiftSettings: strict
         ),
@@ -132,7 +138,8 @@ let package = Package(
             path: "Tests/Fixtures",
             exclude: ["README.md"],
             resources: [
-                .copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions"), .copy("pki-test"),
+                .copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("crypto"), .copy("fuzz-regressions"),
+                .copy("pki-test"),
             ],
             swiftSettings: strict
         ),
@@ -148,7 +155,9 @@ let package = Package(
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardBenchmarksTests", dependencies: ["OrchardBenchmarks", "OrchardCrypto"], swiftSettings: strict),
+                .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
             dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],

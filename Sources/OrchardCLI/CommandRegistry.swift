@@ -12,6 +12,7 @@ public enum CommandRegistry {
         DeploymentCommands.status,
         HTTPCommands.command,
         DeviceCommands.command,
+        BenchCommands.command,
     ]
 
     public static let root = Command(
