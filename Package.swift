@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "EMV", targets: ["EMV"]),
         .library(name: "PaymentToken", targets: ["PaymentToken"]),
         .library(name: "MerchantKit", targets: ["MerchantKit"]),
+        .library(name: "Issuer", targets: ["Issuer"]),
+        .library(name: "TokenService", targets: ["TokenService"]),
+        .library(name: "Acquirer", targets: ["Acquirer"]),
         .library(name: "OrchardStore", targets: ["OrchardStore"]),
         .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
         .library(name: "OrchardLogging", targets: ["OrchardLogging"]),
@@ -62,6 +65,19 @@ let package = Package(
         .target(
             name: "OrchardBenchmarks", dependencies: ["OrchardCrypto", "CBenchmarks", "COpenSSL", "CShims"],
             swiftSettings: strict),
+        // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
+        // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
+        .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto"], swiftSettings: strict),
+        .target(name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto"], swiftSettings: strict),
+        // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
+        .target(
+            name: "NetworkService",
+            dependencies: [
+                "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
+            ],
+            swiftSettings: strict
+        ),
 
         // The command line: argument parser, command registry, one file per command group.
         .target(
@@ -157,7 +173,33 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchardBenchmarksTests", dependencies: ["OrchardBenchmarks", "OrchardCrypto"], swiftSettings: strict),
-                .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
+        // Test doubles (cryptogram check, device CA) and the in-memory network, shared by the network's tests.
+        .target(
+            name: "NetworkTestSupport",
+            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto"],
+            path: "Tests/NetworkTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "TokenServiceTests",
+            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AcquirerTests",
+            dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NetworkServiceTests",
+            dependencies: [
+                "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
+                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP", "OrchardLogging",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
             dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
