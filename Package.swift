@@ -85,7 +85,7 @@ let package = Package(
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
-                "OrchardServices", "PayServer", "MerchantServer",
+                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer",
             ],
             swiftSettings: strict
         ),
@@ -109,6 +109,15 @@ let package = Package(
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
                 "OrchardHTTP", "OrchardLogging",
+            ],
+            swiftSettings: strict
+        ),
+        // The card network (token service, issuer, acquirer) as one service over NetworkService's stores and routes.
+        .target(
+            name: "NetworkServer",
+            dependencies: [
+                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
+                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging",
             ],
             swiftSettings: strict
         ),
@@ -208,7 +217,8 @@ let package = Package(
         .testTarget(
             name: "OrchardServicesTests",
             dependencies: [
-                "OrchardServices", "PayServer", "MerchantServer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
+                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
+                "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
                 "SecureElement", "orchard",
             ],

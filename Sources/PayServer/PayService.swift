@@ -19,6 +19,8 @@ public struct PayService: OrchardService {
         public static let tokenSigning = "token-signing"
         /// The CA that issues merchant processing and identity certificates, under the Orchard root.
         public static let merchantCA = "merchant-ca"
+        /// The Pay server's TLS client certificate (role token requestor) for its calls to the network.
+        public static let client = "pay-client"
     }
 
     /// `pay.demoAccount`: the user account `init` creates, to which demo devices belong.
@@ -51,6 +53,11 @@ public struct PayService: OrchardService {
             issuer: context.rootCA, lifetime: DeploymentPKI.caLifetime, clock: context.clock, random: context.random)
         try merchantCA.write(named: Files.merchantCA, to: directory)
         context.trace("pay: merchant CA pki/\(Files.merchantCA).pem (issued by the root)")
+
+        try ServiceAccess.issueClientIdentity(
+            named: Files.client, role: .tokenRequestor, commonName: "Orchard Pay", by: context.rootCA, to: directory,
+            clock: context.clock, random: context.random)
+        context.trace("pay: client certificate pki/\(Files.client).pem (token requestor) for calls to the network")
 
         let store = try PayStore.open(in: directory)
         context.atEnd { await store.close() }

@@ -1,7 +1,10 @@
 import Device
 import Foundation
+import Issuer
 import MerchantKit
 import MerchantServer
+import NetworkServer
+import NetworkService
 import OrchardCrypto
 import OrchardRuntime
 import OrchardServices
@@ -11,11 +14,15 @@ import PayServer
 import PaymentToken
 import SecureElement
 import Testing
+import TokenService
 
 /// `orchard init` at library level: the directory contract, the PKI it writes, the demo merchant and app.
 @Suite("orchard init")
 struct InitTests {
-    static func registry() throws -> ServiceRegistry { try ServiceRegistry([PayService(), MerchantService()]) }
+    /// The services the executable registers, in its order.
+    static func registry() throws -> ServiceRegistry {
+        try ServiceRegistry([NetworkServerService(), PayService(), MerchantService()])
+    }
 
     let temporary: TemporaryDirectory
     let directory: DeploymentDirectory
@@ -45,9 +52,11 @@ struct InitTests {
         for certificate in names where certificate.hasSuffix(".pem") {
             #expect(SecureFile.mode(of: "\(directory.pkiPath)/\(certificate)") == 0o644, "\(certificate)")
         }
-        // Every key has its certificate.
-        #expect(Set(keys.map { $0.dropLast(4) }) == Set(names.filter { $0.hasSuffix(".pem") }.map { $0.dropLast(4) }))
-        for party in [Party.pay, .merchant] {
+        // Every key has its certificate, except the HSM's master key (a raw symmetric key).
+        #expect(
+            Set(keys.map { $0.dropLast(4) }).subtracting([Substring(NetworkServerService.Files.localMasterKey)])
+                == Set(names.filter { $0.hasSuffix(".pem") }.map { $0.dropLast(4) }))
+        for party in [Party.network, .issuer, .acquirer, .pay, .merchant] {
             #expect(SecureFile.mode(of: directory.databasePath(for: party)) == 0o600)
         }
         try directory.checkPermissions()
@@ -59,9 +68,9 @@ struct InitTests {
     @Test func configurationHasFreeDistinctPortsAndTheDemoMerchant() async throws {
         try await initialize()
         let configuration = try Self.registry().loadConfiguration(from: directory, environment: [:])
-        let ports = [configuration[ServiceSettings.port(.pay)], configuration[ServiceSettings.port(.merchant)]]
+        let ports = [ServiceName.network, .pay, .merchant].map { configuration[ServiceSettings.port($0)] }
         #expect(ports.allSatisfy { (1024...65535).contains($0) })
-        #expect(Set(ports).count == 2)
+        #expect(Set(ports).count == 3)
         #expect(configuration[MerchantService.merchantIdentifier] == "merchant.dev.orchard.demo")
         #expect(configuration[MerchantService.applicationIdentifier] == "dev.orchard.demo-app")
         #expect(configuration[PayService.demoAccount] == "demo")
@@ -71,8 +80,9 @@ struct InitTests {
     @Test func basePortFixesThePorts() async throws {
         try await initialize(basePort: 47100)
         let configuration = try Self.registry().loadConfiguration(from: directory, environment: [:])
-        #expect(configuration[ServiceSettings.port(.pay)] == 47100)
-        #expect(configuration[ServiceSettings.port(.merchant)] == 47101)
+        #expect(configuration[ServiceSettings.port(.network)] == 47100)
+        #expect(configuration[ServiceSettings.port(.pay)] == 47101)
+        #expect(configuration[ServiceSettings.port(.merchant)] == 47102)
     }
 
     @Test func basePortWithoutRoomIsRefusedBeforeAnythingIsWritten() async throws {
@@ -143,7 +153,7 @@ struct InitTests {
         let verifier = try CertificateChainVerifier(trustRoots: [root])
         let tokenRoot = try DeploymentPKI.readCertificate(named: PayService.Files.tokenRoot, from: directory)
         let otherVerifier = try CertificateChainVerifier(trustRoots: [tokenRoot])
-        for service in [ServiceName.pay, .merchant] {
+        for service in [ServiceName.network, .pay, .merchant] {
             let leaf = try DeploymentPKI.readCertificate(named: PKIFiles.tlsServer(service), from: directory)
             #expect(verifier.verify(leaf: leaf, intermediates: [], at: Date()).isValid)
             #expect(!otherVerifier.verify(leaf: leaf, intermediates: [], at: Date()).isValid)
@@ -283,7 +293,7 @@ struct InitConsumersTests {
         let temporary = try TemporaryDirectory()
         let directory = DeploymentDirectory(path: temporary.child("deployment"))
         _ = try await DeploymentInitializer.initialize(
-            directory, registry: try ServiceRegistry([PayService(), MerchantService()]))
+            directory, registry: try InitTests.registry())
         let deviceCA = try #require(try DeviceCertificateAuthority.load(from: directory))
         #expect(deviceCA.certificate == (try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)))
         let element = try P256.KeyAgreement.PrivateKey()
@@ -319,4 +329,72 @@ struct DeploymentPKIValueTests {
         dump(identity, to: &identityDump)
         for text in ["\(identity)", String(reflecting: identity), identityDump] { #expect(!text.contains("SECRET")) }
     }
+}
+
+/// The network's step of `init` and what the network service then reads.
+@Suite("orchard init: the network")
+struct NetworkInitTests {
+    @Test func keysAreWrappedUnderA0600MasterKeyAndTheIssuerHasItsTestCards() async throws {
+        let temporary = try TemporaryDirectory()
+        let directory = DeploymentDirectory(path: temporary.child("deployment"))
+        let summary = try await DeploymentInitializer.initialize(directory, registry: try InitTests.registry())
+        #expect(summary.facts["testCards"]?.contains("411111…1111") == true)
+        let masterKeyPath = try directory.privateKeyPath(named: NetworkServerService.Files.localMasterKey)
+        #expect(SecureFile.mode(of: masterKeyPath) == 0o600)
+        let masterKey = try directory.readPrivateKey(named: NetworkServerService.Files.localMasterKey)
+        #expect(masterKey.count == 32)
+        let keysPath = directory.pkiPath + "/" + NetworkServerService.Files.wrappedKeys
+        #expect(SecureFile.mode(of: keysPath) == 0o600)
+        // The handles hold wrapped keys only: the HSM with this master key opens them, another does not.
+        let file = try JSONDecoder().decode(NetworkKeyFileView.self, from: Data(try SecureFile.read(keysPath)))
+        let hsm = try SoftwareHSM(localMasterKey: SymmetricKey(masterKey), verifiers: [])
+        let provisioning = try hsm.publicKey(of: file.keys.provisioningKey)
+        let stranger = try SoftwareHSM(localMasterKey: SymmetricKey(bitCount: 256), verifiers: [])
+        #expect(throws: TokenServiceError.self) { try stranger.publicKey(of: file.keys.provisioningKey) }
+        #expect(
+            file.ranges.map(\.prefix) == [
+                NetworkServerService.visaTokenPrefix, NetworkServerService.mastercardTokenPrefix,
+            ])
+        // No test card BIN falls in a token range.
+        for card in TestCards.cards {
+            #expect(!file.ranges.contains { card.pan.hasPrefix($0.prefix) })
+        }
+
+        let issuer = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+        let cards = try await issuer.allCards()
+        #expect(Set(cards.map(\.pan.digits)) == Set(TestCards.cards.map(\.pan)))
+        await issuer.store.close()
+        let vault = try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))
+        #expect(try await vault.card(panLookup: "none") == nil)
+        await vault.store.close()
+
+        // The network serves the provisioning key only to the token requestor.
+        let connections = try await ServiceConnections.connect(
+            [.network], directory: directory, registry: try InitTests.registry())
+        let url = try connections.baseURL(of: .network) + "/v1/provisioning/key"
+        let anonymous = try connections.client()
+        #expect(try await anonymous.get(url).status == .unauthorized)
+        anonymous.shutdown()
+        let merchant = try connections.client(
+            identity: try TLSIdentity.load(named: MerchantService.Files.identity, from: directory))
+        #expect(try await merchant.get(url).status == .forbidden)
+        merchant.shutdown()
+        let pay = try connections.client(
+            identity: try TLSIdentity.load(named: PayService.Files.client, from: directory))
+        let response = try await pay.get(url)
+        #expect(response.status == .ok)
+        let body = try JSONSerialization.jsonObject(with: response.body) as? [String: String]
+        let encoded = try #require(body?["publicKey"])
+        let der = try #require(Data(base64Encoded: encoded))
+        let served = try P256.KeyAgreement.PublicKey(derRepresentation: der)
+        #expect(served == provisioning)
+        pay.shutdown()
+        await connections.close()
+    }
+}
+
+/// The parts of `pki/network-hsm-keys.json` a test reads.
+struct NetworkKeyFileView: Decodable {
+    let keys: TokenServiceKeys
+    let ranges: [TokenRange]
 }

@@ -14,7 +14,7 @@ import Testing
 /// services (`status`).
 @Suite("orchard init, up, serve and status as processes", .serialized)
 struct ProcessTests {
-    static let services = ["pay", "merchant"]
+    static let services = ["network", "pay", "merchant"]
 
     let temporary: TemporaryDirectory
     let directory: DeploymentDirectory
@@ -134,7 +134,7 @@ struct ProcessTests {
         #expect(try directory.runningService(.pay)?.port == record.port)
         #expect(try directory.runningService(.merchant) == nil)
         let configuration = try directory.loadConfiguration(
-            schema: try ServiceRegistry([PayService(), MerchantService()]).schema, environment: [:])
+            schema: try InitTests.registry().schema, environment: [:])
         #expect(record.port == configuration[ServiceSettings.port(.pay)])
 
         let again = try await runOrchard(["serve", "pay", "--data-dir", directory.path])
@@ -185,11 +185,12 @@ struct ProcessTests {
     }
 
     @Test func inProcessServicesStopWithTheirConnections() async throws {
-        let registry = try ServiceRegistry([PayService(), MerchantService()])
+        let registry = try InitTests.registry()
         _ = try await DeploymentInitializer.initialize(directory, registry: registry)
         let connections = try await ServiceConnections.connect(
             [.pay, .merchant], directory: directory, registry: registry)
         #expect(Set(connections.startedInProcess) == [.pay, .merchant])
+        #expect(connections.endpoints[.network] == nil)
         let http = try connections.client()
         defer { http.shutdown() }
         let url = try connections.baseURL(of: .merchant) + "/health"

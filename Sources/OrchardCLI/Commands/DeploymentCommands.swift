@@ -1,5 +1,6 @@
 import Foundation
 import MerchantServer
+import NetworkServer
 import OrchardHTTP
 import OrchardLogging
 import OrchardRuntime
@@ -8,11 +9,12 @@ import PayServer
 
 /// `orchard init`, `orchard serve <service>` and `orchard up`: create a deployment and run its services.
 enum DeploymentCommands {
-    /// The services of a deployment, one line each, in init and start order (the Pay server before the
-    /// merchant: the merchant's init step asks it for certificates).
+    /// The services of a deployment, one line each, in init and start order (the network first, as the Pay
+    /// server calls it; the Pay server before the merchant, whose init step asks it for certificates).
     static func registry() throws(CLIError) -> ServiceRegistry {
         do {
             return try ServiceRegistry([
+                NetworkServerService(),
                 PayService(),
                 MerchantService(),
             ])
@@ -64,10 +66,11 @@ enum DeploymentCommands {
         name: "serve",
         summary: "Run one service of the deployment in --data-dir until SIGTERM or SIGINT.",
         discussion: """
-            Services: pay, merchant. The service binds the host and port of its config.json section
-            (ORCHARD_<SERVICE>_PORT overrides), publishes DIR/run/<service>.json with its address while it runs,
-            and stops gracefully on SIGTERM or SIGINT (a second signal cuts in-flight requests short). Prints the
-            run record as JSON on stdout once it listens; logs go to DIR/logs/<service>.log.
+            Services: network (token service, issuer, acquirer), pay, merchant. The service binds the host and
+            port of its config.json section (ORCHARD_<SERVICE>_PORT overrides), publishes DIR/run/<service>.json
+            with its address while it runs, and stops gracefully on SIGTERM or SIGINT (a second signal cuts
+            in-flight requests short). Prints the run record as JSON on stdout once it listens; logs go to
+            DIR/logs/<service>.log.
             """,
         positionals: ["service"]
     ) { arguments, context in
