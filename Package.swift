@@ -15,6 +15,10 @@ let package = Package(
         .library(name: "OrchardCrypto", targets: ["OrchardCrypto"]),
         .library(name: "OrchardX509", targets: ["OrchardX509"]),
         .library(name: "EMV", targets: ["EMV"]),
+        .library(name: "PaymentToken", targets: ["PaymentToken"]),
+        .library(name: "MerchantKit", targets: ["MerchantKit"]),
+        .library(name: "OrchardStore", targets: ["OrchardStore"]),
+        .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
         .library(name: "OrchardLogging", targets: ["OrchardLogging"]),
         .library(name: "OrchardHTTP", targets: ["OrchardHTTP"]),
     ],
@@ -61,12 +65,26 @@ let package = Package(
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
 
+        // SQLite: connections, cached statements, migrations, transactions, one writer thread, idempotency keys.
+        .target(name: "OrchardStore", dependencies: ["OrchardCrypto", "CSQLite", "CShims"], swiftSettings: strict),
+        // Configuration and the deployment directory (no C imports).
+        .target(name: "OrchardRuntime", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
+        .executableTarget(
+            name: "orchard-store-crasher",
+            dependencies: ["OrchardStore"],
+            path: "Sources/OrchardStoreCrasher",
+            swiftSettings: strict
+        ),
+
         // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
         .target(
             name: "OrchardFixtures",
             path: "Tests/Fixtures",
             exclude: ["README.md"],
-            resources: [.copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("pki-test")],
+            resources: [
+                .copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions"), .copy("pki-test"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
@@ -81,7 +99,17 @@ let package = Package(
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
+        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardStoreTests",
+            dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrchardRuntimeTests",
+            dependencies: ["OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging"], swiftSettings: strict),
         .testTarget(
             name: "OrchardHTTPTests",

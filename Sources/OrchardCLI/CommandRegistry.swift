@@ -4,6 +4,8 @@ import Foundation
 public enum CommandRegistry {
     public static let groups: [Command] = [
         DemoCommand.command,
+        TokenCommands.command,
+        EMVCommands.command,
         HTTPCommands.command,
     ]
 

@@ -10,6 +10,14 @@ public enum Fixtures {
         return try Data(contentsOf: url)
     }
 
+    /// The file-system path of `path` (a file or a folder).
+    public static func path(_ path: String) throws -> String {
+        guard let url = Bundle.module.resourceURL?.appendingPathComponent(path) else {
+            throw CocoaError(.fileNoSuchFile)
+        }
+        return url.path
+    }
+
     /// The text of `path`.
     public static func string(_ path: String) throws -> String {
         String(decoding: try data(path), as: UTF8.self)

@@ -1,6 +1,6 @@
 import Foundation
 import OrchardCrypto
-import PaymentToken
+
 
 /// The symmetric part of Apple's token format, in both directions (the encoder uses it too).
 public enum TokenCrypto {

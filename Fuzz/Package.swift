@@ -1,0 +1,20 @@
+// swift-tools-version:5.3
+// libFuzzer targets for Orchard's parsers. A separate package so `swift build` and `swift test` of the main
+// package never build it; run with `Fuzz/run TARGET [SECONDS]`.
+// (Tools 5.3 and plain `.target`s: an `.executableTarget` in a tools-6 manifest fails to link with
+// `-parse-as-library`, and without that flag `LLVMFuzzerTestOneInput` is never called.)
+import PackageDescription
+
+let package = Package(
+    name: "OrchardFuzz",
+    dependencies: [.package(name: "Orchard", path: "..")],
+    targets: [
+        .target(name: "FuzzTokenJSON", dependencies: [.product(name: "PaymentToken", package: "Orchard")]),
+        // DER/BER reader, X.509 certificate parser and the CMS SignedData verifier (OrchardX509).
+        .target(name: "FuzzCMS", dependencies: [.product(name: "OrchardX509", package: "Orchard")]),
+        // BER-TLV decoder and DOL parser (EMV).
+        .target(name: "FuzzEMVTLV", dependencies: [.product(name: "EMV", package: "Orchard")]),
+        // Command/response APDU parsers and the card applet fed with APDU sequences (EMV).
+        .target(name: "FuzzEMVAPDU", dependencies: [.product(name: "EMV", package: "Orchard")]),
+    ]
+)

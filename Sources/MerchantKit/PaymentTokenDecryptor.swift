@@ -1,0 +1,74 @@
+import Foundation
+import OrchardCrypto
+import OrchardX509
+import PaymentToken
+
+/// Verifies and decrypts Apple Pay payment tokens (EC_v1 and RSA_v1), following Apple's reference
+/// exactly: signature and chain first, then freshness, then the key by `publicKeyHash`, then decryption,
+/// then the replay guard. Safe to share between threads; keep one per process so verified chains stay cached.
+///
+/// ```swift
+/// let identity = try MerchantIdentity(certificatePEM: certPEM, privateKeyPEM: keyPEM)
+/// let decryptor = try PaymentTokenDecryptor(identities: [identity])
+/// let token = try PaymentToken(jsonBytes: requestBody)
+/// let result = try decryptor.decrypt(token, order: ExpectedOrder(applicationData: orderData, amount: 1999, currencyCode: "840"))
+/// charge(dpan: result.payment.applicationPrimaryAccountNumber, credential: result.payment.credential)
+/// ```
+public final class PaymentTokenDecryptor: Sendable {
+    public typealias Evaluation = PaymentTokenVerifier.Evaluation
+    public typealias SignatureInfo = PaymentTokenVerifier.SignatureInfo
+
+    public let identities: [MerchantIdentity]
+    public let verifier: PaymentTokenVerifier
+    private let replayGuard: (any TransactionReplayGuard)?
+
+    /// - Parameters:
+    ///   - identities: the merchant's processing identities (several during a key rotation).
+    ///   - trustRoots: default Apple Root CA - G3.
+    ///   - freshnessWindow: how far the CMS signing time may lie from now, either way (default 5 minutes).
+    ///   - replayGuard: refuses a transactionId seen before (Step 5 of Apple's reference).
+    public init(
+        identities: [MerchantIdentity], trustRoots: [Certificate] = [AppleRootCertificates.rootCAG3],
+        freshnessWindow: TimeInterval = 300, clock: any WallClock = SystemClock(),
+        replayGuard: (any TransactionReplayGuard)? = nil, evaluation: Evaluation = .clock
+    ) throws(MerchantKitError) {
+        guard !identities.isEmpty else {
+            throw MerchantKitError(.invalidConfiguration, "configure at least one merchant processing identity")
+        }
+        self.identities = identities
+        self.replayGuard = replayGuard
+        verifier = try PaymentTokenVerifier(
+            trustRoots: trustRoots, freshnessWindow: freshnessWindow, clock: clock, evaluation: evaluation)
+    }
+
+    /// A verified and decrypted token.
+    public struct Result: Sendable {
+        public let payment: DecryptedPaymentData
+        public let signature: SignatureInfo
+        /// `header.transactionId`, lower-case hex.
+        public let transactionId: String
+        public let version: PaymentData.Version
+    }
+
+    /// Verifies, decrypts and (with `order`) checks a token against the merchant's own order.
+    public func decrypt(_ token: PaymentToken, order: ExpectedOrder? = nil) throws(MerchantKitError) -> Result {
+        let signature = try verifier.verifySignature(token).get()
+        let output = try PayloadDecryption(identities: identities).decrypt(token.paymentData)
+        let payment: DecryptedPaymentData
+        do {
+            payment = try DecryptedPaymentData(plaintext: output.plaintext)
+        } catch {
+            throw MerchantKitError(.malformedPaymentData, "the decrypted payment data is not Apple's object", underlying: error)
+        }
+        if let order { try order.check(header: token.paymentData.header, payment: payment) }
+        if let replayGuard,
+            !replayGuard.recordFirstUse(of: token.paymentData.header.transactionId, signedAt: signature.signingTime)
+        {
+            throw MerchantKitError(.replayed, "this transactionId was already processed")
+        }
+        return Result(
+            payment: payment, signature: signature, transactionId: token.paymentData.header.transactionIdHex,
+            version: token.paymentData.version)
+    }
+
+}

@@ -1,0 +1,284 @@
+internal import CSQLite
+internal import CShims
+public import Foundation
+
+/// The `sqlite3*` of one connection, shared by its ``Database`` and its statements so that a statement
+/// never outlives the connection it was compiled on.
+final class ConnectionHandle {
+    let pointer: OpaquePointer
+
+    init(owning pointer: OpaquePointer) { self.pointer = pointer }
+
+    // Every statement holds this handle, so all of them are finalized by now and the close succeeds.
+    deinit { sqlite3_close_v2(pointer) }
+}
+
+/// A compiled SQL statement: bind parameters, step through rows, reset.
+///
+/// Not `Sendable`: a statement belongs to its connection's thread. ``Database`` caches the statements
+/// it compiles; ``Database/prepare(_:)`` gives one the caller owns. Finalized when released.
+public final class Statement {
+    let handle: ConnectionHandle
+    let pointer: OpaquePointer
+    /// The SQL text this statement was compiled from.
+    public let sql: String
+    /// Bumped on every step and reset, so a ``Row`` kept past its step is detected instead of read.
+    private(set) var generation: UInt64 = 0
+    /// Set while the statement is lent out of its connection's cache.
+    var isLeased = false
+
+    init(handle: ConnectionHandle, sql: String, persistent: Bool) throws(StoreError) {
+        var statement: OpaquePointer?
+        var rest = ""
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let rc = sql.withCString { text in
+            var tail: UnsafePointer<CChar>?
+            let rc = sqlite3_prepare_v3(handle.pointer, text, -1, flags, &statement, &tail)
+            // The tail points into `text`, which lives only inside this closure.
+            rest = tail.map { String(cString: $0) } ?? ""
+            return rc
+        }
+        guard rc == SQLITE_OK else {
+            throw StoreError(sqlite: rc, connection: handle.pointer, context: "cannot compile \(Self.excerpt(sql))")
+        }
+        guard let statement else {
+            throw StoreError(.sql, "no SQL statement in \(Self.excerpt(sql))")
+        }
+        guard rest.allSatisfy(\.isWhitespace) else {
+            sqlite3_finalize(statement)
+            throw StoreError(.sql, "more than one statement in \(Self.excerpt(sql)); use executeScript for scripts")
+        }
+        self.handle = handle
+        self.pointer = statement
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(pointer) }
+
+    /// The number of `?` parameters.
+    public var parameterCount: Int { Int(sqlite3_bind_parameter_count(pointer)) }
+
+    /// The number of columns each row has.
+    public var columnCount: Int { Int(sqlite3_column_count(pointer)) }
+
+    /// The name of column `index` (0-based), as the SQL gave it.
+    public func columnName(_ index: Int) -> String {
+        guard index >= 0, index < columnCount, let name = sqlite3_column_name(pointer, Int32(index)) else {
+            return "#\(index)"
+        }
+        return String(cString: name)
+    }
+
+    /// Resets the statement and binds `values` to its parameters, in order.
+    ///
+    /// Throws ``StoreError/Code/misuse`` when the count differs from ``parameterCount``.
+    public func bind(_ values: [SQLiteValue]) throws(StoreError) {
+        reset()
+        sqlite3_clear_bindings(pointer)
+        guard values.count == parameterCount else {
+            throw StoreError(
+                .misuse, "\(Self.excerpt(sql)) has \(parameterCount) parameters, \(values.count) values were given"
+            )
+        }
+        for (offset, value) in values.enumerated() {
+            try bind(value, at: offset + 1)
+        }
+    }
+
+    /// Binds `value` to parameter `index` (1-based, as in SQLite).
+    public func bind(_ value: SQLiteValue, at index: Int) throws(StoreError) {
+        guard index >= 1, index <= parameterCount else {
+            throw StoreError(.misuse, "parameter \(index) out of range 1...\(parameterCount) in \(Self.excerpt(sql))")
+        }
+        let position = Int32(index)
+        let rc: Int32
+        switch value {
+        case .null:
+            rc = sqlite3_bind_null(pointer, position)
+        case .integer(let number):
+            rc = sqlite3_bind_int64(pointer, position, number)
+        case .real(let number):
+            rc = sqlite3_bind_double(pointer, position, number)
+        case .text(let text):
+            var text = text
+            let count = text.utf8.count
+            guard count <= Int(Int32.max) else { throw Self.tooLarge(index) }
+            rc = text.withUTF8 { utf8 in
+                // An empty string may have no storage; SQLite needs a non-null pointer to bind '' (not NULL).
+                guard let base = utf8.baseAddress else {
+                    return "".withCString { orchard_sqlite3_bind_text_transient(pointer, position, $0, 0) }
+                }
+                return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
+                    orchard_sqlite3_bind_text_transient(pointer, position, $0, Int32(utf8.count))
+                }
+            }
+        case .blob(let bytes):
+            guard bytes.count <= Int(Int32.max) else { throw Self.tooLarge(index) }
+            rc = bytes.withUnsafeBytes { raw in
+                // A null pointer would bind NULL, not an empty blob.
+                guard let base = raw.baseAddress, raw.count > 0 else {
+                    return sqlite3_bind_zeroblob(pointer, position, 0)
+                }
+                return orchard_sqlite3_bind_blob_transient(pointer, position, base, Int32(raw.count))
+            }
+        }
+        guard rc == SQLITE_OK else {
+            throw StoreError(sqlite: rc, connection: handle.pointer, context: "cannot bind parameter \(index)")
+        }
+    }
+
+    /// Runs the statement to its next row: the row, or nil when the statement is done.
+    ///
+    /// The row is valid until the next `step` or `reset`; reading it later throws ``StoreError/Code/misuse``.
+    @discardableResult
+    public func step() throws(StoreError) -> Row? {
+        generation &+= 1
+        let rc = sqlite3_step(pointer)
+        switch rc {
+        case SQLITE_ROW: return Row(statement: self, generation: generation)
+        case SQLITE_DONE: return nil
+        default:
+            throw StoreError(sqlite: rc, connection: handle.pointer, context: "cannot run \(Self.excerpt(sql))")
+        }
+    }
+
+    /// Rewinds the statement so it can run again; bindings are kept.
+    public func reset() {
+        generation &+= 1
+        // The return value repeats the last step's error, which `step` already reported.
+        sqlite3_reset(pointer)
+    }
+
+    /// Unbinds every parameter (they read as NULL).
+    public func clearBindings() { sqlite3_clear_bindings(pointer) }
+
+    /// The SQL in error messages, shortened. SQL text holds `?` placeholders, never bound values.
+    static func excerpt(_ sql: String) -> String {
+        let flat = sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        return flat.count <= 80 ? "`\(flat)`" : "`\(flat.prefix(77))...`"
+    }
+
+    private static func tooLarge(_ index: Int) -> StoreError {
+        StoreError(.invalidArgument, "parameter \(index) is larger than SQLite accepts (2 GiB)")
+    }
+}
+
+/// The current row of a ``Statement``, with typed column access (0-based indexes).
+///
+/// Accessors are strict: `int64` on a TEXT or NULL column throws ``StoreError/Code/typeMismatch`` rather
+/// than converting, so a schema mistake surfaces as an error instead of a zero.
+public struct Row {
+    let statement: Statement
+    let generation: UInt64
+
+    /// The number of columns.
+    public var columnCount: Int { statement.columnCount }
+
+    /// The value of column `index`, whatever its storage class.
+    public func value(_ index: Int) throws(StoreError) -> SQLiteValue {
+        switch try type(index) {
+        case SQLITE_NULL: return .null
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement.pointer, Int32(index)))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(statement.pointer, Int32(index)))
+        case SQLITE_TEXT: return .text(try text(index))
+        default: return .blob(bytes(index))
+        }
+    }
+
+    /// Whether column `index` is NULL.
+    public func isNull(_ index: Int) throws(StoreError) -> Bool { try type(index) == SQLITE_NULL }
+
+    /// An INTEGER column.
+    public func int64(_ index: Int) throws(StoreError) -> Int64 {
+        try expect(index, SQLITE_INTEGER, "INTEGER")
+        return sqlite3_column_int64(statement.pointer, Int32(index))
+    }
+
+    /// An INTEGER column as `Int`.
+    public func int(_ index: Int) throws(StoreError) -> Int { Int(try int64(index)) }
+
+    /// An INTEGER column holding 0 or 1.
+    public func bool(_ index: Int) throws(StoreError) -> Bool {
+        switch try int64(index) {
+        case 0: return false
+        case 1: return true
+        default: throw StoreError(.typeMismatch, "column \(name(index)) holds an integer other than 0 or 1")
+        }
+    }
+
+    /// A REAL column (an INTEGER one is widened).
+    public func double(_ index: Int) throws(StoreError) -> Double {
+        let kind = try type(index)
+        guard kind == SQLITE_FLOAT || kind == SQLITE_INTEGER else { throw mismatch(index, kind, "REAL") }
+        return sqlite3_column_double(statement.pointer, Int32(index))
+    }
+
+    /// A TEXT column; its bytes must be valid UTF-8.
+    public func string(_ index: Int) throws(StoreError) -> String {
+        try expect(index, SQLITE_TEXT, "TEXT")
+        return try text(index)
+    }
+
+    /// A BLOB column.
+    public func blob(_ index: Int) throws(StoreError) -> [UInt8] {
+        try expect(index, SQLITE_BLOB, "BLOB")
+        return bytes(index)
+    }
+
+    /// An INTEGER column of milliseconds since 1970 (see ``SQLiteValue/milliseconds(_:)``).
+    public func date(_ index: Int) throws(StoreError) -> Date { Date(orchardMilliseconds: try int64(index)) }
+
+    /// A TEXT column or NULL.
+    public func optionalString(_ index: Int) throws(StoreError) -> String? {
+        try isNull(index) ? nil : try string(index)
+    }
+
+    /// An INTEGER column or NULL.
+    public func optionalInt64(_ index: Int) throws(StoreError) -> Int64? {
+        try isNull(index) ? nil : try int64(index)
+    }
+
+    /// A BLOB column or NULL.
+    public func optionalBlob(_ index: Int) throws(StoreError) -> [UInt8]? {
+        try isNull(index) ? nil : try blob(index)
+    }
+
+    private func type(_ index: Int) throws(StoreError) -> Int32 {
+        guard statement.generation == generation else {
+            throw StoreError(
+                .misuse, "a row of \(Statement.excerpt(statement.sql)) was read after its statement moved on")
+        }
+        guard index >= 0, index < statement.columnCount else {
+            throw StoreError(.misuse, "column \(index) out of range 0..<\(statement.columnCount)")
+        }
+        return sqlite3_column_type(statement.pointer, Int32(index))
+    }
+
+    private func expect(_ index: Int, _ wanted: Int32, _ wantedName: String) throws(StoreError) {
+        let kind = try type(index)
+        guard kind == wanted else { throw mismatch(index, kind, wantedName) }
+    }
+
+    private func mismatch(_ index: Int, _ kind: Int32, _ wanted: String) -> StoreError {
+        let names = [SQLITE_INTEGER: "INTEGER", SQLITE_FLOAT: "REAL", SQLITE_TEXT: "TEXT", SQLITE_BLOB: "BLOB"]
+        return StoreError(.typeMismatch, "column \(name(index)) holds \(names[kind] ?? "NULL"), expected \(wanted)")
+    }
+
+    private func name(_ index: Int) -> String { "\(index) (\(statement.columnName(index)))" }
+
+    private func text(_ index: Int) throws(StoreError) -> String {
+        // sqlite3_column_text before sqlite3_column_bytes, as SQLite documents.
+        guard let base = sqlite3_column_text(statement.pointer, Int32(index)) else { return "" }
+        let count = Int(sqlite3_column_bytes(statement.pointer, Int32(index)))
+        guard let text = String(validating: UnsafeBufferPointer(start: base, count: count), as: UTF8.self) else {
+            throw StoreError(.typeMismatch, "column \(name(index)) holds text that is not valid UTF-8")
+        }
+        return text
+    }
+
+    private func bytes(_ index: Int) -> [UInt8] {
+        guard let base = sqlite3_column_blob(statement.pointer, Int32(index)) else { return [] }
+        let count = Int(sqlite3_column_bytes(statement.pointer, Int32(index)))
+        return Array(UnsafeRawBufferPointer(start: base, count: count))
+    }
+}

@@ -1,0 +1,222 @@
+internal import Dispatch
+internal import Foundation
+
+/// A party's SQLite file, shared safely between tasks: one writer connection on a dedicated thread, and a
+/// small pool of reader connections.
+///
+/// Writes are closures submitted to the writer thread and run there one after another, each in its own
+/// `BEGIN IMMEDIATE` transaction: committed when the closure returns, rolled back when it throws. Reads run
+/// on reader connections in a read transaction, so they see one consistent snapshot and never wait for a
+/// writer (WAL). A write's closure always runs to its end once started, even if the awaiting task is
+/// cancelled, so no half-done money movement is abandoned mid-way.
+public final class Store: Sendable {
+    /// The database file.
+    public let path: String
+    /// The settings every connection of this store uses.
+    public let options: StoreOptions
+    private let writer: WriterThread
+    private let readers: ReaderPool
+
+    /// Opens (creating if needed) the database at `path` and applies `migrations` before anything else runs.
+    public init(path: String, options: StoreOptions, migrations: [Migration] = []) throws(StoreError) {
+        let database = try Database(path: path, options: options, access: .readWrite)
+        try database.migrate(migrations)
+        self.path = path
+        self.options = options
+        writer = WriterThread(database: database, name: "orchard-store-writer")
+        readers = ReaderPool(path: path, options: options)
+    }
+
+    deinit {
+        readers.close()
+        writer.stop()
+    }
+
+    /// Runs `body` on the writer connection inside a `BEGIN IMMEDIATE` transaction and returns its result.
+    ///
+    /// Errors `body` throws are rethrown unchanged after the rollback. Nested `Database.transaction` calls
+    /// inside `body` become savepoints.
+    @discardableResult
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await onWriter { database in try database.transaction(.immediate, body) }
+    }
+
+    /// Runs `body` on the writer connection without opening a transaction (for `VACUUM`, checkpoints, or
+    /// code that manages its own transactions).
+    @discardableResult
+    public func onWriter<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            writer.submit { database in
+                guard let database else {
+                    continuation.resume(throwing: StoreError(.closed, "the store \(self.path) is closed"))
+                    return
+                }
+                continuation.resume(with: Result { try body(database) })
+            }
+        }
+    }
+
+    /// Runs `body` on a reader connection inside a read transaction: it sees the state of one instant and
+    /// none of the writes that commit meanwhile. Writing through the connection fails with
+    /// ``StoreError/Code/readOnly``.
+    @discardableResult
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(
+                    with: Result {
+                        try self.readers.withReader { database in try database.transaction(.deferred, body) }
+                    }
+                )
+            }
+        }
+    }
+
+    /// Finishes the writes already submitted, then closes every connection. Later calls throw
+    /// ``StoreError/Code/closed``.
+    public func close() async {
+        readers.close()
+        await writer.stopAndWait()
+    }
+}
+
+/// A dedicated thread that owns the writer connection and runs submitted jobs in order.
+///
+/// `@unchecked Sendable`: `pending`, `stopping`, `finished` and `waiters` are guarded by `condition`;
+/// `database` is set before the thread starts and from then on touched only by that thread.
+private final class WriterThread: @unchecked Sendable {
+    typealias Job = @Sendable (Database?) -> Void
+
+    private let condition = NSCondition()
+    private var pending: [Job] = []
+    private var stopping = false
+    private var finished = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var database: Database?
+
+    init(database: Database, name: String) {
+        self.database = database
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Queues `job`; it runs with the connection, or at once with nil when the store is closed.
+    func submit(_ job: @escaping Job) {
+        condition.lock()
+        guard !stopping else {
+            condition.unlock()
+            job(nil)
+            return
+        }
+        pending.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Asks the thread to finish the queued jobs and close the connection.
+    func stop() {
+        condition.withLock {
+            stopping = true
+            condition.signal()
+        }
+    }
+
+    func stopAndWait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            stopping = true
+            condition.signal()
+            if finished {
+                condition.unlock()
+                continuation.resume()
+            } else {
+                waiters.append(continuation)
+                condition.unlock()
+            }
+        }
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while pending.isEmpty && !stopping { condition.wait() }
+            let batch = pending
+            pending.removeAll()
+            let done = batch.isEmpty && stopping
+            condition.unlock()
+            if done { break }
+            for job in batch { job(database) }
+        }
+        database = nil  // closes the connection on its own thread
+        condition.lock()
+        finished = true
+        let resumed = waiters
+        waiters.removeAll()
+        condition.unlock()
+        for waiter in resumed { waiter.resume() }
+    }
+}
+
+/// Read-only connections, opened on demand up to `options.maximumReaders` and lent to one thread at a time.
+///
+/// `@unchecked Sendable`: all state is guarded by `condition`, and a connection is used only by the thread
+/// that checked it out.
+private final class ReaderPool: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var idle: [Database] = []
+    private var opened = 0
+    private var closed = false
+    private let path: String
+    private let options: StoreOptions
+
+    init(path: String, options: StoreOptions) {
+        self.path = path
+        self.options = options
+    }
+
+    func withReader<T>(_ body: (Database) throws -> T) throws -> T {
+        let database = try checkOut()
+        defer { checkIn(database) }
+        return try body(database)
+    }
+
+    private func checkOut() throws(StoreError) -> Database {
+        condition.lock()
+        while idle.isEmpty && opened >= options.maximumReaders && !closed { condition.wait() }
+        if closed {
+            condition.unlock()
+            throw StoreError(.closed, "the store \(path) is closed")
+        }
+        if let database = idle.popLast() {
+            condition.unlock()
+            return database
+        }
+        opened += 1
+        condition.unlock()
+        do throws(StoreError) {
+            return try Database(path: path, options: options, access: .readOnly)
+        } catch {
+            condition.withLock {
+                opened -= 1
+                condition.signal()
+            }
+            throw error
+        }
+    }
+
+    private func checkIn(_ database: Database) {
+        condition.withLock {
+            if closed { opened -= 1 } else { idle.append(database) }
+            condition.signal()
+        }
+    }
+
+    func close() {
+        condition.withLock {
+            closed = true
+            idle.removeAll()
+            condition.broadcast()
+        }
+    }
+}

@@ -1,0 +1,206 @@
+public import Foundation
+public import OrchardCrypto
+
+/// The outcome of verifying a CMS signature. Malformed input is thrown instead (``X509Error``).
+public enum CMSVerificationResult: Sendable {
+    /// The signature verifies, the signer's chain leads to a trust root at the validation time and
+    /// satisfies the policy. `chain` is leaf first, root last; `signingTime` is the signed attribute.
+    case valid(signer: Certificate, chain: [Certificate], signingTime: Date?)
+    case invalid(VerificationFailure)
+
+    /// Whether the outcome is `.valid`.
+    public var isValid: Bool {
+        if case .valid = self { return true }
+        return false
+    }
+
+    /// The reason for an `.invalid` outcome.
+    public var failure: VerificationFailure? {
+        if case .invalid(let failure) = self { return failure }
+        return nil
+    }
+}
+
+/// Verifies detached CMS SignedData signatures (BER or DER) from one signer with SHA-256 and
+/// ECDSA P-256 or RSA PKCS#1 v1.5 — the form of Apple's payment tokens.
+///
+/// The fast path walks the BER in Swift without copying, finds the signer's verified chain in a cache
+/// keyed by the exact certificate bytes and signer identifier, checks the messageDigest attribute
+/// against SHA-256 of the content, and does one signature verification with the cached leaf key.
+/// A miss parses the certificates in Swift and validates the chain with OpenSSL's `X509_verify_cert`
+/// (through ``CertificateChainVerifier``). Safe to share between threads; keep one for the process.
+public final class CMSVerifier: Sendable {
+    /// When the signer's chain must be valid.
+    public enum ValidationTime: Sendable {
+        /// At the signature's own signingTime attribute (required). Pair this with a freshness check
+        /// of the signing time against the current time: the signer chooses this value.
+        case signingTime
+        /// At a given time (e.g. `clock.now()`).
+        case date(Date)
+    }
+
+    /// The trust roots, policy and chain cache used for signers.
+    public let chainVerifier: CertificateChainVerifier
+    /// A rule over the certificates embedded in the signature, in their order (e.g. Apple's: exactly a
+    /// leaf and an intermediate). Checked when a signer is resolved; the signer cache is keyed by the exact
+    /// embedded bytes, so the outcome holds for cache hits too.
+    public let embeddedCertificatesPolicy: ChainPolicy
+    private let signers: ExpiringCache<ChainKey, CachedSigner>
+
+    private struct CachedSigner: Sendable {
+        let chain: VerifiedChain
+        let key: CertificatePublicKey
+    }
+
+    /// A verifier over an existing chain verifier (sharing its trust roots, policy and chain cache).
+    public init(
+        chainVerifier: CertificateChainVerifier, embeddedCertificatesPolicy: ChainPolicy = .none,
+        cacheCapacity: Int = 1024, clock: any WallClock = SystemClock()
+    ) {
+        self.chainVerifier = chainVerifier
+        self.embeddedCertificatesPolicy = embeddedCertificatesPolicy
+        signers = ExpiringCache(capacity: cacheCapacity, clock: clock)
+    }
+
+    /// A verifier for signatures whose chains end in `trustRoots` and satisfy `policy` (for Apple's
+    /// tokens: Apple Root CA - G3 and ``ChainPolicy/applePaymentTokenSigning``).
+    public convenience init(
+        trustRoots: [Certificate], policy: ChainPolicy = .none, cacheCapacity: Int = 1024,
+        clock: any WallClock = SystemClock()
+    ) throws(X509Error) {
+        let chains = try CertificateChainVerifier(
+            trustRoots: trustRoots, policy: policy, cacheCapacity: cacheCapacity, clock: clock)
+        self.init(chainVerifier: chains, cacheCapacity: cacheCapacity, clock: clock)
+    }
+
+    /// Verifies a detached signature over `content`.
+    ///
+    /// - Returns: ``CMSVerificationResult/valid(signer:chain:signingTime:)`` or the reason it is not.
+    /// - Throws: ``X509Error`` only when `signature` is not a well-formed CMS SignedData.
+    public func verifyDetachedSignature(
+        _ signature: some DataProtocol, content: some DataProtocol, at time: ValidationTime
+    ) throws(X509Error) -> CMSVerificationResult {
+        let bytes = Array(signature)
+        let view = try SignedDataView(bytes[...], limits: ASN1Limits())
+        try view.checkConsistency()
+        guard view.content == nil else {
+            return .invalid(
+                VerificationFailure(.unexpectedContent, "the signature is not detached: it carries content"))
+        }
+        guard view.signers.count == 1, let signer = view.signers.first else {
+            return .invalid(
+                VerificationFailure(.signerNotFound, "expected exactly one signer, found \(view.signers.count)"))
+        }
+        guard signer.digestAlgorithm.algorithm == .sha256, signer.digestAlgorithm.hasNoParameters else {
+            return .invalid(
+                VerificationFailure(.unsupportedAlgorithm, "digest algorithm \(signer.digestAlgorithm) is not SHA-256"))
+        }
+        guard let signatureOID = Self.signatureAlgorithm(signer.signatureAlgorithm) else {
+            return .invalid(
+                VerificationFailure(
+                    .unsupportedAlgorithm, "signature algorithm \(signer.signatureAlgorithm) is not supported"))
+        }
+
+        // Signed attributes: content type, digest of the content, algorithm protection. RFC 5652 allows
+        // a signature over id-data content without them; Orchard requires them (Apple's tokens have
+        // them, and the signing time is needed for validation).
+        guard let attributes = signer.attributes else {
+            return .invalid(VerificationFailure(.missingAttribute, "the signature has no signed attributes"))
+        }
+        let signingTime = attributes.signingTime
+        guard let contentType = attributes.contentType else {
+            return .invalid(VerificationFailure(.missingAttribute, "the contentType attribute is missing"))
+        }
+        guard contentType == view.contentType else {
+            return .invalid(
+                VerificationFailure(.invalidAttribute, "the contentType attribute differs from eContentType"))
+        }
+        guard let digest = attributes.messageDigest else {
+            return .invalid(VerificationFailure(.missingAttribute, "the messageDigest attribute is missing"))
+        }
+        guard digest.elementsEqual(SHA256.hash(content)) else {
+            return .invalid(
+                VerificationFailure(.digestMismatch, "the messageDigest attribute is not SHA-256 of the content"))
+        }
+        if let (digestOID, signatureAlgorithm) = attributes.protectedAlgorithms {
+            guard digestOID == signer.digestAlgorithm.algorithm,
+                signatureAlgorithm == nil || signatureAlgorithm == signer.signatureAlgorithm.algorithm
+            else {
+                return .invalid(
+                    VerificationFailure(.invalidAttribute, "CMSAlgorithmProtection does not match the algorithms used"))
+            }
+        }
+
+        let validationTime: Date
+        switch time {
+        case .date(let date): validationTime = date
+        case .signingTime:
+            guard let signingTime else {
+                return .invalid(VerificationFailure(.missingAttribute, "the signingTime attribute is missing"))
+            }
+            validationTime = signingTime
+        }
+
+        // The signer's chain: cached by the exact certificate bytes and signer identifier.
+        let key = ChainKey(leaf: signer.identifierBytes, intermediates: [view.certificateSetBytes])
+        let cached: CachedSigner
+        if let hit = signers.value(for: key, at: validationTime) {
+            cached = hit
+        } else {
+            switch try resolveSigner(view: view, signer: signer, at: validationTime) {
+            case .invalid(let failure): return .invalid(failure)
+            case .resolved(let resolved):
+                signers.insert(resolved, for: key, validity: resolved.chain.validityInterval)
+                cached = resolved
+            }
+        }
+
+        guard cached.key.isValidSignature(signer.signature, for: attributes.signedBytes, algorithm: signatureOID) else {
+            return .invalid(
+                VerificationFailure(.invalidSignature, "the signature does not verify with the signer's key"))
+        }
+        return .valid(signer: cached.chain.leaf, chain: cached.chain.certificates, signingTime: signingTime)
+    }
+
+    private enum Resolution {
+        case resolved(CachedSigner)
+        case invalid(VerificationFailure)
+    }
+
+    /// Cache miss: parse the certificates, find the signer's, verify its chain, decode its key.
+    private func resolveSigner(
+        view: SignedDataView, signer: SignerInfoView, at time: Date
+    ) throws(X509Error) -> Resolution {
+        let certificates = try view.certificates.map { (c) throws(X509Error) in try Certificate(ownedDER: Array(c)) }
+        if let failure = embeddedCertificatesPolicy.evaluate(certificates) { return .invalid(failure) }
+        guard let index = certificates.firstIndex(where: { signer.identifier.matches($0) }) else {
+            return .invalid(
+                VerificationFailure(.signerNotFound, "no certificate in the signature matches the signer identifier"))
+        }
+        var intermediates = certificates
+        let leaf = intermediates.remove(at: index)
+        switch chainVerifier.verify(leaf: leaf, intermediates: intermediates, at: time) {
+        case .invalid(let failure):
+            return .invalid(failure)
+        case .valid(let chain):
+            do {
+                return .resolved(CachedSigner(chain: chain, key: try leaf.publicKey))
+            } catch {
+                return .invalid(VerificationFailure(.unsupportedAlgorithm, "the signer key: \(error.message)"))
+            }
+        }
+    }
+
+    /// The algorithm to verify with, from the SignerInfo's signatureAlgorithm (CMS producers write either
+    /// the combined OID or the bare key algorithm; the digest is SHA-256 either way).
+    private static func signatureAlgorithm(_ algorithm: AlgorithmIdentifier) -> ASN1ObjectIdentifier? {
+        switch algorithm.algorithm {
+        case .ecdsaWithSHA256, .ecPublicKey:
+            return algorithm.parameters == nil ? .ecdsaWithSHA256 : nil
+        case .sha256WithRSAEncryption, .rsaEncryption:
+            return algorithm.hasNoParameters ? .sha256WithRSAEncryption : nil
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import Dispatch
+import Foundation
+import OrchardStore
+import Testing
+
+@Suite("Store: one writer thread, reader connections, busy handling")
+struct StoreTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory() }
+
+    static let migrations = [
+        Migration(
+            version: 1, name: "counters",
+            sql: """
+                CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                INSERT INTO counters VALUES ('c', 0);
+                """
+        )
+    ]
+
+    func open(busyTimeout: Duration = .seconds(5)) throws -> Store {
+        try Store(
+            path: directory.file("s.sqlite"), options: StoreOptions(durability: .full, busyTimeout: busyTimeout),
+            migrations: Self.migrations
+        )
+    }
+
+    static func counter(_ database: Database) throws -> Int {
+        try database.queryFirst("SELECT value FROM counters WHERE name = 'c'") { try $0.int(0) } ?? -1
+    }
+
+    @Test func concurrentWritesAreSerialized() async throws {
+        let store = try open()
+        // Read-modify-write in separate statements: lost updates would show if two writes interleaved.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<200 {
+                group.addTask {
+                    try await store.write { database in
+                        let value = try Self.counter(database)
+                        try database.execute("UPDATE counters SET value = ? WHERE name = 'c'", [.int(value + 1)])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await store.read(Self.counter) == 200)
+    }
+
+    @Test func aThrowingWriteRollsBackAndRethrowsItsError() async throws {
+        let store = try open()
+        struct Declined: Error, Equatable { let reason: String }
+        await #expect(throws: Declined(reason: "limit")) {
+            try await store.write { database in
+                try database.execute("UPDATE counters SET value = 99")
+                throw Declined(reason: "limit")
+            }
+        }
+        #expect(try await store.read(Self.counter) == 0)
+        // A failing statement rolls back what the write did before it.
+        await expectStoreError(.constraint) {
+            try await store.write { database in
+                try database.execute("UPDATE counters SET value = 5")
+                try database.execute("INSERT INTO counters VALUES ('c', 1)")
+            }
+        }
+        #expect(try await store.read(Self.counter) == 0)
+    }
+
+    @Test func readsSeeASnapshotAndNeverUncommittedWrites() async throws {
+        let store = try open()
+        let inside = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let write = Task {
+            try await store.write { database in
+                try database.execute("UPDATE counters SET value = 1")
+                inside.signal()
+                release.wait()  // hold the transaction open on the writer thread
+            }
+        }
+        try await blocking { inside.wait() }
+        #expect(try await store.read(Self.counter) == 0)
+        release.signal()
+        try await write.value
+        #expect(try await store.read(Self.counter) == 1)
+    }
+
+    @Test func readersCannotWrite() async throws {
+        let store = try open()
+        await expectStoreError(.readOnly) {
+            try await store.read { database in try database.execute("UPDATE counters SET value = 7") }
+        }
+    }
+
+    @Test func aClosedStoreRefusesWork() async throws {
+        let store = try open()
+        try await store.write { database in try database.execute("UPDATE counters SET value = 3") }
+        await store.close()
+        await expectStoreError(.closed) { try await store.write { _ in } }
+        await expectStoreError(.closed) { try await store.read { _ in } }
+        // Everything was committed before the close.
+        let reopened = try open()
+        #expect(try await reopened.read(Self.counter) == 3)
+    }
+
+    @Test func anotherWriterHoldingTheLockYieldsBusyAfterTheTimeout() async throws {
+        let first = try open()
+        let second = try open(busyTimeout: .milliseconds(50))
+        let inside = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Task {
+            try await first.write { _ in
+                inside.signal()
+                release.wait()
+            }
+        }
+        try await blocking { inside.wait() }
+        await expectStoreError(.busy) {
+            try await second.write { database in try database.execute("UPDATE counters SET value = 1") }
+        }
+        release.signal()
+        try await holder.value
+        // Once the lock is free the same write goes through.
+        try await second.write { database in try database.execute("UPDATE counters SET value = 1") }
+        #expect(try await first.read(Self.counter) == 1)
+    }
+
+    @Test func aWriterWaitsForTheLockWithinTheTimeout() async throws {
+        let first = try open()
+        let second = try open(busyTimeout: .seconds(30))
+        let inside = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Task {
+            try await first.write { database in
+                try database.execute("UPDATE counters SET value = 10")
+                inside.signal()
+                release.wait()
+            }
+        }
+        try await blocking { inside.wait() }
+        let waiter = Task {
+            try await second.write { database in
+                try database.execute("UPDATE counters SET value = value + 1")
+            }
+        }
+        // Give the waiter time to find the lock taken (it succeeds either way: no timing is asserted).
+        try await Task.sleep(for: .milliseconds(100))
+        release.signal()
+        try await holder.value
+        _ = try await waiter.value
+        #expect(try await first.read(Self.counter) == 11)
+    }
+
+    @Test func aNewerFileIsRefusedAtOpen() throws {
+        _ = try open()
+        let older: [Migration] = []
+        expectStoreError(.migration) {
+            _ = try Store(path: directory.file("s.sqlite"), options: StoreOptions(durability: .full), migrations: older)
+        }
+    }
+}
