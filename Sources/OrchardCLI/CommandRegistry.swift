@@ -7,6 +7,8 @@ public enum CommandRegistry {
         TokenCommands.command,
         EMVCommands.command,
         HTTPCommands.command,
+        DeviceCommands.command,
+        BenchCommands.command,
     ]
 
     public static let root = Command(
