@@ -10,8 +10,18 @@ enum BenchCommands {
     static let command = Command(
         name: "bench",
         summary: "Measure Orchard's primitives against C baselines (build with `swift build -c release` first).",
-        subcommands: BenchmarkSuites.all.map(suiteCommand)
+        subcommands: BenchmarkSuites.all.map(suiteCommand) + [
+            named("emv", EMVCommands.bench), named("http", HTTPCommands.bench),
+        ]
     )
+
+    /// Benchmarks that live with their command group, offered here too so every benchmark is `orchard bench …`.
+    static func named(_ name: String, _ command: Command) -> Command {
+        guard let run = command.run else { return command }
+        return Command(
+            name: name, summary: command.summary, discussion: command.discussion, options: command.options,
+            positionals: command.positionals, run: run)
+    }
 
     static func suiteCommand(_ suite: BenchmarkSuite) -> Command {
         Command(
