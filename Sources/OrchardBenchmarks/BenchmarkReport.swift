@@ -35,7 +35,7 @@ public struct BenchmarkReport: Sendable, Codable {
 
     /// The readable table's lines, in three parts so a runner can print the rows as they complete.
     public enum Table {
-        static let widths = (name: 44, number: 13, ratio: 7)
+        static let widths = (name: 46, number: 13, ratio: 7)
 
         public static func header(suite: String, secondsPerFigure: Double) -> String {
             var lines = [
