@@ -17,8 +17,16 @@ let package = Package(
         .library(name: "EMV", targets: ["EMV"]),
         .library(name: "PaymentToken", targets: ["PaymentToken"]),
         .library(name: "MerchantKit", targets: ["MerchantKit"]),
+        .library(name: "Issuer", targets: ["Issuer"]),
+        .library(name: "TokenService", targets: ["TokenService"]),
+        .library(name: "Acquirer", targets: ["Acquirer"]),
         .library(name: "OrchardStore", targets: ["OrchardStore"]),
         .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
+        .library(name: "OrchardLogging", targets: ["OrchardLogging"]),
+        .library(name: "OrchardHTTP", targets: ["OrchardHTTP"]),
+        .library(name: "SecureElement", targets: ["SecureElement"]),
+        .library(name: "Wallet", targets: ["Wallet"]),
+        .library(name: "Device", targets: ["Device"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -26,6 +34,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // What Swift cannot call directly: variadic functions, function-like macros.
         .target(name: "CShims", dependencies: ["COpenSSL", "CSQLite"]),
+        // HTTP: libevent's evhttp with bufferevent_openssl (server), libcurl (client), and their shims.
+        .systemLibrary(name: "CLibevent", pkgConfig: "libevent_openssl", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "CHTTPShims", dependencies: ["COpenSSL", "CLibevent", "CCurl"]),
 
         // Swift API over OpenSSL: primitives, keys, ciphers, KDFs, EMV-era DES.
         .target(name: "OrchardCrypto", dependencies: ["COpenSSL", "CShims"], swiftSettings: strict),
@@ -33,6 +45,14 @@ let package = Package(
         .target(name: "OrchardX509", dependencies: ["OrchardCrypto", "COpenSSL", "CShims"], swiftSettings: strict),
         // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // Structured JSON-line logging and typed redaction (card numbers, keys, cryptograms); no C imports.
+        .target(name: "OrchardLogging", swiftSettings: strict),
+        // The service runtime: HTTPS server and client with mutual TLS, routing, error mapping, shutdown.
+        .target(
+            name: "OrchardHTTP",
+            dependencies: ["OrchardCrypto", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims"],
+            swiftSettings: strict
+        ),
 
         // The Apple Pay token format, both directions (used by MerchantKit and the Pay server).
         .target(name: "PaymentToken", dependencies: ["OrchardCrypto", "OrchardX509"], swiftSettings: strict),
@@ -45,11 +65,27 @@ let package = Package(
         .target(
             name: "OrchardBenchmarks", dependencies: ["OrchardCrypto", "CBenchmarks", "COpenSSL", "CShims"],
             swiftSettings: strict),
+        // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
+        // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
+        .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto"], swiftSettings: strict),
+        .target(name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto"], swiftSettings: strict),
+        // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
+        .target(
+            name: "NetworkService",
+            dependencies: [
+                "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
+            ],
+            swiftSettings: strict
+        ),
 
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
-            dependencies: ["OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardBenchmarks"],
+            dependencies: [
+                "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
+                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
@@ -66,6 +102,26 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
+        // and the wiring of both to the device's SQLite file and storage key.
+        .target(name: "SecureElement", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(
+            name: "Device",
+            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
+        // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
+        .target(name: "DeviceProcess", dependencies: ["Device"], swiftSettings: strict),
+        // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
+        // cryptograms.
+        .executableTarget(
+            name: "orchard-device-crasher",
+            dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto"],
+            path: "Sources/DeviceCrasher",
+            swiftSettings: strict
+        ),
+
         // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
         .target(
             name: "OrchardFixtures",
@@ -73,6 +129,7 @@ let package = Package(
             exclude: ["README.md"],
             resources: [
                 .copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("crypto"), .copy("fuzz-regressions"),
+                .copy("pki-test"),
             ],
             swiftSettings: strict
         ),
@@ -90,7 +147,33 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchardBenchmarksTests", dependencies: ["OrchardBenchmarks", "OrchardCrypto"], swiftSettings: strict),
-        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI"], swiftSettings: strict),
+        // Test doubles (cryptogram check, device CA) and the in-memory network, shared by the network's tests.
+        .target(
+            name: "NetworkTestSupport",
+            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto"],
+            path: "Tests/NetworkTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "TokenServiceTests",
+            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AcquirerTests",
+            dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NetworkServiceTests",
+            dependencies: [
+                "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
+                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP", "OrchardLogging",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
             dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
@@ -99,6 +182,31 @@ let package = Package(
         .testTarget(
             name: "OrchardRuntimeTests",
             dependencies: ["OrchardRuntime", "OrchardCrypto"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardHTTPTests",
+            dependencies: ["OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SecureElementTests",
+            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
+        .testTarget(
+            name: "DeviceProcessTests",
+            dependencies: ["DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto", "orchard"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DeviceTests",
+            dependencies: [
+                "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
+                "OrchardCrypto", "orchard-device-crasher",
+            ],
             swiftSettings: strict
         ),
     ]

@@ -9,6 +9,12 @@ let package = Package(
     name: "OrchardFuzz",
     dependencies: [.package(name: "Orchard", path: "..")],
     targets: [
-        .target(name: "FuzzTokenJSON", dependencies: [.product(name: "PaymentToken", package: "Orchard")])
+        .target(name: "FuzzTokenJSON", dependencies: [.product(name: "PaymentToken", package: "Orchard")]),
+        // DER/BER reader, X.509 certificate parser and the CMS SignedData verifier (OrchardX509).
+        .target(name: "FuzzCMS", dependencies: [.product(name: "OrchardX509", package: "Orchard")]),
+        // BER-TLV decoder and DOL parser (EMV).
+        .target(name: "FuzzEMVTLV", dependencies: [.product(name: "EMV", package: "Orchard")]),
+        // Command/response APDU parsers and the card applet fed with APDU sequences (EMV).
+        .target(name: "FuzzEMVAPDU", dependencies: [.product(name: "EMV", package: "Orchard")]),
     ]
 )

@@ -5,6 +5,9 @@ public enum CommandRegistry {
     public static let groups: [Command] = [
         DemoCommand.command,
         TokenCommands.command,
+        EMVCommands.command,
+        HTTPCommands.command,
+        DeviceCommands.command,
         BenchCommands.command,
     ]
 

@@ -9,22 +9,31 @@ enum DemoCommand {
         summary: "Run the Orchard demo: everything that exists, end to end, with a readable trace.",
         discussion: """
             Today: the cryptographic known answers (hashes, HMAC, HKDF, AES-GCM, P-256 ECDH and ECDSA,
-            RSA-OAEP, Triple DES and the EMV retail MAC). The trace goes to stderr, the results to stdout.
+            RSA-OAEP, Triple DES and the EMV retail MAC), then the merchant SDK: Apple-format EC_v1 and RSA_v1
+            tokens signed by an Apple-shaped PKI, verified and decrypted. The trace goes to stderr, the results
+            to stdout.
             """
     ) { _, context in
+        context.trace("== cryptographic known answers ==")
         let results = KnownAnswers.all.map { answer -> KnownAnswers.Result in
             let result = answer.run()
             context.trace("\(result.passed ? "ok  " : "FAIL") \(answer.name): \(result.detail)")
             return result
         }
-        let failed = results.filter { !$0.passed }.count
-        context.trace("\(results.count - failed) of \(results.count) known answers match")
-        try context.outputJSON(DemoReport(knownAnswers: results, passed: results.count - failed, failed: failed))
-        if failed > 0 { throw CLIError.failure("\(failed) known answer(s) did not match") }
+        context.trace("\(results.filter(\.passed).count) of \(results.count) known answers match")
+        context.trace("")
+        context.trace("== merchant SDK: Apple-format tokens ==")
+        let merchant = DemoMerchantSDK.run(trace: context.trace)
+        let all = results + merchant.steps
+        let failed = all.filter { !$0.passed }.count
+        try context.outputJSON(
+            DemoReport(knownAnswers: results, merchantSDK: merchant, passed: all.count - failed, failed: failed))
+        if failed > 0 { throw CLIError.failure("\(failed) demo step(s) failed") }
     }
 
     struct DemoReport: Encodable {
         let knownAnswers: [KnownAnswers.Result]
+        let merchantSDK: DemoMerchantSDK.Report
         let passed: Int
         let failed: Int
     }

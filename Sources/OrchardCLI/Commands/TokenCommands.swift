@@ -1,6 +1,7 @@
 import Foundation
 import MerchantKit
 import OrchardCrypto
+import OrchardX509
 import PaymentToken
 
 /// `orchard token ...`: inspect, verify, decrypt and make Apple Pay payment tokens.
@@ -8,8 +9,155 @@ enum TokenCommands {
     static let command = Command(
         name: "token",
         summary: "Inspect, verify, decrypt and make Apple Pay payment tokens (EC_v1, RSA_v1).",
-        subcommands: [inspect]
+        subcommands: [decrypt, verify, inspect, make]
     )
+
+    static let evaluationOptions: [OptionSpec] = [
+        .repeatable("root", "ROOT.pem", help: "A trusted root certificate (default: Apple Root CA - G3)."),
+        .single("now", "ISO8601", help: "Evaluate as if it were this time (e.g. 2021-09-01T19:05:00Z)."),
+        .flag("signing-time", help: "Evaluate at the token's own signing time (old tokens whose chain expired)."),
+        .single("window", "SECONDS", help: "Freshness window for the signing time (default 300)."),
+    ]
+
+    static let decrypt = Command(
+        name: "decrypt",
+        summary: "Verify a token and print exactly its decrypted payment data.",
+        discussion: """
+            Checks the signature, Apple's chain and markers, the signing time, then decrypts with the merchant's
+            processing certificate and key. With --application-data the header hash must match it (and a
+            header hash without it is refused). --trace prints signer, chain and signing time on stderr.
+            """,
+        options: evaluationOptions + [
+            .single("cert", "CERT.pem", help: "The merchant payment processing certificate."),
+            .single("key", "KEY.pem", help: "Its private key (SEC1 or PKCS#8; RSA PKCS#1 or PKCS#8)."),
+            .single("application-data", "BASE64", help: "The applicationData the merchant sent (base64)."),
+            .flag("trace", help: "Print signer, chain and signing time on stderr."),
+        ],
+        positionals: ["TOKEN.json"]
+    ) { arguments, context in
+        let token = try loadToken(arguments)
+        let identity = try MerchantIdentity(
+            certificatePEM: try readText(try arguments.require("cert")), privateKeyPEM: try readText(try arguments.require("key")))
+        let decryptor = try PaymentTokenDecryptor(
+            identities: [identity], trustRoots: try roots(arguments), freshnessWindow: try window(arguments),
+            clock: try clock(arguments), evaluation: arguments.flag("signing-time") ? .insecureAtSigningTime : .clock)
+        var order: ExpectedOrder?
+        if let base64 = arguments.value("application-data") {
+            guard let bytes = StrictEncoding.base64Decode(base64) else {
+                throw CLIError.usage("--application-data must be standard base64")
+            }
+            order = ExpectedOrder(applicationData: bytes, amount: nil, currencyCode: nil)
+        } else if token.paymentData.header.applicationData != nil {
+            throw CLIError.failure(
+                "the token carries an applicationData hash: pass the order's data with --application-data")
+        }
+        let result = try decryptor.decrypt(token, order: order)
+        if arguments.flag("trace") {
+            context.trace("signature: valid, signed at \(iso(result.signature.signingTime)) by \(result.signature.signer.subject)")
+            for certificate in result.signature.chain { context.trace("  chain: \(certificate.subject)") }
+            context.trace("\(result.version.rawValue), transactionId \(result.transactionId)")
+        }
+        context.output(result.payment.plaintextJSON)
+    }
+
+    static let verify = Command(
+        name: "verify",
+        summary: "Check a token's signature, chain and signing time; print signer, signing time and chain.",
+        options: evaluationOptions,
+        positionals: ["TOKEN.json"]
+    ) { arguments, context in
+        let token = try loadToken(arguments)
+        let verifier = try PaymentTokenVerifier(
+            trustRoots: try roots(arguments), freshnessWindow: try window(arguments), clock: try clock(arguments),
+            evaluation: arguments.flag("signing-time") ? .insecureAtSigningTime : .clock)
+        let info = try verifier.verifySignature(token).get()
+        try context.outputJSON([
+            "valid": JSONValueEncodable.bool(true),
+            "signingTime": .string(iso(info.signingTime)),
+            "signer": .string(info.signer.subject.description),
+            "chain": .array(info.chain.map { certificate in
+                .object([
+                    "subject": .string(certificate.subject.description),
+                    "notValidBefore": .string(iso(certificate.notValidBefore)),
+                    "notValidAfter": .string(iso(certificate.notValidAfter)),
+                ])
+            }),
+            "version": .string(token.paymentData.version.rawValue),
+            "transactionId": .string(token.paymentData.header.transactionIdHex),
+        ])
+    }
+
+    static let make = Command(
+        name: "make",
+        summary: "Make an Apple-format token (EC_v1, or RSA_v1 for an RSA certificate) signed like Apple's.",
+        options: [
+            .single("cert", "MERCHANT.pem", help: "The merchant payment processing certificate to encrypt to."),
+            .single("signer-cert", "LEAF.pem", help: "The token-signing leaf (marker 1.2.840.113635.100.6.29)."),
+            .single("signer-key", "LEAF_KEY.pem", help: "The leaf's private key."),
+            .single("intermediate", "INT.pem", help: "The intermediate CA (marker 1.2.840.113635.100.6.2.14)."),
+            .single("payment-data", "DATA.json", help: "The payment data object to encrypt, exactly as given."),
+            .single("application-data", "BASE64", help: "applicationData: its SHA-256 goes into the header."),
+            .single("now", "ISO8601", help: "The signing time (default: now)."),
+            .flag("bare", help: "Print only paymentData instead of the PKPaymentToken wrapper."),
+        ]
+    ) { arguments, context in
+        let merchant = try Certificate(pemEncoded: try readText(try arguments.require("cert")))
+        let leaf = try Certificate(pemEncoded: try readText(try arguments.require("signer-cert")))
+        let intermediate = try Certificate(pemEncoded: try readText(try arguments.require("intermediate")))
+        let keyPEM = try readText(try arguments.require("signer-key"))
+        let key: CertificatePrivateKey
+        if let ec = try? P256.Signing.PrivateKey(pemRepresentation: keyPEM) {
+            key = CertificatePrivateKey(ec)
+        } else {
+            key = CertificatePrivateKey(try RSA.PrivateKey(pemRepresentation: keyPEM))
+        }
+        let payment = try StrictJSONParser.parse(
+            try readFile(try arguments.require("payment-data")), limits: JSONLimits(maxBytes: 32 * 1024, maxDepth: 8))
+        _ = try DecryptedPaymentData(json: payment)  // refuse what no verifier would accept
+        var applicationData: [UInt8]?
+        if let base64 = arguments.value("application-data") {
+            guard let bytes = StrictEncoding.base64Decode(base64) else {
+                throw CLIError.usage("--application-data must be standard base64")
+            }
+            applicationData = bytes
+        }
+        let signer = try CMSTokenSigner(leaf: leaf, key: key, intermediate: intermediate, clock: try clock(arguments))
+        let paymentData = try PaymentTokenEncoder(signer: signer).makePaymentData(
+            payment: payment, recipient: try MerchantProcessingPublicKey(processingCertificate: merchant),
+            applicationData: applicationData)
+        if arguments.flag("bare") {
+            context.output(paymentData.json.serialized)
+        } else {
+            let method = PaymentMethod(displayName: "Card", network: "Orchard", type: "credit")
+            let token = PaymentToken(
+                paymentData: paymentData, paymentMethod: method,
+                transactionIdentifier: paymentData.header.transactionIdHex.uppercased())
+            context.output(token.json.serialized)
+        }
+    }
+
+    static func roots(_ arguments: ParsedArguments) throws -> [Certificate] {
+        let paths = arguments.values("root")
+        if paths.isEmpty { return [AppleRootCertificates.rootCAG3] }
+        return try paths.flatMap { try Certificate.certificates(fromPEM: try readText($0)) }
+    }
+
+    static func window(_ arguments: ParsedArguments) throws -> TimeInterval {
+        TimeInterval(try arguments.integer("window", default: 300, in: 1...86_400))
+    }
+
+    static func clock(_ arguments: ParsedArguments) throws -> any WallClock {
+        if arguments.flag("signing-time"), arguments.value("now") != nil {
+            throw CLIError.usage("--now and --signing-time exclude each other")
+        }
+        guard let text = arguments.value("now") else { return SystemClock() }
+        guard let date = ISO8601DateFormatter().date(from: text) else {
+            throw CLIError.usage("--now takes an ISO 8601 time such as 2021-09-01T19:05:00Z")
+        }
+        return ManualClock(now: date)
+    }
+
+    static func iso(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
 
     static let inspect = Command(
         name: "inspect",
@@ -46,6 +194,11 @@ enum TokenCommands {
         guard let path = arguments.positionals.first else { throw CLIError.usage("missing TOKEN.json") }
         return try PaymentToken(jsonBytes: try readFile(path))
     }
+}
+
+/// Reads a whole text file.
+func readText(_ path: String) throws -> String {
+    String(decoding: try readFile(path), as: UTF8.self)
 }
 
 /// Reads a whole file, with a one-line error naming it.

@@ -1,0 +1,44 @@
+#ifndef ORCHARD_CHTTPSHIMS_H
+#define ORCHARD_CHTTPSHIMS_H
+/* What OrchardHTTP cannot call directly from Swift: libcurl's variadic setters, composite OpenSSL
+ * macros, and the one piece of code that must be async-signal-safe (the shutdown signal handler). */
+#include "../../COpenSSL/shim.h"
+#include "../../CCurl/shim.h"
+#include "../../CLibevent/shim.h"
+
+/* curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic: one typed wrapper per argument kind. */
+typedef size_t (*orchard_curl_data_callback)(char *data, size_t size, size_t count, void *context);
+CURLcode orchard_curl_setopt_long(CURL *easy, CURLoption option, long value);
+CURLcode orchard_curl_setopt_pointer(CURL *easy, CURLoption option, const void *value);
+CURLcode orchard_curl_setopt_offset(CURL *easy, CURLoption option, curl_off_t value);
+/* Points libcurl at bytes the caller keeps alive and unchanged for as long as the handle may use them. */
+CURLcode orchard_curl_setopt_blob_nocopy(CURL *easy, CURLoption option, const void *data, size_t length);
+CURLcode orchard_curl_setopt_callback(CURL *easy, CURLoption option, orchard_curl_data_callback callback);
+CURLcode orchard_curl_getinfo_long(CURL *easy, CURLINFO info, long *value);
+CURLcode orchard_curl_getinfo_pointer(CURL *easy, CURLINFO info, void **value);
+CURLMcode orchard_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+
+/* XN_FLAG_RFC2253 and the SSL_OP_* bits are composite macros; OPENSSL_free is a function-like macro. */
+unsigned long orchard_xn_flag_rfc2253(void);
+uint64_t orchard_ssl_op_no_renegotiation(void);
+void orchard_http_openssl_free(void *pointer);
+
+/* Shutdown signals: the handler only writes the signal number (one byte) to a pipe, which is
+ * async-signal-safe; one ordinary thread reads the pipe and does the real work.
+ * orchard_signal_pipe_open creates the pipe once and returns its read end (or -1 with errno set);
+ * orchard_signal_pipe_watch installs the handler for signo (0 on success). */
+int orchard_signal_pipe_open(void);
+int orchard_signal_pipe_watch(int signo);
+int orchard_signal_pipe_restore(int signo);
+
+/* Names the calling thread (shown by top -H, perf and gdb; at most 15 bytes are kept). Without it a thread
+ * inherits the name of whichever thread created it. */
+void orchard_name_current_thread(const char *name);
+
+/* Pins the calling thread to one CPU (the benchmark keeps the server off the load generator's core). */
+int orchard_pin_current_thread(int cpu);
+
+/* TCP_NODELAY lives in <netinet/tcp.h>, which Glibc's Swift module does not export. */
+int orchard_set_tcp_nodelay(int fd);
+
+#endif

@@ -1,0 +1,222 @@
+public import Device
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Serves a device's control API (``DeviceControl``) as HTTP/1.1 JSON on a Unix socket, mode 0600:
+/// one request per connection, each connection on its own thread, at most ``maximumConnections`` at
+/// once (more are answered 503), 5-second read and write timeouts, bounded heads and bodies.
+public final class ControlSocketServer: @unchecked Sendable {
+    // @unchecked: `listener`, `active` and `stopped` are guarded by `lock`; the rest is immutable.
+    public static let maximumConnections = 32
+
+    public let path: String
+    private let handler: @Sendable (ControlRequest) async -> ControlResponse
+    private let lock = NSLock()
+    private var listener: Int32 = -1
+    private var active = 0
+    private var stopped = false
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Binds `path` (replacing a stale socket file; refusing a live one) and starts accepting.
+    public init(path: String, handler: @escaping @Sendable (ControlRequest) async -> ControlResponse) throws {
+        self.path = path
+        self.handler = handler
+        listener = try UnixSocket.listen(path)
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "orchard-device-control"
+        thread.start()
+    }
+
+    /// Serves `control` on `path`.
+    public convenience init(path: String, control: DeviceControl) throws {
+        try self.init(path: path) { request in await control.handle(request) }
+    }
+
+    /// Stops accepting, removes the socket file, and returns once the accept loop ended. Requests in
+    /// progress finish on their own threads.
+    public func stop() {
+        let fd: Int32 = lock.withLock {
+            guard !stopped else { return -1 }
+            stopped = true
+            let fd = listener
+            listener = -1
+            return fd
+        }
+        guard fd >= 0 else { return }
+        unlink(path)
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+        finished.wait()
+    }
+
+    private func acceptLoop() {
+        defer { finished.signal() }
+        while true {
+            let fd = lock.withLock { stopped ? -1 : listener }
+            guard fd >= 0 else { return }
+            let connection = accept(fd, nil, nil)
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return  // the listening socket was closed
+            }
+            let admitted = lock.withLock { () -> Bool in
+                guard active < Self.maximumConnections else { return false }
+                active += 1
+                return true
+            }
+            guard admitted else {
+                UnixSocket.setTimeouts(connection, seconds: 1)
+                try? UnixSocket.writeAll(
+                    connection, HTTPMessage.response(Self.error(503, "busy", "too many control connections")))
+                close(connection)
+                continue
+            }
+            let thread = Thread { [self] in
+                serve(connection)
+                lock.withLock { active -= 1 }
+            }
+            thread.name = "orchard-device-connection"
+            thread.start()
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        defer { close(fd) }
+        UnixSocket.setTimeouts(fd, seconds: 5)
+        let response: ControlResponse
+        do throws(DeviceProcessError) {
+            let (head, body) = try HTTPMessage.read(fd)
+            guard head.startLine.count == 3, head.startLine[2] == "HTTP/1.1" || head.startLine[2] == "HTTP/1.0",
+                head.startLine[1].hasPrefix("/")
+            else {
+                throw DeviceProcessError(.protocolError, "400 the request line is not METHOD /path HTTP/1.1")
+            }
+            let request = ControlRequest(method: head.startLine[0], path: head.startLine[1], body: Data(body))
+            response = Self.wait { await self.handler(request) }
+        } catch  where error.code == .protocolError {
+            let status = Int(error.message.prefix(3)) ?? 400
+            response = Self.error(status, "badRequest", String(error.message.dropFirst(4)))
+        } catch {
+            return  // timed out or reset: nothing to answer
+        }
+        try? UnixSocket.writeAll(fd, HTTPMessage.response(response))
+    }
+
+    /// Runs `body` on the concurrency pool and blocks this (non-pool) connection thread until it returns.
+    private static func wait(_ body: @escaping @Sendable () async -> ControlResponse) -> ControlResponse {
+        let box = ResponseBox()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            box.set(await body())
+            done.signal()
+        }
+        done.wait()
+        return box.get() ?? error(500, "internalFailure", "the device did not answer")
+    }
+
+    static func error(_ status: Int, _ code: String, _ message: String) -> ControlResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let body = (try? encoder.encode(["error": ["code": code, "message": message]])) ?? Data()
+        return ControlResponse(status: status, body: body)
+    }
+}
+
+/// A response handed from a task to the connection thread.
+private final class ResponseBox: @unchecked Sendable {
+    // @unchecked: `value` is guarded by `lock`.
+    private let lock = NSLock()
+    private var value: ControlResponse?
+    func set(_ response: ControlResponse) { lock.withLock { value = response } }
+    func get() -> ControlResponse? { lock.withLock { value } }
+}
+
+/// Sends one request to a device process's control socket.
+public enum ControlSocketClient {
+    /// Sends `request` and returns the answer. ``DeviceProcessError/Code/notRunning`` when no device process
+    /// listens on `path` (the caller may then act on the device's store directly).
+    public static func send(
+        _ request: ControlRequest, to path: String, timeoutSeconds: Int = 30
+    )
+        throws(DeviceProcessError) -> ControlResponse
+    {
+        let fd = try UnixSocket.connect(path)
+        defer { close(fd) }
+        UnixSocket.setTimeouts(fd, seconds: timeoutSeconds)
+        try UnixSocket.writeAll(fd, HTTPMessage.request(request))
+        let (head, body) = try HTTPMessage.read(fd)
+        guard head.startLine.count >= 2, head.startLine[0].hasPrefix("HTTP/1."), let status = Int(head.startLine[1])
+        else { throw DeviceProcessError(.protocolError, "the device process answered a malformed status line") }
+        return ControlResponse(status: status, body: Data(body))
+    }
+
+    /// ``send(_:to:timeoutSeconds:)`` from async code: the blocking socket calls run on a thread of their
+    /// own, never on the concurrency pool or dispatch's worker threads (on two cores the answering side,
+    /// if in this process, may need every one of them).
+    public static func send(
+        _ request: ControlRequest, to path: String, timeoutSeconds: Int = 30
+    ) async
+        -> Result<ControlResponse, DeviceProcessError>
+    {
+        await withCheckedContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(
+                    returning: Result { () throws(DeviceProcessError) in
+                        try send(request, to: path, timeoutSeconds: timeoutSeconds)
+                    })
+            }
+            thread.name = "orchard-device-control-client"
+            thread.start()
+        }
+    }
+
+    /// Whether a device process listens on `path`.
+    public static func isRunning(at path: String) -> Bool {
+        guard let fd = try? UnixSocket.connect(path) else { return false }
+        close(fd)
+        return true
+    }
+}
+
+/// Waiting for SIGTERM or SIGINT, for the foreground device process.
+public enum TerminationSignal {
+    /// Returns the first SIGTERM or SIGINT received from now on (both are then ignored by default
+    /// handling, so the process ends only when the caller returns).
+    public static func wait() async -> Int32 {
+        let holder = SignalSources()
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            holder.start(continuation)
+        }
+    }
+}
+
+private final class SignalSources: @unchecked Sendable {
+    // @unchecked: `sources` and `resumed` are guarded by `lock`.
+    private let lock = NSLock()
+    private var sources: [any DispatchSourceSignal] = []
+    private var resumed = false
+
+    func start(_ continuation: CheckedContinuation<Int32, Never>) {
+        lock.withLock {
+            for number in [SIGTERM, SIGINT] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { [self] in
+                    let first = lock.withLock { () -> Bool in
+                        defer { resumed = true }
+                        return !resumed
+                    }
+                    if first {
+                        lock.withLock { for source in sources { source.cancel() } }
+                        continuation.resume(returning: number)
+                    }
+                }
+                sources.append(source)
+                source.resume()
+            }
+        }
+    }
+}

@@ -1,2 +1,0 @@
-// Contactless EMV: see issue "EMV contactless core".
-import OrchardCrypto

@@ -1,0 +1,390 @@
+import Device
+import DeviceProcess
+import Foundation
+import OrchardCrypto
+import OrchardRuntime
+import SecureElement
+import Wallet
+
+/// `orchard device ...`: the user devices of a deployment (phones, iPads, watches, Macs) with their Secure
+/// Element, Secure Enclave and wallet.
+enum DeviceCommands {
+    static let command = Command(
+        name: "device",
+        summary: "Create and inspect user devices (Secure Element, Secure Enclave, wallet).",
+        subcommands: [
+            create, list, run, status, cards, choose, setDefault, autoSelect, authenticate, lock, unlock, wrist,
+            doubleClick, field, apdu, passcode, reset, settings,
+        ]
+    )
+
+    static let nameOption = OptionSpec.single("name", "NAME", help: "The device name (lowercase letters, digits, '-').")
+
+    static let create = Command(
+        name: "create",
+        summary: "Play the factory: make a device's paired Secure Element and Secure Enclave keys, its certificate "
+            + "and storage key.",
+        discussion: """
+            Writes DIR/device-NAME.sqlite, DIR/devices/NAME/storage.key (0600) and DIR/devices/NAME/device.pem (the
+            Secure Element key certified by the deployment's device CA, pki/device-ca, made if missing). With
+            --passcode the device's passcode is set, as a user does when setting up a device.
+            """,
+        options: [
+            nameOption,
+            .single("kind", "phone|ipad|watch|mac", help: "The kind of device."),
+            .single("biometry", "face|touch|none", help: "Its biometric sensor (a watch has none)."),
+            .single("account", "NAME", help: "The account it belongs to (default: default)."),
+            .single("passcode", "CODE", help: "Set this passcode (4 to 64 characters)."),
+        ]
+    ) { arguments, context in
+        let name = try arguments.require("name")
+        guard let kind = DeviceKind(rawValue: try arguments.require("kind")) else {
+            throw CLIError.usage("--kind is phone, ipad, watch or mac")
+        }
+        guard let biometry = Biometry(rawValue: try arguments.require("biometry")) else {
+            throw CLIError.usage("--biometry is face, touch or none")
+        }
+        let profile: DeviceProfile
+        do throws(SecureElementError) {
+            profile = try DeviceProfile(
+                kind: kind, biometry: biometry, account: arguments.value("account") ?? "default")
+        } catch {
+            throw CLIError.usage(error.message)
+        }
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let identity = try Device.create(in: deployment, name: name, profile: profile)
+        if let passcode = arguments.value("passcode") {
+            let device = try await Device.open(in: deployment, name: name)
+            try await device.secureEnclave.setPasscode(SecureBytes(Array(passcode.utf8)), current: nil)
+        }
+        context.trace("created \(profile) as \(name) in \(deployment.path)")
+        try context.outputJSON(
+            DeviceSummary(identity, deployment: deployment, passcode: arguments.value("passcode") != nil))
+    }
+
+    static let list = Command(
+        name: "list",
+        summary: "List the devices of the deployment."
+    ) { _, context in
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let summaries = try Device.names(in: deployment).map { name in
+            DeviceSummary(try Device.identity(of: name, in: deployment), deployment: deployment, passcode: nil)
+        }
+        try context.outputJSON(summaries)
+    }
+
+    static let cards = Command(
+        name: "cards",
+        summary: "List a device's cards: display data only (network, type, suffixes, state, default).",
+        options: [nameOption]
+    ) { arguments, context in
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let name = try arguments.require("name")
+        if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: name, in: deployment)) {
+            try await control(ControlRequest(method: "GET", path: "/cards"), arguments, context)
+            return
+        }
+        let cards = try Device.walletCards(of: name, in: deployment)
+        try context.outputJSON(cards.map(CardSummary.init))
+    }
+
+    // MARK: The device process and its control API
+
+    static let run = Command(
+        name: "run",
+        summary: "Run the device process: its control API as HTTP/1.1 JSON on DIR/devices/NAME/control.sock.",
+        discussion: """
+            Runs until SIGTERM or SIGINT. While it runs, the other `orchard device` commands (and any HTTP client
+            on the socket, e.g. `curl --unix-socket DIR/devices/NAME/control.sock http://device/status`) drive it;
+            without it they act on the device's store directly, with no state kept between commands (an
+            authorization, a field, an unlocked device last one command). The routes are in docs/device.md.
+            """,
+        options: [nameOption]
+    ) { arguments, context in
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let name = try arguments.require("name")
+        let device = try await Device.open(in: deployment, name: name)
+        let path = Device.controlSocketPath(of: name, in: deployment)
+        let server = try ControlSocketServer(path: path, control: DeviceControl(device: device))
+        context.trace("device \(name) (\(device.profile)) listening on \(path)")
+        context.output(#"{"event":"listening","socket":"\#(path)"}"#)
+        let signal = await TerminationSignal.wait()
+        context.trace("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
+        server.stop()
+        context.output(#"{"event":"stopped"}"#)
+    }
+
+    static let status = Command(
+        name: "status", summary: "The device's state: lock, methods offered, cards, contactless interface.",
+        options: [nameOption]
+    ) { arguments, context in
+        try await control(ControlRequest(method: "GET", path: "/status"), arguments, context)
+    }
+
+    static let cardOption = OptionSpec.single("card", "ID", help: "A card identifier (from `orchard device cards`).")
+
+    static let choose = Command(
+        name: "choose", summary: "Choose a card by hand for the next payment.", options: [nameOption, cardOption]
+    ) { arguments, context in
+        let card = try arguments.require("card")
+        try await control(ControlRequest(method: "POST", path: "/cards/\(card)/choose"), arguments, context)
+    }
+
+    static let setDefault = Command(
+        name: "set-default", summary: "Make a card the default card.", options: [nameOption, cardOption]
+    ) { arguments, context in
+        let card = try arguments.require("card")
+        try await control(ControlRequest(method: "POST", path: "/cards/\(card)/default"), arguments, context)
+    }
+
+    static let autoSelect = Command(
+        name: "auto-select", summary: "Turn automatic selection on or off for a card.",
+        options: [nameOption, cardOption, .single("enabled", "on|off", help: "on or off.")]
+    ) { arguments, context in
+        let card = try arguments.require("card")
+        let enabled = try onOff(try arguments.require("enabled"), "--enabled")
+        try await control(
+            ControlRequest(
+                method: "POST", path: "/cards/\(card)/automatic-selection", body: try json(["enabled": enabled])),
+            arguments, context)
+    }
+
+    static let evidenceOptions: [OptionSpec] = [
+        .single("method", "face-id|touch-id|passcode|double-click", help: "How the user authenticates."),
+        .flag("fail", help: "The biometric does not match (default: it matches)."),
+        .single("passcode", "CODE", help: "The passcode, for --method passcode."),
+    ]
+
+    static func evidence(_ arguments: ParsedArguments) throws -> [String: Any] {
+        var body: [String: Any] = ["method": try arguments.require("method"), "success": !arguments.flag("fail")]
+        if let passcode = arguments.value("passcode") { body["passcode"] = passcode }
+        return body
+    }
+
+    static let authenticate = Command(
+        name: "authenticate",
+        summary: "Authenticate the user for a payment (a contactless authorization goes to the Secure Element).",
+        options: [nameOption] + evidenceOptions + [
+            .single("type", "contactless|in-app|web", help: "The transaction type (default contactless)."),
+            .single("card", "ID", help: "The card (default: the one the wallet offers)."),
+        ]
+    ) { arguments, context in
+        var body = try evidence(arguments)
+        if let type = arguments.value("type") { body["type"] = type }
+        if let card = arguments.value("card") { body["card"] = card }
+        try await control(
+            ControlRequest(method: "POST", path: "/authenticate", body: try json(body)), arguments, context)
+    }
+
+    static let lock = Command(name: "lock", summary: "Lock the device.", options: [nameOption]) {
+        arguments, context in
+        try await control(ControlRequest(method: "POST", path: "/lock"), arguments, context)
+    }
+
+    static let unlock = Command(
+        name: "unlock", summary: "Unlock the device (a watch: with the passcode, on the wrist).",
+        options: [nameOption] + evidenceOptions
+    ) { arguments, context in
+        try await control(
+            ControlRequest(method: "POST", path: "/unlock", body: try json(try evidence(arguments))), arguments, context
+        )
+    }
+
+    static let wrist = Command(
+        name: "wrist", summary: "Put a watch on the wrist or take it off.",
+        options: [nameOption, .single("on", "yes|no", help: "yes: put on; no: take off.")]
+    ) { arguments, context in
+        let on = try onOff(try arguments.require("on"), "--on")
+        try await control(
+            ControlRequest(method: "POST", path: "/wrist", body: try json(["on": on])), arguments, context)
+    }
+
+    static let doubleClick = Command(
+        name: "double-click",
+        summary: "Double-click the side button: a watch authorizes its default card, a phone presents it.",
+        options: [nameOption]
+    ) { arguments, context in
+        try await control(ControlRequest(method: "POST", path: "/double-click"), arguments, context)
+    }
+
+    static let field = Command(
+        name: "field", summary: "A terminal's NFC field comes on or goes off.",
+        options: [
+            nameOption, .repeatable("network", "NAME", help: "A network the terminal asks for (field on)."),
+        ],
+        positionals: ["on|off"]
+    ) { arguments, context in
+        switch arguments.positionals.first {
+        case "on":
+            try await control(
+                ControlRequest(
+                    method: "POST", path: "/field/on", body: try json(["networks": arguments.values("network")])),
+                arguments, context)
+        case "off":
+            try await control(ControlRequest(method: "POST", path: "/field/off"), arguments, context)
+        default:
+            throw CLIError.usage("say `field on` or `field off`")
+        }
+    }
+
+    static let apdu = Command(
+        name: "apdu", summary: "Send one command APDU (hex) from the terminal in the field; prints the answer.",
+        options: [nameOption], positionals: ["HEX"]
+    ) { arguments, context in
+        guard let command = arguments.positionals.first else { throw CLIError.usage("missing the APDU in hex") }
+        try await control(
+            ControlRequest(method: "POST", path: "/field/apdu", body: try json(["command": command])), arguments,
+            context)
+    }
+
+    static let passcode = Command(
+        name: "passcode", summary: "Set, change or remove the passcode (removing it terminates every card).",
+        options: [
+            nameOption, .single("set", "CODE", help: "The new passcode."),
+            .single("current", "CODE", help: "The current passcode."),
+            .flag("remove", help: "Turn the passcode off."),
+        ]
+    ) { arguments, context in
+        if arguments.flag("remove") {
+            let current = try arguments.require("current")
+            try await control(
+                ControlRequest(method: "POST", path: "/passcode/remove", body: try json(["current": current])),
+                arguments, context)
+            return
+        }
+        var body: [String: Any] = ["passcode": try arguments.require("set")]
+        if let current = arguments.value("current") { body["current"] = current }
+        try await control(ControlRequest(method: "POST", path: "/passcode", body: try json(body)), arguments, context)
+    }
+
+    static let reset = Command(
+        name: "reset",
+        summary: "Discard the Authorization Random: every card is terminated.",
+        options: [
+            nameOption,
+            .single(
+                "reason", "REASON", help: "sign-out, erase, recovery-restore, watch-unpaired or passcode-disabled."),
+        ]
+    ) { arguments, context in
+        let reason = try arguments.require("reason")
+        try await control(
+            ControlRequest(method: "POST", path: "/reset", body: try json(["reason": reason])), arguments, context)
+    }
+
+    static let settings = Command(
+        name: "settings", summary: "Show or change the wallet's settings.",
+        options: [
+            nameOption,
+            .single("website-queries", "on|off", help: "Let websites check for Apple Pay (privacy switch)."),
+            .single("double-click", "on|off", help: "A double-click presents the default card."),
+            .single("biometrics", "on|off", help: "Biometrics for payments (off: the passcode only)."),
+        ]
+    ) { arguments, context in
+        var body: [String: Any] = [:]
+        if let value = arguments.value("website-queries") {
+            body["allowWebsiteQueries"] = try onOff(value, "--website-queries")
+        }
+        if let value = arguments.value("double-click") {
+            body["doubleClickPresentsCards"] = try onOff(value, "--double-click")
+        }
+        if let value = arguments.value("biometrics") {
+            body["biometricsForPayments"] = try onOff(value, "--biometrics")
+        }
+        let request =
+            body.isEmpty
+            ? ControlRequest(method: "GET", path: "/settings")
+            : ControlRequest(method: "PUT", path: "/settings", body: try json(body))
+        try await control(request, arguments, context)
+    }
+
+    // MARK: Helpers
+
+    /// Sends `request` to the running device process, or, when none runs, handles it in this process on
+    /// the device's store. Prints the JSON answer; an error answer becomes `error: <code>: <message>`.
+    static func control(_ request: ControlRequest, _ arguments: ParsedArguments, _ context: CommandContext) async throws
+    {
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let name = try arguments.require("name")
+        let socket = Device.controlSocketPath(of: name, in: deployment)
+        let response: ControlResponse
+        // (A Result rather than a typed do/catch: the latter crashes the Swift 6.3 compiler in async code.)
+        switch await ControlSocketClient.send(request, to: socket) {
+        case .success(let answer):
+            response = answer
+        case .failure(let error) where error.code == .notRunning:
+            let device = try await Device.open(in: deployment, name: name)
+            response = await DeviceControl(device: device).handle(request)
+        case .failure(let error):
+            throw error
+        }
+        guard (200..<300).contains(response.status) else {
+            let decoded = try? JSONDecoder().decode([String: [String: String]].self, from: response.body)
+            let code = decoded?["error"]?["code"] ?? "error"
+            let message = decoded?["error"]?["message"] ?? String(decoding: response.body, as: UTF8.self)
+            throw CLIError.failure("\(code): \(message)")
+        }
+        let object = try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed])
+        let pretty = try JSONSerialization.data(
+            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
+        context.output(String(decoding: pretty, as: UTF8.self))
+    }
+
+    static func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
+
+    static func onOff(_ value: String, _ option: String) throws -> Bool {
+        switch value {
+        case "on", "yes", "true": return true
+        case "off", "no", "false": return false
+        default: throw CLIError.usage("\(option) is on or off")
+        }
+    }
+}
+
+/// A device as the commands print it.
+struct DeviceSummary: Encodable {
+    let name: String
+    let kind: String
+    let biometry: String
+    let account: String
+    /// ISO 8601.
+    let createdAt: String
+    let certificateSubject: String
+    let certificateIssuer: String
+    let store: String
+    let passcodeSet: Bool?
+
+    init(_ identity: DeviceIdentity, deployment: DeploymentDirectory, passcode: Bool?) {
+        name = identity.name
+        kind = identity.profile.kind.rawValue
+        biometry = identity.profile.biometry.rawValue
+        account = identity.profile.account
+        createdAt = ISO8601DateFormatter().string(from: identity.createdAt)
+        certificateSubject = identity.certificate.subject.description
+        certificateIssuer = identity.certificate.issuer.description
+        store = (try? Device.databasePath(of: identity.name, in: deployment)) ?? ""
+        passcodeSet = passcode
+    }
+}
+
+/// A wallet card as the commands print it.
+struct CardSummary: Encodable {
+    let id: String
+    let displayName: String
+    let network: String
+    let type: String
+    let suffix: String
+    let deviceAccountSuffix: String
+    let state: String
+    let automaticSelection: Bool
+
+    init(_ card: WalletCard) {
+        id = card.id
+        displayName = card.displayName
+        network = card.network
+        type = card.type.rawValue
+        suffix = card.suffix
+        deviceAccountSuffix = card.deviceAccountSuffix
+        state = card.state.rawValue
+        automaticSelection = card.automaticSelection
+    }
+}

@@ -1,0 +1,415 @@
+import EMV
+import Foundation
+import OrchardCrypto
+
+/// `orchard emv ...`: EMV tools for payment engineers. Each command prints intermediate values and key
+/// check values first and its result as one upper-case hex string on the last line of stdout. Inputs are
+/// checked for form (hex length, digit count), not for Luhn: published vectors use PANs that fail it.
+enum EMVCommands {
+    static let command = Command(
+        name: "emv",
+        summary: "EMV contactless tools: key derivation, cryptograms, TLV, and a simulated transaction.",
+        subcommands: [deriveMK, sessionKey, mac, arqc, arpc, tlv, simulate, bench]
+    )
+
+    // MARK: keys
+
+    static let deriveMK = Command(
+        name: "derive-mk",
+        summary: "Derive a card master key from an issuer master key (EMV option A or B).",
+        discussion: "Without --option: A for PANs of up to 16 digits, B above (EMV defines B as A up to 16 digits).",
+        options: [
+            .single("imk", "HEX", help: "Issuer master key, 16 bytes (32 hex digits)."),
+            .single("pan", "DIGITS", help: "PAN, 12 to 19 digits."),
+            .single("psn", "HEX", help: "PAN sequence number, one byte as 2 digits (e.g. 00)."),
+            .single("option", "a|b", help: "Derivation option."),
+        ]
+    ) { arguments, context in
+        let imk = try key(arguments, "imk")
+        let pan = try panDigits(arguments)
+        let psn = try panSequenceNumber(arguments)
+        let option: EMVKeyDerivation.MasterKeyOption
+        switch arguments.value("option")?.lowercased() {
+        case nil: option = .automatic
+        case "a": option = .optionA
+        case "b": option = .optionB
+        default: throw CLIError.failure("--option is a or b")
+        }
+        let resolved = option.resolved(panLength: pan.count)
+        let y = try EMVKeyDerivation.masterKeyDerivationData(pan: pan, panSequenceNumber: psn, option: option)
+        let mk = try EMVKeyDerivation.masterKey(
+            issuerMasterKey: imk, pan: pan, panSequenceNumber: psn, option: option)
+        context.output("option: \(resolved)")
+        context.output("Y: \(y.hex)")
+        context.output("Y xor FF: \(y.map { $0 ^ 0xFF }.hex)")
+        context.output("IMK KCV: \(try EMVKeyDerivation.keyCheckValue(imk).hex)")
+        context.output("MK KCV: \(try EMVKeyDerivation.keyCheckValue(mk).hex)")
+        context.output(mk.bytes.unsafeCopyOfBytes().hex)
+    }
+
+    static let sessionKey = Command(
+        name: "session-key",
+        summary: "Derive a session key: the EMV common session key, or Mastercard's (ATC and UN).",
+        discussion: "The method defaults to mastercard when --un is given, common otherwise.",
+        options: [
+            .single("mk", "HEX", help: "Card master key (MK-AC), 16 bytes."),
+            .single("atc", "HEX", help: "Application transaction counter, 2 bytes (4 hex digits)."),
+            .single("un", "HEX", help: "Unpredictable number, 4 bytes (Mastercard method only)."),
+            .single("method", "common|mastercard", help: "Derivation method."),
+        ]
+    ) { arguments, context in
+        let mk = try key(arguments, "mk")
+        let atcBytes = try hexOption(arguments, "atc", bytes: 2)
+        let atc = UInt16(atcBytes[0]) << 8 | UInt16(atcBytes[1])
+        let un = try arguments.value("un").map { _ in try hexOption(arguments, "un", bytes: 4) }
+        let method = arguments.value("method")?.lowercased() ?? (un == nil ? "common" : "mastercard")
+        let r: [UInt8]
+        let sk: SymmetricKey
+        switch method {
+        case "common":
+            guard un == nil else { throw CLIError.failure("the common session key takes no --un") }
+            r = atcBytes + [0, 0, 0, 0, 0, 0]
+            sk = try EMVKeyDerivation.commonSessionKey(masterKey: mk, atc: atc)
+        case "mastercard":
+            guard let un else { throw CLIError.failure("the mastercard method needs --un (4 bytes)") }
+            r = atcBytes + [0, 0] + un
+            sk = try EMVKeyDerivation.mastercardSessionKey(masterKey: mk, atc: atc, unpredictableNumber: un)
+        default:
+            throw CLIError.failure("--method is common or mastercard")
+        }
+        let (f1, f2) = EMVKeyDerivation.sessionKeyDiversification(r: r)
+        context.output("method: \(method)")
+        context.output("R: \(r.hex)")
+        context.output("F1: \(f1.hex)")
+        context.output("F2: \(f2.hex)")
+        context.output("MK KCV: \(try EMVKeyDerivation.keyCheckValue(mk).hex)")
+        context.output("SK KCV: \(try EMVKeyDerivation.keyCheckValue(sk).hex)")
+        context.output(sk.bytes.unsafeCopyOfBytes().hex)
+    }
+
+    // MARK: MACs and cryptograms
+
+    static let mac = Command(
+        name: "mac",
+        summary: "ISO/IEC 9797-1 MAC algorithm 3 (retail MAC) with a 16-byte key.",
+        options: [
+            .single("key", "HEX", help: "MAC key K1 ‖ K2, 16 bytes."),
+            .single("data", "HEX", help: "The data (any number of bytes)."),
+            .single("pad", "1|2", help: "ISO/IEC 9797-1 padding method (default 2)."),
+        ]
+    ) { arguments, context in
+        try runMAC(arguments, context, keyName: "key")
+    }
+
+    static let arqc = Command(
+        name: "arqc",
+        summary: "An application cryptogram: MAC algorithm 3 under a session key over the MAC input.",
+        discussion: "The data is the MAC input in the CVN's order (e.g. CVN 18: PDOL values, AIP, ATC, IAD).",
+        options: [
+            .single("sk", "HEX", help: "Session key (or MK for CVN 10), 16 bytes."),
+            .single("data", "HEX", help: "The unpadded MAC input."),
+            .single("pad", "1|2", help: "Padding method: 1 for Visa CVN 10, 2 otherwise (default)."),
+        ]
+    ) { arguments, context in
+        try runMAC(arguments, context, keyName: "sk")
+    }
+
+    static func runMAC(_ arguments: ParsedArguments, _ context: CommandContext, keyName: String) throws {
+        let key = try key(arguments, keyName)
+        let data = try hexOption(arguments, "data")
+        let padding: RetailMAC.Padding
+        switch arguments.value("pad") ?? "2" {
+        case "1": padding = .method1
+        case "2": padding = .method2
+        default: throw CLIError.failure("--pad is 1 or 2")
+        }
+        context.output("padded: \(RetailMAC.pad(data, padding).hex)")
+        context.output("key KCV: \(try EMVKeyDerivation.keyCheckValue(key).hex)")
+        context.output(try ApplicationCryptogram.mac(key: key, data: data, padding: padding).hex)
+    }
+
+    static let arpc = Command(
+        name: "arpc",
+        summary: "An authorization response cryptogram: method 1 with --arc, method 2 with --csu [--prop].",
+        options: [
+            .single("sk", "HEX", help: "The ARPC key (session key, or MK for CVN 10 and Mastercard CVN 16), 16 bytes."),
+            .single("arqc", "HEX", help: "The ARQC, 8 bytes."),
+            .single("arc", "HEX", help: "Method 1: authorization response code, 2 bytes (e.g. 3030)."),
+            .single("csu", "HEX", help: "Method 2: card status update, 4 bytes."),
+            .single("prop", "HEX", help: "Method 2: proprietary authentication data, 0 to 8 bytes."),
+        ]
+    ) { arguments, context in
+        let sk = try key(arguments, "sk")
+        let arqc = try hexOption(arguments, "arqc", bytes: 8)
+        switch (arguments.value("arc"), arguments.value("csu")) {
+        case (.some, nil):
+            guard arguments.value("prop") == nil else { throw CLIError.failure("--prop belongs to method 2 (--csu)") }
+            let arc = try hexOption(arguments, "arc", bytes: 2)
+            let arpc = try ApplicationCryptogram.arpcMethod1(key: sk, arqc: arqc, responseCode: arc)
+            context.output("method: 1")
+            context.output("tag 91: \((arpc + arc).hex)")
+            context.output(arpc.hex)
+        case (nil, .some):
+            let csu = try hexOption(arguments, "csu", bytes: 4)
+            let prop = try arguments.value("prop").map { _ in try hexOption(arguments, "prop") } ?? []
+            guard prop.count <= 8 else { throw CLIError.failure("--prop is at most 8 bytes") }
+            let arpc = try ApplicationCryptogram.arpcMethod2(
+                key: sk, arqc: arqc, cardStatusUpdate: csu, proprietaryData: prop)
+            context.output("method: 2")
+            context.output("tag 91: \((arpc + csu + prop).hex)")
+            context.output(arpc.hex)
+        default:
+            throw CLIError.failure("give either --arc (method 1) or --csu (method 2)")
+        }
+    }
+
+    // MARK: TLV
+
+    static let tlv = Command(
+        name: "tlv",
+        summary: "Decode BER-TLV into an indented tree with tag names; the last line is the re-encoding.",
+        positionals: ["HEX"]
+    ) { arguments, context in
+        guard let text = arguments.positionals.first else { throw CLIError.usage("give the TLV bytes as hex") }
+        guard let bytes = [UInt8](hex: text) else {
+            throw CLIError.failure("the TLV is not an even number of hex digits")
+        }
+        let objects = try TLV.decode(bytes)
+        guard !objects.isEmpty else { throw CLIError.failure("no data objects in the input") }
+        context.output(objects.treeDescription())
+        context.output(objects.encoded.hex)
+    }
+
+    // MARK: simulate
+
+    static let simulate = Command(
+        name: "simulate",
+        summary: "Run a contactless transaction between the card applet and the terminal kernel, then verify it.",
+        discussion: """
+            The card's master key is derived from --imk, --pan and --psn; --atc is the ATC the card uses for this \
+            transaction. Prints one APDU per line (C-APDU, then R-APDU with its status word), the verifier's \
+            result, and the cryptogram on the last line.
+            """,
+        options: [
+            .single("imk", "HEX", help: "Issuer master key, 16 bytes."),
+            .single("pan", "DIGITS", help: "The (D)PAN, 12 to 19 digits."),
+            .single("psn", "HEX", help: "PAN sequence number, 2 digits."),
+            .single("atc", "HEX", help: "The ATC of this transaction, 2 bytes (0001 to FFFF)."),
+            .single("amount", "MINOR", help: "Amount in minor units (e.g. 15000 for 150.00)."),
+            .single("currency", "NUM", help: "ISO 4217 numeric currency, 3 or 4 digits (e.g. 840 or 0840)."),
+            .single("country", "NUM", help: "ISO 3166 numeric terminal country, 3 or 4 digits."),
+            .single("date", "YYMMDD", help: "Transaction date."),
+            .single("un", "HEX", help: "Terminal unpredictable number, 4 bytes."),
+            .single(
+                "kernel", "visa|mastercard", help: "Visa-style (Kernel 3, default) or Mastercard-style (Kernel 2)."),
+            .single("expiry", "YYMM", help: "Card expiry (default 2812)."),
+            .single("cdcvm", "METHOD", help: "face (default), fingerprint, passcode, watch or none."),
+            .flag("no-authorization", help: "The host does not authorize the card: it releases nothing."),
+        ]
+    ) { arguments, context in
+        let imk = try key(arguments, "imk")
+        let pan = try panDigits(arguments)
+        let psn = try panSequenceNumber(arguments)
+        let atcBytes = try hexOption(arguments, "atc", bytes: 2)
+        let atc = UInt16(atcBytes[0]) << 8 | UInt16(atcBytes[1])
+        guard atc > 0 else { throw CLIError.failure("--atc is 0001 to FFFF (a card never uses ATC 0000)") }
+        let amountText = try arguments.require("amount")
+        guard (1...12).contains(amountText.count), amountText.allSatisfy(\.isASCIIDigit),
+            let amount = UInt64(amountText)
+        else { throw CLIError.failure("--amount is 1 to 12 digits of minor units") }
+        let currency = try numericCode(arguments, "currency")
+        let country = try numericCode(arguments, "country")
+        let date: TransactionDate
+        do { date = try TransactionDate(yymmdd: try arguments.require("date")) } catch let error as EMVError {
+            throw CLIError.failure("--date: \(error.message)")
+        }
+        let un = try hexOption(arguments, "un", bytes: 4)
+        let scheme: PaymentScheme
+        switch arguments.value("kernel")?.lowercased() ?? "visa" {
+        case "visa": scheme = .visa
+        case "mastercard": scheme = .mastercard
+        default: throw CLIError.failure("--kernel is visa or mastercard")
+        }
+        let method: CDCVMResult
+        switch arguments.value("cdcvm")?.lowercased() ?? "face" {
+        case "face": method = CDCVMResult(performed: true, method: .face)
+        case "fingerprint", "touch": method = CDCVMResult(performed: true, method: .fingerprint)
+        case "passcode": method = CDCVMResult(performed: true, method: .passcode)
+        case "watch": method = CDCVMResult(performed: true, method: .wristDetection)
+        case "none": method = CDCVMResult(performed: false, method: .none)
+        default: throw CLIError.failure("--cdcvm is face, fingerprint, passcode, watch or none")
+        }
+
+        let masterKey = try EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: pan, panSequenceNumber: psn)
+        let profile: CardApplicationProfile
+        do {
+            profile = try CardApplicationProfile(
+                scheme: scheme, pan: pan, expiry: arguments.value("expiry") ?? "2812", panSequenceNumber: psn,
+                masterKey: masterKey)
+        } catch let error as EMVError {
+            throw CLIError.failure(error.message)
+        }
+        let card = try ContactlessCard(applications: [
+            CardApplication(profile: profile, atcStore: InMemoryATCStore(lastUsed: atc - 1))
+        ])
+        let link = InProcessCardLink(card: card)
+        if !arguments.flag("no-authorization") { await link.authorize(CardholderAuthorization(cdcvm: method)) }
+        var configuration = TerminalConfiguration(countryCode: country, currencyCode: currency)
+        configuration.preferredAID = scheme.aid
+        let outcome = try await TerminalKernel(configuration: configuration).run(
+            TransactionParameters(amount: amount, date: date, unpredictableNumber: un), card: link)
+        for exchange in outcome.transcript {
+            context.output("C-APDU \(exchange.command.hex)")
+            context.output("R-APDU \(exchange.response.hex)")
+        }
+        context.output("kernel: \(outcome)")
+        guard outcome.status == .onlineRequest, let read = outcome.card else {
+            throw CLIError.failure("no online request: \(outcome.status)\(outcome.reason.map { " (\($0))" } ?? "")")
+        }
+        context.output("field 55: \(read.field55Bytes.hex)")
+        let verification = try CryptogramVerifier().verify(
+            ChipAuthorizationData(read), issuerMasterKey: imk, lastSeenATC: atc - 1)
+        context.output("verifier: \(verification)")
+        guard case .valid(let verified) = verification else {
+            throw CLIError.failure("the verifier rejected the cryptogram")
+        }
+        context.output(
+            "issuer authentication data (91): "
+                + (try verified.issuerAuthenticationData(
+                    responseCode: [0x30, 0x30], cardStatusUpdate: [0, 0x80, 0, 0])).hex)
+        context.output(read.cryptogram.hex)
+    }
+
+    // MARK: bench
+
+    static let bench = Command(
+        name: "bench",
+        summary: "Cryptogram verifications per second on one core, and the card's processing time per transaction.",
+        discussion: "Run from a release build: swift build -c release && .build/release/orchard emv bench",
+        options: [.single("seconds", "N", help: "Seconds per figure (default 3).")]
+    ) { arguments, context in
+        guard let seconds = Double(arguments.value("seconds") ?? "3"), seconds >= 0.05, seconds <= 600 else {
+            throw CLIError.failure("--seconds is a number from 0.05 to 600")
+        }
+        let clock = SystemClock()
+        let imk = SymmetricKey(data: [UInt8](hex: "0123456789ABCDEFFEDCBA9876543210")!)
+        func measure(_ name: String, _ body: () throws -> Void) throws -> Double {
+            var count = 0
+            let start = clock.nanoseconds()
+            let end = start + UInt64(seconds * 1e9)
+            var now = start
+            while now < end {
+                for _ in 0..<64 { try body() }
+                count += 64
+                now = clock.nanoseconds()
+            }
+            return Double(count) / (Double(now - start) / 1e9)
+        }
+        var report: [String: Double] = [:]
+        for scheme in [PaymentScheme.visa, .mastercard] {
+            let pan = scheme == .visa ? "4895370012345671" : "5413330089020011"
+            let mk = try EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: pan, panSequenceNumber: 0)
+            let profile = try CardApplicationProfile(scheme: scheme, pan: pan, expiry: "2812", masterKey: mk)
+            let store = BenchmarkATCStore()
+            var card = try ContactlessCard(applications: [CardApplication(profile: profile, atcStore: store)])
+            // One transaction's APDUs as the kernel sends them.
+            let link = InProcessCardLink(card: card)
+            await link.authorize(CardholderAuthorization(verifiedBy: .face))
+            var configuration = TerminalConfiguration(countryCode: 840, currencyCode: 840)
+            configuration.preferredAID = scheme.aid
+            let outcome = try await TerminalKernel(configuration: configuration).run(
+                TransactionParameters(amount: 1500, date: try TransactionDate(yymmdd: "260115")), card: link)
+            guard let read = outcome.card else {
+                throw CLIError.failure("the benchmark transaction failed: \(outcome)")
+            }
+            let commands = try outcome.transcript.map { try CommandAPDU(bytes: $0.command) }
+            let data = ChipAuthorizationData(read)
+            let verifier = CryptogramVerifier()
+            let name = scheme == .visa ? "Visa CVN 18" : "Mastercard CVN 16"
+            let fromIMK = try measure(name) {
+                guard try verifier.verify(data, issuerMasterKey: imk, lastSeenATC: nil).isValid else {
+                    throw CLIError.failure("verification failed")
+                }
+            }
+            let fromMK = try measure(name) {
+                guard try verifier.verify(data, masterKey: mk, lastSeenATC: nil).isValid else {
+                    throw CLIError.failure("verification failed")
+                }
+            }
+            let transactions = try measure(name) {
+                card.authorize(CardholderAuthorization(verifiedBy: .face))
+                for command in commands where card.process(command).statusWord != .success {
+                    throw CLIError.failure("the card refused a benchmark APDU")
+                }
+            }
+            context.output(
+                "\(name): \(Int(fromIMK)) verifications/s from the IMK, \(Int(fromMK))/s from the card key; "
+                    + "card \(String(format: "%.1f", 1e6 / transactions)) µs per transaction (\(commands.count) APDUs)")
+            report["\(scheme).verificationsPerSecond"] = fromIMK
+            report["\(scheme).cardMicrosecondsPerTransaction"] = 1e6 / transactions
+        }
+        let slowest = min(report["visa.verificationsPerSecond"] ?? 0, report["mastercard.verificationsPerSecond"] ?? 0)
+        context.output("target 20,000 verifications/s on one core: \(slowest >= 20_000 ? "met" : "NOT met")")
+    }
+
+    // MARK: input checks
+
+    static func hexOption(_ arguments: ParsedArguments, _ name: String, bytes count: Int? = nil) throws -> [UInt8] {
+        let text = try arguments.require(name)
+        guard let bytes = [UInt8](hex: text) else {
+            throw CLIError.failure("--\(name) is not an even number of hex digits")
+        }
+        if let count, bytes.count != count {
+            throw CLIError.failure("--\(name) is \(count) bytes (\(count * 2) hex digits), not \(bytes.count)")
+        }
+        return bytes
+    }
+
+    static func key(_ arguments: ParsedArguments, _ name: String) throws -> SymmetricKey {
+        SymmetricKey(data: try hexOption(arguments, name, bytes: 16))
+    }
+
+    static func panDigits(_ arguments: ParsedArguments) throws -> String {
+        let pan = try arguments.require("pan")
+        guard (12...19).contains(pan.count), pan.allSatisfy(\.isASCIIDigit) else {
+            throw CLIError.failure("--pan is 12 to 19 decimal digits")
+        }
+        return pan
+    }
+
+    static func panSequenceNumber(_ arguments: ParsedArguments) throws -> Int {
+        let text = try arguments.require("psn")
+        guard text.count == 2, text.allSatisfy(\.isASCIIDigit), let psn = Int(text) else {
+            throw CLIError.failure("--psn is one byte of two decimal digits, 00 to 99 (n2, e.g. 01)")
+        }
+        return psn
+    }
+
+    static func numericCode(_ arguments: ParsedArguments, _ name: String) throws -> Int {
+        let text = try arguments.require(name)
+        guard (3...4).contains(text.count), text.allSatisfy(\.isASCIIDigit), let value = Int(text), value <= 999 else {
+            throw CLIError.failure("--\(name) is an ISO numeric code of 3 or 4 digits (e.g. 840 or 0840)")
+        }
+        return value
+    }
+}
+
+/// The benchmark's ATC store: it wraps around instead of exhausting, so a long run can repeat transactions.
+/// Never for a real card (it reuses counter values).
+private final class BenchmarkATCStore: ATCStore, @unchecked Sendable {
+    // @unchecked: the counter is guarded by `lock`.
+    private let lock = NSLock()
+    private var last: UInt16 = 0
+
+    func currentATC() throws(EMVError) -> UInt16 { lock.withLock { last } }
+    func incrementATC() throws(EMVError) -> UInt16? {
+        lock.withLock {
+            last = last == 0xFFFF ? 1 : last + 1
+            return last
+        }
+    }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import OrchardLogging
+
+/// The one place where errors become HTTP answers.
+///
+/// - An ``HTTPResponseError`` answers its own status with `{"error":{"code":…,"message":…}}`; a 5xx
+///   among them is also logged (at error, with the request id), since the caller learns little.
+/// - Anything else is an opaque 500 whose message carries only the request id, and the error itself
+///   goes to the log with that id, so an operator can match a complaint to its cause.
+enum ErrorMapping {
+    static func response(for error: any Error, requestID: UUID, logger: Logger) -> HTTPResponse {
+        let status: HTTPStatus
+        let code: String
+        let message: String
+        if let known = error as? any HTTPResponseError {
+            status = known.httpStatus
+            code = known.httpErrorCode
+            message = known.httpErrorMessage
+            if status.code >= 500 {
+                logger.error(
+                    "request failed with \(status.code)",
+                    metadata: ["request_id": .uuid(requestID), "error": .describing(error)])
+            }
+        } else {
+            status = .internalServerError
+            code = "internal_error"
+            message = "internal error (request id \(requestID.uuidString.lowercased()))"
+            logger.error(
+                "unhandled error in a handler",
+                metadata: [
+                    "request_id": .uuid(requestID), "error_type": .string(String(describing: type(of: error))),
+                    "error": .describing(error),
+                ])
+        }
+        return errorResponse(status: status, code: code, message: message)
+    }
+
+    /// A JSON error answer.
+    static func errorResponse(status: HTTPStatus, code: String, message: String) -> HTTPResponse {
+        HTTPResponse(
+            status: status, headers: ["Content-Type": "application/json"],
+            body: JSONCoding.errorBody(code: code, message: CardNumberScrubber.scrub(message)))
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// An HTTP status: the code and its reason phrase. Equality compares the code only.
+public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
+    public let code: Int
+    public let reason: String
+
+    public init(code: Int, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public static let ok = HTTPStatus(code: 200, reason: "OK")
+    public static let created = HTTPStatus(code: 201, reason: "Created")
+    public static let accepted = HTTPStatus(code: 202, reason: "Accepted")
+    public static let noContent = HTTPStatus(code: 204, reason: "No Content")
+    public static let badRequest = HTTPStatus(code: 400, reason: "Bad Request")
+    public static let unauthorized = HTTPStatus(code: 401, reason: "Unauthorized")
+    public static let forbidden = HTTPStatus(code: 403, reason: "Forbidden")
+    public static let notFound = HTTPStatus(code: 404, reason: "Not Found")
+    public static let methodNotAllowed = HTTPStatus(code: 405, reason: "Method Not Allowed")
+    public static let conflict = HTTPStatus(code: 409, reason: "Conflict")
+    public static let gone = HTTPStatus(code: 410, reason: "Gone")
+    public static let payloadTooLarge = HTTPStatus(code: 413, reason: "Payload Too Large")
+    public static let unsupportedMediaType = HTTPStatus(code: 415, reason: "Unsupported Media Type")
+    public static let unprocessableContent = HTTPStatus(code: 422, reason: "Unprocessable Content")
+    public static let tooManyRequests = HTTPStatus(code: 429, reason: "Too Many Requests")
+    public static let internalServerError = HTTPStatus(code: 500, reason: "Internal Server Error")
+    public static let badGateway = HTTPStatus(code: 502, reason: "Bad Gateway")
+    public static let serviceUnavailable = HTTPStatus(code: 503, reason: "Service Unavailable")
+    public static let gatewayTimeout = HTTPStatus(code: 504, reason: "Gateway Timeout")
+
+    /// 2xx.
+    public var isSuccess: Bool { (200..<300).contains(code) }
+    public var description: String { "\(code) \(reason)" }
+
+    public static func == (lhs: HTTPStatus, rhs: HTTPStatus) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+/// An error that knows its HTTP answer. Domain errors conform (in the service module that serves them,
+/// so domain modules never import HTTP), and the server turns them into `status` and
+/// `{"error":{"code":…,"message":…}}` in one place. Any other error becomes an opaque 500.
+public protocol HTTPResponseError: Error {
+    /// The status to answer with. A 5xx is also logged with the request id.
+    var httpStatus: HTTPStatus { get }
+    /// A stable machine-readable code, e.g. `"unknown_merchant"`.
+    var httpErrorCode: String { get }
+    /// A message for the caller: what went wrong and what to do, never a secret or a card number.
+    var httpErrorMessage: String { get }
+}
+
+/// The one error type of `OrchardHTTP`, for both the server and the client.
+///
+/// A struct with an extensible code (see `CryptoError`); equality compares the code only. Request
+/// errors (bad JSON, unknown route, missing client certificate) carry their HTTP answer; the others
+/// (configuration, TLS setup, transport) answer an opaque 500 if a handler lets them escape.
+public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTTPResponseError {
+    /// What went wrong, as a value a caller can branch on.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        fileprivate enum Base: String, Hashable, Sendable {
+            case invalidJSON = "invalid_json"
+            case invalidRequest = "invalid_request"
+            case notFound = "not_found"
+            case methodNotAllowed = "method_not_allowed"
+            case clientCertificateRequired = "client_certificate_required"
+            case clientCertificateNotAllowed = "client_certificate_not_allowed"
+            case payloadTooLarge = "payload_too_large"
+            case invalidConfiguration = "invalid_configuration"
+            case tlsFailure = "tls_failure"
+            case bindFailed = "bind_failed"
+            case notRunning = "not_running"
+            case invalidURL = "invalid_url"
+            case connectionFailed = "connection_failed"
+            case timedOut = "timed_out"
+            case responseTooLarge = "response_too_large"
+            case transportFailure = "transport_failure"
+            case cancelled = "cancelled"
+            case internalFailure = "internal_failure"
+        }
+        fileprivate let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The request body is not the JSON the route expects (400).
+        public static let invalidJSON = Code(.invalidJSON)
+        /// The request is malformed in another way: a bad path parameter or query (400).
+        public static let invalidRequest = Code(.invalidRequest)
+        /// No route matches the path (404).
+        public static let notFound = Code(.notFound)
+        /// A route matches the path but not the method (405).
+        public static let methodNotAllowed = Code(.methodNotAllowed)
+        /// The route needs a verified client certificate and the connection has none (401).
+        public static let clientCertificateRequired = Code(.clientCertificateRequired)
+        /// The client certificate is verified but the route does not accept it (403).
+        public static let clientCertificateNotAllowed = Code(.clientCertificateNotAllowed)
+        /// The body is larger than the route accepts (413).
+        public static let payloadTooLarge = Code(.payloadTooLarge)
+        /// A server or client configuration is unusable (bad PEM, missing trust roots, bad limits).
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// OpenSSL refused a TLS setting, certificate or key.
+        public static let tlsFailure = Code(.tlsFailure)
+        /// A listening socket could not be created or bound.
+        public static let bindFailed = Code(.bindFailed)
+        /// The server or client is not running (not started yet, or shut down).
+        public static let notRunning = Code(.notRunning)
+        /// A client URL is malformed or not http(s).
+        public static let invalidURL = Code(.invalidURL)
+        /// The client could not connect, or the TLS handshake failed (including a refused certificate).
+        public static let connectionFailed = Code(.connectionFailed)
+        /// The client's request did not complete in time.
+        public static let timedOut = Code(.timedOut)
+        /// The response body is larger than the client accepts.
+        public static let responseTooLarge = Code(.responseTooLarge)
+        /// The connection failed after it was established (reset, closed early, malformed response).
+        public static let transportFailure = Code(.transportFailure)
+        /// The caller's task was cancelled, or the client shut down, before the response arrived.
+        public static let cancelled = Code(.cancelled)
+        /// An internal failure (allocation, libevent or libcurl refusing a call).
+        public static let internalFailure = Code(.internalFailure)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
+    /// What happened, for the caller or the log. Never contains a secret or a card number.
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    public static func == (lhs: HTTPError, rhs: HTTPError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    public var httpStatus: HTTPStatus {
+        switch code.base {
+        case .invalidJSON, .invalidRequest: .badRequest
+        case .notFound: .notFound
+        case .methodNotAllowed: .methodNotAllowed
+        case .clientCertificateRequired: .unauthorized
+        case .clientCertificateNotAllowed: .forbidden
+        case .payloadTooLarge: .payloadTooLarge
+        default: .internalServerError
+        }
+    }
+
+    public var httpErrorCode: String { httpStatus.code >= 500 ? "internal_error" : code.description }
+    public var httpErrorMessage: String { httpStatus.code >= 500 ? "internal error" : message }
+}

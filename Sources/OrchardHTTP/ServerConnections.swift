@@ -1,0 +1,450 @@
+internal import CLibevent
+internal import COpenSSL
+import Foundation
+import OrchardCrypto
+import OrchardLogging
+
+// The server's per-listener, per-connection and per-request state, and the evhttp callbacks that drive
+// it. Everything here runs on its event loop's thread (see the threading model on HTTPServer).
+
+/// The slot in each `SSL` object that holds its ``Connection``; OpenSSL calls the free function when it
+/// frees the `SSL`, which is when libevent closes the connection.
+enum ConnectionSlot {
+    static let index: Int32 = {
+        let index = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil) { _, pointer, _, _, _, _ in
+            guard let pointer else { return }
+            Unmanaged<Connection>.fromOpaque(pointer).takeRetainedValue().didClose()
+        }
+        guard index >= 0 else { fatalError("OpenSSL: no ex_data index available") }
+        return index
+    }()
+}
+
+/// One listener served by one loop: an `evhttp` object and its bound socket. Used on its loop's thread
+/// only.
+final class ListenerInstance: @unchecked Sendable {
+    let server: HTTPServer
+    let loop: EventLoop
+    let tls: ServerTLSContext
+    private var http: OpaquePointer?
+    private var bound: OpaquePointer?
+    private(set) var draining = false
+    /// Open, admitted connections.
+    var connections: [ObjectIdentifier: Connection] = [:]
+    /// Requests whose handler has not replied yet.
+    var inFlight: [ObjectIdentifier: InFlight] = [:]
+
+    init(server: HTTPServer, loop: EventLoop, tls: ServerTLSContext) {
+        self.server = server
+        self.loop = loop
+        self.tls = tls
+    }
+
+    var headerTimeout: timeval { Self.timeval(server.configuration.limits.headerTimeout) }
+
+    static func timeval(_ duration: Duration) -> timeval {
+        let (seconds, attoseconds) = duration.components
+        return Glibc.timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+    }
+
+    /// Creates the evhttp object on the loop's base and hands it the listening socket. Called before the
+    /// loop thread starts.
+    func attach(socket fd: Int32) throws(HTTPError) {
+        guard let http = evhttp_new(loop.base) else {
+            close(fd)
+            throw HTTPError(.internalFailure, "evhttp_new failed")
+        }
+        self.http = http
+        let limits = server.configuration.limits
+        var idle = Self.timeval(limits.idleTimeout)
+        evhttp_set_timeout_tv(http, &idle)
+        evhttp_set_max_headers_size(http, limits.maxHeaderBytes)
+        evhttp_set_max_body_size(http, limits.maxBodyBytes)
+        let methods: [evhttp_cmd_type] = [
+            EVHTTP_REQ_GET, EVHTTP_REQ_POST, EVHTTP_REQ_HEAD, EVHTTP_REQ_PUT, EVHTTP_REQ_DELETE, EVHTTP_REQ_OPTIONS,
+            EVHTTP_REQ_PATCH,
+        ]
+        evhttp_set_allowed_methods(http, UInt16(methods.reduce(0) { $0 | $1.rawValue }))
+        // Read (and discard) an oversized body before answering 413, so the client sees the answer
+        // instead of a reset.
+        _ = evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        evhttp_set_bevcb(
+            http,
+            { base, context in
+                Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().newConnection(base: base!)
+            }, context)
+        evhttp_set_gencb(
+            http,
+            { request, context in
+                Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().handle(request!)
+            }, context)
+        guard let bound = evhttp_accept_socket_with_handle(http, fd) else {
+            close(fd)
+            throw HTTPError(.bindFailed, "evhttp could not accept on its socket")
+        }
+        self.bound = bound
+    }
+
+    /// On the loop thread, once the loop stopped: abandons what is still in flight and frees evhttp,
+    /// which closes every remaining connection.
+    func teardown() {
+        for request in inFlight.values { request.abandon() }
+        inFlight.removeAll()
+        if let http {
+            if let bound { evhttp_del_accept_socket(http, bound) }
+            evhttp_free(http)
+        }
+        http = nil
+        bound = nil
+    }
+
+    /// On the loop thread, at the start of a graceful shutdown.
+    func drain() {
+        draining = true
+        if let http, let bound {
+            evhttp_del_accept_socket(http, bound)  // closes the listening socket: new connects are refused
+            self.bound = nil
+        }
+        for connection in connections.values where connection.isIdle { connection.cut() }
+    }
+
+    // MARK: - Callbacks from evhttp (loop thread)
+
+    /// evhttp's bufferevent callback: one call per accepted connection, before its socket is attached.
+    private func newConnection(base: OpaquePointer) -> OpaquePointer? {
+        // Without a bufferevent evhttp would fall back to plain TCP, so failing to allocate is fatal.
+        guard let ssl = SSL_new(tls.pointer) else { fatalError("SSL_new failed: out of memory") }
+        let connection = Connection(instance: self, ssl: ssl)
+        SSL_set_ex_data(ssl, ConnectionSlot.index, Unmanaged.passRetained(connection).toOpaque())
+        // Let the reply buffer move between write attempts (it is linearized after evhttp queued it, see
+        // InFlight.send). No read-ahead: bufferevent_openssl waits for the socket to become readable
+        // and would never see a request OpenSSL had already buffered with the end of the handshake.
+        _ = SSL_ctrl(ssl, SSL_CTRL_MODE, Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER), nil)
+        guard
+            let bev = bufferevent_openssl_socket_new(
+                base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+        else {
+            SSL_free(ssl)
+            fatalError("bufferevent_openssl_socket_new failed: out of memory")
+        }
+        connection.opened(bev: bev, base: base, admitted: !draining && server.admitConnection())
+        return bev
+    }
+
+    /// evhttp's request callback: a complete request (headers and body) arrived.
+    private func handle(_ request: OpaquePointer) {
+        guard let evcon = evhttp_request_get_connection(request),
+            let bev = evhttp_connection_get_bufferevent(evcon),
+            let ssl = bufferevent_openssl_get_ssl(bev),
+            let slot = SSL_get_ex_data(ssl, ConnectionSlot.index)
+        else {
+            evhttp_send_error(request, 500, "Internal Server Error")
+            return
+        }
+        let connection = Unmanaged<Connection>.fromOpaque(slot).takeUnretainedValue()
+        connection.requestStarted()
+        let inFlight = InFlight(request: request, connection: connection, instance: self)
+        self.inFlight[ObjectIdentifier(inFlight)] = inFlight
+
+        let parsed = RequestParsing.parse(request, connection: connection, evcon: evcon, server: server)
+        inFlight.requestID = parsed.requestID
+        inFlight.method = parsed.method
+        inFlight.path = parsed.path
+        if server.logger.isEnabled(.debug) { inFlight.startNanoseconds = SystemClock().nanoseconds() }
+
+        switch server.router.match(parsed.method, path: parsed.path) {
+        case .found(let route, let parameters):
+            do {
+                try route.requirement.verify(parsed.clientCertificate)
+            } catch {
+                inFlight.complete(ErrorMapping.response(for: error, requestID: parsed.requestID, logger: server.logger))
+                return
+            }
+            var request = parsed
+            request.pathParameters = parameters
+            let handler = route.handler
+            let logger = server.logger
+            inFlight.task = Task(executorPreference: loop) { [request] in
+                let response: HTTPResponse
+                do {
+                    response = try await handler(request)
+                } catch {
+                    response = ErrorMapping.response(for: error, requestID: request.requestID, logger: logger)
+                }
+                inFlight.complete(response)
+            }
+        case .methodNotAllowed(let allowed):
+            var response = ErrorMapping.response(
+                for: HTTPError(
+                    .methodNotAllowed,
+                    "\(parsed.method) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))"),
+                requestID: parsed.requestID, logger: server.logger)
+            response.headers.set("Allow", allowed.map(\.rawValue).joined(separator: ", "))
+            inFlight.complete(response)
+        case .notFound:
+            inFlight.complete(
+                ErrorMapping.response(
+                    for: HTTPError(.notFound, "no endpoint at this path"), requestID: parsed.requestID,
+                    logger: server.logger))
+        }
+    }
+}
+
+/// One accepted connection. Owned by its `SSL` object's ex-data; used on its loop's thread only.
+final class Connection {
+    unowned let instance: ListenerInstance
+    let ssl: OpaquePointer
+    private(set) var bev: OpaquePointer?
+    private var timer: OpaquePointer?
+    private var admitted = false
+    private(set) var closed = false
+    private var activeRequests = 0
+    /// Whether a request is being received: from accept (handshake included) until the first reply,
+    /// and on a kept-alive connection from the first timer tick that sees new bytes.
+    private var receiving = true
+    private var readMark: UInt = 0
+    private var certificate: ClientCertificate??
+    private var peer: String?
+
+    init(instance: ListenerInstance, ssl: OpaquePointer) {
+        self.instance = instance
+        self.ssl = ssl
+    }
+
+    func opened(bev: OpaquePointer, base: OpaquePointer, admitted: Bool) {
+        self.bev = bev
+        self.admitted = admitted
+        timer = event_new(
+            base, -1, 0,
+            { _, _, context in
+                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().timerFired()
+            }, Unmanaged.passUnretained(self).toOpaque())
+        if admitted {
+            instance.connections[ObjectIdentifier(self)] = self
+            arm(instance.headerTimeout)
+        } else {
+            // Over the limit: close it on the next loop turn, once evhttp has attached the socket.
+            arm(Glibc.timeval(tv_sec: 0, tv_usec: 0))
+        }
+    }
+
+    /// Called by OpenSSL's ex-data free callback, when libevent frees the connection.
+    func didClose() {
+        closed = true
+        if let timer, !instance.loop.isTearingDown { event_free(timer) }
+        timer = nil
+        bev = nil
+        if admitted {
+            instance.connections[ObjectIdentifier(self)] = nil
+            instance.server.connectionClosed()
+        }
+    }
+
+    /// The verified client certificate, read once per connection.
+    var clientCertificate: ClientCertificate? {
+        if let certificate { return certificate }
+        let read = PeerCertificate.verified(ssl)
+        certificate = .some(read)
+        return read
+    }
+
+    func remoteAddress(_ evcon: OpaquePointer) -> String {
+        if let peer { return peer }
+        var address: UnsafeMutablePointer<CChar>?
+        var port: UInt16 = 0
+        evhttp_connection_get_peer(evcon, &address, &port)
+        let text = address.map { String(cString: $0) } ?? ""
+        peer = text
+        return text
+    }
+
+    /// Nothing in flight and nothing received since the last reply (or since accept).
+    var isIdle: Bool { activeRequests == 0 && bytesRead == readMark }
+
+    private var bytesRead: UInt {
+        guard !closed, let bio = SSL_get_rbio(ssl) else { return readMark }
+        return UInt(BIO_number_read(bio))
+    }
+
+    func requestStarted() {
+        if let timer { event_del(timer) }
+        activeRequests += 1
+    }
+
+    func requestFinished() {
+        activeRequests -= 1
+        receiving = false
+        guard !closed else { return }
+        readMark = bytesRead
+        if activeRequests == 0 { arm(instance.headerTimeout) }
+    }
+
+    /// Closes the socket under evhttp: it sees end-of-file and frees the connection normally.
+    func cut() {
+        guard !closed, let bev else { return }
+        let fd = bufferevent_getfd(bev)
+        if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    private func arm(_ delay: timeval) {
+        guard let timer else { return }
+        var delay = delay
+        event_add(timer, &delay)
+    }
+
+    private func timerFired() {
+        guard !closed else { return }
+        guard admitted else {
+            cut()
+            return
+        }
+        guard activeRequests == 0 else { return }
+        if !receiving {
+            // Kept alive after a reply. Silent so far: the idle timeout governs it. If bytes arrived
+            // since, a request has started: it gets a full header timeout from this tick.
+            if bytesRead != readMark { receiving = true }
+            arm(instance.headerTimeout)
+            return
+        }
+        instance.server.logger.debug("closing a connection that did not complete its request in time")
+        cut()
+    }
+}
+
+/// A request handed to a handler and not yet answered. Retained by its listener instance (and the
+/// handler's task) until the reply is sent, so the `evhttp_request` it points to stays valid: evhttp
+/// frees a request only after the reply, even if the client went away meanwhile.
+final class InFlight: @unchecked Sendable {
+    // Used on the loop thread only, except `complete`, which hops there.
+    private let request: OpaquePointer
+    private let connection: Connection
+    private let instance: ListenerInstance
+    var task: Task<Void, Never>?
+    var requestID = InFlight.placeholderID
+    var method = HTTPMethod.get
+    var path = ""
+    var startNanoseconds: UInt64 = 0
+    private var done = false
+    private var abandoned = false
+    /// Headers the server sets itself; a handler's values for them are ignored.
+    static let managedHeaders = ["Content-Length", "Connection", "Transfer-Encoding", "X-Request-Id"]
+    static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+    init(request: OpaquePointer, connection: Connection, instance: ListenerInstance) {
+        self.request = request
+        self.connection = connection
+        self.instance = instance
+    }
+
+    /// Sends `response` on the request's loop thread (directly when already there).
+    func complete(_ response: HTTPResponse) {
+        if instance.loop.inLoopThread {
+            send(response)
+        } else {
+            instance.loop.execute { [self] in send(response) }
+        }
+    }
+
+    /// The server stopped before the handler answered: the evhttp request is about to be freed.
+    func abandon() {
+        abandoned = true
+        task?.cancel()
+    }
+
+    private func send(_ response: HTTPResponse) {
+        guard !done else { return }
+        done = true
+        instance.inFlight[ObjectIdentifier(self)] = nil
+        guard !abandoned else { return }
+        let headers = evhttp_request_get_output_headers(request)
+        for field in response.headers {
+            if Self.managedHeaders.contains(where: { HTTPHeaders.sameName($0, field.name) }) { continue }
+            // evhttp refuses values with CR or LF (header injection); such a header is dropped.
+            if evhttp_add_header(headers, field.name, field.value) != 0 {
+                instance.server.logger.warning(
+                    "dropped a response header with an invalid name or value",
+                    metadata: ["request_id": .uuid(requestID), "header": .string(field.name)])
+            }
+        }
+        if !response.body.isEmpty, response.headers["Content-Type"] == nil {
+            evhttp_add_header(headers, "Content-Type", "application/octet-stream")
+        }
+        evhttp_add_header(headers, "X-Request-Id", requestID.uuidString.lowercased())
+        if instance.draining { evhttp_add_header(headers, "Connection", "close") }
+        if !response.body.isEmpty {
+            let output = evhttp_request_get_output_buffer(request)
+            response.body.withUnsafeBytes { bytes in _ = evbuffer_add(output, bytes.baseAddress, bytes.count) }
+        }
+        evhttp_send_reply(request, Int32(response.status.code), response.status.reason, nil)
+        // evhttp queued the head and the body as separate buffers, which bufferevent_openssl would send
+        // as two TLS records in two write(2) calls. One contiguous buffer makes it one of each.
+        if let bev = connection.bev, let output = bufferevent_get_output(bev), evbuffer_get_length(output) <= 16384 {
+            evbuffer_pullup(output, -1)
+        }
+        connection.requestFinished()
+        let logger = instance.server.logger
+        if logger.isEnabled(.debug) {
+            let micros = (SystemClock().nanoseconds() - startNanoseconds) / 1000
+            logger.debug(
+                "request",
+                metadata: [
+                    "request_id": .uuid(requestID), "method": .string(method.rawValue), "path": .string(path),
+                    "status": .integer(response.status.code), "duration_us": .integer(Int(micros)),
+                ])
+        }
+    }
+}
+
+/// Reads an `evhttp_request` into an ``HTTPRequest``.
+enum RequestParsing {
+    static func parse(
+        _ request: OpaquePointer, connection: Connection, evcon: OpaquePointer, server: HTTPServer
+    ) -> HTTPRequest {
+        let method: HTTPMethod =
+            switch evhttp_request_get_command(request) {
+            case EVHTTP_REQ_GET: .get
+            case EVHTTP_REQ_POST: .post
+            case EVHTTP_REQ_HEAD: .head
+            case EVHTTP_REQ_PUT: .put
+            case EVHTTP_REQ_DELETE: .delete
+            case EVHTTP_REQ_OPTIONS: .options
+            case EVHTTP_REQ_PATCH: .patch
+            default: HTTPMethod("UNKNOWN")
+            }
+        let uri = evhttp_request_get_uri(request).map { String(cString: $0) } ?? "/"
+        let path: String
+        let query: String?
+        if let mark = uri.firstIndex(of: "?") {
+            path = String(uri[..<mark])
+            query = String(uri[uri.index(after: mark)...])
+        } else {
+            path = uri
+            query = nil
+        }
+
+        var headers = HTTPHeaders()
+        var field = evhttp_request_get_input_headers(request)?.pointee.tqh_first
+        while let current = field {
+            if let key = current.pointee.key, let value = current.pointee.value {
+                headers.add(String(cString: key), String(cString: value))
+            }
+            field = current.pointee.next.tqe_next
+        }
+
+        var body = Data()
+        if let input = evhttp_request_get_input_buffer(request) {
+            let length = evbuffer_get_length(input)
+            if length > 0 {
+                body = Data(count: length)
+                body.withUnsafeMutableBytes { buffer in _ = evbuffer_copyout(input, buffer.baseAddress, length) }
+            }
+        }
+
+        let requestID = headers["X-Request-Id"].flatMap(UUID.init(uuidString:)) ?? server.configuration.requestIDs()
+        return HTTPRequest(
+            method: method, path: path, query: query, headers: headers, body: body, requestID: requestID,
+            clientCertificate: connection.clientCertificate, remoteAddress: connection.remoteAddress(evcon),
+            logger: server.logger)
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import OrchardCrypto
+import OrchardX509
+
+/// A token-signing PKI shaped like Apple's: a root, an integration CA carrying marker
+/// 1.2.840.113635.100.6.2.14, and a signing leaf carrying 1.2.840.113635.100.6.29 (both markers ASN.1 NULL,
+/// non-critical). The Pay server signs tokens with the leaf; merchants trust the root.
+public struct TokenSigningPKI: Sendable {
+    public let root: Certificate
+    public let rootKey: CertificatePrivateKey
+    public let intermediate: Certificate
+    public let intermediateKey: CertificatePrivateKey
+    public let leaf: Certificate
+    public let leafKey: CertificatePrivateKey
+
+    public init(
+        root: Certificate, rootKey: CertificatePrivateKey, intermediate: Certificate,
+        intermediateKey: CertificatePrivateKey, leaf: Certificate, leafKey: CertificatePrivateKey
+    ) {
+        self.root = root
+        self.rootKey = rootKey
+        self.intermediate = intermediate
+        self.intermediateKey = intermediateKey
+        self.leaf = leaf
+        self.leafKey = leafKey
+    }
+
+    /// Generates the three levels with fresh P-256 keys. The leaf is valid for `leafLifetime` (Apple rotates
+    /// its leaves about every five years), the CAs until `notValidAfter`.
+    public static func generate(
+        organization: String = "Orchard", notValidBefore: Date, notValidAfter: Date,
+        leafLifetime: TimeInterval = 5 * 365 * 86_400, random: any RandomSource = SystemRandom()
+    ) throws(X509Error) -> TokenSigningPKI {
+        let rootKey = try newKey()
+        let root = try Certificate.issue(
+            subject: DistinguishedName([.commonName("\(organization) Root CA"), .organization(organization)]),
+            publicKey: rootKey.publicKey, issuer: .selfSigned(rootKey), notValidBefore: notValidBefore,
+            notValidAfter: notValidAfter,
+            extensions: [.basicConstraints(isCA: true), .keyUsage([.keyCertSign, .cRLSign])], random: random)
+        let intermediateKey = try newKey()
+        let intermediate = try Certificate.issue(
+            subject: DistinguishedName([
+                .commonName("\(organization) Application Integration CA"), .organization(organization),
+            ]),
+            publicKey: intermediateKey.publicKey, issuer: .certificate(root, key: rootKey),
+            notValidBefore: notValidBefore, notValidAfter: notValidAfter,
+            extensions: [
+                .basicConstraints(isCA: true, pathLength: 0), .keyUsage([.keyCertSign, .cRLSign]),
+                .appleApplicationIntegrationCAMarker,
+            ], random: random)
+        let leafKey = try newKey()
+        let leaf = try Certificate.issue(
+            subject: DistinguishedName([.commonName("\(organization.lowercased())-smp-broker-sign"), .organization(organization)]),
+            publicKey: leafKey.publicKey, issuer: .certificate(intermediate, key: intermediateKey),
+            notValidBefore: notValidBefore, notValidAfter: min(notValidAfter, notValidBefore + leafLifetime),
+            extensions: [.basicConstraints(isCA: false), .keyUsage([.digitalSignature]), .appleTokenSigningLeafMarker],
+            random: random)
+        return TokenSigningPKI(
+            root: root, rootKey: rootKey, intermediate: intermediate, intermediateKey: intermediateKey, leaf: leaf,
+            leafKey: leafKey)
+    }
+
+    /// A signer that signs with the leaf as Apple does.
+    public func signer(clock: any WallClock = SystemClock()) throws(PaymentTokenError) -> CMSTokenSigner {
+        try CMSTokenSigner(leaf: leaf, key: leafKey, intermediate: intermediate, clock: clock)
+    }
+
+    private static func newKey() throws(X509Error) -> CertificatePrivateKey {
+        do {
+            return CertificatePrivateKey(try P256.Signing.PrivateKey())
+        } catch {
+            throw X509Error(.invalidKey, "P-256 key generation failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import Device
+import DeviceProcess
+import EMV
+import Foundation
+import OrchardCrypto
+import OrchardRuntime
+import SecureElement
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A fresh directory, removed when released.
+final class TemporaryDirectory: @unchecked Sendable {
+    let path: String
+    init() throws {
+        // Short: a Unix socket path holds at most 107 bytes.
+        path = "/tmp/odp-" + String(UUID().uuidString.prefix(8))
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+    var deployment: DeploymentDirectory { DeploymentDirectory(path: path) }
+}
+
+/// Sends raw bytes to a Unix socket and returns everything it answers (on a thread of its own: the server
+/// needs the concurrency pool to answer).
+func rawExchange(_ path: String, _ bytes: [UInt8]) async throws -> String {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try blockingExchange(path, bytes) }) }.start()
+    }
+}
+
+/// Sends a request through the client, off the concurrency pool.
+func send(_ request: ControlRequest, to path: String) async throws -> ControlResponse {
+    try await ControlSocketClient.send(request, to: path).get()
+}
+
+func blockingExchange(_ path: String, _ bytes: [UInt8]) throws -> String {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+    }
+    let rc = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    guard rc == 0 else { throw DeviceProcessError(.notRunning, "connect failed") }
+    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    shutdown(fd, Int32(SHUT_WR))
+    var answer: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { break }
+        answer += buffer[0..<n]
+    }
+    return String(decoding: answer, as: UTF8.self)
+}
+
+@Suite("Control socket")
+struct ControlSocketTests {
+    static func echoServer(_ path: String) throws -> ControlSocketServer {
+        try ControlSocketServer(path: path) { request in
+            let body = try? JSONSerialization.data(withJSONObject: [
+                "method": request.method, "path": request.path, "bytes": request.body.count,
+            ])
+            return ControlResponse(status: request.path == "/missing" ? 404 : 200, body: body ?? Data())
+        }
+    }
+
+    @Test("Requests and answers cross the socket; the socket is 0600 and removed on stop")
+    func roundTrip() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/control.sock"
+        let server = try Self.echoServer(path)
+        #expect(SecureFile.mode(of: path) == 0o600)
+        #expect(ControlSocketClient.isRunning(at: path))
+        let response = try await send(
+            ControlRequest(method: "POST", path: "/field/on", body: Data(#"{"networks":["visa"]}"#.utf8)), to: path)
+        #expect(response.status == 200)
+        let json = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+        #expect(
+            json?["method"] as? String == "POST" && json?["path"] as? String == "/field/on"
+                && json?["bytes"] as? Int == 21)
+        #expect(try await send(ControlRequest(method: "GET", path: "/missing"), to: path).status == 404)
+        // Several clients at once.
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<16 {
+                group.addTask {
+                    try await send(ControlRequest(method: "GET", path: "/n/\(index)"), to: path).status
+                }
+            }
+            for try await status in group { #expect(status == 200) }
+        }
+        // A second server on a live socket is refused.
+        #expect(throws: DeviceProcessError.self) { try Self.echoServer(path) }
+        server.stop()
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(!ControlSocketClient.isRunning(at: path))
+        await #expect(throws: DeviceProcessError(.notRunning, "")) {
+            try await send(ControlRequest(method: "GET", path: "/status"), to: path)
+        }
+    }
+
+    @Test("Malformed, oversized and chunked requests are answered with errors, not crashes")
+    func malformedRequests() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/control.sock"
+        let server = try Self.echoServer(path)
+        defer { server.stop() }
+        let cases: [(String, [UInt8])] = [
+            ("400", Array("garbage\r\n\r\n".utf8)),
+            ("400", Array("GET status HTTP/1.1\r\n\r\n".utf8)),
+            ("400", Array("GET /status HTTP/1.1\r\nBad Header\r\n\r\n".utf8)),
+            ("400", Array("POST /x HTTP/1.1\r\nContent-Length: ten\r\n\r\n".utf8)),
+            ("400", Array("POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\nshort".utf8)),
+            ("400", Array("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nab".utf8)),
+            ("413", Array("POST /x HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n".utf8)),
+            ("431", Array("GET /x HTTP/1.1\r\nX: \(String(repeating: "a", count: 20_000))\r\n\r\n".utf8)),
+            ("501", Array("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8)),
+            ("400", [0x47, 0x45, 0x54, 0x20, 0x2F, 0xFF, 0x20, 0x48, 0x0D, 0x0A, 0x0D, 0x0A]),
+        ]
+        for (status, bytes) in cases {
+            let answer = try await rawExchange(path, bytes)
+            #expect(answer.hasPrefix("HTTP/1.1 \(status) "), "\(answer.prefix(60))")
+            #expect(answer.contains(#""error""#))
+        }
+        // The server still works.
+        #expect(try await send(ControlRequest(method: "GET", path: "/ok"), to: path).status == 200)
+    }
+
+    @Test("A stale socket file is replaced; a path too long is refused")
+    func socketFiles() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/control.sock"
+        try Self.echoServer(path).stop()
+        // A socket file left behind by a killed process.
+        _ = FileManager.default.createFile(atPath: path, contents: Data())
+        let server = try Self.echoServer(path)
+        #expect(ControlSocketClient.isRunning(at: path))
+        server.stop()
+        let long = directory.path + "/" + String(repeating: "x", count: 120)
+        #expect(throws: DeviceProcessError(.invalidPath, "")) { try Self.echoServer(long) }
+    }
+}

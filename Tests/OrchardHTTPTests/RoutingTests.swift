@@ -1,0 +1,209 @@
+import Foundation
+import OrchardLogging
+import Testing
+
+@testable import OrchardHTTP
+
+@Suite("Routing and messages")
+struct RoutingTests {
+    func router() -> Router {
+        var router = Router()
+        router.get("/merchants/:id") { _ in .text("param") }
+        router.get("/merchants/self") { _ in .text("literal") }
+        router.post("/merchants/:id/sessions") { _ in .text("post") }
+        router.get("/") { _ in .text("root") }
+        return router
+    }
+
+    func handlerName(_ match: Router.Match) async throws -> String? {
+        guard case .found(let route, _) = match else { return nil }
+        let request = HTTPRequest(
+            method: .get, path: "/", query: nil, headers: [:], body: Data(), requestID: UUID(), clientCertificate: nil,
+            remoteAddress: "", logger: .disabled)
+        return String(decoding: try await route.handler(request).body, as: UTF8.self)
+    }
+
+    @Test func pathParametersAreDecoded() throws {
+        guard case .found(_, let parameters) = router().match(.post, path: "/merchants/m%201/sessions") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(parameters == ["id": "m 1"])
+    }
+
+    @Test func literalSegmentsWinOverParametersWhateverTheOrder() async throws {
+        #expect(try await handlerName(router().match(.get, path: "/merchants/self")) == "literal")
+        #expect(try await handlerName(router().match(.get, path: "/merchants/other")) == "param")
+        #expect(try await handlerName(router().match(.get, path: "/")) == "root")
+        #expect(try await handlerName(router().match(.head, path: "/merchants/x")) == "param")
+    }
+
+    @Test func unknownPathIs404AndWrongMethodIs405() {
+        guard case .notFound = router().match(.get, path: "/nothing/here") else {
+            Issue.record("expected 404")
+            return
+        }
+        guard case .notFound = router().match(.get, path: "/merchants//sessions") else {
+            Issue.record("an empty parameter must not match")
+            return
+        }
+        guard case .methodNotAllowed(let allowed) = router().match(.delete, path: "/merchants/x/sessions") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == [.post])
+    }
+
+    @Test func clientCertificateRequirement() throws {
+        let certificate = ClientCertificate(
+            derRepresentation: [1], subject: "CN=a", issuer: "CN=root", commonName: "a", organization: nil,
+            organizationalUnit: nil, serialNumber: "01")
+        #expect(throws: Never.self) { try ClientCertificateRequirement.none.verify(nil) }
+        #expect(throws: HTTPError(.clientCertificateRequired, "")) {
+            try ClientCertificateRequirement.required.verify(nil)
+        }
+        #expect(throws: Never.self) { try ClientCertificateRequirement.required.verify(certificate) }
+        let onlyB = ClientCertificateRequirement.required { $0.commonName == "b" }
+        #expect(throws: HTTPError(.clientCertificateNotAllowed, "")) { try onlyB.verify(certificate) }
+        #expect(HTTPError(.clientCertificateRequired, "").httpStatus == .unauthorized)
+        #expect(HTTPError(.clientCertificateNotAllowed, "").httpStatus == .forbidden)
+    }
+
+    struct Order: Codable, Sendable {
+        let amount: Int
+        let currency: String
+        let items: [Item]
+        struct Item: Codable, Sendable {
+            let sku: String
+        }
+    }
+
+    func request(body: String) -> HTTPRequest {
+        HTTPRequest(
+            method: .post, path: "/", query: "a=1&b=x%2Fy&c=a+b&flag", headers: [:], body: Data(body.utf8),
+            requestID: UUID(), clientCertificate: nil, remoteAddress: "", logger: .disabled)
+    }
+
+    @Test(arguments: [
+        ("", "the request body is empty; send a JSON object"),
+        ("{\"amount\":", "the request body is not valid JSON"),
+        ("[1]", "the request body must be a JSON object"),
+        ("{\"currency\":\"EUR\",\"items\":[]}", "missing field 'amount'"),
+        ("{\"amount\":\"12\",\"currency\":\"EUR\",\"items\":[]}", "field 'amount' must be an integer"),
+        ("{\"amount\":1,\"currency\":\"EUR\",\"items\":[{\"sku\":5}]}", "field 'items[0].sku' must be a string"),
+        ("{\"amount\":1,\"currency\":null,\"items\":[]}", "field 'currency' must not be null (expected a string)"),
+        ("{\"amount\":1,\"currency\":\"EUR\",\"items\":{}}", "field 'items' must be an array"),
+        ("{\"amount\":1,\"currency\":\"EUR\",\"items\":[3]}", "field 'items[0]' must be an object"),
+    ])
+    func malformedJSONGetsAClearMessage(body: String, message: String) {
+        do {
+            _ = try request(body: body).decodeJSON(Order.self)
+            Issue.record("decoded \(body)")
+        } catch {
+            #expect(error.code == .invalidJSON)
+            #expect(error.httpStatus == .badRequest)
+            #expect(error.message == message)
+        }
+    }
+
+    @Test func decodingErrorsNeverQuoteCardNumbers() {
+        struct Card: Decodable { let pan: PrimaryAccountNumber }
+        do {
+            _ = try request(body: #"{"pan":"4111111111111111x"}"#).decodeJSON(Card.self)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.message.hasPrefix("field 'pan' is invalid"))
+            #expect(!error.message.contains("4111111111111111"))
+        }
+    }
+
+    @Test func queryItemsArePercentDecoded() {
+        let items = request(body: "").queryItems
+        #expect(items.map(\.name) == ["a", "b", "c", "flag"])
+        #expect(items.map(\.value) == ["1", "x/y", "a b", ""])
+        #expect(request(body: "").queryValue("b") == "x/y")
+    }
+
+    @Test func jsonOutputHasSortedKeysAndUnescapedSlashes() throws {
+        struct Out: Encodable {
+            let zeta = 1
+            let alpha = "https://a/b"
+        }
+        let response = try HTTPResponse.json(Out(), status: .created)
+        #expect(response.status == .created)
+        #expect(response.headers["content-type"] == "application/json")
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"alpha":"https://a/b","zeta":1}"#)
+    }
+
+    @Test func headersAreCaseInsensitiveAndDescriptionHidesValues() {
+        var headers: HTTPHeaders = ["Authorization": "secret", "X-A": "1"]
+        headers.add("x-a", "2")
+        #expect(headers["AUTHORIZATION"] == "secret")
+        #expect(headers.values("X-a") == ["1", "2"])
+        headers.set("X-A", "3")
+        #expect(headers.values("x-a") == ["3"])
+        #expect(!"\(headers)".contains("secret"))
+    }
+
+    @Test func requestIDsAreVersion4UUIDs() {
+        let ids = (0..<100).map { _ in UUID.random() }
+        #expect(Set(ids).count == 100)
+        for id in ids {
+            let text = id.uuidString
+            #expect(text[text.index(text.startIndex, offsetBy: 14)] == "4")
+            #expect("89AB".contains(text[text.index(text.startIndex, offsetBy: 19)]))
+        }
+    }
+}
+
+@Suite("Error mapping")
+struct ErrorMappingTests {
+    struct MerchantUnknown: Error, HTTPResponseError {
+        var httpStatus: HTTPStatus { .notFound }
+        var httpErrorCode: String { "unknown_merchant" }
+        var httpErrorMessage: String { "no merchant with this identifier" }
+    }
+
+    struct StoreBroken: Error, CustomStringConvertible {
+        var description: String { "disk full while writing card 4111111111111111" }
+    }
+
+    @Test func domainErrorsAnswerTheirOwnStatusAndCode() throws {
+        let sink = InMemoryLogSink()
+        let response = ErrorMapping.response(
+            for: MerchantUnknown(), requestID: UUID(), logger: Logger(label: "t", sink: sink))
+        #expect(response.status == .notFound)
+        let body = try JSONDecoder().decode(ErrorBody.self, from: response.body)
+        #expect(body.error.code == "unknown_merchant")
+        #expect(body.error.message == "no merchant with this identifier")
+        #expect(sink.records.isEmpty)  // a 4xx is the caller's business, not an incident
+    }
+
+    @Test func anythingElseIsAnOpaque500LoggedWithTheRequestID() throws {
+        let sink = InMemoryLogSink()
+        let id = UUID()
+        let response = ErrorMapping.response(for: StoreBroken(), requestID: id, logger: Logger(label: "t", sink: sink))
+        #expect(response.status == .internalServerError)
+        let text = String(decoding: response.body, as: UTF8.self)
+        #expect(
+            text
+                == #"{"error":{"code":"internal_error","message":"internal error (request id "#
+                + id.uuidString.lowercased() + #")"}}"#
+        )
+        #expect(!text.contains("disk"))
+        let line = try #require(sink.lines.first)
+        #expect(line.contains(id.uuidString.lowercased()))
+        #expect(line.contains("disk full"))
+        #expect(line.contains("411111******1111"))
+        #expect(!line.contains("4111111111111111"))
+    }
+
+    @Test func internalHTTPErrorsAreOpaqueToo() throws {
+        let sink = InMemoryLogSink()
+        let response = ErrorMapping.response(
+            for: HTTPError(.tlsFailure, "secret detail"), requestID: UUID(), logger: Logger(label: "t", sink: sink))
+        #expect(response.status == .internalServerError)
+        #expect(!String(decoding: response.body, as: UTF8.self).contains("secret detail"))
+        #expect(sink.lines.first?.contains("secret detail") == true)
+    }
+}
