@@ -63,7 +63,10 @@ let package = Package(
         // Benchmarks: each figure through the Swift API and through the same EVP calls written in C.
         .target(name: "CBenchmarks", dependencies: ["COpenSSL"]),
         .target(
-            name: "OrchardBenchmarks", dependencies: ["OrchardCrypto", "CBenchmarks", "COpenSSL", "CShims"],
+            name: "OrchardBenchmarks",
+            dependencies: [
+                "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
+            ],
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
         // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.

@@ -55,7 +55,8 @@ public struct BenchmarkSuite: Sendable {
 /// Every benchmark suite; `orchard bench` offers one subcommand per entry.
 public enum BenchmarkSuites {
     public static let all: [BenchmarkSuite] = [
-        CryptoBenchmarks.suite
+        CryptoBenchmarks.suite,
+        TokenBenchmarks.suite,
     ]
 }
 

@@ -11,7 +11,7 @@ public enum CryptoBenchmarks {
 
     public static let suite = BenchmarkSuite(
         name: "crypto",
-        summary: "OrchardCrypto against the same OpenSSL calls written in C (P-256, AES-GCM, SHA-256, HMAC, HKDF, RSA)"
+        summary: "OrchardCrypto and OrchardX509 against the same OpenSSL calls in C (P-256, AES-GCM, SHA, HMAC, HKDF, RSA, X.509, CMS)"
     ) {
         try figures()
     }
@@ -20,7 +20,7 @@ public enum CryptoBenchmarks {
     public static func figures() throws -> [BenchmarkFigure] {
         try [
             ecdh(), ecdsaVerify(), ecdsaSign(), aesGCMSeal(), aesGCMOpen(), sha256(), hmac(), hkdf(), rsaOAEPDecrypt(),
-        ]
+        ] + X509Figures.figures()
     }
 
     /// 1 KB of deterministic data, the payload of the symmetric figures.

@@ -19,6 +19,16 @@ struct BenchmarkTests {
         #expect(gated.contains { $0.contains("GCM seal") } && gated.contains { $0.contains("GCM open") })
     }
 
+    /// The token figures run on both sides (verify + decrypt, and the ceiling) without timing.
+    @Test func everyTokenFigureWorks() throws {
+        let figures = try TokenBenchmarks.figures()
+        #expect(figures.count == 4)
+        for figure in figures {
+            try BenchmarkRunner.smokeTest(figure, iterations: 2)
+        }
+        #expect(figures.filter { $0.minimumRatio == TokenBenchmarks.requiredRatio }.count == 2)
+    }
+
     /// The runner on virtual time: the Swift side "costs" 1 µs per operation, the raw side 0.8 µs, so the
     /// medians and the ratio are exact (up to the clock's nanosecond rounding), and a 0.9 minimum is missed.
     @Test func runnerComputesRatesAndRatiosOnVirtualTime() throws {

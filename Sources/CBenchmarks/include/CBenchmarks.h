@@ -9,6 +9,7 @@
  */
 #include <stddef.h>
 #include <openssl/evp.h>
+#include "CBenchmarksToken.h"
 
 /* ECDH: derive the shared secret of `priv` and `peer` (both parsed once) into out[32]. */
 int orchard_bench_ecdh(EVP_PKEY *priv, EVP_PKEY *peer, unsigned char *out, long iterations);

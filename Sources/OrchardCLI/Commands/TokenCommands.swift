@@ -35,6 +35,12 @@ enum TokenCommands {
         ],
         positionals: ["TOKEN.json"]
     ) { arguments, context in
+        try runDecrypt(arguments, context)
+    }
+
+    // A synchronous body: Swift 6.3 crashes in release builds when some typed-throws calls sit directly in
+    // an async closure (coroutine splitting), so each command's work is a plain function.
+    private static func runDecrypt(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let token = try loadToken(arguments)
         let identity = try MerchantIdentity(
             certificatePEM: try readText(try arguments.require("cert")), privateKeyPEM: try readText(try arguments.require("key")))
@@ -66,6 +72,10 @@ enum TokenCommands {
         options: evaluationOptions,
         positionals: ["TOKEN.json"]
     ) { arguments, context in
+        try runVerify(arguments, context)
+    }
+
+    private static func runVerify(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let token = try loadToken(arguments)
         let verifier = try PaymentTokenVerifier(
             trustRoots: try roots(arguments), freshnessWindow: try window(arguments), clock: try clock(arguments),
@@ -101,6 +111,10 @@ enum TokenCommands {
             .flag("bare", help: "Print only paymentData instead of the PKPaymentToken wrapper."),
         ]
     ) { arguments, context in
+        try runMake(arguments, context)
+    }
+
+    private static func runMake(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let merchant = try Certificate(pemEncoded: try readText(try arguments.require("cert")))
         let leaf = try Certificate(pemEncoded: try readText(try arguments.require("signer-cert")))
         let intermediate = try Certificate(pemEncoded: try readText(try arguments.require("intermediate")))
@@ -164,6 +178,10 @@ enum TokenCommands {
         summary: "Print a token's structure (no secrets: sizes, hashes and identifiers only).",
         positionals: ["TOKEN.json"]
     ) { arguments, context in
+        try runInspect(arguments, context)
+    }
+
+    private static func runInspect(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let token = try loadToken(arguments)
         let paymentData = token.paymentData
         let header = paymentData.header
