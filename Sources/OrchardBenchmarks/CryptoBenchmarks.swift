@@ -11,7 +11,8 @@ public enum CryptoBenchmarks {
 
     public static let suite = BenchmarkSuite(
         name: "crypto",
-        summary: "OrchardCrypto and OrchardX509 against the same OpenSSL calls in C (P-256, AES-GCM, SHA, HMAC, HKDF, RSA, X.509, CMS)"
+        summary: "OrchardCrypto and OrchardX509 against the same OpenSSL calls in C "
+            + "(P-256, AES-GCM, SHA, HMAC, HKDF, RSA, X.509, CMS)"
     ) {
         try figures()
     }
