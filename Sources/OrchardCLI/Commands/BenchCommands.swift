@@ -48,11 +48,13 @@ enum BenchCommands {
             }
             let seconds = try secondsPerFigure(arguments.value("seconds"), figureCount: figures.count)
             let runner = BenchmarkRunner(secondsPerFigure: seconds)
-            context.trace(BenchmarkReport.Table.header(suite: suite.name, secondsPerFigure: seconds))
+            let nameWidth = BenchmarkReport.Table.nameWidth(for: figures.map(\.name))
+            context.trace(
+                BenchmarkReport.Table.header(suite: suite.name, secondsPerFigure: seconds, nameWidth: nameWidth))
             var results: [BenchmarkResult] = []
             for figure in figures {
                 let result = try runner.measure(figure)
-                context.trace(BenchmarkReport.Table.row(result))
+                context.trace(BenchmarkReport.Table.row(result, nameWidth: nameWidth))
                 results.append(result)
             }
             let report = BenchmarkReport(suite: suite.name, secondsPerFigure: seconds, figures: results)
