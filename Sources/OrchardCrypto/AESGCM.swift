@@ -78,6 +78,74 @@ extension AES {
             }
         }
 
+        /// Like ``seal(_:using:iv:authenticating:)``, but writes `ciphertext ‖ tag` into caller-owned storage,
+        /// reusing its capacity: for hot loops that process many messages (no allocation per message).
+        public static func seal(
+            _ plaintext: [UInt8], using key: SymmetricKey, iv: [UInt8], authenticating aad: [UInt8] = [],
+            into output: inout [UInt8]
+        ) throws(CryptoError) {
+            output.removeAll(keepingCapacity: true)
+            output.append(contentsOf: repeatElement(0, count: plaintext.count + tagByteCount))
+            var rc: Int32 = 1
+            let result: Result<Void, CryptoError> = plaintext.withUnsafeBytes { p in
+                iv.withUnsafeBytes { i in
+                    aad.withUnsafeBytes { a in
+                        Result { () throws(CryptoError) in
+                            let cipher = try validate(key: key, iv: i, aad: a, count: p.count)
+                            let ctx = try context(cipher, key: key, iv: i, aad: a, encrypt: true)
+                            defer { EVP_CIPHER_CTX_free(ctx) }
+                            rc = output.withUnsafeMutableBufferPointer { encrypt(ctx, p, into: $0.baseAddress!) }
+                        }
+                    }
+                }
+            }
+            try result.get()
+            guard rc == 1 else {
+                output.removeAll(keepingCapacity: true)
+                throw CryptoError(.internalFailure, "AES-GCM encryption failed")
+            }
+        }
+
+        /// Like ``open(_:using:iv:authenticating:)`` for `combined` = ciphertext ‖ tag, but writes the plaintext
+        /// into caller-owned storage, reusing its capacity. On failure `output` is left empty.
+        public static func open(
+            combined: [UInt8], using key: SymmetricKey, iv: [UInt8], authenticating aad: [UInt8] = [],
+            into output: inout [UInt8]
+        ) throws(CryptoError) {
+            output.removeAll(keepingCapacity: true)
+            guard combined.count >= tagByteCount else {
+                throw CryptoError(.invalidParameter, "AES-GCM data is shorter than its 16-byte tag")
+            }
+            let count = combined.count - tagByteCount
+            output.append(contentsOf: repeatElement(0, count: count))
+            var status: (Int32, Bool) = (0, false)
+            let result: Result<Void, CryptoError> = combined.withUnsafeBytes { c in
+                iv.withUnsafeBytes { i in
+                    aad.withUnsafeBytes { a in
+                        Result { () throws(CryptoError) in
+                            let cipher = try validate(key: key, iv: i, aad: a, count: count)
+                            let ctx = try context(cipher, key: key, iv: i, aad: a, encrypt: false)
+                            defer { EVP_CIPHER_CTX_free(ctx) }
+                            status = output.withUnsafeMutableBufferPointer {
+                                decrypt(ctx, c, count: count, into: $0.baseAddress ?? UnsafeMutablePointer(emptyOutput))
+                            }
+                        }
+                    }
+                }
+            }
+            if case .failure = result { output.removeAll(keepingCapacity: true) }
+            try result.get()
+            guard status.0 == 1, status.1 else {
+                // Unauthenticated plaintext never leaves: wipe what was decrypted.
+                output.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) }
+                output.removeAll(keepingCapacity: true)
+                _ = drainOpenSSLErrors()
+                guard status.0 == 1 else { throw CryptoError(.internalFailure, "AES-GCM decryption failed") }
+                throw CryptoError(
+                    .authenticationFailure, "AES-GCM tag mismatch: the data was altered, or the key, IV or AAD is wrong")
+            }
+        }
+
         @usableFromInline
         package static func seal(
             bytes p: UnsafeRawBufferPointer, key: SymmetricKey, iv: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer
@@ -219,3 +287,5 @@ extension AES {
         }
     }
 }
+
+nonisolated(unsafe) private let emptyOutput = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
