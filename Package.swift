@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "SecureElement", targets: ["SecureElement"]),
         .library(name: "Wallet", targets: ["Wallet"]),
         .library(name: "Device", targets: ["Device"]),
+        .library(name: "NFCLink", targets: ["NFCLink"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -100,6 +101,9 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The NFC link between a terminal's reader and a device's antenna: framed APDUs on a local Unix socket.
+        .target(name: "NFCLink", dependencies: ["EMV", "OrchardRuntime"], swiftSettings: strict),
+
         // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
         .target(
             name: "OrchardFixtures",
@@ -150,6 +154,8 @@ let package = Package(
             dependencies: ["DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto", "orchard"],
             swiftSettings: strict
         ),
+        .testTarget(
+            name: "NFCLinkTests", dependencies: ["NFCLink", "EMV", "OrchardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "DeviceTests",
             dependencies: [
