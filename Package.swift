@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "Wallet", targets: ["Wallet"]),
         .library(name: "Device", targets: ["Device"]),
         .library(name: "NFCLink", targets: ["NFCLink"]),
+        .library(name: "Terminal", targets: ["Terminal"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -103,6 +104,16 @@ let package = Package(
 
         // The NFC link between a terminal's reader and a device's antenna: framed APDUs on a local Unix socket.
         .target(name: "NFCLink", dependencies: ["EMV", "OrchardRuntime"], swiftSettings: strict),
+
+        // The point-of-sale terminal: settings, STAN and journal in DIR/terminal.sqlite, the EMV kernel over the NFC
+        // link, online authorization through an acquirer gateway (with retries and reversals).
+        .target(
+            name: "Terminal",
+            dependencies: [
+                "EMV", "NFCLink", "OrchardCrypto", "OrchardLogging", "OrchardStore", "OrchardRuntime", "OrchardHTTP",
+            ],
+            swiftSettings: strict
+        ),
 
         // Test data copied from ../shared (see Tests/Fixtures/README.md for sources and licences).
         .target(

@@ -1,0 +1,134 @@
+import EMV
+import Foundation
+import OrchardCrypto
+import OrchardHTTP
+
+/// The terminal's acquirer connection over HTTPS (`OrchardHTTP`'s client, trusting only the given roots).
+///
+/// `POST {base}/v1/authorizations` and `POST {base}/v1/reversals`, JSON both ways, with the header
+/// `Idempotency-Key: terminal-<terminal ID>-<STAN>` (docs/terminal.md has the bodies). A 200 answer is the
+/// acquirer's decision; 4xx is a refusal of the request itself (``TerminalError/Code/gatewayRefused``); 5xx,
+/// a timeout or a broken connection leave the outcome unknown (``TerminalError/Code/gatewayTimedOut``); a
+/// connection that could not be made is ``TerminalError/Code/gatewayUnreachable``. The client never retries
+/// by itself: the terminal decides (same STAN, or a reversal).
+public final class AcquirerHTTPSGateway: AuthorizationGateway {
+    public let baseURL: String
+    private let client: HTTPClient
+
+    /// A gateway to `baseURL` (`https://host:port`), trusting `trustedRootsPEM` only.
+    public init(baseURL: String, trustedRootsPEM: String, requestTimeout: Duration = .seconds(10)) throws(TerminalError) {
+        guard baseURL.hasPrefix("https://") else { throw TerminalError(.invalidArgument, "the acquirer URL is https://") }
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        do {
+            client = try HTTPClient(
+                configuration: HTTPClientConfiguration(
+                    trustedRootsPEM: trustedRootsPEM, connectTimeout: .seconds(3), requestTimeout: requestTimeout,
+                    maxResponseBytes: 64 << 10, maxAttempts: 1))
+        } catch {
+            throw TerminalError(.invalidArgument, "the acquirer connection cannot be set up: \(error.message)")
+        }
+    }
+
+    deinit { client.shutdown() }
+
+    public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationResponse {
+        let body = AuthorizationBody(request)
+        let response = try await post("/v1/authorizations", body, idempotencyKey: request.idempotencyKey)
+        do {
+            return try JSONDecoder().decode(AuthorizationResponse.self, from: response)
+        } catch {
+            throw TerminalError(.protocolViolation, "the acquirer's authorization answer is not valid")
+        }
+    }
+
+    public func reverse(_ request: ReversalRequest) async throws -> ReversalResponse {
+        let response = try await post("/v1/reversals", request, idempotencyKey: request.idempotencyKey)
+        do {
+            return try JSONDecoder().decode(ReversalResponse.self, from: response)
+        } catch {
+            throw TerminalError(.protocolViolation, "the acquirer's reversal answer is not valid")
+        }
+    }
+
+    private func post(_ path: String, _ body: some Encodable & Sendable, idempotencyKey: String) async throws(TerminalError)
+        -> Data
+    {
+        let request: HTTPClientRequest
+        do {
+            request = try HTTPClientRequest.json(
+                .post, baseURL + path, body, headers: ["Idempotency-Key": idempotencyKey])
+        } catch {
+            throw TerminalError(.invalidArgument, "the request could not be encoded")
+        }
+        let response: HTTPResponse
+        do {
+            response = try await client.send(request)
+        } catch {
+            switch error.code {
+            case .connectionFailed, .invalidURL, .tlsFailure, .notRunning:
+                throw TerminalError(.gatewayUnreachable, "the acquirer cannot be reached: \(error.code)")
+            default:
+                throw TerminalError(.gatewayTimedOut, "no answer from the acquirer: \(error.code)")
+            }
+        }
+        switch response.status.code {
+        case 200..<300:
+            return response.body
+        case 409, 500...:
+            throw TerminalError(.gatewayTimedOut, "the acquirer answered \(response.status.code): the outcome is unknown")
+        default:
+            let decoded = try? JSONDecoder().decode([String: [String: String]].self, from: response.body)
+            let message = decoded?["error"]?["message"] ?? "status \(response.status.code)"
+            throw TerminalError(.gatewayRefused, "\(response.status.code) \(message.prefix(200))")
+        }
+    }
+}
+
+/// The authorization as JSON: the DPAN in clear (the acquirer needs it), the chip data in hex.
+struct AuthorizationBody: Codable, Sendable {
+    struct Money: Codable, Sendable {
+        let minorUnits: Int64
+        /// ISO 4217 numeric, three digits.
+        let currency: String
+    }
+    struct Cryptogram: Codable, Sendable {
+        /// `arqc`.
+        let kind: String
+        let cryptogram: String
+        let applicationTransactionCounter: Int
+        /// Field 55 in hex.
+        let transactionData: String
+    }
+
+    let terminalId: String
+    let stan: String
+    let merchantId: String
+    let pan: String
+    let expiry: String
+    let panSequenceNumber: Int
+    let amount: Money
+    let channel: String
+    let posEntryMode: String
+    let scheme: String
+    let cryptogram: Cryptogram
+    /// ISO 8601, UTC.
+    let transmittedAt: String
+
+    init(_ request: AuthorizationRequest) {
+        terminalId = request.terminalID
+        stan = request.systemTraceAuditNumber
+        merchantId = request.merchantID
+        pan = request.pan.unmaskedDigits
+        expiry = request.expiry
+        panSequenceNumber = request.panSequenceNumber
+        amount = Money(minorUnits: request.amount.minorUnits, currency: request.amount.currency.numericString)
+        channel = "contactless"
+        posEntryMode = request.posEntryMode
+        scheme = request.scheme.description
+        cryptogram = Cryptogram(
+            kind: "arqc", cryptogram: Hex.encode(request.cryptogram),
+            applicationTransactionCounter: Int(request.applicationTransactionCounter),
+            transactionData: Hex.encode(request.chipData))
+        transmittedAt = ISO8601DateFormatter().string(from: request.transmittedAt)
+    }
+}
