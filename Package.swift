@@ -64,7 +64,7 @@ let package = Package(
             name: "OrchardCLI",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
-                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess",
+                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "NFCLink", "Terminal",
             ],
             swiftSettings: strict
         ),
@@ -167,6 +167,14 @@ let package = Package(
         ),
         .testTarget(
             name: "NFCLinkTests", dependencies: ["NFCLink", "EMV", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "TerminalTests",
+            dependencies: [
+                "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
+                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "orchard",
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "DeviceTests",
             dependencies: [
