@@ -3,6 +3,7 @@ import Foundation
 import NFCLink
 import OrchardCrypto
 import OrchardLogging
+import OrchardRuntime
 import Terminal
 import Testing
 
@@ -19,6 +20,7 @@ final class TemporaryDirectory: @unchecked Sendable {
     }
     deinit { try? FileManager.default.removeItem(atPath: path) }
     var antenna: String { path + "/nfc.sock" }
+    var deployment: DeploymentDirectory { DeploymentDirectory(path: path) }
 }
 
 /// The issuer's side of the test cards: the issuer master key the test personalises cards with, and DPANs.
