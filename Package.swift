@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "EMV", targets: ["EMV"]),
         .library(name: "PaymentToken", targets: ["PaymentToken"]),
         .library(name: "MerchantKit", targets: ["MerchantKit"]),
+        .library(name: "Issuer", targets: ["Issuer"]),
+        .library(name: "TokenService", targets: ["TokenService"]),
+        .library(name: "Acquirer", targets: ["Acquirer"]),
         .library(name: "OrchardStore", targets: ["OrchardStore"]),
         .library(name: "OrchardRuntime", targets: ["OrchardRuntime"]),
         .library(name: "OrchardLogging", targets: ["OrchardLogging"]),
@@ -59,12 +62,35 @@ let package = Package(
         .target(
             name: "MerchantKit", dependencies: ["PaymentToken", "OrchardCrypto", "OrchardX509"], swiftSettings: strict),
 
+        // Benchmarks: each figure through the Swift API and through the same EVP calls written in C.
+        .target(name: "CBenchmarks", dependencies: ["COpenSSL"]),
+        .target(
+            name: "OrchardBenchmarks",
+            dependencies: [
+                "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
+            ],
+            swiftSettings: strict),
+        // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
+        // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
+        .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto"], swiftSettings: strict),
+        .target(name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto"], swiftSettings: strict),
+        // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
+        .target(
+            name: "NetworkService",
+            dependencies: [
+                "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
+            ],
+            swiftSettings: strict
+        ),
+
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
-                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "NFCLink", "Terminal",
+                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks", "NFCLink",
+                "Terminal",
             ],
             swiftSettings: strict
         ),
@@ -121,7 +147,8 @@ let package = Package(
             path: "Tests/Fixtures",
             exclude: ["README.md"],
             resources: [
-                .copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("fuzz-regressions"), .copy("pki-test"),
+                .copy("wycheproof"), .copy("emv"), .copy("apple-pay"), .copy("crypto"), .copy("fuzz-regressions"),
+                .copy("pki-test"),
             ],
             swiftSettings: strict
         ),
@@ -135,6 +162,34 @@ let package = Package(
         .testTarget(
             name: "MerchantKitTests",
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrchardBenchmarksTests", dependencies: ["OrchardBenchmarks", "OrchardCrypto"], swiftSettings: strict),
+        // Test doubles (cryptogram check, device CA) and the in-memory network, shared by the network's tests.
+        .target(
+            name: "NetworkTestSupport",
+            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto"],
+            path: "Tests/NetworkTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "TokenServiceTests",
+            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AcquirerTests",
+            dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NetworkServiceTests",
+            dependencies: [
+                "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
+                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP", "OrchardLogging",
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
@@ -171,7 +226,8 @@ let package = Package(
             name: "TerminalTests",
             dependencies: [
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
-                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "orchard",
+                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport", "Acquirer",
+                "TokenService", "Issuer", "orchard",
             ],
             swiftSettings: strict
         ),

@@ -30,7 +30,7 @@ public final class PaymentTokenDecryptor: Sendable {
     public init(
         identities: [MerchantIdentity], trustRoots: [Certificate] = [AppleRootCertificates.rootCAG3],
         freshnessWindow: TimeInterval = 300, clock: any WallClock = SystemClock(),
-        replayGuard: (any TransactionReplayGuard)? = nil, evaluation: Evaluation = .clock
+        replayGuard: (any TransactionReplayGuard)? = nil, evaluation: Evaluation = .clock, chainCacheCapacity: Int = 1024
     ) throws(MerchantKitError) {
         guard !identities.isEmpty else {
             throw MerchantKitError(.invalidConfiguration, "configure at least one merchant processing identity")
@@ -38,7 +38,8 @@ public final class PaymentTokenDecryptor: Sendable {
         self.identities = identities
         self.replayGuard = replayGuard
         verifier = try PaymentTokenVerifier(
-            trustRoots: trustRoots, freshnessWindow: freshnessWindow, clock: clock, evaluation: evaluation)
+            trustRoots: trustRoots, freshnessWindow: freshnessWindow, clock: clock, evaluation: evaluation,
+            chainCacheCapacity: chainCacheCapacity)
     }
 
     /// A verified and decrypted token.

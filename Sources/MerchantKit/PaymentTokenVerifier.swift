@@ -25,18 +25,21 @@ public final class PaymentTokenVerifier: Sendable {
     /// - Parameters:
     ///   - trustRoots: default Apple Root CA - G3.
     ///   - freshnessWindow: how far the CMS signing time may lie from now, either way (default 5 minutes).
+    ///   - chainCacheCapacity: verified signer chains kept (0 verifies every chain again: only for measuring).
     public init(
         trustRoots: [Certificate] = [AppleRootCertificates.rootCAG3], freshnessWindow: TimeInterval = 300,
-        clock: any WallClock = SystemClock(), evaluation: Evaluation = .clock
+        clock: any WallClock = SystemClock(), evaluation: Evaluation = .clock, chainCacheCapacity: Int = 1024
     ) throws(MerchantKitError) {
         self.freshnessWindow = freshnessWindow
         self.clock = clock
         self.evaluation = evaluation
         do {
             let chains = try CertificateChainVerifier(
-                trustRoots: trustRoots, policy: .applePaymentTokenSigning, clock: clock)
+                trustRoots: trustRoots, policy: .applePaymentTokenSigning, cacheCapacity: chainCacheCapacity,
+                clock: clock)
             verifier = CMSVerifier(
-                chainVerifier: chains, embeddedCertificatesPolicy: .applePaymentTokenEmbeddedCertificates, clock: clock)
+                chainVerifier: chains, embeddedCertificatesPolicy: .applePaymentTokenEmbeddedCertificates,
+                cacheCapacity: chainCacheCapacity, clock: clock)
         } catch {
             throw MerchantKitError(.invalidConfiguration, "the trust roots are unusable", underlying: error)
         }

@@ -8,6 +8,7 @@ public enum CommandRegistry {
         EMVCommands.command,
         HTTPCommands.command,
         DeviceCommands.command,
+        BenchCommands.command,
         TerminalCommands.command,
     ]
 

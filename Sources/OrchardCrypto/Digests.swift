@@ -11,25 +11,36 @@ public protocol HashFunction: Sendable {
 
 extension HashFunction {
     /// The digest of `data`.
+    @inlinable
     public static func hash(_ data: some DataProtocol) -> [UInt8] {
         withContiguousBytes(data) { digest($0) }
     }
 
+    @usableFromInline
     package static func digest(_ data: UnsafeRawBufferPointer) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: byteCount)
-        var length: UInt32 = 0
-        // EVP_Digest fails only on allocation failure with a fetched, valid algorithm.
-        let rc = EVP_Digest(data.baseAddress, data.count, &out, &length, md, nil)
-        precondition(rc == 1 && Int(length) == byteCount, "EVP_Digest failed")
-        return out
+        makeBytes(count: byteCount) { out in
+            var length: UInt32 = 0
+            // EVP_Digest fails only on allocation failure with a fetched, valid algorithm.
+            let rc = EVP_Digest(
+                data.baseAddress, data.count, out.bindMemory(to: UInt8.self).baseAddress, &length, md, nil)
+            precondition(rc == 1 && Int(length) == byteCount, "EVP_Digest failed")
+        }
     }
 
+    /// The fetched algorithm (a metatype comparison, not a string match, on every call).
     package static var md: OpaquePointer {
-        switch openSSLName {
-        case "SHA1": Fetched.sha1
-        case "SHA384": Fetched.sha384
-        default: Fetched.sha256
-        }
+        if Self.self == SHA256.self { return Fetched.sha256 }
+        if Self.self == SHA384.self { return Fetched.sha384 }
+        if Self.self == SHA1.self { return Fetched.sha1 }
+        preconditionFailure("\(Self.self) is not one of OrchardCrypto's hash functions")
+    }
+
+    /// The algorithm name as a C string that outlives any OSSL_PARAM built from it.
+    package static var mdName: UnsafeMutablePointer<CChar> {
+        if Self.self == SHA256.self { return ParamName.sha256 }
+        if Self.self == SHA384.self { return ParamName.sha384 }
+        if Self.self == SHA1.self { return ParamName.sha1 }
+        preconditionFailure("\(Self.self) is not one of OrchardCrypto's hash functions")
     }
 }
 
@@ -78,18 +89,25 @@ public struct IncrementalHasher<H: HashFunction>: ~Copyable {
 
 /// HMAC (RFC 2104) over a hash function, through OpenSSL's `EVP_MAC`.
 public enum HMAC<H: HashFunction> {
-    /// The full-length MAC of `data` under `key`.
+    /// The full-length MAC of `data` under `key` (any key length, including empty).
+    @inlinable
     public static func authenticationCode(for data: some DataProtocol, using key: SymmetricKey) -> [UInt8] {
-        key.withUnsafeBytes { k in
-            withContiguousBytes(data) { d in
-                var out = [UInt8](repeating: 0, count: H.byteCount)
-                var length = 0
-                let rc = H.openSSLName.withCString { name in
-                    EVP_Q_mac(nil, "HMAC", nil, name, nil, k.baseAddress, k.count, d.bytePointer, d.count, &out, out.count, &length)
-                }
-                precondition(rc != nil && length == H.byteCount, "HMAC failed")
-                return out
-            }
+        withContiguousBytes(data) { d in authenticationCode(d, key: key) }
+    }
+
+    @usableFromInline
+    package static func authenticationCode(_ d: UnsafeRawBufferPointer, key: SymmetricKey) -> [UInt8] {
+        // EVP_MAC with the HMAC algorithm fetched once; EVP_Q_mac would fetch it on every call.
+        // Failures here mean allocation failure: the algorithm and digest are known to exist.
+        guard let ctx = EVP_MAC_CTX_new(Fetched.hmac) else { preconditionFailure("EVP_MAC_CTX_new failed") }
+        defer { EVP_MAC_CTX_free(ctx) }
+        var params = [OSSL_PARAM_construct_utf8_string(ParamName.digest, H.mdName, 0), OSSL_PARAM_construct_end()]
+        let ok = key.withUnsafeBytes { k in EVP_MAC_init(ctx, k.bytePointer, k.count, &params) }
+        precondition(ok == 1 && EVP_MAC_update(ctx, d.bytePointer, d.count) == 1, "HMAC failed")
+        return makeBytes(count: H.byteCount) { out in
+            var length = 0
+            let rc = EVP_MAC_final(ctx, out.bindMemory(to: UInt8.self).baseAddress, &length, H.byteCount)
+            precondition(rc == 1 && length == H.byteCount, "HMAC failed")
         }
     }
 

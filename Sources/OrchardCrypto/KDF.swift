@@ -3,41 +3,50 @@ public import Foundation
 
 /// HKDF (RFC 5869) with SHA-256, through OpenSSL's `EVP_KDF` "HKDF".
 public enum HKDF {
-    nonisolated(unsafe) private static let keyDigest = CString.make("digest")
-    nonisolated(unsafe) private static let keyKey = CString.make("key")
-    nonisolated(unsafe) private static let keySalt = CString.make("salt")
-    nonisolated(unsafe) private static let keyInfo = CString.make("info")
-    nonisolated(unsafe) private static let sha256Name = CString.make("SHA256")
+    /// The most `info` OpenSSL 3.0's HKDF accepts (its `HKDF_MAXBUF`).
+    public static let maximumInfoByteCount = 1024
 
-    /// Extract-then-expand. `outputByteCount` may be at most 255 × 32.
+    /// Extract-then-expand. `outputByteCount` may be at most 255 × 32; `info` at most 1024 bytes.
+    @inlinable
     public static func deriveKey(
         inputKeyMaterial: SymmetricKey, salt: some DataProtocol, info: some DataProtocol, outputByteCount: Int
+    ) throws(CryptoError) -> SymmetricKey {
+        try withContiguousBytes(salt) { (s) throws(CryptoError) -> SymmetricKey in
+            try withContiguousBytes(info) { (i) throws(CryptoError) -> SymmetricKey in
+                try deriveKey(inputKeyMaterial: inputKeyMaterial, salt: s, info: i, outputByteCount: outputByteCount)
+            }
+        }
+    }
+
+    @usableFromInline
+    package static func deriveKey(
+        inputKeyMaterial: SymmetricKey, salt: UnsafeRawBufferPointer, info: UnsafeRawBufferPointer,
+        outputByteCount: Int
     ) throws(CryptoError) -> SymmetricKey {
         guard outputByteCount > 0, outputByteCount <= 255 * 32 else {
             throw CryptoError(.invalidParameter, "HKDF-SHA256 output must be 1 to 8160 bytes, not \(outputByteCount)")
         }
-        let saltBytes = Array(salt)
-        let infoBytes = Array(info)
-        guard let ctx = EVP_KDF_CTX_new(Fetched.hkdf) else { throw CryptoError(.internalFailure, "EVP_KDF_CTX_new failed") }
+        guard info.count <= maximumInfoByteCount else {
+            throw CryptoError(.invalidParameter, "HKDF info must be at most 1024 bytes, not \(info.count)")
+        }
+        guard let ctx = EVP_KDF_CTX_new(Fetched.hkdf) else {
+            throw CryptoError(.internalFailure, "EVP_KDF_CTX_new failed")
+        }
         defer { EVP_KDF_CTX_free(ctx) }
         let out = try SecureBytes(count: outputByteCount) { (buffer) throws(CryptoError) in
             let rc = inputKeyMaterial.withUnsafeBytes { ikm in
-                saltBytes.withUnsafeBytes { s in
-                    infoBytes.withUnsafeBytes { i in
-                        var params = [
-                            OSSL_PARAM_construct_utf8_string(keyDigest, sha256Name, 0),
-                            OSSL_PARAM_construct_octet_string(
-                                keyKey, UnsafeMutableRawPointer(mutating: ikm.bytePointer), ikm.count),
-                            OSSL_PARAM_construct_octet_string(
-                                keySalt, UnsafeMutableRawPointer(mutating: s.bytePointer), s.count),
-                            OSSL_PARAM_construct_octet_string(
-                                keyInfo, UnsafeMutableRawPointer(mutating: i.bytePointer), i.count),
-                            OSSL_PARAM_construct_end(),
-                        ]
-                        return EVP_KDF_derive(
-                            ctx, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), outputByteCount, &params)
-                    }
-                }
+                // OSSL_PARAM takes mutable pointers but the KDF only reads (and copies) them.
+                var params = [
+                    OSSL_PARAM_construct_utf8_string(ParamName.digest, ParamName.sha256, 0),
+                    OSSL_PARAM_construct_octet_string(
+                        ParamName.key, UnsafeMutableRawPointer(mutating: ikm.bytePointer), ikm.count),
+                    OSSL_PARAM_construct_octet_string(
+                        ParamName.salt, UnsafeMutableRawPointer(mutating: salt.bytePointer), salt.count),
+                    OSSL_PARAM_construct_octet_string(
+                        ParamName.info, UnsafeMutableRawPointer(mutating: info.bytePointer), info.count),
+                    OSSL_PARAM_construct_end(),
+                ]
+                return EVP_KDF_derive(ctx, buffer.bindMemory(to: UInt8.self).baseAddress, outputByteCount, &params)
             }
             try check(rc, .internalFailure, "HKDF derivation failed")
         }

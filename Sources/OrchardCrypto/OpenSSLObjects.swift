@@ -63,6 +63,16 @@ package final class MemoryBIO {
     }
 }
 
+/// Reads the first private key in `pem`, skipping blocks that hold none (such as the `EC PARAMETERS` block
+/// `openssl ecparam -genkey` writes first). An encrypted key fails instead of prompting: OpenSSL's default
+/// password callback would read a passphrase from the terminal, which a server or a CLI with a closed stdin
+/// must never do. Returns nil when no unencrypted private key is found, with OpenSSL's reasons left queued
+/// for the caller's ``CryptoError``.
+package func readPrivateKeyPEM(_ pem: String) throws(CryptoError) -> EVPKey? {
+    let bio = try MemoryBIO(copying: Array(pem.utf8))
+    return PEM_read_bio_PrivateKey(bio.pointer, nil, { _, _, _, _ in 0 }, nil).map { EVPKey(owning: $0) }
+}
+
 /// C strings that must outlive a call (OSSL_PARAM keeps the pointers it is given). Allocated once, never freed.
 package enum CString {
     package static func make(_ s: String) -> UnsafeMutablePointer<CChar> { strdup(s)! }
@@ -82,18 +92,16 @@ package enum Fetched {
     nonisolated(unsafe) package static let hkdf = EVP_KDF_fetch(nil, "HKDF", nil)!
 }
 
-/// Runs `body` with a contiguous view of `data` without copying when it already is contiguous.
-@inline(__always)
-package func withContiguousBytes<R, E: Error>(
-    _ data: some DataProtocol, _ body: (UnsafeRawBufferPointer) throws(E) -> R
-) throws(E) -> R {
-    var result: Result<R, E>?
-    if let array = data as? [UInt8] {
-        array.withUnsafeBytes { b in result = Result { () throws(E) -> R in try body(b) } }
-    } else {
-        Array(data).withUnsafeBytes { b in result = Result { () throws(E) -> R in try body(b) } }
-    }
-    return try result!.get()
+/// OSSL_PARAM keys and values that must stay valid while OpenSSL reads them.
+package enum ParamName {
+    nonisolated(unsafe) package static let digest = CString.make("digest")
+    nonisolated(unsafe) package static let key = CString.make("key")
+    nonisolated(unsafe) package static let salt = CString.make("salt")
+    nonisolated(unsafe) package static let info = CString.make("info")
+    nonisolated(unsafe) package static let oaepLabel = CString.make("oaep-label")
+    nonisolated(unsafe) package static let sha1 = CString.make("SHA1")
+    nonisolated(unsafe) package static let sha256 = CString.make("SHA256")
+    nonisolated(unsafe) package static let sha384 = CString.make("SHA384")
 }
 
 extension UnsafeRawBufferPointer {

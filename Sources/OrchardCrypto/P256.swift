@@ -79,7 +79,8 @@ package struct P256PublicKeyImpl: @unchecked Sendable {
         guard evpKey.isA("EC") else { throw CryptoError(.invalidKey, "the key is not an EC key") }
         try Self.checkGroup(evpKey.pointer)
         var length = 0
-        guard EVP_PKEY_get_octet_string_param(evpKey.pointer, paramEncodedPub, nil, 0, &length) == 1, length == 65 else {
+        guard EVP_PKEY_get_octet_string_param(evpKey.pointer, paramEncodedPub, nil, 0, &length) == 1, length == 65
+        else {
             throw CryptoError(.invalidKey, "cannot read the public point (compressed points are not accepted)")
         }
         var out = [UInt8](repeating: 0, count: 65)
@@ -122,33 +123,44 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
 
     package init() throws(CryptoError) {
         let pkey = try nonNull(orchard_keygen_ec("P-256"), .internalFailure, "P-256 key generation failed")
-        try self.init(evpKey: EVPKey(owning: pkey))
+        try self.init(evpKey: EVPKey(owning: pkey), checkPair: false)
     }
 
-    package init(evpKey: EVPKey) throws(CryptoError) {
+    /// Takes a parsed key. `checkPair` recomputes the public point from the scalar and compares: a SEC1 or
+    /// PKCS#8 encoding carries both, and nothing else notices when a damaged file makes them disagree
+    /// (every signature would then fail to verify, far from the cause).
+    package init(evpKey: EVPKey, checkPair: Bool = true) throws(CryptoError) {
         guard evpKey.isA("EC") else { throw CryptoError(.invalidKey, "the key is not an EC key") }
         try P256PublicKeyImpl.checkGroup(evpKey.pointer)
+        if checkPair {
+            guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, evpKey.pointer, nil) else {
+                throw CryptoError(.internalFailure, "EVP_PKEY_CTX_new_from_pkey failed")
+            }
+            defer { EVP_PKEY_CTX_free(ctx) }
+            try check(
+                EVP_PKEY_pairwise_check(ctx), .invalidKey,
+                "the P-256 private key does not match the public key stored with it")
+        }
         key = evpKey
         publicKey = try P256PublicKeyImpl(evpKey: evpKey)
     }
 
     /// From SEC1 `ECPrivateKey` or PKCS#8 DER.
-    package init(der: [UInt8]) throws(CryptoError) {
+    package init(der: [UInt8], checkPair: Bool = true) throws(CryptoError) {
         let pkey = der.withUnsafeBufferPointer { b -> OpaquePointer? in
             var p: UnsafePointer<UInt8>? = b.baseAddress
             return d2i_AutoPrivateKey(nil, &p, b.count)
         }
         guard let pkey else { throw CryptoError(.invalidKey, "not a SEC1 or PKCS#8 private key in DER") }
-        try self.init(evpKey: EVPKey(owning: pkey))
+        try self.init(evpKey: EVPKey(owning: pkey), checkPair: checkPair)
     }
 
     /// From a PEM that may hold several blocks (e.g. `EC PARAMETERS` before `EC PRIVATE KEY`).
     package init(pem: String) throws(CryptoError) {
-        let bio = try MemoryBIO(copying: Array(pem.utf8))
-        guard let pkey = PEM_read_bio_PrivateKey(bio.pointer, nil, nil, nil) else {
-            throw CryptoError(.invalidKey, "no EC PRIVATE KEY or PRIVATE KEY block in the PEM")
+        guard let key = try readPrivateKeyPEM(pem) else {
+            throw CryptoError(.invalidKey, "no unencrypted EC PRIVATE KEY or PRIVATE KEY block in the PEM")
         }
-        try self.init(evpKey: EVPKey(owning: pkey))
+        try self.init(evpKey: key)
     }
 
     /// From the 32-byte big-endian scalar, which must be in [1, n-1].
@@ -160,7 +172,8 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
         var der: [UInt8] = [0x30, 0x31, 0x02, 0x01, 0x01, 0x04, 0x20] + raw
         der += [0xA0, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
         defer { OPENSSL_cleanse(&der, der.count) }
-        try self.init(der: der)
+        // OpenSSL derives the public point from the scalar here, so there is no stored point to check.
+        try self.init(der: der, checkPair: false)
     }
 
     package var raw: SecureBytes {
@@ -182,7 +195,9 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
     package var pkcs8: SecureBytes {
         get throws(CryptoError) {
             let bio = try MemoryBIO()
-            try check(i2d_PKCS8PrivateKey_bio(bio.pointer, key.pointer, nil, nil, 0, nil, nil), .internalFailure, "PKCS#8 encoding failed")
+            try check(
+                i2d_PKCS8PrivateKey_bio(bio.pointer, key.pointer, nil, nil, 0, nil, nil), .internalFailure,
+                "PKCS#8 encoding failed")
             var bytes = bio.contents()
             defer { OPENSSL_cleanse(&bytes, bytes.count) }
             return SecureBytes(bytes)
@@ -213,12 +228,23 @@ package struct P256PrivateKeyImpl: @unchecked Sendable {
         defer { EVP_MD_CTX_free(ctx) }
         try check(EVP_DigestSignInit(ctx, nil, Fetched.sha256, nil, key.pointer), .internalFailure, "ECDSA init failed")
         var length = 0
-        try check(EVP_DigestSign(ctx, nil, &length, message.bytePointer, message.count), .internalFailure, "ECDSA failed")
+        try check(
+            EVP_DigestSign(ctx, nil, &length, message.bytePointer, message.count), .internalFailure, "ECDSA failed")
         var out = [UInt8](repeating: 0, count: length)
-        try check(EVP_DigestSign(ctx, &out, &length, message.bytePointer, message.count), .internalFailure, "ECDSA failed")
+        try check(
+            EVP_DigestSign(ctx, &out, &length, message.bytePointer, message.count), .internalFailure, "ECDSA failed")
         out.removeSubrange(length...)
         return out
     }
+}
+
+/// Runs `body` on an array copy of secret input and wipes the copy afterwards.
+private func withWipedCopy<R>(
+    _ secret: some DataProtocol, _ body: ([UInt8]) throws(CryptoError) -> R
+) throws(CryptoError) -> R {
+    var bytes = Array(secret)
+    defer { OPENSSL_cleanse(&bytes, bytes.count) }
+    return try body(bytes)
 }
 
 // MARK: - Public API
@@ -257,11 +283,15 @@ extension P256.KeyAgreement {
         public init() throws(CryptoError) { impl = try P256PrivateKeyImpl() }
         /// The 32-byte big-endian scalar.
         public init(rawRepresentation: some DataProtocol) throws(CryptoError) {
-            impl = try P256PrivateKeyImpl(raw: Array(rawRepresentation))
+            impl = try withWipedCopy(rawRepresentation) { (bytes) throws(CryptoError) in
+                try P256PrivateKeyImpl(raw: bytes)
+            }
         }
         /// SEC1 `ECPrivateKey` or PKCS#8 DER.
         public init(derRepresentation: some DataProtocol) throws(CryptoError) {
-            impl = try P256PrivateKeyImpl(der: Array(derRepresentation))
+            impl = try withWipedCopy(derRepresentation) { (bytes) throws(CryptoError) in
+                try P256PrivateKeyImpl(der: bytes)
+            }
         }
         /// PEM (`EC PRIVATE KEY` or `PRIVATE KEY`); other blocks such as `EC PARAMETERS` are skipped.
         public init(pemRepresentation: String) throws(CryptoError) {
@@ -311,7 +341,9 @@ extension P256.Signing {
 
         /// Whether `signature` is a valid ECDSA-SHA256 signature of `data` under this key.
         public func isValidSignature(_ signature: ECDSASignature, for data: some DataProtocol) -> Bool {
-            signature.der.withUnsafeBytes { s in withContiguousBytes(data) { impl.isValidSignature(derSignature: s, message: $0) } }
+            signature.der.withUnsafeBytes { s in
+                withContiguousBytes(data) { impl.isValidSignature(derSignature: s, message: $0) }
+            }
         }
 
         public static func == (a: Self, b: Self) -> Bool { a.impl.x963 == b.impl.x963 }
@@ -323,10 +355,14 @@ extension P256.Signing {
 
         public init() throws(CryptoError) { impl = try P256PrivateKeyImpl() }
         public init(rawRepresentation: some DataProtocol) throws(CryptoError) {
-            impl = try P256PrivateKeyImpl(raw: Array(rawRepresentation))
+            impl = try withWipedCopy(rawRepresentation) { (bytes) throws(CryptoError) in
+                try P256PrivateKeyImpl(raw: bytes)
+            }
         }
         public init(derRepresentation: some DataProtocol) throws(CryptoError) {
-            impl = try P256PrivateKeyImpl(der: Array(derRepresentation))
+            impl = try withWipedCopy(derRepresentation) { (bytes) throws(CryptoError) in
+                try P256PrivateKeyImpl(der: bytes)
+            }
         }
         public init(pemRepresentation: String) throws(CryptoError) {
             impl = try P256PrivateKeyImpl(pem: pemRepresentation)
@@ -366,6 +402,13 @@ extension P256.Signing {
             }
             guard let sig else { throw CryptoError(.invalidSignature, "not a DER ECDSA signature") }
             defer { ECDSA_SIG_free(sig) }
+            // r and s must fit the 32-byte halves of the raw form; larger, zero or negative values can never
+            // verify, and would make ``rawRepresentation`` ambiguous.
+            for n in [ECDSA_SIG_get0_r(sig), ECDSA_SIG_get0_s(sig)] {
+                guard BN_is_zero(n) == 0, BN_is_negative(n) == 0, BN_num_bits(n) <= 256 else {
+                    throw CryptoError(.invalidSignature, "the ECDSA signature's r or s is out of range for P-256")
+                }
+            }
             var out: UnsafeMutablePointer<UInt8>?
             let n = i2d_ECDSA_SIG(sig, &out)
             defer { orchard_OPENSSL_free(out) }

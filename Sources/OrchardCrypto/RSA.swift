@@ -53,15 +53,18 @@ public enum RSA {
 
         public var pemRepresentation: String { pemEncode(derRepresentation, label: "PUBLIC KEY") }
 
-        /// RSAES-OAEP encryption.
+        /// RSAES-OAEP encryption. `label` is OAEP's optional label (empty in Apple's RSA_v1); decryption
+        /// must use the same one.
         public func encrypt(
-            _ plaintext: some DataProtocol, oaepDigest: Digest = .sha256, mgf1Digest: Digest = .sha256
+            _ plaintext: some DataProtocol, oaepDigest: Digest = .sha256, mgf1Digest: Digest = .sha256,
+            label: some DataProtocol = [UInt8]()
         ) throws(CryptoError) -> [UInt8] {
-            let ctx = try RSA.context(key, oaepDigest: oaepDigest, mgf1Digest: mgf1Digest, encrypt: true)
+            let ctx = try RSA.context(key, oaepDigest: oaepDigest, mgf1Digest: mgf1Digest, label: label, encrypt: true)
             defer { EVP_PKEY_CTX_free(ctx) }
             return try withContiguousBytes(plaintext) { (p) throws(CryptoError) -> [UInt8] in
                 var length = 0
-                try check(EVP_PKEY_encrypt(ctx, nil, &length, p.bytePointer, p.count), .invalidParameter, "RSA-OAEP failed")
+                try check(
+                    EVP_PKEY_encrypt(ctx, nil, &length, p.bytePointer, p.count), .internalFailure, "RSA-OAEP failed")
                 var out = [UInt8](repeating: 0, count: length)
                 try check(
                     EVP_PKEY_encrypt(ctx, &out, &length, p.bytePointer, p.count), .invalidParameter,
@@ -74,7 +77,10 @@ public enum RSA {
         public func isValidPKCS1v15Signature(_ signature: some DataProtocol, for data: some DataProtocol) -> Bool {
             guard let ctx = EVP_MD_CTX_new() else { return false }
             defer { EVP_MD_CTX_free(ctx) }
-            guard EVP_DigestVerifyInit(ctx, nil, Fetched.sha256, nil, key.pointer) == 1 else { return false }
+            guard EVP_DigestVerifyInit(ctx, nil, Fetched.sha256, nil, key.pointer) == 1 else {
+                _ = drainOpenSSLErrors()
+                return false
+            }
             let rc = withContiguousBytes(signature) { s in
                 withContiguousBytes(data) { d in EVP_DigestVerify(ctx, s.bytePointer, s.count, d.bytePointer, d.count) }
             }
@@ -107,13 +113,12 @@ public enum RSA {
             try self.init(key: EVPKey(owning: pkey))
         }
 
-        /// PEM (`RSA PRIVATE KEY` or `PRIVATE KEY`).
+        /// PEM (`RSA PRIVATE KEY` or `PRIVATE KEY`). Encrypted keys are refused (nothing ever prompts).
         public init(pemRepresentation: String) throws(CryptoError) {
-            let bio = try MemoryBIO(copying: Array(pemRepresentation.utf8))
-            guard let pkey = PEM_read_bio_PrivateKey(bio.pointer, nil, nil, nil) else {
-                throw CryptoError(.invalidKey, "no RSA PRIVATE KEY or PRIVATE KEY block in the PEM")
+            guard let key = try readPrivateKeyPEM(pemRepresentation) else {
+                throw CryptoError(.invalidKey, "no unencrypted RSA PRIVATE KEY or PRIVATE KEY block in the PEM")
             }
-            try self.init(key: EVPKey(owning: pkey))
+            try self.init(key: key)
         }
 
         package init(key: EVPKey) throws(CryptoError) {
@@ -128,7 +133,9 @@ public enum RSA {
         public var derRepresentation: SecureBytes {
             get throws(CryptoError) {
                 let bio = try MemoryBIO()
-                try check(i2d_PKCS8PrivateKey_bio(bio.pointer, key.pointer, nil, nil, 0, nil, nil), .internalFailure, "PKCS#8 encoding failed")
+                try check(
+                    i2d_PKCS8PrivateKey_bio(bio.pointer, key.pointer, nil, nil, 0, nil, nil), .internalFailure,
+                    "PKCS#8 encoding failed")
                 var bytes = bio.contents()
                 defer { OPENSSL_cleanse(&bytes, bytes.count) }
                 return SecureBytes(bytes)
@@ -136,26 +143,33 @@ public enum RSA {
         }
 
         public var pemRepresentation: String {
-            get throws(CryptoError) { try derRepresentation.withUnsafeBytes { pemEncode(Array($0), label: "PRIVATE KEY") } }
+            get throws(CryptoError) {
+                try derRepresentation.withUnsafeBytes { pemEncode(Array($0), label: "PRIVATE KEY") }
+            }
         }
 
-        /// RSAES-OAEP decryption. Any failure (wrong key, altered ciphertext, wrong digests) gives the same
-        /// ``CryptoError/Code/decryptionFailure`` so callers cannot become a padding oracle.
+        /// RSAES-OAEP decryption. Any failure (wrong key, altered ciphertext, wrong digests or label) gives the
+        /// same ``CryptoError/Code/decryptionFailure`` so callers cannot become a padding oracle.
         public func decrypt(
-            _ ciphertext: some DataProtocol, oaepDigest: Digest = .sha256, mgf1Digest: Digest = .sha256
+            _ ciphertext: some DataProtocol, oaepDigest: Digest = .sha256, mgf1Digest: Digest = .sha256,
+            label: some DataProtocol = [UInt8]()
         ) throws(CryptoError) -> SecureBytes {
-            let ctx = try RSA.context(key, oaepDigest: oaepDigest, mgf1Digest: mgf1Digest, encrypt: false)
+            let ctx = try RSA.context(key, oaepDigest: oaepDigest, mgf1Digest: mgf1Digest, label: label, encrypt: false)
             defer { EVP_PKEY_CTX_free(ctx) }
             return try withContiguousBytes(ciphertext) { (c) throws(CryptoError) -> SecureBytes in
-                var length = 0
-                try check(EVP_PKEY_decrypt(ctx, nil, &length, c.bytePointer, c.count), .decryptionFailure, "RSA-OAEP decryption failed")
-                var out = [UInt8](repeating: 0, count: length)
-                defer { OPENSSL_cleanse(&out, out.count) }
-                guard EVP_PKEY_decrypt(ctx, &out, &length, c.bytePointer, c.count) == 1 else {
-                    _ = drainOpenSSLErrors()
-                    throw CryptoError(.decryptionFailure, "RSA-OAEP decryption failed: wrong key, altered data or wrong digests")
+                // The plaintext is shorter than the modulus; OpenSSL writes it straight into secure storage.
+                let capacity = Int(EVP_PKEY_get_size(key.pointer))
+                var length = capacity
+                let plaintext = try SecureBytes(count: capacity) { (buffer) throws(CryptoError) in
+                    let out = buffer.bindMemory(to: UInt8.self).baseAddress
+                    guard EVP_PKEY_decrypt(ctx, out, &length, c.bytePointer, c.count) == 1 else {
+                        _ = drainOpenSSLErrors()
+                        throw CryptoError(
+                            .decryptionFailure,
+                            "RSA-OAEP decryption failed: wrong key, altered data, or wrong digests or label")
+                    }
                 }
-                return SecureBytes(out[..<length])
+                return plaintext.withUnsafeBytes { SecureBytes($0[..<length]) }
             }
         }
 
@@ -163,12 +177,16 @@ public enum RSA {
         public func pkcs1v15Signature(for data: some DataProtocol) throws(CryptoError) -> [UInt8] {
             guard let ctx = EVP_MD_CTX_new() else { throw CryptoError(.internalFailure, "EVP_MD_CTX_new failed") }
             defer { EVP_MD_CTX_free(ctx) }
-            try check(EVP_DigestSignInit(ctx, nil, Fetched.sha256, nil, key.pointer), .internalFailure, "RSA sign init failed")
+            try check(
+                EVP_DigestSignInit(ctx, nil, Fetched.sha256, nil, key.pointer), .internalFailure, "RSA sign init failed"
+            )
             return try withContiguousBytes(data) { (d) throws(CryptoError) -> [UInt8] in
                 var length = 0
-                try check(EVP_DigestSign(ctx, nil, &length, d.bytePointer, d.count), .internalFailure, "RSA signing failed")
+                try check(
+                    EVP_DigestSign(ctx, nil, &length, d.bytePointer, d.count), .internalFailure, "RSA signing failed")
                 var out = [UInt8](repeating: 0, count: length)
-                try check(EVP_DigestSign(ctx, &out, &length, d.bytePointer, d.count), .internalFailure, "RSA signing failed")
+                try check(
+                    EVP_DigestSign(ctx, &out, &length, d.bytePointer, d.count), .internalFailure, "RSA signing failed")
                 return Array(out[..<length])
             }
         }
@@ -179,18 +197,36 @@ public enum RSA {
     }
 
     private static func context(
-        _ key: EVPKey, oaepDigest: Digest, mgf1Digest: Digest, encrypt: Bool
+        _ key: EVPKey, oaepDigest: Digest, mgf1Digest: Digest, label: some DataProtocol, encrypt: Bool
     ) throws(CryptoError) -> OpaquePointer {
         guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, key.pointer, nil) else {
             throw CryptoError(.internalFailure, "EVP_PKEY_CTX_new_from_pkey failed")
         }
-        var ok = encrypt ? EVP_PKEY_encrypt_init(ctx) : EVP_PKEY_decrypt_init(ctx)
-        ok &= EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING)
-        ok &= EVP_PKEY_CTX_set_rsa_oaep_md(ctx, oaepDigest.md)
-        ok &= EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, mgf1Digest.md)
-        guard ok == 1 else {
+        do {
+            // Each call is checked on its own: they return 1 on success and 0, -1 or -2 on failure.
+            try check(
+                encrypt ? EVP_PKEY_encrypt_init(ctx) : EVP_PKEY_decrypt_init(ctx), .internalFailure, "RSA init failed")
+            try check(
+                EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING), .internalFailure, "RSA-OAEP setup failed")
+            try check(
+                EVP_PKEY_CTX_set_rsa_oaep_md(ctx, oaepDigest.md), .internalFailure, "RSA-OAEP digest setup failed")
+            try check(EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, mgf1Digest.md), .internalFailure, "RSA-OAEP MGF1 setup failed")
+            if !label.isEmpty {
+                // As a parameter, which OpenSSL copies (EVP_PKEY_CTX_set0_rsa_oaep_label would take ownership
+                // of an OPENSSL_malloc'ed buffer).
+                let rc = withContiguousBytes(label) { l in
+                    var params = [
+                        OSSL_PARAM_construct_octet_string(
+                            ParamName.oaepLabel, UnsafeMutableRawPointer(mutating: l.bytePointer), l.count),
+                        OSSL_PARAM_construct_end(),
+                    ]
+                    return EVP_PKEY_CTX_set_params(ctx, &params)
+                }
+                try check(rc, .internalFailure, "RSA-OAEP label setup failed")
+            }
+        } catch {
             EVP_PKEY_CTX_free(ctx)
-            throw CryptoError(.internalFailure, "RSA-OAEP setup failed")
+            throw error
         }
         return ctx
     }

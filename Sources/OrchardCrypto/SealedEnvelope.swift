@@ -1,3 +1,4 @@
+internal import COpenSSL
 public import Foundation
 
 /// Public-key encryption to a P-256 key, used wherever one party sends another a secret through a relay
@@ -23,7 +24,7 @@ public enum SealedEnvelope {
             z: try ephemeral.sharedSecretFromKeyAgreement(with: recipient), ephemeral: ephemeralPoint,
             recipient: recipient.x963Representation, purpose: purpose)
         let box = try AES.GCM.seal(plaintext, using: key, iv: iv, authenticating: aad(ephemeralPoint, purpose))
-        return [version] + ephemeralPoint + box.ciphertext + box.tag
+        return [version] + ephemeralPoint + box.combined
     }
 
     /// Decrypts an envelope made for `recipientKey` and `purpose`. Any change to the envelope, another key or
@@ -43,10 +44,10 @@ public enum SealedEnvelope {
         let (key, iv) = try derive(
             z: try recipientKey.sharedSecretFromKeyAgreement(with: ephemeral), ephemeral: ephemeralPoint,
             recipient: recipientKey.publicKey.x963Representation, purpose: purpose)
-        let box = AES.GCM.SealedBox(
-            ciphertext: Array(bytes[66..<(bytes.count - 16)]), tag: Array(bytes[(bytes.count - 16)...]))
+        let box = try AES.GCM.SealedBox(combined: bytes[66...])
         var plaintext = try AES.GCM.open(box, using: key, iv: iv, authenticating: aad(ephemeralPoint, purpose))
-        defer { for i in plaintext.indices { plaintext[i] = 0 } }
+        // OPENSSL_cleanse, not a loop of zero stores, which the optimizer may drop before the array is freed.
+        defer { OPENSSL_cleanse(&plaintext, plaintext.count) }
         return SecureBytes(plaintext)
     }
 
@@ -54,7 +55,9 @@ public enum SealedEnvelope {
         [version] + ephemeral + Array(purpose.utf8)
     }
 
-    private static func derive(z: SecureBytes, ephemeral: [UInt8], recipient: [UInt8], purpose: String)
+    private static func derive(
+        z: SecureBytes, ephemeral: [UInt8], recipient: [UInt8], purpose: String
+    )
         throws(CryptoError) -> (SymmetricKey, [UInt8])
     {
         let okm = try HKDF.deriveKey(
@@ -67,7 +70,7 @@ public enum SealedEnvelope {
         var lastError = CryptoError(.internalFailure, "no valid P-256 scalar drawn")
         for _ in 0..<4 {
             var scalar = random.bytes(32)
-            defer { for i in scalar.indices { scalar[i] = 0 } }
+            defer { OPENSSL_cleanse(&scalar, scalar.count) }
             do { return try P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) } catch { lastError = error }
         }
         throw lastError

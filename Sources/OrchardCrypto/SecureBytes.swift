@@ -41,7 +41,9 @@ public struct SecureBytes: Sendable, Equatable, CustomStringConvertible, CustomD
     }
 
     /// Makes `count` bytes and lets `body` write them (used to receive secrets straight from OpenSSL).
-    package init(count: Int, initializingWith body: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
+    package init(
+        count: Int, initializingWith body: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void
+    )
         throws(CryptoError)
     {
         storage = Storage(count: count)
@@ -59,7 +61,9 @@ public struct SecureBytes: Sendable, Equatable, CustomStringConvertible, CustomD
     public static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
         guard lhs.count == rhs.count else { return false }
         if lhs.count == 0 { return true }
-        return lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 } }
+        return lhs.withUnsafeBytes { a in
+            rhs.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
+        }
     }
 
     /// Copies the secret out. Use only where a secret must leave its protection (tests, wire formats).

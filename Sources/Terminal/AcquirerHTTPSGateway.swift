@@ -5,8 +5,9 @@ import OrchardHTTP
 
 /// The terminal's acquirer connection over HTTPS (`OrchardHTTP`'s client, trusting only the given roots).
 ///
-/// `POST {base}/v1/authorizations` and `POST {base}/v1/reversals`, JSON both ways, with the header
-/// `Idempotency-Key: terminal-<terminal ID>-<STAN>` (docs/terminal.md has the bodies). A 200 answer is the
+/// `POST {base}/v1/acquirer/authorizations` (the network service's acquiring route; the terminal ID and STAN
+/// in the body are the acquirer's idempotency key) and `POST {base}/v1/acquirer/reversals`, JSON both ways,
+/// with the header `Idempotency-Key: terminal-<terminal ID>-<STAN>` as well (docs/terminal.md has the bodies). A 200 answer is the
 /// acquirer's decision; 4xx is a refusal of the request itself (``TerminalError/Code/gatewayRefused``); 5xx,
 /// a timeout or a broken connection leave the outcome unknown (``TerminalError/Code/gatewayTimedOut``); a
 /// connection that could not be made is ``TerminalError/Code/gatewayUnreachable``. The client never retries
@@ -33,7 +34,7 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
 
     public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationResponse {
         let body = AuthorizationBody(request)
-        let response = try await post("/v1/authorizations", body, idempotencyKey: request.idempotencyKey)
+        let response = try await post("/v1/acquirer/authorizations", body, idempotencyKey: request.idempotencyKey)
         do {
             return try JSONDecoder().decode(AuthorizationResponse.self, from: response)
         } catch {
@@ -42,7 +43,7 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
     }
 
     public func reverse(_ request: ReversalRequest) async throws -> ReversalResponse {
-        let response = try await post("/v1/reversals", request, idempotencyKey: request.idempotencyKey)
+        let response = try await post("/v1/acquirer/reversals", request, idempotencyKey: request.idempotencyKey)
         do {
             return try JSONDecoder().decode(ReversalResponse.self, from: response)
         } catch {
@@ -84,51 +85,54 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
     }
 }
 
-/// The authorization as JSON: the DPAN in clear (the acquirer needs it), the chip data in hex.
+/// The authorization as the acquirer's route takes it (`NetworkService.AuthorizationBody`): the DPAN in
+/// clear (the acquirer needs it), the expiry as year and month, the amount with the ISO 4217 numeric
+/// currency, and the ARQC with field 55 as the data it covers. `panSequenceNumber` and `posEntryMode` travel
+/// too (ISO 8583 DE 23 and DE 22), for an acquirer that reads them.
 struct AuthorizationBody: Codable, Sendable {
     struct Money: Codable, Sendable {
         let minorUnits: Int64
         /// ISO 4217 numeric, three digits.
         let currency: String
     }
+    struct Expiry: Codable, Sendable {
+        let year: Int
+        let month: Int
+    }
     struct Cryptogram: Codable, Sendable {
-        /// `arqc`.
+        /// `proximityARQC`.
         let kind: String
-        let cryptogram: String
-        let applicationTransactionCounter: Int
-        /// Field 55 in hex.
-        let transactionData: String
+        let cryptogram: [UInt8]
+        let applicationTransactionCounter: UInt16
+        /// Field 55.
+        let transactionData: [UInt8]
     }
 
-    let terminalId: String
+    let merchantID: String
+    let terminalID: String
     let stan: String
-    let merchantId: String
     let pan: String
-    let expiry: String
-    let panSequenceNumber: Int
+    let expiry: Expiry?
     let amount: Money
     let channel: String
-    let posEntryMode: String
-    let scheme: String
     let cryptogram: Cryptogram
-    /// ISO 8601, UTC.
-    let transmittedAt: String
+    let panSequenceNumber: Int
+    let posEntryMode: String
 
     init(_ request: AuthorizationRequest) {
-        terminalId = request.terminalID
+        merchantID = request.merchantID
+        terminalID = request.terminalID
         stan = request.systemTraceAuditNumber
-        merchantId = request.merchantID
         pan = request.pan.unmaskedDigits
-        expiry = request.expiry
-        panSequenceNumber = request.panSequenceNumber
+        let yy = Int(request.expiry.prefix(2))
+        let mm = Int(request.expiry.suffix(2))
+        expiry = yy.flatMap { year in mm.map { Expiry(year: 2000 + year, month: $0) } }
         amount = Money(minorUnits: request.amount.minorUnits, currency: request.amount.currency.numericString)
         channel = "contactless"
-        posEntryMode = request.posEntryMode
-        scheme = request.scheme.description
         cryptogram = Cryptogram(
-            kind: "arqc", cryptogram: Hex.encode(request.cryptogram),
-            applicationTransactionCounter: Int(request.applicationTransactionCounter),
-            transactionData: Hex.encode(request.chipData))
-        transmittedAt = ISO8601DateFormatter().string(from: request.transmittedAt)
+            kind: "proximityARQC", cryptogram: request.cryptogram,
+            applicationTransactionCounter: request.applicationTransactionCounter, transactionData: request.chipData)
+        panSequenceNumber = request.panSequenceNumber
+        posEntryMode = request.posEntryMode
     }
 }

@@ -3,6 +3,7 @@ import DeviceProcess
 import EMV
 import Foundation
 import NFCLink
+import NetworkService
 import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging
@@ -162,18 +163,20 @@ final class AcquirerService: Sendable {
         try Data(identity.certificatePEM.utf8).write(to: URL(fileURLWithPath: rootsPath))
         var router = Router()
         let log = requestBodies
-        router.add(.post, "/v1/authorizations") { request in
+        router.add(.post, "/v1/acquirer/authorizations") { request in
             log.append(request.body)
-            let wire = try request.decodeJSON(WireAuthorization.self)
+            // The network service's own body type: the terminal's JSON must be what the real route takes.
+            let body = try request.decodeJSON(NetworkService.AuthorizationBody.self)
             do {
-                let answer = try await acquirer.authorize(try wire.request(idempotencyKey: request.headers["Idempotency-Key"]))
+                let answer = try await acquirer.authorize(
+                    try Self.request(body, idempotencyKey: request.headers["Idempotency-Key"]))
                 return try HTTPResponse.json(answer)
             } catch let error as TerminalError where error.code == .gatewayRefused {
                 return try HTTPResponse.json(
                     ErrorBody(error: .init(code: "unknown_terminal", message: error.message)), status: .badRequest)
             }
         }
-        router.add(.post, "/v1/reversals") { request in
+        router.add(.post, "/v1/acquirer/reversals") { request in
             let reversal = try request.decodeJSON(ReversalRequest.self)
             return try HTTPResponse.json(try await acquirer.reverse(reversal))
         }
@@ -190,6 +193,23 @@ final class AcquirerService: Sendable {
     }
 
     func shutdown() async { await server.shutdown() }
+
+    /// The network's body as the terminal tests' acquirer takes it.
+    static func request(
+        _ body: NetworkService.AuthorizationBody, idempotencyKey: String?
+    ) throws -> Terminal.AuthorizationRequest {
+        guard body.channel == .contactless, let terminal = body.terminalID, let stan = body.stan,
+            body.idempotencyKey == nil, idempotencyKey == "terminal-\(terminal)-\(stan)",
+            let submission = body.cryptogram, submission.kind == .proximityARQC, let expiry = body.expiry
+        else { throw TerminalError(.gatewayRefused, "malformed authorization") }
+        return Terminal.AuthorizationRequest(
+            terminalID: terminal, systemTraceAuditNumber: stan, merchantID: body.merchantID,
+            pan: try DeviceAccountNumber(body.pan.digits), expiry: expiry.yymm, panSequenceNumber: 0,
+            amount: try Amount(minorUnits: body.amount.minorUnits, currency: try Currency(body.amount.currency)),
+            scheme: body.pan.digits.hasPrefix("4") ? .visa : .mastercard, cryptogram: submission.cryptogram,
+            applicationTransactionCounter: submission.applicationTransactionCounter,
+            chipData: submission.transactionData, transmittedAt: Date())
+    }
 }
 
 struct ErrorBody: Encodable, Sendable {
@@ -205,54 +225,6 @@ final class BodyLog: @unchecked Sendable {
     private var stored: [Data] = []
     func append(_ body: Data) { lock.withLock { stored.append(body) } }
     var all: [Data] { lock.withLock { stored } }
-}
-
-/// The authorization body ``AcquirerHTTPSGateway`` sends.
-struct WireAuthorization: Decodable, Sendable {
-    struct Money: Decodable, Sendable {
-        let minorUnits: Int64
-        let currency: String
-    }
-    struct Cryptogram: Decodable, Sendable {
-        let kind: String
-        let cryptogram: String
-        let applicationTransactionCounter: Int
-        let transactionData: String
-    }
-    let terminalId: String
-    let stan: String
-    let merchantId: String
-    let pan: String
-    let expiry: String
-    let panSequenceNumber: Int
-    let amount: Money
-    let channel: String
-    let posEntryMode: String
-    let scheme: String
-    let cryptogram: Cryptogram
-    let transmittedAt: String
-
-    func request(idempotencyKey: String?) throws -> Terminal.AuthorizationRequest {
-        guard channel == "contactless", posEntryMode == "07", cryptogram.kind == "arqc",
-            idempotencyKey == "terminal-\(terminalId)-\(stan)",
-            let scheme = PaymentScheme(rawValue: scheme), let arqc = hex(cryptogram.cryptogram),
-            let field55 = hex(cryptogram.transactionData), ISO8601DateFormatter().date(from: transmittedAt) != nil
-        else { throw TerminalError(.gatewayRefused, "malformed authorization") }
-        return Terminal.AuthorizationRequest(
-            terminalID: terminalId, systemTraceAuditNumber: stan, merchantID: merchantId,
-            pan: try DeviceAccountNumber(pan), expiry: expiry, panSequenceNumber: panSequenceNumber,
-            amount: try Amount(minorUnits: amount.minorUnits, currency: try Currency(amount.currency)), scheme: scheme,
-            cryptogram: arqc, applicationTransactionCounter: UInt16(cryptogram.applicationTransactionCounter),
-            chipData: field55, transmittedAt: Date())
-    }
-
-    private func hex(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        return stride(from: 0, to: chars.count, by: 2).compactMap {
-            UInt8(String(decoding: chars[$0..<$0 + 2], as: UTF8.self), radix: 16)
-        }
-    }
 }
 
 /// A device between the terminal and a real device's antenna (an attacker's relay), recording every

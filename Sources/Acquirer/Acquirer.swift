@@ -1,0 +1,198 @@
+import Foundation
+import Issuer
+import OrchardCrypto
+import TokenService
+
+/// An authorization as a terminal or a merchant server sends it to the acquirer.
+public struct AcquirerAuthorizationRequest: Hashable, Sendable {
+    /// Where the request comes from; it fixes the idempotency key.
+    public enum Origin: Hashable, Sendable {
+        /// A contactless terminal: the terminal ID and the system trace audit number (STAN, six digits)
+        /// identify the transaction.
+        case terminal(terminalID: String, systemTraceAuditNumber: String)
+        /// A merchant server (in-app or web payment) with its own idempotency key.
+        case merchantServer(idempotencyKey: String)
+    }
+
+    public let origin: Origin
+    public let merchantID: String
+    /// The DPAN from the device (NFC) or from the decrypted payment token.
+    public let pan: PrimaryAccountNumber
+    public let expiry: CardExpiry?
+    public let amount: Money
+    public let channel: PaymentChannel
+    public let cryptogram: CryptogramSubmission?
+
+    public init(
+        origin: Origin, merchantID: String, pan: PrimaryAccountNumber, expiry: CardExpiry?, amount: Money,
+        channel: PaymentChannel, cryptogram: CryptogramSubmission?
+    ) {
+        self.origin = origin
+        self.merchantID = merchantID
+        self.pan = pan
+        self.expiry = expiry
+        self.amount = amount
+        self.channel = channel
+        self.cryptogram = cryptogram
+    }
+}
+
+/// The acquirer: merchant accounts, authorization requests from terminals and merchant servers, routed to
+/// the card network.
+///
+/// Each request is idempotent: terminal ID + STAN, or the merchant's key. A retry gets the first result
+/// and never a second authorization; the network transaction ID is derived from the key, so even a retry
+/// after a crash between the network's answer and the acquirer's record reaches the network's stored
+/// answer. The acquirer keeps the card number only masked.
+public actor Acquirer {
+    public nonisolated let acquirerID: String
+    private let store: any AcquirerStore
+    private let network: any PaymentNetwork
+    private let clock: any WallClock
+    private let random: any RandomSource
+    private let serializer = KeyedSerializer()
+
+    public init(
+        acquirerID: String, store: any AcquirerStore, network: any PaymentNetwork,
+        clock: any WallClock = SystemClock(), random: any RandomSource = SystemRandom()
+    ) {
+        self.acquirerID = acquirerID
+        self.store = store
+        self.network = network
+        self.clock = clock
+        self.random = random
+    }
+
+    /// Opens a merchant account.
+    public func registerMerchant(_ merchant: MerchantAccount) async throws {
+        for field in [merchant.merchantID] + Array(merchant.terminalIDs) {
+            try Self.validateIdentifier(field, "merchant or terminal ID")
+        }
+        guard Self.isDigits(merchant.categoryCode, count: 4), Self.isDigits(merchant.countryCode, count: 3) else {
+            throw AcquirerError(.invalidRequest, "a category code is 4 digits and a country code 3 digits")
+        }
+        guard try await store.merchant(id: merchant.merchantID) == nil else {
+            throw AcquirerError(.duplicate, "a merchant with this identifier already exists")
+        }
+        try await store.saveMerchant(merchant)
+    }
+
+    /// Changes a merchant's status (suspend, reactivate).
+    public func setMerchantStatus(_ status: MerchantAccount.Status, merchantID: String) async throws {
+        guard var merchant = try await store.merchant(id: merchantID) else {
+            throw AcquirerError(.unknownMerchant, "no merchant account with this identifier")
+        }
+        merchant.status = status
+        try await store.saveMerchant(merchant)
+    }
+
+    /// Authorizes a payment through the network. Returns the result (approved or declined) or throws for
+    /// a request the acquirer refuses before routing it.
+    public func authorize(_ request: AcquirerAuthorizationRequest) async throws -> AcquirerAuthorizationResult {
+        let idempotencyKey = try Self.idempotencyKey(request)
+        let fingerprint = Self.fingerprint(request)
+        await serializer.acquire(idempotencyKey)
+        defer { serializer.release(idempotencyKey) }
+        if let previous = try await store.authorization(idempotencyKey: idempotencyKey) {
+            guard previous.requestFingerprint == fingerprint else {
+                throw AcquirerError(.idempotencyConflict, "this idempotency key was used for a different payment")
+            }
+            return previous.result
+        }
+        guard let merchant = try await store.merchant(id: request.merchantID) else {
+            throw AcquirerError(.unknownMerchant, "no merchant account with this identifier")
+        }
+        guard merchant.status == .active else { throw AcquirerError(.merchantNotActive, "the merchant is suspended") }
+        switch request.origin {
+        case .terminal(let terminalID, _):
+            guard merchant.terminalIDs.contains(terminalID) else {
+                throw AcquirerError(.unknownTerminal, "the terminal is not registered to this merchant")
+            }
+            guard [.contactless, .magneticStripe, .manualEntry].contains(request.channel) else {
+                throw AcquirerError(.invalidRequest, "a terminal sends card-present payments only")
+            }
+        case .merchantServer:
+            guard [.inApp, .web].contains(request.channel) else {
+                throw AcquirerError(.invalidRequest, "a merchant server sends in-app or web payments only")
+            }
+        }
+        guard request.amount.minorUnits > 0 else {
+            throw AcquirerError(.invalidRequest, "an authorization needs a positive amount")
+        }
+        let networkRequest = NetworkAuthorizationRequest(
+            acquirerID: acquirerID, transactionID: Self.networkTransactionID(for: idempotencyKey), pan: request.pan,
+            expiry: request.expiry, amount: request.amount, channel: request.channel, merchant: merchant.info,
+            cryptogram: request.cryptogram, transmittedAt: clock.now())
+        let answer: NetworkAuthorizationResponse
+        do {
+            answer = try await network.authorize(networkRequest)
+        } catch {
+            throw AcquirerError(.networkUnavailable, "the network did not answer; retry with the same key")
+        }
+        let result = AcquirerAuthorizationResult(
+            authorizationID: "auth_" + Self.hex(random.bytes(12)), merchantID: merchant.merchantID,
+            maskedPAN: request.pan.masked, amount: request.amount, responseCode: answer.responseCode,
+            approvalCode: answer.approvalCode, declineReason: answer.declineReason?.rawValue, decidedAt: clock.now())
+        try await store.saveAuthorization(
+            AcquirerAuthorizationRecord(idempotencyKey: idempotencyKey, requestFingerprint: fingerprint, result: result)
+        )
+        return result
+    }
+
+    // MARK: - Helpers
+
+    static func idempotencyKey(_ request: AcquirerAuthorizationRequest) throws(AcquirerError) -> String {
+        try validateIdentifier(request.merchantID, "merchant ID")
+        switch request.origin {
+        case .terminal(let terminalID, let stan):
+            try validateIdentifier(terminalID, "terminal ID")
+            guard isDigits(stan, count: 6) else { throw AcquirerError(.invalidRequest, "a STAN is six digits") }
+            return "terminal:" + terminalID + ":" + stan
+        case .merchantServer(let key):
+            try validateIdentifier(key, "idempotency key")
+            // Keys are stored in clear; one that could hold a card number is refused.
+            guard !containsCardNumberShape(key) else {
+                throw AcquirerError(.invalidRequest, "an idempotency key must not contain 12 or more digits in a row")
+            }
+            return "merchant:" + request.merchantID + ":" + key
+        }
+    }
+
+    /// 32 hex digits of SHA-256 over the idempotency key: the same key always reaches the same network
+    /// transaction.
+    static func networkTransactionID(for idempotencyKey: String) -> String {
+        hex(SHA256.hash(Array(idempotencyKey.utf8)).prefix(16))
+    }
+
+    /// SHA-256 over the request's fields with the card number masked: the acquirer stores no full PAN,
+    /// not even as an unkeyed hash (a 16-digit PAN with a known BIN is cheap to find from its hash).
+    static func fingerprint(_ request: AcquirerAuthorizationRequest) -> String {
+        var fields = [
+            request.merchantID, request.pan.masked, request.expiry?.yymm ?? "", String(request.amount.minorUnits),
+            request.amount.currency, request.channel.rawValue,
+        ]
+        if let cryptogram = request.cryptogram {
+            fields += [
+                cryptogram.kind.rawValue, hex(cryptogram.cryptogram), String(cryptogram.applicationTransactionCounter),
+                hex(cryptogram.transactionData),
+            ]
+        }
+        return hex(SHA256.hash(Array(fields.joined(separator: "\u{1F}").utf8)))
+    }
+
+    static func validateIdentifier(_ value: String, _ name: String) throws(AcquirerError) {
+        let bytes = Array(value.utf8)
+        guard (1...64).contains(bytes.count), bytes.allSatisfy({ (0x21...0x7E).contains($0) && $0 != 0x3A }) else {
+            throw AcquirerError(.invalidRequest, "a \(name) is 1 to 64 printable ASCII characters without ':'")
+        }
+    }
+
+    static func isDigits(_ value: String, count: Int) -> Bool {
+        let bytes = Array(value.utf8)
+        return bytes.count == count && bytes.allSatisfy { (0x30...0x39).contains($0) }
+    }
+
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        bytes.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Issuer
+
+/// A merchant's account at the acquirer.
+public struct MerchantAccount: Hashable, Sendable, Codable {
+    public enum Status: String, Hashable, Sendable, Codable {
+        case active, suspended
+    }
+
+    public let merchantID: String
+    public let name: String
+    /// ISO 18245 merchant category code.
+    public let categoryCode: String
+    /// ISO 3166-1 numeric country code.
+    public let countryCode: String
+    /// The terminals registered to the merchant (NFC payments come only from these).
+    public var terminalIDs: Set<String>
+    public var status: Status
+
+    public init(
+        merchantID: String, name: String, categoryCode: String, countryCode: String, terminalIDs: Set<String> = [],
+        status: Status = .active
+    ) {
+        self.merchantID = merchantID
+        self.name = name
+        self.categoryCode = categoryCode
+        self.countryCode = countryCode
+        self.terminalIDs = terminalIDs
+        self.status = status
+    }
+
+    /// The merchant as an authorization message describes it.
+    public var info: MerchantInfo {
+        MerchantInfo(merchantID: merchantID, name: name, categoryCode: categoryCode, countryCode: countryCode)
+    }
+}
+
+/// The outcome of an authorization as the acquirer reports and keeps it: the card number masked.
+public struct AcquirerAuthorizationResult: Hashable, Sendable, Codable {
+    /// The acquirer's reference for this authorization.
+    public let authorizationID: String
+    public let merchantID: String
+    /// The DPAN masked: first six and last four digits. The acquirer keeps nothing more.
+    public let maskedPAN: String
+    public let amount: Money
+    public let responseCode: ResponseCode
+    public let approvalCode: String?
+    /// The network's reason for a decline, if any.
+    public let declineReason: String?
+    public let decidedAt: Date
+
+    public var isApproved: Bool { responseCode.isApproved }
+}
+
+/// What the acquirer stores per authorization: the idempotency key, a fingerprint of the request and the
+/// result. No full card number.
+public struct AcquirerAuthorizationRecord: Hashable, Sendable, Codable {
+    public let idempotencyKey: String
+    /// SHA-256 over the request's fields with the PAN masked, hex.
+    public let requestFingerprint: String
+    public let result: AcquirerAuthorizationResult
+
+    public init(idempotencyKey: String, requestFingerprint: String, result: AcquirerAuthorizationResult) {
+        self.idempotencyKey = idempotencyKey
+        self.requestFingerprint = requestFingerprint
+        self.result = result
+    }
+}
+
+/// The acquirer's persistence. An SQLite implementation lives with the service; ``InMemoryAcquirerStore``
+/// serves tests and the embedded demo.
+public protocol AcquirerStore: Sendable {
+    func merchant(id: String) async throws -> MerchantAccount?
+    func saveMerchant(_ merchant: MerchantAccount) async throws
+    func authorization(idempotencyKey: String) async throws -> AcquirerAuthorizationRecord?
+    func saveAuthorization(_ record: AcquirerAuthorizationRecord) async throws
+}
+
+/// An ``AcquirerStore`` in memory.
+public final class InMemoryAcquirerStore: AcquirerStore, @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var merchants: [String: MerchantAccount] = [:]
+    private var authorizations: [String: AcquirerAuthorizationRecord] = [:]
+
+    public init() {}
+
+    public func merchant(id: String) async throws -> MerchantAccount? { lock.withLock { merchants[id] } }
+    public func saveMerchant(_ merchant: MerchantAccount) async throws {
+        lock.withLock { merchants[merchant.merchantID] = merchant }
+    }
+    public func authorization(idempotencyKey: String) async throws -> AcquirerAuthorizationRecord? {
+        lock.withLock { authorizations[idempotencyKey] }
+    }
+    public func saveAuthorization(_ record: AcquirerAuthorizationRecord) async throws {
+        lock.withLock { authorizations[record.idempotencyKey] = record }
+    }
+
+    /// Every stored authorization, for inspection.
+    public var allAuthorizations: [AcquirerAuthorizationRecord] {
+        lock.withLock { authorizations.values.sorted { $0.idempotencyKey < $1.idempotencyKey } }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import OrchardCrypto
+import OrchardX509
+import TokenService
+
+/// The token service's check of a device certificate: the chain (DER, leaf first) verifies to the Orchard
+/// device CA at the current time, the leaf's subject is `O=Orchard device, CN=<the device's name>` (the
+/// device ID it provisions under), and its key is a P-256 key: the Secure Element's, which becomes the
+/// recipient of the personalisation envelope. This is the certificate `Device` issues
+/// (`DeviceCertificateAuthority.issueDeviceCertificate`).
+public final class DeviceCAKeyVerifier: DeviceKeyVerifier {
+    /// The organisation every device certificate names.
+    public static let organization = "Orchard device"
+    private let verifier: CertificateChainVerifier
+    private let clock: any WallClock
+
+    /// `deviceCARoots` are the only anchors an SE certificate may chain to.
+    public init(deviceCARoots: [Certificate], clock: any WallClock = SystemClock()) throws {
+        verifier = try CertificateChainVerifier(trustRoots: deviceCARoots, clock: clock)
+        self.clock = clock
+    }
+
+    public func verifiedSecureElementKey(
+        certificateChain: [[UInt8]], deviceID: String
+    ) throws
+        -> P256.KeyAgreement.PublicKey
+    {
+        guard (1...4).contains(certificateChain.count) else {
+            throw TokenServiceError(.deviceNotTrusted, "an SE certificate chain has 1 to 4 certificates")
+        }
+        let certificates = try certificateChain.map { try Certificate(derEncoded: $0) }
+        let leaf = certificates[0]
+        switch verifier.verify(leaf: leaf, intermediates: Array(certificates.dropFirst()), at: clock.now()) {
+        case .valid: break
+        case .invalid(let failure):
+            throw TokenServiceError(
+                .deviceNotTrusted, "the SE certificate does not chain to the device CA: \(failure.code)")
+        }
+        guard leaf.subject.commonName == deviceID, leaf.subject.organization == Self.organization else {
+            throw TokenServiceError(.deviceNotTrusted, "the device certificate names another device")
+        }
+        do {
+            return try P256.KeyAgreement.PublicKey(derRepresentation: leaf.subjectPublicKeyInfo.derRepresentation)
+        } catch {
+            throw TokenServiceError(.deviceNotTrusted, "the SE certificate's key is not a P-256 key")
+        }
+    }
+}

@@ -1,0 +1,239 @@
+import Acquirer
+import Foundation
+import Issuer
+import OrchardStore
+import TokenService
+
+/// The token vault in `network.sqlite`: cards (encrypted FPAN, keyed-hash lookup), tokens (DPAN, unique),
+/// provisioning sessions and idempotency records.
+public final class SQLiteTokenVaultStore: TokenVaultStore {
+    public let store: Store
+
+    public static let migrations = [
+        Migration(
+            version: 1, name: "token vault",
+            sql: """
+                CREATE TABLE cards (
+                    card_id TEXT PRIMARY KEY, pan_lookup TEXT NOT NULL UNIQUE, record BLOB NOT NULL) STRICT;
+                CREATE TABLE tokens (
+                    token_reference TEXT PRIMARY KEY, dpan TEXT NOT NULL UNIQUE, card_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL, created_at INTEGER NOT NULL, record BLOB NOT NULL) STRICT;
+                CREATE INDEX tokens_by_card ON tokens (card_id);
+                CREATE INDEX tokens_by_device ON tokens (device_id);
+                CREATE TABLE provisioning_sessions (session_id TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
+                CREATE TABLE idempotency_records (
+                    scope TEXT NOT NULL, key TEXT NOT NULL, record BLOB NOT NULL, PRIMARY KEY (scope, key)) STRICT;
+                """)
+    ]
+
+    /// Opens (creating and migrating) the vault at `path`.
+    public init(path: String) throws {
+        store = try Store(path: path, options: RecordCoding.options, migrations: Self.migrations)
+    }
+
+    public func card(id: String) async throws -> CardRecord? {
+        try await store.record(CardRecord.self, "SELECT record FROM cards WHERE card_id = ?", [.text(id)])
+    }
+
+    public func card(panLookup: String) async throws -> CardRecord? {
+        try await store.record(CardRecord.self, "SELECT record FROM cards WHERE pan_lookup = ?", [.text(panLookup)])
+    }
+
+    public func saveCard(_ card: CardRecord) async throws {
+        let record = try RecordCoding.encode(card)
+        try await store.write { database in
+            try database.execute(
+                """
+                INSERT INTO cards (card_id, pan_lookup, record) VALUES (?, ?, ?)
+                ON CONFLICT (card_id) DO UPDATE SET pan_lookup = excluded.pan_lookup, record = excluded.record
+                """, [.text(card.cardID), .text(card.panLookup), .blob(record)])
+        }
+    }
+
+    public func token(reference: String) async throws -> TokenRecord? {
+        try await store.record(
+            TokenRecord.self, "SELECT record FROM tokens WHERE token_reference = ?", [.text(reference)])
+    }
+
+    public func token(dpan: PrimaryAccountNumber) async throws -> TokenRecord? {
+        try await store.record(TokenRecord.self, "SELECT record FROM tokens WHERE dpan = ?", [.text(dpan.digits)])
+    }
+
+    public func tokens(cardID: String) async throws -> [TokenRecord] {
+        try await store.records(
+            TokenRecord.self, "SELECT record FROM tokens WHERE card_id = ? ORDER BY created_at, token_reference",
+            [.text(cardID)])
+    }
+
+    public func tokens(deviceID: String) async throws -> [TokenRecord] {
+        try await store.records(
+            TokenRecord.self, "SELECT record FROM tokens WHERE device_id = ? ORDER BY created_at, token_reference",
+            [.text(deviceID)])
+    }
+
+    public func saveToken(_ token: TokenRecord) async throws {
+        let record = try RecordCoding.encode(token)
+        try await store.write { database in
+            try database.execute(
+                """
+                INSERT INTO tokens (token_reference, dpan, card_id, device_id, created_at, record)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (token_reference) DO UPDATE SET card_id = excluded.card_id, record = excluded.record
+                """,
+                [
+                    .text(token.tokenReference), .text(token.dpan.digits), .text(token.cardID), .text(token.deviceID),
+                    .milliseconds(token.createdAt), .blob(record),
+                ])
+        }
+    }
+
+    public func session(id: String) async throws -> ProvisioningSession? {
+        try await store.record(
+            ProvisioningSession.self, "SELECT record FROM provisioning_sessions WHERE session_id = ?", [.text(id)])
+    }
+
+    public func saveSession(_ session: ProvisioningSession) async throws {
+        let record = try RecordCoding.encode(session)
+        try await store.write { database in
+            try database.execute(
+                """
+                INSERT INTO provisioning_sessions (session_id, record) VALUES (?, ?)
+                ON CONFLICT (session_id) DO UPDATE SET record = excluded.record
+                """, [.text(session.sessionID), .blob(record)])
+        }
+    }
+
+    public func idempotencyRecord(scope: String, key: String) async throws -> IdempotencyRecord? {
+        try await store.record(
+            IdempotencyRecord.self, "SELECT record FROM idempotency_records WHERE scope = ? AND key = ?",
+            [.text(scope), .text(key)])
+    }
+
+    public func saveIdempotencyRecord(_ record: IdempotencyRecord) async throws {
+        let bytes = try RecordCoding.encode(record)
+        try await store.write { database in
+            try database.execute(
+                """
+                INSERT INTO idempotency_records (scope, key, record) VALUES (?, ?, ?)
+                ON CONFLICT (scope, key) DO UPDATE SET record = excluded.record
+                """, [.text(record.scope), .text(record.key), .blob(bytes)])
+        }
+    }
+}
+
+/// The issuer's accounts, cards, authorizations and step-up challenges in `issuer.sqlite` (the one file
+/// allowed to hold an FPAN in clear).
+public final class SQLiteIssuerStore: IssuerStore {
+    public let store: Store
+
+    public static let migrations = [
+        Migration(
+            version: 1, name: "issuer",
+            sql: """
+                CREATE TABLE accounts (account_id TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
+                CREATE TABLE cards (pan TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
+                CREATE TABLE authorizations (network_transaction_id TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
+                CREATE TABLE step_ups (reference TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
+                """)
+    ]
+
+    public init(path: String) throws {
+        store = try Store(path: path, options: RecordCoding.options, migrations: Self.migrations)
+    }
+
+    public func account(id: String) async throws -> IssuerAccount? {
+        try await store.record(IssuerAccount.self, "SELECT record FROM accounts WHERE account_id = ?", [.text(id)])
+    }
+
+    public func saveAccount(_ account: IssuerAccount) async throws {
+        try await upsert("accounts", "account_id", account.accountID, account)
+    }
+
+    public func card(pan: PrimaryAccountNumber) async throws -> IssuedCard? {
+        try await store.record(IssuedCard.self, "SELECT record FROM cards WHERE pan = ?", [.text(pan.digits)])
+    }
+
+    public func saveCard(_ card: IssuedCard) async throws { try await upsert("cards", "pan", card.pan.digits, card) }
+
+    public func allCards() async throws -> [IssuedCard] {
+        try await store.records(IssuedCard.self, "SELECT record FROM cards ORDER BY pan", [])
+    }
+
+    public func authorization(networkTransactionID: String) async throws -> IssuerAuthorizationEntry? {
+        try await store.record(
+            IssuerAuthorizationEntry.self, "SELECT record FROM authorizations WHERE network_transaction_id = ?",
+            [.text(networkTransactionID)])
+    }
+
+    public func saveAuthorization(_ entry: IssuerAuthorizationEntry) async throws {
+        try await upsert("authorizations", "network_transaction_id", entry.response.networkTransactionID, entry)
+    }
+
+    public func stepUp(reference: String) async throws -> StepUpRecord? {
+        try await store.record(StepUpRecord.self, "SELECT record FROM step_ups WHERE reference = ?", [.text(reference)])
+    }
+
+    public func saveStepUp(_ record: StepUpRecord) async throws {
+        try await upsert("step_ups", "reference", record.reference, record)
+    }
+
+    /// `table` and `column` are fixed names from this file, never input.
+    private func upsert(_ table: String, _ column: String, _ id: String, _ value: some Encodable) async throws {
+        let record = try RecordCoding.encode(value)
+        try await store.write { database in
+            try database.execute(
+                "INSERT INTO \(table) (\(column), record) VALUES (?, ?) "
+                    + "ON CONFLICT (\(column)) DO UPDATE SET record = excluded.record", [.text(id), .blob(record)])
+        }
+    }
+}
+
+/// The acquirer's merchants and authorizations in `acquirer.sqlite`: card numbers only masked.
+public final class SQLiteAcquirerStore: AcquirerStore {
+    public let store: Store
+
+    public static let migrations = [
+        Migration(
+            version: 1, name: "acquirer",
+            sql: """
+                CREATE TABLE merchants (merchant_id TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
+                CREATE TABLE authorizations (idempotency_key TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
+                """)
+    ]
+
+    public init(path: String) throws {
+        store = try Store(path: path, options: RecordCoding.options, migrations: Self.migrations)
+    }
+
+    public func merchant(id: String) async throws -> MerchantAccount? {
+        try await store.record(MerchantAccount.self, "SELECT record FROM merchants WHERE merchant_id = ?", [.text(id)])
+    }
+
+    public func saveMerchant(_ merchant: MerchantAccount) async throws {
+        let record = try RecordCoding.encode(merchant)
+        try await store.write { database in
+            try database.execute(
+                """
+                INSERT INTO merchants (merchant_id, record) VALUES (?, ?)
+                ON CONFLICT (merchant_id) DO UPDATE SET record = excluded.record
+                """, [.text(merchant.merchantID), .blob(record)])
+        }
+    }
+
+    public func authorization(idempotencyKey: String) async throws -> AcquirerAuthorizationRecord? {
+        try await store.record(
+            AcquirerAuthorizationRecord.self, "SELECT record FROM authorizations WHERE idempotency_key = ?",
+            [.text(idempotencyKey)])
+    }
+
+    public func saveAuthorization(_ record: AcquirerAuthorizationRecord) async throws {
+        let bytes = try RecordCoding.encode(record)
+        try await store.write { database in
+            try database.execute(
+                """
+                INSERT INTO authorizations (idempotency_key, record) VALUES (?, ?)
+                ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
+                """, [.text(record.idempotencyKey), .blob(bytes)])
+        }
+    }
+}

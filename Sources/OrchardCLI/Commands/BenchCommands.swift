@@ -1,0 +1,65 @@
+import Foundation
+import OrchardBenchmarks
+
+/// `orchard bench <suite>`: one subcommand per ``BenchmarkSuites/all`` entry. The table goes to stderr as
+/// figures complete; the JSON report goes to stdout at the end.
+enum BenchCommands {
+    /// The default total time of a suite; each figure gets an equal share, at most 10 s.
+    static let defaultBudgetSeconds = 110.0
+
+    static let command = Command(
+        name: "bench",
+        summary: "Measure Orchard's primitives against C baselines (build with `swift build -c release` first).",
+        subcommands: BenchmarkSuites.all.map(suiteCommand)
+    )
+
+    static func suiteCommand(_ suite: BenchmarkSuite) -> Command {
+        Command(
+            name: suite.name,
+            summary: suite.summary,
+            discussion: """
+                Each figure is measured through the Swift API and through its baseline in alternating rounds; \
+                the table reports median operations per second and the median Swift/raw ratio. By default the \
+                whole run takes at most about 2 minutes.
+                """,
+            options: [
+                .single("seconds", "N", help: "Seconds per figure (default: 110 s shared out, at most 10 each)."),
+                .repeatable("filter", "TEXT", help: "Only figures whose name contains TEXT (case-insensitive)."),
+                .flag("require-ratios", help: "Exit 1 when a gated figure's ratio is below its minimum."),
+            ]
+        ) { arguments, context in
+            var figures = try suite.makeFigures()
+            let filters = arguments.values("filter").map { $0.lowercased() }
+            if !filters.isEmpty {
+                figures = figures.filter { figure in filters.contains { figure.name.lowercased().contains($0) } }
+                guard !figures.isEmpty else {
+                    throw CLIError.usage("no figure matches \(filters.joined(separator: ", "))")
+                }
+            }
+            let seconds = try secondsPerFigure(arguments.value("seconds"), figureCount: figures.count)
+            let runner = BenchmarkRunner(secondsPerFigure: seconds)
+            context.trace(BenchmarkReport.Table.header(suite: suite.name, secondsPerFigure: seconds))
+            var results: [BenchmarkResult] = []
+            for figure in figures {
+                let result = try runner.measure(figure)
+                context.trace(BenchmarkReport.Table.row(result))
+                results.append(result)
+            }
+            let report = BenchmarkReport(suite: suite.name, secondsPerFigure: seconds, figures: results)
+            context.trace(BenchmarkReport.Table.footer(report))
+            try context.outputJSON(report)
+            if arguments.flag("require-ratios"), !report.failures.isEmpty {
+                throw CLIError.failure(
+                    "below the minimum ratio: " + report.failures.map(\.name).joined(separator: ", "))
+            }
+        }
+    }
+
+    static func secondsPerFigure(_ text: String?, figureCount: Int) throws(CLIError) -> Double {
+        guard let text else { return min(10, defaultBudgetSeconds / Double(max(figureCount, 1))) }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0.01, seconds <= 600 else {
+            throw CLIError.usage("--seconds takes a number of seconds from 0.01 to 600")
+        }
+        return seconds
+    }
+}

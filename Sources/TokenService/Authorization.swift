@@ -1,0 +1,207 @@
+import Foundation
+import Issuer
+import OrchardCrypto
+
+/// An authorization as the acquirer sends it to the network: the DPAN, never an FPAN.
+public struct NetworkAuthorizationRequest: Hashable, Sendable, Codable {
+    public let acquirerID: String
+    /// Unique per acquirer and transaction; a retry carries the same value and gets the first answer.
+    public let transactionID: String
+    /// The token (DPAN) the device presented.
+    public let pan: PrimaryAccountNumber
+    /// The expiry the device presented (the token's), if any.
+    public let expiry: CardExpiry?
+    public let amount: Money
+    public let channel: PaymentChannel
+    public let merchant: MerchantInfo
+    public let cryptogram: CryptogramSubmission?
+    public let transmittedAt: Date
+
+    public init(
+        acquirerID: String, transactionID: String, pan: PrimaryAccountNumber, expiry: CardExpiry?, amount: Money,
+        channel: PaymentChannel, merchant: MerchantInfo, cryptogram: CryptogramSubmission?, transmittedAt: Date
+    ) {
+        self.acquirerID = acquirerID
+        self.transactionID = transactionID
+        self.pan = pan
+        self.expiry = expiry
+        self.amount = amount
+        self.channel = channel
+        self.merchant = merchant
+        self.cryptogram = cryptogram
+        self.transmittedAt = transmittedAt
+    }
+}
+
+/// Why the network declined (or passed on the issuer's decline). Extensible; explains the response code.
+public struct NetworkDeclineReason: Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let unknownToken = NetworkDeclineReason(rawValue: "unknownToken")
+    public static let tokenSuspended = NetworkDeclineReason(rawValue: "tokenSuspended")
+    public static let tokenDeleted = NetworkDeclineReason(rawValue: "tokenDeleted")
+    public static let tokenExpired = NetworkDeclineReason(rawValue: "tokenExpired")
+    public static let expiryMismatch = NetworkDeclineReason(rawValue: "expiryMismatch")
+    /// The channel is outside the token's domain controls (or is magnetic stripe / key entry).
+    public static let domainNotAllowed = NetworkDeclineReason(rawValue: "domainNotAllowed")
+    public static let cryptogramMissing = NetworkDeclineReason(rawValue: "cryptogramMissing")
+    /// The cryptogram's kind does not fit the channel (a proximity ARQC online, a remote one at a terminal).
+    public static let cryptogramKindMismatch = NetworkDeclineReason(rawValue: "cryptogramKindMismatch")
+    public static let cryptogramInvalid = NetworkDeclineReason(rawValue: "cryptogramInvalid")
+    /// The cryptogram verified but covers another amount, currency or ATC than the request.
+    public static let cryptogramDataMismatch = NetworkDeclineReason(rawValue: "cryptogramDataMismatch")
+    public static let atcReplayed = NetworkDeclineReason(rawValue: "atcReplayed")
+    public static let atcStale = NetworkDeclineReason(rawValue: "atcStale")
+    public static let atcTooFarAhead = NetworkDeclineReason(rawValue: "atcTooFarAhead")
+    public static let issuerUnavailable = NetworkDeclineReason(rawValue: "issuerUnavailable")
+    /// The issuer declined; its response code is passed on.
+    public static let issuerDeclined = NetworkDeclineReason(rawValue: "issuerDeclined")
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+    public var description: String { rawValue }
+}
+
+/// The network's answer: the DPAN again (the FPAN swapped back out), the response code and, when approved,
+/// the issuer's approval code.
+public struct NetworkAuthorizationResponse: Hashable, Sendable, Codable {
+    public let transactionID: String
+    public let pan: PrimaryAccountNumber
+    public let responseCode: ResponseCode
+    public let approvalCode: String?
+    /// Nil when approved.
+    public let declineReason: NetworkDeclineReason?
+    /// Last four digits of the card behind the token (for receipts), when the token was found.
+    public let cardSuffix: String?
+
+    public init(
+        transactionID: String, pan: PrimaryAccountNumber, responseCode: ResponseCode, approvalCode: String?,
+        declineReason: NetworkDeclineReason?, cardSuffix: String?
+    ) {
+        self.transactionID = transactionID
+        self.pan = pan
+        self.responseCode = responseCode
+        self.approvalCode = approvalCode
+        self.declineReason = declineReason
+        self.cardSuffix = cardSuffix
+    }
+}
+
+/// What an acquirer routes authorizations to. The token service implements it.
+public protocol PaymentNetwork: Sendable {
+    func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse
+}
+
+extension TokenService: PaymentNetwork {
+    /// Authorizes a token transaction: token state and expiry, domain controls, cryptogram (through the HSM's
+    /// verifier for its kind), the ATC window, then detokenisation, the issuer's decision, and the DPAN swapped
+    /// back into the response. Idempotent per acquirer and transaction ID.
+    public func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
+        var fields: [[UInt8]] = [
+            Array(request.pan.digits.utf8), Array((request.expiry?.yymm ?? "").utf8),
+            Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.utf8),
+            Array(request.channel.rawValue.utf8), Array(request.merchant.merchantID.utf8),
+        ]
+        if let cryptogram = request.cryptogram {
+            fields += [
+                Array(cryptogram.kind.rawValue.utf8), cryptogram.cryptogram,
+                [
+                    UInt8(cryptogram.applicationTransactionCounter >> 8),
+                    UInt8(cryptogram.applicationTransactionCounter & 0xFF),
+                ],
+                cryptogram.transactionData,
+            ]
+        }
+        return try await idempotent(
+            scope: "authorization:" + request.acquirerID, key: request.transactionID,
+            fingerprint: Self.fingerprint(fields)
+        ) {
+            await serializer.acquire("token:" + request.pan.digits)
+            defer { serializer.release("token:" + request.pan.digits) }
+            return try await decide(request)
+        }
+    }
+
+    private func decide(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
+        func decline(
+            _ code: ResponseCode, _ reason: NetworkDeclineReason, suffix: String? = nil
+        )
+            -> NetworkAuthorizationResponse
+        {
+            NetworkAuthorizationResponse(
+                transactionID: request.transactionID, pan: request.pan, responseCode: code, approvalCode: nil,
+                declineReason: reason, cardSuffix: suffix)
+        }
+        guard var token = try await vault.token(dpan: request.pan) else {
+            return decline(.invalidCardNumber, .unknownToken)
+        }
+        switch token.state {
+        case .active: break
+        case .suspended: return decline(.restrictedCard, .tokenSuspended)
+        case .deleted: return decline(.restrictedCard, .tokenDeleted)
+        }
+        // The token service's own clock decides expiry, not a time an upstream party wrote.
+        if token.tokenExpiry.isExpired(at: clock.now()) { return decline(.expiredCard, .tokenExpired) }
+        if let expiry = request.expiry, expiry != token.tokenExpiry { return decline(.expiredCard, .expiryMismatch) }
+        guard token.domainControls.allows(request.channel) else {
+            return decline(.notPermittedToCardholder, .domainNotAllowed)
+        }
+        guard let cryptogram = request.cryptogram else { return decline(.cryptographicFailure, .cryptogramMissing) }
+        let expectedKind: CryptogramKind = request.channel == .contactless ? .proximityARQC : .remote
+        guard cryptogram.kind == expectedKind else { return decline(.cryptographicFailure, .cryptogramKindMismatch) }
+
+        let atc = cryptogram.applicationTransactionCounter
+        switch token.atcWindow.check(atc, policy: configuration.atcPolicy) {
+        case .fresh: break
+        case .replayed: return decline(.cryptographicFailure, .atcReplayed)
+        case .stale: return decline(.cryptographicFailure, .atcStale)
+        case .tooFarAhead: return decline(.cryptographicFailure, .atcTooFarAhead)
+        }
+        guard let range = ranges.first(where: { $0.rangeID == token.rangeID }) else {
+            throw TokenServiceError(.configuration, "the token's range is no longer configured")
+        }
+        let verification = try keyStore.verifyCryptogram(
+            cryptogram, issuerMasterKey: cryptogram.kind == .proximityARQC ? range.proximityKey : range.remoteKey,
+            pan: token.dpan, panSequenceNumber: token.panSequenceNumber)
+        guard case .valid(let covered) = verification else {
+            return decline(.cryptographicFailure, .cryptogramInvalid)
+        }
+        guard covered.amount == request.amount, covered.applicationTransactionCounter == atc else {
+            return decline(.cryptographicFailure, .cryptogramDataMismatch)
+        }
+        // The counter is used from here on, whatever the issuer answers: record it before asking.
+        token.atcWindow.record(atc)
+        token.updatedAt = clock.now()
+        try await vault.saveToken(token)
+
+        guard let card = try await vault.card(id: token.cardID) else {
+            throw TokenServiceError(.storeFailure, "the token's card record is missing")
+        }
+        let (fpan, cardExpiry) = try openCard(card.encryptedCard, context: "card:" + card.cardID)
+        guard let issuer = issuers[token.issuerID] else {
+            return decline(.issuerUnavailable, .issuerUnavailable, suffix: card.profile.suffix)
+        }
+        let issuerRequest = IssuerAuthorizationRequest(
+            networkTransactionID: request.acquirerID + ":" + request.transactionID, pan: fpan, expiry: cardExpiry,
+            amount: request.amount, channel: request.channel, merchant: request.merchant,
+            token: TokenContext(
+                tokenRequestorID: token.tokenRequestorID, paymentAccountReference: card.paymentAccountReference,
+                tokenSuffix: token.dpan.suffix, tokenExpiry: token.tokenExpiry),
+            cryptogramVerified: true, transmittedAt: request.transmittedAt)
+        let answer: IssuerAuthorizationResponse
+        do {
+            answer = try await issuer.host.authorize(issuerRequest)
+        } catch {
+            return decline(.issuerUnavailable, .issuerUnavailable, suffix: card.profile.suffix)
+        }
+        // The issuer saw the FPAN; the acquirer gets the DPAN back.
+        return NetworkAuthorizationResponse(
+            transactionID: request.transactionID, pan: request.pan, responseCode: answer.responseCode,
+            approvalCode: answer.responseCode.isApproved ? answer.approvalCode : nil,
+            declineReason: answer.responseCode.isApproved ? nil : .issuerDeclined, cardSuffix: card.profile.suffix)
+    }
+}

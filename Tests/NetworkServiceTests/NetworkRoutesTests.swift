@@ -1,0 +1,167 @@
+import Acquirer
+import Foundation
+import Issuer
+import NetworkService
+import NetworkTestSupport
+import OrchardCrypto
+import OrchardHTTP
+import OrchardLogging
+import Testing
+import TokenService
+
+/// The network's routes over a real HTTPS server on loopback (an ephemeral certificate the client trusts).
+@Suite("Network routes over HTTPS")
+struct NetworkRoutesTests {
+    static let open = NetworkAccess(tokenRequestor: .none, acquiring: .none, issuer: .none)
+
+    func withNetwork<T: Sendable>(
+        access: NetworkAccess = open, _ body: (NetworkHarness, HTTPClient, String) async throws -> T
+    ) async throws -> T {
+        let h = try await NetworkHarness()
+        let acquirer = Acquirer(
+            acquirerID: "acq-1", store: InMemoryAcquirerStore(), network: h.tokenService, clock: h.clock)
+        try await acquirer.registerMerchant(
+            MerchantAccount(
+                merchantID: "m-coffee", name: "Orchard Coffee", categoryCode: "5814", countryCode: "840",
+                terminalIDs: ["T0001"]))
+        var router = Router()
+        NetworkRoutes.install(
+            into: &router, tokenService: h.tokenService, acquirer: acquirer, issuerID: TestCards.issuerID,
+            access: access)
+        let certificate = try EphemeralCertificate()
+        let server = try HTTPServer(
+            configuration: HTTPServerConfiguration(
+                listeners: [
+                    .init(
+                        port: 0,
+                        tls: TLSServerConfiguration(
+                            certificateChainPEM: certificate.certificatePEM, privateKeyPEM: certificate.privateKeyPEM,
+                            // Optional client certificates; no client here holds one, so the roots are moot.
+                            clientCertificatePolicy: .optional, trustedClientRootsPEM: certificate.certificatePEM))
+                ], threads: 1),
+            router: router, logger: Logger(label: "test", level: .warning, sink: NullLogSink()))
+        try server.start()
+        let client = try HTTPClient(configuration: HTTPClientConfiguration(trustedRootsPEM: certificate.certificatePEM))
+        do {
+            let result = try await body(h, client, "https://localhost:\(server.port)")
+            client.shutdown()
+            await server.shutdown()
+            return result
+        } catch {
+            client.shutdown()
+            await server.shutdown()
+            throw error
+        }
+    }
+
+    @Test func provisionAndPayOverHTTPS() async throws {
+        try await withNetwork { h, client, base in
+            let phone = try h.makeDevice("phone-1")
+            // The wallet fetches the key, seals the card data to it, and checks the card.
+            let key = try await client.get(base + "/v1/provisioning/key").decodeJSON(ProvisioningKeyBody.self)
+            let tokenServiceKey = try P256.KeyAgreement.PublicKey(
+                derRepresentation: try #require(Data(base64Encoded: key.publicKey)))
+            #expect(tokenServiceKey == h.tokenService.provisioningPublicKey)
+            let payload = CardDataPayload(
+                pan: try PrimaryAccountNumber("4111111111111111"), expiry: try h.testCardExpiry(),
+                cardVerificationValue: try CardVerificationValue(try h.cvv("4111111111111111")), cardholderName: "A")
+            let checkRequest = CheckCardRequest(
+                idempotencyKey: "add-1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1",
+                deviceKind: "phone",
+                encryptedCardData: try EncryptedEnvelope.seal(
+                    try payload.encoded(), to: tokenServiceKey,
+                    label: try h.tokenService.cardDataLabel(deviceID: "phone-1"))
+            )
+            let check = try await client.post(base + "/v1/provisioning/check-card", json: checkRequest)
+                .decodeJSON(CheckCardResponse.self)
+            // A retry over HTTP gets the same answer.
+            let retried = try await client.post(base + "/v1/provisioning/check-card", json: checkRequest)
+                .decodeJSON(CheckCardResponse.self)
+            #expect(check == retried)
+            let link = try await client.post(
+                base + "/v1/provisioning/link",
+                json: LinkAndProvisionRequest(
+                    idempotencyKey: "link-1", sessionID: try #require(check.sessionID), deviceID: "phone-1",
+                    secureElementCertificateChain: phone.certificateChain, termsAccepted: true)
+            ).decodeJSON(LinkAndProvisionResponse.self)
+            guard case .provisioned(let token) = link else {
+                Issue.record("no token")
+                return
+            }
+            let card = try phone.install(token, from: h.tokenService)
+
+            // A terminal's authorization through the acquirer route.
+            let amount = try Money(minorUnits: 725, currency: "840")
+            let body = AuthorizationBody(
+                merchantID: "m-coffee", terminalID: "T0001", stan: "000001", pan: card.data.dpan,
+                expiry: card.data.tokenExpiry, amount: amount, channel: .contactless,
+                cryptogram: try await phone.cryptogram(for: card, kind: .proximityARQC, amount: amount))
+            let result = try await client.post(base + "/v1/acquirer/authorizations", json: body)
+                .decodeJSON(AcquirerAuthorizationResult.self)
+            #expect(result.isApproved && result.maskedPAN == card.data.dpan.masked)
+
+            // Lost mode for the device, then the status route.
+            let suspended = try await client.post(
+                base + "/v1/devices/phone-1/suspend", json: LifecycleBody(actor: .cardholder)
+            ).decodeJSON([TokenStatus].self)
+            #expect(suspended.map(\.state) == [.suspended])
+            let status = try await client.get(base + "/v1/tokens/\(token.tokenReference)").decodeJSON(TokenStatus.self)
+            #expect(status.state == .suspended && status.suspendedBy == [.cardholder])
+            // The issuer's route acts as the issuer: it suspends too, and the cardholder cannot lift that.
+            _ = try await client.post(
+                base + "/v1/issuer/tokens/\(token.tokenReference)/suspend", json: [String: String]())
+            _ = try await client.post(base + "/v1/devices/phone-1/resume", json: LifecycleBody(actor: .cardholder))
+            let refused = try await client.post(
+                base + "/v1/tokens/\(token.tokenReference)/resume", json: LifecycleBody(actor: .cardholder))
+            #expect(refused.status.code == 403)
+        }
+    }
+
+    @Test func errorsAreMappedToStatuses() async throws {
+        try await withNetwork { h, client, base in
+            // Unknown token: 404 with the error code.
+            let missing = try await client.get(base + "/v1/tokens/tok_missing")
+            #expect(missing.status.code == 404)
+            #expect(String(decoding: missing.body, as: UTF8.self).contains("notFound"))
+            // A token requestor may not act as the issuer.
+            let phone = try h.makeDevice("phone-1")
+            let card = try await h.provision("4111111111111111", on: phone)
+            let asIssuer = try await client.post(
+                base + "/v1/tokens/\(card.token.tokenReference)/suspend", json: LifecycleBody(actor: .issuer))
+            #expect(asIssuer.status.code == 403)
+            #expect(try await h.tokenService.status(tokenReference: card.token.tokenReference).state == .active)
+            // Malformed JSON: 400; an authorization with both origins: 400; unknown merchant: 404.
+            let garbage = try await client.send(
+                HTTPClientRequest(
+                    method: .post, url: base + "/v1/provisioning/check-card",
+                    headers: ["Content-Type": "application/json"],
+                    body: Data("{".utf8)))
+            #expect(garbage.status.code == 400)
+            let amount = try Money(minorUnits: 1, currency: "840")
+            let both = AuthorizationBody(
+                merchantID: "m-coffee", terminalID: "T0001", stan: "000001", idempotencyKey: "k", pan: card.data.dpan,
+                expiry: nil, amount: amount, channel: .contactless, cryptogram: nil)
+            #expect(try await client.post(base + "/v1/acquirer/authorizations", json: both).status.code == 400)
+            let unknown = AuthorizationBody(
+                merchantID: "m-nope", terminalID: "T0001", stan: "000001", pan: card.data.dpan, expiry: nil,
+                amount: amount, channel: .contactless, cryptogram: nil)
+            let notFound = try await client.post(base + "/v1/acquirer/authorizations", json: unknown)
+            #expect(notFound.status.code == 404)
+            // No answer carries the DPAN.
+            for response in [missing, asIssuer, garbage, notFound] {
+                let text = String(decoding: response.body, as: UTF8.self)
+                #expect(!text.contains(card.data.dpan.digits))
+            }
+        }
+    }
+
+    @Test func routesThatRequireAClientCertificateRefuseWithoutOne() async throws {
+        let access = NetworkAccess(tokenRequestor: .required, acquiring: .required, issuer: .required)
+        try await withNetwork(access: access) { _, client, base in
+            #expect(try await client.get(base + "/v1/provisioning/key").status.code == 401)
+            #expect(try await client.get(base + "/v1/tokens/tok_x").status.code == 401)
+            let issuer = try await client.post(base + "/v1/issuer/tokens/tok_x/delete", json: [String: String]())
+            #expect(issuer.status.code == 401)
+        }
+    }
+}
