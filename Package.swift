@@ -226,8 +226,8 @@ let package = Package(
             name: "TerminalTests",
             dependencies: [
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
-                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport", "Acquirer",
-                "TokenService", "Issuer", "orchard",
+                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
+                "Acquirer", "TokenService", "Issuer", "orchard",
             ],
             swiftSettings: strict
         ),

@@ -56,7 +56,7 @@ final class LinkSocket: @unchecked Sendable {
         do {
             try waitFor(events: Int16(POLLIN), deadline: deadline, what: "")
             return true
-        } catch where error.code == .timedOut {
+        } catch  where error.code == .timedOut {
             return false
         }
     }
@@ -163,7 +163,7 @@ final class LinkSocket: @unchecked Sendable {
             do throws(NFCLinkError) {
                 Glibc.close(try connect(path))
                 throw NFCLinkError(.alreadyListening, "an antenna already listens at \(path)")
-            } catch where error.code == .notInField {
+            } catch  where error.code == .notInField {
                 unlink(path)
             }
         }

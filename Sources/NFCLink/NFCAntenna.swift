@@ -192,7 +192,8 @@ public final class NFCAntenna: @unchecked Sendable {
         var idleDeadline = LinkClock.deadline(after: limits.idleTimeout)
         let target = target
         while true {
-            let waitUntil = ready ? idleDeadline : min(idleDeadline, LinkClock.deadline(after: limits.readinessInterval))
+            let waitUntil =
+                ready ? idleDeadline : min(idleDeadline, LinkClock.deadline(after: limits.readinessInterval))
             guard try socket.isReadable(until: waitUntil) else {
                 if LinkClock.now() >= idleDeadline { throw NFCLinkError(.timedOut, "the reader went silent") }
                 if Self.wait({ await target.isAuthorized() }) {

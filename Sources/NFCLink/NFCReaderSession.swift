@@ -68,7 +68,8 @@ public final class NFCReaderSession: CardTransport, @unchecked Sendable {
                     return (socket, join)
                 case .refused:
                     let refusal = try answer.decode(NFCRefusal.self)
-                    throw NFCLinkError(.refused, "the device refused the field: \(refusal.message)", peerCode: refusal.code)
+                    throw NFCLinkError(
+                        .refused, "the device refused the field: \(refusal.message)", peerCode: refusal.code)
                 default:
                     throw NFCLinkError(.protocolViolation, "the device answered the field with a \(answer.type) frame")
                 }

@@ -7,18 +7,22 @@ import OrchardHTTP
 ///
 /// `POST {base}/v1/acquirer/authorizations` (the network service's acquiring route; the terminal ID and STAN
 /// in the body are the acquirer's idempotency key) and `POST {base}/v1/acquirer/reversals`, JSON both ways,
-/// with the header `Idempotency-Key: terminal-<terminal ID>-<STAN>` as well (docs/terminal.md has the bodies). A 200 answer is the
-/// acquirer's decision; 4xx is a refusal of the request itself (``TerminalError/Code/gatewayRefused``); 5xx,
-/// a timeout or a broken connection leave the outcome unknown (``TerminalError/Code/gatewayTimedOut``); a
-/// connection that could not be made is ``TerminalError/Code/gatewayUnreachable``. The client never retries
+/// with the header `Idempotency-Key: terminal-<terminal ID>-<STAN>` as well (docs/terminal.md has the
+/// bodies). A 2xx answer is the acquirer's decision; 4xx is a refusal of the request itself
+/// (``TerminalError/Code/gatewayRefused``); 409, 5xx, a timeout or a broken connection leave the outcome
+/// unknown (``TerminalError/Code/gatewayTimedOut``); a connection that could not be made is
+/// ``TerminalError/Code/gatewayUnreachable``. The client never retries
 /// by itself: the terminal decides (same STAN, or a reversal).
 public final class AcquirerHTTPSGateway: AuthorizationGateway {
     public let baseURL: String
     private let client: HTTPClient
 
     /// A gateway to `baseURL` (`https://host:port`), trusting `trustedRootsPEM` only.
-    public init(baseURL: String, trustedRootsPEM: String, requestTimeout: Duration = .seconds(10)) throws(TerminalError) {
-        guard baseURL.hasPrefix("https://") else { throw TerminalError(.invalidArgument, "the acquirer URL is https://") }
+    public init(baseURL: String, trustedRootsPEM: String, requestTimeout: Duration = .seconds(10)) throws(TerminalError)
+    {
+        guard baseURL.hasPrefix("https://") else {
+            throw TerminalError(.invalidArgument, "the acquirer URL is https://")
+        }
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         do {
             client = try HTTPClient(
@@ -51,7 +55,9 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
         }
     }
 
-    private func post(_ path: String, _ body: some Encodable & Sendable, idempotencyKey: String) async throws(TerminalError)
+    private func post(
+        _ path: String, _ body: some Encodable & Sendable, idempotencyKey: String
+    ) async throws(TerminalError)
         -> Data
     {
         let request: HTTPClientRequest
@@ -76,7 +82,8 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
         case 200..<300:
             return response.body
         case 409, 500...:
-            throw TerminalError(.gatewayTimedOut, "the acquirer answered \(response.status.code): the outcome is unknown")
+            throw TerminalError(
+                .gatewayTimedOut, "the acquirer answered \(response.status.code): the outcome is unknown")
         default:
             let decoded = try? JSONDecoder().decode([String: [String: String]].self, from: response.body)
             let message = decoded?["error"]?["message"] ?? "status \(response.status.code)"

@@ -79,7 +79,9 @@ public struct AuthorizationResponse: Sendable, Hashable, Codable {
     /// The acquirer's identifier of the authorization.
     public let authorizationID: String?
 
-    public init(responseCode: String, approvalCode: String? = nil, declineReason: String? = nil, authorizationID: String? = nil)
+    public init(
+        responseCode: String, approvalCode: String? = nil, declineReason: String? = nil, authorizationID: String? = nil
+    )
         throws(TerminalError)
     {
         let code = Array(responseCode.utf8)
@@ -87,7 +89,8 @@ public struct AuthorizationResponse: Sendable, Hashable, Codable {
             throw TerminalError(.protocolViolation, "a response code is two digits or capital letters")
         }
         for field in [approvalCode, declineReason, authorizationID] {
-            if let field, !(1...64).contains(field.utf8.count) || !field.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) {
+            if let field, !(1...64).contains(field.utf8.count) || !field.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
+            {
                 throw TerminalError(.protocolViolation, "an answer field is 1 to 64 printable characters")
             }
         }
@@ -161,7 +164,8 @@ public struct ReversalRequest: Sendable, Hashable, Codable, CustomStringConverti
             systemTraceAuditNumber: try c.decode(String.self, forKey: .systemTraceAuditNumber),
             merchantID: try c.decode(String.self, forKey: .merchantID),
             amountMinorUnits: try amount.decode(Int64.self, forKey: .minorUnits),
-            currency: try amount.decode(String.self, forKey: .currency), reason: try c.decode(String.self, forKey: .reason))
+            currency: try amount.decode(String.self, forKey: .currency),
+            reason: try c.decode(String.self, forKey: .reason))
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -205,7 +205,8 @@ public actor PaymentTerminal {
         let outcome: TerminalOutcome
         let parameters = TransactionParameters(amount: UInt64(amount.minorUnits), date: try transactionDate())
         do throws(EMVError) {
-            let kernel = TerminalKernel(configuration: settings.kernelConfiguration(for: amount.currency), random: random)
+            let kernel = TerminalKernel(
+                configuration: settings.kernelConfiguration(for: amount.currency), random: random)
             outcome = try await kernel.run(parameters, card: session)
         } catch {
             await session.close()
@@ -224,7 +225,8 @@ public actor PaymentTerminal {
             return try await finish(&record, amount, .declined, "Z1", reason, timings: tapTimings)
         }
         guard let dpan = try? DeviceAccountNumber(card.pan) else {
-            return try await finish(&record, amount, .declined, "Z1", "the card released an unusable PAN", timings: tapTimings)
+            return try await finish(
+                &record, amount, .declined, "Z1", "the card released an unusable PAN", timings: tapTimings)
         }
         record.maskedPAN = dpan.masked
         record.scheme = card.scheme.description
@@ -233,7 +235,8 @@ public actor PaymentTerminal {
         // Online: the journal says `sent` before anything goes out.
         let request = AuthorizationRequest(
             terminalID: settings.terminalID, systemTraceAuditNumber: record.systemTraceAuditNumber,
-            merchantID: settings.merchantID, pan: dpan, expiry: card.expiry, panSequenceNumber: card.panSequenceNumber ?? 0,
+            merchantID: settings.merchantID, pan: dpan, expiry: card.expiry,
+            panSequenceNumber: card.panSequenceNumber ?? 0,
             amount: amount, scheme: card.scheme, cryptogram: card.cryptogram, applicationTransactionCounter: card.atc,
             chipData: card.field55Bytes, transmittedAt: clock.now())
         record.state = .sent
@@ -257,7 +260,9 @@ public actor PaymentTerminal {
                     tapMicroseconds: tapTimings.tapMicroseconds, exchangeMicroseconds: tapTimings.exchangeMicroseconds,
                     authorizationMicroseconds: elapsed)
                 record.approvalCode = response.approvalCode
-                log.info("authorization answer", metadata: ["code": .string(response.responseCode), "attempt": .integer(attempt)])
+                log.info(
+                    "authorization answer",
+                    metadata: ["code": .string(response.responseCode), "attempt": .integer(attempt)])
                 return try await finish(
                     &record, amount, response.isApproved ? .approved : .declined, response.responseCode,
                     response.declineReason.map(CardNumberScrubber.scrub)
@@ -271,7 +276,8 @@ public actor PaymentTerminal {
                 if !mayHaveArrived {
                     return try await finish(
                         &record, amount, .declined, "96",
-                        "the acquirer refused the request: \(CardNumberScrubber.scrub(error.message))", timings: tapTimings)
+                        "the acquirer refused the request: \(CardNumberScrubber.scrub(error.message))",
+                        timings: tapTimings)
                 }
                 lastFailure = "the acquirer refused the retry"
             case .some(.failure):
@@ -340,10 +346,14 @@ public actor PaymentTerminal {
         for attempt in 1...policy.reversalAttempts {
             if attempt > 1 { try? await Task.sleep(for: policy.retryBackoff) }
             let gateway = gateway
-            if case .some(.success(let answer)) = await Self.withDeadline(policy.attemptTimeout, {
-                try await gateway.reverse(request)
-            }) {
-                log.notice("reversal confirmed", metadata: ["found": .bool(answer.reversed), "reason": .string(reason)])
+            if case .some(.success(let answer)) = await Self.withDeadline(
+                policy.attemptTimeout,
+                {
+                    try await gateway.reverse(request)
+                })
+            {
+                log.notice(
+                    "reversal confirmed", metadata: ["found": .bool(answer.reversed), "reason": .string(reason)])
                 return true
             }
             log.warning("reversal not confirmed", metadata: ["attempt": .integer(attempt)])
@@ -374,7 +384,8 @@ public actor PaymentTerminal {
             maskedPAN: record.maskedPAN, scheme: record.scheme, deviceKind: record.deviceKind,
             applicationTransactionCounter: record.applicationTransactionCounter, attempts: record.attempts,
             reversed: reversed,
-            timings: timings ?? ChargeTimings(tapMicroseconds: nil, exchangeMicroseconds: [], authorizationMicroseconds: nil))
+            timings: timings
+                ?? ChargeTimings(tapMicroseconds: nil, exchangeMicroseconds: [], authorizationMicroseconds: nil))
     }
 
     /// The transaction date (tag 9A) from the wall clock, in UTC.

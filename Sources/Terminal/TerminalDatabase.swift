@@ -149,7 +149,8 @@ public final class TerminalDatabase: TerminalStore {
                     [
                         .milliseconds(record.updatedAt), .text(record.state.rawValue), .optional(record.deviceKind),
                         .optional(record.maskedPAN), .optional(record.scheme),
-                        .optional(record.applicationTransactionCounter.map { Int64($0) }), .optional(record.responseCode),
+                        .optional(record.applicationTransactionCounter.map { Int64($0) }),
+                        .optional(record.responseCode),
                         .optional(record.approvalCode), .optional(record.reason), .int(record.attempts),
                         .integer(record.id),
                     ])

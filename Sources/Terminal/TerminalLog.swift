@@ -27,7 +27,9 @@ public final class TerminalLogFile: LogSink, @unchecked Sendable {
     deinit { close(descriptor) }
 
     /// A logger writing to `DIR/logs/terminal.log` (the directory is made 0700 if missing).
-    public static func logger(for deployment: DeploymentDirectory, level: LogLevel = .info) throws(TerminalError)
+    public static func logger(
+        for deployment: DeploymentDirectory, level: LogLevel = .info
+    ) throws(TerminalError)
         -> Logger
     {
         do {

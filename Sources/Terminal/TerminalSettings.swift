@@ -36,8 +36,10 @@ public struct TerminalSettings: Sendable, Hashable, Codable {
 
     public init(
         terminalID: String, merchantID: String = "merchant.dev.orchard.demo", merchantName: String = "Orchard Store",
-        countryCode: Int = 840, currency: String = "USD", terminalTransactionQualifiers: [UInt8] = [0x36, 0xC0, 0x40, 0x00],
-        contactlessLimit: Int64? = nil, cvmRequiredLimit: Int64? = nil, acceptedNetworks: [String] = ["visa", "masterCard"],
+        countryCode: Int = 840, currency: String = "USD",
+        terminalTransactionQualifiers: [UInt8] = [0x36, 0xC0, 0x40, 0x00],
+        contactlessLimit: Int64? = nil, cvmRequiredLimit: Int64? = nil,
+        acceptedNetworks: [String] = ["visa", "masterCard"],
         acquirerURL: String? = nil, acquirerRootsPath: String? = nil
     ) throws(TerminalError) {
         self.terminalID = terminalID
@@ -61,7 +63,8 @@ public struct TerminalSettings: Sendable, Hashable, Codable {
             throw TerminalError(.invalidArgument, "a terminal ID is 1 to 16 letters, digits or hyphens")
         }
         let merchant = Array(merchantID.utf8)
-        guard (1...64).contains(merchant.count), merchant.allSatisfy({ (0x21...0x7E).contains($0) && $0 != 0x3A }) else {
+        guard (1...64).contains(merchant.count), merchant.allSatisfy({ (0x21...0x7E).contains($0) && $0 != 0x3A })
+        else {
             throw TerminalError(.invalidArgument, "a merchant ID is 1 to 64 printable characters without ':'")
         }
         guard (1...64).contains(merchantName.count), merchantName.unicodeScalars.allSatisfy({ $0.value >= 0x20 }) else {

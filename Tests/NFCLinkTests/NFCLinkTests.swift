@@ -79,7 +79,8 @@ struct SessionTests {
         var mode = stat()
         #expect(stat(directory.antenna, &mode) == 0 && mode.st_mode & 0o777 == 0o600)
 
-        let session = try await NFCReaderSession.open(antenna: directory.antenna, polling: try Polling.visaAndMastercard)
+        let session = try await NFCReaderSession.open(
+            antenna: directory.antenna, polling: try Polling.visaAndMastercard)
         #expect(session.join.kind == .phone && session.join.ready && session.isReady)
         #expect(antenna.isInField)
         let kernel = TerminalKernel(configuration: TerminalConfiguration(countryCode: 840, currencyCode: 840))
@@ -105,9 +106,11 @@ struct SessionTests {
         let directory = try TemporaryDirectory()
         let target = try CardTarget(authorized: false)
         let antenna = try NFCAntenna(
-            path: directory.antenna, kind: .watch, target: target, limits: NFCLinkLimits(readinessInterval: .milliseconds(5)))
+            path: directory.antenna, kind: .watch, target: target,
+            limits: NFCLinkLimits(readinessInterval: .milliseconds(5)))
         defer { antenna.stop() }
-        let session = try await NFCReaderSession.open(antenna: directory.antenna, polling: try Polling.visaAndMastercard)
+        let session = try await NFCReaderSession.open(
+            antenna: directory.antenna, polling: try Polling.visaAndMastercard)
         #expect(!session.join.ready && session.join.kind == .watch)
         #expect(try await session.waitUntilReady(timeout: .milliseconds(100)) == false)
         Task {
@@ -129,7 +132,8 @@ struct SessionTests {
         let target = try CardTarget(authorized: false)
         let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: target)
         defer { antenna.stop() }
-        let session = try await NFCReaderSession.open(antenna: directory.antenna, polling: try Polling.visaAndMastercard)
+        let session = try await NFCReaderSession.open(
+            antenna: directory.antenna, polling: try Polling.visaAndMastercard)
         let kernel = TerminalKernel(configuration: TerminalConfiguration(countryCode: 840, currencyCode: 840))
         let outcome = try await kernel.run(
             TransactionParameters(amount: 500, date: try TransactionDate(yymmdd: "250615")), card: session)
@@ -162,7 +166,8 @@ struct SessionTests {
         let target = try CardTarget(mode: .refuseCommands)
         let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: target)
         defer { antenna.stop() }
-        let session = try await NFCReaderSession.open(antenna: directory.antenna, polling: try Polling.visaAndMastercard)
+        let session = try await NFCReaderSession.open(
+            antenna: directory.antenna, polling: try Polling.visaAndMastercard)
         await expectLinkError(.refused, peerCode: "fieldNotActive") {
             try await session.transceive(CommandAPDU.select(CommandAPDU.ppseName).encoded())
         }
@@ -267,7 +272,8 @@ struct SessionTests {
             path: directory.antenna, kind: .phone, target: target, limits: NFCLinkLimits(maximumExchanges: 3))
         defer { antenna.stop() }
         let session = try await NFCReaderSession.open(
-            antenna: directory.antenna, polling: try Polling.visaAndMastercard, limits: NFCLinkLimits(maximumExchanges: 3))
+            antenna: directory.antenna, polling: try Polling.visaAndMastercard,
+            limits: NFCLinkLimits(maximumExchanges: 3))
         let select = try CommandAPDU.select(CommandAPDU.ppseName).encoded()
         for _ in 0..<3 { #expect(try await session.transceive(select).suffix(2) == [0x90, 0x00]) }
         await expectLinkError(.limitExceeded) { try await session.transceive(select) }
@@ -337,7 +343,9 @@ func connectRaw(_ path: String) throws -> Int32 {
         for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
     }
     let rc = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
     }
     guard rc == 0 else { throw NFCLinkError(.notInField, "cannot connect") }
     return fd

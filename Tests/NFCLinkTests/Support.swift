@@ -37,7 +37,8 @@ actor CardTarget: NFCTarget {
     init(mode: Mode = .join, authorized: Bool = true) throws {
         let profile = try CardApplicationProfile(
             scheme: .visa, pan: Self.dpan, expiry: "3106",
-            masterKey: try EMVKeyDerivation.masterKey(issuerMasterKey: Self.issuerKey, pan: Self.dpan, panSequenceNumber: 0))
+            masterKey: try EMVKeyDerivation.masterKey(
+                issuerMasterKey: Self.issuerKey, pan: Self.dpan, panSequenceNumber: 0))
         card = try ContactlessCard(applications: [CardApplication(profile: profile, atcStore: InMemoryATCStore())])
         self.mode = mode
         self.authorized = authorized
@@ -100,7 +101,9 @@ final class RawPeer: @unchecked Sendable {
             for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
         }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0, listen(fd, 4) == 0 else { throw NFCLinkError(.socketFailure, "test peer cannot listen") }
         listener = fd

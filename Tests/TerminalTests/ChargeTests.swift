@@ -37,7 +37,8 @@ struct ChargeTests {
         #expect("\(request)".contains("476173******0119") && !"\(request)".contains(TestIssuer.visaDPAN))
 
         let second = try await terminal.charge(try usd("1.00"), antenna: directory.antenna)
-        #expect(second.isApproved && second.systemTraceAuditNumber == "000002" && second.applicationTransactionCounter == 2)
+        #expect(
+            second.isApproved && second.systemTraceAuditNumber == "000002" && second.applicationTransactionCounter == 2)
 
         let journal = try await store.transactions(terminalID: "T-TEST-1", limit: 10)
         #expect(journal.map(\.state) == [.approved, .approved])
@@ -69,7 +70,8 @@ struct ChargeTests {
         stranger.stop()
         #expect(cryptogram.responseCode == "88" && cryptogram.reason == "cryptogramMismatch", "\(cryptogram)")
         // An unauthorized device: no cryptogram leaves, nothing is sent online.
-        let unauthorized = try NFCAntenna(path: directory.antenna, kind: .phone, target: try CardTarget(authorized: false))
+        let unauthorized = try NFCAntenna(
+            path: directory.antenna, kind: .phone, target: try CardTarget(authorized: false))
         let before = await acquirer.requests.count
         let nothing = try await terminal.charge(try usd("20.00"), antenna: directory.antenna)
         unauthorized.stop()
@@ -118,7 +120,8 @@ struct ChargeTests {
 
         // The acquirer is gone when the reversal is due: it stays pending and the next start sends it.
         let flaky = TestAcquirer(
-            script: Array(repeating: .slow(.seconds(1)), count: 3), reversalScript: Array(repeating: .unreachable, count: 3))
+            script: Array(repeating: .slow(.seconds(1)), count: 3),
+            reversalScript: Array(repeating: .unreachable, count: 3))
         let pendingStore: any TerminalStore = InMemoryTerminalStore()
         let flakyTerminal = try await makeTerminal(gateway: flaky, store: pendingStore)
         let pending = try await flakyTerminal.charge(try usd("7.00"), antenna: directory.antenna)
@@ -155,7 +158,8 @@ struct ChargeTests {
         let terminal = try await makeTerminal(gateway: acquirer, store: store)
         let date = Date()
         _ = try await store.begin(terminalID: "T-TEST-1", amountMinorUnits: 100, currency: "USD", startedAt: date)
-        var sent = try await store.begin(terminalID: "T-TEST-1", amountMinorUnits: 200, currency: "USD", startedAt: date)
+        var sent = try await store.begin(
+            terminalID: "T-TEST-1", amountMinorUnits: 200, currency: "USD", startedAt: date)
         sent.state = .sent
         try await store.update(sent)
         let changed = try await terminal.recover()
@@ -177,7 +181,9 @@ struct ChargeTests {
             for (index, byte) in directory.antenna.utf8.enumerated() { raw[index] = byte }
         }
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         listen(fd, 1)
         Thread {

@@ -36,9 +36,13 @@ struct EndToEndTests {
         #expect(phoneResult["maskedPan"] as? String == "476173******0119" && phoneResult["stan"] as? String == "000001")
         let (watchOutput, watchResult) = try await charge(directory, "4.50", device: "watch")
         #expect(watchResult["outcome"] as? String == "approved", "\(watchOutput.stdout) \(watchOutput.stderr)")
-        #expect(watchResult["deviceKind"] as? String == "watch" && watchResult["maskedPan"] as? String == "476173******0127")
+        #expect(
+            watchResult["deviceKind"] as? String == "watch" && watchResult["maskedPan"] as? String == "476173******0127"
+        )
         // The human form, and the journal.
-        let text = try await orchard(["terminal", "charge", "--data-dir", directory.path, "--amount", "1", "--device", "phone"])
+        let text = try await orchard([
+            "terminal", "charge", "--data-dir", directory.path, "--amount", "1", "--device", "phone",
+        ])
         #expect(text.stdout.hasPrefix("approved 00 1.00 USD visa 476173******0119"), "\(text.stdout) \(text.stderr)")
         let journal = try await orchard(["terminal", "journal", "--data-dir", directory.path])
         #expect(journal.status == 0 && journal.stdout.contains("\"approved\"") && journal.stdout.contains("000003"))
@@ -68,7 +72,8 @@ struct EndToEndTests {
         _ = try await phone.provision(dpan: TestIssuer.visaDPAN, network: "visa", suffix: "4242")
 
         let (_, unauthenticated) = try await charge(directory, "3.00", device: "phone", extra: ["--wait", "1"])
-        #expect(unauthenticated["outcome"] as? String == "declined" && unauthenticated["responseCode"] as? String == "Z1")
+        #expect(
+            unauthenticated["outcome"] as? String == "declined" && unauthenticated["responseCode"] as? String == "Z1")
         let reason = unauthenticated["reason"] as? String ?? ""
         #expect(reason.contains("no cryptogram") && reason.contains("6985"), "\(reason)")
         #expect(await acquirer.acquirer.requests.isEmpty)
@@ -112,7 +117,8 @@ struct EndToEndTests {
         let replay = try antenna(directory, "replay", ReplayTarget(responses: recorded.map(\.response)))
         let (_, replayed) = try await charge(directory, "12.34", device: "replay")
         replay.stop()
-        #expect(replayed["outcome"] as? String == "declined" && replayed["responseCode"] as? String == "88", "\(replayed)")
+        #expect(
+            replayed["outcome"] as? String == "declined" && replayed["responseCode"] as? String == "88", "\(replayed)")
         #expect(replayed["reason"] as? String == "cryptogramMismatch")
         let requests = await acquirer.acquirer.requests
         #expect(requests.count == 2 && requests[0].cryptogram == requests[1].cryptogram)
@@ -172,7 +178,8 @@ struct EndToEndTests {
             let device = try await DeviceProcessHandle(directory.deployment, name: name, expectAntenna: false)
             #expect(!NFCAntenna.isListening(at: device.antenna))
             let (_, result) = try await charge(directory, "2.00", device: name)
-            #expect(result["responseCode"] as? String == "Z1" && result["reason"] as? String == "no device in the field")
+            #expect(
+                result["responseCode"] as? String == "Z1" && result["reason"] as? String == "no device in the field")
             device.stop()
         }
         #expect(await acquirer.acquirer.requests.isEmpty)
@@ -187,7 +194,8 @@ struct EndToEndTests {
         try await createDevice(directory, "phone", kind: "phone", biometry: "face")
         let phone = try await DeviceProcessHandle(directory.deployment, name: "phone", autoAuth: "face-id")
         _ = try await phone.provision(dpan: TestIssuer.visaDPAN, network: "visa", suffix: "4242")
-        let mastercard = try await phone.provision(dpan: TestIssuer.mastercardDPAN, network: "masterCard", suffix: "5454")
+        let mastercard = try await phone.provision(
+            dpan: TestIssuer.mastercardDPAN, network: "masterCard", suffix: "5454")
 
         let (_, first) = try await charge(directory, "8.00", device: "phone")
         #expect(first["outcome"] as? String == "approved" && first["scheme"] as? String == "visa", "\(first)")
@@ -204,7 +212,8 @@ struct EndToEndTests {
     @Test("No answer from the acquirer: the retry reuses the STAN and the issuer decides once; then a reversal")
     func timeoutsAcrossProcesses() async throws {
         let directory = try TemporaryDirectory()
-        let scripted = TestAcquirer(script: [.slow(.seconds(3)), .answer] + Array(repeating: .slow(.seconds(3)), count: 2))
+        let scripted = TestAcquirer(
+            script: [.slow(.seconds(3)), .answer] + Array(repeating: .slow(.seconds(3)), count: 2))
         let acquirer = try AcquirerService(scripted, directory: directory.path)
         try await setUpTerminal(directory, acquirer: acquirer)
         try await createDevice(directory, "phone", kind: "phone", biometry: "face")
@@ -216,7 +225,8 @@ struct EndToEndTests {
         #expect(await scripted.authorizationKeys == ["terminal-T-E2E-000001", "terminal-T-E2E-000001"])
         #expect(await scripted.decisions == 1)
 
-        let (_, reversed) = try await charge(directory, "6.00", device: "phone", extra: ["--timeout", "1", "--attempts", "2"])
+        let (_, reversed) = try await charge(
+            directory, "6.00", device: "phone", extra: ["--timeout", "1", "--attempts", "2"])
         #expect(reversed["responseCode"] as? String == "Z3" && reversed["reversed"] as? Bool == true, "\(reversed)")
         #expect(await scripted.reversals.map(\.systemTraceAuditNumber) == ["000002"])
         let journal = try await orchard(["terminal", "journal", "--data-dir", directory.path, "--limit", "1"])

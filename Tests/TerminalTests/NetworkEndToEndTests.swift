@@ -112,7 +112,8 @@ struct NetworkEndToEndTests {
         // The terminal's files hold the DPAN masked only; the FPAN never reached the terminal at all.
         let vault = try #require(try await network.vault.token(reference: token.tokenReference))
         let dpan = vault.dpan.digits
-        let files = [deployment.databasePath(for: .terminal), deployment.logPath(for: .terminal)]
+        let files =
+            [deployment.databasePath(for: .terminal), deployment.logPath(for: .terminal)]
             + ["-wal", "-shm"].map { deployment.databasePath(for: .terminal) + $0 }
         for path in files where FileManager.default.fileExists(atPath: path) {
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))

@@ -75,12 +75,15 @@ final class DeviceProcessHandle: @unchecked Sendable {
     private let process = Process()
     private let output = Pipe()
 
-    init(_ deployment: DeploymentDirectory, name: String, autoAuth: String? = nil, expectAntenna: Bool = true) async throws {
+    init(
+        _ deployment: DeploymentDirectory, name: String, autoAuth: String? = nil, expectAntenna: Bool = true
+    ) async throws {
         self.name = name
         self.deployment = deployment
         process.executableURL = URL(fileURLWithPath: try orchardExecutable())
         process.arguments =
-            ["device", "run", "--data-dir", deployment.path, "--name", name] + (autoAuth.map { ["--auto-auth", $0] } ?? [])
+            ["device", "run", "--data-dir", deployment.path, "--name", name]
+            + (autoAuth.map { ["--auto-auth", $0] } ?? [])
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -295,7 +298,8 @@ actor ReplayTarget: NFCTarget {
 func setUpTerminal(_ directory: TemporaryDirectory, acquirer: AcquirerService, extra: [String] = []) async throws {
     let setup = try await orchard(
         [
-            "terminal", "setup", "--data-dir", directory.path, "--terminal", "T-E2E", "--merchant-name", "Orchard Coffee",
+            "terminal", "setup", "--data-dir", directory.path, "--terminal", "T-E2E", "--merchant-name",
+            "Orchard Coffee",
             "--acquirer-url", acquirer.url, "--acquirer-roots", acquirer.rootsPath,
         ] + extra)
     #expect(setup.status == 0, "\(setup.stderr)")

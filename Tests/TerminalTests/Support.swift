@@ -150,7 +150,8 @@ actor TestAcquirer: AuthorizationGateway {
     static func verify(_ request: AuthorizationRequest, lastATC: UInt16?) -> Result<UInt16, Rejection> {
         do {
             let data = try ChipAuthorizationData(
-                pan: request.pan.unmaskedDigits, panSequenceNumber: request.panSequenceNumber, field55: request.chipData)
+                pan: request.pan.unmaskedDigits, panSequenceNumber: request.panSequenceNumber, field55: request.chipData
+            )
             switch try CryptogramVerifier().verify(data, issuerMasterKey: TestIssuer.masterKey, lastSeenATC: lastATC) {
             case .invalid(let rejection):
                 return .failure(Rejection(reason: rejection.reason.description))

@@ -13,7 +13,8 @@ struct AmountTests {
     @Test("Decimal strings become minor units with the currency's exponent")
     func parsing() throws {
         let cases: [(String, String, Int64)] = [
-            ("12.34", "USD", 1234), ("12.3", "USD", 1230), ("12", "USD", 1200), ("0.01", "EUR", 1), ("007.50", "EUR", 750),
+            ("12.34", "USD", 1234), ("12.3", "USD", 1230), ("12", "USD", 1200), ("0.01", "EUR", 1),
+            ("007.50", "EUR", 750),
             ("1500", "JPY", 1500), ("1.234", "BHD", 1234), ("9999999999.99", "USD", 999_999_999_999),
         ]
         for (text, code, minor) in cases {
@@ -30,7 +31,8 @@ struct AmountTests {
     func refusals() throws {
         let cases: [(String, String)] = [
             ("12.345", "USD"), ("12.5", "JPY"), ("1.2345", "BHD"), ("-1.00", "USD"), ("+1", "USD"), ("1,000.00", "USD"),
-            ("1e3", "USD"), ("", "USD"), (".50", "USD"), ("12.", "USD"), ("1.2.3", "USD"), ("0", "USD"), ("0.00", "EUR"),
+            ("1e3", "USD"), ("", "USD"), (".50", "USD"), ("12.", "USD"), ("1.2.3", "USD"), ("0", "USD"),
+            ("0.00", "EUR"),
             ("10000000000.00", "USD"), (" 1", "USD"), ("１２", "USD"),
         ]
         for (text, code) in cases {
@@ -49,7 +51,8 @@ struct SettingsTests {
     @Test("Settings give the kernel's configuration and the polling; every field's form is checked")
     func settings() throws {
         let settings = try TerminalSettings(
-            terminalID: "T-1", merchantName: "Orchard Coffee", countryCode: 250, currency: "EUR", contactlessLimit: 5000,
+            terminalID: "T-1", merchantName: "Orchard Coffee", countryCode: 250, currency: "EUR",
+            contactlessLimit: 5000,
             cvmRequiredLimit: 2500, acceptedNetworks: ["masterCard", "visa"])
         let kernel = settings.kernelConfiguration(for: try Currency("EUR"))
         #expect(kernel.countryCode == 250 && kernel.currencyCode == 978)
@@ -79,7 +82,9 @@ struct SettingsTests {
         for make in bad { #expect(throws: TerminalError(.invalidArgument, "")) { try make() } }
         #expect(throws: TerminalError(.unknownCurrency, "")) { try TerminalSettings(terminalID: "T1", currency: "XXX") }
         let tampered = String(decoding: json, as: UTF8.self).replacingOccurrences(of: "\"T-1\"", with: "\"T 1\"")
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(TerminalSettings.self, from: Data(tampered.utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(TerminalSettings.self, from: Data(tampered.utf8))
+        }
     }
 
     @Test("An acquirer's answer is checked before use")
@@ -134,7 +139,10 @@ struct StoreTests {
         let journal = try await store.transactions(terminalID: "T1", limit: 10)
         #expect(journal.map(\.systemTraceAuditNumber) == ["000003", "000002", "000001"])
         #expect(journal[1] == updated)
-        #expect(try await store.unresolved(terminalID: "T1").map(\.systemTraceAuditNumber) == ["000001", "000002", "000003"])
+        #expect(
+            try await store.unresolved(terminalID: "T1").map(\.systemTraceAuditNumber) == [
+                "000001", "000002", "000003",
+            ])
         var missing = third
         missing = TransactionRecord(
             id: 999, terminalID: "T1", systemTraceAuditNumber: "000009", startedAt: start, amountMinorUnits: 1,
@@ -142,6 +150,20 @@ struct StoreTests {
         await #expect(throws: TerminalError(.storeFailure, "")) { try await store.update(missing) }
         await store.close()
         #expect(SecureFile.mode(of: deployment.databasePath(for: .terminal)) == 0o600)
+    }
+
+    @Test("One process per terminal: a second lock on the same terminal is refused until the first goes")
+    func lock() throws {
+        let directory = try TemporaryDirectory()
+        var first: TerminalLock? = try TerminalLock(terminalID: "T1", in: directory.deployment)
+        #expect(throws: TerminalError(.invalidArgument, "")) {
+            try TerminalLock(terminalID: "T1", in: directory.deployment)
+        }
+        let other = try TerminalLock(terminalID: "T2", in: directory.deployment)
+        withExtendedLifetime(first) {}
+        first = nil
+        let again = try TerminalLock(terminalID: "T1", in: directory.deployment)
+        withExtendedLifetime((other, again)) {}
     }
 
     @Test("The STAN wraps from 999999 to 000001")

@@ -118,16 +118,20 @@ enum TerminalCommands {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let store = try TerminalDatabase(deployment: deployment)
         let settings = try await terminal(arguments, store, createIfNone: true)
+        let lock = try TerminalLock(terminalID: settings.terminalID, in: deployment)
+        defer { withExtendedLifetime(lock) {} }
         let currency = try usage { try Currency(arguments.value("currency") ?? settings.currency) }
         let amount = try usage { try Amount(parsing: try arguments.require("amount"), currency: currency) }
         let antenna = try antennaPath(arguments, deployment)
         let wait = try arguments.integer("wait", default: 30, in: 0...600)
         let policy = TerminalPolicy(
-            readyTimeout: .seconds(wait), authorizationAttempts: try arguments.integer("attempts", default: 3, in: 1...10),
+            readyTimeout: .seconds(wait),
+            authorizationAttempts: try arguments.integer("attempts", default: 3, in: 1...10),
             attemptTimeout: .seconds(try arguments.integer("timeout", default: 10, in: 1...120)))
         let logger = try TerminalLogFile.logger(for: deployment)
         let terminal = PaymentTerminal(
-            settings: settings, store: store, gateway: try gateway(settings, deployment, policy: policy), policy: policy,
+            settings: settings, store: store, gateway: try gateway(settings, deployment, policy: policy),
+            policy: policy,
             logger: logger)
         context.trace("terminal \(settings.terminalID): charging \(amount); hold the device to the reader")
         let result = try await terminal.charge(amount, antenna: antenna)
@@ -158,6 +162,8 @@ enum TerminalCommands {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let store = try TerminalDatabase(deployment: deployment)
         let settings = try await terminal(arguments, store, createIfNone: false)
+        let lock = try TerminalLock(terminalID: settings.terminalID, in: deployment)
+        defer { withExtendedLifetime(lock) {} }
         let terminal = PaymentTerminal(
             settings: settings, store: store, gateway: try gateway(settings, deployment, policy: TerminalPolicy()),
             logger: try TerminalLogFile.logger(for: deployment))
@@ -167,7 +173,9 @@ enum TerminalCommands {
     // MARK: Helpers
 
     /// The terminal `--terminal` names, else the only one; `charge` sets up T0001 in an empty store.
-    static func terminal(_ arguments: ParsedArguments, _ store: TerminalDatabase, createIfNone: Bool) async throws
+    static func terminal(
+        _ arguments: ParsedArguments, _ store: TerminalDatabase, createIfNone: Bool
+    ) async throws
         -> TerminalSettings
     {
         if let id = arguments.value("terminal") {
@@ -185,7 +193,8 @@ enum TerminalCommands {
             try await store.saveTerminal(settings)
             return settings
         default:
-            throw CLIError.usage("several terminals: say which with --terminal (\(all.map(\.terminalID).joined(separator: ", ")))")
+            throw CLIError.usage(
+                "several terminals: say which with --terminal (\(all.map(\.terminalID).joined(separator: ", ")))")
         }
     }
 
@@ -197,7 +206,8 @@ enum TerminalCommands {
         case 1: return NFCAntenna.path(forDevice: inRange[0], in: deployment)
         case 0: throw CLIError.failure("no phone or watch is near the reader: start one with `orchard device run`")
         default:
-            throw CLIError.usage("several devices are in range: say which with --device (\(inRange.joined(separator: ", ")))")
+            throw CLIError.usage(
+                "several devices are in range: say which with --device (\(inRange.joined(separator: ", ")))")
         }
     }
 
@@ -221,7 +231,8 @@ enum TerminalCommands {
             throw CLIError.failure("cannot read the acquirer's trusted roots at \(rootsPath)")
         }
         return try AcquirerHTTPSGateway(
-            baseURL: url, trustedRootsPEM: String(decoding: roots, as: UTF8.self), requestTimeout: policy.attemptTimeout)
+            baseURL: url, trustedRootsPEM: String(decoding: roots, as: UTF8.self), requestTimeout: policy.attemptTimeout
+        )
     }
 
     /// Runs `body`, turning a terminal's refusal of an option into a usage error.
