@@ -186,7 +186,9 @@ struct EndToEndTests {
         await acquirer.shutdown()
     }
 
-    @Test("Automatic selection off: the default card is offered even when the terminal asks for another")
+    @Test(
+        "Automatic selection off: the default card is offered even when the terminal asks for another; a double-click presents the default"
+    )
     func automaticSelection() async throws {
         let directory = try TemporaryDirectory()
         let acquirer = try AcquirerService(TestAcquirer(), directory: directory.path)
@@ -205,6 +207,14 @@ struct EndToEndTests {
         #expect(second["maskedPan"] as? String == "520474******0014")
         let events = phone.stop()
         #expect(events.contains(#""detail":"default""#) && events.contains(#""detail":"automatic""#))
+
+        // A double-click of the side button presents the default card, whatever the automatic selection;
+        // Face ID then authorizes it.
+        let clicked = try await DeviceProcessHandle(
+            directory.deployment, name: "phone", autoAuth: "double-click,face-id")
+        let (_, third) = try await charge(directory, "8.00", device: "phone")
+        #expect(third["outcome"] as? String == "approved" && third["scheme"] as? String == "visa", "\(third)")
+        #expect(clicked.stop().contains(#""detail":"double-click,face-id""#))
         try expectNoCardNumbers(directory, outputs: [], dpans: [TestIssuer.visaDPAN, TestIssuer.mastercardDPAN])
         await acquirer.shutdown()
     }
