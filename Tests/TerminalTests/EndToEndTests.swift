@@ -186,9 +186,7 @@ struct EndToEndTests {
         await acquirer.shutdown()
     }
 
-    @Test(
-        "Automatic selection off: the default card is offered even when the terminal asks for another; a double-click presents the default"
-    )
+    @Test("Automatic selection off: the default card is offered even when the terminal asks for another card")
     func automaticSelection() async throws {
         let directory = try TemporaryDirectory()
         let acquirer = try AcquirerService(TestAcquirer(), directory: directory.path)
