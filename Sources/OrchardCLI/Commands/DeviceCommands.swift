@@ -120,10 +120,16 @@ enum DeviceCommands {
         }
         let device = try await Device.open(in: deployment, name: name)
         let path = Device.controlSocketPath(of: name, in: deployment)
-        let server = try ControlSocketServer(path: path, control: DeviceControl(device: device))
         let antenna = try NFCFieldSession.startAntenna(
             device: device, deployment: deployment, autoAuthentication: automatic,
             events: { event in if let line = try? nfcEventLine(event) { context.output(line) } })
+        let server: ControlSocketServer
+        do {
+            server = try ControlSocketServer(path: path, control: DeviceControl(device: device))
+        } catch {
+            antenna?.stop()
+            throw error
+        }
         context.trace("device \(name) (\(device.profile)) listening on \(path)")
         context.output(#"{"event":"listening","socket":"\#(path)"}"#)
         if let antenna { context.output(#"{"event":"antenna","socket":"\#(antenna.path)"}"#) }
