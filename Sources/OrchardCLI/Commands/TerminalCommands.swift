@@ -151,7 +151,8 @@ enum TerminalCommands {
         let store = try TerminalDatabase(deployment: DeploymentDirectory(path: context.dataDirectory.path))
         let settings = try await terminal(arguments, store, createIfNone: false)
         let limit = try arguments.integer("limit", default: 20, in: 1...10_000)
-        try context.outputJSON(try await store.transactions(terminalID: settings.terminalID, limit: limit))
+        try context.outputJSON(
+            try await store.transactions(terminalID: settings.terminalID, limit: limit).map(JournalLine.init))
     }
 
     static let recover = Command(
@@ -167,7 +168,7 @@ enum TerminalCommands {
         let terminal = PaymentTerminal(
             settings: settings, store: store, gateway: try gateway(settings, deployment, policy: TerminalPolicy()),
             logger: try TerminalLogFile.logger(for: deployment))
-        try context.outputJSON(try await terminal.recover())
+        try context.outputJSON(try await terminal.recover().map(JournalLine.init))
     }
 
     // MARK: Helpers
@@ -252,6 +253,44 @@ enum TerminalCommands {
         return stride(from: 0, to: chars.count, by: 2).compactMap {
             UInt8(String(decoding: chars[$0..<$0 + 2], as: UTF8.self), radix: 16)
         }
+    }
+}
+
+/// A journal line as the commands print it: times in ISO 8601, the card number masked (as stored).
+struct JournalLine: Encodable {
+    let stan: String
+    let state: String
+    let startedAt: String
+    let updatedAt: String
+    let amount: String
+    let deviceKind: String?
+    let maskedPan: String?
+    let scheme: String?
+    let atc: Int?
+    let responseCode: String?
+    let approvalCode: String?
+    let reason: String?
+    let attempts: Int
+
+    init(_ record: TransactionRecord) {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        stan = record.systemTraceAuditNumber
+        state = record.state.rawValue
+        startedAt = formatter.string(from: record.startedAt)
+        updatedAt = formatter.string(from: record.updatedAt)
+        let currency = try? Currency(record.currency)
+        amount =
+            currency.flatMap { try? Amount(minorUnits: record.amountMinorUnits, currency: $0) }?.description
+            ?? "\(record.amountMinorUnits) \(record.currency)"
+        deviceKind = record.deviceKind
+        maskedPan = record.maskedPAN
+        scheme = record.scheme
+        atc = record.applicationTransactionCounter
+        responseCode = record.responseCode
+        approvalCode = record.approvalCode
+        reason = record.reason
+        attempts = record.attempts
     }
 }
 
