@@ -89,8 +89,8 @@ let package = Package(
             name: "OrchardCLI",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
-                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks", "NFCLink",
-                "Terminal",
+                "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
+                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal",
             ],
             swiftSettings: strict
         ),
@@ -100,6 +100,40 @@ let package = Package(
         .target(name: "OrchardStore", dependencies: ["OrchardCrypto", "CSQLite", "CShims"], swiftSettings: strict),
         // Configuration and the deployment directory (no C imports).
         .target(name: "OrchardRuntime", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // The service contract: the protocol every service implements, `orchard init`, hosting and run records.
+        .target(
+            name: "OrchardServices",
+            dependencies: [
+                "OrchardRuntime", "OrchardCrypto", "OrchardX509", "OrchardStore", "OrchardHTTP", "OrchardLogging",
+            ],
+            swiftSettings: strict
+        ),
+        // The Orchard Pay server (the seeds' "Apple Pay servers") and the demo merchant's server.
+        .target(
+            name: "PayServer",
+            dependencies: [
+                "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
+                "OrchardHTTP", "OrchardLogging",
+            ],
+            swiftSettings: strict
+        ),
+        // The card network (token service, issuer, acquirer) as one service over NetworkService's stores and routes.
+        .target(
+            name: "NetworkServer",
+            dependencies: [
+                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
+                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging",
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "MerchantServer",
+            dependencies: [
+                "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
+                "OrchardHTTP", "OrchardLogging",
+            ],
+            swiftSettings: strict
+        ),
         // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
         .executableTarget(
             name: "orchard-store-crasher",
@@ -196,6 +230,16 @@ let package = Package(
         .testTarget(
             name: "OrchardStoreTests",
             dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrchardServicesTests",
+            dependencies: [
+                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
+                "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
+                "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
+                "SecureElement", "orchard",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -14,7 +14,8 @@ extension MerchantIdentity {
         do {
             certificate = try Certificate(pemEncoded: certificatePEM)
         } catch {
-            throw MerchantKitError(.invalidConfiguration, "the processing certificate is not a PEM certificate", underlying: error)
+            throw MerchantKitError(
+                .invalidConfiguration, "the processing certificate is not a PEM certificate", underlying: error)
         }
         try self.init(certificate: certificate, privateKeyPEM: privateKeyPEM)
     }
@@ -29,12 +30,14 @@ extension MerchantIdentity {
             } else {
                 throw MerchantKitError(
                     .invalidConfiguration,
-                    "the certificate has neither the merchant identifier extension nor a subject UID: is it a payment processing certificate?")
+                    "the certificate has neither the merchant identifier extension nor a subject UID: is it a payment processing certificate?"
+                )
             }
         } catch let error as MerchantKitError {
             throw error
         } catch {
-            throw MerchantKitError(.invalidConfiguration, "the merchant identifier extension is malformed", underlying: error)
+            throw MerchantKitError(
+                .invalidConfiguration, "the merchant identifier extension is malformed", underlying: error)
         }
         let spki = certificate.subjectPublicKeyInfo.derRepresentation
         let key: ProcessingKey

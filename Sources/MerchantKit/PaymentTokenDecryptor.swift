@@ -30,7 +30,8 @@ public final class PaymentTokenDecryptor: Sendable {
     public init(
         identities: [MerchantIdentity], trustRoots: [Certificate] = [AppleRootCertificates.rootCAG3],
         freshnessWindow: TimeInterval = 300, clock: any WallClock = SystemClock(),
-        replayGuard: (any TransactionReplayGuard)? = nil, evaluation: Evaluation = .clock, chainCacheCapacity: Int = 1024
+        replayGuard: (any TransactionReplayGuard)? = nil, evaluation: Evaluation = .clock,
+        chainCacheCapacity: Int = 1024
     ) throws(MerchantKitError) {
         guard !identities.isEmpty else {
             throw MerchantKitError(.invalidConfiguration, "configure at least one merchant processing identity")
@@ -59,7 +60,8 @@ public final class PaymentTokenDecryptor: Sendable {
         do {
             payment = try DecryptedPaymentData(plaintext: output.plaintext)
         } catch {
-            throw MerchantKitError(.malformedPaymentData, "the decrypted payment data is not Apple's object", underlying: error)
+            throw MerchantKitError(
+                .malformedPaymentData, "the decrypted payment data is not Apple's object", underlying: error)
         }
         if let order { try order.check(header: token.paymentData.header, payment: payment) }
         if let replayGuard,

@@ -62,7 +62,9 @@ public final class PaymentTokenVerifier: Sendable {
             outcome = try verifier.verifyDetachedSignature(
                 paymentData.signature, content: paymentData.signedBytes, at: .signingTime)
         } catch {
-            return .failure(MerchantKitError(.signatureInvalid, "the signature is not a well-formed CMS SignedData", underlying: error))
+            return .failure(
+                MerchantKitError(
+                    .signatureInvalid, "the signature is not a well-formed CMS SignedData", underlying: error))
         }
         switch outcome {
         case .invalid(let failure):
@@ -74,14 +76,18 @@ public final class PaymentTokenVerifier: Sendable {
             if case .clock = evaluation {
                 let now = clock.now()
                 if signingTime < now - freshnessWindow {
-                    return .failure(MerchantKitError(
-                        .signingTimeTooOld,
-                        "signed \(Int(now.timeIntervalSince(signingTime))) s ago, beyond the \(Int(freshnessWindow)) s window: a stale or replayed token"))
+                    return .failure(
+                        MerchantKitError(
+                            .signingTimeTooOld,
+                            "signed \(Int(now.timeIntervalSince(signingTime))) s ago, beyond the \(Int(freshnessWindow)) s window: a stale or replayed token"
+                        ))
                 }
                 if signingTime > now + freshnessWindow {
-                    return .failure(MerchantKitError(
-                        .signingTimeTooNew,
-                        "signed \(Int(signingTime.timeIntervalSince(now))) s in the future, beyond the \(Int(freshnessWindow)) s window: check this server's clock"))
+                    return .failure(
+                        MerchantKitError(
+                            .signingTimeTooNew,
+                            "signed \(Int(signingTime.timeIntervalSince(now))) s in the future, beyond the \(Int(freshnessWindow)) s window: check this server's clock"
+                        ))
                 }
             }
             return .success(SignatureInfo(signingTime: signingTime, chain: chain))

@@ -164,7 +164,8 @@ public final class NFCReaderSession: CardTransport, @unchecked Sendable {
         }
     }
 
-    /// Switches the field off: tells the device (best effort) and closes the link. Idempotent.
+    /// Switches the field off: tells the device and waits (at most ``NFCLinkLimits/exchangeTimeout``) until
+    /// it has left the field and closed the link, so the device is free for the next tap. Idempotent.
     public func close() async {
         let first = lock.withLock { () -> Bool in
             defer { closed = true }
@@ -172,8 +173,14 @@ public final class NFCReaderSession: CardTransport, @unchecked Sendable {
         }
         guard first else { return }
         let socket = socket
+        let limits = limits
         _ = try? await thread.run { () throws(NFCLinkError) in
-            try? socket.write(NFCFrame(.fieldOff), deadline: LinkClock.deadline(after: .milliseconds(200)))
+            // The device closes the link once it has left the field: waiting for that makes the next tap
+            // find it ready rather than still busy with this one.
+            let deadline = LinkClock.deadline(after: limits.exchangeTimeout)
+            if (try? socket.write(NFCFrame(.fieldOff), deadline: deadline)) != nil {
+                while (try? socket.read(deadline: deadline, what: "waiting for the device to leave")) != nil {}
+            }
             socket.close()
         }
         thread.stop()

@@ -1,5 +1,14 @@
 internal import Foundation
 
+// Adding figures (e.g. certificate parsing or CMS verification):
+// 1. Write the baseline in C in `Sources/CBenchmarks` (one function that runs `iterations` operations on buffers
+//    and objects the caller passes in), declared in `include/CBenchmarks.h`.
+// 2. In a new file here, make `BenchmarkFigure`s: prepare inputs once, then a `swift` closure calling the public
+//    Swift API, a `raw` closure calling the C function (OrchardCrypto's `package` wrappers such as `EVPKey` and
+//    `Fetched` give it the same OpenSSL objects), and a `crossCheck` that both compute the same result.
+// 3. Either append them to an existing suite's figures or add a `BenchmarkSuite` to `BenchmarkSuites.all`:
+//    `orchard bench <suite>` then exists with `--seconds`, `--filter` and `--require-ratios`.
+
 /// One row of a benchmark: an operation measured through the Swift API and, when it has one, through a
 /// "raw" baseline (the same OpenSSL calls written in C, or another ceiling) on the same inputs.
 ///

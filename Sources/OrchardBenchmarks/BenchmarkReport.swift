@@ -35,9 +35,14 @@ public struct BenchmarkReport: Sendable, Codable {
 
     /// The readable table's lines, in three parts so a runner can print the rows as they complete.
     public enum Table {
-        static let widths = (name: 44, number: 13, ratio: 7)
+        static let widths = (name: 46, number: 13, ratio: 7)
 
-        public static func header(suite: String, secondsPerFigure: Double) -> String {
+        /// The name column's width for figures named `names` (at least 46 characters).
+        public static func nameWidth(for names: [String]) -> Int {
+            max(widths.name, (names.map(\.count).max() ?? 0) + 2)
+        }
+
+        public static func header(suite: String, secondsPerFigure: Double, nameWidth: Int = 46) -> String {
             var lines = [
                 "orchard bench \(suite): \(buildConfiguration) build, \(openSSL), "
                     + "\(String(format: "%g", secondsPerFigure)) s per figure; op/s in thread CPU time, medians of "
@@ -48,19 +53,19 @@ public struct BenchmarkReport: Sendable, Codable {
                     "warning: a debug build measures the compiler's debug code; run `swift build -c release` first")
             }
             lines.append(
-                pad("figure", widths.name) + padLeft("swift op/s", widths.number) + padLeft("raw op/s", widths.number)
+                pad("figure", nameWidth) + padLeft("swift op/s", widths.number) + padLeft("raw op/s", widths.number)
                     + padLeft("ratio", widths.ratio) + "  minimum")
             return lines.joined(separator: "\n")
         }
 
-        public static func row(_ result: BenchmarkResult) -> String {
+        public static func row(_ result: BenchmarkResult, nameWidth: Int = 46) -> String {
             let raw = result.rawOpsPerSecond.map(grouped) ?? "-"
             let ratio = result.ratio.map { String(format: "%.2f", $0) } ?? "-"
             var verdict = ""
             if let minimum = result.minimumRatio {
                 verdict = String(format: "  %.2f ", minimum) + (result.meetsMinimum == true ? "ok" : "BELOW")
             }
-            return pad(result.name, widths.name) + padLeft(grouped(result.swiftOpsPerSecond), widths.number)
+            return pad(result.name, nameWidth) + padLeft(grouped(result.swiftOpsPerSecond), widths.number)
                 + padLeft(raw, widths.number) + padLeft(ratio, widths.ratio) + verdict
         }
 

@@ -11,7 +11,8 @@ public enum CryptoBenchmarks {
 
     public static let suite = BenchmarkSuite(
         name: "crypto",
-        summary: "OrchardCrypto and OrchardX509 against the same OpenSSL calls in C (P-256, AES-GCM, SHA, HMAC, HKDF, RSA, X.509, CMS)"
+        summary: "OrchardCrypto and OrchardX509 against the same OpenSSL calls in C "
+            + "(P-256, AES-GCM, SHA, HMAC, HKDF, RSA, X.509, CMS)"
     ) {
         try figures()
     }
@@ -63,7 +64,7 @@ public enum CryptoBenchmarks {
                 "ECDSA verification")
         }
         return BenchmarkFigure(
-            name: "ECDSA P-256 verify (parsed key, DER sig, 1 KB)", minimumRatio: requiredRatio,
+            name: "ECDSA P-256 verify (parsed key, DER, 1 KB)", minimumRatio: requiredRatio,
             swift: { iterations in
                 for _ in 0..<iterations {
                     guard key.isValidSignature(signature, for: message) else {
@@ -238,7 +239,7 @@ public enum CryptoBenchmarks {
             return Array(out[..<length])
         }
         return BenchmarkFigure(
-            name: "RSA-2048 OAEP decrypt (SHA-256, MGF1-SHA-256)",
+            name: "RSA-2048 OAEP-SHA256 decrypt (MGF1-SHA256)",
             swift: { iterations in
                 for _ in 0..<iterations { _ = try key.decrypt(ciphertext) }
             },

@@ -47,7 +47,8 @@ public enum TokenBenchmarks {
             if rsa {
                 leafKey = CertificatePrivateKey(try RSA.PrivateKey(keySize: 2048))
                 leaf = try Certificate.issue(
-                    subject: DistinguishedName([.commonName("rsa-smp-broker-sign-bench")]), publicKey: leafKey.publicKey,
+                    subject: DistinguishedName([.commonName("rsa-smp-broker-sign-bench")]),
+                    publicKey: leafKey.publicKey,
                     issuer: .certificate(pki.intermediate, key: pki.intermediateKey), notValidBefore: now - 3600,
                     notValidAfter: now + 86_400 * 365,
                     extensions: [.keyUsage([.digitalSignature]), .appleTokenSigningLeafMarker])
@@ -112,7 +113,8 @@ public enum TokenBenchmarks {
             switch paymentData.header.keyMaterial {
             case .ephemeralPublicKey(let spki):
                 let point = Array(spki.suffix(65))
-                let privateKey = try P256.KeyAgreement.PrivateKey(derRepresentation: ecMerchantKey.derRepresentation.unsafeCopyOfBytes())
+                let privateKey = try P256.KeyAgreement.PrivateKey(
+                    derRepresentation: ecMerchantKey.derRepresentation.unsafeCopyOfBytes())
                 ceiling = { iterations in
                     try verify(iterations)
                     var out = [UInt8](repeating: 0, count: 32)

@@ -55,7 +55,9 @@ public struct ParsedArguments: Sendable {
     }
 
     /// Parses `arguments` against `options`. `--` ends options; everything after it is positional.
-    static func parse(_ arguments: [String], options: [OptionSpec], maxPositionals: Int) throws(CLIError)
+    static func parse(
+        _ arguments: [String], options: [OptionSpec], maxPositionals: Int
+    ) throws(CLIError)
         -> ParsedArguments
     {
         var result = ParsedArguments()

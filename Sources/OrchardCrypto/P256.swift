@@ -423,6 +423,10 @@ extension P256.Signing {
         public init(rawRepresentation: some DataProtocol) throws(CryptoError) {
             let raw = Array(rawRepresentation)
             guard raw.count == 64 else { throw CryptoError(.invalidSignature, "a raw P-256 signature is 64 bytes") }
+            // As for DER: r = 0 or s = 0 never verifies.
+            guard raw[..<32].contains(where: { $0 != 0 }), raw[32...].contains(where: { $0 != 0 }) else {
+                throw CryptoError(.invalidSignature, "the ECDSA signature's r or s is zero")
+            }
             guard let sig = ECDSA_SIG_new() else { throw CryptoError(.internalFailure, "ECDSA_SIG_new failed") }
             defer { ECDSA_SIG_free(sig) }
             let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }

@@ -11,7 +11,9 @@ public struct CMSTokenSigner: TokenSigner {
     private let clock: any WallClock
 
     /// - Throws: ``PaymentTokenError/Code/encodingFailed`` when `key` is not the leaf's key.
-    public init(leaf: Certificate, key: CertificatePrivateKey, intermediate: Certificate, clock: any WallClock = SystemClock())
+    public init(
+        leaf: Certificate, key: CertificatePrivateKey, intermediate: Certificate, clock: any WallClock = SystemClock()
+    )
         throws(PaymentTokenError)
     {
         guard key.publicKey.derRepresentation == leaf.subjectPublicKeyInfo.derRepresentation else {
@@ -50,9 +52,12 @@ extension MerchantProcessingPublicKey {
                 hash = SHA256.hash(Array(uid.utf8))
             } else {
                 throw PaymentTokenError(
-                    .encodingFailed, "the processing certificate has neither the merchant identifier extension nor a UID")
+                    .encodingFailed,
+                    "the processing certificate has neither the merchant identifier extension nor a UID")
             }
-            self = .ec(try P256.KeyAgreement.PublicKey(x963Representation: p256.x963Representation), merchantIdentifierHash: hash)
+            self = .ec(
+                try P256.KeyAgreement.PublicKey(x963Representation: p256.x963Representation),
+                merchantIdentifierHash: hash)
         } catch let error as PaymentTokenError {
             throw error
         } catch {

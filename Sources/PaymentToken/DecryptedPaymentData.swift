@@ -81,12 +81,14 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
             throw PaymentTokenError(.invalidField, "currencyCode must be 3 digits (ISO 4217 numeric)")
         }
         currencyCode = currency
-        guard case .number(let amountText) = json["transactionAmount"]!, let amount = Int64(amountText), amount >= 0 else {
+        guard case .number(let amountText) = json["transactionAmount"]!, let amount = Int64(amountText), amount >= 0
+        else {
             throw PaymentTokenError(.invalidField, "transactionAmount must be a non-negative whole number")
         }
         transactionAmount = amount
         cardholderName = try Fields.string(json, "cardholderName", in: context, required: false)
-        deviceManufacturerIdentifier = try Fields.string(json, "deviceManufacturerIdentifier", in: context, required: false) ?? ""
+        deviceManufacturerIdentifier =
+            try Fields.string(json, "deviceManufacturerIdentifier", in: context, required: false) ?? ""
         merchantTokenIdentifier = try Fields.string(json, "merchantTokenIdentifier", in: context, required: false)
         let typeText = try Fields.string(json, "paymentDataType", in: context)!
         guard let type = PaymentDataType(rawValue: typeText) else {
@@ -99,7 +101,8 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
         }
         switch type {
         case .threeDSecure:
-            try Fields.exact(innerMembers, required: ["onlinePaymentCryptogram"], optional: ["eciIndicator"], in: "paymentData")
+            try Fields.exact(
+                innerMembers, required: ["onlinePaymentCryptogram"], optional: ["eciIndicator"], in: "paymentData")
             let cryptogram = try Fields.string(inner, "onlinePaymentCryptogram", in: "paymentData")!
             guard StrictEncoding.base64Decode(cryptogram) != nil else {
                 throw PaymentTokenError(.invalidField, "onlinePaymentCryptogram is not standard base64")
@@ -114,7 +117,8 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
                 throw PaymentTokenError(.invalidField, "emvData is not standard base64")
             }
             credential = .emv(
-                emvData: emv, encryptedPINData: try Fields.string(inner, "encryptedPINData", in: "paymentData", required: false))
+                emvData: emv,
+                encryptedPINData: try Fields.string(inner, "encryptedPINData", in: "paymentData", required: false))
         }
         if let responses = json["authenticationResponses"] {
             guard case .array(let items) = responses else {
@@ -130,9 +134,12 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
                     in: "authenticationResponses")
                 parsed.append(
                     AuthenticationResponse(
-                        merchantIdentifier: try Fields.string(item, "merchantIdentifier", in: "authenticationResponses")!,
-                        authenticationData: try Fields.string(item, "authenticationData", in: "authenticationResponses")!,
-                        transactionAmount: try Fields.string(item, "transactionAmount", in: "authenticationResponses")!))
+                        merchantIdentifier: try Fields.string(
+                            item, "merchantIdentifier", in: "authenticationResponses")!,
+                        authenticationData: try Fields.string(
+                            item, "authenticationData", in: "authenticationResponses")!,
+                        transactionAmount: try Fields.string(item, "transactionAmount", in: "authenticationResponses")!)
+                )
             }
             authenticationResponses = parsed
         } else {

@@ -104,7 +104,8 @@ public struct JSONLimits: Sendable {
 
 /// A strict, non-recursive-beyond-the-limit JSON parser.
 public enum StrictJSONParser {
-    public static func parse(_ bytes: some Collection<UInt8>, limits: JSONLimits) throws(PaymentTokenError) -> JSONValue {
+    public static func parse(_ bytes: some Collection<UInt8>, limits: JSONLimits) throws(PaymentTokenError) -> JSONValue
+    {
         guard bytes.count <= limits.maxBytes else {
             throw PaymentTokenError(.malformedJSON, "the JSON is \(bytes.count) bytes; the limit is \(limits.maxBytes)")
         }
@@ -326,7 +327,8 @@ public enum StrictJSONParser {
 
 /// Strict encodings used by the token format.
 public enum StrictEncoding {
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let alphabet: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     private static let reverse: [Int16] = {
         var table = [Int16](repeating: -1, count: 256)
         for (i, c) in alphabet.enumerated() { table[Int(c)] = Int16(i) }

@@ -28,7 +28,8 @@ public struct PaymentToken: Sendable, Equatable {
         }
         let keys = Set(members.map(\.0))
         if keys.contains("paymentData") {
-            try Fields.exact(members, required: ["paymentData"], optional: ["paymentMethod", "transactionIdentifier"], in: "token")
+            try Fields.exact(
+                members, required: ["paymentData"], optional: ["paymentMethod", "transactionIdentifier"], in: "token")
             switch root["paymentData"]! {
             case .object:
                 paymentData = try PaymentData(json: root["paymentData"]!)
@@ -88,7 +89,8 @@ public struct PaymentMethod: Sendable, Equatable {
         guard case .object(let members) = json else {
             throw PaymentTokenError(.invalidField, "paymentMethod must be an object")
         }
-        try Fields.exact(members, required: [], optional: ["displayName", "network", "type", "paymentPass"], in: "paymentMethod")
+        try Fields.exact(
+            members, required: [], optional: ["displayName", "network", "type", "paymentPass"], in: "paymentMethod")
         displayName = try Fields.string(json, "displayName", in: "paymentMethod", required: false) ?? ""
         network = try Fields.string(json, "network", in: "paymentMethod", required: false) ?? ""
         type = try Fields.string(json, "type", in: "paymentMethod", required: false) ?? ""
@@ -129,10 +131,12 @@ public struct PaymentData: Sendable, Equatable {
         guard case .object(let members) = json else {
             throw PaymentTokenError(.malformedJSON, "paymentData must be an object")
         }
-        try Fields.exact(members, required: ["version", "data", "signature", "header"], optional: [], in: "paymentData")
+        try Fields.exact(
+            members, required: ["version", "data", "signature", "header"], optional: [], in: "paymentData")
         let versionText = try Fields.string(json, "version", in: "paymentData")!
         guard let version = Version(rawValue: versionText) else {
-            throw PaymentTokenError(.unsupportedVersion, "version must be EC_v1 or RSA_v1, not \"\(versionText.prefix(16))\"")
+            throw PaymentTokenError(
+                .unsupportedVersion, "version must be EC_v1 or RSA_v1, not \"\(versionText.prefix(16))\"")
         }
         self.version = version
         data = try Fields.base64(json, "data", in: "paymentData", maxBytes: Self.maxDataBytes)
@@ -188,7 +192,9 @@ public struct Header: Sendable, Equatable {
     }
 
     init(json: JSONValue, version: PaymentData.Version) throws(PaymentTokenError) {
-        guard case .object(let members) = json else { throw PaymentTokenError(.invalidField, "header must be an object") }
+        guard case .object(let members) = json else {
+            throw PaymentTokenError(.invalidField, "header must be an object")
+        }
         let keyName = version == .ecV1 ? "ephemeralPublicKey" : "wrappedKey"
         try Fields.exact(
             members, required: [keyName, "publicKeyHash", "transactionId"], optional: ["applicationData"],
@@ -196,7 +202,9 @@ public struct Header: Sendable, Equatable {
         let key = try Fields.base64(json, keyName, in: "header", maxBytes: 1024)
         keyMaterial = version == .ecV1 ? .ephemeralPublicKey(key) : .wrappedKey(key)
         publicKeyHash = try Fields.base64(json, "publicKeyHash", in: "header", maxBytes: 64)
-        guard publicKeyHash.count == 32 else { throw PaymentTokenError(.invalidField, "publicKeyHash must be 32 bytes") }
+        guard publicKeyHash.count == 32 else {
+            throw PaymentTokenError(.invalidField, "publicKeyHash must be 32 bytes")
+        }
         transactionId = try Fields.hex(json, "transactionId", in: "header", maxBytes: 64)
         guard !transactionId.isEmpty else { throw PaymentTokenError(.invalidField, "transactionId is empty") }
         if json["applicationData"] != nil {
@@ -227,7 +235,9 @@ public struct Header: Sendable, Equatable {
 
     public var json: JSONValue {
         var members: [(String, JSONValue)] = []
-        if let applicationData { members.append(("applicationData", .string(StrictEncoding.hexEncode(applicationData)))) }
+        if let applicationData {
+            members.append(("applicationData", .string(StrictEncoding.hexEncode(applicationData))))
+        }
         switch keyMaterial {
         case .ephemeralPublicKey(let b): members.append(("ephemeralPublicKey", .string(StrictEncoding.base64Encode(b))))
         case .wrappedKey(let b): members.append(("wrappedKey", .string(StrictEncoding.base64Encode(b))))
@@ -252,18 +262,24 @@ enum Fields {
         }
     }
 
-    static func string(_ json: JSONValue, _ key: String, in context: String, required: Bool = true)
+    static func string(
+        _ json: JSONValue, _ key: String, in context: String, required: Bool = true
+    )
         throws(PaymentTokenError) -> String?
     {
         guard let value = json[key] else {
             if required { throw PaymentTokenError(.missingField, "\(context) lacks \"\(key)\"") }
             return nil
         }
-        guard let s = value.stringValue else { throw PaymentTokenError(.invalidField, "\(context).\(key) must be a string") }
+        guard let s = value.stringValue else {
+            throw PaymentTokenError(.invalidField, "\(context).\(key) must be a string")
+        }
         return s
     }
 
-    static func base64(_ json: JSONValue, _ key: String, in context: String, maxBytes: Int) throws(PaymentTokenError)
+    static func base64(
+        _ json: JSONValue, _ key: String, in context: String, maxBytes: Int
+    ) throws(PaymentTokenError)
         -> [UInt8]
     {
         let text = try string(json, key, in: context)!
@@ -276,7 +292,9 @@ enum Fields {
         return bytes
     }
 
-    static func hex(_ json: JSONValue, _ key: String, in context: String, maxBytes: Int) throws(PaymentTokenError)
+    static func hex(
+        _ json: JSONValue, _ key: String, in context: String, maxBytes: Int
+    ) throws(PaymentTokenError)
         -> [UInt8]
     {
         let text = try string(json, key, in: context)!

@@ -1,7 +1,6 @@
 import Foundation
 import OrchardCrypto
 
-
 /// The symmetric part of Apple's token format, in both directions (the encoder uses it too).
 public enum TokenCrypto {
     /// The 16 zero bytes Apple uses as the GCM IV (each key encrypts exactly one message).
@@ -9,7 +8,9 @@ public enum TokenCrypto {
 
     /// EC_v1 key derivation: Z = ECDH(private, ephemeral) (32 bytes, leading zeros kept), then
     /// K = SHA-256(00000001 ‖ Z ‖ 0D ‖ "id-aes256-GCM" ‖ "Apple" ‖ SHA-256(merchant identifier)).
-    public static func ecV1Key(sharedSecret: SecureBytes, merchantIdentifierHash: [UInt8]) throws(CryptoError)
+    public static func ecV1Key(
+        sharedSecret: SecureBytes, merchantIdentifierHash: [UInt8]
+    ) throws(CryptoError)
         -> SymmetricKey
     {
         var otherInfo: [UInt8] = [0x0D]

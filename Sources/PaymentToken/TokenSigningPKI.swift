@@ -50,7 +50,9 @@ public struct TokenSigningPKI: Sendable {
             ], random: random)
         let leafKey = try newKey()
         let leaf = try Certificate.issue(
-            subject: DistinguishedName([.commonName("\(organization.lowercased())-smp-broker-sign"), .organization(organization)]),
+            subject: DistinguishedName([
+                .commonName("\(organization.lowercased())-smp-broker-sign"), .organization(organization),
+            ]),
             publicKey: leafKey.publicKey, issuer: .certificate(intermediate, key: intermediateKey),
             notValidBefore: notValidBefore, notValidAfter: min(notValidAfter, notValidBefore + leafLifetime),
             extensions: [.basicConstraints(isCA: false), .keyUsage([.digitalSignature]), .appleTokenSigningLeafMarker],

@@ -15,10 +15,12 @@ struct AppleTokenTests {
         let folder = "apple-pay/\(name)/"
         if name == "basis-rsa" {
             return try MerchantIdentity(
-                certificatePEM: Fixtures.string(folder + "apple_pay.pem"), privateKeyPEM: Fixtures.string(folder + "private.key"))
+                certificatePEM: Fixtures.string(folder + "apple_pay.pem"),
+                privateKeyPEM: Fixtures.string(folder + "private.key"))
         }
         return try MerchantIdentity(
-            certificatePEM: Fixtures.string(folder + "certificate.pem"), privateKeyPEM: Fixtures.string(folder + "private_key.pem"))
+            certificatePEM: Fixtures.string(folder + "certificate.pem"),
+            privateKeyPEM: Fixtures.string(folder + "private_key.pem"))
     }
 
     static func token(_ name: String) throws -> PaymentToken {
@@ -39,7 +41,9 @@ struct AppleTokenTests {
         #expect(
             StrictEncoding.hexEncode(SHA256.hash(root.derRepresentation))
                 == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
-        #expect(root.derRepresentation == (try Certificate(pemEncoded: Fixtures.string("apple-pay/AppleRootCA-G3.pem"))).derRepresentation)
+        #expect(
+            root.derRepresentation
+                == (try Certificate(pemEncoded: Fixtures.string("apple-pay/AppleRootCA-G3.pem"))).derRepresentation)
     }
 
     @Test(arguments: names)
@@ -54,7 +58,8 @@ struct AppleTokenTests {
         #expect(result.payment.currencyCode == "840")
         let raw = try JSONSerialization.jsonObject(with: Fixtures.data("apple-pay/expected.json")) as! [String: Any]
         let expected = (raw[name] as! [String: Any])["payment_data"] as! [String: Any]
-        #expect(result.payment.applicationPrimaryAccountNumber == expected["applicationPrimaryAccountNumber"] as? String)
+        #expect(
+            result.payment.applicationPrimaryAccountNumber == expected["applicationPrimaryAccountNumber"] as? String)
         // The plaintext object is kept exactly: same keys and values as expected.json.
         let decoded = try JSONSerialization.jsonObject(with: Data(result.payment.plaintextJSON.utf8)) as! NSDictionary
         #expect(decoded == expected as NSDictionary)
@@ -192,7 +197,9 @@ struct DecryptorTests {
         let pki = try TestPKI()
         let token = try pki.token()
         let other = try TestPKI()
-        #expect(throws: MerchantKitError(.chainUntrusted, "")) { try other.decryptor(identities: [try pki.ecIdentity()]).decrypt(token) }
+        #expect(throws: MerchantKitError(.chainUntrusted, "")) {
+            try other.decryptor(identities: [try pki.ecIdentity()]).decrypt(token)
+        }
         for (leafMarker, intermediateMarker) in [(false, true), (true, false)] {
             let unmarked = try TestPKI(leafMarker: leafMarker, intermediateMarker: intermediateMarker)
             let t = try unmarked.token()
@@ -204,7 +211,9 @@ struct DecryptorTests {
         let pki = try TestPKI()
         var token = try pki.token()
         let signedBytes = token.paymentData.signedBytes
-        for certificates in [[pki.leaf, pki.intermediate, pki.root], [pki.leaf, pki.leaf, pki.intermediate], [pki.leaf]] {
+        for certificates in [
+            [pki.leaf, pki.intermediate, pki.root], [pki.leaf, pki.leaf, pki.intermediate], [pki.leaf],
+        ] {
             token.paymentData.signature = try CMS.signDetached(
                 signedBytes, signer: pki.leaf, key: pki.leafKey, certificates: certificates, signingTime: TestPKI.now,
                 encoding: .berIndefiniteLength)
@@ -215,8 +224,11 @@ struct DecryptorTests {
     @Test func wrongMerchantAndKeyRotation() throws {
         let pki = try TestPKI()
         let token = try pki.token()
-        let stranger = try MerchantIdentity(key: .ec(try P256.KeyAgreement.PrivateKey()), merchantIdentifier: "merchant.other")
-        #expect(throws: MerchantKitError(.unknownPublicKeyHash, "")) { try pki.decryptor(identities: [stranger]).decrypt(token) }
+        let stranger = try MerchantIdentity(
+            key: .ec(try P256.KeyAgreement.PrivateKey()), merchantIdentifier: "merchant.other")
+        #expect(throws: MerchantKitError(.unknownPublicKeyHash, "")) {
+            try pki.decryptor(identities: [stranger]).decrypt(token)
+        }
         // Two keys for one merchant during a rotation: tokens for either decrypt.
         let rotated = try pki.decryptor(identities: [stranger, try pki.ecIdentity(), try pki.rsaIdentity()])
         #expect(try rotated.decrypt(token).payment.transactionAmount == 1999)
@@ -253,7 +265,8 @@ struct DecryptorTests {
     @Test func identityKeyMismatchIsAConfigurationError() throws {
         let pki = try TestPKI()
         #expect(throws: MerchantKitError(.invalidConfiguration, "")) {
-            try MerchantIdentity(certificate: pki.ecCertificate, privateKeyPEM: try P256.KeyAgreement.PrivateKey().pemRepresentation)
+            try MerchantIdentity(
+                certificate: pki.ecCertificate, privateKeyPEM: try P256.KeyAgreement.PrivateKey().pemRepresentation)
         }
     }
 }

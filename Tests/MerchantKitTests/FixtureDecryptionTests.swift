@@ -31,7 +31,8 @@ struct FixtureDecryptionTests {
     /// The gala identities, with the merchant-ID hash from expected.json (the certificate path is tested
     /// with OrchardX509).
     static func galaIdentity(_ name: String) throws -> MerchantIdentity {
-        let key = try P256.KeyAgreement.PrivateKey(pemRepresentation: Fixtures.string("apple-pay/\(name)/private_key.pem"))
+        let key = try P256.KeyAgreement.PrivateKey(
+            pemRepresentation: Fixtures.string("apple-pay/\(name)/private_key.pem"))
         let ext = try #require(try expected()[name]?.merchant_id_ext)
         let hash = try #require(StrictEncoding.hexDecode(ext))
         return try MerchantIdentity(key: .ec(key), merchantIdentifierHash: hash)
@@ -43,7 +44,8 @@ struct FixtureDecryptionTests {
         let token = try PaymentToken(jsonBytes: Fixtures.data("apple-pay/\(name)/token.json"))
         let output = try PayloadDecryption(identities: [Self.galaIdentity(name)]).decrypt(token.paymentData)
         #expect(output.sharedSecret?.unsafeCopyOfBytes() == Array(Data(base64Encoded: expected.shared_secret_b64!)!))
-        #expect(output.symmetricKey.bytes.unsafeCopyOfBytes() == Array(Data(base64Encoded: expected.symmetric_key_b64!)!))
+        #expect(
+            output.symmetricKey.bytes.unsafeCopyOfBytes() == Array(Data(base64Encoded: expected.symmetric_key_b64!)!))
         let payload = try DecryptedPaymentData(plaintext: output.plaintext)
         let expectedPayload = try DecryptedPaymentData(json: Self.expectedPayload(name))
         #expect(payload.applicationPrimaryAccountNumber == expectedPayload.applicationPrimaryAccountNumber)
@@ -86,6 +88,7 @@ struct FixtureDecryptionTests {
 /// Builds an identity that claims another key's publicKeyHash, to force a decryption with the wrong key.
 enum MerchantIdentityForcing {
     static func identity(_ identity: MerchantIdentity, claiming hash: [UInt8]) throws -> MerchantIdentity {
-        MerchantIdentity(unchecked: identity.key, publicKeyHash: hash, merchantIdentifierHash: identity.merchantIdentifierHash)
+        MerchantIdentity(
+            unchecked: identity.key, publicKeyHash: hash, merchantIdentifierHash: identity.merchantIdentifierHash)
     }
 }

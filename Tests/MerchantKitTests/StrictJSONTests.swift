@@ -18,11 +18,16 @@ struct StrictJSONTests {
 
     @Test func duplicateKeysAreRejectedAnywhere() throws {
         let text = try Fixtures.string("apple-pay/gala-2015/token.json")
-        let duplicatedVersion = text.replacingOccurrences(of: "\"version\"", with: "\"version\": \"EC_v1\", \"version\"")
-        #expect(throws: PaymentTokenError(.duplicateKey, "")) { try PaymentToken(jsonBytes: Array(duplicatedVersion.utf8)) }
+        let duplicatedVersion = text.replacingOccurrences(
+            of: "\"version\"", with: "\"version\": \"EC_v1\", \"version\"")
+        #expect(throws: PaymentTokenError(.duplicateKey, "")) {
+            try PaymentToken(jsonBytes: Array(duplicatedVersion.utf8))
+        }
         let duplicatedHeaderKey = text.replacingOccurrences(
             of: "\"transactionId\"", with: "\"transactionId\": \"00\", \"transactionId\"")
-        #expect(throws: PaymentTokenError(.duplicateKey, "")) { try PaymentToken(jsonBytes: Array(duplicatedHeaderKey.utf8)) }
+        #expect(throws: PaymentTokenError(.duplicateKey, "")) {
+            try PaymentToken(jsonBytes: Array(duplicatedHeaderKey.utf8))
+        }
     }
 
     @Test func exactFieldSets() throws {
@@ -30,9 +35,13 @@ struct StrictJSONTests {
         let unknown = text.replacingOccurrences(of: "\"version\"", with: "\"extra\": 1, \"version\"")
         #expect(throws: PaymentTokenError(.unknownField, "")) { try PaymentToken(jsonBytes: Array(unknown.utf8)) }
         let wrongVersion = text.replacingOccurrences(of: "EC_v1", with: "EC_v2")
-        #expect(throws: PaymentTokenError(.unsupportedVersion, "")) { try PaymentToken(jsonBytes: Array(wrongVersion.utf8)) }
+        #expect(throws: PaymentTokenError(.unsupportedVersion, "")) {
+            try PaymentToken(jsonBytes: Array(wrongVersion.utf8))
+        }
         let rsaWithEphemeral = text.replacingOccurrences(of: "EC_v1", with: "RSA_v1")
-        #expect(throws: PaymentTokenError(.unknownField, "")) { try PaymentToken(jsonBytes: Array(rsaWithEphemeral.utf8)) }
+        #expect(throws: PaymentTokenError(.unknownField, "")) {
+            try PaymentToken(jsonBytes: Array(rsaWithEphemeral.utf8))
+        }
         let missing = text.replacingOccurrences(of: "\"publicKeyHash\"", with: "\"publicKeyHashX\"")
         #expect(throws: PaymentTokenError.self) { try PaymentToken(jsonBytes: Array(missing.utf8)) }
     }

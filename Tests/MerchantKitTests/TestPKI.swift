@@ -39,7 +39,8 @@ struct TestPKI {
         leafKey = CertificatePrivateKey(try P256.Signing.PrivateKey())
         leaf = try Certificate.issue(
             subject: DistinguishedName([.commonName("test-smp-broker-sign")]), publicKey: leafKey.publicKey,
-            issuer: .certificate(intermediate, key: intermediateKey), notValidBefore: Self.start, notValidAfter: Self.end,
+            issuer: .certificate(intermediate, key: intermediateKey), notValidBefore: Self.start,
+            notValidAfter: Self.end,
             extensions: [.basicConstraints(isCA: false), .keyUsage([.digitalSignature])]
                 + (leafMarker ? [.appleTokenSigningLeafMarker] : []))
         ecKey = try P256.KeyAgreement.PrivateKey()
@@ -49,13 +50,16 @@ struct TestPKI {
             issuer: .selfSigned(merchantCAKey), notValidBefore: Self.start, notValidAfter: Self.end,
             extensions: [.basicConstraints(isCA: true)])
         ecCertificate = try Certificate.issue(
-            subject: DistinguishedName([.userID(merchantIdentifier), .commonName("Merchant ID: \(merchantIdentifier)")]),
-            publicKey: CertificatePublicKey(try P256.Signing.PublicKey(x963Representation: ecKey.publicKey.x963Representation)),
+            subject: DistinguishedName([.userID(merchantIdentifier), .commonName("Merchant ID: \(merchantIdentifier)")]
+            ),
+            publicKey: CertificatePublicKey(
+                try P256.Signing.PublicKey(x963Representation: ecKey.publicKey.x963Representation)),
             issuer: .certificate(merchantCA, key: merchantCAKey), notValidBefore: Self.start, notValidAfter: Self.end,
             extensions: [.appleMerchantIdentifier(merchantIdentifier)])
         rsaKey = try RSA.PrivateKey(keySize: 2048)
         rsaCertificate = try Certificate.issue(
-            subject: DistinguishedName([.userID(merchantIdentifier)]), publicKey: CertificatePublicKey(rsaKey.publicKey),
+            subject: DistinguishedName([.userID(merchantIdentifier)]),
+            publicKey: CertificatePublicKey(rsaKey.publicKey),
             issuer: .certificate(merchantCA, key: merchantCAKey), notValidBefore: Self.start, notValidAfter: Self.end,
             extensions: [.appleMerchantIdentifier(merchantIdentifier)])
     }
@@ -73,7 +77,8 @@ struct TestPKI {
     }
 
     func decryptor(
-        at date: Date = TestPKI.now, identities: [MerchantIdentity]? = nil, replayGuard: (any TransactionReplayGuard)? = nil
+        at date: Date = TestPKI.now, identities: [MerchantIdentity]? = nil,
+        replayGuard: (any TransactionReplayGuard)? = nil
     ) throws -> PaymentTokenDecryptor {
         try PaymentTokenDecryptor(
             identities: identities ?? [try ecIdentity(), try rsaIdentity()], trustRoots: [root],
@@ -90,14 +95,16 @@ struct TestPKI {
             """.utf8), limits: .paymentToken)
 
     func token(
-        for certificate: Certificate? = nil, payment: JSONValue = TestPKI.samplePayment, applicationData: [UInt8]? = nil,
+        for certificate: Certificate? = nil, payment: JSONValue = TestPKI.samplePayment,
+        applicationData: [UInt8]? = nil,
         signedAt: Date = TestPKI.now
     ) throws -> PaymentToken {
         let recipient = try MerchantProcessingPublicKey(processingCertificate: certificate ?? ecCertificate)
         let paymentData = try PaymentTokenEncoder(signer: try signer(at: signedAt)).makePaymentData(
             payment: payment, recipient: recipient, applicationData: applicationData)
         return PaymentToken(
-            paymentData: paymentData, paymentMethod: PaymentMethod(displayName: "Visa 5671", network: "Visa", type: "credit"),
+            paymentData: paymentData,
+            paymentMethod: PaymentMethod(displayName: "Visa 5671", network: "Visa", type: "credit"),
             transactionIdentifier: paymentData.header.transactionIdHex.uppercased())
     }
 }

@@ -95,7 +95,8 @@ struct SessionTests {
         #expect(session.exchangeDurations.count == outcome.transcript.count && outcome.transcript.count >= 3)
         #expect(await target.pollings.first?.networks == ["visa", "masterCard"])
         #expect(await target.pollings.first?.merchantName == "Orchard Coffee")
-        try await waitFor { await target.fieldOffs == 1 }
+        // Field-off is a handshake: once close() returns, the device has left the field.
+        #expect(await target.fieldOffs == 1)
         #expect(!antenna.isInField)
         // The session is over: nothing more crosses it.
         await expectLinkError(.connectionLost) { try await session.transceive([0x00, 0xA4, 0x04, 0x00]) }

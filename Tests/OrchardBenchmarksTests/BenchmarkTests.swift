@@ -73,6 +73,11 @@ struct BenchmarkTests {
         let row = BenchmarkReport.Table.row(result)
         #expect(row.contains("12 346") && row.contains("13 000") && row.contains("0.95") && row.hasSuffix("ok"))
         #expect(BenchmarkReport.Table.row(slow).hasSuffix("BELOW"))
+        // Long names widen the column instead of being cut.
+        let long = String(repeating: "x", count: 60)
+        let width = BenchmarkReport.Table.nameWidth(for: ["short", long])
+        #expect(width == 62)
+        #expect(BenchmarkReport.Table.row(slow, nameWidth: width).hasPrefix("slow" + String(repeating: " ", count: 58)))
         let report = BenchmarkReport(suite: "crypto", secondsPerFigure: 1, figures: [result, slow])
         #expect(report.failures.map(\.name) == ["slow"])
         #expect(BenchmarkReport.Table.footer(report).contains("slow"))

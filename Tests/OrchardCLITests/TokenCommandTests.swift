@@ -63,22 +63,28 @@ struct TokenCommandTests {
         let end = Date() + 86_400 * 365
         let rootKey = CertificatePrivateKey(try P256.Signing.PrivateKey())
         let root = try Certificate.issue(
-            subject: DistinguishedName([.commonName("Root")]), publicKey: rootKey.publicKey, issuer: .selfSigned(rootKey),
-            notValidBefore: start, notValidAfter: end, extensions: [.basicConstraints(isCA: true), .keyUsage([.keyCertSign])])
+            subject: DistinguishedName([.commonName("Root")]), publicKey: rootKey.publicKey,
+            issuer: .selfSigned(rootKey),
+            notValidBefore: start, notValidAfter: end,
+            extensions: [.basicConstraints(isCA: true), .keyUsage([.keyCertSign])])
         let intKey = CertificatePrivateKey(try P256.Signing.PrivateKey())
         let intermediate = try Certificate.issue(
             subject: DistinguishedName([.commonName("Integration")]), publicKey: intKey.publicKey,
             issuer: .certificate(root, key: rootKey), notValidBefore: start, notValidAfter: end,
-            extensions: [.basicConstraints(isCA: true), .keyUsage([.keyCertSign]), .appleApplicationIntegrationCAMarker])
+            extensions: [
+                .basicConstraints(isCA: true), .keyUsage([.keyCertSign]), .appleApplicationIntegrationCAMarker,
+            ])
         let leafKey = P256.Signing.PrivateKey.self
         let leafPrivate = try leafKey.init()
         let leaf = try Certificate.issue(
-            subject: DistinguishedName([.commonName("Signer")]), publicKey: CertificatePrivateKey(leafPrivate).publicKey,
+            subject: DistinguishedName([.commonName("Signer")]),
+            publicKey: CertificatePrivateKey(leafPrivate).publicKey,
             issuer: .certificate(intermediate, key: intKey), notValidBefore: start, notValidAfter: end,
             extensions: [.appleTokenSigningLeafMarker])
         let merchantKey = try P256.Signing.PrivateKey()
         let merchant = try Certificate.issue(
-            subject: DistinguishedName([.userID("merchant.test")]), publicKey: CertificatePrivateKey(merchantKey).publicKey,
+            subject: DistinguishedName([.userID("merchant.test")]),
+            publicKey: CertificatePrivateKey(merchantKey).publicKey,
             issuer: .certificate(root, key: rootKey), notValidBefore: start, notValidAfter: end,
             extensions: [.appleMerchantIdentifier("merchant.test")])
         let payment = """
@@ -87,33 +93,43 @@ struct TokenCommandTests {
             "paymentData":{"onlinePaymentCryptogram":"AAAAAAAAAAAAAAAAAAAAAAAAAAA="}}
             """
         let paths = (
-            root: try write("root.pem", root.pemRepresentation), int: try write("int.pem", intermediate.pemRepresentation),
-            leaf: try write("leaf.pem", leaf.pemRepresentation), leafKey: try write("leaf.key", try leafPrivate.pemRepresentation),
+            root: try write("root.pem", root.pemRepresentation),
+            int: try write("int.pem", intermediate.pemRepresentation),
+            leaf: try write("leaf.pem", leaf.pemRepresentation),
+            leafKey: try write("leaf.key", try leafPrivate.pemRepresentation),
             merchant: try write("merchant.pem", merchant.pemRepresentation),
-            merchantKey: try write("merchant.key", try merchantKey.pemRepresentation), data: try write("data.json", payment)
+            merchantKey: try write("merchant.key", try merchantKey.pemRepresentation),
+            data: try write("data.json", payment)
         )
         let make = Capture()
-        #expect(await make.run([
-            "token", "make", "--cert", paths.merchant, "--signer-cert", paths.leaf, "--signer-key", paths.leafKey,
-            "--intermediate", paths.int, "--payment-data", paths.data, "--application-data", "b3JkZXItNDI=",
-        ]) == 0, "\(make.stderr)")
+        #expect(
+            await make.run([
+                "token", "make", "--cert", paths.merchant, "--signer-cert", paths.leaf, "--signer-key", paths.leafKey,
+                "--intermediate", paths.int, "--payment-data", paths.data, "--application-data", "b3JkZXItNDI=",
+            ]) == 0, "\(make.stderr)")
         let tokenPath = try write("token.json", make.stdout)
         let decrypt = Capture()
-        #expect(await decrypt.run([
-            "token", "decrypt", tokenPath, "--cert", paths.merchant, "--key", paths.merchantKey, "--root", paths.root,
-            "--application-data", "b3JkZXItNDI=",
-        ]) == 0, "\(decrypt.stderr)")
+        #expect(
+            await decrypt.run([
+                "token", "decrypt", tokenPath, "--cert", paths.merchant, "--key", paths.merchantKey, "--root",
+                paths.root,
+                "--application-data", "b3JkZXItNDI=",
+            ]) == 0, "\(decrypt.stderr)")
         #expect(decrypt.stdout == payment + "\n")
         let mismatch = Capture()
-        #expect(await mismatch.run([
-            "token", "decrypt", tokenPath, "--cert", paths.merchant, "--key", paths.merchantKey, "--root", paths.root,
-            "--application-data", "b3JkZXItNDM=",
-        ]) == 1)
+        #expect(
+            await mismatch.run([
+                "token", "decrypt", tokenPath, "--cert", paths.merchant, "--key", paths.merchantKey, "--root",
+                paths.root,
+                "--application-data", "b3JkZXItNDM=",
+            ]) == 1)
         #expect(mismatch.stderr.hasPrefix("error: orderMismatch"))
         let missing = Capture()
-        #expect(await missing.run([
-            "token", "decrypt", tokenPath, "--cert", paths.merchant, "--key", paths.merchantKey, "--root", paths.root,
-        ]) == 1)
+        #expect(
+            await missing.run([
+                "token", "decrypt", tokenPath, "--cert", paths.merchant, "--key", paths.merchantKey, "--root",
+                paths.root,
+            ]) == 1)
         let inspect = Capture()
         #expect(await inspect.run(["token", "inspect", tokenPath]) == 0)
         #expect(!inspect.stdout.contains("4895370012345671"))

@@ -242,6 +242,12 @@ struct P256Tests {
             _ = try P256.Signing.ECDSASignature(derRepresentation: signature.derRepresentation + [0])
         }
         expectCryptoError(.invalidSignature) { _ = try P256.Signing.ECDSASignature(derRepresentation: []) }
+        expectCryptoError(.invalidSignature) {
+            _ = try P256.Signing.ECDSASignature(rawRepresentation: [UInt8](repeating: 0, count: 32) + raw[32...])
+        }
+        expectCryptoError(.invalidSignature) {
+            _ = try P256.Signing.ECDSASignature(rawRepresentation: raw[..<32] + [UInt8](repeating: 0, count: 32))
+        }
         // r = 0 or r ≥ 2^256 can never verify and is refused at parsing.
         expectCryptoError(.invalidSignature) {
             _ = try P256.Signing.ECDSASignature(derRepresentation: [0x30, 0x06, 0x02, 0x01, 0x00, 0x02, 0x01, 0x01])

@@ -16,9 +16,11 @@ struct SealedEnvelopeTests {
 
     @Test func deterministicWithFixedRandomness() throws {
         let recipient = try P256.KeyAgreement.PrivateKey()
-        let a = try SealedEnvelope.seal([1, 2, 3], to: recipient.publicKey, purpose: purpose,
+        let a = try SealedEnvelope.seal(
+            [1, 2, 3], to: recipient.publicKey, purpose: purpose,
             random: InsecureDeterministicRandom(seed: [9]))
-        let b = try SealedEnvelope.seal([1, 2, 3], to: recipient.publicKey, purpose: purpose,
+        let b = try SealedEnvelope.seal(
+            [1, 2, 3], to: recipient.publicKey, purpose: purpose,
             random: InsecureDeterministicRandom(seed: [9]))
         #expect(a == b)
     }

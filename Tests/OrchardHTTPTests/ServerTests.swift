@@ -391,7 +391,7 @@ struct ServerTests {
             let client = try PKI.client()
             let blocked = (0..<4).map { _ in Task { try await client.get(url(server, "/blocked")) } }
             try await Task.sleep(for: .milliseconds(100))
-            let health = try await withTimeout(.seconds(20), "/health while four handlers block") {
+            let health = try await withTimeout(.seconds(60), "/health while four handlers block") {
                 try await client.get(url(server, "/health"))
             }
             #expect(health.status == .ok)

@@ -86,7 +86,7 @@ struct ShutdownTests {
         let client = try PKI.client(configure: { $0.maxAttempts = 1 })
         let stuck = Task { try await client.get(url(server, "/slow?ms=30000")) }
         #expect(await eventually { sink.records.contains { $0.message == "slow request started" } })
-        try await withTimeout(.seconds(20), "shutdown with a 300 ms deadline") { await server.shutdown() }
+        try await withTimeout(.seconds(60), "shutdown with a 300 ms deadline") { await server.shutdown() }
         await #expect(throws: HTTPError.self) { _ = try await stuck.value }
         #expect(sink.records.contains { $0.message.contains("deadline reached") })
     }

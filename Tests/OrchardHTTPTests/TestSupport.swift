@@ -92,8 +92,9 @@ func withTimeout<T: Sendable>(
     }
 }
 
-/// Polls `condition` every 10 ms until it holds or `limit` passes.
-func eventually(_ limit: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+/// Polls `condition` every 10 ms until it holds or `limit` passes. The limit is generous because the whole
+/// test run shares Swift's two cooperative threads: a busy neighbour test can delay this task by seconds.
+func eventually(_ limit: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + limit
     while clock.now < deadline {

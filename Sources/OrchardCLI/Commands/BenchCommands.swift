@@ -10,8 +10,18 @@ enum BenchCommands {
     static let command = Command(
         name: "bench",
         summary: "Measure Orchard's primitives against C baselines (build with `swift build -c release` first).",
-        subcommands: BenchmarkSuites.all.map(suiteCommand)
+        subcommands: BenchmarkSuites.all.map(suiteCommand) + [
+            named("emv", EMVCommands.bench), named("http", HTTPCommands.bench),
+        ]
     )
+
+    /// Benchmarks that live with their command group, offered here too so every benchmark is `orchard bench …`.
+    static func named(_ name: String, _ command: Command) -> Command {
+        guard let run = command.run else { return command }
+        return Command(
+            name: name, summary: command.summary, discussion: command.discussion, options: command.options,
+            positionals: command.positionals, run: run)
+    }
 
     static func suiteCommand(_ suite: BenchmarkSuite) -> Command {
         Command(
@@ -38,11 +48,13 @@ enum BenchCommands {
             }
             let seconds = try secondsPerFigure(arguments.value("seconds"), figureCount: figures.count)
             let runner = BenchmarkRunner(secondsPerFigure: seconds)
-            context.trace(BenchmarkReport.Table.header(suite: suite.name, secondsPerFigure: seconds))
+            let nameWidth = BenchmarkReport.Table.nameWidth(for: figures.map(\.name))
+            context.trace(
+                BenchmarkReport.Table.header(suite: suite.name, secondsPerFigure: seconds, nameWidth: nameWidth))
             var results: [BenchmarkResult] = []
             for figure in figures {
                 let result = try runner.measure(figure)
-                context.trace(BenchmarkReport.Table.row(result))
+                context.trace(BenchmarkReport.Table.row(result, nameWidth: nameWidth))
                 results.append(result)
             }
             let report = BenchmarkReport(suite: suite.name, secondsPerFigure: seconds, figures: results)

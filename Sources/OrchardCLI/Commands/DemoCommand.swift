@@ -91,11 +91,18 @@ enum KnownAnswers {
             let box = try AES.GCM.seal(
                 [UInt8](repeating: 0, count: 16), using: SymmetricKey(data: [UInt8](repeating: 0, count: 32)),
                 iv: [UInt8](repeating: 0, count: 12))
-            let (ok, detail) = expect(box.ciphertext + box.tag, "cea7403d4d606b6e074ec5d3baf39d18d0d1c8a799996bf0265b98b5d48ab919", "ciphertext‖tag")
+            let (ok, detail) = expect(
+                box.ciphertext + box.tag, "cea7403d4d606b6e074ec5d3baf39d18d0d1c8a799996bf0265b98b5d48ab919",
+                "ciphertext‖tag")
             var flipped = box
             flipped = AES.GCM.SealedBox(ciphertext: [box.ciphertext[0] ^ 1] + box.ciphertext.dropFirst(), tag: box.tag)
-            let rejected = (try? AES.GCM.open(flipped, using: SymmetricKey(data: [UInt8](repeating: 0, count: 32)), iv: [UInt8](repeating: 0, count: 12))) == nil
-            return (ok && rejected, detail + (rejected ? "; a flipped bit is rejected" : "; a flipped bit was ACCEPTED"))
+            let rejected =
+                (try? AES.GCM.open(
+                    flipped, using: SymmetricKey(data: [UInt8](repeating: 0, count: 32)),
+                    iv: [UInt8](repeating: 0, count: 12))) == nil
+            return (
+                ok && rejected, detail + (rejected ? "; a flipped bit is rejected" : "; a flipped bit was ACCEPTED")
+            )
         },
         Check(name: "P-256 ECDH (two fresh keys agree, 32-byte secret)") {
             let a = try P256.KeyAgreement.PrivateKey()
@@ -110,7 +117,10 @@ enum KnownAnswers {
             let signature = try key.signature(for: message)
             let valid = key.publicKey.isValidSignature(signature, for: message)
             let changed = key.publicKey.isValidSignature(signature, for: Array("orcharD".utf8))
-            return (valid && !changed, "DER signature of \(signature.derRepresentation.count) bytes verifies; a changed message does not")
+            return (
+                valid && !changed,
+                "DER signature of \(signature.derRepresentation.count) bytes verifies; a changed message does not"
+            )
         },
         Check(name: "RSA-2048 OAEP-SHA256/MGF1-SHA256 (round trip, wrong MGF1 fails)") {
             let key = try RSA.PrivateKey(keySize: 2048)

@@ -40,7 +40,9 @@ enum DemoMerchantSDK {
             let rsaKey = try RSA.PrivateKey(keySize: 2048)
             for key in [CertificatePrivateKey(ecKey), CertificatePrivateKey(rsaKey)] {
                 let certificate = try Certificate.issue(
-                    subject: DistinguishedName([.userID(merchantIdentifier), .commonName("Merchant ID: \(merchantIdentifier)")]),
+                    subject: DistinguishedName([
+                        .userID(merchantIdentifier), .commonName("Merchant ID: \(merchantIdentifier)"),
+                    ]),
                     publicKey: key.publicKey, issuer: .certificate(pki.intermediate, key: pki.intermediateKey),
                     notValidBefore: now - 3600, notValidAfter: now + 86_400 * 365,
                     extensions: [.appleMerchantIdentifier(merchantIdentifier)])
@@ -65,7 +67,8 @@ enum DemoMerchantSDK {
             step("\(format) token made, verified and decrypted with applicationData") {
                 guard let pki, let payment, identities.count == 2 else { throw CLIError.failure("earlier step failed") }
                 let paymentData = try PaymentTokenEncoder(signer: try pki.signer()).makePaymentData(
-                    payment: payment, recipient: try MerchantProcessingPublicKey(processingCertificate: certificates[index]),
+                    payment: payment,
+                    recipient: try MerchantProcessingPublicKey(processingCertificate: certificates[index]),
                     applicationData: orderData)
                 let token = try PaymentToken(jsonBytes: Array(paymentData.json.serialized.utf8))
                 let decryptor = try PaymentTokenDecryptor(identities: identities, trustRoots: [pki.root])

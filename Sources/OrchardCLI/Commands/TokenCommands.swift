@@ -35,9 +35,16 @@ enum TokenCommands {
         ],
         positionals: ["TOKEN.json"]
     ) { arguments, context in
+        try runDecrypt(arguments, context)
+    }
+
+    // A synchronous body: Swift 6.3 crashes in release builds when some typed-throws calls sit directly in
+    // an async closure (coroutine splitting), so each command's work is a plain function.
+    private static func runDecrypt(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let token = try loadToken(arguments)
         let identity = try MerchantIdentity(
-            certificatePEM: try readText(try arguments.require("cert")), privateKeyPEM: try readText(try arguments.require("key")))
+            certificatePEM: try readText(try arguments.require("cert")),
+            privateKeyPEM: try readText(try arguments.require("key")))
         let decryptor = try PaymentTokenDecryptor(
             identities: [identity], trustRoots: try roots(arguments), freshnessWindow: try window(arguments),
             clock: try clock(arguments), evaluation: arguments.flag("signing-time") ? .insecureAtSigningTime : .clock)
@@ -53,7 +60,9 @@ enum TokenCommands {
         }
         let result = try decryptor.decrypt(token, order: order)
         if arguments.flag("trace") {
-            context.trace("signature: valid, signed at \(iso(result.signature.signingTime)) by \(result.signature.signer.subject)")
+            context.trace(
+                "signature: valid, signed at \(iso(result.signature.signingTime)) by \(result.signature.signer.subject)"
+            )
             for certificate in result.signature.chain { context.trace("  chain: \(certificate.subject)") }
             context.trace("\(result.version.rawValue), transactionId \(result.transactionId)")
         }
@@ -66,6 +75,10 @@ enum TokenCommands {
         options: evaluationOptions,
         positionals: ["TOKEN.json"]
     ) { arguments, context in
+        try runVerify(arguments, context)
+    }
+
+    private static func runVerify(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let token = try loadToken(arguments)
         let verifier = try PaymentTokenVerifier(
             trustRoots: try roots(arguments), freshnessWindow: try window(arguments), clock: try clock(arguments),
@@ -75,13 +88,14 @@ enum TokenCommands {
             "valid": JSONValueEncodable.bool(true),
             "signingTime": .string(iso(info.signingTime)),
             "signer": .string(info.signer.subject.description),
-            "chain": .array(info.chain.map { certificate in
-                .object([
-                    "subject": .string(certificate.subject.description),
-                    "notValidBefore": .string(iso(certificate.notValidBefore)),
-                    "notValidAfter": .string(iso(certificate.notValidAfter)),
-                ])
-            }),
+            "chain": .array(
+                info.chain.map { certificate in
+                    .object([
+                        "subject": .string(certificate.subject.description),
+                        "notValidBefore": .string(iso(certificate.notValidBefore)),
+                        "notValidAfter": .string(iso(certificate.notValidAfter)),
+                    ])
+                }),
             "version": .string(token.paymentData.version.rawValue),
             "transactionId": .string(token.paymentData.header.transactionIdHex),
         ])
@@ -101,6 +115,10 @@ enum TokenCommands {
             .flag("bare", help: "Print only paymentData instead of the PKPaymentToken wrapper."),
         ]
     ) { arguments, context in
+        try runMake(arguments, context)
+    }
+
+    private static func runMake(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let merchant = try Certificate(pemEncoded: try readText(try arguments.require("cert")))
         let leaf = try Certificate(pemEncoded: try readText(try arguments.require("signer-cert")))
         let intermediate = try Certificate(pemEncoded: try readText(try arguments.require("intermediate")))
@@ -164,15 +182,21 @@ enum TokenCommands {
         summary: "Print a token's structure (no secrets: sizes, hashes and identifiers only).",
         positionals: ["TOKEN.json"]
     ) { arguments, context in
+        try runInspect(arguments, context)
+    }
+
+    private static func runInspect(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let token = try loadToken(arguments)
         let paymentData = token.paymentData
         let header = paymentData.header
         var report: [String: JSONValueEncodable] = [
             "version": .string(paymentData.version.rawValue),
-            "shape": .string(token.paymentMethod == nil && token.transactionIdentifier == nil ? "paymentData" : "PKPaymentToken"),
+            "shape": .string(
+                token.paymentMethod == nil && token.transactionIdentifier == nil ? "paymentData" : "PKPaymentToken"),
             "dataBytes": .int(paymentData.data.count),
             "signatureBytes": .int(paymentData.signature.count),
-            "signatureEncoding": .string(paymentData.signature.starts(with: [0x30, 0x80]) ? "BER (indefinite length)" : "DER"),
+            "signatureEncoding": .string(
+                paymentData.signature.starts(with: [0x30, 0x80]) ? "BER (indefinite length)" : "DER"),
             "publicKeyHash": .string(StrictEncoding.base64Encode(header.publicKeyHash)),
             "transactionId": .string(header.transactionIdHex),
             "applicationDataHash": header.applicationData.map { .string(StrictEncoding.hexEncode($0)) } ?? .null,
@@ -183,7 +207,8 @@ enum TokenCommands {
         }
         if let method = token.paymentMethod {
             report["paymentMethod"] = .object([
-                "displayName": .string(method.displayName), "network": .string(method.network), "type": .string(method.type),
+                "displayName": .string(method.displayName), "network": .string(method.network),
+                "type": .string(method.type),
             ])
         }
         try context.outputJSON(report)

@@ -141,7 +141,8 @@ public enum ApplePayCertificates {
     /// no extra certificate, no second leaf). Returns `nil` when they are acceptable.
     public static func embeddedCertificatesViolation(_ certificates: [Certificate]) -> String? {
         guard certificates.count == 2 else {
-            return "the signature embeds \(certificates.count) certificates; Apple's embed exactly a leaf and an intermediate"
+            return
+                "the signature embeds \(certificates.count) certificates; Apple's embed exactly a leaf and an intermediate"
         }
         let leaves = certificates.filter { $0.hasExtension(.appleTokenSigningLeaf) }
         let intermediates = certificates.filter { $0.hasExtension(.appleApplicationIntegrationCA) }

@@ -1,0 +1,126 @@
+import Foundation
+public import MerchantKit
+import OrchardCrypto
+public import OrchardRuntime
+public import OrchardServices
+public import OrchardStore
+import OrchardX509
+
+/// The demo merchant's server as a deployment service (`orchard serve merchant`): its configuration, its init
+/// step (keys, CSRs, certificates from the Pay server, the demo app's entitlement) and its build function.
+public struct MerchantService: OrchardService {
+    /// The merchant's files in `DIR/pki/`.
+    public enum Files {
+        /// The payment processing certificate (P-256, merchant-ID extension, subject UID) and its key: tokens
+        /// are encrypted to it.
+        public static let processing = "merchant-processing"
+        /// The merchant identity certificate (TLS client certificate) and its key, for mutual TLS to the Pay
+        /// server.
+        public static let identity = "merchant-identity"
+    }
+
+    /// `merchant.merchantIdentifier`: the merchant ID (default `merchant.dev.orchard.demo`).
+    public static let merchantIdentifier = ConfigurationKey<String>.string(
+        "merchant", "merchantIdentifier", default: "merchant.dev.orchard.demo",
+        validate: {
+            isReverseDNS($0, prefix: "merchant.") ? nil : "\"\($0)\" is not a merchant ID (merchant.<reverse DNS>)"
+        })
+    /// `merchant.displayName`: the name the payment sheet shows.
+    public static let displayName = ConfigurationKey<String>.string(
+        "merchant", "displayName", default: "Orchard Demo Store",
+        validate: { (1...128).contains($0.count) ? nil : "a display name has 1 to 128 characters" })
+    /// `merchant.applicationIdentifier`: the demo app entitled to pay for this merchant.
+    public static let applicationIdentifier = ConfigurationKey<String>.string(
+        "merchant", "applicationIdentifier", default: "dev.orchard.demo-app",
+        validate: { isReverseDNS($0, prefix: "") ? nil : "\"\($0)\" is not an app identifier (reverse DNS)" })
+
+    /// The merchant's store options: orders acknowledge money.
+    public static let storeOptions = StoreOptions(durability: .full, secureDelete: true)
+
+    public init() {}
+
+    public var name: ServiceName { .merchant }
+    public var configurationKeys: [AnyConfigurationKey] {
+        [Self.merchantIdentifier.erased, Self.displayName.erased, Self.applicationIdentifier.erased]
+    }
+
+    public func initialize(_ context: InitializationContext) async throws {
+        let onboarding = try context.merchantOnboarding()
+        let merchantID = context[Self.merchantIdentifier]
+        let displayName = context[Self.displayName]
+        let application = context[Self.applicationIdentifier]
+        try await onboarding.registerMerchant(identifier: merchantID, displayName: displayName)
+
+        let processingKey = try DeploymentPKI.newSigningKey()
+        let processingRequest = try CertificateSigningRequest.create(
+            subject: DistinguishedName([
+                .userID(merchantID), .commonName("Orchard Pay Payment Processing:\(merchantID)"),
+                .organization(displayName),
+            ]),
+            key: CertificatePrivateKey(processingKey))
+        let processing = try await onboarding.issuePaymentProcessingCertificate(
+            for: processingRequest, merchantIdentifier: merchantID)
+        try DeploymentPKI.writeSigningKey(processingKey, named: Files.processing, to: context.directory)
+        try DeploymentPKI.writeCertificates(processing, named: Files.processing, to: context.directory)
+        context.trace("merchant: payment processing certificate pki/\(Files.processing).pem for \(merchantID)")
+
+        let identityKey = try DeploymentPKI.newSigningKey()
+        let identityRequest = try CertificateSigningRequest.create(
+            subject: DistinguishedName([
+                .userID(merchantID), .commonName("Merchant ID: \(merchantID)"), .organization(displayName),
+            ]),
+            key: CertificatePrivateKey(identityKey))
+        let identity = try await onboarding.issueMerchantIdentityCertificate(
+            for: identityRequest, merchantIdentifier: merchantID)
+        try DeploymentPKI.writeSigningKey(identityKey, named: Files.identity, to: context.directory)
+        try DeploymentPKI.writeCertificates(identity, named: Files.identity, to: context.directory)
+        context.trace("merchant: identity (TLS client) certificate pki/\(Files.identity).pem")
+
+        try await onboarding.entitle(application: application, merchantIdentifiers: [merchantID])
+        context.trace("merchant: app \(application) entitled to pay for \(merchantID)")
+
+        let store = try Self.openStore(in: context.directory)
+        await store.close()
+        for key in [Self.merchantIdentifier, Self.displayName, Self.applicationIdentifier] {
+            try context.set(key, context[key])
+        }
+        context.report("merchantIdentifier", merchantID)
+        context.report("demoApplication", application)
+        // Fail now, not at the first payment, if what was written cannot be used for decryption.
+        _ = try Self.loadProcessingIdentity(from: context.directory)
+    }
+
+    public func build(
+        configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
+    ) async throws -> any ServiceInstance {
+        try await MerchantServer.build(configuration: configuration, directory: directory, environment: environment)
+    }
+
+    /// Opens (creating) `DIR/merchant.sqlite`.
+    public static func openStore(in directory: DeploymentDirectory) throws(StoreError) -> Store {
+        try Store(path: directory.databasePath(for: .merchant), options: storeOptions, migrations: [])
+    }
+
+    /// The merchant's decryption identity from `pki/merchant-processing`, as MerchantKit uses it.
+    public static func loadProcessingIdentity(from directory: DeploymentDirectory) throws -> MerchantIdentity {
+        let certificates = try DeploymentPKI.readCertificates(named: Files.processing, from: directory)
+        guard let leaf = certificates.first else {
+            throw ServicesError(.pkiFailure, "pki/\(Files.processing).pem holds no certificate")
+        }
+        let pem = try directory.readPrivateKey(named: Files.processing)
+        return try pem.withUnsafeBytes { bytes throws(MerchantKitError) in
+            try MerchantIdentity(certificate: leaf, privateKeyPEM: String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    static func isReverseDNS(_ text: String, prefix: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard text.hasPrefix(prefix), text.contains("."), (3...128).contains(bytes.count),
+            bytes.first != UInt8(ascii: "."), bytes.last != UInt8(ascii: "."), !text.contains("..")
+        else { return false }
+        return bytes.allSatisfy { byte in
+            (0x61...0x7A).contains(byte) || (0x41...0x5A).contains(byte) || (0x30...0x39).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Acquirer
+import Foundation
+import Issuer
+import NetworkService
+import OrchardCrypto
+import OrchardHTTP
+import OrchardLogging
+public import OrchardRuntime
+public import OrchardServices
+import OrchardX509
+import TokenService
+
+/// The network's parties wired for one process: token service, issuer and acquirer over their SQLite stores.
+///
+/// Token-status notifications go to an in-memory outbox until the Pay server's notification endpoint exists
+/// (issue 10).
+public enum NetworkServer {
+    /// Builds the network of `directory` without binding: opens the HSM with the local master key, the three
+    /// stores, and the device CA the token service takes Secure Element keys from; sets up TLS and the routes.
+    public static func build(
+        configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
+    ) async throws -> HTTPServiceInstance {
+        let keyFile = try NetworkKeyFile.read(from: directory)
+        let localMasterKey = try directory.readPrivateKey(named: NetworkServerService.Files.localMasterKey)
+        guard localMasterKey.count == 32 else {
+            throw ServicesError(.pkiFailure, "pki/\(NetworkServerService.Files.localMasterKey).key is not 32 bytes")
+        }
+        let hsm = try SoftwareHSM(
+            localMasterKey: SymmetricKey(localMasterKey), verifiers: NetworkServerService.verifiers(),
+            random: environment.random)
+        let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
+        let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
+        let logger = try ServiceLogging.logger(for: .network, configuration: configuration, directory: directory)
+
+        let vault = try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))
+        let issuerStore = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+        let acquirerStore = try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer))
+        let closeStores: @Sendable () async -> Void = {
+            await vault.store.close()
+            await issuerStore.store.close()
+            await acquirerStore.store.close()
+        }
+        do {
+            let issuer = Issuer(
+                configuration: TestCards.configuration, store: issuerStore,
+                cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: environment.wallClock,
+                random: environment.random)
+            let outbox = InMemoryNotificationOutbox()
+            let tokenService = try TokenService(
+                keyStore: hsm, keys: keyFile.keys, ranges: keyFile.ranges,
+                issuers: [
+                    IssuerRoute(issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes, host: issuer)
+                ],
+                vault: vault,
+                deviceKeys: try DeviceCAKeyVerifier(deviceCARoots: [deviceCA], clock: environment.wallClock),
+                notifier: outbox, clock: environment.wallClock, random: environment.random)
+            await issuer.connect(to: tokenService)
+            let acquirer = Acquirer(
+                acquirerID: NetworkServerService.acquirerID, store: acquirerStore, network: tokenService,
+                clock: environment.wallClock, random: environment.random)
+            var router = Router()
+            NetworkRoutes.install(
+                into: &router, tokenService: tokenService, acquirer: acquirer, issuerID: TestCards.issuerID,
+                access: NetworkAccess(
+                    tokenRequestor: ServiceAccess.requirement([.tokenRequestor], root: root),
+                    acquiring: ServiceAccess.requirement([.acquiring], root: root),
+                    issuer: ServiceAccess.requirement([.issuer], root: root)))
+            return try HTTPServiceInstance(
+                name: .network, configuration: configuration, directory: directory, router: router, logger: logger,
+                onStop: closeStores)
+        } catch {
+            await closeStores()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Acquirer
+import Foundation
+import Issuer
+import NetworkService
+import OrchardCrypto
+import OrchardHTTP
+import OrchardLogging
+public import OrchardRuntime
+public import OrchardServices
+import OrchardStore
+import OrchardX509
+import TokenService
+
+/// The card network as a deployment service (`orchard serve network`): the token service with its vault and
+/// software HSM, the demo issuer and the acquirer, in one process with one SQLite file each
+/// (`network.sqlite`, `issuer.sqlite`, `acquirer.sqlite`), serving `NetworkRoutes` over HTTPS.
+///
+/// Who may call which routes: the token requestor group needs a root-issued client certificate with role
+/// ``ServiceRole/tokenRequestor`` (the Pay server's `pki/pay-client`), acquiring ``ServiceRole/acquiring``,
+/// the issuer group ``ServiceRole/issuer``.
+public struct NetworkServerService: OrchardService {
+    /// The network's files in `DIR/pki/`.
+    public enum Files {
+        /// The software HSM's local master key: 32 raw bytes, mode 0600. Every other key is wrapped under it.
+        public static let localMasterKey = "network-hsm"
+        /// The token service's wrapped keys and token ranges (`pki/network-hsm-keys.json`, 0600): key blocks
+        /// only the HSM can open, as a real HSM's host keeps them.
+        public static let wrappedKeys = "network-hsm-keys.json"
+    }
+
+    /// The token ranges `init` makes (never overlapping the test cards' BINs).
+    public static let visaTokenPrefix = "489537"
+    public static let mastercardTokenPrefix = "539990"
+    /// The acquirer's identifier.
+    public static let acquirerID = "orchard-acquirer"
+
+    public init() {}
+
+    public var name: ServiceName { .network }
+
+    public func initialize(_ context: InitializationContext) async throws {
+        let directory = context.directory
+        let localMasterKey = SecureBytes(randomCount: 32, using: context.random)
+        try directory.writePrivateKey(localMasterKey, named: Files.localMasterKey)
+        let hsm = try SoftwareHSM(
+            localMasterKey: SymmetricKey(localMasterKey), verifiers: Self.verifiers(), random: context.random)
+        let ranges = [
+            try TokenRange(
+                rangeID: "visa-tokens", issuerID: TestCards.issuerID, network: .visa, prefix: Self.visaTokenPrefix,
+                proximityKey: try hsm.generateKey(usage: .proximityIssuerMasterKey, id: "visa-imk-ac"),
+                remoteKey: try hsm.generateKey(usage: .remoteIssuerMasterKey, id: "visa-imk-rp")),
+            try TokenRange(
+                rangeID: "mc-tokens", issuerID: TestCards.issuerID, network: .mastercard,
+                prefix: Self.mastercardTokenPrefix,
+                proximityKey: try hsm.generateKey(usage: .proximityIssuerMasterKey, id: "mc-imk-ac"),
+                remoteKey: try hsm.generateKey(usage: .remoteIssuerMasterKey, id: "mc-imk-rp")),
+        ]
+        let keys = try TokenServiceKeys.generate(in: hsm)
+        try NetworkKeyFile(keys: keys, ranges: ranges).write(to: directory)
+        context.trace(
+            "network: HSM master key pki/\(Files.localMasterKey).key; vault, lookup and provisioning keys and issuer "
+                + "master keys for token ranges \(Self.visaTokenPrefix)…, \(Self.mastercardTokenPrefix)… "
+                + "(pki/\(Files.wrappedKeys))")
+
+        // The vault and the acquirer start empty; the issuer gets its test cards.
+        await (try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))).store.close()
+        await (try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer))).store.close()
+        let issuerStore = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+        let issuer = Issuer(
+            configuration: TestCards.configuration, store: issuerStore,
+            cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: context.clock,
+            random: context.random)
+        do {
+            try await TestCards.seed(into: issuer)
+        } catch {
+            await issuerStore.store.close()
+            throw error
+        }
+        await issuerStore.store.close()
+        context.trace(
+            "network: issuer \(TestCards.issuerName) with \(TestCards.cards.count) test cards in issuer.sqlite")
+        context.report(
+            "testCards", TestCards.cards.map(\.pan).map { "\($0.prefix(6))…\($0.suffix(4))" }.joined(separator: ", "))
+    }
+
+    public func build(
+        configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
+    ) async throws -> any ServiceInstance {
+        try await NetworkServer.build(configuration: configuration, directory: directory, environment: environment)
+    }
+
+    /// The HSM's cryptogram checks: the EMV module's ARQC check for proximity. Remote cryptograms have no
+    /// verifier until the in-app issue defines them, so they are declined.
+    static func verifiers() -> [any TokenCryptogramVerifier] { [EMVProximityCryptogramVerifier()] }
+}
+
+/// `pki/network-hsm-keys.json`: the token service's key handles and token ranges (wrapped keys only).
+struct NetworkKeyFile: Codable {
+    var version = 1
+    let keys: TokenServiceKeys
+    let ranges: [TokenRange]
+
+    init(keys: TokenServiceKeys, ranges: [TokenRange]) {
+        self.keys = keys
+        self.ranges = ranges
+    }
+
+    static func path(in directory: DeploymentDirectory) -> String {
+        directory.pkiPath + "/" + NetworkServerService.Files.wrappedKeys
+    }
+
+    func write(to directory: DeploymentDirectory) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try SecureFile.write(try encoder.encode(self), to: Self.path(in: directory), mode: 0o600)
+    }
+
+    static func read(from directory: DeploymentDirectory) throws -> NetworkKeyFile {
+        let file = try JSONDecoder().decode(
+            NetworkKeyFile.self, from: Data(try SecureFile.read(path(in: directory), limit: 1 << 20)))
+        guard file.version == 1 else {
+            throw ServicesError(
+                .invalidConfiguration, "pki/\(NetworkServerService.Files.wrappedKeys) has version \(file.version)")
+        }
+        return file
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import MerchantServer
+import NetworkServer
+import OrchardHTTP
+import OrchardLogging
+import OrchardRuntime
+import OrchardServices
+import PayServer
+
+/// `orchard init`, `orchard serve <service>` and `orchard up`: create a deployment and run its services.
+enum DeploymentCommands {
+    /// The services of a deployment, one line each, in init and start order (the network first, as the Pay
+    /// server calls it; the Pay server before the merchant, whose init step asks it for certificates).
+    static func registry() throws(CLIError) -> ServiceRegistry {
+        do {
+            return try ServiceRegistry([
+                NetworkServerService(),
+                PayService(),
+                MerchantService(),
+            ])
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+    }
+
+    static let initCommand = Command(
+        name: "init",
+        summary: "Create a complete local deployment in --data-dir (keys, certificates, demo data, ports).",
+        discussion: """
+            DIR must be missing or empty; a non-empty DIR is replaced only with --force (never while one of its
+            services runs). Creates the Orchard root CA, a TLS certificate per service for 127.0.0.1/localhost,
+            the Pay server's token-signing chain, the device CA, the demo account, the demo merchant
+            merchant.dev.orchard.demo with its payment processing and identity certificates, the demo app
+            dev.orchard.demo-app entitled for it, and free ports (or --base-port N, N+1, ...) in config.json.
+            Keys are written 0600 and DIR is 0700. Prints a JSON summary on stdout.
+            """,
+        options: [
+            .flag("force", help: "Replace what DIR holds (its keys and databases are lost)."),
+            .single("base-port", "N", help: "Give the services fixed ports N, N+1, ... instead of free ones."),
+        ]
+    ) { arguments, context in
+        let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        let basePort: Int? =
+            arguments.value("base-port") == nil
+            ? nil : try arguments.integer("base-port", default: 0, in: 1...65535)
+        let summary = try await initialize(
+            directory, options: .init(force: arguments.flag("force"), basePort: basePort), context: context)
+        try context.outputJSON(summary)
+    }
+
+    /// Initialises `directory` with the standard services, tracing each step on stderr.
+    static func initialize(
+        _ directory: DeploymentDirectory, options: DeploymentInitializer.Options, context: CommandContext
+    ) async throws -> DeploymentInitializer.Summary {
+        let registry = try registry()
+        do {
+            context.trace("initialising \(directory)")
+            return try await DeploymentInitializer.initialize(
+                directory, registry: registry, options: options, trace: { context.trace("  " + $0) })
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+    }
+
+    static let serve = Command(
+        name: "serve",
+        summary: "Run one service of the deployment in --data-dir until SIGTERM or SIGINT.",
+        discussion: """
+            Services: network (token service, issuer, acquirer), pay, merchant. The service binds the host and
+            port of its config.json section (ORCHARD_<SERVICE>_PORT overrides), publishes DIR/run/<service>.json
+            with its address while it runs, and stops gracefully on SIGTERM or SIGINT (a second signal cuts
+            in-flight requests short). Prints the run record as JSON on stdout once it listens; logs go to
+            DIR/logs/<service>.log.
+            """,
+        positionals: ["service"]
+    ) { arguments, context in
+        guard let name = arguments.positionals.first else {
+            throw CLIError.usage(
+                "name the service to run (\(try registry().names.map(\.rawValue).joined(separator: ", ")))")
+        }
+        let registry = try registry()
+        let service: any OrchardService
+        do throws(ServicesError) {
+            service = try registry.service(named: name)
+        } catch {
+            throw CLIError.usage(error.message)
+        }
+        let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        try await host([service.name], directory: directory, registry: registry, context: context)
+    }
+
+    static let up = Command(
+        name: "up",
+        summary: "Run every service of the deployment in --data-dir in this process until SIGTERM or SIGINT.",
+        discussion: """
+            A DIR that holds no deployment (missing or empty) is initialised first, as `orchard init` would.
+            Each service listens on its own port with its own SQLite file and publishes DIR/run/<service>.json;
+            SIGTERM or SIGINT stops them all gracefully. Prints the run records as JSON on stdout once all listen.
+            """
+    ) { _, context in
+        let registry = try registry()
+        let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        try await initializeIfEmpty(directory, context: context)
+        try await host(registry.names, directory: directory, registry: registry, context: context)
+    }
+
+    /// The process contract for `up` and `demo`: a DIR that is missing or empty is initialised; one that
+    /// holds other files but no deployment is refused.
+    static func initializeIfEmpty(_ directory: DeploymentDirectory, context: CommandContext) async throws {
+        let state: DeploymentDirectory.State
+        do {
+            state = try directory.state()
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        switch state {
+        case .deployment: return
+        case .missing, .empty: _ = try await initialize(directory, options: .init(), context: context)
+        case .occupied:
+            throw CLIError.failure(
+                "\(directory) holds files but no deployment; run `orchard init --force` or pick another DIR")
+        }
+    }
+
+    /// Starts `names`, prints their run records, and runs until a signal.
+    static func host(
+        _ names: [ServiceName], directory: DeploymentDirectory, registry: ServiceRegistry, context: CommandContext
+    ) async throws {
+        // Handlers first: a SIGTERM right after the records appear must already stop gracefully.
+        let signals = ShutdownSignals.shared
+        _ = signals
+        let host: ServiceHost
+        do {
+            host = try await ServiceHost.start(
+                names, directory: directory, registry: registry,
+                environment: ServiceEnvironment(variables: context.environment), publish: true)
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        var records: [String: ServiceRecord] = [:]
+        for running in host.services {
+            records[running.name.rawValue] = running.record
+            context.trace(
+                "\(running.name) listening on https://\(running.endpoint.host):\(running.endpoint.port) "
+                    + "(DIR/run/\(running.name).json)")
+        }
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // `serve` prints its one record, `up` the records by service name: one line either way.
+        if names.count == 1, let only = records.values.first {
+            context.output(String(decoding: try encoder.encode(only), as: UTF8.self))
+        } else {
+            context.output(String(decoding: try encoder.encode(records), as: UTF8.self))
+        }
+        await host.runUntilSignalled(logger: Logger(label: "orchard", sink: StandardErrorLogSink.shared))
+        context.trace("stopped")
+    }
+
+    static let status = Command(
+        name: "status",
+        summary: "Check every service of the deployment in --data-dir over HTTPS (GET /health).",
+        discussion: """
+            Uses the services running for DIR (DIR/run/); those not running are started in this process for the
+            check and stopped again, as every command that needs services does. Prints one JSON object per
+            service: how it was reached (running elsewhere, with its pid, or started here), its URL and the
+            /health answer. Exits 1 if a service does not answer 200.
+            """
+    ) { _, context in
+        let registry = try registry()
+        let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        let connections: ServiceConnections
+        do throws(ServicesError) {
+            connections = try await ServiceConnections.connect(
+                registry.names, directory: directory, registry: registry,
+                environment: ServiceEnvironment(variables: context.environment))
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        var report: [String: [String: String]] = [:]
+        var failed: [String] = []
+        do {
+            let client = try connections.client()
+            defer { client.shutdown() }
+            for name in registry.names {
+                let url = try connections.baseURL(of: name) + "/health"
+                let startedHere = connections.startedInProcess.contains(name)
+                var entry = ["url": url, "reached": startedHere ? "started in this process" : "running"]
+                if !startedHere, let record = try? directory.runningService(name) { entry["pid"] = "\(record.pid)" }
+                do {
+                    let response = try await client.get(url)
+                    entry["status"] = "\(response.status.code)"
+                    if response.status != .ok { failed.append(name.rawValue) }
+                } catch {
+                    entry["status"] = "unreachable: \(error)"
+                    failed.append(name.rawValue)
+                }
+                context.trace("\(name): \(entry["status"] ?? "") (\(entry["reached"] ?? ""))")
+                report[name.rawValue] = entry
+            }
+        } catch {
+            await connections.close()
+            throw CLIError.failure("\(error)")
+        }
+        await connections.close()
+        try context.outputJSON(report)
+        if !failed.isEmpty { throw CLIError.failure("not healthy: \(failed.joined(separator: ", "))") }
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+public import OrchardCrypto
+public import OrchardRuntime
+import OrchardX509
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `orchard init`: creates a complete local deployment in a directory.
+///
+/// Order: check the directory (missing or empty, or anything with `force` while none of its services runs);
+/// create it (0700); the Orchard root CA; the device CA; ports; for each service its TLS server certificate,
+/// then its own step; finally `config.json`. The configuration is written last, so a directory whose init
+/// failed half-way is never taken for a deployment.
+public enum DeploymentInitializer {
+    /// How to initialise.
+    public struct Options: Sendable {
+        /// Replace whatever the directory holds (never while one of its services runs).
+        public var force: Bool
+        /// Fixed ports: the services get `basePort`, `basePort + 1`, … in registry order; nil picks free ones.
+        public var basePort: Int?
+
+        public init(force: Bool = false, basePort: Int? = nil) {
+            self.force = force
+            self.basePort = basePort
+        }
+    }
+
+    /// What `init` made, for the command's JSON output.
+    public struct Summary: Sendable, Encodable {
+        public let directory: String
+        /// Each service's main port (and further named ports), by service name.
+        public let services: [String: ServicePorts]
+        /// The root clients trust: `DIR/pki/root-ca.pem`.
+        public let rootCertificate: String
+        /// Facts the steps reported: `merchantIdentifier`, `demoApplication`, `demoAccount`, …
+        public let facts: [String: String]
+    }
+
+    /// A service's ports in the summary.
+    public struct ServicePorts: Sendable, Encodable, Hashable {
+        public let port: Int
+        public let additional: [String: Int]
+    }
+
+    /// Initialises `directory` with `registry`'s services. See the type's documentation for the order.
+    public static func initialize(
+        _ directory: DeploymentDirectory, registry: ServiceRegistry, options: Options = Options(),
+        clock: any WallClock = SystemClock(), random: any RandomSource = SystemRandom(),
+        trace: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws(ServicesError) -> Summary {
+        try prepare(directory, options: options)
+        var configuration = Configuration(schema: registry.schema)
+        try assignPorts(&configuration, registry: registry, basePort: options.basePort)
+
+        let rootCA = try CertificateAuthority.create(
+            subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Root CA")]), issuer: nil,
+            lifetime: DeploymentPKI.caLifetime, clock: clock, random: random)
+        try rootCA.write(named: PKIFiles.rootCA, to: directory)
+        trace("root CA: pki/\(PKIFiles.rootCA).pem")
+        let deviceCA = try CertificateAuthority.create(
+            subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Device CA")]), issuer: rootCA,
+            lifetime: DeploymentPKI.caLifetime, clock: clock, random: random)
+        try deviceCA.write(named: PKIFiles.deviceCA, to: directory)
+        trace("device CA: pki/\(PKIFiles.deviceCA).pem (issued by the root)")
+
+        let context = InitializationContext(
+            directory: directory, rootCA: rootCA, configuration: configuration, clock: clock, random: random,
+            trace: trace)
+        do throws(ServicesError) {
+            for service in registry.services {
+                try DeploymentPKI.issueTLSServerIdentity(
+                    for: service.name, by: rootCA, to: directory, clock: clock, random: random)
+                let file = PKIFiles.tlsServer(service.name)
+                trace("\(service.name): TLS certificate pki/\(file).pem (127.0.0.1, localhost)")
+                do {
+                    try await service.initialize(context)
+                } catch {
+                    throw ServicesError(.internalFailure, "the init step of \(service.name) failed", underlying: error)
+                }
+            }
+        } catch {
+            await context.runCleanups()
+            throw error
+        }
+        await context.runCleanups()
+        let final = context.currentConfiguration
+        do {
+            try directory.writeConfiguration(final)
+        } catch {
+            throw ServicesError(.internalFailure, "cannot write \(directory.configurationPath)", underlying: error)
+        }
+        trace("configuration: \(directory.configurationPath)")
+        var ports: [String: ServicePorts] = [:]
+        for service in registry.services {
+            var additional: [String: Int] = [:]
+            for key in service.additionalPorts { additional[key.name] = final[key] }
+            ports[service.name.rawValue] = ServicePorts(
+                port: final[ServiceSettings.port(service.name)], additional: additional)
+        }
+        return Summary(
+            directory: directory.path, services: ports,
+            rootCertificate: (try? directory.certificatePath(named: PKIFiles.rootCA)) ?? "",
+            facts: context.reportedFacts)
+    }
+
+    /// Checks the directory's state, clears a replaced deployment, creates the layout.
+    static func prepare(_ directory: DeploymentDirectory, options: Options) throws(ServicesError) {
+        let state: DeploymentDirectory.State
+        do {
+            state = try directory.state()
+        } catch {
+            throw ServicesError(.invalidConfiguration, "cannot use \(directory)", underlying: error)
+        }
+        switch state {
+        case .missing, .empty:
+            break
+        case .deployment, .occupied:
+            guard options.force else {
+                if state == .deployment {
+                    throw ServicesError(
+                        .alreadyInitialized,
+                        "\(directory) already holds a deployment; pass --force to replace it (its keys are lost)")
+                }
+                throw ServicesError(
+                    .directoryNotEmpty, "\(directory) is not empty; choose an empty directory or pass --force")
+            }
+            let running = (try? directory.runningServices()) ?? []
+            guard running.isEmpty else {
+                let names = running.map { "\($0.service) (pid \($0.pid))" }.joined(separator: ", ")
+                throw ServicesError(.servicesRunning, "\(directory) has running services: \(names); stop them first")
+            }
+            try clear(directory)
+        }
+        do {
+            try directory.create()
+        } catch {
+            throw ServicesError(.invalidConfiguration, "cannot create \(directory)", underlying: error)
+        }
+    }
+
+    /// Removes what a deployment consists of (configuration, PKI files, party databases, run records), and
+    /// nothing else the directory holds.
+    static func clear(_ directory: DeploymentDirectory) throws(ServicesError) {
+        let manager = FileManager.default
+        var doomed: [String] = [directory.configurationPath]
+        for folder in [directory.pkiPath, directory.runPath] {
+            let names = (try? manager.contentsOfDirectory(atPath: folder)) ?? []
+            doomed += names.map { "\(folder)/\($0)" }
+        }
+        let top = (try? manager.contentsOfDirectory(atPath: directory.path)) ?? []
+        doomed += top.filter { $0.hasSuffix(".sqlite") || $0.hasSuffix(".sqlite-wal") || $0.hasSuffix(".sqlite-shm") }
+            .map { "\(directory.path)/\($0)" }
+        for path in doomed where manager.fileExists(atPath: path) {
+            do {
+                try manager.removeItem(atPath: path)
+            } catch {
+                throw ServicesError(.invalidConfiguration, "cannot remove \(path): \(error.localizedDescription)")
+            }
+        }
+    }
+
+    /// Fills every service's main and additional ports: consecutive from `basePort`, else free ones.
+    static func assignPorts(
+        _ configuration: inout Configuration, registry: ServiceRegistry, basePort: Int?
+    ) throws(ServicesError) {
+        let keys = registry.services.flatMap { [ServiceSettings.port($0.name)] + $0.additionalPorts }
+        let ports: [Int]
+        if let basePort {
+            guard basePort >= 1, basePort + keys.count - 1 <= 65535 else {
+                throw ServicesError(
+                    .invalidConfiguration,
+                    "--base-port \(basePort) leaves no room for \(keys.count) ports below 65536")
+            }
+            ports = Array(basePort..<(basePort + keys.count))
+        } else {
+            ports = try freePorts(keys.count)
+        }
+        for (key, port) in zip(keys, ports) {
+            do {
+                try configuration.set(key, port)
+            } catch {
+                throw ServicesError(.invalidConfiguration, "cannot set \(key.path)", underlying: error)
+            }
+        }
+    }
+
+    /// `count` distinct ports free on 127.0.0.1 now: each is bound to port 0 and read back, all are held until
+    /// the last is found, then released.
+    package static func freePorts(_ count: Int) throws(ServicesError) -> [Int] {
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        var ports: [Int] = []
+        for _ in 0..<count {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw ServicesError(.internalFailure, "socket() failed while choosing ports") }
+            sockets.append(fd)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = 0
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                    bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
+                }
+            }
+            guard bound else { throw ServicesError(.internalFailure, "no free port on 127.0.0.1") }
+            ports.append(Int(UInt16(bigEndian: address.sin_port)))
+        }
+        return ports
+    }
+}

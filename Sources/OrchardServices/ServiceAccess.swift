@@ -1,0 +1,69 @@
+import Foundation
+public import OrchardCrypto
+public import OrchardHTTP
+public import OrchardRuntime
+public import OrchardX509
+
+/// What a service-to-service client certificate lets its holder do. The role is the certificate's
+/// organizationalUnit; only certificates the Orchard root CA issued directly carry one that counts (the
+/// device CA and the merchant CA issue under the root, but what they issue is never a service role).
+public struct ServiceRole: Hashable, Sendable, CustomStringConvertible {
+    /// The OU value.
+    public let rawValue: String
+
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// The token requestor (the Pay server): provisioning and the cardholder's lifecycle actions at the network.
+    public static let tokenRequestor = ServiceRole("token-requestor")
+    /// Terminals and merchant servers sending authorizations to the acquirer.
+    public static let acquiring = ServiceRole("acquiring")
+    /// The issuer's lifecycle actions at the network.
+    public static let issuer = ServiceRole("issuer")
+
+    public var description: String { rawValue }
+}
+
+/// Client certificates between services: issuing them at `init`, and the per-route requirement that checks them.
+public enum ServiceAccess {
+    /// Issues a TLS client certificate for `role` directly from the root CA (EKU clientAuth, O=Orchard,
+    /// OU=role, CN=`commonName`) and writes it and its key as `pki/<name>.pem` and `pki/<name>.key`.
+    @discardableResult
+    public static func issueClientIdentity(
+        named name: String, role: ServiceRole, commonName: String, by root: CertificateAuthority,
+        to directory: DeploymentDirectory, clock: any WallClock, random: any RandomSource
+    ) throws(ServicesError) -> Certificate {
+        let key = try DeploymentPKI.newSigningKey()
+        let now = clock.now()
+        do {
+            let certificate = try Certificate.issue(
+                subject: DistinguishedName([
+                    .organization("Orchard"), .organizationalUnit(role.rawValue), .commonName(commonName),
+                ]),
+                publicKey: CertificatePublicKey(key.publicKey), issuer: root.issuer,
+                notValidBefore: now.addingTimeInterval(-300),
+                notValidAfter: now.addingTimeInterval(DeploymentPKI.leafLifetime),
+                extensions: [
+                    .basicConstraints(isCA: false), .keyUsage([.digitalSignature]), .extendedKeyUsage([.clientAuth]),
+                ], random: random)
+            try DeploymentPKI.writeSigningKey(key, named: name, to: directory)
+            try DeploymentPKI.writeCertificates([certificate], named: name, to: directory)
+            return certificate
+        } catch {
+            throw ServicesError(.pkiFailure, "cannot issue the client certificate \(name)", underlying: error)
+        }
+    }
+
+    /// A route requirement: a verified client certificate issued directly by `root` whose OU is one of `roles`
+    /// and whose extended key usage allows client authentication (401 without a certificate, 403 otherwise).
+    public static func requirement(_ roles: Set<ServiceRole>, root: Certificate) -> ClientCertificateRequirement {
+        let rootKey = try? root.publicKey
+        return .required(where: { presented in
+            guard let rootKey, let certificate = try? Certificate(derEncoded: presented.derRepresentation),
+                certificate.issuer == root.subject, certificate.isSignature(validUnder: rootKey),
+                (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true,
+                let unit = certificate.subject.organizationalUnit
+            else { return false }
+            return roles.contains(ServiceRole(unit))
+        })
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+public import OrchardHTTP
+public import OrchardRuntime
+
+/// The services a command needs, found or started: the process contract's "use the ones running for DIR,
+/// else start them in-process for the command's own duration".
+///
+/// For each service: a live `DIR/run/<service>.json` (an `orchard serve` or `orchard up` process) is used as
+/// it is; otherwise the service is built and started in this process on a free port, without a run record,
+/// and stopped by ``close()``.
+public final class ServiceConnections: Sendable {
+    /// Where each needed service listens.
+    public let endpoints: [ServiceName: ServiceEndpoint]
+    /// The services this process started (the rest were already running elsewhere).
+    public let startedInProcess: [ServiceName]
+    /// The Orchard root CA (PEM), the only root a client of these services trusts.
+    public let rootCertificatePEM: String
+    private let host: ServiceHost?
+
+    private init(
+        endpoints: [ServiceName: ServiceEndpoint], startedInProcess: [ServiceName], rootCertificatePEM: String,
+        host: ServiceHost?
+    ) {
+        self.endpoints = endpoints
+        self.startedInProcess = startedInProcess
+        self.rootCertificatePEM = rootCertificatePEM
+        self.host = host
+    }
+
+    /// Finds or starts `names` for `directory`.
+    public static func connect(
+        _ names: [ServiceName], directory: DeploymentDirectory, registry: ServiceRegistry,
+        environment: ServiceEnvironment = ServiceEnvironment()
+    ) async throws(ServicesError) -> ServiceConnections {
+        _ = try registry.loadConfiguration(from: directory, environment: environment.variables)
+        var endpoints: [ServiceName: ServiceEndpoint] = [:]
+        var missing: [ServiceName] = []
+        for name in names {
+            _ = try registry.service(named: name.rawValue)
+            let record: ServiceRecord?
+            do {
+                record = try directory.runningService(name)
+            } catch {
+                throw ServicesError(.invalidConfiguration, "cannot read the run record of \(name)", underlying: error)
+            }
+            if let record {
+                endpoints[name] = ServiceEndpoint(host: record.host, port: record.port, ports: record.ports)
+            } else {
+                missing.append(name)
+            }
+        }
+        var host: ServiceHost?
+        if !missing.isEmpty {
+            let started = try await ServiceHost.start(
+                missing, directory: directory, registry: registry, environment: environment, publish: false,
+                anyPort: true)
+            for running in started.services { endpoints[running.name] = running.endpoint }
+            host = started
+        }
+        let root: String
+        do {
+            root = try directory.readCertificate(named: PKIFiles.rootCA)
+        } catch {
+            await host?.stop()
+            throw ServicesError(.pkiFailure, "cannot read the Orchard root CA", underlying: error)
+        }
+        return ServiceConnections(
+            endpoints: endpoints, startedInProcess: host?.services.map(\.name) ?? [], rootCertificatePEM: root,
+            host: host)
+    }
+
+    /// `https://host:port` of `name`'s main port (IPv6 hosts in brackets).
+    public func baseURL(of name: ServiceName) throws(ServicesError) -> String {
+        guard let endpoint = endpoints[name] else {
+            throw ServicesError(.notReady, "\(name) was not among the services connected")
+        }
+        return endpoint.host.contains(":")
+            ? "https://[\(endpoint.host)]:\(endpoint.port)" : "https://\(endpoint.host):\(endpoint.port)"
+    }
+
+    /// An HTTPS client that trusts only the Orchard root CA, optionally presenting a client identity (for
+    /// routes that need mutual TLS).
+    public func client(identity: TLSIdentity? = nil) throws(ServicesError) -> HTTPClient {
+        do {
+            return try HTTPClient(
+                configuration: HTTPClientConfiguration(
+                    trustedRootsPEM: rootCertificatePEM, clientCertificateChainPEM: identity?.certificateChainPEM,
+                    clientPrivateKeyPEM: identity?.privateKeyPEM))
+        } catch {
+            throw ServicesError(.internalFailure, "cannot make an HTTPS client", underlying: error)
+        }
+    }
+
+    /// Stops what this process started; services found running elsewhere are left alone.
+    public func close() async { await host?.stop() }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import OrchardHTTP
+import OrchardLogging
+public import OrchardRuntime
+public import OrchardServices
+public import OrchardStore
+import OrchardX509
+public import PaymentToken
+
+/// The Orchard Pay server: its state (store, token-signing chain, merchant registry) and its routes.
+///
+/// Built by ``build(configuration:directory:environment:)`` from what `init` wrote. Today it answers
+/// `GET /health` (no client certificate) and `GET /v1/merchant/identity` (mutual TLS with a merchant identity
+/// certificate). Later issues add merchant onboarding, nonces, the credential exchange and the provisioning
+/// relay as routes here; those needing mutual TLS declare their requirement per route.
+public final class PayServer: Sendable {
+    public let store: Store
+    /// The chain the server signs tokens with (root → integration CA → signing leaf).
+    public let tokenSigning: TokenSigningPKI
+    /// Merchant IDs, their certificates and app entitlements.
+    public let merchants: MerchantRegistry
+
+    /// The CA whose certificates are merchant identities.
+    public let merchantCA: Certificate
+
+    init(store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate) {
+        self.store = store
+        self.tokenSigning = tokenSigning
+        self.merchants = merchants
+        self.merchantCA = merchantCA
+    }
+
+    /// Builds the Pay server of `directory` without binding: reads its keys and certificates, opens
+    /// `pay.sqlite`, sets up TLS. The store is closed when the service stops.
+    public static func build(
+        configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
+    ) async throws -> HTTPServiceInstance {
+        let tokenSigning = try PayService.loadTokenSigningPKI(from: directory)
+        let merchantCA = try CertificateAuthority.load(named: PayService.Files.merchantCA, from: directory)
+        let logger = try ServiceLogging.logger(for: .pay, configuration: configuration, directory: directory)
+        let store = try PayStore.open(in: directory)
+        let server = PayServer(
+            store: store, tokenSigning: tokenSigning,
+            merchants: MerchantRegistry(
+                store: store, authority: merchantCA, clock: environment.wallClock, random: environment.random),
+            merchantCA: merchantCA.certificate)
+        do {
+            return try HTTPServiceInstance(
+                name: .pay, configuration: configuration, directory: directory, router: server.routes(),
+                logger: logger, onStop: { await store.close() })
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    /// The Pay server's routes (besides `/health`, which every service has).
+    func routes() -> Router {
+        var router = Router()
+        let merchants = self.merchants
+        // The listener already verified the certificate chains to the Orchard root; this route accepts only
+        // the merchant CA's identity certificates (a device certificate gets 403).
+        router.get("/v1/merchant/identity", requirement: .required(where: isMerchantIdentity)) { request in
+            guard let presented = request.clientCertificate,
+                let merchantIdentifier = Self.merchantIdentifier(presented.derRepresentation),
+                let displayName = try await merchants.merchant(merchantIdentifier)
+            else {
+                throw HTTPError(.clientCertificateNotAllowed, "this identity certificate names no registered merchant")
+            }
+            return try HTTPResponse.json(["merchantIdentifier": merchantIdentifier, "displayName": displayName])
+        }
+        return router
+    }
+
+    /// Whether `presented` was issued by the merchant CA for identity use (extended key usage clientAuth).
+    @Sendable func isMerchantIdentity(_ presented: ClientCertificate) -> Bool {
+        guard let certificate = try? Certificate(derEncoded: presented.derRepresentation),
+            let authorityKey = try? merchantCA.publicKey
+        else { return false }
+        return certificate.issuer == merchantCA.subject && certificate.isSignature(validUnder: authorityKey)
+            && (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true
+    }
+
+    /// The merchant ID in an identity certificate's subject UID.
+    static func merchantIdentifier(_ der: [UInt8]) -> String? {
+        (try? Certificate(derEncoded: der))?.subject.userID
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import OrchardCrypto
+public import OrchardRuntime
+public import OrchardServices
+import OrchardStore
+import OrchardX509
+public import PaymentToken
+
+/// The Orchard Pay server as a deployment service (`orchard serve pay`): its configuration, its init step and
+/// its build function.
+public struct PayService: OrchardService {
+    /// The files of the Pay server in `DIR/pki/`.
+    public enum Files {
+        /// The token-signing root merchants trust (the stand-in for Apple Root CA - G3).
+        public static let tokenRoot = "token-root"
+        /// The integration CA (marker 1.2.840.113635.100.6.2.14).
+        public static let tokenIntegrationCA = "token-integration-ca"
+        /// The signing leaf (marker 1.2.840.113635.100.6.29) the Pay server signs tokens with.
+        public static let tokenSigning = "token-signing"
+        /// The CA that issues merchant processing and identity certificates, under the Orchard root.
+        public static let merchantCA = "merchant-ca"
+        /// The Pay server's TLS client certificate (role token requestor) for its calls to the network.
+        public static let client = "pay-client"
+    }
+
+    /// `pay.demoAccount`: the user account `init` creates, to which demo devices belong.
+    public static let demoAccount = ConfigurationKey<String>.string(
+        "pay", "demoAccount", default: "demo",
+        validate: {
+            isAccountName($0) ? nil : "\"\($0)\" is not an account name (1-64 lowercase letters, digits, . _ - @)"
+        }
+    )
+
+    public init() {}
+
+    public var name: ServiceName { .pay }
+    public var configurationKeys: [AnyConfigurationKey] { [Self.demoAccount.erased] }
+
+    public func initialize(_ context: InitializationContext) async throws {
+        let directory = context.directory
+        let now = context.clock.now()
+        let pki = try TokenSigningPKI.generate(
+            notValidBefore: now.addingTimeInterval(-300),
+            notValidAfter: now.addingTimeInterval(DeploymentPKI.caLifetime),
+            random: context.random)
+        try Self.write(pki, to: directory)
+        context.trace(
+            "pay: token-signing chain pki/\(Files.tokenRoot).pem → \(Files.tokenIntegrationCA) "
+                + "(1.2.840.113635.100.6.2.14) → \(Files.tokenSigning) (1.2.840.113635.100.6.29)")
+
+        let merchantCA = try CertificateAuthority.create(
+            subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Merchant CA")]),
+            issuer: context.rootCA, lifetime: DeploymentPKI.caLifetime, clock: context.clock, random: context.random)
+        try merchantCA.write(named: Files.merchantCA, to: directory)
+        context.trace("pay: merchant CA pki/\(Files.merchantCA).pem (issued by the root)")
+
+        try ServiceAccess.issueClientIdentity(
+            named: Files.client, role: .tokenRequestor, commonName: "Orchard Pay", by: context.rootCA, to: directory,
+            clock: context.clock, random: context.random)
+        context.trace("pay: client certificate pki/\(Files.client).pem (token requestor) for calls to the network")
+
+        let store = try PayStore.open(in: directory)
+        context.atEnd { await store.close() }
+        let account = context[Self.demoAccount]
+        try await store.write { db in
+            try db.execute(
+                "INSERT OR IGNORE INTO accounts (name, created_at) VALUES (?, ?)", [.text(account), .milliseconds(now)])
+        }
+        try context.set(Self.demoAccount, account)
+        context.report("demoAccount", account)
+        context.trace("pay: demo account \"\(account)\" in pay.sqlite")
+        context.provide(
+            MerchantRegistry(store: store, authority: merchantCA, clock: context.clock, random: context.random))
+    }
+
+    public func build(
+        configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
+    ) async throws -> any ServiceInstance {
+        try await PayServer.build(configuration: configuration, directory: directory, environment: environment)
+    }
+
+    /// Writes the three levels, keys 0600, as ``Files``.
+    static func write(_ pki: TokenSigningPKI, to directory: DeploymentDirectory) throws {
+        for (name, certificate, key) in [
+            (Files.tokenRoot, pki.root, pki.rootKey), (Files.tokenIntegrationCA, pki.intermediate, pki.intermediateKey),
+            (Files.tokenSigning, pki.leaf, pki.leafKey),
+        ] {
+            try directory.writePrivateKey(try key.pkcs8PEM, named: name)
+            try DeploymentPKI.writeCertificates([certificate], named: name, to: directory)
+        }
+    }
+
+    /// Reads the token-signing chain `init` wrote, checking each key belongs to its certificate and each level
+    /// is issued by the one above.
+    public static func loadTokenSigningPKI(
+        from directory: DeploymentDirectory
+    ) throws(ServicesError)
+        -> TokenSigningPKI
+    {
+        var loaded: [(Certificate, CertificatePrivateKey)] = []
+        for name in [Files.tokenRoot, Files.tokenIntegrationCA, Files.tokenSigning] {
+            let authority = try CertificateAuthority.load(named: name, from: directory)
+            loaded.append((authority.certificate, authority.privateKey))
+        }
+        let (root, intermediate, leaf) = (loaded[0].0, loaded[1].0, loaded[2].0)
+        guard intermediate.issuer == root.subject, leaf.issuer == intermediate.subject else {
+            throw ServicesError(.pkiFailure, "the token-signing files in pki/ do not form one chain")
+        }
+        return TokenSigningPKI(
+            root: root, rootKey: loaded[0].1, intermediate: intermediate, intermediateKey: loaded[1].1, leaf: leaf,
+            leafKey: loaded[2].1)
+    }
+
+    /// Account names as devices take them (`DeviceProfile`): 1 to 64 lowercase letters, digits, `.`, `_`,
+    /// `-` or `@`.
+    static func isAccountName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        return (1...64).contains(bytes.count)
+            && bytes.allSatisfy { byte in
+                (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
+                    || [UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "@")].contains(byte)
+            }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import MerchantServer
+import OrchardCrypto
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import OrchardX509
+import PayServer
+import Testing
+
+/// The Pay server's listener: `/health` without a client certificate, mutual TLS required per route.
+@Suite("Pay server: client certificates per route")
+struct PayServerTests {
+    let temporary: TemporaryDirectory
+    let directory: DeploymentDirectory
+    init() throws {
+        temporary = try TemporaryDirectory()
+        directory = DeploymentDirectory(path: temporary.child("deployment"))
+    }
+
+    /// A TLS client identity issued by `authority` (clientAuth), written nowhere.
+    func clientIdentity(from authority: CertificateAuthority, uid: String) throws -> TLSIdentity {
+        let key = try P256.Signing.PrivateKey()
+        let certificate = try Certificate.issue(
+            subject: DistinguishedName([.userID(uid), .commonName("client")]),
+            publicKey: CertificatePublicKey(key.publicKey), issuer: authority.issuer,
+            notValidBefore: Date().addingTimeInterval(-60), notValidAfter: Date().addingTimeInterval(3600),
+            extensions: [.basicConstraints(isCA: false), .extendedKeyUsage([.clientAuth])])
+        return TLSIdentity(
+            certificateChainPEM: certificate.pemRepresentation + authority.certificate.pemRepresentation,
+            privateKeyPEM: SecureBytes(Array(try key.pemRepresentation.utf8)))
+    }
+
+    @Test func merchantIdentityRouteNeedsTheMerchantsCertificate() async throws {
+        let registry = try ServiceRegistry([PayService(), MerchantService()])
+        _ = try await DeploymentInitializer.initialize(directory, registry: registry)
+        let connections = try await ServiceConnections.connect([.pay], directory: directory, registry: registry)
+        let base = try connections.baseURL(of: .pay)
+        let url = base + "/v1/merchant/identity"
+
+        let anonymous = try connections.client()
+        #expect(try await anonymous.get(base + "/health").status == .ok)
+        #expect(try await anonymous.get(url).status == .unauthorized)
+        anonymous.shutdown()
+
+        let merchant = try connections.client(
+            identity: try TLSIdentity.load(named: MerchantService.Files.identity, from: directory))
+        let response = try await merchant.get(url)
+        #expect(response.status == .ok)
+        let body = try JSONSerialization.jsonObject(with: response.body) as? [String: String]
+        #expect(body?["merchantIdentifier"] == "merchant.dev.orchard.demo")
+        #expect(body?["displayName"] == "Orchard Demo Store")
+        merchant.shutdown()
+
+        // Chains to the Orchard root, but through the device CA: verified by TLS, refused by the route.
+        let deviceCA = try CertificateAuthority.load(named: PKIFiles.deviceCA, from: directory)
+        let device = try connections.client(
+            identity: try clientIdentity(from: deviceCA, uid: "merchant.dev.orchard.demo"))
+        #expect(try await device.get(url).status == .forbidden)
+        device.shutdown()
+
+        // A merchant CA certificate for an unregistered merchant ID.
+        let merchantCA = try CertificateAuthority.load(named: PayService.Files.merchantCA, from: directory)
+        let unknown = try connections.client(
+            identity: try clientIdentity(from: merchantCA, uid: "merchant.dev.unknown"))
+        #expect(try await unknown.get(url).status == .forbidden)
+        unknown.shutdown()
+
+        // From a CA outside the deployment: the handshake itself fails.
+        let foreignCA = try CertificateAuthority.create(
+            subject: DistinguishedName([.commonName("Elsewhere CA")]), issuer: nil, lifetime: 3600,
+            clock: SystemClock(), random: SystemRandom())
+        let foreign = try connections.client(
+            identity: try clientIdentity(from: foreignCA, uid: "merchant.dev.orchard.demo"))
+        await #expect(throws: HTTPError.self) { try await foreign.get(url) }
+        foreign.shutdown()
+        await connections.close()
+    }
+}
