@@ -1,6 +1,6 @@
 import EMV
 import Foundation
-import OrchardCrypto
+public import OrchardCrypto
 import OrchardHTTP
 
 /// The terminal's acquirer connection over HTTPS (`OrchardHTTP`'s client, trusting only the given roots).
@@ -17,9 +17,12 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
     public let baseURL: String
     private let client: HTTPClient
 
-    /// A gateway to `baseURL` (`https://host:port`), trusting `trustedRootsPEM` only.
-    public init(baseURL: String, trustedRootsPEM: String, requestTimeout: Duration = .seconds(10)) throws(TerminalError)
-    {
+    /// A gateway to `baseURL` (`https://host:port`), trusting `trustedRootsPEM` only, and presenting the
+    /// terminal's client certificate (a deployment's acquiring route requires one with role `acquiring`).
+    public init(
+        baseURL: String, trustedRootsPEM: String, clientCertificateChainPEM: String? = nil,
+        clientPrivateKeyPEM: SecureBytes? = nil, requestTimeout: Duration = .seconds(10)
+    ) throws(TerminalError) {
         guard baseURL.hasPrefix("https://") else {
             throw TerminalError(.invalidArgument, "the acquirer URL is https://")
         }
@@ -27,8 +30,9 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
         do {
             client = try HTTPClient(
                 configuration: HTTPClientConfiguration(
-                    trustedRootsPEM: trustedRootsPEM, connectTimeout: .seconds(3), requestTimeout: requestTimeout,
-                    maxResponseBytes: 64 << 10, maxAttempts: 1))
+                    trustedRootsPEM: trustedRootsPEM, clientCertificateChainPEM: clientCertificateChainPEM,
+                    clientPrivateKeyPEM: clientPrivateKeyPEM, connectTimeout: .seconds(3),
+                    requestTimeout: requestTimeout, maxResponseBytes: 64 << 10, maxAttempts: 1))
         } catch {
             throw TerminalError(.invalidArgument, "the acquirer connection cannot be set up: \(error.message)")
         }

@@ -1,7 +1,9 @@
 import Foundation
 import NFCLink
+import OrchardCrypto
 import OrchardLogging
 import OrchardRuntime
+import OrchardServices
 import Terminal
 
 /// `orchard terminal ...`: the point-of-sale terminal of a deployment (settings, STAN and journal in
@@ -76,6 +78,9 @@ enum TerminalCommands {
         try await store.saveTerminal(settings)
         await store.close()
         context.trace("terminal \(settings.terminalID) saved in \(store.path)")
+        if let issued = try issueClientIdentity(settings, deployment) {
+            context.trace("terminal \(settings.terminalID): client certificate pki/\(issued).pem (role acquiring)")
+        }
         try context.outputJSON(settings)
     }
 
@@ -231,9 +236,37 @@ enum TerminalCommands {
         guard let roots = FileManager.default.contents(atPath: rootsPath) else {
             throw CLIError.failure("cannot read the acquirer's trusted roots at \(rootsPath)")
         }
+        // The terminal's client certificate, when `setup` issued one in this deployment.
+        var chain: String?
+        var key: SecureBytes?
+        let identity = clientIdentityName(settings.terminalID)
+        if let path = try? deployment.certificatePath(named: identity),
+            let pem = FileManager.default.contents(atPath: path)
+        {
+            chain = String(decoding: pem, as: UTF8.self)
+            key = try deployment.readPrivateKey(named: identity)
+        }
         return try AcquirerHTTPSGateway(
-            baseURL: url, trustedRootsPEM: String(decoding: roots, as: UTF8.self), requestTimeout: policy.attemptTimeout
-        )
+            baseURL: url, trustedRootsPEM: String(decoding: roots, as: UTF8.self), clientCertificateChainPEM: chain,
+            clientPrivateKeyPEM: key, requestTimeout: policy.attemptTimeout)
+    }
+
+    /// `pki/terminal-<id>-client`: the terminal's TLS client identity for the acquirer.
+    static func clientIdentityName(_ terminalID: String) -> String { "terminal-\(terminalID.lowercased())-client" }
+
+    /// In a deployment with a root CA, issues the terminal's client certificate (role `acquiring`, CN the
+    /// terminal ID) the network's acquiring route requires, unless it exists. Returns its name when issued.
+    static func issueClientIdentity(_ settings: TerminalSettings, _ deployment: DeploymentDirectory) throws -> String? {
+        let name = clientIdentityName(settings.terminalID)
+        let rootKey = try deployment.privateKeyPath(named: PKIFiles.rootCA)
+        guard FileManager.default.fileExists(atPath: rootKey),
+            !FileManager.default.fileExists(atPath: try deployment.certificatePath(named: name))
+        else { return nil }
+        let root = try CertificateAuthority.load(named: PKIFiles.rootCA, from: deployment)
+        try ServiceAccess.issueClientIdentity(
+            named: name, role: .acquiring, commonName: settings.terminalID, by: root, to: deployment,
+            clock: SystemClock(), random: SystemRandom())
+        return name
     }
 
     /// Runs `body`, turning a terminal's refusal of an option into a usage error.
