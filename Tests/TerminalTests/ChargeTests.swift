@@ -89,7 +89,7 @@ struct ChargeTests {
         let directory = try TemporaryDirectory()
         let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: try CardTarget())
         defer { antenna.stop() }
-        let acquirer = TestAcquirer(script: [.slow(.seconds(1)), .answer])
+        let acquirer = TestAcquirer(script: [.lost, .answer])
         let store: any TerminalStore = InMemoryTerminalStore()
         let terminal = try await makeTerminal(gateway: acquirer, store: store)
         let result = try await terminal.charge(try usd("5.00"), antenna: directory.antenna)
@@ -100,12 +100,27 @@ struct ChargeTests {
         #expect(try await store.transactions(terminalID: "T-TEST-1", limit: 1).first?.attempts == 2)
     }
 
+    @Test("The terminal's own deadline: an acquirer that never answers is abandoned and retried")
+    func deadline() async throws {
+        let directory = try TemporaryDirectory()
+        let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: try CardTarget())
+        defer { antenna.stop() }
+        let acquirer = TestAcquirer(script: [.slow(.seconds(600)), .answer])
+        var policy = TerminalPolicy.test
+        policy.attemptTimeout = .seconds(2)
+        let terminal = try await makeTerminal(gateway: acquirer, policy: policy)
+        let result = try await terminal.charge(try usd("5.00"), antenna: directory.antenna)
+        #expect(result.attempts >= 2, "\(result)")
+        #expect(await acquirer.decisions == 1)
+        #expect(Set(await acquirer.authorizationKeys) == ["terminal-T-TEST-1-000001"])
+    }
+
     @Test("Still no answer: a reversal with the same STAN; an unconfirmed one stays pending until recovery")
     func reversal() async throws {
         let directory = try TemporaryDirectory()
         let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: try CardTarget())
         defer { antenna.stop() }
-        let acquirer = TestAcquirer(script: Array(repeating: .slow(.seconds(1)), count: 3))
+        let acquirer = TestAcquirer(script: Array(repeating: .lost, count: 3))
         let store: any TerminalStore = InMemoryTerminalStore()
         let terminal = try await makeTerminal(gateway: acquirer, store: store)
         let result = try await terminal.charge(try usd("5.00"), antenna: directory.antenna)
@@ -120,7 +135,7 @@ struct ChargeTests {
 
         // The acquirer is gone when the reversal is due: it stays pending and the next start sends it.
         let flaky = TestAcquirer(
-            script: Array(repeating: .slow(.seconds(1)), count: 3),
+            script: Array(repeating: .lost, count: 3),
             reversalScript: Array(repeating: .unreachable, count: 3))
         let pendingStore: any TerminalStore = InMemoryTerminalStore()
         let flakyTerminal = try await makeTerminal(gateway: flaky, store: pendingStore)

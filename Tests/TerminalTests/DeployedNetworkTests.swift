@@ -75,7 +75,7 @@ final class ServiceProcess: @unchecked Sendable {
 
     /// The base URL from the run record, once the service published it.
     func baseURL() async throws -> String {
-        for _ in 0..<400 {
+        for _ in 0..<2400 {
             if let record = try? deployment.runningService(try ServiceName(service)) { return record.baseURL }
             try await Task.sleep(for: .milliseconds(25))
         }

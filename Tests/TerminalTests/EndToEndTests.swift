@@ -81,7 +81,7 @@ struct EndToEndTests {
         // Now the user looks at the phone while it is held to the reader.
         let pending = Task { try await charge(directory, "3.00", device: "phone", extra: ["--wait", "20"]).0 }
         var inField = false
-        for _ in 0..<400 where !inField {
+        for _ in 0..<2400 where !inField {
             try await Task.sleep(for: .milliseconds(25))
             inField = try await phone.call("GET", "/status").1["contactless"] as? String == "in-field"
         }

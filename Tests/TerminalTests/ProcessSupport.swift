@@ -87,7 +87,7 @@ final class DeviceProcessHandle: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<400 {
+        for _ in 0..<2400 {
             if ControlSocketClient.isRunning(at: controlSocket),
                 !expectAntenna || NFCAntenna.isListening(at: antenna)
             {

@@ -75,6 +75,9 @@ actor TestAcquirer: AuthorizationGateway {
         case answer
         /// Decide, but answer only after `delay` (the terminal's deadline passes first).
         case slow(Duration)
+        /// Decide, then lose the answer: the gateway reports a timeout at once (what the HTTPS gateway
+        /// does when its deadline passes), so the test does not depend on how busy the machine is.
+        case lost
         case unreachable
         case refuse
         /// Approve or decline with this code whatever the cryptogram.
@@ -117,6 +120,7 @@ actor TestAcquirer: AuthorizationGateway {
             decisions += 1
         }
         if case .slow(let delay) = behaviour { try? await Task.sleep(for: delay) }
+        if case .lost = behaviour { throw TerminalError(.gatewayTimedOut, "no answer") }
         return answer
     }
 
@@ -168,11 +172,21 @@ actor TestAcquirer: AuthorizationGateway {
     }
 }
 
+extension TerminalPolicy {
+    /// Deadlines far beyond what a busy machine needs (the whole suite shares two cooperative threads), except
+    /// the wait for an authentication that never comes.
+    static var test: TerminalPolicy {
+        TerminalPolicy(
+            readyTimeout: .milliseconds(200),
+            link: NFCLinkLimits(joinTimeout: .seconds(30), exchangeTimeout: .seconds(30)), attemptTimeout: .seconds(30),
+            retryBackoff: .milliseconds(10))
+    }
+}
+
 /// A terminal over an in-memory store and `gateway`, with a log kept in memory.
 func makeTerminal(
     gateway: any AuthorizationGateway, store: any TerminalStore = InMemoryTerminalStore(),
-    policy: TerminalPolicy = TerminalPolicy(
-        readyTimeout: .milliseconds(200), attemptTimeout: .milliseconds(300), retryBackoff: .milliseconds(10)),
+    policy: TerminalPolicy = .test,
     settings: TerminalSettings? = nil, log: InMemoryLogSink = InMemoryLogSink()
 ) async throws -> PaymentTerminal {
     let settings = try settings ?? TerminalSettings(terminalID: "T-TEST-1")
