@@ -11,7 +11,11 @@ let package = Package(
     targets: [
         .target(name: "FuzzTokenJSON", dependencies: [.product(name: "PaymentToken", package: "Orchard")]),
         // DER/BER reader, X.509 certificate parser and the CMS SignedData verifier (OrchardX509).
-        .target(name: "FuzzCMS", dependencies: [.product(name: "OrchardX509", package: "Orchard")]),
+        .target(
+            name: "FuzzCMS",
+            dependencies: [
+                .product(name: "OrchardX509", package: "Orchard"), .product(name: "MerchantKit", package: "Orchard"),
+            ]),
         // BER-TLV decoder and DOL parser (EMV).
         .target(name: "FuzzEMVTLV", dependencies: [.product(name: "EMV", package: "Orchard")]),
         // Command/response APDU parsers and the card applet fed with APDU sequences (EMV).
