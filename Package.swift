@@ -27,6 +27,8 @@ let package = Package(
         .library(name: "SecureElement", targets: ["SecureElement"]),
         .library(name: "Wallet", targets: ["Wallet"]),
         .library(name: "Device", targets: ["Device"]),
+        .library(name: "NFCLink", targets: ["NFCLink"]),
+        .library(name: "Terminal", targets: ["Terminal"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -88,7 +90,7 @@ let package = Package(
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
-                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer",
+                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal",
             ],
             swiftSettings: strict
         ),
@@ -150,13 +152,26 @@ let package = Package(
             swiftSettings: strict
         ),
         // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
-        .target(name: "DeviceProcess", dependencies: ["Device"], swiftSettings: strict),
+        .target(name: "DeviceProcess", dependencies: ["Device", "NFCLink"], swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
         // cryptograms.
         .executableTarget(
             name: "orchard-device-crasher",
             dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto"],
             path: "Sources/DeviceCrasher",
+            swiftSettings: strict
+        ),
+
+        // The NFC link between a terminal's reader and a device's antenna: framed APDUs on a local Unix socket.
+        .target(name: "NFCLink", dependencies: ["EMV", "OrchardRuntime"], swiftSettings: strict),
+
+        // The point-of-sale terminal: settings, STAN and journal in DIR/terminal.sqlite, the EMV kernel over the NFC
+        // link, online authorization through an acquirer gateway (with retries and reversals).
+        .target(
+            name: "Terminal",
+            dependencies: [
+                "EMV", "NFCLink", "OrchardCrypto", "OrchardLogging", "OrchardStore", "OrchardRuntime", "OrchardHTTP",
+            ],
             swiftSettings: strict
         ),
 
@@ -247,6 +262,17 @@ let package = Package(
         .testTarget(
             name: "DeviceProcessTests",
             dependencies: ["DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto", "orchard"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NFCLinkTests", dependencies: ["NFCLink", "EMV", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "TerminalTests",
+            dependencies: [
+                "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
+                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
+                "Acquirer", "TokenService", "Issuer", "orchard",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -13,6 +13,7 @@ public enum CommandRegistry {
         HTTPCommands.command,
         DeviceCommands.command,
         BenchCommands.command,
+        TerminalCommands.command,
     ]
 
     public static let root = Command(

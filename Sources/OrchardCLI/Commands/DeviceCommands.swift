@@ -98,18 +98,44 @@ enum DeviceCommands {
             on the socket, e.g. `curl --unix-socket DIR/devices/NAME/control.sock http://device/status`) drive it;
             without it they act on the device's store directly, with no state kept between commands (an
             authorization, a field, an unlocked device last one command). The routes are in docs/device.md.
+            A phone or a watch also opens its NFC antenna (DIR/devices/NAME/nfc.sock) for terminals; in a
+            field the user authenticates through the control API, or at once with --auto-auth (docs/terminal.md).
             """,
-        options: [nameOption]
+        options: [
+            nameOption,
+            .single(
+                "auto-auth", "STEPS",
+                help: "In a field, authenticate at once: face-id, touch-id, passcode:CODE, double-click, or a list."),
+        ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = try arguments.require("name")
+        var automatic: AutoAuthentication?
+        if let text = arguments.value("auto-auth") {
+            do {
+                automatic = try AutoAuthentication(parsing: text)
+            } catch let error as DeviceError {
+                throw CLIError.usage(error.message)
+            }
+        }
         let device = try await Device.open(in: deployment, name: name)
         let path = Device.controlSocketPath(of: name, in: deployment)
-        let server = try ControlSocketServer(path: path, control: DeviceControl(device: device))
+        let antenna = try NFCFieldSession.startAntenna(
+            device: device, deployment: deployment, autoAuthentication: automatic,
+            events: { event in if let line = try? nfcEventLine(event) { context.output(line) } })
+        let server: ControlSocketServer
+        do {
+            server = try ControlSocketServer(path: path, control: DeviceControl(device: device))
+        } catch {
+            antenna?.stop()
+            throw error
+        }
         context.trace("device \(name) (\(device.profile)) listening on \(path)")
         context.output(#"{"event":"listening","socket":"\#(path)"}"#)
+        if let antenna { context.output(#"{"event":"antenna","socket":"\#(antenna.path)"}"#) }
         let signal = await TerminationSignal.wait()
         context.trace("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
+        antenna?.stop()
         server.stop()
         context.output(#"{"event":"stopped"}"#)
     }
@@ -330,6 +356,13 @@ enum DeviceCommands {
     }
 
     static func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
+
+    /// One line of JSON for what the device did in a field.
+    static func nfcEventLine(_ event: NFCFieldEvent) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(event), as: UTF8.self)
+    }
 
     static func onOff(_ value: String, _ option: String) throws -> Bool {
         switch value {

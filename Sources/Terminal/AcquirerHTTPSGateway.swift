@@ -1,0 +1,149 @@
+import EMV
+import Foundation
+public import OrchardCrypto
+import OrchardHTTP
+
+/// The terminal's acquirer connection over HTTPS (`OrchardHTTP`'s client, trusting only the given roots).
+///
+/// `POST {base}/v1/acquirer/authorizations` (the network service's acquiring route; the terminal ID and STAN
+/// in the body are the acquirer's idempotency key) and `POST {base}/v1/acquirer/reversals`, JSON both ways,
+/// with the header `Idempotency-Key: terminal-<terminal ID>-<STAN>` as well (docs/terminal.md has the
+/// bodies). A 2xx answer is the acquirer's decision; 4xx is a refusal of the request itself
+/// (``TerminalError/Code/gatewayRefused``); 409, 5xx, a timeout or a broken connection leave the outcome
+/// unknown (``TerminalError/Code/gatewayTimedOut``); a connection that could not be made is
+/// ``TerminalError/Code/gatewayUnreachable``. The client never retries
+/// by itself: the terminal decides (same STAN, or a reversal).
+public final class AcquirerHTTPSGateway: AuthorizationGateway {
+    public let baseURL: String
+    private let client: HTTPClient
+
+    /// A gateway to `baseURL` (`https://host:port`), trusting `trustedRootsPEM` only, and presenting the
+    /// terminal's client certificate (a deployment's acquiring route requires one with role `acquiring`).
+    public init(
+        baseURL: String, trustedRootsPEM: String, clientCertificateChainPEM: String? = nil,
+        clientPrivateKeyPEM: SecureBytes? = nil, requestTimeout: Duration = .seconds(10)
+    ) throws(TerminalError) {
+        guard baseURL.hasPrefix("https://") else {
+            throw TerminalError(.invalidArgument, "the acquirer URL is https://")
+        }
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        do {
+            client = try HTTPClient(
+                configuration: HTTPClientConfiguration(
+                    trustedRootsPEM: trustedRootsPEM, clientCertificateChainPEM: clientCertificateChainPEM,
+                    clientPrivateKeyPEM: clientPrivateKeyPEM, connectTimeout: .seconds(3),
+                    requestTimeout: requestTimeout, maxResponseBytes: 64 << 10, maxAttempts: 1))
+        } catch {
+            throw TerminalError(.invalidArgument, "the acquirer connection cannot be set up: \(error.message)")
+        }
+    }
+
+    deinit { client.shutdown() }
+
+    public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationResponse {
+        let body = AuthorizationBody(request)
+        let response = try await post("/v1/acquirer/authorizations", body, idempotencyKey: request.idempotencyKey)
+        do {
+            return try JSONDecoder().decode(AuthorizationResponse.self, from: response)
+        } catch {
+            throw TerminalError(.protocolViolation, "the acquirer's authorization answer is not valid")
+        }
+    }
+
+    public func reverse(_ request: ReversalRequest) async throws -> ReversalResponse {
+        let response = try await post("/v1/acquirer/reversals", request, idempotencyKey: request.idempotencyKey)
+        do {
+            return try JSONDecoder().decode(ReversalResponse.self, from: response)
+        } catch {
+            throw TerminalError(.protocolViolation, "the acquirer's reversal answer is not valid")
+        }
+    }
+
+    private func post(
+        _ path: String, _ body: some Encodable & Sendable, idempotencyKey: String
+    ) async throws(TerminalError)
+        -> Data
+    {
+        let request: HTTPClientRequest
+        do {
+            request = try HTTPClientRequest.json(
+                .post, baseURL + path, body, headers: ["Idempotency-Key": idempotencyKey])
+        } catch {
+            throw TerminalError(.invalidArgument, "the request could not be encoded")
+        }
+        let response: HTTPResponse
+        do {
+            response = try await client.send(request)
+        } catch {
+            switch error.code {
+            case .connectionFailed, .invalidURL, .tlsFailure, .notRunning:
+                throw TerminalError(.gatewayUnreachable, "the acquirer cannot be reached: \(error.code)")
+            default:
+                throw TerminalError(.gatewayTimedOut, "no answer from the acquirer: \(error.code)")
+            }
+        }
+        switch response.status.code {
+        case 200..<300:
+            return response.body
+        case 409, 500...:
+            throw TerminalError(
+                .gatewayTimedOut, "the acquirer answered \(response.status.code): the outcome is unknown")
+        default:
+            let decoded = try? JSONDecoder().decode([String: [String: String]].self, from: response.body)
+            let message = decoded?["error"]?["message"] ?? "status \(response.status.code)"
+            throw TerminalError(.gatewayRefused, "\(response.status.code) \(message.prefix(200))")
+        }
+    }
+}
+
+/// The authorization as the acquirer's route takes it (`NetworkService.AuthorizationBody`): the DPAN in
+/// clear (the acquirer needs it), the expiry as year and month, the amount with the ISO 4217 numeric
+/// currency, and the ARQC with field 55 as the data it covers. `panSequenceNumber` and `posEntryMode` travel
+/// too (ISO 8583 DE 23 and DE 22), for an acquirer that reads them.
+struct AuthorizationBody: Codable, Sendable {
+    struct Money: Codable, Sendable {
+        let minorUnits: Int64
+        /// ISO 4217 numeric, three digits.
+        let currency: String
+    }
+    struct Expiry: Codable, Sendable {
+        let year: Int
+        let month: Int
+    }
+    struct Cryptogram: Codable, Sendable {
+        /// `proximityARQC`.
+        let kind: String
+        let cryptogram: [UInt8]
+        let applicationTransactionCounter: UInt16
+        /// Field 55.
+        let transactionData: [UInt8]
+    }
+
+    let merchantID: String
+    let terminalID: String
+    let stan: String
+    let pan: String
+    let expiry: Expiry?
+    let amount: Money
+    let channel: String
+    let cryptogram: Cryptogram
+    let panSequenceNumber: Int
+    let posEntryMode: String
+
+    init(_ request: AuthorizationRequest) {
+        merchantID = request.merchantID
+        terminalID = request.terminalID
+        stan = request.systemTraceAuditNumber
+        pan = request.pan.unmaskedDigits
+        let yy = Int(request.expiry.prefix(2))
+        let mm = Int(request.expiry.suffix(2))
+        expiry = yy.flatMap { year in mm.map { Expiry(year: 2000 + year, month: $0) } }
+        amount = Money(minorUnits: request.amount.minorUnits, currency: request.amount.currency.numericString)
+        channel = "contactless"
+        cryptogram = Cryptogram(
+            kind: "proximityARQC", cryptogram: request.cryptogram,
+            applicationTransactionCounter: request.applicationTransactionCounter, transactionData: request.chipData)
+        panSequenceNumber = request.panSequenceNumber
+        posEntryMode = request.posEntryMode
+    }
+}

@@ -1,0 +1,91 @@
+import Acquirer
+import Foundation
+import NetworkService
+import OrchardRuntime
+import Terminal
+import Testing
+
+/// A deployment as `orchard init` makes it, with `orchard serve network` running: the terminal finds the
+/// network through its run record, trusts the deployment's root CA, and presents the client certificate
+/// `orchard terminal setup` issued it (role `acquiring`), which the acquiring route requires; the acquirer
+/// knows the merchant and terminal, and the token service answers (no such token: `14`).
+@Suite("In store against a deployed network", .serialized)
+struct DeployedNetworkTests {
+    @Test("init, serve network, device run, terminal setup, charge: the network answers; without the certificate, 96")
+    func deployed() async throws {
+        let directory = try TemporaryDirectory()
+        let deployment = directory.deployment
+        let initialised = try await orchard(["init", "--data-dir", directory.path])
+        #expect(initialised.status == 0, "\(initialised.stderr)")
+
+        // The acquirer's onboarding of the merchant and its terminal (no command does it yet).
+        let acquirerStore = try SQLiteAcquirerStore(path: deployment.databasePath(for: .acquirer))
+        try await acquirerStore.saveMerchant(
+            MerchantAccount(
+                merchantID: "merchant.dev.orchard.demo", name: "Orchard Store", categoryCode: "5814",
+                countryCode: "840", terminalIDs: ["T0001"]))
+        await acquirerStore.store.close()
+
+        try await createDevice(directory, "phone", kind: "phone", biometry: "face")
+        let phone = try await DeviceProcessHandle(deployment, name: "phone", autoAuth: "face-id")
+        let network = try ServiceProcess(deployment, service: "network")
+        defer { network.stop() }
+        _ = try await network.baseURL()  // it listens and published its run record
+
+        // A card the network never issued (personalised here under a test key): the network has no such token.
+        // (Provisioning through the deployed network needs its device-CA check to accept the device CA that
+        // `orchard init` issues under the root; NetworkEndToEndTests covers the approved path.)
+        _ = try await phone.provision(dpan: TestIssuer.visaDPAN, network: "visa", suffix: "1111")
+
+        // The terminal: set up (its client certificate issued from the root), then a charge.
+        let setup = try await orchard(["terminal", "setup", "--data-dir", directory.path])
+        #expect(setup.status == 0 && setup.stderr.contains("pki/terminal-t0001-client.pem"), "\(setup.stderr)")
+        let (_, unknown) = try await charge(directory, "4.50", device: "phone")
+        #expect(unknown["outcome"] as? String == "declined" && unknown["responseCode"] as? String == "14", "\(unknown)")
+        #expect(unknown["attempts"] as? Int == 1 && unknown["maskedPan"] as? String == "476173******0119")
+
+        // Without its certificate the acquiring route refuses the terminal.
+        for suffix in [".pem", ".key"] {
+            try FileManager.default.removeItem(atPath: deployment.pkiPath + "/terminal-t0001-client" + suffix)
+        }
+        let (_, refused) = try await charge(directory, "4.50", device: "phone")
+        #expect(refused["outcome"] as? String == "declined" && refused["responseCode"] as? String == "96", "\(refused)")
+        #expect((refused["reason"] as? String ?? "").contains("401"))
+        phone.stop()
+    }
+}
+
+/// `orchard serve <service>` as a child process, stopped with SIGTERM.
+final class ServiceProcess: @unchecked Sendable {
+    let deployment: DeploymentDirectory
+    let service: String
+    private let process = Process()
+
+    init(_ deployment: DeploymentDirectory, service: String) throws {
+        self.deployment = deployment
+        self.service = service
+        process.executableURL = URL(fileURLWithPath: try orchardExecutable())
+        process.arguments = ["serve", service, "--data-dir", deployment.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    deinit { stop() }
+
+    /// The base URL from the run record, once the service published it.
+    func baseURL() async throws -> String {
+        for _ in 0..<2400 {
+            if let record = try? deployment.runningService(try ServiceName(service)) { return record.baseURL }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw TerminalError(.notConfigured, "\(service) did not start")
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
