@@ -52,7 +52,7 @@ public enum NetworkServer {
                     IssuerRoute(issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes, host: issuer)
                 ],
                 vault: vault,
-                deviceKeys: try DeviceCAKeyVerifier(deviceCARoots: [deviceCA], clock: environment.wallClock),
+                deviceKeys: try Self.deviceKeyVerifier(deviceCA: deviceCA, root: root, clock: environment.wallClock),
                 notifier: outbox, clock: environment.wallClock, random: environment.random)
             await issuer.connect(to: tokenService)
             let acquirer = Acquirer(
@@ -72,5 +72,15 @@ public enum NetworkServer {
             await closeStores()
             throw error
         }
+    }
+
+    /// `orchard init` issues the device CA under the root; a self-signed device CA is its own anchor.
+    static func deviceKeyVerifier(deviceCA: Certificate, root: Certificate, clock: any WallClock) throws
+        -> DeviceCAKeyVerifier
+    {
+        if deviceCA.issuer == deviceCA.subject {
+            return try DeviceCAKeyVerifier(deviceCARoots: [deviceCA], clock: clock)
+        }
+        return try DeviceCAKeyVerifier(deviceCA: deviceCA, root: root, clock: clock)
     }
 }

@@ -13,11 +13,22 @@ public final class DeviceCAKeyVerifier: DeviceKeyVerifier {
     public static let organization = "Orchard device"
     private let verifier: CertificateChainVerifier
     private let clock: any WallClock
+    /// Set when the device CA is not itself a root: it must be the leaf's issuer in every accepted chain.
+    private let requiredIssuer: Certificate?
 
-    /// `deviceCARoots` are the only anchors an SE certificate may chain to.
+    /// `deviceCARoots` are the only anchors an SE certificate may chain to (self-signed device CAs).
     public init(deviceCARoots: [Certificate], clock: any WallClock = SystemClock()) throws {
         verifier = try CertificateChainVerifier(trustRoots: deviceCARoots, clock: clock)
         self.clock = clock
+        requiredIssuer = nil
+    }
+
+    /// A device CA issued by `root` (as `orchard init` makes it): chains must run leaf → `deviceCA` → `root`,
+    /// so nothing else the root certified (service TLS certificates, merchant CAs) can stand in for a device.
+    public init(deviceCA: Certificate, root: Certificate, clock: any WallClock = SystemClock()) throws {
+        verifier = try CertificateChainVerifier(trustRoots: [root], clock: clock)
+        self.clock = clock
+        requiredIssuer = deviceCA
     }
 
     public func verifiedSecureElementKey(
@@ -30,8 +41,12 @@ public final class DeviceCAKeyVerifier: DeviceKeyVerifier {
         }
         let certificates = try certificateChain.map { try Certificate(derEncoded: $0) }
         let leaf = certificates[0]
-        switch verifier.verify(leaf: leaf, intermediates: Array(certificates.dropFirst()), at: clock.now()) {
-        case .valid: break
+        let intermediates = Array(certificates.dropFirst()) + (requiredIssuer.map { [$0] } ?? [])
+        switch verifier.verify(leaf: leaf, intermediates: intermediates, at: clock.now()) {
+        case .valid(let chain):
+            if let requiredIssuer, chain.certificates.count < 2 || chain.certificates[1] != requiredIssuer {
+                throw TokenServiceError(.deviceNotTrusted, "the SE certificate was not issued by the device CA")
+            }
         case .invalid(let failure):
             throw TokenServiceError(
                 .deviceNotTrusted, "the SE certificate does not chain to the device CA: \(failure.code)")
