@@ -75,7 +75,9 @@ public enum NetworkServer {
     }
 
     /// `orchard init` issues the device CA under the root; a self-signed device CA is its own anchor.
-    static func deviceKeyVerifier(deviceCA: Certificate, root: Certificate, clock: any WallClock) throws
+    static func deviceKeyVerifier(
+        deviceCA: Certificate, root: Certificate, clock: any WallClock
+    ) throws
         -> DeviceCAKeyVerifier
     {
         if deviceCA.issuer == deviceCA.subject {

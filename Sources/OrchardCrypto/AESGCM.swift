@@ -142,7 +142,8 @@ extension AES {
                 _ = drainOpenSSLErrors()
                 guard status.0 == 1 else { throw CryptoError(.internalFailure, "AES-GCM decryption failed") }
                 throw CryptoError(
-                    .authenticationFailure, "AES-GCM tag mismatch: the data was altered, or the key, IV or AAD is wrong")
+                    .authenticationFailure, "AES-GCM tag mismatch: the data was altered, or the key, IV or AAD is wrong"
+                )
             }
         }
 

@@ -54,6 +54,26 @@ struct RunnerTests {
         #expect(capture.stderr.contains("known answers match"))
     }
 
+    @Test func demoInitialisesAnEmptyDataDirectoryAndKeepsIt() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-demo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = Capture()
+        #expect(await first.run(["demo", "--data-dir", dir.path]) == 0, "\(first.stderr)")
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("config.json").path))
+        let second = Capture()
+        #expect(await second.run(["demo", "--data-dir", dir.path]) == 0)
+        #expect(second.stderr.contains("deployment ready"))
+        #expect(!second.stderr.contains("initialising"))
+        // A directory holding other files is refused, not overwritten.
+        let occupied = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-occ-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: occupied, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: occupied) }
+        try Data("x".utf8).write(to: occupied.appendingPathComponent("notes.txt"))
+        let refused = Capture()
+        #expect(await refused.run(["demo", "--data-dir", occupied.path]) == 1)
+        #expect(refused.stderr.hasPrefix("== deployment ==\nerror:"))
+    }
+
     @Test func dataDirectoryResolution() {
         let explicit = CommandContext(
             environment: ["ORCHARD_DATA_DIR": "/env", "HOME": "/home/u"], dataDirectory: "/flag",

@@ -1,5 +1,6 @@
 import Foundation
 import OrchardCrypto
+import OrchardRuntime
 
 /// `orchard demo`: the main job. It grows with every flow; today it runs the cryptographic known answers
 /// every later flow rests on, with a readable trace on stderr and the results as JSON on stdout.
@@ -11,9 +12,17 @@ enum DemoCommand {
             Today: the cryptographic known answers (hashes, HMAC, HKDF, AES-GCM, P-256 ECDH and ECDSA,
             RSA-OAEP, Triple DES and the EMV retail MAC), then the merchant SDK: Apple-format EC_v1 and RSA_v1
             tokens signed by an Apple-shaped PKI, verified and decrypted. The trace goes to stderr, the results
-            to stdout.
+            to stdout. With --data-dir, a missing or empty DIR is initialised as a deployment first (as `orchard
+            init` does) and kept.
             """
-    ) { _, context in
+    ) { arguments, context in
+        if arguments.value("data-dir") != nil {
+            context.trace("== deployment ==")
+            try await DeploymentCommands.initializeIfEmpty(
+                DeploymentDirectory(path: context.dataDirectory.path), context: context)
+            context.trace("deployment ready at \(context.dataDirectory.path)")
+            context.trace("")
+        }
         context.trace("== cryptographic known answers ==")
         let results = KnownAnswers.all.map { answer -> KnownAnswers.Result in
             let result = answer.run()
