@@ -1,4 +1,5 @@
 import Foundation
+import OrchardCrypto
 
 /// A JSON value parsed strictly: RFC 8259 syntax only, no duplicate keys, explicit size and depth limits.
 ///
@@ -374,38 +375,8 @@ public enum StrictEncoding {
     }
 
     /// Hex of even length, either case; nil otherwise.
-    public static func hexDecode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(chars.count / 2)
-        var i = 0
-        while i < chars.count {
-            guard let h = nibble(chars[i]), let l = nibble(chars[i + 1]) else { return nil }
-            out.append(h << 4 | l)
-            i += 2
-        }
-        return out
-    }
+    public static func hexDecode(_ text: String) -> [UInt8]? { Hex.decode(text) }
 
     /// Lower-case hex.
-    public static func hexEncode(_ bytes: some Collection<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x41...0x46: c - 0x37
-        case 0x61...0x66: c - 0x57
-        default: nil
-        }
-    }
+    public static func hexEncode(_ bytes: some Collection<UInt8>) -> String { Hex.encode(bytes, lowercase: true) }
 }

@@ -1,5 +1,6 @@
 public import EMV
 import Foundation
+import OrchardCrypto
 public import NFCLink
 
 /// A terminal's configuration: who it is (terminal ID, merchant), where it is (country), what it charges

@@ -1,0 +1,39 @@
+/// Hexadecimal text for bytes: the one implementation every module uses (keys in commands, identifiers in
+/// JSON, APDUs in traces).
+public enum Hex {
+    /// Two digits per byte, upper case unless `lowercase`.
+    public static func encode(_ bytes: some Sequence<UInt8>, lowercase: Bool = false) -> String {
+        let digits = Array((lowercase ? "0123456789abcdef" : "0123456789ABCDEF").utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Parses hex of even length, either case, with no separators; nil for anything else.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(chars.count / 2)
+        var index = 0
+        while index < chars.count {
+            guard let high = nibble(chars[index]), let low = nibble(chars[index + 1]) else { return nil }
+            out.append(high << 4 | low)
+            index += 2
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x41...0x46: c - 0x41 + 10
+        case 0x61...0x66: c - 0x61 + 10
+        default: nil
+        }
+    }
+}
