@@ -1,86 +1,38 @@
 import Foundation
+import OrchardRuntime
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Small wrappers over AF_UNIX stream sockets (only what the control socket needs).
+/// The control socket's view of ``UnixDomainSocket``: its errors, timeouts and byte I/O.
 enum UnixSocket {
-    /// The largest path a `sockaddr_un` holds (with its terminating zero).
-    static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
-
-    static func address(_ path: String) throws(DeviceProcessError) -> sockaddr_un {
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count <= maximumPathLength, !bytes.contains(0) else {
-            throw DeviceProcessError(
-                .invalidPath, "a control socket path is 1 to \(maximumPathLength) bytes: \(path) is \(bytes.count)")
-        }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-            raw[bytes.count] = 0
-        }
-        return address
-    }
-
-    static func makeSocket() throws(DeviceProcessError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw failure("socket()") }
-        return fd
-    }
-
     /// Connects to `path`; ``DeviceProcessError/Code/notRunning`` when nothing listens there.
     static func connect(_ path: String) throws(DeviceProcessError) -> Int32 {
-        var address = try address(path)
-        let fd = try makeSocket()
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        do {
+            return try UnixDomainSocket.connect(path)
+        } catch {
+            throw map(error, path)
         }
-        guard rc == 0 else {
-            let code = errno
-            close(fd)
-            if code == ENOENT || code == ECONNREFUSED {
-                throw DeviceProcessError(.notRunning, "no device process listens on \(path)")
-            }
-            throw DeviceProcessError(.socketFailure, "cannot connect to \(path): \(String(cString: strerror(code)))")
-        }
-        return fd
     }
 
     /// Binds and listens on `path` with mode 0600. A stale socket file (nothing listening) is replaced; a
     /// live one is ``DeviceProcessError/Code/alreadyRunning``.
     static func listen(_ path: String) throws(DeviceProcessError) -> Int32 {
-        var address = try address(path)
-        if FileManager.default.fileExists(atPath: path) {
-            do throws(DeviceProcessError) {
-                close(try connect(path))
-                throw DeviceProcessError(.alreadyRunning, "a device process already listens on \(path)")
-            } catch  where error.code == .notRunning {
-                unlink(path)
-            }
+        do {
+            return try UnixDomainSocket.listen(path, backlog: 64)
+        } catch {
+            throw map(error, path)
         }
-        let fd = try makeSocket()
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+    }
+
+    private static func map(_ failure: UnixDomainSocket.Failure, _ path: String) -> DeviceProcessError {
+        switch failure.kind {
+        case .invalidPath: DeviceProcessError(.invalidPath, "control socket: \(failure.message)")
+        case .notListening: DeviceProcessError(.notRunning, "no device process listens on \(path)")
+        case .alreadyListening: DeviceProcessError(.alreadyRunning, "a device process already listens on \(path)")
+        case .system: DeviceProcessError(.socketFailure, failure.message)
         }
-        guard rc == 0 else {
-            let error = failure("bind \(path)")
-            close(fd)
-            throw error
-        }
-        // Only the owner may talk to the device (the directory is 0700 as well).
-        guard chmod(path, 0o600) == 0, Glibc.listen(fd, 64) == 0 else {
-            let error = failure("listen on \(path)")
-            close(fd)
-            unlink(path)
-            throw error
-        }
-        return fd
     }
 
     /// Sets receive and send timeouts on a connected socket.

@@ -1,4 +1,5 @@
 import Foundation
+import OrchardRuntime
 
 #if canImport(Glibc)
     import Glibc
@@ -111,88 +112,35 @@ final class LinkSocket: @unchecked Sendable {
 
     // MARK: Addresses, connecting and listening
 
-    /// The largest path a `sockaddr_un` holds (with its terminating zero).
-    static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
-
-    static func address(_ path: String) throws(NFCLinkError) -> sockaddr_un {
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count <= maximumPathLength, !bytes.contains(0) else {
-            throw NFCLinkError(
-                .invalidPath, "an antenna path is 1 to \(maximumPathLength) bytes; this one is \(bytes.count)")
-        }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-            raw[bytes.count] = 0
-        }
-        return address
-    }
-
-    static func makeSocket() throws(NFCLinkError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw failure("socket()") }
-        return fd
-    }
-
     /// Connects to the antenna at `path`: ``NFCLinkError/Code/notInField`` when nothing listens there.
     static func connect(_ path: String) throws(NFCLinkError) -> Int32 {
-        var address = try address(path)
-        let fd = try makeSocket()
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        do {
+            return try UnixDomainSocket.connect(path)
+        } catch {
+            throw map(error, path)
         }
-        guard rc == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            if code == ENOENT || code == ECONNREFUSED {
-                throw NFCLinkError(.notInField, "no device is in the field (nothing listens at \(path))")
-            }
-            throw NFCLinkError(.socketFailure, "cannot reach \(path): \(String(cString: strerror(code)))")
-        }
-        return fd
     }
 
     /// Binds and listens on `path`, mode 0600. A stale socket file is replaced; a live one is
     /// ``NFCLinkError/Code/alreadyListening``.
     static func listen(_ path: String) throws(NFCLinkError) -> Int32 {
-        var address = try address(path)
-        if FileManager.default.fileExists(atPath: path) {
-            do throws(NFCLinkError) {
-                Glibc.close(try connect(path))
-                throw NFCLinkError(.alreadyListening, "an antenna already listens at \(path)")
-            } catch  where error.code == .notInField {
-                unlink(path)
-            }
+        do {
+            return try UnixDomainSocket.listen(path, backlog: 8)
+        } catch {
+            throw map(error, path)
         }
-        let fd = try makeSocket()
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard rc == 0 else {
-            let error = failure("bind \(path)")
-            Glibc.close(fd)
-            throw error
-        }
-        // Only the owner's processes reach the antenna (the device directory is 0700 as well).
-        guard chmod(path, 0o600) == 0, Glibc.listen(fd, 8) == 0 else {
-            let error = failure("listen on \(path)")
-            Glibc.close(fd)
-            unlink(path)
-            throw error
-        }
-        return fd
     }
 
     /// Whether something listens at `path`.
-    static func isListening(_ path: String) -> Bool {
-        guard let fd = try? connect(path) else { return false }
-        Glibc.close(fd)
-        return true
+    static func isListening(_ path: String) -> Bool { UnixDomainSocket.isListening(path) }
+
+    private static func map(_ failure: UnixDomainSocket.Failure, _ path: String) -> NFCLinkError {
+        switch failure.kind {
+        case .invalidPath: NFCLinkError(.invalidPath, "antenna: \(failure.message)")
+        case .notListening: NFCLinkError(.notInField, "no device is in the field (nothing listens at \(path))")
+        case .alreadyListening: NFCLinkError(.alreadyListening, "an antenna already listens at \(path)")
+        case .system: NFCLinkError(.socketFailure, failure.message)
+        }
     }
 
     static func failure(_ what: String) -> NFCLinkError {
