@@ -1,3 +1,5 @@
+import OrchardCrypto
+
 /// EMV's numeric encodings: `n` (BCD, right-justified, leading zeros) and `cn` (BCD, left-justified,
 /// trailing `F` nibbles), as amounts, country and currency codes, dates and card numbers use them.
 public enum EMVNumeric {
@@ -99,37 +101,8 @@ public enum EMVNumeric {
 
 extension Collection<UInt8> {
     /// Upper-case hex, two characters per byte.
-    var hexString: String {
-        let digits = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(count * 2)
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    var hexString: String { Hex.encode(self) }
 }
 
 /// Parses hex (either case, even length, no separators).
-func parseHex(_ text: String) -> [UInt8]? {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(text.utf8.count / 2)
-    var high: UInt8?
-    for c in text.utf8 {
-        let v: UInt8
-        switch c {
-        case 0x30...0x39: v = c - 0x30
-        case 0x41...0x46: v = c - 0x37
-        case 0x61...0x66: v = c - 0x57
-        default: return nil
-        }
-        if let h = high {
-            bytes.append(h << 4 | v)
-            high = nil
-        } else {
-            high = v
-        }
-    }
-    return high == nil ? bytes : nil
-}
+func parseHex(_ text: String) -> [UInt8]? { Hex.decode(text) }
