@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "Device", targets: ["Device"]),
         .library(name: "NFCLink", targets: ["NFCLink"]),
         .library(name: "Terminal", targets: ["Terminal"]),
+        .library(name: "PaymentCredential", targets: ["PaymentCredential"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -73,7 +74,9 @@ let package = Package(
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
         // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
         .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
-        .target(name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto"], swiftSettings: strict),
+        .target(
+            name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto", "PaymentCredential"],
+            swiftSettings: strict),
         .target(name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto"], swiftSettings: strict),
         // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
         .target(
@@ -113,7 +116,7 @@ let package = Package(
             name: "PayServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
-                "OrchardHTTP", "OrchardLogging",
+                "OrchardHTTP", "OrchardLogging", "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -144,7 +147,7 @@ let package = Package(
 
         // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
         // and the wiring of both to the device's SQLite file and storage key.
-        .target(name: "SecureElement", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .target(name: "SecureElement", dependencies: ["OrchardCrypto", "EMV", "PaymentCredential"], swiftSettings: strict),
         .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
@@ -281,6 +284,15 @@ let package = Package(
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
                 "OrchardCrypto", "orchard-device-crasher",
             ],
+            swiftSettings: strict
+        ),
+
+        // The in-app and web payment credential: the format the Secure Element seals to the Pay server and the
+        // remote cryptogram inside it (docs/in-app.md). No dependency on TokenService, PayServer or Device.
+        .target(name: "PaymentCredential", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .testTarget(
+            name: "PaymentCredentialTests",
+            dependencies: ["PaymentCredential", "OrchardCrypto", "EMV"],
             swiftSettings: strict
         ),
     ]
