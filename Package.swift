@@ -213,7 +213,10 @@ let package = Package(
         .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "TokenServiceTests",
-            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport"],
+            dependencies: [
+                "TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport",
+                "PaymentCredential",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -258,7 +261,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SecureElementTests",
-            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures"],
+            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures", "PaymentCredential", "EMV"],
             swiftSettings: strict
         ),
         .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
