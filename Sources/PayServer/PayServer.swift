@@ -23,11 +23,18 @@ public final class PayServer: Sendable {
     /// The CA whose certificates are merchant identities.
     public let merchantCA: Certificate
 
-    init(store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate) {
+    /// The in-app payment endpoints (nonces, credential exchange).
+    let inApp: InAppPayments
+
+    init(
+        store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
+        inApp: InAppPayments
+    ) {
         self.store = store
         self.tokenSigning = tokenSigning
         self.merchants = merchants
         self.merchantCA = merchantCA
+        self.inApp = inApp
     }
 
     /// Builds the Pay server of `directory` without binding: reads its keys and certificates, opens
@@ -39,12 +46,14 @@ public final class PayServer: Sendable {
         let merchantCA = try CertificateAuthority.load(named: PayService.Files.merchantCA, from: directory)
         let logger = try ServiceLogging.logger(for: .pay, configuration: configuration, directory: directory)
         let store = try PayStore.open(in: directory)
-        let server = PayServer(
-            store: store, tokenSigning: tokenSigning,
-            merchants: MerchantRegistry(
-                store: store, authority: merchantCA, clock: environment.wallClock, random: environment.random),
-            merchantCA: merchantCA.certificate)
         do {
+            let server = PayServer(
+                store: store, tokenSigning: tokenSigning,
+                merchants: MerchantRegistry(
+                    store: store, authority: merchantCA, clock: environment.wallClock, random: environment.random),
+                merchantCA: merchantCA.certificate,
+                inApp: try InAppPayments.load(
+                    directory: directory, store: store, tokenSigning: tokenSigning, environment: environment))
             return try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(),
                 logger: logger, onStop: { await store.close() })
@@ -69,6 +78,7 @@ public final class PayServer: Sendable {
             }
             return try HTTPResponse.json(["merchantIdentifier": merchantIdentifier, "displayName": displayName])
         }
+        inApp.addRoutes(to: &router)
         return router
     }
 

@@ -38,7 +38,8 @@ public enum PayStore {
                     merchant_identifier TEXT NOT NULL REFERENCES merchants(identifier),
                     PRIMARY KEY (application, merchant_identifier)
                 ) STRICT;
-                """)
+                """),
+        Migration(version: 2, name: InAppStore.migrationName, sql: InAppStore.migrationSQL),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.
