@@ -244,7 +244,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
-                "SecureElement", "orchard",
+                "SecureElement", "orchard", "PaymentCredential",
             ],
             swiftSettings: strict
         ),
