@@ -147,7 +147,8 @@ let package = Package(
 
         // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
         // and the wiring of both to the device's SQLite file and storage key.
-        .target(name: "SecureElement", dependencies: ["OrchardCrypto", "EMV", "PaymentCredential"], swiftSettings: strict),
+        .target(
+            name: "SecureElement", dependencies: ["OrchardCrypto", "EMV", "PaymentCredential"], swiftSettings: strict),
         .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",

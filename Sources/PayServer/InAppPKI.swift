@@ -34,7 +34,8 @@ public enum InAppPKI {
             extensions: [.basicConstraints(isCA: false), .keyUsage([.keyAgreement])], random: context.random)
         try directory.writePrivateKey(SecureBytes(Array(agreementKey.pemRepresentation.utf8)), named: Files.credential)
         try DeploymentPKI.writeCertificates([certificate], named: Files.credential, to: directory)
-        context.trace("pay: device-to-server credential key pki/\(Files.credential).pem (key agreement, under the root)")
+        context.trace(
+            "pay: device-to-server credential key pki/\(Files.credential).pem (key agreement, under the root)")
 
         let rsaKey = try RSA.PrivateKey(keySize: 2048)
         let rsaLeaf = try Certificate.issue(

@@ -39,7 +39,8 @@ struct MerchantCommandTests {
         #expect(FileManager.default.fileExists(atPath: directory + "/merchant.dev.shop-identity.pem"))
 
         let list = Capture()
-        #expect(await list.run(["merchant", "certs", "--data-dir", deployment, "--merchant", "merchant.dev.shop"]) == 0)
+        #expect(
+            await list.run(["merchant", "certs", "--data-dir", deployment, "--merchant", "merchant.dev.shop"]) == 0)
         let records = try #require(
             try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
         #expect(records.count == 2)
@@ -48,7 +49,8 @@ struct MerchantCommandTests {
         let serial = try #require(processing["serial"] as? String)
 
         let revoke = Capture()
-        #expect(await revoke.run(["merchant", "certs", "--data-dir", deployment, "--revoke", serial.lowercased()]) == 0)
+        #expect(
+            await revoke.run(["merchant", "certs", "--data-dir", deployment, "--revoke", serial.lowercased()]) == 0)
         #expect(revoke.stdout.contains("\"revokedAt\""))
         let unknown = Capture()
         #expect(await unknown.run(["merchant", "certs", "--data-dir", deployment, "--revoke", "00"]) == 1)

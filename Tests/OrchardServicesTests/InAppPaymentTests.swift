@@ -249,7 +249,8 @@ struct InAppPaymentTests {
     func onlyDevices() async throws {
         let f = try await InAppFixture()
         let anonymous = try f.connections.client()
-        #expect(try await anonymous.post(f.base + "/v1/payments/nonce", json: [String: String]()).status == .unauthorized)
+        #expect(
+            try await anonymous.post(f.base + "/v1/payments/nonce", json: [String: String]()).status == .unauthorized)
         let merchant = try f.connections.client(
             identity: try TLSIdentity.load(named: MerchantService.Files.identity, from: f.directory))
         #expect(try await merchant.post(f.base + "/v1/payments/nonce", json: [String: String]()).status == .forbidden)
@@ -298,7 +299,8 @@ struct InAppPaymentTests {
         let f = try await InAppFixture()
         let phone = try f.device("phone-a")
         let nonce = try await f.nonce(for: phone)
-        let refused = try await f.exchange(try f.credential(nonce, signer: phone, app: "dev.orchard.other-app"), from: phone)
+        let refused = try await f.exchange(
+            try f.credential(nonce, signer: phone, app: "dev.orchard.other-app"), from: phone)
         #expect(refused.status == .forbidden && InAppFixture.errorCode(refused) == "not_entitled")
         let unknownMerchant = try await f.exchange(
             try f.credential(nonce, signer: phone, merchant: "merchant.dev.nobody"), from: phone)
@@ -317,7 +319,9 @@ struct InAppPaymentTests {
             .filter { $0.kind == "processing" }
         try #require(processing.count == 1)
         try await certificates.revoke(serial: processing[0].serial)
-        #expect(try await certificates.list(merchantIdentifier: InAppFixture.merchant).first { $0.kind == "processing" }?.revokedAt != nil)
+        #expect(
+            try await certificates.list(merchantIdentifier: InAppFixture.merchant).first { $0.kind == "processing" }?
+                .revokedAt != nil)
         let nonce = try await f.nonce(for: phone)
         let refused = try await f.exchange(try f.credential(nonce, signer: phone), from: phone)
         #expect(refused.status == .conflict && InAppFixture.errorCode(refused) == "no_processing_certificate")
@@ -325,7 +329,8 @@ struct InAppPaymentTests {
 
         // An RSA merchant.
         let registry = MerchantRegistry(
-            store: store, authority: try CertificateAuthority.load(named: PayService.Files.merchantCA, from: f.directory),
+            store: store,
+            authority: try CertificateAuthority.load(named: PayService.Files.merchantCA, from: f.directory),
             clock: SystemClock(), random: SystemRandom())
         let rsaMerchant = "merchant.dev.orchard.rsa"
         try await registry.registerMerchant(identifier: rsaMerchant, displayName: "RSA Store")

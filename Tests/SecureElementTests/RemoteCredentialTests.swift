@@ -11,7 +11,9 @@ struct RemoteCredentialTests {
     let payServer: P256.KeyAgreement.PrivateKey
     init() throws { payServer = try P256.KeyAgreement.PrivateKey() }
 
-    func request(_ amount: PaymentAmount, hash: [UInt8]? = SHA256.hash(Array("order".utf8))) throws
+    func request(
+        _ amount: PaymentAmount, hash: [UInt8]? = SHA256.hash(Array("order".utf8))
+    ) throws
         -> RemotePaymentRequest
     {
         try RemotePaymentRequest(

@@ -192,7 +192,9 @@ enum MerchantCommands {
     static func runCSR(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let merchant = try arguments.require("merchant")
         let kind = arguments.value("kind") ?? "processing"
-        guard kind == "processing" || kind == "identity" else { throw CLIError.usage("--kind is processing or identity") }
+        guard kind == "processing" || kind == "identity" else {
+            throw CLIError.usage("--kind is processing or identity")
+        }
         let keyType = arguments.value("key-type") ?? "p256"
         guard keyType == "p256" || (keyType == "rsa" && kind == "processing") else {
             throw CLIError.usage("--key-type is p256, or rsa for a processing key")
@@ -212,8 +214,10 @@ enum MerchantCommands {
             subject: DistinguishedName([.userID(merchant), .commonName(merchant)]), key: key)
         let directory = arguments.value("out") ?? FileManager.default.currentDirectoryPath
         let base = directory + "/\(merchant)-\(kind)"
-        guard FileManager.default.createFile(atPath: base + ".key", contents: Data(keyPEM.utf8),
-            attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: base + ".key", contents: Data(keyPEM.utf8),
+                attributes: [.posixPermissions: 0o600])
         else { throw CLIError.failure("cannot write \(base).key") }
         try Data(request.pemRepresentation.utf8).write(to: URL(fileURLWithPath: base + ".csr"), options: .atomic)
         context.trace("wrote \(base).key (0600) and \(base).csr")
