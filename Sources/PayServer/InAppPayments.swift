@@ -69,19 +69,19 @@ final class InAppPayments: Sendable {
     func addRoutes(to router: inout Router) {
         let requirement = ClientCertificateRequirement.required(where: isOrchardDevice)
         router.get("/v1/payments/credential-certificate", requirement: requirement) { [pki] _ in
-            try HTTPResponse.json(["certificate": pki.credentialCertificate.pemRepresentation])
+            try Self.json(["certificate": pki.credentialCertificate.pemRepresentation])
         }
         router.post("/v1/payments/nonce", requirement: requirement) { [self] request in
             let device = try Self.deviceName(request)
             let nonce = try await nonces.issue(to: device)
-            return try HTTPResponse.json(
+            return try Self.json(
                 NonceResponse(
                     nonce: StrictEncoding.base64Encode(nonce),
                     expiresInSeconds: Int(PaymentNonces.lifetime / 1_000_000_000)))
         }
         router.post("/v1/payments/credential", requirement: requirement) { [self] request in
             let device = try Self.deviceName(request)
-            let body = try request.decodeJSON(CredentialExchangeRequest.self)
+            let body = try Self.decode(request)
             let token = try await exchange(body, device: device)
             return HTTPResponse(
                 status: .ok, headers: ["Content-Type": "application/json"], body: Data(token.json.serialized.utf8))
@@ -98,6 +98,14 @@ final class InAppPayments: Sendable {
             && certificate.subject.organization == Self.deviceOrganization
             && !(certificate.subject.commonName ?? "").isEmpty
             && (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true
+    }
+
+    // Synchronous wrappers: Swift 6.3 release builds crash on some typed-throws calls made directly in async
+    // closures, so the route bodies call these instead.
+    static func json(_ value: some Encodable) throws -> HTTPResponse { try HTTPResponse.json(value) }
+
+    static func decode(_ request: HTTPRequest) throws -> CredentialExchangeRequest {
+        try request.decodeJSON(CredentialExchangeRequest.self)
     }
 
     static func deviceName(_ request: HTTPRequest) throws -> String {
