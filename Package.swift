@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "Device", targets: ["Device"]),
         .library(name: "NFCLink", targets: ["NFCLink"]),
         .library(name: "Terminal", targets: ["Terminal"]),
+        .library(name: "PayAPI", targets: ["PayAPI"]),
+        .library(name: "PayClient", targets: ["PayClient"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -90,7 +92,8 @@ let package = Package(
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
-                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal",
+                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
+                "PayClient",
             ],
             swiftSettings: strict
         ),
@@ -113,7 +116,7 @@ let package = Package(
             name: "PayServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
-                "OrchardHTTP", "OrchardLogging",
+                "OrchardHTTP", "OrchardLogging", "PayAPI",
             ],
             swiftSettings: strict
         ),
@@ -122,7 +125,7 @@ let package = Package(
             name: "NetworkServer",
             dependencies: [
                 "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
-                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging",
+                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI",
             ],
             swiftSettings: strict
         ),
@@ -151,8 +154,19 @@ let package = Package(
             dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
             swiftSettings: strict
         ),
+        // The wire formats between devices and the Pay server (no dependencies: both sides import it).
+        .target(name: "PayAPI", swiftSettings: strict),
+        // The device's client of the Pay server: registration, adding a card, the owner's lifecycle actions and
+        // token-status notifications.
+        .target(
+            name: "PayClient",
+            dependencies: ["PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime"],
+            swiftSettings: strict
+        ),
         // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
-        .target(name: "DeviceProcess", dependencies: ["Device", "NFCLink", "OrchardRuntime"], swiftSettings: strict),
+        .target(
+            name: "DeviceProcess", dependencies: ["Device", "NFCLink", "OrchardRuntime", "PayClient"],
+            swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
         // cryptograms.
         .executableTarget(

@@ -14,7 +14,7 @@ enum DeviceCommands {
         summary: "Create and inspect user devices (Secure Element, Secure Enclave, wallet).",
         subcommands: [
             create, list, run, status, cards, choose, setDefault, autoSelect, authenticate, lock, unlock, wrist,
-            doubleClick, field, apdu, passcode, reset, settings,
+            doubleClick, field, apdu, passcode, reset, settings, addCard, lostMode, erase, resume, sync,
         ]
     )
 
@@ -33,7 +33,7 @@ enum DeviceCommands {
             nameOption,
             .single("kind", "phone|ipad|watch|mac", help: "The kind of device."),
             .single("biometry", "face|touch|none", help: "Its biometric sensor (a watch has none)."),
-            .single("account", "NAME", help: "The account it belongs to (default: default)."),
+            .single("account", "NAME", help: "The account it belongs to (default: demo, the account `init` makes)."),
             .single("passcode", "CODE", help: "Set this passcode (4 to 64 characters)."),
         ]
     ) { arguments, context in
@@ -47,7 +47,7 @@ enum DeviceCommands {
         let profile: DeviceProfile
         do throws(SecureElementError) {
             profile = try DeviceProfile(
-                kind: kind, biometry: biometry, account: arguments.value("account") ?? "default")
+                kind: kind, biometry: biometry, account: arguments.value("account") ?? "demo")
         } catch {
             throw CLIError.usage(error.message)
         }
@@ -330,7 +330,16 @@ enum DeviceCommands {
     static func control(_ request: ControlRequest, _ arguments: ParsedArguments, _ context: CommandContext) async throws
     {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let name = try arguments.require("name")
+        let body = try await send(request, to: try arguments.require("name"), in: deployment)
+        let object = try JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
+        let pretty = try JSONSerialization.data(
+            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
+        context.output(String(decoding: pretty, as: UTF8.self))
+    }
+
+    /// Sends `request` to the running device process of `name`, or handles it on the device's store in this
+    /// process when none runs; returns the answer's body, or throws the device's refusal.
+    static func send(_ request: ControlRequest, to name: String, in deployment: DeploymentDirectory) async throws -> Data {
         let socket = Device.controlSocketPath(of: name, in: deployment)
         let response: ControlResponse
         // (A Result rather than a typed do/catch: the latter crashes the Swift 6.3 compiler in async code.)
@@ -349,10 +358,7 @@ enum DeviceCommands {
             let message = decoded?["error"]?["message"] ?? String(decoding: response.body, as: UTF8.self)
             throw CLIError.failure("\(code): \(message)")
         }
-        let object = try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed])
-        let pretty = try JSONSerialization.data(
-            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
-        context.output(String(decoding: pretty, as: UTF8.self))
+        return response.body
     }
 
     static func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
