@@ -290,6 +290,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "ProvisioningTests",
+            dependencies: [
+                "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer", "NetworkService",
+                "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
+                "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "orchard",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "DeviceTests",
             dependencies: [
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",

@@ -74,7 +74,8 @@ extension PayServer {
             let device = try await devices.registeredDevice(request)
             try Self.checkIdempotencyKey(body.idempotencyKey)
             try await Self.checkSession(body.sessionID, belongsTo: device.deviceID, store: store)
-            // The Secure Element certificate the device registered, never one from this request.
+            // The Secure Element certificate the device registered, never one from this request. The session row
+            // stays, so a retried Link (same key) reaches the network and gets its first answer.
             let answer: NetworkWire.LinkAnswer = try await network.post(
                 "/v1/provisioning/link",
                 NetworkWire.Link(
@@ -100,7 +101,6 @@ extension PayServer {
                         .text(token.tokenReference), .text(device.deviceID), .text(display.network), .text(display.type),
                         .text(display.suffix), .text(display.description), .milliseconds(clock.now()),
                     ])
-                try db.execute("DELETE FROM provisioning_sessions WHERE session_id = ?", [.text(body.sessionID)])
             }
             return LinkResult(
                 outcome: "provisioned", tokenReference: token.tokenReference, deviceAccountSuffix: token.dpanSuffix,

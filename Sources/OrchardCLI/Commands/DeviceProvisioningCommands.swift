@@ -20,7 +20,8 @@ extension DeviceCommands {
             needs the issuer's one-time code: --otp, or a prompt when stdin is a terminal. Without a terminal the
             terms are accepted by running the command (they are printed in the trace). The personalisation is
             installed into the device's Secure Element through its running process, or on its store directly.
-            Retrying with the same --idempotency-key gets the first decisions and never a second token.
+            Each request carries an idempotency key, so a request the client resends after a lost answer gets
+            the first decision and never a second token.
             Test cards are listed in the README.
             """,
         options: [
@@ -30,7 +31,6 @@ extension DeviceCommands {
             .single("cvv", "DIGITS", help: "The card verification value (checked by the issuer, stored nowhere)."),
             .single("cardholder", "NAME", help: "The cardholder's name."),
             .single("otp", "CODE", help: "The issuer's one-time code, for a step-up."),
-            .single("idempotency-key", "KEY", help: "Retry key (default: a fresh one)."),
         ]
     ) { arguments, context in
         try await addCard(arguments, context)
@@ -84,7 +84,7 @@ extension DeviceCommands {
         let identity = try Device.identity(of: name, in: deployment)
         let otp = arguments.value("otp")
         let interactive = context.isInteractive
-        let key = arguments.value("idempotency-key") ?? "add-" + UUID().uuidString.lowercased()
+        let key = "add-" + UUID().uuidString.lowercased()
         let outcome = try await PaySession.with(device: name, in: deployment, context: context) { session in
             let flow = AddCardFlow(
                 client: session.client, root: session.root, deviceID: name,
