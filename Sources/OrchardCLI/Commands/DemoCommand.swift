@@ -1,6 +1,7 @@
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
+import OrchardServices
 
 /// `orchard demo`: the main job. It grows with every flow; today it runs the cryptographic known answers
 /// every later flow rests on, with a readable trace on stderr and the results as JSON on stdout.
@@ -10,19 +11,18 @@ enum DemoCommand {
         summary: "Run the Orchard demo: everything that exists, end to end, with a readable trace.",
         discussion: """
             Today: the cryptographic known answers (hashes, HMAC, HKDF, AES-GCM, P-256 ECDH and ECDSA,
-            RSA-OAEP, Triple DES and the EMV retail MAC), then the merchant SDK: Apple-format EC_v1 and RSA_v1
-            tokens signed by an Apple-shaped PKI, verified and decrypted. The trace goes to stderr, the results
-            to stdout. With --data-dir, a missing or empty DIR is initialised as a deployment first (as `orchard
-            init` does) and kept.
+            RSA-OAEP, Triple DES and the EMV retail MAC); the merchant SDK: Apple-format EC_v1 and RSA_v1 tokens
+            signed by an Apple-shaped PKI, verified and decrypted; then a deployment with its network and Pay
+            server, where the issuer's test card is provisioned onto a phone and a watch through the Pay server.
+            The trace goes to stderr, the results to stdout. With --data-dir, a missing or empty DIR is
+            initialised as a deployment first (as `orchard init` does) and kept; without it the demo runs in a
+            temporary directory removed at the end. Services already running for DIR are used.
             """
     ) { arguments, context in
-        if arguments.value("data-dir") != nil {
-            context.trace("== deployment ==")
-            try await DeploymentCommands.initializeIfEmpty(
-                DeploymentDirectory(path: context.dataDirectory.path), context: context)
-            context.trace("deployment ready at \(context.dataDirectory.path)")
-            context.trace("")
-        }
+        try await run(arguments, context)
+    }
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
         context.trace("== cryptographic known answers ==")
         let results = KnownAnswers.all.map { answer -> KnownAnswers.Result in
             let result = answer.run()
@@ -33,16 +33,57 @@ enum DemoCommand {
         context.trace("")
         context.trace("== merchant SDK: Apple-format tokens ==")
         let merchant = DemoMerchantSDK.run(trace: context.trace)
+        context.trace("")
+
+        // The deployment: --data-dir DIR is kept (initialised if empty); otherwise a temporary one, removed.
+        let kept = arguments.value("data-dir") != nil
+        let path =
+            kept
+            ? context.dataDirectory.path
+            : FileManager.default.temporaryDirectory.appendingPathComponent("orchard-demo-\(UUID().uuidString)").path
+        let deployment = DeploymentDirectory(path: path)
+        defer { if !kept { try? FileManager.default.removeItem(atPath: path) } }
+        context.trace("== deployment ==")
+        try await DeploymentCommands.initializeIfEmpty(deployment, context: context)
+        context.trace("deployment ready at \(path)\(kept ? "" : " (temporary, removed at the end)")")
+        let registry = try DeploymentCommands.registry()
+        let connections: ServiceConnections
+        do throws(ServicesError) {
+            connections = try await ServiceConnections.connect(
+                [.network, .pay], directory: deployment, registry: registry,
+                environment: ServiceEnvironment(variables: context.environment))
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        let provisioned: [DemoProvisioning.Row]
+        do {
+            context.trace(
+                "services: " + [ServiceName.network, .pay].map { name in
+                    "\(name) \(connections.startedInProcess.contains(name) ? "started here" : "running")"
+                }.joined(separator: ", "))
+            context.trace("")
+            context.trace("== provisioning: the issuer's test card onto a phone and a watch ==")
+            provisioned = try await DemoProvisioning.run(
+                deployment: deployment, connections: connections, trace: { context.trace($0) })
+            await connections.close()
+        } catch {
+            await connections.close()
+            throw error
+        }
+
         let all = results + merchant.steps
         let failed = all.filter { !$0.passed }.count
         try context.outputJSON(
-            DemoReport(knownAnswers: results, merchantSDK: merchant, passed: all.count - failed, failed: failed))
+            DemoReport(
+                knownAnswers: results, merchantSDK: merchant, provisioning: provisioned, passed: all.count - failed,
+                failed: failed))
         if failed > 0 { throw CLIError.failure("\(failed) demo step(s) failed") }
     }
 
     struct DemoReport: Encodable {
         let knownAnswers: [KnownAnswers.Result]
         let merchantSDK: DemoMerchantSDK.Report
+        let provisioning: [DemoProvisioning.Row]
         let passed: Int
         let failed: Int
     }
