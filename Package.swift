@@ -160,7 +160,9 @@ let package = Package(
         // token-status notifications.
         .target(
             name: "PayClient",
-            dependencies: ["PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime"],
+            dependencies: [
+                "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
+            ],
             swiftSettings: strict
         ),
         // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).

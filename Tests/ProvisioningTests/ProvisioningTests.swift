@@ -134,7 +134,7 @@ struct ProvisioningTests {
             _ = try await client.checkCard(
                 CheckCardBody(idempotencyKey: "check-1", encryptedCardData: Data(resealed).base64EncodedString()))
             Issue.record("a different request with a used key was answered")
-        } catch let error as PayClientError {
+        } catch {
             #expect(error.httpStatus == 422)
         }
         #expect(try await sandbox.networkTokens(of: "phone").count == 1)

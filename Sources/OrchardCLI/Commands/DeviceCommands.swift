@@ -3,6 +3,7 @@ import DeviceProcess
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
+import PayClient
 import SecureElement
 import Wallet
 
@@ -106,6 +107,9 @@ enum DeviceCommands {
             .single(
                 "auto-auth", "STEPS",
                 help: "In a field, authenticate at once: face-id, touch-id, passcode:CODE, double-click, or a list."),
+            .single(
+                "sync-interval", "SECONDS",
+                help: "Apply the Pay server's token-status notifications this often (default 5; 0: never)."),
         ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
@@ -130,11 +134,19 @@ enum DeviceCommands {
             antenna?.stop()
             throw error
         }
+        let interval = Int(arguments.value("sync-interval") ?? "5") ?? -1
+        guard (0...3600).contains(interval) else { throw CLIError.usage("--sync-interval is 0 to 3600 seconds") }
+        let poller =
+            interval > 0
+            ? NotificationPoller(
+                device: device, deployment: deployment, interval: .seconds(interval), trace: { context.trace($0) })
+            : nil
         context.trace("device \(name) (\(device.profile)) listening on \(path)")
         context.output(#"{"event":"listening","socket":"\#(path)"}"#)
         if let antenna { context.output(#"{"event":"antenna","socket":"\#(antenna.path)"}"#) }
         let signal = await TerminationSignal.wait()
         context.trace("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
+        poller?.stop()
         antenna?.stop()
         server.stop()
         context.output(#"{"event":"stopped"}"#)
