@@ -108,6 +108,7 @@ public struct ProvisioningKeyBody: Codable, Sendable {
 /// | `POST /v1/devices/:id/{suspend,resume,delete}` | token requestor | ``LifecycleBody`` → `[TokenStatus]` |
 /// | `POST /v1/issuer/tokens/:reference/{suspend,resume,delete}` | issuer | ``TokenStatus`` |
 /// | `POST /v1/acquirer/authorizations` | terminals, merchants | ``AuthorizationBody`` → result |
+/// | `POST /v1/acquirer/reversals` | terminals, merchants | ``ReversalBody`` → ``AcquirerReversalResult`` |
 public enum NetworkRoutes {
     /// Adds the routes to `router`.
     public static func install(
@@ -163,6 +164,7 @@ public enum NetworkRoutes {
         router.post("/v1/acquirer/authorizations", requirement: access.acquiring) {
             (body: AuthorizationBody, _) in try await acquirer.authorize(try body.request())
         }
+        installReversals(into: &router, acquirer: acquirer, access: access)
     }
 
     /// The token requestor acts as the cardholder or as itself, never as the issuer or the network.
