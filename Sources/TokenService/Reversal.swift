@@ -39,7 +39,7 @@ extension NetworkDeclineReason {
 extension PaymentNetwork {
     /// A network that does not implement reversals refuses them, so the acquirer keeps nothing it did not do.
     public func reverse(_ request: NetworkReversalRequest) async throws -> NetworkReversalResponse {
-        throw TokenServiceError(.invalidRequest, "this network does not take reversals")
+        throw TokenServiceError(.configuration, "this network does not take reversals")
     }
 }
 
