@@ -152,7 +152,10 @@ let package = Package(
             swiftSettings: strict
         ),
         // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
-        .target(name: "DeviceProcess", dependencies: ["Device", "NFCLink", "OrchardRuntime"], swiftSettings: strict),
+        .target(
+            name: "DeviceProcess",
+            dependencies: ["Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto"],
+            swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
         // cryptograms.
         .executableTarget(

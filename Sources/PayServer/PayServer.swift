@@ -69,6 +69,7 @@ public final class PayServer: Sendable {
             }
             return try HTTPResponse.json(["merchantIdentifier": merchantIdentifier, "displayName": displayName])
         }
+        installAnonymousAnalytics(into: &router)
         return router
     }
 

@@ -38,7 +38,8 @@ public enum PayStore {
                     merchant_identifier TEXT NOT NULL REFERENCES merchants(identifier),
                     PRIMARY KEY (application, merchant_identifier)
                 ) STRICT;
-                """)
+                """),
+        AnonymousAnalytics.migration(version: 2),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.
