@@ -121,7 +121,8 @@ let package = Package(
         .target(
             name: "NetworkServer",
             dependencies: [
-                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
+                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime",
+                "OrchardStore",
                 "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging",
             ],
             swiftSettings: strict
@@ -148,7 +149,9 @@ let package = Package(
         .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
-            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
+            dependencies: [
+                "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto",
+            ],
             swiftSettings: strict
         ),
         // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
@@ -189,13 +192,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardX509Tests",
             dependencies: ["OrchardX509", "OrchardCrypto", "OrchardFixtures"],
             swiftSettings: strict
         ),
-        .testTarget(name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "MerchantKitTests",
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
@@ -225,7 +230,8 @@ let package = Package(
             name: "NetworkServiceTests",
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
-                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP", "OrchardLogging",
+                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
+                "OrchardLogging",
             ],
             swiftSettings: strict
         ),
@@ -241,7 +247,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
-                "SecureElement", "orchard",
+                "SecureElement", "orchard", "DeviceProcess",
             ],
             swiftSettings: strict
         ),
