@@ -151,7 +151,9 @@ let package = Package(
         .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
-            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
+            dependencies: [
+                "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto",
+            ],
             swiftSettings: strict
         ),
         // The wire formats between devices and the Pay server (no dependencies: both sides import it).
@@ -167,7 +169,8 @@ let package = Package(
         ),
         // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
         .target(
-            name: "DeviceProcess", dependencies: ["Device", "NFCLink", "OrchardRuntime", "PayClient"],
+            name: "DeviceProcess",
+            dependencies: ["Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient"],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
         // cryptograms.
@@ -202,13 +205,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardX509Tests",
             dependencies: ["OrchardX509", "OrchardCrypto", "OrchardFixtures"],
             swiftSettings: strict
         ),
-        .testTarget(name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "MerchantKitTests",
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
@@ -238,7 +243,8 @@ let package = Package(
             name: "NetworkServiceTests",
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
-                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP", "OrchardLogging",
+                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
+                "OrchardLogging",
             ],
             swiftSettings: strict
         ),
@@ -254,7 +260,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
-                "SecureElement", "orchard",
+                "SecureElement", "orchard", "DeviceProcess",
             ],
             swiftSettings: strict
         ),

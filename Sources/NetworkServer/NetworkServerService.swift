@@ -67,9 +67,17 @@ public struct NetworkServerService: OrchardService {
                 + "master keys for token ranges \(Self.visaTokenPrefix)…, \(Self.mastercardTokenPrefix)… "
                 + "(pki/\(Files.wrappedKeys))")
 
-        // The vault and the acquirer start empty; the issuer gets its test cards.
+        // The vault starts empty; the issuer gets its test cards.
         await (try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))).store.close()
-        await (try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer))).store.close()
+        // The acquirer starts without merchants; the merchant's step onboards itself through this.
+        let acquirerStore = try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer))
+        context.atEnd { await acquirerStore.store.close() }
+        context.provideAcquirer(
+            StoreAcquirerOnboarding(
+                store: acquirerStore,
+                acquirer: Acquirer(
+                    acquirerID: Self.acquirerID, store: acquirerStore, network: OfflineNetwork(),
+                    clock: context.clock, random: context.random)))
         let issuerStore = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
         let issuer = Issuer(
             configuration: TestCards.configuration, store: issuerStore,

@@ -112,6 +112,7 @@ public struct ProvisioningKeyBody: Codable, Sendable {
 /// | `POST /v1/issuer/tokens/:reference/{suspend,resume,delete}` | issuer | ``TokenStatus`` |
 /// | `GET /v1/notifications?after=N` | token requestor | ``NotificationFeed`` (with an outbox) |
 /// | `POST /v1/acquirer/authorizations` | terminals, merchants | ``AuthorizationBody`` → result |
+/// | `POST /v1/acquirer/reversals` | terminals, merchants | ``ReversalBody`` → ``AcquirerReversalResult`` |
 public enum NetworkRoutes {
     /// Adds the routes to `router`. `provisioningCertificate` (DER) is the root's certificate for the
     /// provisioning key; `outbox` serves the token-status notifications.
@@ -177,6 +178,7 @@ public enum NetworkRoutes {
         router.post("/v1/acquirer/authorizations", requirement: access.acquiring) {
             (body: AuthorizationBody, _) in try await acquirer.authorize(try body.request())
         }
+        installReversals(into: &router, acquirer: acquirer, access: access)
     }
 
     /// The token requestor acts as the cardholder or as itself, never as the issuer or the network.

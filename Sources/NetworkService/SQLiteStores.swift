@@ -176,6 +176,23 @@ public final class SQLiteIssuerStore: IssuerStore {
         try await upsert("authorizations", "network_transaction_id", entry.response.networkTransactionID, entry)
     }
 
+    public func saveAuthorization(_ entry: IssuerAuthorizationEntry, account: IssuerAccount?) async throws {
+        let record = try RecordCoding.encode(entry)
+        let accountRecord = try account.map { try RecordCoding.encode($0) }
+        try await store.write { database in
+            if let account, let accountRecord {
+                try database.execute(
+                    "INSERT INTO accounts (account_id, record) VALUES (?, ?) "
+                        + "ON CONFLICT (account_id) DO UPDATE SET record = excluded.record",
+                    [.text(account.accountID), .blob(accountRecord)])
+            }
+            try database.execute(
+                "INSERT INTO authorizations (network_transaction_id, record) VALUES (?, ?) "
+                    + "ON CONFLICT (network_transaction_id) DO UPDATE SET record = excluded.record",
+                [.text(entry.response.networkTransactionID), .blob(record)])
+        }
+    }
+
     public func stepUp(reference: String) async throws -> StepUpRecord? {
         try await store.record(StepUpRecord.self, "SELECT record FROM step_ups WHERE reference = ?", [.text(reference)])
     }
@@ -205,7 +222,12 @@ public final class SQLiteAcquirerStore: AcquirerStore {
             sql: """
                 CREATE TABLE merchants (merchant_id TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
                 CREATE TABLE authorizations (idempotency_key TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
-                """)
+                """),
+        Migration(
+            version: 2, name: "acquirer reversals",
+            sql: """
+                CREATE TABLE reversals (idempotency_key TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
+                """),
     ]
 
     public init(path: String) throws {
@@ -239,6 +261,23 @@ public final class SQLiteAcquirerStore: AcquirerStore {
             try database.execute(
                 """
                 INSERT INTO authorizations (idempotency_key, record) VALUES (?, ?)
+                ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
+                """, [.text(record.idempotencyKey), .blob(bytes)])
+        }
+    }
+
+    public func reversal(idempotencyKey: String) async throws -> AcquirerReversalRecord? {
+        try await store.record(
+            AcquirerReversalRecord.self, "SELECT record FROM reversals WHERE idempotency_key = ?",
+            [.text(idempotencyKey)])
+    }
+
+    public func saveReversal(_ record: AcquirerReversalRecord) async throws {
+        let bytes = try RecordCoding.encode(record)
+        try await store.write { database in
+            try database.execute(
+                """
+                INSERT INTO reversals (idempotency_key, record) VALUES (?, ?)
                 ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
                 """, [.text(record.idempotencyKey), .blob(bytes)])
         }

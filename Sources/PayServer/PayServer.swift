@@ -85,6 +85,7 @@ public final class PayServer: Sendable {
             return try HTTPResponse.json(["merchantIdentifier": merchantIdentifier, "displayName": displayName])
         }
         installDeviceRoutes(into: &router)
+        installAnonymousAnalytics(into: &router)
         return router
     }
 

@@ -82,6 +82,7 @@ public enum PayStore {
                     last_sequence INTEGER NOT NULL
                 ) STRICT;
                 """),
+        AnonymousAnalytics.migration(version: 3),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.
