@@ -56,6 +56,7 @@ enum DemoCommand {
             throw CLIError.failure(error.message)
         }
         let provisioned: [DemoProvisioning.Row]
+        let payments: [DemoInStore.Row]
         do {
             context.trace(
                 "services: " + [ServiceName.network, .pay].map { name in
@@ -63,27 +64,57 @@ enum DemoCommand {
                 }.joined(separator: ", "))
             context.trace("")
             context.trace("== provisioning: the issuer's test card onto a phone and a watch ==")
-            provisioned = try await DemoProvisioning.run(
+            let (rows, devices) = try await DemoProvisioning.run(
                 deployment: deployment, connections: connections, trace: { context.trace($0) })
+            provisioned = rows
+            context.trace("")
+            context.trace("== in store: the phone and the watch pay at terminal T0001 ==")
+            payments = try await DemoInStore.run(
+                deployment: deployment, connections: connections, devices: devices, trace: { context.trace($0) })
             await connections.close()
         } catch {
             await connections.close()
             throw error
         }
 
+        context.trace("")
+        context.trace("== summary ==")
+        for line in summaryTable(payments) { context.trace(line) }
+        let summary = deployment.path + "/demo-summary.json"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try SecureFile.write(Array(try encoder.encode(payments)), to: summary, mode: 0o600)
+        if kept { context.trace("summary written to \(summary)") }
+
         let all = results + merchant.steps
         let failed = all.filter { !$0.passed }.count
         try context.outputJSON(
             DemoReport(
-                knownAnswers: results, merchantSDK: merchant, provisioning: provisioned, passed: all.count - failed,
-                failed: failed))
+                knownAnswers: results, merchantSDK: merchant, provisioning: provisioned, payments: payments,
+                passed: all.count - failed, failed: failed))
         if failed > 0 { throw CLIError.failure("\(failed) demo step(s) failed") }
+    }
+
+    /// The payments as a table: channel, device, masked card, amount, result, response code.
+    static func summaryTable(_ rows: [DemoInStore.Row]) -> [String] {
+        let header = ["channel", "device", "card", "amount", "result", "code"]
+        let cells = rows.map { [$0.channel, $0.device, $0.card, $0.amount, $0.result, $0.responseCode] }
+        let widths = header.indices.map { column in
+            ([header] + cells).map { $0[column].count }.max() ?? 0
+        }
+        func line(_ values: [String]) -> String {
+            values.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+        }
+        return [line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")]
+            + cells.map(line)
     }
 
     struct DemoReport: Encodable {
         let knownAnswers: [KnownAnswers.Result]
         let merchantSDK: DemoMerchantSDK.Report
         let provisioning: [DemoProvisioning.Row]
+        let payments: [DemoInStore.Row]
         let passed: Int
         let failed: Int
     }

@@ -31,10 +31,11 @@ enum DemoProvisioning {
     /// card keeps it). `connections` reach the running network and Pay server.
     static func run(
         deployment: DeploymentDirectory, connections: ServiceConnections, trace: @escaping @Sendable (String) -> Void
-    ) async throws -> [Row] {
+    ) async throws -> (rows: [Row], devices: [String: Device]) {
         let root = try Certificate(pemEncoded: connections.rootCertificatePEM)
         let account = "demo"
         var rows: [Row] = []
+        var opened: [String: Device] = [:]
         for spec in devices {
             let profile = try DeviceProfile(kind: spec.kind, biometry: spec.biometry, account: account)
             let fresh = !Device.names(in: deployment).contains(spec.name)
@@ -45,6 +46,7 @@ enum DemoProvisioning {
                         + "Secure Element and Secure Enclave keys paired; SE key certified by the device CA")
             }
             let device = try await Device.open(in: deployment, name: spec.name)
+            opened[spec.name] = device
             if fresh {
                 try await device.secureEnclave.setPasscode(SecureBytes(Array("123456".utf8)), current: nil)
                 trace("user: set the passcode of \(spec.name)")
@@ -88,6 +90,6 @@ enum DemoProvisioning {
                     + "\(rows[1].deviceAccountNumber), each with its own keys; the card number stayed with the issuer "
                     + "and (encrypted) the token service")
         }
-        return rows
+        return (rows, opened)
     }
 }
