@@ -23,6 +23,18 @@ enum DemoCommand {
     }
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
+        // The deployment: --data-dir DIR is kept (initialised if empty); otherwise a temporary one, removed.
+        let kept = arguments.value("data-dir") != nil
+        let path =
+            kept
+            ? context.dataDirectory.path
+            : FileManager.default.temporaryDirectory.appendingPathComponent("orchard-demo-\(UUID().uuidString)").path
+        let deployment = DeploymentDirectory(path: path)
+        defer { if !kept { try? FileManager.default.removeItem(atPath: path) } }
+        context.trace("== deployment ==")
+        try await DeploymentCommands.initializeIfEmpty(deployment, context: context)
+        context.trace("deployment ready at \(path)\(kept ? "" : " (temporary, removed at the end)")")
+        context.trace("")
         context.trace("== cryptographic known answers ==")
         let results = KnownAnswers.all.map { answer -> KnownAnswers.Result in
             let result = answer.run()
@@ -35,17 +47,6 @@ enum DemoCommand {
         let merchant = DemoMerchantSDK.run(trace: context.trace)
         context.trace("")
 
-        // The deployment: --data-dir DIR is kept (initialised if empty); otherwise a temporary one, removed.
-        let kept = arguments.value("data-dir") != nil
-        let path =
-            kept
-            ? context.dataDirectory.path
-            : FileManager.default.temporaryDirectory.appendingPathComponent("orchard-demo-\(UUID().uuidString)").path
-        let deployment = DeploymentDirectory(path: path)
-        defer { if !kept { try? FileManager.default.removeItem(atPath: path) } }
-        context.trace("== deployment ==")
-        try await DeploymentCommands.initializeIfEmpty(deployment, context: context)
-        context.trace("deployment ready at \(path)\(kept ? "" : " (temporary, removed at the end)")")
         let registry = try DeploymentCommands.registry()
         let connections: ServiceConnections
         do throws(ServicesError) {
