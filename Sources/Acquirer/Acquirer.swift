@@ -46,11 +46,11 @@ public struct AcquirerAuthorizationRequest: Hashable, Sendable {
 /// answer. The acquirer keeps the card number only masked.
 public actor Acquirer {
     public nonisolated let acquirerID: String
-    private let store: any AcquirerStore
-    private let network: any PaymentNetwork
-    private let clock: any WallClock
-    private let random: any RandomSource
-    private let serializer = KeyedSerializer()
+    let store: any AcquirerStore
+    let network: any PaymentNetwork
+    let clock: any WallClock
+    let random: any RandomSource
+    let serializer = KeyedSerializer()
 
     public init(
         acquirerID: String, store: any AcquirerStore, network: any PaymentNetwork,
@@ -99,6 +99,14 @@ public actor Acquirer {
             }
             return previous.result
         }
+        // Its reversal came first: declined without asking the network, and kept as the key's answer.
+        if try await store.reversal(idempotencyKey: idempotencyKey) != nil {
+            let result = reversedFirstResult(request, merchantID: request.merchantID)
+            try await store.saveAuthorization(
+                AcquirerAuthorizationRecord(
+                    idempotencyKey: idempotencyKey, requestFingerprint: fingerprint, result: result))
+            return result
+        }
         guard let merchant = try await store.merchant(id: request.merchantID) else {
             throw AcquirerError(.unknownMerchant, "no merchant account with this identifier")
         }
@@ -142,8 +150,14 @@ public actor Acquirer {
     // MARK: - Helpers
 
     static func idempotencyKey(_ request: AcquirerAuthorizationRequest) throws(AcquirerError) -> String {
-        try validateIdentifier(request.merchantID, "merchant ID")
-        switch request.origin {
+        try idempotencyKey(origin: request.origin, merchantID: request.merchantID)
+    }
+
+    static func idempotencyKey(
+        origin: AcquirerAuthorizationRequest.Origin, merchantID: String
+    ) throws(AcquirerError) -> String {
+        try validateIdentifier(merchantID, "merchant ID")
+        switch origin {
         case .terminal(let terminalID, let stan):
             try validateIdentifier(terminalID, "terminal ID")
             guard isDigits(stan, count: 6) else { throw AcquirerError(.invalidRequest, "a STAN is six digits") }
@@ -154,7 +168,7 @@ public actor Acquirer {
             guard !containsCardNumberShape(key) else {
                 throw AcquirerError(.invalidRequest, "an idempotency key must not contain 12 or more digits in a row")
             }
-            return "merchant:" + request.merchantID + ":" + key
+            return "merchant:" + merchantID + ":" + key
         }
     }
 

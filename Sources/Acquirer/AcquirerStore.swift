@@ -74,6 +74,8 @@ public protocol AcquirerStore: Sendable {
     func saveMerchant(_ merchant: MerchantAccount) async throws
     func authorization(idempotencyKey: String) async throws -> AcquirerAuthorizationRecord?
     func saveAuthorization(_ record: AcquirerAuthorizationRecord) async throws
+    func reversal(idempotencyKey: String) async throws -> AcquirerReversalRecord?
+    func saveReversal(_ record: AcquirerReversalRecord) async throws
 }
 
 /// An ``AcquirerStore`` in memory.
@@ -82,6 +84,7 @@ public final class InMemoryAcquirerStore: AcquirerStore, @unchecked Sendable {
     private let lock = NSLock()
     private var merchants: [String: MerchantAccount] = [:]
     private var authorizations: [String: AcquirerAuthorizationRecord] = [:]
+    private var reversals: [String: AcquirerReversalRecord] = [:]
 
     public init() {}
 
@@ -94,6 +97,13 @@ public final class InMemoryAcquirerStore: AcquirerStore, @unchecked Sendable {
     }
     public func saveAuthorization(_ record: AcquirerAuthorizationRecord) async throws {
         lock.withLock { authorizations[record.idempotencyKey] = record }
+    }
+
+    public func reversal(idempotencyKey: String) async throws -> AcquirerReversalRecord? {
+        lock.withLock { reversals[idempotencyKey] }
+    }
+    public func saveReversal(_ record: AcquirerReversalRecord) async throws {
+        lock.withLock { reversals[record.idempotencyKey] = record }
     }
 
     /// Every stored authorization, for inspection.

@@ -91,26 +91,39 @@ public struct NFCFieldEvent: Sendable, Hashable, Encodable {
 public final class NFCFieldSession: NFCTarget {
     public let device: Device
     public let autoAuthentication: AutoAuthentication?
+    /// Told of each purchase (amount, currency, terminal country) once the card released its cryptogram.
+    public let analytics: (any PurchaseAnalyticsSink)?
     private let events: @Sendable (NFCFieldEvent) -> Void
 
     public init(
-        device: Device, autoAuthentication: AutoAuthentication? = nil,
+        device: Device, autoAuthentication: AutoAuthentication? = nil, analytics: (any PurchaseAnalyticsSink)? = nil,
         events: @escaping @Sendable (NFCFieldEvent) -> Void = { _ in }
     ) {
         self.device = device
         self.autoAuthentication = autoAuthentication
+        self.analytics = analytics
         self.events = events
     }
 
     /// Starts the device's antenna at `DIR/devices/<name>/nfc.sock`. Returns nil for a device that has no
     /// NFC controller (an iPad, a Mac): nothing listens for it, so no reader can reach it.
+    ///
+    /// Purchases go to `analytics`, by default a ``PayAnalyticsReporter`` for the deployment (anonymous, after a
+    /// random delay of up to `ORCHARD_ANALYTICS_MAX_DELAY` seconds, default 10).
     public static func startAntenna(
         device: Device, deployment: DeploymentDirectory, autoAuthentication: AutoAuthentication? = nil,
-        limits: NFCLinkLimits = NFCLinkLimits(), events: @escaping @Sendable (NFCFieldEvent) -> Void = { _ in }
+        limits: NFCLinkLimits = NFCLinkLimits(), analytics: (any PurchaseAnalyticsSink)? = nil,
+        events: @escaping @Sendable (NFCFieldEvent) -> Void = { _ in }
     ) throws(NFCLinkError) -> NFCAntenna? {
         guard device.profile.kind.joinsNFCField, let kind = NFCDeviceKind(rawValue: device.profile.kind.rawValue)
         else { return nil }
-        let session = NFCFieldSession(device: device, autoAuthentication: autoAuthentication, events: events)
+        let sink =
+            analytics
+            ?? PayAnalyticsReporter(
+                deployment: deployment,
+                maxDelay: PayAnalyticsReporter.configuredMaxDelay(ProcessInfo.processInfo.environment))
+        let session = NFCFieldSession(
+            device: device, autoAuthentication: autoAuthentication, analytics: sink, events: events)
         return try NFCAntenna(
             path: NFCAntenna.path(forDevice: device.name, in: deployment), kind: kind, target: session, limits: limits)
     }
@@ -156,7 +169,12 @@ public final class NFCFieldSession: NFCTarget {
 
     public func transceive(_ command: [UInt8]) async throws(NFCRefusal) -> [UInt8] {
         do {
-            return try await device.transceive(command)
+            let response = try await device.transceive(command)
+            if let analytics, let purchase = AnonymousPurchase.observed(command: command, response: response) {
+                analytics.purchase(
+                    amountMinorUnits: purchase.amountMinorUnits, currency: purchase.currency, country: purchase.country)
+            }
+            return response
         } catch {
             let (_, code, message) = DeviceControl.status(for: error)
             throw NFCRefusal(code: code, message: message)

@@ -39,12 +39,12 @@ public struct IssuerConfiguration: Sendable {
 public actor Issuer: IssuerHost {
     public nonisolated let issuerID: String
     public nonisolated let configuration: IssuerConfiguration
-    private let store: any IssuerStore
+    let store: any IssuerStore
     private let cardVerificationKey: CardVerificationKey
-    private let clock: any WallClock
+    let clock: any WallClock
     private let random: any RandomSource
     private var network: (any IssuerNetworkLink)?
-    private let serializer = KeyedSerializer()
+    let serializer = KeyedSerializer()
 
     public init(
         configuration: IssuerConfiguration, store: any IssuerStore, cardVerificationKey: CardVerificationKey,
@@ -222,6 +222,8 @@ public actor Issuer: IssuerHost {
         await serializer.acquire("txn:" + request.networkTransactionID)
         defer { serializer.release("txn:" + request.networkTransactionID) }
         if let previous = try await store.authorization(networkTransactionID: request.networkTransactionID) {
+            // A reversal came first: the authorization is declined and moves nothing.
+            if previous.requestFingerprint == Self.preemptedFingerprint { return previous.response }
             guard previous.requestFingerprint == fingerprint else {
                 throw IssuerError(.duplicate, "this network transaction ID was already used for another request")
             }
@@ -238,8 +240,8 @@ public actor Issuer: IssuerHost {
         let (code, reason) = decide(request, card: card, account: account)
         guard code.isApproved else { return try await record(request, fingerprint, account.accountID, code, reason) }
         account.balance += account.kind == .credit ? request.amount.minorUnits : -request.amount.minorUnits
-        try await store.saveAccount(account)
-        return try await record(request, fingerprint, account.accountID, .approved, "approved")
+        // The balance and the decision are written in one step: a crash cannot move money without a record.
+        return try await record(request, fingerprint, account.accountID, .approved, "approved", moving: account)
     }
 
     /// The checks, in the order a real issuer host applies them; the first failure answers.
@@ -284,7 +286,7 @@ public actor Issuer: IssuerHost {
 
     private func record(
         _ request: IssuerAuthorizationRequest, _ fingerprint: String, _ accountID: String?, _ code: ResponseCode,
-        _ reason: String
+        _ reason: String, moving account: IssuerAccount? = nil
     ) async throws -> IssuerAuthorizationResponse {
         let response = IssuerAuthorizationResponse(
             networkTransactionID: request.networkTransactionID, responseCode: code,
@@ -292,7 +294,7 @@ public actor Issuer: IssuerHost {
         try await store.saveAuthorization(
             IssuerAuthorizationEntry(
                 response: response, accountID: accountID, amount: request.amount, requestFingerprint: fingerprint,
-                decidedAt: clock.now()))
+                decidedAt: clock.now()), account: account)
         return response
     }
 

@@ -104,6 +104,8 @@ public struct IssuerAuthorizationEntry: Hashable, Sendable, Codable {
     /// A digest of the request's fields, to refuse a retry that changed them.
     public let requestFingerprint: String
     public let decidedAt: Date
+    /// When a reversal cancelled this authorization (or, for a reversal that came first, blocked it).
+    public var reversedAt: Date? = nil
 
     public init(
         response: IssuerAuthorizationResponse, accountID: String?, amount: Money, requestFingerprint: String,
@@ -153,6 +155,9 @@ public protocol IssuerStore: Sendable {
     func allCards() async throws -> [IssuedCard]
     func authorization(networkTransactionID: String) async throws -> IssuerAuthorizationEntry?
     func saveAuthorization(_ entry: IssuerAuthorizationEntry) async throws
+    /// Stores `entry` and, when given, `account` in one durable step (an authorization or a reversal and
+    /// the balance it moves).
+    func saveAuthorization(_ entry: IssuerAuthorizationEntry, account: IssuerAccount?) async throws
     func stepUp(reference: String) async throws -> StepUpRecord?
     func saveStepUp(_ record: StepUpRecord) async throws
 }
@@ -182,6 +187,12 @@ public final class InMemoryIssuerStore: IssuerStore, @unchecked Sendable {
     }
     public func saveAuthorization(_ entry: IssuerAuthorizationEntry) async throws {
         lock.withLock { authorizations[entry.response.networkTransactionID] = entry }
+    }
+    public func saveAuthorization(_ entry: IssuerAuthorizationEntry, account: IssuerAccount?) async throws {
+        lock.withLock {
+            if let account { accounts[account.accountID] = account }
+            authorizations[entry.response.networkTransactionID] = entry
+        }
     }
     public func stepUp(reference: String) async throws -> StepUpRecord? { lock.withLock { stepUps[reference] } }
     public func saveStepUp(_ record: StepUpRecord) async throws { lock.withLock { stepUps[record.reference] = record } }

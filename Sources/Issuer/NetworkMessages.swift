@@ -223,6 +223,9 @@ public protocol IssuerHost: Sendable {
     /// Decides an authorization. A retry with the same ``IssuerAuthorizationRequest/networkTransactionID``
     /// returns the first answer and moves no money twice.
     func authorize(_ request: IssuerAuthorizationRequest) async throws -> IssuerAuthorizationResponse
+    /// Cancels the authorization a ``IssuerReversalRequest`` names, exactly once (see ``ReversalOutcome``).
+    /// Hosts that cannot reverse inherit a default that throws.
+    func reverse(_ request: IssuerReversalRequest) async throws -> IssuerReversalResponse
 }
 
 /// A lifecycle action on tokens.

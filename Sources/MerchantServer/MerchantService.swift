@@ -78,6 +78,7 @@ public struct MerchantService: OrchardService {
 
         try await onboarding.entitle(application: application, merchantIdentifiers: [merchantID])
         context.trace("merchant: app \(application) entitled to pay for \(merchantID)")
+        try await Self.onboardAtAcquirer(context, merchantID: merchantID, displayName: displayName)
 
         let store = try Self.openStore(in: context.directory)
         await store.close()

@@ -23,7 +23,14 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
                 CREATE TABLE provisioning_sessions (session_id TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
                 CREATE TABLE idempotency_records (
                     scope TEXT NOT NULL, key TEXT NOT NULL, record BLOB NOT NULL, PRIMARY KEY (scope, key)) STRICT;
-                """)
+                """),
+        Migration(
+            version: 2, name: "token-status notification outbox",
+            sql: """
+                CREATE TABLE token_notifications (
+                    sequence INTEGER PRIMARY KEY AUTOINCREMENT, token_requestor_id TEXT NOT NULL,
+                    record BLOB NOT NULL) STRICT;
+                """),
     ]
 
     /// Opens (creating and migrating) the vault at `path`.
@@ -169,6 +176,23 @@ public final class SQLiteIssuerStore: IssuerStore {
         try await upsert("authorizations", "network_transaction_id", entry.response.networkTransactionID, entry)
     }
 
+    public func saveAuthorization(_ entry: IssuerAuthorizationEntry, account: IssuerAccount?) async throws {
+        let record = try RecordCoding.encode(entry)
+        let accountRecord = try account.map { try RecordCoding.encode($0) }
+        try await store.write { database in
+            if let account, let accountRecord {
+                try database.execute(
+                    "INSERT INTO accounts (account_id, record) VALUES (?, ?) "
+                        + "ON CONFLICT (account_id) DO UPDATE SET record = excluded.record",
+                    [.text(account.accountID), .blob(accountRecord)])
+            }
+            try database.execute(
+                "INSERT INTO authorizations (network_transaction_id, record) VALUES (?, ?) "
+                    + "ON CONFLICT (network_transaction_id) DO UPDATE SET record = excluded.record",
+                [.text(entry.response.networkTransactionID), .blob(record)])
+        }
+    }
+
     public func stepUp(reference: String) async throws -> StepUpRecord? {
         try await store.record(StepUpRecord.self, "SELECT record FROM step_ups WHERE reference = ?", [.text(reference)])
     }
@@ -198,7 +222,12 @@ public final class SQLiteAcquirerStore: AcquirerStore {
             sql: """
                 CREATE TABLE merchants (merchant_id TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
                 CREATE TABLE authorizations (idempotency_key TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
-                """)
+                """),
+        Migration(
+            version: 2, name: "acquirer reversals",
+            sql: """
+                CREATE TABLE reversals (idempotency_key TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
+                """),
     ]
 
     public init(path: String) throws {
@@ -232,6 +261,23 @@ public final class SQLiteAcquirerStore: AcquirerStore {
             try database.execute(
                 """
                 INSERT INTO authorizations (idempotency_key, record) VALUES (?, ?)
+                ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
+                """, [.text(record.idempotencyKey), .blob(bytes)])
+        }
+    }
+
+    public func reversal(idempotencyKey: String) async throws -> AcquirerReversalRecord? {
+        try await store.record(
+            AcquirerReversalRecord.self, "SELECT record FROM reversals WHERE idempotency_key = ?",
+            [.text(idempotencyKey)])
+    }
+
+    public func saveReversal(_ record: AcquirerReversalRecord) async throws {
+        let bytes = try RecordCoding.encode(record)
+        try await store.write { database in
+            try database.execute(
+                """
+                INSERT INTO reversals (idempotency_key, record) VALUES (?, ?)
                 ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
                 """, [.text(record.idempotencyKey), .blob(bytes)])
         }

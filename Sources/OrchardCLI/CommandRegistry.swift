@@ -14,6 +14,7 @@ public enum CommandRegistry {
         DeviceCommands.command,
         BenchCommands.command,
         TerminalCommands.command,
+        AnalyticsCommands.command,
         MerchantCommands.command,
     ]
 

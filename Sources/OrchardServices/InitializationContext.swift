@@ -45,6 +45,7 @@ public final class InitializationContext: @unchecked Sendable {
     private let lock = NSLock()
     private var configuration: Configuration
     private var onboarding: (any MerchantOnboarding)?
+    private var acquirerOnboarding: (any AcquirerOnboarding)?
     private var facts: [String: String] = [:]
     private var cleanups: [@Sendable () async -> Void] = []
     private let traceSink: @Sendable (String) -> Void
@@ -110,4 +111,12 @@ public final class InitializationContext: @unchecked Sendable {
         }
         return onboarding
     }
+
+    /// Called by the network's step: makes its acquirer onboarding available to later steps.
+    public func provideAcquirer(_ onboarding: any AcquirerOnboarding) {
+        lock.withLock { self.acquirerOnboarding = onboarding }
+    }
+
+    /// The acquirer onboarding an earlier step provided, if any.
+    public func acquirer() -> (any AcquirerOnboarding)? { lock.withLock { acquirerOnboarding } }
 }

@@ -19,7 +19,7 @@ import PaymentToken
 /// certificate (issued by the device CA to the same device that calls), checks the cryptogram is bound to the
 /// credential's nonce, then in ONE write transaction consumes the nonce (issued to this device, unused, not
 /// expired), checks the app's entitlement for the merchant ID, picks the processing certificate (unrevoked,
-/// valid) and records the anonymous payment record; only then it builds the 3DSecure payment data, encrypts
+/// valid) and counts the purchase in the anonymous tallies; only then it builds the 3DSecure payment data, encrypts
 /// it as EC_v1 (RSA_v1 for a merchant with only an RSA certificate) with the applicationData hash in the
 /// header, and signs it with the token-signing leaf (the RSA leaf for RSA_v1). It stores and logs no DPAN,
 /// cryptogram, nonce, app, merchant or device next to an amount.
@@ -29,6 +29,7 @@ final class InAppPayments: Sendable {
     static let deviceOrganization = "Orchard device"
 
     private let store: Store
+    private let devices: DeviceRegistry
     private let nonces: PaymentNonces
     private let pki: InAppPKI.Loaded
     private let ecEncoder: PaymentTokenEncoder
@@ -36,10 +37,11 @@ final class InAppPayments: Sendable {
     private let clock: any WallClock
 
     init(
-        store: Store, pki: InAppPKI.Loaded, tokenSigning: TokenSigningPKI, wallClock: any WallClock,
-        monotonicClock: any MonotonicClock, random: any RandomSource
+        store: Store, devices: DeviceRegistry, pki: InAppPKI.Loaded, tokenSigning: TokenSigningPKI,
+        wallClock: any WallClock, monotonicClock: any MonotonicClock, random: any RandomSource
     ) throws {
         self.store = store
+        self.devices = devices
         self.pki = pki
         self.clock = wallClock
         let raw = try pki.credentialKey.rawRepresentation
@@ -57,30 +59,31 @@ final class InAppPayments: Sendable {
 
     /// Loads the keys `init` wrote and makes the endpoints.
     static func load(
-        directory: DeploymentDirectory, store: Store, tokenSigning: TokenSigningPKI, environment: ServiceEnvironment
+        directory: DeploymentDirectory, store: Store, devices: DeviceRegistry, tokenSigning: TokenSigningPKI,
+        environment: ServiceEnvironment
     ) throws -> InAppPayments {
         try InAppPayments(
-            store: store, pki: try InAppPKI.load(from: directory), tokenSigning: tokenSigning,
+            store: store, devices: devices, pki: try InAppPKI.load(from: directory), tokenSigning: tokenSigning,
             wallClock: environment.wallClock, monotonicClock: environment.monotonicClock, random: environment.random)
     }
 
     // MARK: Routes
 
     func addRoutes(to router: inout Router) {
-        let requirement = ClientCertificateRequirement.required(where: isOrchardDevice)
+        let requirement = devices.requirement
         router.get("/v1/payments/credential-certificate", requirement: requirement) { [pki] _ in
             try Self.json(["certificate": pki.credentialCertificate.pemRepresentation])
         }
         router.post("/v1/payments/nonce", requirement: requirement) { [self] request in
-            let device = try Self.deviceName(request)
-            let nonce = try await nonces.issue(to: device)
+            let device = try await payingDevice(request)
+            let nonce = try await nonces.issue(to: device.deviceID)
             return try Self.json(
                 NonceResponse(
                     nonce: StrictEncoding.base64Encode(nonce),
                     expiresInSeconds: Int(PaymentNonces.lifetime / 1_000_000_000)))
         }
         router.post("/v1/payments/credential", requirement: requirement) { [self] request in
-            let device = try Self.deviceName(request)
+            let device = try await payingDevice(request)
             let body = try Self.decode(request)
             let token = try await exchange(body, device: device)
             return HTTPResponse(
@@ -88,16 +91,14 @@ final class InAppPayments: Sendable {
         }
     }
 
-    /// The route requirement: a client certificate the device CA issued for a device (O = "Orchard device",
-    /// a CN naming it, EKU clientAuth). The listener already verified the chain to the Orchard root.
-    @Sendable func isOrchardDevice(_ presented: ClientCertificate) -> Bool {
-        guard let certificate = try? Certificate(derEncoded: presented.derRepresentation),
-            let authorityKey = try? pki.deviceCA.publicKey
-        else { return false }
-        return certificate.issuer == pki.deviceCA.subject && certificate.isSignature(validUnder: authorityKey)
-            && certificate.subject.organization == Self.deviceOrganization
-            && !(certificate.subject.commonName ?? "").isEmpty
-            && (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true
+    /// The registered device that sent `request` (the device registry's client-certificate check), not erased
+    /// and not in lost mode.
+    func payingDevice(_ request: HTTPRequest) async throws -> DeviceRegistry.Record {
+        let device = try await devices.registeredDevice(request)
+        guard !device.lostMode else {
+            throw PayServerError(.notPermitted, "this device is in lost mode: it cannot pay until it leaves it")
+        }
+        return device
     }
 
     // Synchronous wrappers: Swift 6.3 release builds crash on some typed-throws calls made directly in async
@@ -108,26 +109,19 @@ final class InAppPayments: Sendable {
         try request.decodeJSON(CredentialExchangeRequest.self)
     }
 
-    static func deviceName(_ request: HTTPRequest) throws -> String {
-        guard let der = request.clientCertificate?.derRepresentation,
-            let name = (try? Certificate(derEncoded: der))?.subject.commonName
-        else { throw PayServerError(.deviceNotRecognized, "this client certificate names no device") }
-        return name
-    }
 
     // MARK: The exchange
 
     /// Exchanges a sealed credential from `device` for a signed token (see the type's documentation).
-    func exchange(_ body: CredentialExchangeRequest, device: String) async throws -> PaymentToken {
+    func exchange(_ body: CredentialExchangeRequest, device: DeviceRegistry.Record) async throws -> PaymentToken {
         let credential = try verifiedCredential(body, device: device)
         let now = clock.now()
         let nonces = self.nonces
-        let record = (
-            channel: credential.channel.name, currency: Self.currencyCode(credential.currency),
-            bucket: InAppStore.amountBucket(credential.amount), day: Self.day(now)
+        let (channel, currency, amount, day) = (
+            credential.channel.name, Self.currencyCode(credential.currency), credential.amount, Self.day(now)
         )
         let certificate = try await store.write { db in
-            try nonces.consume(credential.nonce, device: device, in: db)
+            try nonces.consume(credential.nonce, device: device.deviceID, in: db)
             guard
                 try db.queryFirst(
                     "SELECT 1 FROM app_entitlements WHERE application = ? AND merchant_identifier = ?",
@@ -143,36 +137,35 @@ final class InAppPayments: Sendable {
                 throw PayServerError(
                     .noProcessingCertificate, "the merchant has no valid, unrevoked payment processing certificate")
             }
-            try db.execute(
-                "INSERT INTO payment_records (channel, currency, amount_bucket, day) VALUES (?, ?, ?, ?)",
-                [.text(record.channel), .text(record.currency), .text(record.bucket), .text(record.day)])
+            try InAppStore.tally(channel: channel, currency: currency, minorUnits: amount, day: day, in: db)
             return certificate
         }
         return try makeToken(credential, certificate: certificate, paymentMethod: body.paymentMethod)
     }
 
     /// Opens the credential and checks its signature, device certificate, nonce binding and channel.
-    func verifiedCredential(_ body: CredentialExchangeRequest, device: String) throws -> PaymentCredential {
-        guard let sealed = StrictEncoding.base64Decode(body.credential),
-            let certificateDER = StrictEncoding.base64Decode(body.secureElementCertificate)
-        else { throw PayServerError(.invalidRequest, "credential and secureElementCertificate are base64") }
+    func verifiedCredential(_ body: CredentialExchangeRequest, device: DeviceRegistry.Record) throws
+        -> PaymentCredential
+    {
+        guard let sealed = StrictEncoding.base64Decode(body.credential) else {
+            throw PayServerError(.invalidRequest, "credential is base64")
+        }
         let opened: OpenedPaymentCredential
         do {
             opened = try SealedPaymentCredential.open(sealed, with: pki.credentialKey)
         } catch {
             throw PayServerError(.credentialRejected, "the credential cannot be opened: \(error.message)")
         }
-        guard let certificate = try? Certificate(derEncoded: certificateDER),
+        // The Secure Element certificate the device registered (checked then against the device CA and the
+        // client certificate's subject), checked again here: issuer, signature, validity, the same device.
+        guard let certificate = try? Certificate(derEncoded: device.secureElementCertificate),
             let authorityKey = try? pki.deviceCA.publicKey,
             certificate.issuer == pki.deviceCA.subject, certificate.isSignature(validUnder: authorityKey),
             certificate.isValid(at: clock.now()), certificate.subject.organization == Self.deviceOrganization,
-            let seKey = (try? certificate.publicKey)?.p256
+            certificate.subject.commonName == device.deviceID, let seKey = (try? certificate.publicKey)?.p256
         else {
             throw PayServerError(
-                .credentialRejected, "the Secure Element certificate is not a valid certificate of the device CA")
-        }
-        guard certificate.subject.commonName == device else {
-            throw PayServerError(.credentialRejected, "the Secure Element certificate belongs to another device")
+                .credentialRejected, "the device's registered Secure Element certificate is not valid")
         }
         guard opened.isSigned(by: seKey) else {
             throw PayServerError(.credentialRejected, "the credential is not signed by this device's Secure Element")
@@ -247,8 +240,6 @@ struct NonceResponse: Codable, Sendable {
 struct CredentialExchangeRequest: Codable, Sendable {
     /// The sealed credential (``SealedPaymentCredential``), base64.
     let credential: String
-    /// The Secure Element's device certificate (DER), base64.
-    let secureElementCertificate: String
     /// What the token's `paymentMethod` shows (display data from the wallet), if anything.
     let paymentMethod: PaymentMethodBody?
 }

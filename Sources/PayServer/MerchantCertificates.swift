@@ -56,7 +56,7 @@ public final class MerchantCertificates: Sendable {
                 "UPDATE merchant_certificates SET revoked_at = coalesce(revoked_at, ?) WHERE serial = ?",
                 [.milliseconds(now), .text(serial.uppercased())])
         }
-        guard changed == 1 else { throw PayServerError(.unknownCertificate, "no merchant certificate \(serial)") }
+        guard changed == 1 else { throw PayServerError(.notFound, "no merchant certificate \(serial)") }
     }
 
     /// The processing certificate a token for `merchantIdentifier` is encrypted to at `now`, inside a

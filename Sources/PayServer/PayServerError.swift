@@ -1,81 +1,81 @@
-import OrchardHTTP
+public import OrchardHTTP
 
-/// The one error type of the Pay server's in-app and web payment endpoints: a struct with an extensible
-/// code, answered as `{"error": {"code", "message"}}` with the status each code carries. Messages name what
-/// went wrong, never a nonce, DPAN, cryptogram or key.
+/// Why the Pay server refused or failed a device's request. Maps to HTTP in one place (``httpStatus``).
 public struct PayServerError: Error, Hashable, Sendable, CustomStringConvertible, HTTPResponseError {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
-            case invalidRequest = "invalid_request"
-            case credentialRejected = "credential_rejected"
-            case deviceNotRecognized = "device_not_recognized"
-            case nonceUnknown = "nonce_unknown"
-            case nonceUsed = "nonce_used"
-            case nonceExpired = "nonce_expired"
-            case nonceNotIssuedToDevice = "nonce_not_issued_to_device"
-            case notEntitled = "not_entitled"
-            case unknownMerchant = "unknown_merchant"
-            case noProcessingCertificate = "no_processing_certificate"
-            case unknownCertificate = "unknown_certificate"
-            case internalFailure = "internal_failure"
-        }
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
 
-        /// The request's JSON or a field in it is malformed (400).
-        public static let invalidRequest = Code(.invalidRequest)
-        /// The credential does not open with the Pay server's key, is malformed, or its signature, device
-        /// certificate or nonce binding does not verify (400/403).
-        public static let credentialRejected = Code(.credentialRejected)
-        /// The client certificate is not a device certificate of this deployment (403).
-        public static let deviceNotRecognized = Code(.deviceNotRecognized)
-        /// The nonce was never issued, or was purged (409).
-        public static let nonceUnknown = Code(.nonceUnknown)
-        /// The nonce was already redeemed (409).
-        public static let nonceUsed = Code(.nonceUsed)
-        /// The nonce is older than its lifetime (409).
-        public static let nonceExpired = Code(.nonceExpired)
-        /// The nonce was issued to another device (409).
-        public static let nonceNotIssuedToDevice = Code(.nonceNotIssuedToDevice)
-        /// The app may not pay for this merchant ID (403).
-        public static let notEntitled = Code(.notEntitled)
-        /// The merchant ID is not registered (404).
-        public static let unknownMerchant = Code(.unknownMerchant)
-        /// The merchant has no valid, unrevoked processing certificate (409).
-        public static let noProcessingCertificate = Code(.noProcessingCertificate)
-        /// No certificate has this serial number (404).
-        public static let unknownCertificate = Code(.unknownCertificate)
-        /// Something failed that the request does not explain (500).
-        public static let internalFailure = Code(.internalFailure)
+        /// The request is malformed.
+        public static let invalidRequest = Code("invalidRequest")
+        /// The client certificate and the Secure Element certificate do not describe one device.
+        public static let deviceMismatch = Code("deviceMismatch")
+        /// The device has not registered (or was erased).
+        public static let deviceNotRegistered = Code("deviceNotRegistered")
+        /// The caller may not act on this device or session.
+        public static let notPermitted = Code("notPermitted")
+        /// No such device, session or terms.
+        public static let notFound = Code("notFound")
+        /// The network refused the relayed request (its status is passed on).
+        public static let networkRefused = Code("networkRefused")
+        /// The network cannot be reached or failed.
+        public static let networkUnavailable = Code("networkUnavailable")
+        /// The Pay server's own store or configuration failed.
+        public static let internalFailure = Code("internalFailure")
 
-        public var description: String { base.rawValue }
-
-        var status: HTTPStatus {
-            switch base {
-            case .invalidRequest: .badRequest
-            case .credentialRejected: .badRequest
-            case .deviceNotRecognized, .notEntitled: .forbidden
-            case .nonceUnknown, .nonceUsed, .nonceExpired, .nonceNotIssuedToDevice, .noProcessingCertificate:
-                .conflict
-            case .unknownMerchant, .unknownCertificate: .notFound
-            case .internalFailure: .internalServerError
-            }
-        }
+        // In-app payments (InAppPayments.swift).
+        /// The payment credential does not open with the credential key, is malformed, or its signature,
+        /// Secure Element certificate or nonce binding does not verify.
+        public static let credentialRejected = Code("credentialRejected")
+        /// The nonce was never issued (or was purged).
+        public static let nonceUnknown = Code("nonceUnknown")
+        /// The nonce was already redeemed.
+        public static let nonceUsed = Code("nonceUsed")
+        /// The nonce is older than its lifetime.
+        public static let nonceExpired = Code("nonceExpired")
+        /// The nonce was issued to another device.
+        public static let nonceNotIssuedToDevice = Code("nonceNotIssuedToDevice")
+        /// The app is not entitled to pay for the merchant ID.
+        public static let notEntitled = Code("notEntitled")
+        /// The merchant has no valid, unrevoked payment processing certificate.
+        public static let noProcessingCertificate = Code("noProcessingCertificate")
     }
 
     public let code: Code
     public let message: String
+    /// For ``Code/networkRefused``: the network's status, passed on to the device.
+    public let relayedStatus: Int?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, relayedStatus: Int? = nil) {
         self.code = code
         self.message = message
+        self.relayedStatus = relayedStatus
     }
 
     public var description: String { "\(code): \(message)" }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    public var httpStatus: HTTPStatus { code.status }
-    public var httpErrorCode: String { code.status.code >= 500 ? "internal_error" : code.description }
-    public var httpErrorMessage: String { code.status.code >= 500 ? "internal error" : message }
+    public var httpStatus: HTTPStatus {
+        switch code {
+        case .invalidRequest, .credentialRejected: return .badRequest
+        case .notEntitled: return .forbidden
+        case .nonceUnknown, .nonceUsed, .nonceExpired, .nonceNotIssuedToDevice, .noProcessingCertificate:
+            return .conflict
+        case .deviceMismatch, .deviceNotRegistered, .notPermitted: return .forbidden
+        case .notFound: return .notFound
+        case .networkRefused:
+            switch relayedStatus {
+            case 400: return .badRequest
+            case 403: return .forbidden
+            case 404: return .notFound
+            case 409: return .conflict
+            case 422: return .unprocessableContent
+            default: return .badGateway
+            }
+        case .networkUnavailable: return .badGateway
+        default: return .internalServerError
+        }
+    }
+    public var httpErrorCode: String { code.rawValue }
+    public var httpErrorMessage: String { httpStatus.code >= 500 ? "the Pay server failed: \(code)" : message }
 }

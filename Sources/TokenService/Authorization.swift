@@ -94,6 +94,9 @@ public struct NetworkAuthorizationResponse: Hashable, Sendable, Codable {
 /// What an acquirer routes authorizations to. The token service implements it.
 public protocol PaymentNetwork: Sendable {
     func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse
+    /// Cancels an authorization this acquirer sent (see `Reversal.swift`); networks without reversals
+    /// inherit a default that throws.
+    func reverse(_ request: NetworkReversalRequest) async throws -> NetworkReversalResponse
 }
 
 extension TokenService: PaymentNetwork {
@@ -120,6 +123,12 @@ extension TokenService: PaymentNetwork {
             scope: "authorization:" + request.acquirerID, key: request.transactionID,
             fingerprint: Self.fingerprint(fields)
         ) {
+            // A reversal that came first blocks the transaction: declined, nothing checked or recorded.
+            if try await reversalRecorded(acquirerID: request.acquirerID, transactionID: request.transactionID) {
+                return NetworkAuthorizationResponse(
+                    transactionID: request.transactionID, pan: request.pan, responseCode: .invalidTransaction,
+                    approvalCode: nil, declineReason: .reversedBeforeAuthorization, cardSuffix: nil)
+            }
             await serializer.acquire("token:" + request.pan.digits)
             defer { serializer.release("token:" + request.pan.digits) }
             return try await decide(request)

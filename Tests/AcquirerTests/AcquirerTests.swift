@@ -212,4 +212,9 @@ final class FlakyNetwork: PaymentNetwork, @unchecked Sendable {
         if lose { throw TestDoubleError("connection reset") }
         return answer
     }
+
+    func reverse(_ request: NetworkReversalRequest) async throws -> NetworkReversalResponse {
+        guard let target else { throw TestDoubleError("no network") }
+        return try await target.reverse(request)
+    }
 }

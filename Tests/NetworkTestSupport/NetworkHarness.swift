@@ -190,6 +190,11 @@ public final class IssuerSwitch: IssuerHost, @unchecked Sendable {
         try check()
         return try await inner.authorize(request)
     }
+
+    public func reverse(_ request: IssuerReversalRequest) async throws -> IssuerReversalResponse {
+        try check()
+        return try await inner.reverse(request)
+    }
 }
 
 /// A card installed in a simulated SE.

@@ -18,13 +18,14 @@ struct DeployedNetworkTests {
         let initialised = try await orchard(["init", "--data-dir", directory.path])
         #expect(initialised.status == 0, "\(initialised.stderr)")
 
-        // The acquirer's onboarding of the merchant and its terminal (no command does it yet).
+        // `init` onboarded the demo merchant and its terminal at the acquirer, and gave the merchant its
+        // acquiring client certificate.
         let acquirerStore = try SQLiteAcquirerStore(path: deployment.databasePath(for: .acquirer))
-        try await acquirerStore.saveMerchant(
-            MerchantAccount(
-                merchantID: "merchant.dev.orchard.demo", name: "Orchard Store", categoryCode: "5814",
-                countryCode: "840", terminalIDs: ["T0001"]))
+        let merchant = try await acquirerStore.merchant(id: "merchant.dev.orchard.demo")
         await acquirerStore.store.close()
+        #expect(merchant?.terminalIDs == ["T0001"] && merchant?.status == .active)
+        #expect(FileManager.default.fileExists(atPath: deployment.pkiPath + "/merchant-acquiring.pem"))
+        #expect(FileManager.default.fileExists(atPath: deployment.pkiPath + "/merchant-acquiring.key"))
 
         try await createDevice(directory, "phone", kind: "phone", biometry: "face")
         let phone = try await DeviceProcessHandle(deployment, name: "phone", autoAuth: "face-id")

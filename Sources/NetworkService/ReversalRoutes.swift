@@ -1,0 +1,50 @@
+import Acquirer
+import Foundation
+import Issuer
+import OrchardHTTP
+
+/// Body of `POST /v1/acquirer/reversals`: a terminal sends `terminalID` and `stan` (the authorization's), a
+/// merchant server the authorization's `idempotencyKey`; `amount` is the authorization's; `reason` says why
+/// (`timeout`, `recovery`, …). The answer is ``AcquirerReversalResult``: `{"reversed", "outcome",
+/// "authorizationID"?, "merchantID", "amount", "reversedAt"}`.
+public struct ReversalBody: Codable, Sendable {
+    public let merchantID: String
+    public let terminalID: String?
+    public let stan: String?
+    public let idempotencyKey: String?
+    public let amount: Money
+    public let reason: String
+
+    public init(
+        merchantID: String, terminalID: String? = nil, stan: String? = nil, idempotencyKey: String? = nil,
+        amount: Money, reason: String
+    ) {
+        self.merchantID = merchantID
+        self.terminalID = terminalID
+        self.stan = stan
+        self.idempotencyKey = idempotencyKey
+        self.amount = amount
+        self.reason = reason
+    }
+
+    func request() throws(AcquirerError) -> AcquirerReversalRequest {
+        let origin: AcquirerAuthorizationRequest.Origin
+        switch (terminalID, stan, idempotencyKey) {
+        case (let terminal?, let stan?, nil): origin = .terminal(terminalID: terminal, systemTraceAuditNumber: stan)
+        case (nil, nil, let key?): origin = .merchantServer(idempotencyKey: key)
+        default:
+            throw AcquirerError(.invalidRequest, "send either terminalID and stan, or idempotencyKey")
+        }
+        return AcquirerReversalRequest(origin: origin, merchantID: merchantID, amount: amount, reason: reason)
+    }
+}
+
+extension NetworkRoutes {
+    /// `POST /v1/acquirer/reversals` (callers of the acquiring group): ``ReversalBody`` →
+    /// ``AcquirerReversalResult``, idempotent per terminal ID + STAN or merchant key.
+    static func installReversals(into router: inout Router, acquirer: Acquirer, access: NetworkAccess) {
+        router.post("/v1/acquirer/reversals", requirement: access.acquiring) { (body: ReversalBody, _) in
+            try await acquirer.reverse(try body.request())
+        }
+    }
+}

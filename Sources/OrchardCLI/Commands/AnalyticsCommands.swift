@@ -1,0 +1,43 @@
+import Foundation
+import OrchardRuntime
+import OrchardStore
+import PayServer
+
+/// `orchard analytics`: the Pay server's anonymous purchase data, aggregated.
+enum AnalyticsCommands {
+    static let command = Command(
+        name: "analytics",
+        summary: "Print the aggregates of the anonymous purchase data in --data-dir's pay.sqlite (JSON on stdout).",
+        discussion: """
+            Devices send the Pay server an amount bucket, the hour (UTC) and the terminal's country after each \
+            in-store purchase, without their client certificate and after a random delay. The Pay server keeps \
+            only counters; this prints {"purchases", "byAmountBucket", "byHour", "byRegion"}. It reads \
+            pay.sqlite directly, so the Pay server need not run.
+            """
+    ) { _, context in
+        let store = try openStore(context.dataDirectory.path)
+        let summary: AnonymousAnalyticsSummary
+        do {
+            summary = try await AnonymousAnalytics.summary(of: store)
+        } catch {
+            await store.close()
+            throw CLIError.failure("cannot read the analytics: \(error)")
+        }
+        await store.close()
+        context.trace("\(summary.purchases) purchases")
+        try context.outputJSON(summary)
+    }
+
+    /// Synchronous, so no typed-throws call sits directly in the command's async closure.
+    static func openStore(_ path: String) throws -> Store {
+        let directory = DeploymentDirectory(path: path)
+        guard FileManager.default.fileExists(atPath: directory.databasePath(for: .pay)) else {
+            throw CLIError.failure("\(path) has no pay.sqlite: run `orchard init --data-dir \(path)` first")
+        }
+        do {
+            return try PayStore.open(in: directory)
+        } catch {
+            throw CLIError.failure("cannot open pay.sqlite: \(error.message)")
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import DeviceProcess
+import Foundation
+import MerchantServer
+import OrchardCrypto
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import OrchardStore
+import OrchardX509
+import PayServer
+import Testing
+
+@Suite("Pay server: anonymous purchase data", .serialized)
+struct AnonymousAnalyticsTests {
+    let temporary: TemporaryDirectory
+    let directory: DeploymentDirectory
+    init() throws {
+        temporary = try TemporaryDirectory()
+        directory = DeploymentDirectory(path: temporary.child("deployment"))
+    }
+
+    func initialise() async throws -> ServiceRegistry {
+        let registry = try ServiceRegistry([PayService(), MerchantService()])
+        _ = try await DeploymentInitializer.initialize(directory, registry: registry)
+        return registry
+    }
+
+    /// Every column of every table in `pay.sqlite`, by table.
+    func columns(of store: Store) async throws -> [String: [String]] {
+        let tables = try await store.read { database in
+            try database.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", []) { row in
+                try row.string(0)
+            }
+        }
+        var out: [String: [String]] = [:]
+        for table in tables {
+            out[table] = try await store.read { database in
+                // `table` comes from sqlite_master, not from input.
+                try database.query("SELECT name FROM pragma_table_info('\(table)')", []) { row in try row.string(0) }
+            }
+        }
+        return out
+    }
+
+    @Test func noAnalyticsColumnCanBeJoinedToAnotherTable() async throws {
+        _ = try await initialise()
+        let store = try PayStore.open(in: directory)
+        let tables = try await columns(of: store)
+        await store.close()
+        let analytics = try #require(tables["anonymous_purchase_tallies"])
+        #expect(Set(analytics) == ["amount_bucket", "purchase_hour", "coarse_region", "tally"])
+        #expect(tables.count > 1)
+        for (table, names) in tables where table != "anonymous_purchase_tallies" {
+            let shared = Set(names).intersection(analytics)
+            #expect(shared.isEmpty, "\(table) shares \(shared.sorted()) with the analytics table")
+        }
+        // Nothing in it names a party, a card or a connection.
+        for name in analytics {
+            for word in ["device", "account", "card", "pan", "merchant", "token", "address", "ip", "id"] {
+                #expect(!name.split(separator: "_").contains(Substring(word)), "\(name) looks identifying")
+            }
+        }
+    }
+
+    @Test func theRouteCountsAnonymousReportsAndRefusesTheRest() async throws {
+        let registry = try await initialise()
+        let connections = try await ServiceConnections.connect([.pay], directory: directory, registry: registry)
+        let url = try connections.baseURL(of: .pay) + "/v1/analytics/purchases"
+        let anonymous = try connections.client()
+        for report in [
+            AnonymousTransactionReport(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
+            AnonymousTransactionReport(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
+            AnonymousTransactionReport(amountBucket: "250+", hour: "2026-03-01T13", region: "250"),
+        ] {
+            #expect(try await anonymous.post(url, json: report).status == .accepted)
+        }
+        // Malformed fields: refused, nothing counted.
+        for report in [
+            AnonymousTransactionReport(amountBucket: "12.34", hour: "2026-03-01T12", region: "840"),
+            AnonymousTransactionReport(amountBucket: "0-5", hour: "2026-03-01T12:34", region: "840"),
+            AnonymousTransactionReport(amountBucket: "0-5", hour: "2026-02-30T12", region: "840"),
+            AnonymousTransactionReport(amountBucket: "0-5", hour: "2026-03-01T12", region: "USA"),
+        ] {
+            #expect(try await anonymous.post(url, json: report).status == .badRequest)
+        }
+        anonymous.shutdown()
+        // A client that presents a certificate (here the merchant's identity) is refused: the channel must
+        // not identify its sender.
+        let identified = try connections.client(
+            identity: try TLSIdentity.load(named: MerchantService.Files.identity, from: directory))
+        let refused = try await identified.post(
+            url, json: AnonymousTransactionReport(amountBucket: "0-5", hour: "2026-03-01T12", region: "840"))
+        #expect(refused.status == .badRequest)
+        identified.shutdown()
+        await connections.close()
+
+        let store = try PayStore.open(in: directory)
+        let summary = try await AnonymousAnalytics.summary(of: store)
+        await store.close()
+        #expect(summary.purchases == 3)
+        #expect(summary.byAmountBucket["10-25"] == 2 && summary.byAmountBucket["250+"] == 1)
+        #expect(summary.byRegion["840"] == 2 && summary.byRegion["250"] == 1)
+        #expect(summary.byHour["2026-03-01T13"] == 1)
+    }
+
+    @Test func theDeviceReporterSendsWithoutItsCertificateOrDrops() async throws {
+        let registry = try await initialise()
+        let clock = ManualClock(now: Date(timeIntervalSince1970: 1_772_366_400))  // 2026-03-01 12:00 UTC
+        let reporter = PayAnalyticsReporter(deployment: directory, maxDelay: .zero, clock: clock)
+        let record = AnonymousPurchase(amountMinorUnits: 1_234, currency: 840, country: 840, at: clock.now())
+        #expect(record == AnonymousPurchase(amountMinorUnits: 1_000, currency: 840, country: 840, at: clock.now()))
+        #expect(record.amountBucket == "10-25" && record.hour == "2026-03-01T12" && record.region == "840")
+        // No Pay server running: dropped, at once.
+        #expect(await reporter.send(record) == .dropped)
+
+        let connections = try await ServiceConnections.connect([.pay], directory: directory, registry: registry)
+        let base = try connections.baseURL(of: .pay)
+        let port = try #require(Int(base.split(separator: ":").last ?? ""))
+        try directory.publish(ServiceRecord(service: .pay, host: "127.0.0.1", port: port))
+        #expect(await reporter.send(record) == .sent)
+        // Through the sink interface, with the delay drawn from 0…0.
+        let delivered = AsyncStream<PayAnalyticsReporter.Delivery>.makeStream()
+        let sink = PayAnalyticsReporter(
+            deployment: directory, maxDelay: .zero, clock: clock,
+            delivered: { _, outcome in
+                delivered.continuation.yield(outcome)
+            })
+        sink.purchase(amountMinorUnits: 99_900, currency: 392, country: 392)
+        var iterator = delivered.stream.makeAsyncIterator()
+        #expect(await iterator.next() == .sent)
+        directory.withdraw(.pay)
+        await connections.close()
+
+        let store = try PayStore.open(in: directory)
+        let summary = try await AnonymousAnalytics.summary(of: store)
+        await store.close()
+        #expect(summary.purchases == 2 && summary.byAmountBucket["10-25"] == 1)
+        #expect(summary.byAmountBucket["250+"] == 1 && summary.byRegion["392"] == 1)
+    }
+
+    @Test func amountBucketsFollowTheCurrencyExponent() {
+        let date = Date(timeIntervalSince1970: 0)
+        let cases: [(UInt64, UInt16, String)] = [
+            (0, 840, "0-5"), (499, 840, "0-5"), (500, 840, "5-10"), (2_499, 978, "10-25"), (4_999, 840, "25-50"),
+            (9_999, 840, "50-100"), (24_999, 840, "100-250"), (25_000, 840, "250+"), (300, 392, "250+"),
+            (4, 392, "0-5"), (12_345, 414, "10-25"),
+        ]
+        for (amount, currency, bucket) in cases {
+            let record = AnonymousPurchase(amountMinorUnits: amount, currency: currency, country: 4, at: date)
+            #expect(record.amountBucket == bucket, "\(amount) in \(currency)")
+            #expect(record.region == "004" && record.hour == "1970-01-01T00")
+        }
+    }
+
+    @Test func onlyAReleasedCryptogramIsAPurchase() {
+        // SELECT PPSE answered: no purchase.
+        let select = [0x00, 0xA4, 0x04, 0x00, 0x0E] + Array("2PAY.SYS.DDF01".utf8) + [0x00]
+        #expect(AnonymousPurchase.observed(command: select, response: [0x6F, 0x00, 0x90, 0x00]) == nil)
+        // A GET PROCESSING OPTIONS the card refused (6985: no authorization): no purchase.
+        let gpo: [UInt8] = [0x80, 0xA8, 0x00, 0x00, 0x02, 0x83, 0x00, 0x00]
+        #expect(AnonymousPurchase.observed(command: gpo, response: [0x69, 0x85]) == nil)
+        // Answered, but without a cryptogram (a Mastercard-style GPO): no purchase.
+        #expect(AnonymousPurchase.observed(command: gpo, response: [0x77, 0x02, 0x82, 0x00, 0x90, 0x00]) == nil)
+    }
+}
