@@ -267,7 +267,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
-                "SecureElement", "orchard", "DeviceProcess", "PaymentCredential",
+                "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
             ],
             swiftSettings: strict
         ),

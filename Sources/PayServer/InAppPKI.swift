@@ -3,6 +3,7 @@ import OrchardCrypto
 import OrchardRuntime
 import OrchardServices
 import OrchardX509
+import PayAPI
 import PaymentToken
 
 /// The Pay server's keys for in-app and web payments, written by its init step:
@@ -26,7 +27,8 @@ public enum InAppPKI {
         let now = context.clock.now()
         let agreementKey = try P256.KeyAgreement.PrivateKey()
         let certificate = try Certificate.issue(
-            subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Pay credential")]),
+            subject: DistinguishedName([.organization("Orchard"), .commonName(PayAPI.CredentialCertificate.commonName)]
+            ),
             publicKey: CertificatePublicKey(
                 try P256.Signing.PublicKey(x963Representation: agreementKey.publicKey.x963Representation)),
             issuer: context.rootCA.issuer, notValidBefore: now.addingTimeInterval(-300),

@@ -5,6 +5,7 @@ import OrchardRuntime
 import OrchardServices
 import OrchardStore
 import OrchardX509
+import PayAPI
 import PaymentCredential
 import PaymentToken
 
@@ -71,18 +72,18 @@ final class InAppPayments: Sendable {
 
     func addRoutes(to router: inout Router) {
         let requirement = devices.requirement
-        router.get("/v1/payments/credential-certificate", requirement: requirement) { [pki] _ in
-            try Self.json(["certificate": pki.credentialCertificate.pemRepresentation])
+        router.get(PayAPI.Route.credentialCertificate, requirement: requirement) { [pki] _ in
+            try Self.json(CredentialCertificateResponse(certificate: pki.credentialCertificate.pemRepresentation))
         }
-        router.post("/v1/payments/nonce", requirement: requirement) { [self] request in
+        router.post(PayAPI.Route.paymentNonce, requirement: requirement) { [self] request in
             let device = try await payingDevice(request)
             let nonce = try await nonces.issue(to: device.deviceID)
             return try Self.json(
-                NonceResponse(
+                PaymentNonceResponse(
                     nonce: StrictEncoding.base64Encode(nonce),
                     expiresInSeconds: Int(PaymentNonces.lifetime / 1_000_000_000)))
         }
-        router.post("/v1/payments/credential", requirement: requirement) { [self] request in
+        router.post(PayAPI.Route.paymentCredential, requirement: requirement) { [self] request in
             let device = try await payingDevice(request)
             let body = try Self.decode(request)
             let token = try await exchange(body, device: device)
@@ -105,15 +106,14 @@ final class InAppPayments: Sendable {
     // closures, so the route bodies call these instead.
     static func json(_ value: some Encodable) throws -> HTTPResponse { try HTTPResponse.json(value) }
 
-    static func decode(_ request: HTTPRequest) throws -> CredentialExchangeRequest {
-        try request.decodeJSON(CredentialExchangeRequest.self)
+    static func decode(_ request: HTTPRequest) throws -> PaymentCredentialExchange {
+        try request.decodeJSON(PaymentCredentialExchange.self)
     }
-
 
     // MARK: The exchange
 
     /// Exchanges a sealed credential from `device` for a signed token (see the type's documentation).
-    func exchange(_ body: CredentialExchangeRequest, device: DeviceRegistry.Record) async throws -> PaymentToken {
+    func exchange(_ body: PaymentCredentialExchange, device: DeviceRegistry.Record) async throws -> PaymentToken {
         let credential = try verifiedCredential(body, device: device)
         let now = clock.now()
         let nonces = self.nonces
@@ -144,7 +144,9 @@ final class InAppPayments: Sendable {
     }
 
     /// Opens the credential and checks its signature, device certificate, nonce binding and channel.
-    func verifiedCredential(_ body: CredentialExchangeRequest, device: DeviceRegistry.Record) throws
+    func verifiedCredential(
+        _ body: PaymentCredentialExchange, device: DeviceRegistry.Record
+    ) throws
         -> PaymentCredential
     {
         guard let sealed = StrictEncoding.base64Decode(body.credential) else {
@@ -183,7 +185,7 @@ final class InAppPayments: Sendable {
 
     /// The 3DSecure payment data, encrypted to `certificate` and signed.
     func makeToken(
-        _ credential: PaymentCredential, certificate: Certificate, paymentMethod: PaymentMethodBody?
+        _ credential: PaymentCredential, certificate: Certificate, paymentMethod: PaymentMethodDisplay?
     ) throws -> PaymentToken {
         let payment = JSONValue.object([
             ("applicationPrimaryAccountNumber", .string(credential.dpanString)),
@@ -227,25 +229,4 @@ final class InAppPayments: Sendable {
         formatter.formatOptions = [.withFullDate]
         return formatter.string(from: Date(timeIntervalSince1970: Double(days) * 86_400))
     }
-}
-
-/// `POST /v1/payments/nonce` answers this.
-struct NonceResponse: Codable, Sendable {
-    /// 32 bytes, base64.
-    let nonce: String
-    let expiresInSeconds: Int
-}
-
-/// The body of `POST /v1/payments/credential`.
-struct CredentialExchangeRequest: Codable, Sendable {
-    /// The sealed credential (``SealedPaymentCredential``), base64.
-    let credential: String
-    /// What the token's `paymentMethod` shows (display data from the wallet), if anything.
-    let paymentMethod: PaymentMethodBody?
-}
-
-struct PaymentMethodBody: Codable, Sendable {
-    let displayName: String
-    let network: String
-    let type: String
 }

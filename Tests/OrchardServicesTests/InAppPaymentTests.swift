@@ -7,6 +7,8 @@ import OrchardRuntime
 import OrchardServices
 import OrchardStore
 import OrchardX509
+import PayAPI
+import PayClient
 import PayServer
 import PaymentCredential
 import PaymentToken
@@ -265,8 +267,19 @@ struct InAppPaymentTests {
         let refused = try await unregistered.client.post(f.base + "/v1/payments/nonce", json: [String: String]())
         #expect(refused.status == .forbidden && InAppFixture.errorCode(refused) == "deviceNotRegistered")
         let phone = try await f.device("phone-a")
-        let certificate = try await phone.client.get(f.base + "/v1/payments/credential-certificate")
-        #expect(certificate.status == .ok)
+        let answer = try await phone.client.get(f.base + PayAPI.Route.credentialCertificate)
+        let pem = try answer.decodeJSON(CredentialCertificateResponse.self).certificate
+        // The device accepts the key only from the root-issued credential certificate.
+        let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: f.directory)
+        let key = try PayCredentialKey(certificate: try Certificate(pemEncoded: pem), root: root, now: Date())
+        #expect(key.publicKey == f.credentialKey)
+        for other in [
+            try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: f.directory),
+            try DeploymentPKI.readCertificate(named: PayService.Files.tokenSigning, from: f.directory),
+            phone.secureElementCertificate,
+        ] {
+            #expect(throws: PayClientError.self) { try PayCredentialKey(certificate: other, root: root, now: Date()) }
+        }
         anonymous.shutdown()
         merchant.shutdown()
         await f.close()
