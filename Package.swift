@@ -122,8 +122,7 @@ let package = Package(
         .target(
             name: "NetworkServer",
             dependencies: [
-                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime",
-                "OrchardStore",
+                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
                 "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging",
             ],
             swiftSettings: strict
@@ -150,16 +149,15 @@ let package = Package(
         .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
-            dependencies: [
-                "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto",
-            ],
+            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
             swiftSettings: strict
         ),
         // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
         .target(
             name: "DeviceProcess",
             dependencies: ["Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto"],
-            swiftSettings: strict),
+            swiftSettings: strict
+        ),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
         // cryptograms.
         .executableTarget(
@@ -193,15 +191,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(
-            name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardX509Tests",
             dependencies: ["OrchardX509", "OrchardCrypto", "OrchardFixtures"],
             swiftSettings: strict
         ),
-        .testTarget(
-            name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "MerchantKitTests",
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
@@ -231,8 +227,7 @@ let package = Package(
             name: "NetworkServiceTests",
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
-                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
-                "OrchardLogging",
+                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP", "OrchardLogging",
             ],
             swiftSettings: strict
         ),
