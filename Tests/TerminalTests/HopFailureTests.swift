@@ -287,6 +287,11 @@ struct HopFailureTests {
         return process
     }
 
+    /// Waits for a child without blocking a thread of the cooperative pool.
+    func exited(_ process: Process) async throws {
+        try await waitFor("the terminal to exit") { !process.isRunning }
+    }
+
     func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
         for _ in 0..<800 {
             if try await condition() { return }
@@ -313,7 +318,7 @@ struct HopFailureTests {
         let terminal = try startCharge(s, "1.00", extra: ["--timeout", "20"])
         try await waitFor("the network's decision") { s.relay.seen.contains("held-answer") }
         kill(terminal.processIdentifier, SIGKILL)
-        terminal.waitUntilExit()
+        try await exited(terminal)
         let before = try await ledger(s.deployment)
         #expect(before.balance == 550 && before.held == 2)
 
@@ -374,10 +379,10 @@ struct HopFailureTests {
 
         // Killed after deciding: the answer never leaves it.
         s.relay.set(.holdAnswer)
-        let first = try startCharge(s, "2.00", extra: ["--timeout", "1", "--attempts", "1"])
+        let first = try startCharge(s, "2.00", extra: ["--timeout", "3", "--attempts", "1"])
         try await waitFor("the network's decision") { s.relay.seen.contains("held-answer") }
         network.kill()
-        first.waitUntilExit()
+        try await exited(first)
         let decided = try await ledger(s.deployment)
         #expect(decided.balance == 200 && decided.held == 1)
 
@@ -394,7 +399,7 @@ struct HopFailureTests {
         let second = try startCharge(s, "3.00", extra: ["--timeout", "1", "--attempts", "1"])
         try await waitFor("the held request") { s.relay.seen.contains("held-request") }
         network.kill()
-        second.waitUntilExit()
+        try await exited(second)
         network = try ServiceChild(s.deployment, .network)
         _ = try await network.baseURL()
         let again = try await orchard(["terminal", "recover", "--data-dir", s.directory.path])
