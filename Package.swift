@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "Device", targets: ["Device"]),
         .library(name: "NFCLink", targets: ["NFCLink"]),
         .library(name: "Terminal", targets: ["Terminal"]),
+        .library(name: "PayAPI", targets: ["PayAPI"]),
+        .library(name: "PayClient", targets: ["PayClient"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -90,8 +92,8 @@ let package = Package(
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
-                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal",
-                "TokenService", "Issuer", "NetworkService",
+                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
+                "PayClient", "TokenService", "Issuer", "NetworkService",
             ],
             swiftSettings: strict
         ),
@@ -114,7 +116,7 @@ let package = Package(
             name: "PayServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
-                "OrchardHTTP", "OrchardLogging",
+                "OrchardHTTP", "OrchardLogging", "PayAPI",
             ],
             swiftSettings: strict
         ),
@@ -123,7 +125,7 @@ let package = Package(
             name: "NetworkServer",
             dependencies: [
                 "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
-                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging",
+                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI",
             ],
             swiftSettings: strict
         ),
@@ -149,15 +151,27 @@ let package = Package(
         .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
-            dependencies: ["SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto"],
+            dependencies: [
+                "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto",
+            ],
+            swiftSettings: strict
+        ),
+        // The wire formats between devices and the Pay server (no dependencies: both sides import it).
+        .target(name: "PayAPI", swiftSettings: strict),
+        // The device's client of the Pay server: registration, adding a card, the owner's lifecycle actions and
+        // token-status notifications.
+        .target(
+            name: "PayClient",
+            dependencies: [
+                "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
+            ],
             swiftSettings: strict
         ),
         // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
         .target(
             name: "DeviceProcess",
-            dependencies: ["Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto"],
-            swiftSettings: strict
-        ),
+            dependencies: ["Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient"],
+            swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
         // cryptograms.
         .executableTarget(
@@ -191,13 +205,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardCryptoTests", dependencies: ["OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardX509Tests",
             dependencies: ["OrchardX509", "OrchardCrypto", "OrchardFixtures"],
             swiftSettings: strict
         ),
-        .testTarget(name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "EMVTests", dependencies: ["EMV", "OrchardCrypto", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "MerchantKitTests",
             dependencies: ["MerchantKit", "PaymentToken", "OrchardCrypto", "OrchardX509", "OrchardFixtures"],
@@ -227,7 +243,8 @@ let package = Package(
             name: "NetworkServiceTests",
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
-                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP", "OrchardLogging",
+                "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
+                "OrchardLogging",
             ],
             swiftSettings: strict
         ),
@@ -277,6 +294,15 @@ let package = Package(
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ProvisioningTests",
+            dependencies: [
+                "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer", "NetworkService",
+                "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
+                "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "orchard",
             ],
             swiftSettings: strict
         ),

@@ -150,6 +150,7 @@ public final class Device: Sendable {
         } catch {
             throw DeviceError(.storageFailure, "cannot write the device's files: \(error.message)")
         }
+        _ = try clientIdentity(of: name, in: deployment, clock: clock, random: random)
         return DeviceIdentity(
             name: name, profile: profile, createdAt: createdAt, elementPublicKey: keys.element,
             enclavePublicKey: keys.enclave, certificate: certificate)
@@ -331,6 +332,35 @@ public final class Device: Sendable {
             addedAt: clock.now())
         try await wallet.add(card)
         return card
+    }
+
+    /// What a token-status notification from the token service (relayed by the Pay server) asks of a card.
+    public enum TokenStatusChange: String, Sendable {
+        /// The token is usable again: the wallet shows the card active (unless it was terminated here).
+        case active
+        /// Suspended at the token service (lost mode, the issuer): the wallet stops offering the card.
+        case suspended
+        /// Deleted at the token service (erase, the issuer): the Secure Element erases the card's DPAN and keys.
+        case deleted
+    }
+
+    /// Applies a token-status change to the card installed for `tokenReference`; nil when no card here has that
+    /// token (it was removed, or it belongs to another device).
+    @discardableResult
+    public func applyTokenStatus(tokenReference: String, _ change: TokenStatusChange) async throws -> WalletCard? {
+        guard let installed = await secureElement.cards().first(where: { $0.tokenReference == tokenReference }),
+            let card = try? await wallet.card(id: installed.card.hex)
+        else { return nil }
+        switch change {
+        case .deleted:
+            if installed.state != .terminated { try await secureElement.terminate(installed.card) }
+            try await wallet.setState(.terminated, id: card.id)
+        case .suspended:
+            if card.state == .active { try await wallet.setState(.suspended, id: card.id) }
+        case .active:
+            if card.state == .suspended, installed.state == .active { try await wallet.setState(.active, id: card.id) }
+        }
+        return try await wallet.card(id: card.id)
     }
 
     /// Removes a card from the wallet and deletes its applet.

@@ -17,7 +17,7 @@ public struct DeviceCertificateAuthority: Sendable {
     public static let deviceCertificateLifetime: TimeInterval = 10 * 365 * 86_400
 
     public let certificate: Certificate
-    private let key: CertificatePrivateKey
+    let key: CertificatePrivateKey
 
     /// The device CA of `deployment`, or nil when it has none.
     public static func load(from deployment: DeploymentDirectory) throws -> DeviceCertificateAuthority? {
@@ -86,7 +86,7 @@ public struct DeviceCertificateAuthority: Sendable {
             extensions: [.basicConstraints(isCA: false), .keyUsage([.keyAgreement])], random: random)
     }
 
-    private static func freshKey(_ random: any RandomSource) throws -> P256.Signing.PrivateKey {
+    static func freshKey(_ random: any RandomSource) throws -> P256.Signing.PrivateKey {
         for _ in 0..<4 {
             var scalar = random.bytes(32)
             defer { for index in scalar.indices { scalar[index] = 0 } }

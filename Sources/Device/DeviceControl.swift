@@ -95,6 +95,15 @@ public struct DeviceControl: Sendable {
             default: throw DeviceError(.notFound, "no route \(request.method) \(request.path)")
             }
             return try Self.json(Empty())
+        case ("POST", let path) where path.count == 3 && path[0] == "tokens" && path[2] == "status":
+            let body: TokenStatusBody = try decode(request)
+            guard let change = Device.TokenStatusChange(rawValue: body.state) else {
+                throw DeviceError(.invalidArgument, "state is active, suspended or deleted")
+            }
+            guard let card = try await device.applyTokenStatus(tokenReference: path[1], change) else {
+                throw DeviceError(.notFound, "no card here has token \(path[1])")
+            }
+            return try Self.json(card)
         case ("POST", ["authenticate"]):
             let body: AuthenticateBody = try decode(request)
             let evidence = try body.evidence()
@@ -193,6 +202,7 @@ public struct DeviceControl: Sendable {
         let displayName: String
     }
     private struct EnabledBody: Decodable { let enabled: Bool }
+    private struct TokenStatusBody: Decodable { let state: String }
     private struct OnBody: Decodable { let on: Bool }
     private struct FieldBody: Decodable { let networks: [String]? }
     private struct APDUBody: Decodable { let command: String }

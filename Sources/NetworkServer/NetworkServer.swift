@@ -12,8 +12,8 @@ import TokenService
 
 /// The network's parties wired for one process: token service, issuer and acquirer over their SQLite stores.
 ///
-/// Token-status notifications go to an in-memory outbox until the Pay server's notification endpoint exists
-/// (issue 10).
+/// Token-status notifications go to a durable outbox in `network.sqlite`, which the Pay server reads
+/// (`GET /v1/notifications`).
 public enum NetworkServer {
     /// Builds the network of `directory` without binding: opens the HSM with the local master key, the three
     /// stores, and the device CA the token service takes Secure Element keys from; sets up TLS and the routes.
@@ -30,6 +30,8 @@ public enum NetworkServer {
             random: environment.random)
         let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
         let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
+        let provisioningCertificate = try DeploymentPKI.readCertificate(
+            named: NetworkServerService.Files.provisioningCertificate, from: directory)
         let logger = try ServiceLogging.logger(for: .network, configuration: configuration, directory: directory)
 
         let vault = try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))
@@ -45,7 +47,7 @@ public enum NetworkServer {
                 configuration: TestCards.configuration, store: issuerStore,
                 cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: environment.wallClock,
                 random: environment.random)
-            let outbox = InMemoryNotificationOutbox()
+            let outbox = SQLiteNotificationOutbox(vault: vault)
             let tokenService = try TokenService(
                 keyStore: hsm, keys: keyFile.keys, ranges: keyFile.ranges,
                 issuers: [
@@ -64,7 +66,8 @@ public enum NetworkServer {
                 access: NetworkAccess(
                     tokenRequestor: ServiceAccess.requirement([.tokenRequestor], root: root),
                     acquiring: ServiceAccess.requirement([.acquiring], root: root),
-                    issuer: ServiceAccess.requirement([.issuer], root: root)))
+                    issuer: ServiceAccess.requirement([.issuer], root: root)),
+                provisioningCertificate: provisioningCertificate.derRepresentation, outbox: outbox)
             return try HTTPServiceInstance(
                 name: .network, configuration: configuration, directory: directory, router: router, logger: logger,
                 onStop: closeStores)

@@ -9,6 +9,7 @@ public import OrchardRuntime
 public import OrchardServices
 import OrchardStore
 import OrchardX509
+import PayAPI
 import TokenService
 
 /// The card network as a deployment service (`orchard serve network`): the token service with its vault and
@@ -26,6 +27,9 @@ public struct NetworkServerService: OrchardService {
         /// The token service's wrapped keys and token ranges (`pki/network-hsm-keys.json`, 0600): key blocks
         /// only the HSM can open, as a real HSM's host keeps them.
         public static let wrappedKeys = "network-hsm-keys.json"
+        /// The root's certificate for the token service's provisioning key (`OU=token-service-provisioning`):
+        /// wallets seal card data to that key only after checking it chains to the root.
+        public static let provisioningCertificate = "token-service-provisioning"
     }
 
     /// The token ranges `init` makes (never overlapping the test cards' BINs).
@@ -57,6 +61,7 @@ public struct NetworkServerService: OrchardService {
         ]
         let keys = try TokenServiceKeys.generate(in: hsm)
         try NetworkKeyFile(keys: keys, ranges: ranges).write(to: directory)
+        try Self.certifyProvisioningKey(try hsm.publicKey(of: keys.provisioningKey), context: context)
         context.trace(
             "network: HSM master key pki/\(Files.localMasterKey).key; vault, lookup and provisioning keys and issuer "
                 + "master keys for token ranges \(Self.visaTokenPrefix)…, \(Self.mastercardTokenPrefix)… "
@@ -89,6 +94,27 @@ public struct NetworkServerService: OrchardService {
             "network: issuer \(TestCards.issuerName) with \(TestCards.cards.count) test cards in issuer.sqlite")
         context.report(
             "testCards", TestCards.cards.map(\.pan).map { "\($0.prefix(6))…\($0.suffix(4))" }.joined(separator: ", "))
+    }
+
+    /// The root certifies the provisioning key: subject `O=Orchard, OU=token-service-provisioning,
+    /// CN=token-service` (the envelope recipient name), key usage key agreement, valid as long as the root.
+    static func certifyProvisioningKey(
+        _ key: P256.KeyAgreement.PublicKey, context: InitializationContext
+    ) throws {
+        let now = context.clock.now()
+        let certificate = try Certificate.issue(
+            subject: DistinguishedName([
+                .organization("Orchard"), .organizationalUnit(PayAPI.ProvisioningCertificate.organizationalUnit),
+                .commonName(TokenServiceConfiguration().serviceName),
+            ]),
+            publicKey: CertificatePublicKey(try P256.Signing.PublicKey(x963Representation: key.x963Representation)),
+            issuer: context.rootCA.issuer, notValidBefore: now.addingTimeInterval(-300),
+            notValidAfter: context.rootCA.certificate.notValidAfter,
+            extensions: [.basicConstraints(isCA: false), .keyUsage([.keyAgreement])], random: context.random)
+        try DeploymentPKI.writeCertificates([certificate], named: Files.provisioningCertificate, to: context.directory)
+        context.trace(
+            "network: pki/\(Files.provisioningCertificate).pem: the root certifies the provisioning key wallets "
+                + "seal card data to")
     }
 
     public func build(

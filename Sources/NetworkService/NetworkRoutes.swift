@@ -93,6 +93,9 @@ public struct AuthorizationBody: Codable, Sendable {
 public struct ProvisioningKeyBody: Codable, Sendable {
     /// The token service's P-256 key wallets seal card data to: DER SubjectPublicKeyInfo, base64.
     public let publicKey: String
+    /// The certificate the Orchard root issued for that key (DER, base64), which wallets check before they
+    /// seal; nil for a token service without one.
+    public let certificate: String?
 }
 
 /// The network service's HTTP routes over the three parties.
@@ -107,18 +110,29 @@ public struct ProvisioningKeyBody: Codable, Sendable {
 /// | `POST /v1/tokens/:reference/{suspend,resume,delete}` | token requestor | ``LifecycleBody`` → ``TokenStatus`` |
 /// | `POST /v1/devices/:id/{suspend,resume,delete}` | token requestor | ``LifecycleBody`` → `[TokenStatus]` |
 /// | `POST /v1/issuer/tokens/:reference/{suspend,resume,delete}` | issuer | ``TokenStatus`` |
+/// | `GET /v1/notifications?after=N` | token requestor | ``NotificationFeed`` (with an outbox) |
 /// | `POST /v1/acquirer/authorizations` | terminals, merchants | ``AuthorizationBody`` → result |
 /// | `POST /v1/acquirer/reversals` | terminals, merchants | ``ReversalBody`` → ``AcquirerReversalResult`` |
 public enum NetworkRoutes {
-    /// Adds the routes to `router`.
+    /// Adds the routes to `router`. `provisioningCertificate` (DER) is the root's certificate for the
+    /// provisioning key; `outbox` serves the token-status notifications.
     public static func install(
         into router: inout Router, tokenService: TokenService, acquirer: Acquirer, issuerID: String,
-        access: NetworkAccess
+        access: NetworkAccess, provisioningCertificate: [UInt8]? = nil, outbox: SQLiteNotificationOutbox? = nil
     ) {
         router.get("/v1/provisioning/key", requirement: access.tokenRequestor) { _ in
             try HTTPResponse.json(
                 ProvisioningKeyBody(
-                    publicKey: Data(tokenService.provisioningPublicKey.derRepresentation).base64EncodedString()))
+                    publicKey: Data(tokenService.provisioningPublicKey.derRepresentation).base64EncodedString(),
+                    certificate: provisioningCertificate.map { Data($0).base64EncodedString() }))
+        }
+        if let outbox {
+            router.get("/v1/notifications", requirement: access.tokenRequestor) { request in
+                guard let after = Int64(request.queryValue("after") ?? "0"), after >= 0 else {
+                    throw TokenServiceError(.invalidRequest, "after is a sequence number (0 or more)")
+                }
+                return try HTTPResponse.json(NotificationFeed(notifications: try await outbox.notifications(after: after)))
+            }
         }
         router.post("/v1/provisioning/check-card", requirement: access.tokenRequestor) {
             (body: CheckCardRequest, _) in try await tokenService.checkCard(body)

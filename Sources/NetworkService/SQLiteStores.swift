@@ -23,7 +23,14 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
                 CREATE TABLE provisioning_sessions (session_id TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
                 CREATE TABLE idempotency_records (
                     scope TEXT NOT NULL, key TEXT NOT NULL, record BLOB NOT NULL, PRIMARY KEY (scope, key)) STRICT;
-                """)
+                """),
+        Migration(
+            version: 2, name: "token-status notification outbox",
+            sql: """
+                CREATE TABLE token_notifications (
+                    sequence INTEGER PRIMARY KEY AUTOINCREMENT, token_requestor_id TEXT NOT NULL,
+                    record BLOB NOT NULL) STRICT;
+                """),
     ]
 
     /// Opens (creating and migrating) the vault at `path`.

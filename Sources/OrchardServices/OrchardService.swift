@@ -68,14 +68,18 @@ public struct ServiceEnvironment: Sendable {
     public var random: any RandomSource
     /// The process environment (`ORCHARD_*` overrides were applied to the configuration already).
     public var variables: [String: String]
+    /// Where the deployment's other services listen (shared by every copy of this environment).
+    public var peers: ServicePeers
 
     public init(
         wallClock: any WallClock = SystemClock(), monotonicClock: any MonotonicClock = SystemClock(),
-        random: any RandomSource = SystemRandom(), variables: [String: String] = ProcessInfo.processInfo.environment
+        random: any RandomSource = SystemRandom(), variables: [String: String] = ProcessInfo.processInfo.environment,
+        peers: ServicePeers = ServicePeers()
     ) {
         self.wallClock = wallClock
         self.monotonicClock = monotonicClock
         self.random = random
         self.variables = variables
+        self.peers = peers
     }
 }

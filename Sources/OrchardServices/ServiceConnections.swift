@@ -74,8 +74,7 @@ public final class ServiceConnections: Sendable {
         guard let endpoint = endpoints[name] else {
             throw ServicesError(.notReady, "\(name) was not among the services connected")
         }
-        return endpoint.host.contains(":")
-            ? "https://[\(endpoint.host)]:\(endpoint.port)" : "https://\(endpoint.host):\(endpoint.port)"
+        return endpoint.baseURL
     }
 
     /// An HTTPS client that trusts only the Orchard root CA, optionally presenting a client identity (for

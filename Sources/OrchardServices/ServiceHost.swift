@@ -19,11 +19,13 @@ public final class ServiceHost: Sendable {
     public let registry: ServiceRegistry
     /// The services started, in start order.
     public let services: [Running]
+    private let peers: ServicePeers
 
-    private init(directory: DeploymentDirectory, registry: ServiceRegistry, services: [Running]) {
+    private init(directory: DeploymentDirectory, registry: ServiceRegistry, services: [Running], peers: ServicePeers) {
         self.directory = directory
         self.registry = registry
         self.services = services
+        self.peers = peers
     }
 
     /// Starts `names` (in registry order) from `directory`'s configuration.
@@ -93,19 +95,21 @@ public final class ServiceHost: Sendable {
                     }
                     record = made
                 }
+                environment.peers.register(service.name, at: endpoint)
                 started.append(Running(name: service.name, instance: instance, endpoint: endpoint, record: record))
             }
         } catch {
-            await ServiceHost(directory: directory, registry: registry, services: started).stop()
+            await ServiceHost(directory: directory, registry: registry, services: started, peers: environment.peers).stop()
             throw error
         }
-        return ServiceHost(directory: directory, registry: registry, services: started)
+        return ServiceHost(directory: directory, registry: registry, services: started, peers: environment.peers)
     }
 
     /// Stops every service gracefully (in reverse start order), removing their run records first so no
     /// command picks a stopping service.
     public func stop() async {
         for running in services.reversed() {
+            peers.remove(running.name)
             if running.record != nil { directory.withdraw(running.name) }
         }
         for running in services.reversed() { await running.instance.shutdown() }

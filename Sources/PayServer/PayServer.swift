@@ -9,10 +9,10 @@ public import PaymentToken
 
 /// The Orchard Pay server: its state (store, token-signing chain, merchant registry) and its routes.
 ///
-/// Built by ``build(configuration:directory:environment:)`` from what `init` wrote. Today it answers
-/// `GET /health` (no client certificate) and `GET /v1/merchant/identity` (mutual TLS with a merchant identity
-/// certificate). Later issues add merchant onboarding, nonces, the credential exchange and the provisioning
-/// relay as routes here; those needing mutual TLS declare their requirement per route.
+/// Built by ``build(configuration:directory:environment:)`` from what `init` wrote. It answers `GET /health`
+/// (no client certificate), `GET /v1/merchant/identity` (mutual TLS with a merchant identity certificate), and
+/// the device routes (mutual TLS with a device's certificate): registration, the provisioning relay, lifecycle
+/// and notifications (`DeviceRoutes.swift`, docs/provisioning.md).
 public final class PayServer: Sendable {
     public let store: Store
     /// The chain the server signs tokens with (root → integration CA → signing leaf).
@@ -22,12 +22,23 @@ public final class PayServer: Sendable {
 
     /// The CA whose certificates are merchant identities.
     public let merchantCA: Certificate
+    /// Registered devices.
+    let devices: DeviceRegistry
+    /// The network's token-requestor routes.
+    let network: NetworkClient
+    let clock: any WallClock
 
-    init(store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate) {
+    init(
+        store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
+        devices: DeviceRegistry, network: NetworkClient, clock: any WallClock
+    ) {
         self.store = store
         self.tokenSigning = tokenSigning
         self.merchants = merchants
         self.merchantCA = merchantCA
+        self.devices = devices
+        self.network = network
+        self.clock = clock
     }
 
     /// Builds the Pay server of `directory` without binding: reads its keys and certificates, opens
@@ -38,12 +49,16 @@ public final class PayServer: Sendable {
         let tokenSigning = try PayService.loadTokenSigningPKI(from: directory)
         let merchantCA = try CertificateAuthority.load(named: PayService.Files.merchantCA, from: directory)
         let logger = try ServiceLogging.logger(for: .pay, configuration: configuration, directory: directory)
+        let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
+        let network = try NetworkClient(directory: directory, peers: environment.peers)
         let store = try PayStore.open(in: directory)
         let server = PayServer(
             store: store, tokenSigning: tokenSigning,
             merchants: MerchantRegistry(
                 store: store, authority: merchantCA, clock: environment.wallClock, random: environment.random),
-            merchantCA: merchantCA.certificate)
+            merchantCA: merchantCA.certificate,
+            devices: DeviceRegistry(store: store, deviceCA: deviceCA, clock: environment.wallClock), network: network,
+            clock: environment.wallClock)
         do {
             return try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(),
@@ -69,6 +84,7 @@ public final class PayServer: Sendable {
             }
             return try HTTPResponse.json(["merchantIdentifier": merchantIdentifier, "displayName": displayName])
         }
+        installDeviceRoutes(into: &router)
         installAnonymousAnalytics(into: &router)
         return router
     }

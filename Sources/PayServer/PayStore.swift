@@ -3,8 +3,9 @@ public import OrchardRuntime
 public import OrchardStore
 
 /// The Pay server's database, `DIR/pay.sqlite`: accounts, the merchant registry, issued merchant
-/// certificates and app entitlements. Later issues add nonces, sessions and the IDS directory as further
-/// migrations.
+/// certificates and app entitlements (1); registered devices, provisioning sessions, the cards' display data
+/// and the token-status notifications waiting for each device (2). No card number and no device account
+/// number: the cards are known by the token service's reference and their last four digits.
 ///
 /// Durability `.full` and secure delete: a consumed nonce or session must stay consumed after a crash, and
 /// revoked or deleted rows must not linger in the file.
@@ -39,7 +40,49 @@ public enum PayStore {
                     PRIMARY KEY (application, merchant_identifier)
                 ) STRICT;
                 """),
-        AnonymousAnalytics.migration(version: 2),
+        Migration(
+            version: 2, name: "devices, provisioning sessions, card display data, notifications",
+            sql: """
+                CREATE TABLE devices (
+                    device_id TEXT PRIMARY KEY,
+                    account TEXT NOT NULL REFERENCES accounts(name),
+                    kind TEXT NOT NULL,
+                    secure_element_certificate BLOB NOT NULL,
+                    registered_at INTEGER NOT NULL,
+                    lost_mode INTEGER NOT NULL DEFAULT 0,
+                    erased_at INTEGER
+                ) STRICT;
+                CREATE INDEX devices_by_account ON devices(account);
+                CREATE TABLE provisioning_sessions (
+                    session_id TEXT PRIMARY KEY,
+                    device_id TEXT NOT NULL REFERENCES devices(device_id),
+                    created_at INTEGER NOT NULL
+                ) STRICT;
+                CREATE TABLE device_cards (
+                    token_reference TEXT PRIMARY KEY,
+                    device_id TEXT NOT NULL REFERENCES devices(device_id),
+                    network TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    suffix TEXT NOT NULL,
+                    description TEXT NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('active', 'suspended', 'deleted')),
+                    added_at INTEGER NOT NULL
+                ) STRICT;
+                CREATE INDEX device_cards_by_device ON device_cards(device_id);
+                CREATE TABLE device_notifications (
+                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                    device_id TEXT NOT NULL REFERENCES devices(device_id),
+                    token_reference TEXT NOT NULL,
+                    event TEXT NOT NULL,
+                    state TEXT NOT NULL
+                ) STRICT;
+                CREATE INDEX device_notifications_by_device ON device_notifications(device_id, sequence);
+                CREATE TABLE network_feed (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    last_sequence INTEGER NOT NULL
+                ) STRICT;
+                """),
+        AnonymousAnalytics.migration(version: 3),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.

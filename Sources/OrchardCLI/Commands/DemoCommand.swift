@@ -1,6 +1,7 @@
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
+import OrchardServices
 
 /// `orchard demo`: the main job. It grows with every flow; today it runs the cryptographic known answers
 /// every later flow rests on, with a readable trace on stderr and the results as JSON on stdout.
@@ -10,19 +11,30 @@ enum DemoCommand {
         summary: "Run the Orchard demo: everything that exists, end to end, with a readable trace.",
         discussion: """
             Today: the cryptographic known answers (hashes, HMAC, HKDF, AES-GCM, P-256 ECDH and ECDSA,
-            RSA-OAEP, Triple DES and the EMV retail MAC), then the merchant SDK: Apple-format EC_v1 and RSA_v1
-            tokens signed by an Apple-shaped PKI, verified and decrypted. The trace goes to stderr, the results
-            to stdout. With --data-dir, a missing or empty DIR is initialised as a deployment first (as `orchard
-            init` does) and kept.
+            RSA-OAEP, Triple DES and the EMV retail MAC); the merchant SDK: Apple-format EC_v1 and RSA_v1 tokens
+            signed by an Apple-shaped PKI, verified and decrypted; then a deployment with its network and Pay
+            server, where the issuer's test card is provisioned onto a phone and a watch through the Pay server.
+            The trace goes to stderr, the results to stdout. With --data-dir, a missing or empty DIR is
+            initialised as a deployment first (as `orchard init` does) and kept; without it the demo runs in a
+            temporary directory removed at the end. Services already running for DIR are used.
             """
     ) { arguments, context in
-        if arguments.value("data-dir") != nil {
-            context.trace("== deployment ==")
-            try await DeploymentCommands.initializeIfEmpty(
-                DeploymentDirectory(path: context.dataDirectory.path), context: context)
-            context.trace("deployment ready at \(context.dataDirectory.path)")
-            context.trace("")
-        }
+        try await run(arguments, context)
+    }
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
+        // The deployment: --data-dir DIR is kept (initialised if empty); otherwise a temporary one, removed.
+        let kept = arguments.value("data-dir") != nil
+        let path =
+            kept
+            ? context.dataDirectory.path
+            : FileManager.default.temporaryDirectory.appendingPathComponent("orchard-demo-\(UUID().uuidString)").path
+        let deployment = DeploymentDirectory(path: path)
+        defer { if !kept { try? FileManager.default.removeItem(atPath: path) } }
+        context.trace("== deployment ==")
+        try await DeploymentCommands.initializeIfEmpty(deployment, context: context)
+        context.trace("deployment ready at \(path)\(kept ? "" : " (temporary, removed at the end)")")
+        context.trace("")
         context.trace("== cryptographic known answers ==")
         let results = KnownAnswers.all.map { answer -> KnownAnswers.Result in
             let result = answer.run()
@@ -33,16 +45,77 @@ enum DemoCommand {
         context.trace("")
         context.trace("== merchant SDK: Apple-format tokens ==")
         let merchant = DemoMerchantSDK.run(trace: context.trace)
+        context.trace("")
+
+        let registry = try DeploymentCommands.registry()
+        let connections: ServiceConnections
+        do throws(ServicesError) {
+            connections = try await ServiceConnections.connect(
+                [.network, .pay], directory: deployment, registry: registry,
+                environment: ServiceEnvironment(variables: context.environment))
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        let provisioned: [DemoProvisioning.Row]
+        let payments: [DemoInStore.Row]
+        do {
+            context.trace(
+                "services: " + [ServiceName.network, .pay].map { name in
+                    "\(name) \(connections.startedInProcess.contains(name) ? "started here" : "running")"
+                }.joined(separator: ", "))
+            context.trace("")
+            context.trace("== provisioning: the issuer's test card onto a phone and a watch ==")
+            let (rows, devices) = try await DemoProvisioning.run(
+                deployment: deployment, connections: connections, trace: { context.trace($0) })
+            provisioned = rows
+            context.trace("")
+            context.trace("== in store: the phone and the watch pay at terminal T0001 ==")
+            payments = try await DemoInStore.run(
+                deployment: deployment, connections: connections, devices: devices, trace: { context.trace($0) })
+            await connections.close()
+        } catch {
+            await connections.close()
+            throw error
+        }
+
+        context.trace("")
+        context.trace("== summary ==")
+        for line in summaryTable(payments) { context.trace(line) }
+        let summary = deployment.path + "/demo-summary.json"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try SecureFile.write(Array(try encoder.encode(payments)), to: summary, mode: 0o600)
+        if kept { context.trace("summary written to \(summary)") }
+
         let all = results + merchant.steps
         let failed = all.filter { !$0.passed }.count
         try context.outputJSON(
-            DemoReport(knownAnswers: results, merchantSDK: merchant, passed: all.count - failed, failed: failed))
+            DemoReport(
+                knownAnswers: results, merchantSDK: merchant, provisioning: provisioned, payments: payments,
+                passed: all.count - failed, failed: failed))
         if failed > 0 { throw CLIError.failure("\(failed) demo step(s) failed") }
+    }
+
+    /// The payments as a table: channel, device, masked card, amount, result, response code.
+    static func summaryTable(_ rows: [DemoInStore.Row]) -> [String] {
+        let header = ["channel", "device", "card", "amount", "result", "code"]
+        let cells = rows.map { [$0.channel, $0.device, $0.card, $0.amount, $0.result, $0.responseCode] }
+        let widths = header.indices.map { column in
+            ([header] + cells).map { $0[column].count }.max() ?? 0
+        }
+        func line(_ values: [String]) -> String {
+            values.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+        }
+        return [line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")]
+            + cells.map(line)
     }
 
     struct DemoReport: Encodable {
         let knownAnswers: [KnownAnswers.Result]
         let merchantSDK: DemoMerchantSDK.Report
+        let provisioning: [DemoProvisioning.Row]
+        let payments: [DemoInStore.Row]
         let passed: Int
         let failed: Int
     }

@@ -3,6 +3,7 @@ import DeviceProcess
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
+import PayClient
 import SecureElement
 import Wallet
 
@@ -14,7 +15,7 @@ enum DeviceCommands {
         summary: "Create and inspect user devices (Secure Element, Secure Enclave, wallet).",
         subcommands: [
             create, list, run, status, cards, choose, setDefault, autoSelect, authenticate, lock, unlock, wrist,
-            doubleClick, field, apdu, passcode, reset, settings,
+            doubleClick, field, apdu, passcode, reset, settings, addCard, lostMode, erase, resume, sync,
         ]
     )
 
@@ -33,7 +34,7 @@ enum DeviceCommands {
             nameOption,
             .single("kind", "phone|ipad|watch|mac", help: "The kind of device."),
             .single("biometry", "face|touch|none", help: "Its biometric sensor (a watch has none)."),
-            .single("account", "NAME", help: "The account it belongs to (default: default)."),
+            .single("account", "NAME", help: "The account it belongs to (default: demo, the account `init` makes)."),
             .single("passcode", "CODE", help: "Set this passcode (4 to 64 characters)."),
         ]
     ) { arguments, context in
@@ -47,7 +48,7 @@ enum DeviceCommands {
         let profile: DeviceProfile
         do throws(SecureElementError) {
             profile = try DeviceProfile(
-                kind: kind, biometry: biometry, account: arguments.value("account") ?? "default")
+                kind: kind, biometry: biometry, account: arguments.value("account") ?? "demo")
         } catch {
             throw CLIError.usage(error.message)
         }
@@ -106,6 +107,9 @@ enum DeviceCommands {
             .single(
                 "auto-auth", "STEPS",
                 help: "In a field, authenticate at once: face-id, touch-id, passcode:CODE, double-click, or a list."),
+            .single(
+                "sync-interval", "SECONDS",
+                help: "Apply the Pay server's token-status notifications this often (default 5; 0: never)."),
         ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
@@ -130,11 +134,19 @@ enum DeviceCommands {
             antenna?.stop()
             throw error
         }
+        let interval = Int(arguments.value("sync-interval") ?? "5") ?? -1
+        guard (0...3600).contains(interval) else { throw CLIError.usage("--sync-interval is 0 to 3600 seconds") }
+        let poller =
+            interval > 0
+            ? NotificationPoller(
+                device: device, deployment: deployment, interval: .seconds(interval), trace: { context.trace($0) })
+            : nil
         context.trace("device \(name) (\(device.profile)) listening on \(path)")
         context.output(#"{"event":"listening","socket":"\#(path)"}"#)
         if let antenna { context.output(#"{"event":"antenna","socket":"\#(antenna.path)"}"#) }
         let signal = await TerminationSignal.wait()
         context.trace("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
+        poller?.stop()
         antenna?.stop()
         server.stop()
         context.output(#"{"event":"stopped"}"#)
@@ -330,7 +342,16 @@ enum DeviceCommands {
     static func control(_ request: ControlRequest, _ arguments: ParsedArguments, _ context: CommandContext) async throws
     {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let name = try arguments.require("name")
+        let body = try await send(request, to: try arguments.require("name"), in: deployment)
+        let object = try JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
+        let pretty = try JSONSerialization.data(
+            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
+        context.output(String(decoding: pretty, as: UTF8.self))
+    }
+
+    /// Sends `request` to the running device process of `name`, or handles it on the device's store in this
+    /// process when none runs; returns the answer's body, or throws the device's refusal.
+    static func send(_ request: ControlRequest, to name: String, in deployment: DeploymentDirectory) async throws -> Data {
         let socket = Device.controlSocketPath(of: name, in: deployment)
         let response: ControlResponse
         // (A Result rather than a typed do/catch: the latter crashes the Swift 6.3 compiler in async code.)
@@ -349,10 +370,7 @@ enum DeviceCommands {
             let message = decoded?["error"]?["message"] ?? String(decoding: response.body, as: UTF8.self)
             throw CLIError.failure("\(code): \(message)")
         }
-        let object = try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed])
-        let pretty = try JSONSerialization.data(
-            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
-        context.output(String(decoding: pretty, as: UTF8.self))
+        return response.body
     }
 
     static func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }

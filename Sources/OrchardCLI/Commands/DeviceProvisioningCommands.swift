@@ -1,0 +1,254 @@
+import Device
+import DeviceProcess
+import Foundation
+import OrchardRuntime
+import OrchardServices
+import OrchardX509
+import PayAPI
+import PayClient
+
+/// `orchard device add-card | lost-mode | erase | resume | sync`: a device's dealings with the Pay server
+/// (docs/provisioning.md). They follow the process contract: the Pay server and the network are used where they
+/// run for DIR, else started in this process for the command.
+extension DeviceCommands {
+    static let addCard = Command(
+        name: "add-card",
+        summary: "Add a card to a device's wallet through the Pay server (Check Card, terms, Link and Provision).",
+        discussion: """
+            The card data is sealed on the device to the token service's key, taken from a certificate the device
+            checks against the Orchard root (pki/root-ca.pem); the Pay server relays what it cannot read. A step-up
+            needs the issuer's one-time code: --otp, or a prompt when stdin is a terminal. Without a terminal the
+            terms are accepted by running the command (they are printed in the trace). The personalisation is
+            installed into the device's Secure Element through its running process, or on its store directly.
+            Each request carries an idempotency key, so a request the client resends after a lost answer gets
+            the first decision and never a second token.
+            Test cards are listed in the README.
+            """,
+        options: [
+            nameOption,
+            .single("pan", "DIGITS", help: "The card number."),
+            .single("expiry", "MM/YY", help: "The card's expiry."),
+            .single("cvv", "DIGITS", help: "The card verification value (checked by the issuer, stored nowhere)."),
+            .single("cardholder", "NAME", help: "The cardholder's name."),
+            .single("otp", "CODE", help: "The issuer's one-time code, for a step-up."),
+        ]
+    ) { arguments, context in
+        try await addCard(arguments, context)
+    }
+
+    static let lostMode = lifecycleCommand(
+        .lostMode, summary: "Lost mode (Find My): suspend every card of the device at the token service.")
+    static let erase = lifecycleCommand(
+        .erase, summary: "Erase remotely: delete every card of the device at the token service and on the device.")
+    static let resume = lifecycleCommand(
+        .resume, summary: "Leave lost mode: the device's cards work again.")
+
+    static let sync = Command(
+        name: "sync",
+        summary: "Apply the token-status notifications the Pay server holds for the device (suspend, resume, delete).",
+        options: [nameOption]
+    ) { arguments, context in
+        try await syncNotifications(arguments, context)
+    }
+
+    private static func lifecycleCommand(_ action: PayAPI.LifecycleAction, summary: String) -> Command {
+        Command(
+            name: action.rawValue, summary: summary,
+            discussion: """
+                Acts through the Pay server as the device's account owner (with the client identity of the device
+                named by --as, default the device itself), so it works while the device is offline or its process
+                stopped; the device applies the change when it next reaches the Pay server (`orchard device run`
+                does at start and every few seconds, `orchard device sync` at once).
+                """,
+            options: [
+                nameOption, .single("as", "NAME", help: "Another device of the same account to act from."),
+            ]
+        ) { arguments, context in
+            try await lifecycle(action, arguments, context)
+        }
+    }
+
+    // MARK: Bodies (synchronous-looking helpers: see TokenCommands on typed throws in async closures)
+
+    static func addCard(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let name = try arguments.require("name")
+        let card: CardEntry
+        do {
+            card = try CardEntry(
+                number: try arguments.require("pan"), expiry: try arguments.require("expiry"),
+                verificationValue: try arguments.require("cvv"), cardholderName: try arguments.require("cardholder"))
+        } catch let error as PayClientError {
+            throw CLIError.usage(error.message)
+        }
+        let identity = try Device.identity(of: name, in: deployment)
+        let otp = arguments.value("otp")
+        let interactive = context.isInteractive
+        let key = "add-" + UUID().uuidString.lowercased()
+        let outcome = try await PaySession.with(device: name, in: deployment, context: context) { session in
+            let flow = AddCardFlow(
+                client: session.client, root: session.root, deviceID: name,
+                secureElementCertificate: identity.certificate)
+            return try await flow.run(
+                card: card, idempotencyKey: key,
+                oneTimeCode: { decision in
+                    if let otp { return otp }
+                    guard interactive else { return nil }
+                    context.trace(
+                        "the issuer sent a one-time code by \(decision.stepUpMethod ?? "?") to "
+                            + "\(decision.stepUpDestination ?? "?"); enter it: ")
+                    return readLine(strippingNewline: true)
+                },
+                acceptTerms: { terms in
+                    context.trace("terms \(terms.termsID): \(terms.text)")
+                    guard interactive else { return true }
+                    context.trace("accept these terms? [y/N] ")
+                    return ["y", "yes"].contains(readLine(strippingNewline: true)?.lowercased() ?? "")
+                },
+                install: { envelope, display in
+                    try await installCard(envelope, display: display, device: name, in: deployment)
+                },
+                trace: { context.trace($0) })
+        }
+        switch outcome {
+        case .declined(let reason):
+            throw CLIError.failure("the card was declined: \(reason)")
+        case .added(let walletCardID, let tokenReference, let display, let deviceAccountSuffix):
+            try context.outputJSON(
+                AddedCard(
+                    device: name, cardID: walletCardID, tokenReference: tokenReference, network: display.network,
+                    type: display.type, suffix: display.suffix, description: display.description,
+                    deviceAccountSuffix: deviceAccountSuffix))
+        }
+    }
+
+    /// Installs a personalisation envelope on the device (its running process, or its store).
+    static func installCard(
+        _ envelope: [UInt8], display: CardDisplay, device name: String, in deployment: DeploymentDirectory
+    ) async throws -> String {
+        let body = try json([
+            "envelope": Data(envelope).base64EncodedString(), "type": display.type, "suffix": display.suffix,
+            "displayName": display.description,
+        ])
+        let answer = try await send(ControlRequest(method: "POST", path: "/cards", body: body), to: name, in: deployment)
+        guard let card = try JSONSerialization.jsonObject(with: answer) as? [String: Any], let id = card["id"] as? String
+        else { throw CLIError.failure("the device answered the installation without a card") }
+        return id
+    }
+
+    static func lifecycle(
+        _ action: PayAPI.LifecycleAction, _ arguments: ParsedArguments, _ context: CommandContext
+    ) async throws {
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let name = try arguments.require("name")
+        let result = try await PaySession.with(device: arguments.value("as") ?? name, in: deployment, context: context) {
+            try await performLifecycle(action, device: name, client: $0.client)
+        }
+        context.trace(
+            "Pay server → token service: \(action.rawValue) for device \(name): "
+                + result.cards.map { "•••• \($0.card.suffix) \($0.state)" }.joined(separator: ", "))
+        // A device process that runs applies the change now; a stopped one at its next start.
+        if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: name, in: deployment)) {
+            _ = try await PaySession.with(device: name, in: deployment, context: context) {
+                try await applyNotifications(device: name, in: deployment, client: $0.client)
+            }
+        }
+        try context.outputJSON(result)
+    }
+
+    static func performLifecycle(
+        _ action: PayAPI.LifecycleAction, device: String, client: PayServerClient
+    ) async throws -> LifecycleResult {
+        try await client.lifecycle(device: device, action: action)
+    }
+
+    static func syncNotifications(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let name = try arguments.require("name")
+        let applied = try await PaySession.with(device: name, in: deployment, context: context) {
+            try await applyNotifications(device: name, in: deployment, client: $0.client)
+        }
+        for notification in applied {
+            context.trace("token \(notification.tokenReference): \(notification.event) → \(notification.state)")
+        }
+        try context.outputJSON(applied)
+    }
+
+    static func applyNotifications(
+        device name: String, in deployment: DeploymentDirectory, client: PayServerClient
+    ) async throws -> [TokenNotification] {
+        try await NotificationSync.run(client: client) { reference, change in
+            let body = try json(["state": change.rawValue])
+            do {
+                _ = try await send(
+                    ControlRequest(method: "POST", path: "/tokens/\(reference)/status", body: body), to: name,
+                    in: deployment)
+            } catch let error as CLIError where error.message.hasPrefix("notFound") {
+                // Not a card of this device (removed meanwhile): nothing to apply.
+            }
+        }
+    }
+
+    struct AddedCard: Encodable {
+        let device: String
+        let cardID: String
+        let tokenReference: String
+        let network: String
+        let type: String
+        let suffix: String
+        let description: String
+        let deviceAccountSuffix: String
+    }
+}
+
+/// A device's connection to the Pay server for one command: the services found or started
+/// (`ServiceConnections`), and a client with the device's identity trusting only the Orchard root.
+struct PaySession {
+    let client: PayServerClient
+    let root: Certificate
+    let connections: ServiceConnections
+
+    static func open(device name: String, in deployment: DeploymentDirectory, context: CommandContext) async throws
+        -> PaySession
+    {
+        let registry = try DeploymentCommands.registry()
+        let connections: ServiceConnections
+        do throws(ServicesError) {
+            connections = try await ServiceConnections.connect(
+                [.network, .pay], directory: deployment, registry: registry,
+                environment: ServiceEnvironment(variables: context.environment))
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        do {
+            let identity = try Device.clientIdentity(of: name, in: deployment)
+            let client = try PayServerClient(
+                baseURL: try connections.baseURL(of: .pay), trustedRootPEM: connections.rootCertificatePEM,
+                identity: identity)
+            return PaySession(
+                client: client, root: try Certificate(pemEncoded: connections.rootCertificatePEM),
+                connections: connections)
+        } catch {
+            await connections.close()
+            throw error
+        }
+    }
+
+    func close() async { await connections.close() }
+
+    /// Runs `body` with a session, closed afterwards whatever happens.
+    static func with<T>(
+        device name: String, in deployment: DeploymentDirectory, context: CommandContext,
+        _ body: (PaySession) async throws -> T
+    ) async throws -> T {
+        let session = try await open(device: name, in: deployment, context: context)
+        do {
+            let result = try await body(session)
+            await session.close()
+            return result
+        } catch {
+            await session.close()
+            throw error
+        }
+    }
+}

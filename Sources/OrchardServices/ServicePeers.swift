@@ -1,0 +1,41 @@
+public import OrchardRuntime
+import Synchronization
+
+/// How one service finds another of the same deployment at call time: a service started in the same process
+/// first (``ServiceHost`` registers each one as it starts, since an in-process service publishes no run
+/// record), else the live run record `DIR/run/<service>.json` of an `orchard serve` or `orchard up` process.
+///
+/// Shared by every copy of a ``ServiceEnvironment``; looked up per call, so a peer started or restarted later
+/// is found.
+public final class ServicePeers: Sendable {
+    private let started = Mutex<[ServiceName: ServiceEndpoint]>([:])
+
+    public init() {}
+
+    /// Records that `name` listens at `endpoint` in this process.
+    public func register(_ name: ServiceName, at endpoint: ServiceEndpoint) {
+        started.withLock { $0[name] = endpoint }
+    }
+
+    /// Forgets `name` (it stopped).
+    public func remove(_ name: ServiceName) {
+        _ = started.withLock { $0.removeValue(forKey: name) }
+    }
+
+    /// Where `name` listens for `directory`, or nil when it runs nowhere.
+    public func endpoint(of name: ServiceName, in directory: DeploymentDirectory) -> ServiceEndpoint? {
+        if let local = started.withLock({ $0[name] }) { return local }
+        guard let record = try? directory.runningService(name) else { return nil }
+        return ServiceEndpoint(host: record.host, port: record.port, ports: record.ports)
+    }
+
+    /// `https://host:port` of `name`'s main port, or nil when it runs nowhere.
+    public func baseURL(of name: ServiceName, in directory: DeploymentDirectory) -> String? {
+        endpoint(of: name, in: directory).map(\.baseURL)
+    }
+}
+
+extension ServiceEndpoint {
+    /// `https://host:port` of the main port (IPv6 hosts in brackets).
+    public var baseURL: String { host.contains(":") ? "https://[\(host)]:\(port)" : "https://\(host):\(port)" }
+}

@@ -1,0 +1,73 @@
+public import Device
+import Foundation
+public import PayAPI
+public import OrchardRuntime
+import OrchardServices
+
+/// Applies the token-status notifications the Pay server holds for this device: a suspended token's card stops
+/// being offered, a resumed one comes back, a deleted one is terminated in the Secure Element (its DPAN and keys
+/// erased). Acknowledges what it applied, so each notification is applied once.
+public enum NotificationSync {
+    /// Fetches and applies the pending notifications; returns those applied.
+    ///
+    /// `apply` performs one change on the device (``Device/applyTokenStatus(tokenReference:_:)`` in the
+    /// device's process, or through its control API).
+    public static func run(
+        client: PayServerClient,
+        apply: @Sendable (String, Device.TokenStatusChange) async throws -> Void
+    ) async throws -> [TokenNotification] {
+        let pending = try await client.notifications(after: 0)
+        for notification in pending {
+            guard let change = Device.TokenStatusChange(rawValue: notification.state) else { continue }
+            try await apply(notification.tokenReference, change)
+        }
+        if let last = pending.last {
+            _ = try await client.notifications(after: last.sequence)  // acknowledges them
+        }
+        return pending
+    }
+}
+
+/// The device process's side of notifications: every `interval`, when a Pay server runs for the deployment
+/// (its run record `DIR/run/pay.json`), fetch and apply the pending notifications to `device`. Without a Pay
+/// server nothing happens; the next round tries again.
+public final class NotificationPoller: Sendable {
+    private let task: Task<Void, Never>
+
+    public init(
+        device: Device, deployment: DeploymentDirectory, interval: Duration,
+        trace: @escaping @Sendable (String) -> Void
+    ) {
+        task = Task {
+            while !Task.isCancelled {
+                await Self.pollOnce(device: device, deployment: deployment, trace: trace)
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// Stops polling.
+    public func stop() { task.cancel() }
+
+    static func pollOnce(
+        device: Device, deployment: DeploymentDirectory, trace: @Sendable (String) -> Void
+    ) async {
+        guard let record = try? deployment.runningService(.pay),
+            let root = try? deployment.readCertificate(named: PKIFiles.rootCA),
+            let identity = try? Device.clientIdentity(of: device.name, in: deployment),
+            let client = try? PayServerClient(
+                baseURL: ServiceEndpoint(host: record.host, port: record.port).baseURL, trustedRootPEM: root,
+                identity: identity)
+        else { return }
+        do {
+            let applied = try await NotificationSync.run(client: client) { reference, change in
+                try await device.applyTokenStatus(tokenReference: reference, change)
+            }
+            for notification in applied {
+                trace("token \(notification.tokenReference): \(notification.event) → \(notification.state)")
+            }
+        } catch {
+            trace("notifications: \(error)")
+        }
+    }
+}

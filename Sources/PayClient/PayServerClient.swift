@@ -1,0 +1,140 @@
+public import Device
+import Foundation
+import OrchardCrypto
+import OrchardHTTP
+public import OrchardX509
+public import PayAPI
+
+/// A device's HTTPS client of the Pay server: mutual TLS with the device's client identity, trusting only the
+/// Orchard root. Each call maps to one route of ``PayAPI/Route``; a refusal carries the server's status and
+/// error code.
+public final class PayServerClient: Sendable {
+    public let baseURL: String
+    private let client: HTTPClient
+
+    /// - Parameters:
+    ///   - baseURL: `https://host:port` of the Pay server.
+    ///   - trustedRootPEM: the Orchard root (`DIR/pki/root-ca.pem`).
+    ///   - identity: the device's client identity (``Device/clientIdentity(of:in:clock:random:)``).
+    public init(baseURL: String, trustedRootPEM: String, identity: DeviceClientIdentity) throws(PayClientError) {
+        guard baseURL.hasPrefix("https://") else {
+            throw PayClientError(.invalidArgument, "the Pay server's URL is https://")
+        }
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        do {
+            client = try HTTPClient(
+                configuration: HTTPClientConfiguration(
+                    trustedRootsPEM: trustedRootPEM, clientCertificateChainPEM: identity.certificateChainPEM,
+                    clientPrivateKeyPEM: identity.privateKeyPEM, connectTimeout: .seconds(3),
+                    requestTimeout: .seconds(15), maxResponseBytes: 256 << 10))
+        } catch {
+            throw PayClientError(.invalidArgument, "cannot set up the connection to the Pay server: \(error.message)")
+        }
+    }
+
+    deinit { client.shutdown() }
+
+    /// Registers the device (idempotent): the Secure Element certificate goes with the TLS client certificate.
+    public func register(secureElementCertificate: Certificate) async throws(PayClientError) -> RegisteredDevice {
+        try await post(
+            PayAPI.Route.register,
+            DeviceRegistrationRequest(
+                secureElementCertificate: Data(secureElementCertificate.derRepresentation).base64EncodedString()))
+    }
+
+    /// The token service's provisioning certificate as the Pay server relays it (not yet checked: see
+    /// ``ProvisioningKey``).
+    public func provisioningCertificate() async throws(PayClientError) -> Certificate {
+        let body: ProvisioningKeyResponse = try await get(PayAPI.Route.provisioningKey)
+        guard let der = Data(base64Encoded: body.certificate), let certificate = try? Certificate(derEncoded: Array(der))
+        else {
+            throw PayClientError(.protocolViolation, "the provisioning certificate is not a DER certificate")
+        }
+        return certificate
+    }
+
+    public func checkCard(_ body: CheckCardBody) async throws(PayClientError) -> CardCheckResult {
+        try await post(PayAPI.Route.checkCard, body, idempotencyKey: body.idempotencyKey)
+    }
+
+    public func submitOneTimeCode(_ body: OneTimeCodeBody) async throws(PayClientError) -> CardCheckResult {
+        try await post(PayAPI.Route.oneTimeCode, body)
+    }
+
+    public func terms(_ termsID: String) async throws(PayClientError) -> TermsResponse {
+        try await get(PayAPI.Route.terms + termsID)
+    }
+
+    public func link(_ body: LinkBody) async throws(PayClientError) -> LinkResult {
+        try await post(PayAPI.Route.link, body, idempotencyKey: body.idempotencyKey)
+    }
+
+    /// The cards of this device as the Pay server knows them (display data and state).
+    public func cards() async throws(PayClientError) -> [DeviceCard] {
+        try await get(PayAPI.Route.cards)
+    }
+
+    /// Pending token-status notifications; those up to `after` are acknowledged.
+    public func notifications(after: Int64) async throws(PayClientError) -> [TokenNotification] {
+        let body: NotificationsResponse = try await get(PayAPI.Route.notifications + "?after=\(after)")
+        return body.notifications
+    }
+
+    /// The account owner's action on one of its devices (this one or another of the same account).
+    public func lifecycle(
+        device: String, action: PayAPI.LifecycleAction
+    ) async throws(PayClientError)
+        -> LifecycleResult
+    {
+        try await post(PayAPI.Route.lifecycle(device: device, action: action), EmptyBody())
+    }
+
+    private struct EmptyBody: Codable, Sendable {}
+
+    private func get<Output: Decodable>(_ path: String) async throws(PayClientError) -> Output {
+        try await send(HTTPClientRequest(method: .get, url: baseURL + path))
+    }
+
+    private func post<Output: Decodable>(
+        _ path: String, _ body: some Encodable & Sendable, idempotencyKey: String? = nil
+    ) async throws(PayClientError) -> Output {
+        let request: HTTPClientRequest
+        do {
+            request = try HTTPClientRequest.json(
+                .post, baseURL + path, body, headers: idempotencyKey.map { ["Idempotency-Key": $0] } ?? [:])
+        } catch {
+            throw PayClientError(.invalidArgument, "the request could not be encoded")
+        }
+        return try await send(request)
+    }
+
+    private func send<Output: Decodable>(_ request: HTTPClientRequest) async throws(PayClientError) -> Output {
+        let response: HTTPResponse
+        do {
+            response = try await client.send(request)
+        } catch {
+            throw PayClientError(.unreachable, "the Pay server cannot be reached at \(baseURL): \(error.code)")
+        }
+        guard (200..<300).contains(response.status.code) else {
+            let problem = try? JSONDecoder().decode(ErrorEnvelope.self, from: response.body)
+            throw PayClientError(
+                .refused,
+                "the Pay server refused (\(response.status.code)): "
+                    + (problem?.error.message ?? "no reason given"),
+                httpStatus: response.status.code, serverCode: problem?.error.code)
+        }
+        do {
+            return try JSONDecoder().decode(Output.self, from: response.body)
+        } catch {
+            throw PayClientError(.protocolViolation, "the Pay server's answer is not the expected JSON")
+        }
+    }
+
+    private struct ErrorEnvelope: Decodable {
+        struct Problem: Decodable {
+            let code: String
+            let message: String
+        }
+        let error: Problem
+    }
+}

@@ -1,0 +1,305 @@
+import Foundation
+import OrchardHTTP
+import OrchardStore
+import PayAPI
+
+/// The Pay server's routes for devices (all over mutual TLS with a device's client certificate): registration,
+/// the provisioning relay, the cards' display data, the owner's lifecycle actions and token-status notifications.
+///
+/// The relay forwards envelopes it cannot open: the card data is sealed on the device to the token service's key
+/// (whose certificate the device checks against the Orchard root), and the personalisation is sealed by the token
+/// service to the Secure Element key of the certificate the device registered. What the Pay server keeps of a
+/// card is its display data (network, type, last four digits, description) under the token's reference.
+extension PayServer {
+    /// The EMVCo token requestor ID the network assigned to Orchard Pay.
+    static let tokenRequestorID = "40010075001"
+    /// The terms the token service asks the user to accept, by ID.
+    static let terms = [
+        "orchard-pay-terms-v1": """
+        Orchard Pay terms (sandbox). Adding a card creates a device account number for this device only; the card \
+        number is never stored on the device or by Orchard Pay. The issuer may suspend or delete it at any time.
+        """
+    ]
+
+    func installDeviceRoutes(into router: inout Router) {
+        let devices = self.devices
+        let network = self.network
+        let store = self.store
+        let clock = self.clock
+        let requirement = devices.requirement
+
+        router.post(PayAPI.Route.register, requirement: requirement) { (body: DeviceRegistrationRequest, request) in
+            guard let der = Data(base64Encoded: body.secureElementCertificate) else {
+                throw PayServerError(.invalidRequest, "secureElementCertificate is base64 DER")
+            }
+            return try await devices.register(try devices.subject(of: request), secureElementCertificate: Array(der))
+        }
+
+        router.get(PayAPI.Route.provisioningKey, requirement: requirement) { request in
+            _ = try await devices.registeredDevice(request)
+            let key: NetworkWire.ProvisioningKey = try await network.get("/v1/provisioning/key")
+            guard let certificate = key.certificate else {
+                throw PayServerError(.networkUnavailable, "the token service has no provisioning certificate")
+            }
+            return try HTTPResponse.json(ProvisioningKeyResponse(certificate: certificate))
+        }
+
+        router.post(PayAPI.Route.checkCard, requirement: requirement) { (body: CheckCardBody, request) in
+            let device = try await devices.registeredDevice(request)
+            try Self.checkIdempotencyKey(body.idempotencyKey)
+            let answer: NetworkWire.CheckCardAnswer = try await network.post(
+                "/v1/provisioning/check-card",
+                NetworkWire.CheckCard(
+                    idempotencyKey: device.deviceID + "/" + body.idempotencyKey, tokenRequestorID: Self.tokenRequestorID,
+                    deviceID: device.deviceID, deviceKind: device.kind, encryptedCardData: body.encryptedCardData))
+            return try await Self.relay(answer, for: device.deviceID, at: clock.now(), store: store)
+        }
+
+        router.post(PayAPI.Route.oneTimeCode, requirement: requirement) { (body: OneTimeCodeBody, request) in
+            let device = try await devices.registeredDevice(request)
+            try await Self.checkSession(body.sessionID, belongsTo: device.deviceID, store: store)
+            let answer: NetworkWire.CheckCardAnswer = try await network.post(
+                "/v1/provisioning/one-time-code",
+                NetworkWire.OneTimeCode(sessionID: body.sessionID, deviceID: device.deviceID, code: body.code))
+            return try await Self.relay(answer, for: device.deviceID, at: clock.now(), store: store)
+        }
+
+        router.get(PayAPI.Route.terms + ":id", requirement: requirement) { request in
+            let termsID = try request.parameter("id")
+            guard let text = Self.terms[termsID] else { throw PayServerError(.notFound, "no terms \(termsID)") }
+            return try HTTPResponse.json(TermsResponse(termsID: termsID, text: text))
+        }
+
+        router.post(PayAPI.Route.link, requirement: requirement) { (body: LinkBody, request) in
+            let device = try await devices.registeredDevice(request)
+            try Self.checkIdempotencyKey(body.idempotencyKey)
+            try await Self.checkSession(body.sessionID, belongsTo: device.deviceID, store: store)
+            // The Secure Element certificate the device registered, never one from this request. The session row
+            // stays, so a retried Link (same key) reaches the network and gets its first answer.
+            let answer: NetworkWire.LinkAnswer = try await network.post(
+                "/v1/provisioning/link",
+                NetworkWire.Link(
+                    idempotencyKey: device.deviceID + "/" + body.idempotencyKey, sessionID: body.sessionID,
+                    deviceID: device.deviceID, secureElementCertificateChain: [device.secureElementCertificate],
+                    termsAccepted: body.termsAccepted))
+            if let declined = answer.declined {
+                return LinkResult(outcome: "declined", declineReason: declined._0)
+            }
+            guard let token = answer.provisioned?._0 else {
+                throw PayServerError(.networkUnavailable, "Link and Provision answered neither provisioned nor declined")
+            }
+            let display = Self.display(token.profile)
+            try await store.write { db in
+                try db.execute(
+                    """
+                    INSERT INTO device_cards (token_reference, device_id, network, type, suffix, description, state,
+                        added_at)
+                    VALUES (?, ?, ?, ?, ?, ?, 'active', ?)
+                    ON CONFLICT (token_reference) DO NOTHING
+                    """,
+                    [
+                        .text(token.tokenReference), .text(device.deviceID), .text(display.network), .text(display.type),
+                        .text(display.suffix), .text(display.description), .milliseconds(clock.now()),
+                    ])
+            }
+            return LinkResult(
+                outcome: "provisioned", tokenReference: token.tokenReference, deviceAccountSuffix: token.dpanSuffix,
+                card: display, personalisation: token.personalisation)
+        }
+
+        router.get(PayAPI.Route.cards, requirement: requirement) { request in
+            let subject = try devices.subject(of: request)
+            await self.pullNetworkNotifications()
+            return try HTTPResponse.json(try await Self.cards(of: subject.deviceID, store: store))
+        }
+
+        router.get(PayAPI.Route.notifications, requirement: requirement) { request in
+            // An erased device still learns of its deletion when it comes back online.
+            let subject = try devices.subject(of: request)
+            guard let after = Int64(request.queryValue("after") ?? "0"), after >= 0 else {
+                throw PayServerError(.invalidRequest, "after is a sequence number (0 or more)")
+            }
+            await self.pullNetworkNotifications()
+            let pending = try await store.write { db in
+                try db.execute(
+                    "DELETE FROM device_notifications WHERE device_id = ? AND sequence <= ?",
+                    [.text(subject.deviceID), .integer(after)])
+                return try db.query(
+                    """
+                    SELECT sequence, token_reference, event, state FROM device_notifications
+                    WHERE device_id = ? ORDER BY sequence LIMIT 100
+                    """, [.text(subject.deviceID)]
+                ) { row in
+                    TokenNotification(
+                        sequence: try row.int64(0), tokenReference: try row.string(1), event: try row.string(2),
+                        state: try row.string(3))
+                }
+            }
+            return try HTTPResponse.json(NotificationsResponse(notifications: pending))
+        }
+
+        for action in PayAPI.LifecycleAction.allCases {
+            router.post(PayAPI.Route.lifecycle(device: ":device", action: action), requirement: requirement) { request in
+                let owner = try devices.subject(of: request)
+                let target = try request.parameter("device")
+                guard let device = try await devices.device(target), device.account == owner.account else {
+                    // The same answer for another account's device and for none: no probing of device names.
+                    throw PayServerError(.notFound, "the account has no device \(target)")
+                }
+                return try HTTPResponse.json(
+                    try await self.lifecycle(action, device: device.deviceID, store: store, network: network))
+            }
+        }
+    }
+
+    /// Lost mode, resume and erase reach the token service at once (the device may be offline); the device learns
+    /// of them through its notifications.
+    func lifecycle(
+        _ action: PayAPI.LifecycleAction, device deviceID: String, store: Store, network: NetworkClient
+    ) async throws -> LifecycleResult {
+        let path: String
+        switch action {
+        case .lostMode: path = "suspend"
+        case .resume: path = "resume"
+        case .erase: path = "delete"
+        }
+        let statuses: [NetworkWire.TokenStatus] = try await network.post(
+            "/v1/devices/\(deviceID)/\(path)", NetworkWire.Lifecycle(actor: "cardholder"))
+        try await store.write { db in
+            switch action {
+            case .lostMode:
+                try db.execute("UPDATE devices SET lost_mode = 1 WHERE device_id = ?", [.text(deviceID)])
+            case .resume:
+                try db.execute("UPDATE devices SET lost_mode = 0 WHERE device_id = ?", [.text(deviceID)])
+            case .erase:
+                try db.execute(
+                    "UPDATE devices SET lost_mode = 0, erased_at = ? WHERE device_id = ?",
+                    [.milliseconds(self.clock.now()), .text(deviceID)])
+            }
+            for status in statuses where status.deviceID == deviceID {
+                try db.execute(
+                    "UPDATE device_cards SET state = ? WHERE token_reference = ?",
+                    [.text(status.state), .text(status.tokenReference)])
+            }
+        }
+        await pullNetworkNotifications()
+        return LifecycleResult(deviceID: deviceID, action: action, cards: try await Self.cards(of: deviceID, store: store))
+    }
+
+    /// Reads the network's token-status notifications since the last one applied and queues each for its device
+    /// (if registered here), updating the card's state. Best effort: without the network, what is queued is
+    /// served and the next pull catches up. Two pulls at once apply each notification once (the feed position
+    /// is compared and set in the transaction that applies it).
+    func pullNetworkNotifications() async {
+        let position: Int64
+        do {
+            position =
+                try await store.read { db in
+                    try db.queryFirst("SELECT last_sequence FROM network_feed WHERE id = 1", []) { try $0.int64(0) }
+                } ?? 0
+        } catch {
+            return
+        }
+        guard let feed: NetworkWire.Feed = try? await network.get("/v1/notifications?after=\(position)"),
+            let newest = feed.notifications.last?.sequence
+        else { return }
+        try? await store.write { db in
+            let changed = try db.execute(
+                """
+                INSERT INTO network_feed (id, last_sequence) VALUES (1, ?)
+                ON CONFLICT (id) DO UPDATE SET last_sequence = excluded.last_sequence
+                WHERE network_feed.last_sequence = ?
+                """, [.integer(newest), .integer(position)])
+            guard changed == 1 else { return }  // another pull applied these
+            for item in feed.notifications where item.notification.event != "provisioned" {
+                let note = item.notification
+                guard
+                    try db.queryFirst("SELECT 1 FROM devices WHERE device_id = ?", [.text(note.deviceID)], { _ in true })
+                        != nil
+                else { continue }
+                try db.execute(
+                    "UPDATE device_cards SET state = ? WHERE token_reference = ? AND device_id = ?",
+                    [.text(note.state), .text(note.tokenReference), .text(note.deviceID)])
+                try db.execute(
+                    "INSERT INTO device_notifications (device_id, token_reference, event, state) VALUES (?, ?, ?, ?)",
+                    [.text(note.deviceID), .text(note.tokenReference), .text(note.event), .text(note.state)])
+            }
+        }
+    }
+
+    static func cards(of deviceID: String, store: Store) async throws -> [DeviceCard] {
+        try await store.read { db in
+            try db.query(
+                """
+                SELECT token_reference, network, type, suffix, description, state FROM device_cards
+                WHERE device_id = ? ORDER BY added_at, token_reference
+                """, [.text(deviceID)]
+            ) { row in
+                DeviceCard(
+                    tokenReference: try row.string(0),
+                    card: CardDisplay(
+                        network: try row.string(1), type: try row.string(2), suffix: try row.string(3),
+                        description: try row.string(4)),
+                    state: try row.string(5))
+            }
+        }
+    }
+
+    /// Passes the token service's answer on as the wallet shows it, and remembers which device a session is for.
+    static func relay(
+        _ answer: NetworkWire.CheckCardAnswer, for deviceID: String, at now: Date, store: Store
+    ) async throws -> CardCheckResult {
+        if let sessionID = answer.sessionID {
+            try await store.write { db in
+                try db.execute(
+                    "INSERT OR IGNORE INTO provisioning_sessions (session_id, device_id, created_at) VALUES (?, ?, ?)",
+                    [.text(sessionID), .text(deviceID), .milliseconds(now)])
+            }
+        }
+        if let approve = answer.decision.approve {
+            return CardCheckResult(
+                outcome: .approved, sessionID: answer.sessionID, termsID: answer.termsID, card: display(approve._0))
+        }
+        if let stepUp = answer.decision.stepUp {
+            return CardCheckResult(
+                outcome: .stepUp, sessionID: answer.sessionID, termsID: answer.termsID,
+                stepUpMethod: stepUp._0.method, stepUpDestination: stepUp._0.destinationHint, card: display(stepUp._1))
+        }
+        return CardCheckResult(
+            outcome: .declined, sessionID: nil, termsID: nil, declineReason: answer.decision.decline?._0 ?? "declined",
+            card: nil)
+    }
+
+    static func display(_ profile: NetworkWire.Profile) -> CardDisplay {
+        CardDisplay(
+            network: profile.network, type: profile.type, suffix: profile.suffix,
+            description: "\(profile.issuerName) \(profile.productName)")
+    }
+
+    static func checkSession(_ sessionID: String, belongsTo deviceID: String, store: Store) async throws {
+        let owner = try await store.read { db in
+            try db.queryFirst(
+                "SELECT device_id FROM provisioning_sessions WHERE session_id = ?", [.text(sessionID)]
+            ) { try $0.string(0) }
+        }
+        guard owner == deviceID else {
+            throw PayServerError(.notFound, "no provisioning session \(sessionID) for this device")
+        }
+    }
+
+    /// Idempotency keys are the client's: 1 to 64 printable characters, never a card number's shape.
+    static func checkIdempotencyKey(_ key: String) throws(PayServerError) {
+        let bytes = Array(key.utf8)
+        guard (1...64).contains(bytes.count), bytes.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "/") })
+        else {
+            throw PayServerError(.invalidRequest, "an idempotency key is 1 to 64 printable characters without /")
+        }
+        var run = 0
+        for byte in bytes {
+            run = (0x30...0x39).contains(byte) ? run + 1 : 0
+            guard run < 12 else {
+                throw PayServerError(.invalidRequest, "an idempotency key must not contain 12 or more digits in a row")
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+/// The commands, as a user runs them: `orchard init`, `device create`, `device add-card` (each starting the
+/// services it needs for its own duration), `device lost-mode` while the device process is stopped, then
+/// `device sync` and `device cards`.
+@Suite("orchard device add-card, lost-mode, resume, sync", .serialized)
+struct ProvisioningCommandTests {
+    @Test("add-card (approve; step-up without --otp fails with one error line), lost mode offline, sync, resume")
+    func commands() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-cli-\(UUID().uuidString)")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try await orchard(["init", "--data-dir", path]).status == 0)
+        let created = try await orchard([
+            "device", "create", "--data-dir", path, "--name", "phone", "--kind", "phone", "--biometry", "face",
+            "--passcode", "123456",
+        ])
+        #expect(created.status == 0, "\(created.stderr)")
+        let added = try await orchard([
+            "device", "add-card", "--data-dir", path, "--name", "phone", "--pan", "4111111111111111", "--expiry",
+            "12/34", "--cvv", "266", "--cardholder", "Alice Doe",
+        ])
+        #expect(added.status == 0, "\(added.stderr)")
+        let card = try JSONSerialization.jsonObject(with: Data(added.stdout.utf8)) as? [String: Any]
+        #expect(card?["suffix"] as? String == "1111" && card?["network"] as? String == "visa")
+        #expect(!added.stdout.contains("4111111111111111") && !added.stderr.contains("4111111111111111"))
+        #expect(!added.stderr.contains("266"))
+
+        let stepUp = try await orchard([
+            "device", "add-card", "--data-dir", path, "--name", "phone", "--pan", "4000000000003220", "--expiry",
+            "12/34", "--cvv", "641", "--cardholder", "Alice Doe",
+        ])
+        #expect(stepUp.status == 1 && stepUp.stdout.isEmpty)
+        #expect(stepUp.stderr.split(separator: "\n").last?.hasPrefix("error: ") == true && stepUp.stderr.contains("--otp"))
+
+        let lost = try await orchard(["device", "lost-mode", "--data-dir", path, "--name", "phone"])
+        #expect(lost.status == 0 && lost.stdout.contains("\"suspended\""), "\(lost.stderr)")
+        let sync = try await orchard(["device", "sync", "--data-dir", path, "--name", "phone"])
+        #expect(sync.status == 0 && sync.stdout.contains("\"suspended\""), "\(sync.stderr)")
+        let cards = try await orchard(["device", "cards", "--data-dir", path, "--name", "phone"])
+        #expect(cards.stdout.contains("\"state\" : \"suspended\""), "\(cards.stdout)")
+
+        #expect(try await orchard(["device", "resume", "--data-dir", path, "--name", "phone"]).status == 0)
+        _ = try await orchard(["device", "sync", "--data-dir", path, "--name", "phone"])
+        let after = try await orchard(["device", "cards", "--data-dir", path, "--name", "phone"])
+        #expect(after.stdout.contains("\"state\" : \"active\""), "\(after.stdout)")
+    }
+}
+
+/// What a finished `orchard` command printed.
+struct CommandOutput: Sendable {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// Runs the `orchard` built beside the tests (its pipes read on a thread of their own, not the cooperative pool).
+func orchard(_ arguments: [String]) async throws -> CommandOutput {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(
+                with: Result {
+                    let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+                    let process = Process()
+                    process.executableURL = me.deletingLastPathComponent().appendingPathComponent("orchard")
+                    process.arguments = arguments
+                    process.standardInput = FileHandle.nullDevice
+                    let out = Pipe()
+                    let err = Pipe()
+                    process.standardOutput = out
+                    process.standardError = err
+                    try process.run()
+                    let output = out.fileHandleForReading.readDataToEndOfFile()
+                    let errors = err.fileHandleForReading.readDataToEndOfFile()
+                    process.waitUntilExit()
+                    return CommandOutput(
+                        status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
+                        stderr: String(decoding: errors, as: UTF8.self))
+                })
+        }.start()
+    }
+}
