@@ -136,7 +136,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
-                "OrchardHTTP", "OrchardLogging",
+                "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -328,6 +328,18 @@ let package = Package(
         .testTarget(
             name: "PaymentCredentialTests",
             dependencies: ["PaymentCredential", "OrchardCrypto", "EMV"],
+            swiftSettings: strict
+        ),
+
+        // The merchant server (orchard serve merchant) end to end: real tokens from the Pay server, charges through
+        // the network's acquirer.
+        .testTarget(
+            name: "MerchantServerTests",
+            dependencies: [
+                "MerchantServer", "MerchantKit", "PaymentToken", "PaymentCredential", "PayServer", "PayClient", "PayAPI",
+                "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
+                "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP",
+            ],
             swiftSettings: strict
         ),
     ]

@@ -1,43 +1,80 @@
 import Foundation
-import MerchantKit
+public import MerchantKit
+import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging
 public import OrchardRuntime
 public import OrchardServices
 public import OrchardStore
+import OrchardX509
 
-/// The demo merchant's server: its store, its decryption identity and its routes.
+/// The demo merchant's server: its store, its decryption identity and its routes (docs/merchant-server.md).
 ///
-/// Built by ``build(configuration:directory:environment:)`` from what `init` wrote; today it answers
-/// `GET /health`. The in-app issue adds the order and payment routes.
+/// Built by ``build(configuration:directory:environment:)`` from what `init` wrote: `POST /v1/orders`,
+/// `POST /v1/orders/{orderID}/payment` and `GET /v1/orders/{orderID}` over TLS (`pki/merchant-tls`; apps need no
+/// client certificate), besides `GET /health`. Tokens are verified against the deployment's token root
+/// (`pki/token-root`), decrypted with `pki/merchant-processing` (and `pki/merchant-processing-rsa` when the
+/// deployment has one), and charged at the network's acquirer with `pki/merchant-acquiring`.
 public final class MerchantServer: Sendable {
     public let store: Store
     /// The merchant ID this server sells as.
     public let merchantIdentifier: String
-    /// The payment processing identity tokens are decrypted with.
-    public let processingIdentity: MerchantIdentity
+    /// The payment processing identities tokens are decrypted with (P-256 first, then RSA if any).
+    public let processingIdentities: [MerchantIdentity]
+    let payments: PaymentProcessor
 
-    init(store: Store, merchantIdentifier: String, processingIdentity: MerchantIdentity) {
+    init(
+        store: Store, merchantIdentifier: String, processingIdentities: [MerchantIdentity],
+        payments: PaymentProcessor
+    ) {
         self.store = store
         self.merchantIdentifier = merchantIdentifier
-        self.processingIdentity = processingIdentity
+        self.processingIdentities = processingIdentities
+        self.payments = payments
     }
 
-    /// Builds the merchant server of `directory` without binding: reads its processing identity, opens
-    /// `merchant.sqlite`, sets up TLS. The store is closed when the service stops.
+    /// The token root merchants of this deployment trust (`pki/token-root.pem`, written by the Pay server's
+    /// init step), not Apple's.
+    public static let tokenRootFile = "token-root"
+    /// An optional RSA-2048 processing identity (`pki/merchant-processing-rsa.pem` / `.key`).
+    public static let rsaProcessingFile = "merchant-processing-rsa"
+    /// How far a token's signing time may lie from now, either way.
+    public static let freshnessWindow: TimeInterval = 300
+
+    /// Builds the merchant server of `directory` without binding: reads its processing identities and the
+    /// token root, opens `merchant.sqlite`, sets up TLS and the acquirer client. The store is closed when the
+    /// service stops. Charges a stopped process left unresolved are reversed once the server listens.
     public static func build(
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
-    ) async throws -> HTTPServiceInstance {
-        let identity = try MerchantService.loadProcessingIdentity(from: directory)
+    ) async throws -> any ServiceInstance {
+        let gateway = try AcquirerHTTPSGateway(directory: directory, peers: environment.peers)
+        return try await build(
+            configuration: configuration, directory: directory, environment: environment, gateway: gateway)
+    }
+
+    static func build(
+        configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment,
+        gateway: any AcquirerGateway
+    ) async throws -> any ServiceInstance {
+        var identities = [try MerchantService.loadProcessingIdentity(from: directory)]
+        if let rsa = try loadRSAProcessingIdentity(from: directory) { identities.append(rsa) }
+        let root = try DeploymentPKI.readCertificate(named: tokenRootFile, from: directory)
+        let decryptor = try PaymentTokenDecryptor(
+            identities: identities, trustRoots: [root], freshnessWindow: freshnessWindow,
+            clock: environment.wallClock)
         let logger = try ServiceLogging.logger(for: .merchant, configuration: configuration, directory: directory)
         let store = try MerchantService.openStore(in: directory)
+        let merchantID = configuration[MerchantService.merchantIdentifier]
+        let payments = PaymentProcessor(
+            merchantIdentifier: merchantID, store: store, decryptor: decryptor, gateway: gateway,
+            clock: environment.wallClock, random: environment.random, logger: logger)
         let server = MerchantServer(
-            store: store, merchantIdentifier: configuration[MerchantService.merchantIdentifier],
-            processingIdentity: identity)
+            store: store, merchantIdentifier: merchantID, processingIdentities: identities, payments: payments)
         do {
-            return try HTTPServiceInstance(
+            let http = try HTTPServiceInstance(
                 name: .merchant, configuration: configuration, directory: directory, router: server.routes(),
                 logger: logger, onStop: { await store.close() })
+            return MerchantServiceInstance(http: http, payments: payments)
         } catch {
             await store.close()
             throw error
@@ -46,6 +83,44 @@ public final class MerchantServer: Sendable {
 
     /// The merchant's routes (besides `/health`, which every service has).
     func routes() -> Router {
-        Router()
+        var router = Router()
+        payments.addRoutes(to: &router)
+        return router
     }
+
+    /// The RSA processing identity, if the deployment has `pki/merchant-processing-rsa`.
+    static func loadRSAProcessingIdentity(from directory: DeploymentDirectory) throws -> MerchantIdentity? {
+        let certificatePath = directory.path + "/pki/" + rsaProcessingFile + ".pem"
+        guard FileManager.default.fileExists(atPath: certificatePath) else { return nil }
+        let certificates = try DeploymentPKI.readCertificates(named: rsaProcessingFile, from: directory)
+        guard let leaf = certificates.first else {
+            throw ServicesError(.pkiFailure, "pki/\(rsaProcessingFile).pem holds no certificate")
+        }
+        let pem = try directory.readPrivateKey(named: rsaProcessingFile)
+        return try pem.withUnsafeBytes { bytes throws(MerchantKitError) in
+            try MerchantIdentity(certificate: leaf, privateKeyPEM: String(decoding: bytes, as: UTF8.self))
+        }
+    }
+}
+
+/// The merchant's HTTPS service, which also reverses, once it listens, the charges a stopped process left
+/// without an outcome.
+final class MerchantServiceInstance: ServiceInstance {
+    private let http: HTTPServiceInstance
+    private let payments: PaymentProcessor
+
+    init(http: HTTPServiceInstance, payments: PaymentProcessor) {
+        self.http = http
+        self.payments = payments
+    }
+
+    func start() async throws -> ServiceEndpoint {
+        let endpoint = try await http.start()
+        let payments = self.payments
+        Task { await payments.resolveUnfinished() }
+        return endpoint
+    }
+
+    func shutdown() async { await http.shutdown() }
+    func forceShutdown() { http.forceShutdown() }
 }

@@ -99,7 +99,9 @@ public struct MerchantService: OrchardService {
 
     /// Opens (creating) `DIR/merchant.sqlite`.
     public static func openStore(in directory: DeploymentDirectory) throws(StoreError) -> Store {
-        try Store(path: directory.databasePath(for: .merchant), options: storeOptions, migrations: [])
+        try Store(
+            path: directory.databasePath(for: .merchant), options: storeOptions,
+            migrations: MerchantOrderStore.migrations)
     }
 
     /// The merchant's decryption identity from `pki/merchant-processing`, as MerchantKit uses it.
