@@ -161,8 +161,9 @@ struct MerchantServerTests {
         let cryptogram = try #require(StrictEncoding.base64Decode(cryptogramText))
         let gateway = try AcquirerHTTPSGateway(directory: s.deployment, peers: s.environment.peers)
         let replay = AcquirerCharge(
-            merchantID: "merchant.dev.orchard.demo", idempotencyKey: "replay-attempt", dpan: s.dpan, expiryYear: 2030,
-            expiryMonth: 12, amountMinorUnits: 999, currency: "840", cryptogram: cryptogram,
+            merchantID: "merchant.dev.orchard.demo", idempotencyKey: "replay-attempt", dpan: s.dpan,
+            expiryYear: 2000 + (Int(decrypted.payment.applicationExpirationDate.prefix(2)) ?? 0),
+            expiryMonth: Int(decrypted.payment.applicationExpirationDate.dropFirst(2).prefix(2)) ?? 0, amountMinorUnits: 999, currency: "840", cryptogram: cryptogram,
             applicationTransactionCounter: UInt16(cryptogram[2]) << 8 | UInt16(cryptogram[3]),
             transactionData: RemoteTransactionData(merchantIdentifier: "merchant.dev.orchard.demo", amount: 999, currency: 840)
                 .encoded, eci: eci)
@@ -170,7 +171,8 @@ struct MerchantServerTests {
             Issue.record("the acquirer did not decide")
             return await s.close()
         }
-        #expect(decision.responseCode == "88" && !decision.isApproved)
+        #expect(decision.responseCode == "88" && !decision.isApproved, "\(decision)")
+        #expect(decision.declineReason == "atcReplayed")
         #expect(try s.issuerAuthorizations().count == 1)
         await s.close()
     }
