@@ -274,13 +274,26 @@ final class PaymentProcessor: Sendable {
             throw MerchantServerError(
                 .malformedRequest, "the token is not an Apple Pay payment token: \(error.message)")
         }
-        let shipping: MerchantAPI.Contact? = try decodeMember(root, "shippingContact")
-        let billing: MerchantAPI.Contact? = try decodeMember(root, "billingContact")
-        let method: MerchantAPI.ShippingMethod? = try decodeMember(root, "shippingMethod")
+        let fulfilment = try fulfilment(
+            shipping: root["shippingContact"], billing: root["billingContact"], method: root["shippingMethod"])
+        return Submission(
+            token: token, tokenHash: SHA256.hash(Array(token.json.serialized.utf8)),
+            fulfilment: fulfilment)
+    }
+
+    /// What the merchant keeps of the approved contacts and shipping method (``MerchantAPI/Fulfilment``), or nil
+    /// when that is nothing. Refuses members that are not objects of the documented form, strings over 256
+    /// bytes and more than 4 address lines.
+    static func fulfilment(
+        shipping shippingJSON: JSONValue?, billing billingJSON: JSONValue?, method methodJSON: JSONValue? = nil
+    ) throws -> MerchantAPI.Fulfilment? {
+        let shipping: MerchantAPI.Contact? = try decodeMember(shippingJSON, "shippingContact")
+        let billing: MerchantAPI.Contact? = try decodeMember(billingJSON, "billingContact")
+        let method: MerchantAPI.ShippingMethod? = try decodeMember(methodJSON, "shippingMethod")
         for contact in [shipping, billing].compactMap({ $0 }) {
             guard contact.strings.allSatisfy({ $0.utf8.count <= 256 }), (contact.addressLines?.count ?? 0) <= 4 else {
                 throw MerchantServerError(
-                    .malformedRequest, "a contact field is longer than 256 bytes or has over 4 lines")
+                    .malformedRequest, "a contact field is longer than 256 bytes or has over 4 address lines")
             }
         }
         for text in [method?.identifier, method?.label].compactMap({ $0 }) where text.utf8.count > 256 {
@@ -291,17 +304,15 @@ final class PaymentProcessor: Sendable {
             administrativeArea: shipping?.area, postalCode: shipping?.postal, countryCode: shipping?.country,
             receiptEmail: shipping?.emailAddress ?? billing?.emailAddress,
             shippingMethodIdentifier: method?.identifier, shippingMethodLabel: method?.label)
-        return Submission(
-            token: token, tokenHash: SHA256.hash(Array(token.json.serialized.utf8)),
-            fulfilment: fulfilment.isEmpty ? nil : fulfilment)
+        return fulfilment.isEmpty ? nil : fulfilment
     }
 
-    private static func decodeMember<T: Decodable>(_ root: JSONValue, _ name: String) throws -> T? {
-        guard let value = root[name], value != .null else { return nil }
+    private static func decodeMember<T: Decodable>(_ value: JSONValue?, _ name: String) throws -> T? {
+        guard let value, value != .null else { return nil }
         do {
             return try JSONDecoder().decode(T.self, from: Data(value.serialized.utf8))
         } catch {
-            throw MerchantServerError(.malformedRequest, "\(name) is not a contact or shipping method object")
+            throw MerchantServerError(.malformedRequest, "\(name) is not an object of the documented form")
         }
     }
 

@@ -1,7 +1,6 @@
 import Device
 import Foundation
 import MerchantKit
-@testable import MerchantServer
 import NetworkServer
 import OrchardCrypto
 import OrchardHTTP
@@ -16,6 +15,8 @@ import PaymentToken
 import SecureElement
 import Testing
 import Wallet
+
+@testable import MerchantServer
 
 /// A deployment as `orchard init` makes it (network, Pay server, merchant), the services running in this process
 /// on loopback over HTTPS, a phone with the issuer's approve Visa card provisioned through the Pay server, and
@@ -41,7 +42,8 @@ final class MerchantSandbox: @unchecked Sendable {
 
     /// With `gateway`, the merchant server is built here with that acquirer gateway instead of the real one.
     init(gateway: (@Sendable (DeploymentDirectory, ServicePeers) throws -> any AcquirerGateway)? = nil) async throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-merchant-\(UUID().uuidString)")
+        path =
+            FileManager.default.temporaryDirectory.appendingPathComponent("orchard-merchant-\(UUID().uuidString)")
             .path
         deployment = DeploymentDirectory(path: path)
         registry = try ServiceRegistry([NetworkServerService(), PayService(), MerchantService()])
@@ -123,7 +125,9 @@ final class MerchantSandbox: @unchecked Sendable {
     }
 
     /// `POST /v1/orders`.
-    func createOrder(item: String = "Coffee", amount: String = "9.99", currency: String = "USD") async throws
+    func createOrder(
+        item: String = "Coffee", amount: String = "9.99", currency: String = "USD"
+    ) async throws
         -> Order
     {
         let response = try await merchantClient.post(
@@ -160,14 +164,16 @@ final class MerchantSandbox: @unchecked Sendable {
         merchant: String = "merchant.dev.orchard.demo"
     ) async throws -> String {
         let paymentAmount = try PaymentAmount(minorUnits: amount, currency: currency)
-        let outcome = try await phone.authenticate(.faceID(matched: true), for: .inApp, card: cardID, amount: paymentAmount)
+        let outcome = try await phone.authenticate(
+            .faceID(matched: true), for: .inApp, card: cardID, amount: paymentAmount)
         guard case .authorized(let statement) = outcome else {
             Issue.record("Face ID did not authorize")
             throw MerchantServerError(.internalFailure, "not authorized")
         }
         let identity = try Device.clientIdentity(of: "phone", in: deployment)
         let client = try connections.client(
-            identity: TLSIdentity(certificateChainPEM: identity.certificateChainPEM, privateKeyPEM: identity.privateKeyPEM))
+            identity: TLSIdentity(
+                certificateChainPEM: identity.certificateChainPEM, privateKeyPEM: identity.privateKeyPEM))
         defer { client.shutdown() }
         let pay = try connections.baseURL(of: .pay)
         let certificateAnswer = try await client.get(pay + PayAPI.Route.credentialCertificate)
@@ -205,7 +211,8 @@ final class MerchantSandbox: @unchecked Sendable {
     }
 
     private func records(in file: String, _ sql: String) throws -> [String] {
-        let db = try Database(path: file, options: StoreOptions(durability: .full, secureDelete: true), access: .readOnly)
+        let db = try Database(
+            path: file, options: StoreOptions(durability: .full, secureDelete: true), access: .readOnly)
         return try db.query(sql) { row in String(decoding: try row.blob(0), as: UTF8.self) }
     }
 

@@ -1,6 +1,5 @@
 import Foundation
 import MerchantKit
-@testable import MerchantServer
 import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
@@ -11,6 +10,8 @@ import PayServer
 import PaymentCredential
 import PaymentToken
 import Testing
+
+@testable import MerchantServer
 
 /// The merchant server end to end (issue 13 item 3; cases A10, A11, D3, V2): real tokens from the Pay server,
 /// charges through the network's acquirer, token service and issuer, all over HTTPS on loopback.
@@ -73,6 +74,29 @@ struct MerchantServerTests {
         await s.close()
     }
 
+    @Test("A decline (above the card's per-transaction limit): 200 declined, nothing kept for fulfilment, replayed")
+    func declinedCharge() async throws {
+        let s = try await MerchantSandbox()
+        try await s.provisionPhone()
+        let order = try await s.createOrder(item: "Espresso machine", amount: "2500.00")
+        let token = try await s.token(amount: 250_000, applicationData: order.applicationData)
+        let declined = try await s.pay(order.id, token: token, extra: Self.shipping)
+        try #require(declined.status == .ok, "\(String(decoding: declined.body, as: UTF8.self))")
+        let answer = MerchantSandbox.json(declined)
+        #expect(answer["outcome"] as? String == "declined" && answer["responseCode"] as? String == "61")
+        #expect(answer["approvalCode"] == nil && (answer["reason"] as? String)?.isEmpty == false)
+        let again = try await s.pay(order.id, token: token, extra: Self.shipping)
+        #expect(again.status == .ok && again.body == declined.body)
+        #expect(try s.issuerAuthorizations().count == 1)
+        let status = MerchantSandbox.json(try await s.order(order.id))
+        #expect(status["status"] as? String == "open" && status["paymentStatus"] as? String == "declined")
+        #expect(status["fulfilment"] == nil)
+        for secret in ["Alice", "Infinite Loop", "alice@example.com"] {
+            #expect(try s.merchantFilesHolding(secret).isEmpty)
+        }
+        await s.close()
+    }
+
     @Test("A token made for merchant B is refused by merchant A (it decrypts only for B)")
     func otherMerchant() async throws {
         let s = try await MerchantSandbox()
@@ -128,7 +152,8 @@ struct MerchantServerTests {
         #expect(MerchantSandbox.errorCode(refused) == "orderMismatch")
         #expect(try s.issuerAuthorizations().isEmpty)
         // The right token still pays the order afterwards.
-        let good = try await s.pay(order.id, token: try await s.token(amount: 999, applicationData: order.applicationData))
+        let good = try await s.pay(
+            order.id, token: try await s.token(amount: 999, applicationData: order.applicationData))
         #expect(MerchantSandbox.json(good)["outcome"] as? String == "approved")
         await s.close()
     }
@@ -163,10 +188,13 @@ struct MerchantServerTests {
         let replay = AcquirerCharge(
             merchantID: "merchant.dev.orchard.demo", idempotencyKey: "replay-attempt", dpan: s.dpan,
             expiryYear: 2000 + (Int(decrypted.payment.applicationExpirationDate.prefix(2)) ?? 0),
-            expiryMonth: Int(decrypted.payment.applicationExpirationDate.dropFirst(2).prefix(2)) ?? 0, amountMinorUnits: 999, currency: "840", cryptogram: cryptogram,
+            expiryMonth: Int(decrypted.payment.applicationExpirationDate.dropFirst(2).prefix(2)) ?? 0,
+            amountMinorUnits: 999, currency: "840", cryptogram: cryptogram,
             applicationTransactionCounter: UInt16(cryptogram[2]) << 8 | UInt16(cryptogram[3]),
-            transactionData: RemoteTransactionData(merchantIdentifier: "merchant.dev.orchard.demo", amount: 999, currency: 840)
-                .encoded, eci: eci)
+            transactionData: RemoteTransactionData(
+                merchantIdentifier: "merchant.dev.orchard.demo", amount: 999, currency: 840
+            )
+            .encoded, eci: eci)
         guard case .answered(let decision) = await gateway.authorize(replay) else {
             Issue.record("the acquirer did not decide")
             return await s.close()
@@ -198,11 +226,14 @@ struct MerchantServerTests {
             let response = try await s.merchantClient.send(
                 HTTPClientRequest(
                     method: .post, url: s.merchantBase + MerchantAPI.payment(fresh.id), body: Data(body.utf8)))
-            #expect(response.status == .badRequest && MerchantSandbox.errorCode(response) == "malformedRequest", "\(body)")
+            #expect(
+                response.status == .badRequest && MerchantSandbox.errorCode(response) == "malformedRequest", "\(body)")
         }
         let badContact = try await s.pay(fresh.id, token: second, extra: ",\"shippingContact\": 7")
         #expect(badContact.status == .badRequest)
-        for (amount, currency) in [("9.999", "USD"), ("-1", "USD"), ("1,00", "USD"), ("5.5", "JPY"), ("1", "XYZ"), ("0", "USD")] {
+        for (amount, currency) in [
+            ("9.999", "USD"), ("-1", "USD"), ("1,00", "USD"), ("5.5", "JPY"), ("1", "XYZ"), ("0", "USD"),
+        ] {
             let response = try await s.merchantClient.post(
                 s.merchantBase + MerchantAPI.orders, json: ["item": "Coffee", "amount": amount, "currency": currency])
             #expect(response.status == .badRequest && MerchantSandbox.errorCode(response) == "malformedRequest")
@@ -251,7 +282,8 @@ struct MerchantServerTests {
         // The order is open again; a new token pays it under the next key.
         recorder.set(loseAuthorizationAnswers: false, loseReversals: 0)
         #expect(MerchantSandbox.json(try await s.order(order.id))["status"] as? String == "open")
-        let paid = try await s.pay(order.id, token: try await s.token(amount: 999, applicationData: order.applicationData))
+        let paid = try await s.pay(
+            order.id, token: try await s.token(amount: 999, applicationData: order.applicationData))
         #expect(MerchantSandbox.json(paid)["outcome"] as? String == "approved")
         #expect(recorder.authorizations.last == "order-\(order.id)-2")
         await s.close()
