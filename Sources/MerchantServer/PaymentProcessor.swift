@@ -479,8 +479,8 @@ final class PaymentProcessor: Sendable {
                 "a reversal is pending", metadata: ["order_id": .string(order.orderID), "why": .string(why)])
             throw MerchantServerError(
                 .acquirerUnavailable,
-                "the acquirer did not answer the charge and its reversal is pending (\(why)); submit the same token again"
-            )
+                "the acquirer did not answer the charge and its reversal is pending (\(why)); "
+                    + "submit the same token again")
         }
     }
 

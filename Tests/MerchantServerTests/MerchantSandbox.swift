@@ -32,10 +32,10 @@ final class MerchantSandbox: @unchecked Sendable {
     let environment: ServiceEnvironment
     let connections: ServiceConnections
     let root: Certificate
-    let merchantBase: String
+    private(set) var merchantBase: String
     let merchantClient: HTTPClient
     /// The merchant server this sandbox built itself (with a test gateway), if any.
-    private let ownMerchant: (any ServiceInstance)?
+    private var ownMerchant: (any ServiceInstance)?
     private(set) var phone: Device!
     private(set) var cardID = ""
     private(set) var dpan = ""
@@ -69,6 +69,21 @@ final class MerchantSandbox: @unchecked Sendable {
         }
         root = try Certificate(pemEncoded: connections.rootCertificatePEM)
         merchantClient = try connections.client()
+    }
+
+    /// Stops the merchant server this sandbox built and builds and starts another on the same files with
+    /// `gateway` (a restart after a crash, as far as the merchant's store is concerned).
+    func restartMerchant(
+        gateway: @Sendable (DeploymentDirectory, ServicePeers) throws -> any AcquirerGateway
+    ) async throws {
+        await ownMerchant?.shutdown()
+        let configuration = try registry.loadConfiguration(
+            from: deployment, environment: ["ORCHARD_MERCHANT_PORT": "0"])
+        let merchant = try await MerchantServer.build(
+            configuration: configuration, directory: deployment, environment: environment,
+            gateway: try gateway(deployment, environment.peers))
+        merchantBase = try await merchant.start().baseURL
+        ownMerchant = merchant
     }
 
     /// Makes the phone and provisions the approve Visa card to it through the Pay server.

@@ -288,6 +288,35 @@ struct MerchantServerTests {
         #expect(recorder.authorizations.last == "order-\(order.id)-2")
         await s.close()
     }
+
+    @Test("A charge a stopped server left without an outcome is reversed when the server starts again")
+    func reversedAtRestart() async throws {
+        let recorder = LossyGateway.Recorder()
+        let s = try await MerchantSandbox(gateway: { directory, peers in
+            LossyGateway(real: try AcquirerHTTPSGateway(directory: directory, peers: peers), recorder: recorder)
+        })
+        try await s.provisionPhone()
+        let order = try await s.createOrder()
+        let token = try await s.token(amount: 999, applicationData: order.applicationData)
+        recorder.set(loseAuthorizationAnswers: true, loseReversals: 1_000)
+        let pending = try await s.pay(order.id, token: token)
+        #expect(MerchantSandbox.errorCode(pending) == "acquirerUnavailable")
+        #expect(try s.issuerAuthorizations().count == 1 && s.acquirerReversals().isEmpty)
+
+        try await s.restartMerchant { directory, peers in try AcquirerHTTPSGateway(directory: directory, peers: peers) }
+        var status = ""
+        for _ in 0..<200 {
+            status = MerchantSandbox.json(try await s.order(order.id))["status"] as? String ?? ""
+            if status == "open" { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(status == "open")
+        #expect(try s.acquirerReversals().count == 1 && s.issuerAuthorizations().count == 1)
+        let replay = try await s.pay(order.id, token: token)
+        #expect(replay.status == .badGateway && MerchantSandbox.errorCode(replay) == "acquirerUnavailable")
+        #expect(try s.acquirerReversals().count == 1)
+        await s.close()
+    }
 }
 
 /// The real acquirer gateway, with answers lost on demand: an authorization is delivered and decided, but

@@ -72,8 +72,8 @@ struct OrderAmountTests {
     func contacts() throws {
         let flat = try fulfilment(
             shipping: """
-                {"givenName":"A","familyName":"B","addressLines":["1 Main St"],"locality":"X","administrativeArea":"CA",\
-                "postalCode":"1","countryCode":"us","phoneNumber":"555"}
+                {"givenName":"A","familyName":"B","addressLines":["1 Main St"],"locality":"X",\
+                "administrativeArea":"CA","postalCode":"1","countryCode":"us","phoneNumber":"555"}
                 """, billing: #"{"emailAddress":"a@b.c"}"#)
         let nested = try fulfilment(
             shipping: """
