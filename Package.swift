@@ -97,7 +97,7 @@ let package = Package(
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
-                "PayClient", "TokenService", "Issuer", "NetworkService",
+                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService",
             ],
             swiftSettings: strict
         ),
