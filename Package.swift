@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "Device", targets: ["Device"]),
         .library(name: "NFCLink", targets: ["NFCLink"]),
         .library(name: "Terminal", targets: ["Terminal"]),
+        .library(name: "PaymentCredential", targets: ["PaymentCredential"]),
         .library(name: "PayAPI", targets: ["PayAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
     ],
@@ -75,7 +76,9 @@ let package = Package(
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
         // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
         .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
-        .target(name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto"], swiftSettings: strict),
+        .target(
+            name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto", "PaymentCredential"],
+            swiftSettings: strict),
         .target(name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto"], swiftSettings: strict),
         // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
         .target(
@@ -116,7 +119,7 @@ let package = Package(
             name: "PayServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
-                "OrchardHTTP", "OrchardLogging", "PayAPI",
+                "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -147,7 +150,8 @@ let package = Package(
 
         // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
         // and the wiring of both to the device's SQLite file and storage key.
-        .target(name: "SecureElement", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .target(
+            name: "SecureElement", dependencies: ["OrchardCrypto", "EMV", "PaymentCredential"], swiftSettings: strict),
         .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
@@ -231,7 +235,10 @@ let package = Package(
         .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "TokenServiceTests",
-            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport"],
+            dependencies: [
+                "TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport",
+                "PaymentCredential",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -260,7 +267,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
-                "SecureElement", "orchard", "DeviceProcess",
+                "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
             ],
             swiftSettings: strict
         ),
@@ -277,7 +284,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SecureElementTests",
-            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures"],
+            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures", "PaymentCredential", "EMV"],
             swiftSettings: strict
         ),
         .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
@@ -312,6 +319,15 @@ let package = Package(
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
                 "OrchardCrypto", "orchard-device-crasher",
             ],
+            swiftSettings: strict
+        ),
+
+        // The in-app and web payment credential: the format the Secure Element seals to the Pay server and the
+        // remote cryptogram inside it (docs/in-app.md). No dependency on TokenService, PayServer or Device.
+        .target(name: "PaymentCredential", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .testTarget(
+            name: "PaymentCredentialTests",
+            dependencies: ["PaymentCredential", "OrchardCrypto", "EMV"],
             swiftSettings: strict
         ),
     ]

@@ -125,7 +125,9 @@ public struct NetworkServerService: OrchardService {
 
     /// The HSM's cryptogram checks: the EMV module's ARQC check for proximity. Remote cryptograms have no
     /// verifier until the in-app issue defines them, so they are declined.
-    static func verifiers() -> [any TokenCryptogramVerifier] { [EMVProximityCryptogramVerifier()] }
+    static func verifiers() -> [any TokenCryptogramVerifier] {
+        [EMVProximityCryptogramVerifier(), RemoteCryptogramVerifier()]
+    }
 }
 
 /// `pki/network-hsm-keys.json`: the token service's key handles and token ranges (wrapped keys only).

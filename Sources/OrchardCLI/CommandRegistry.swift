@@ -15,6 +15,7 @@ public enum CommandRegistry {
         BenchCommands.command,
         TerminalCommands.command,
         AnalyticsCommands.command,
+        MerchantCommands.command,
     ]
 
     public static let root = Command(

@@ -51,10 +51,12 @@ public final class MerchantRegistry: MerchantOnboarding {
     public func issuePaymentProcessingCertificate(
         for request: CertificateSigningRequest, merchantIdentifier: String
     ) async throws -> [Certificate] {
+        // P-256 keys agree on a key (EC_v1); RSA-2048 keys unwrap one (RSA_v1).
         try await issue(
             request, merchantIdentifier: merchantIdentifier, kind: "processing",
             extensions: [
-                .basicConstraints(isCA: false), .keyUsage([.keyAgreement]),
+                .basicConstraints(isCA: false),
+                .keyUsage(request.publicKey.rsa != nil ? [.keyEncipherment] : [.keyAgreement]),
                 .appleMerchantIdentifier(merchantIdentifier),
             ])
     }
@@ -119,8 +121,10 @@ public final class MerchantRegistry: MerchantOnboarding {
             throw ServicesError(
                 .pkiFailure, "the CSR's subject UID is not the merchant identifier \(merchantIdentifier)")
         }
-        guard request.publicKey.p256 != nil else {
-            throw ServicesError(.pkiFailure, "merchant certificates are issued for P-256 keys only (for now)")
+        let isRSAProcessingKey = kind == "processing" && request.publicKey.rsa?.keySizeInBits == 2048
+        guard request.publicKey.p256 != nil || isRSAProcessingKey else {
+            throw ServicesError(
+                .pkiFailure, "merchant certificates are issued for P-256 keys (and RSA-2048 processing keys) only")
         }
         let now = clock.now()
         let certificate: Certificate

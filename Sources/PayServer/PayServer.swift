@@ -28,9 +28,12 @@ public final class PayServer: Sendable {
     let network: NetworkClient
     let clock: any WallClock
 
+    /// The in-app payment endpoints (nonces, credential exchange).
+    let inApp: InAppPayments
+
     init(
         store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
-        devices: DeviceRegistry, network: NetworkClient, clock: any WallClock
+        devices: DeviceRegistry, network: NetworkClient, clock: any WallClock, inApp: InAppPayments
     ) {
         self.store = store
         self.tokenSigning = tokenSigning
@@ -39,6 +42,7 @@ public final class PayServer: Sendable {
         self.devices = devices
         self.network = network
         self.clock = clock
+        self.inApp = inApp
     }
 
     /// Builds the Pay server of `directory` without binding: reads its keys and certificates, opens
@@ -52,14 +56,16 @@ public final class PayServer: Sendable {
         let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
         let network = try NetworkClient(directory: directory, peers: environment.peers)
         let store = try PayStore.open(in: directory)
-        let server = PayServer(
-            store: store, tokenSigning: tokenSigning,
-            merchants: MerchantRegistry(
-                store: store, authority: merchantCA, clock: environment.wallClock, random: environment.random),
-            merchantCA: merchantCA.certificate,
-            devices: DeviceRegistry(store: store, deviceCA: deviceCA, clock: environment.wallClock), network: network,
-            clock: environment.wallClock)
         do {
+            let devices = DeviceRegistry(store: store, deviceCA: deviceCA, clock: environment.wallClock)
+            let server = PayServer(
+                store: store, tokenSigning: tokenSigning,
+                merchants: MerchantRegistry(
+                    store: store, authority: merchantCA, clock: environment.wallClock, random: environment.random),
+                merchantCA: merchantCA.certificate, devices: devices, network: network, clock: environment.wallClock,
+                inApp: try InAppPayments.load(
+                    directory: directory, store: store, devices: devices, tokenSigning: tokenSigning,
+                    environment: environment))
             return try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(),
                 logger: logger, onStop: { await store.close() })
@@ -86,6 +92,7 @@ public final class PayServer: Sendable {
         }
         installDeviceRoutes(into: &router)
         installAnonymousAnalytics(into: &router)
+        inApp.addRoutes(to: &router)
         return router
     }
 

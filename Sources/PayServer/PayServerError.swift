@@ -23,6 +23,23 @@ public struct PayServerError: Error, Hashable, Sendable, CustomStringConvertible
         public static let networkUnavailable = Code("networkUnavailable")
         /// The Pay server's own store or configuration failed.
         public static let internalFailure = Code("internalFailure")
+
+        // In-app payments (InAppPayments.swift).
+        /// The payment credential does not open with the credential key, is malformed, or its signature,
+        /// Secure Element certificate or nonce binding does not verify.
+        public static let credentialRejected = Code("credentialRejected")
+        /// The nonce was never issued (or was purged).
+        public static let nonceUnknown = Code("nonceUnknown")
+        /// The nonce was already redeemed.
+        public static let nonceUsed = Code("nonceUsed")
+        /// The nonce is older than its lifetime.
+        public static let nonceExpired = Code("nonceExpired")
+        /// The nonce was issued to another device.
+        public static let nonceNotIssuedToDevice = Code("nonceNotIssuedToDevice")
+        /// The app is not entitled to pay for the merchant ID.
+        public static let notEntitled = Code("notEntitled")
+        /// The merchant has no valid, unrevoked payment processing certificate.
+        public static let noProcessingCertificate = Code("noProcessingCertificate")
     }
 
     public let code: Code
@@ -40,7 +57,10 @@ public struct PayServerError: Error, Hashable, Sendable, CustomStringConvertible
 
     public var httpStatus: HTTPStatus {
         switch code {
-        case .invalidRequest: return .badRequest
+        case .invalidRequest, .credentialRejected: return .badRequest
+        case .notEntitled: return .forbidden
+        case .nonceUnknown, .nonceUsed, .nonceExpired, .nonceNotIssuedToDevice, .noProcessingCertificate:
+            return .conflict
         case .deviceMismatch, .deviceNotRegistered, .notPermitted: return .forbidden
         case .notFound: return .notFound
         case .networkRefused:

@@ -47,6 +47,7 @@ public struct PayService: OrchardService {
         context.trace(
             "pay: token-signing chain pki/\(Files.tokenRoot).pem → \(Files.tokenIntegrationCA) "
                 + "(1.2.840.113635.100.6.2.14) → \(Files.tokenSigning) (1.2.840.113635.100.6.29)")
+        try InAppPKI.initialize(context, tokenSigning: pki)
 
         let merchantCA = try CertificateAuthority.create(
             subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Merchant CA")]),

@@ -83,6 +83,7 @@ public enum PayStore {
                 ) STRICT;
                 """),
         AnonymousAnalytics.migration(version: 3),
+        Migration(version: 4, name: InAppStore.migrationName, sql: InAppStore.migrationSQL),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.

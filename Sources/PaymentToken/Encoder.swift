@@ -39,10 +39,15 @@ public struct PaymentTokenEncoder: Sendable {
     /// - Parameters:
     ///   - transactionId: 32 bytes identifying the transaction (random when nil).
     ///   - applicationData: the merchant's raw applicationData; the header then carries its SHA-256 in hex.
+    ///   - applicationDataHash: the SHA-256 of applicationData, for a caller that has only the hash (the Pay
+    ///     server); takes precedence over `applicationData`.
     public func makePaymentData(
         payment: JSONValue, recipient: MerchantProcessingPublicKey, transactionId: [UInt8]? = nil,
-        applicationData: [UInt8]? = nil
+        applicationData: [UInt8]? = nil, applicationDataHash: [UInt8]? = nil
     ) throws(PaymentTokenError) -> PaymentData {
+        guard applicationDataHash == nil || applicationDataHash?.count == 32 else {
+            throw PaymentTokenError(.encodingFailed, "an applicationData hash is 32 bytes (SHA-256)")
+        }
         let plaintext = Array(payment.serialized.utf8)
         let keyMaterial: Header.KeyMaterial
         let data: [UInt8]
@@ -68,7 +73,7 @@ public struct PaymentTokenEncoder: Sendable {
         let header = Header(
             keyMaterial: keyMaterial, publicKeyHash: recipient.publicKeyHash,
             transactionId: transactionId ?? random.bytes(32),
-            applicationData: applicationData.map { SHA256.hash($0) })
+            applicationData: applicationDataHash ?? applicationData.map { SHA256.hash($0) })
         var paymentData = PaymentData(
             version: header.version, data: data, signature: [], header: header)
         do {

@@ -730,3 +730,39 @@ public struct SecureElementFieldLink: CardTransport {
         return try ResponseAPDU(bytes: response)
     }
 }
+
+// MARK: - Remote payment credentials (used by RemoteCredential.swift)
+
+/// What the remote credential needs from an active card: its DPAN, expiry (YYMM), network and remote master
+/// key, its one ATC store (shared with contactless), and the Secure Element's key as an ECDSA signing key.
+struct RemoteCardMaterial: Sendable {
+    let dpan: SecureBytes
+    let expiry: String
+    let network: String
+    let remoteMasterKey: SymmetricKey
+    let atcStore: any ATCStore
+    let signingKey: P256.Signing.PrivateKey
+    let random: any RandomSource
+}
+
+extension SecureElement {
+    /// The material of active card `id` for a remote credential.
+    func remoteCardMaterial(_ id: CardIdentifier) throws(SecureElementError) -> RemoteCardMaterial {
+        let applet = try applet(id)
+        guard let card = applet.card, let store = card.applications.first?.atcStore, let dpan = applet.record.dpan,
+            let key = applet.record.remoteMasterKey
+        else { throw SecureElementError(.cardTerminated, "card \(id) is terminated") }
+        let signingKey: P256.Signing.PrivateKey
+        do {
+            let raw = try identity.key.rawRepresentation
+            signingKey = try raw.withUnsafeBytes { (bytes) throws(CryptoError) in
+                try P256.Signing.PrivateKey(rawRepresentation: bytes)
+            }
+        } catch {
+            throw SecureElementError(.internalFailure, "the Secure Element key cannot sign")
+        }
+        return RemoteCardMaterial(
+            dpan: dpan, expiry: applet.record.expiry, network: applet.record.network, remoteMasterKey: key,
+            atcStore: store, signingKey: signingKey, random: random)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import OrchardCrypto
+import OrchardRuntime
+import OrchardServices
+import OrchardStore
+import OrchardX509
+import PayServer
+
+/// `orchard merchant ...`: merchant onboarding at the Pay server of a deployment (`--data-dir DIR`): CSRs,
+/// registration with certificates and app entitlements, listing and revoking certificates. The commands work
+/// on `DIR/pay.sqlite` and `DIR/pki/merchant-ca` directly (as `orchard device` works on device files), so
+/// they work whether or not the Pay server runs.
+enum MerchantCommands {
+    static let command = Command(
+        name: "merchant",
+        summary: "Merchant onboarding: CSRs, registration, certificates and app entitlements at the Pay server.",
+        subcommands: [csr, register, certs]
+    )
+
+    static let csr = Command(
+        name: "csr",
+        summary: "Make a merchant key and its certificate signing request (subject UID = the merchant ID).",
+        discussion: """
+            Writes OUT/<merchant>-<kind>.key (the private key, PEM, mode 0600) and OUT/<merchant>-<kind>.csr.
+            A processing key is P-256 (EC_v1 tokens) or, with --key-type rsa, RSA-2048 (RSA_v1 tokens); an
+            identity key (the TLS client certificate for merchant sessions) is P-256.
+            """,
+        options: [
+            .single("merchant", "ID", help: "The merchant ID, e.g. merchant.dev.orchard.shop."),
+            .single("kind", "processing|identity", help: "What the certificate is for (default processing)."),
+            .single("key-type", "p256|rsa", help: "The key (default p256; rsa only for processing)."),
+            .single("out", "DIR", help: "Where to write the key and CSR (default: the current directory)."),
+        ]
+    ) { arguments, context in
+        try runCSR(arguments, context)
+    }
+
+    static let register = Command(
+        name: "register",
+        summary: "Register a merchant ID, issue its certificates from CSRs, and entitle apps to pay for it.",
+        discussion: """
+            Idempotent for the registration and entitlements; each CSR given gets a new certificate, written as
+            OUT/<merchant>-processing.pem or -identity.pem (the certificate, then the merchant CA).
+            """,
+        options: [
+            .single("merchant", "ID", help: "The merchant ID (merchant.<reverse DNS>)."),
+            .single("display-name", "NAME", help: "The name shown on the payment sheet."),
+            .single("processing-csr", "FILE", help: "A CSR for a payment processing certificate (P-256 or RSA-2048)."),
+            .single("identity-csr", "FILE", help: "A CSR for a merchant identity (TLS client) certificate."),
+            .repeatable("app", "APP-ID", help: "An app allowed to pay for this merchant ID (repeatable)."),
+            .single("out", "DIR", help: "Where to write issued certificates (default: the current directory)."),
+        ]
+    ) { arguments, context in
+        let request = try registration(arguments)
+        let deployment = try initializedDeployment(context)
+        let store = try openPayStore(deployment)
+        do {
+            let registry = MerchantRegistry(
+                store: store, authority: try merchantCA(deployment), clock: SystemClock(), random: SystemRandom())
+            try await registry.registerMerchant(identifier: request.merchant, displayName: request.displayName)
+            var written: [String] = []
+            if let csr = request.processing {
+                let chain = try await registry.issuePaymentProcessingCertificate(
+                    for: csr, merchantIdentifier: request.merchant)
+                written.append(try write(chain, as: "\(request.merchant)-processing.pem", to: request.out))
+            }
+            if let csr = request.identity {
+                let chain = try await registry.issueMerchantIdentityCertificate(
+                    for: csr, merchantIdentifier: request.merchant)
+                written.append(try write(chain, as: "\(request.merchant)-identity.pem", to: request.out))
+            }
+            for app in request.apps {
+                try await registry.entitle(application: app, merchantIdentifiers: [request.merchant])
+            }
+            for path in written { context.trace("wrote \(path)") }
+            try context.outputJSON(
+                RegistrationSummary(
+                    merchantIdentifier: request.merchant, displayName: request.displayName, certificates: written,
+                    entitledApps: request.apps))
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
+
+    static let certs = Command(
+        name: "certs",
+        summary: "List the merchant certificates the Pay server issued, or revoke one.",
+        discussion: """
+            Prints JSON: serial, merchant, kind, key type, expiry and revocation time. With --revoke SERIAL the
+            certificate is revoked first: the Pay server never encrypts a token to a revoked processing
+            certificate.
+            """,
+        options: [
+            .single("merchant", "ID", help: "Only this merchant's certificates."),
+            .single("revoke", "SERIAL", help: "Revoke the certificate with this serial number (hex)."),
+        ]
+    ) { arguments, context in
+        let deployment = try initializedDeployment(context)
+        let store = try openPayStore(deployment)
+        let certificates = MerchantCertificates(store: store, clock: SystemClock())
+        do {
+            if let serial = arguments.value("revoke") {
+                try await certificates.revoke(serial: serial)
+                context.trace("revoked \(serial.uppercased())")
+            }
+            let records = try await certificates.list(merchantIdentifier: arguments.value("merchant"))
+            try context.outputJSON(records.map(CertificateLine.init))
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
+
+    // MARK: Synchronous helpers (Swift 6.3 release builds crash on typed-throws calls in async closures)
+
+    /// One certificate as `certs` prints it (times in ISO 8601).
+    struct CertificateLine: Encodable {
+        let serial: String
+        let merchantIdentifier: String
+        let kind: String
+        let keyType: String
+        let notAfter: String
+        let revokedAt: String?
+
+        init(_ record: MerchantCertificateRecord) {
+            let formatter = ISO8601DateFormatter()
+            serial = record.serial
+            merchantIdentifier = record.merchantIdentifier
+            kind = record.kind
+            keyType = record.keyType
+            notAfter = formatter.string(from: record.notAfter)
+            revokedAt = record.revokedAt.map { formatter.string(from: $0) }
+        }
+    }
+
+    struct RegistrationSummary: Encodable {
+        let merchantIdentifier: String
+        let displayName: String
+        let certificates: [String]
+        let entitledApps: [String]
+    }
+
+    struct Registration {
+        let merchant: String
+        let displayName: String
+        let processing: CertificateSigningRequest?
+        let identity: CertificateSigningRequest?
+        let apps: [String]
+        let out: String
+    }
+
+    static func registration(_ arguments: ParsedArguments) throws -> Registration {
+        func request(_ option: String) throws -> CertificateSigningRequest? {
+            guard let path = arguments.value(option) else { return nil }
+            do {
+                return try CertificateSigningRequest(pemEncoded: try String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                throw CLIError.usage("--\(option) \(path) is not a PEM certificate signing request")
+            }
+        }
+        return Registration(
+            merchant: try arguments.require("merchant"), displayName: try arguments.require("display-name"),
+            processing: try request("processing-csr"), identity: try request("identity-csr"),
+            apps: arguments.values("app"), out: arguments.value("out") ?? FileManager.default.currentDirectoryPath)
+    }
+
+    static func initializedDeployment(_ context: CommandContext) throws -> DeploymentDirectory {
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        guard FileManager.default.fileExists(atPath: deployment.databasePath(for: .pay)) else {
+            throw CLIError.failure("\(deployment.path) has no Pay server yet: run `orchard init --data-dir DIR` first")
+        }
+        return deployment
+    }
+
+    static func openPayStore(_ deployment: DeploymentDirectory) throws -> Store {
+        try PayStore.open(in: deployment)
+    }
+
+    static func merchantCA(_ deployment: DeploymentDirectory) throws -> CertificateAuthority {
+        try CertificateAuthority.load(named: PayService.Files.merchantCA, from: deployment)
+    }
+
+    static func write(_ chain: [Certificate], as name: String, to directory: String) throws -> String {
+        let path = directory + "/" + name
+        try Data(chain.map(\.pemRepresentation).joined().utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        return path
+    }
+
+    static func runCSR(_ arguments: ParsedArguments, _ context: CommandContext) throws {
+        let merchant = try arguments.require("merchant")
+        let kind = arguments.value("kind") ?? "processing"
+        guard kind == "processing" || kind == "identity" else {
+            throw CLIError.usage("--kind is processing or identity")
+        }
+        let keyType = arguments.value("key-type") ?? "p256"
+        guard keyType == "p256" || (keyType == "rsa" && kind == "processing") else {
+            throw CLIError.usage("--key-type is p256, or rsa for a processing key")
+        }
+        let key: CertificatePrivateKey
+        let keyPEM: String
+        if keyType == "rsa" {
+            let rsa = try RSA.PrivateKey(keySize: 2048)
+            key = CertificatePrivateKey(rsa)
+            keyPEM = try rsa.pemRepresentation
+        } else {
+            let p256 = try P256.Signing.PrivateKey()
+            key = CertificatePrivateKey(p256)
+            keyPEM = try p256.pemRepresentation
+        }
+        let request = try CertificateSigningRequest.create(
+            subject: DistinguishedName([.userID(merchant), .commonName(merchant)]), key: key)
+        let directory = arguments.value("out") ?? FileManager.default.currentDirectoryPath
+        let base = directory + "/\(merchant)-\(kind)"
+        guard
+            FileManager.default.createFile(
+                atPath: base + ".key", contents: Data(keyPEM.utf8),
+                attributes: [.posixPermissions: 0o600])
+        else { throw CLIError.failure("cannot write \(base).key") }
+        try Data(request.pemRepresentation.utf8).write(to: URL(fileURLWithPath: base + ".csr"), options: .atomic)
+        context.trace("wrote \(base).key (0600) and \(base).csr")
+        try context.outputJSON(["key": base + ".key", "csr": base + ".csr", "keyType": keyType, "kind": kind])
+    }
+}

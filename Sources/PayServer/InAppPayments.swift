@@ -1,0 +1,232 @@
+import Foundation
+import OrchardCrypto
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import OrchardStore
+import OrchardX509
+import PayAPI
+import PaymentCredential
+import PaymentToken
+
+/// The Pay server's in-app payment endpoints (docs/in-app.md), all over mutual TLS with a device's client
+/// certificate (issued by `pki/device-ca`, O = "Orchard device", CN = the device name, EKU clientAuth):
+///
+/// - `GET /v1/payments/credential-certificate`: the certificate of the device-to-server credential key;
+/// - `POST /v1/payments/nonce`: a single-use nonce issued to the calling device (``PaymentNonces``);
+/// - `POST /v1/payments/credential`: exchanges a sealed credential for a signed PKPaymentToken.
+///
+/// The exchange decrypts the credential, checks the Secure Element's signature with the key of its device
+/// certificate (issued by the device CA to the same device that calls), checks the cryptogram is bound to the
+/// credential's nonce, then in ONE write transaction consumes the nonce (issued to this device, unused, not
+/// expired), checks the app's entitlement for the merchant ID, picks the processing certificate (unrevoked,
+/// valid) and counts the purchase in the anonymous tallies; only then it builds the 3DSecure payment data, encrypts
+/// it as EC_v1 (RSA_v1 for a merchant with only an RSA certificate) with the applicationData hash in the
+/// header, and signs it with the token-signing leaf (the RSA leaf for RSA_v1). It stores and logs no DPAN,
+/// cryptogram, nonce, app, merchant or device next to an amount.
+final class InAppPayments: Sendable {
+    /// Apple's `deviceManufacturerIdentifier` is a 12-hex-digit value; Orchard's says "ORCHAR".
+    static let deviceManufacturerIdentifier = "4F5243484152"
+    static let deviceOrganization = "Orchard device"
+
+    private let store: Store
+    private let devices: DeviceRegistry
+    private let nonces: PaymentNonces
+    private let pki: InAppPKI.Loaded
+    private let ecEncoder: PaymentTokenEncoder
+    private let rsaEncoder: PaymentTokenEncoder
+    private let clock: any WallClock
+
+    init(
+        store: Store, devices: DeviceRegistry, pki: InAppPKI.Loaded, tokenSigning: TokenSigningPKI,
+        wallClock: any WallClock, monotonicClock: any MonotonicClock, random: any RandomSource
+    ) throws {
+        self.store = store
+        self.devices = devices
+        self.pki = pki
+        self.clock = wallClock
+        let raw = try pki.credentialKey.rawRepresentation
+        let hashKey = try HKDF.deriveKey(
+            inputKeyMaterial: SymmetricKey(raw), salt: [], info: Array("orchard-pay nonce hash v1".utf8),
+            outputByteCount: 32)
+        nonces = PaymentNonces(
+            store: store, hashKey: hashKey, monotonic: monotonicClock, wall: wallClock, random: random)
+        ecEncoder = PaymentTokenEncoder(signer: try tokenSigning.signer(clock: wallClock), random: random)
+        rsaEncoder = PaymentTokenEncoder(
+            signer: try CMSTokenSigner(
+                leaf: pki.rsaLeaf, key: pki.rsaKey, intermediate: tokenSigning.intermediate, clock: wallClock),
+            random: random)
+    }
+
+    /// Loads the keys `init` wrote and makes the endpoints.
+    static func load(
+        directory: DeploymentDirectory, store: Store, devices: DeviceRegistry, tokenSigning: TokenSigningPKI,
+        environment: ServiceEnvironment
+    ) throws -> InAppPayments {
+        try InAppPayments(
+            store: store, devices: devices, pki: try InAppPKI.load(from: directory), tokenSigning: tokenSigning,
+            wallClock: environment.wallClock, monotonicClock: environment.monotonicClock, random: environment.random)
+    }
+
+    // MARK: Routes
+
+    func addRoutes(to router: inout Router) {
+        let requirement = devices.requirement
+        router.get(PayAPI.Route.credentialCertificate, requirement: requirement) { [pki] _ in
+            try Self.json(CredentialCertificateResponse(certificate: pki.credentialCertificate.pemRepresentation))
+        }
+        router.post(PayAPI.Route.paymentNonce, requirement: requirement) { [self] request in
+            let device = try await payingDevice(request)
+            let nonce = try await nonces.issue(to: device.deviceID)
+            return try Self.json(
+                PaymentNonceResponse(
+                    nonce: StrictEncoding.base64Encode(nonce),
+                    expiresInSeconds: Int(PaymentNonces.lifetime / 1_000_000_000)))
+        }
+        router.post(PayAPI.Route.paymentCredential, requirement: requirement) { [self] request in
+            let device = try await payingDevice(request)
+            let body = try Self.decode(request)
+            let token = try await exchange(body, device: device)
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "application/json"], body: Data(token.json.serialized.utf8))
+        }
+    }
+
+    /// The registered device that sent `request` (the device registry's client-certificate check), not erased
+    /// and not in lost mode.
+    func payingDevice(_ request: HTTPRequest) async throws -> DeviceRegistry.Record {
+        let device = try await devices.registeredDevice(request)
+        guard !device.lostMode else {
+            throw PayServerError(.notPermitted, "this device is in lost mode: it cannot pay until it leaves it")
+        }
+        return device
+    }
+
+    // Synchronous wrappers: Swift 6.3 release builds crash on some typed-throws calls made directly in async
+    // closures, so the route bodies call these instead.
+    static func json(_ value: some Encodable) throws -> HTTPResponse { try HTTPResponse.json(value) }
+
+    static func decode(_ request: HTTPRequest) throws -> PaymentCredentialExchange {
+        try request.decodeJSON(PaymentCredentialExchange.self)
+    }
+
+    // MARK: The exchange
+
+    /// Exchanges a sealed credential from `device` for a signed token (see the type's documentation).
+    func exchange(_ body: PaymentCredentialExchange, device: DeviceRegistry.Record) async throws -> PaymentToken {
+        let credential = try verifiedCredential(body, device: device)
+        let now = clock.now()
+        let nonces = self.nonces
+        let (channel, currency, amount, day) = (
+            credential.channel.name, Self.currencyCode(credential.currency), credential.amount, Self.day(now)
+        )
+        let certificate = try await store.write { db in
+            try nonces.consume(credential.nonce, device: device.deviceID, in: db)
+            guard
+                try db.queryFirst(
+                    "SELECT 1 FROM app_entitlements WHERE application = ? AND merchant_identifier = ?",
+                    [.text(credential.applicationIdentifier), .text(credential.merchantIdentifier)], { _ in true })
+                    != nil
+            else {
+                throw PayServerError(.notEntitled, "this app is not entitled to pay for this merchant ID")
+            }
+            guard
+                let certificate = try MerchantCertificates.processingCertificate(
+                    for: credential.merchantIdentifier, at: now, in: db)
+            else {
+                throw PayServerError(
+                    .noProcessingCertificate, "the merchant has no valid, unrevoked payment processing certificate")
+            }
+            try InAppStore.tally(channel: channel, currency: currency, minorUnits: amount, day: day, in: db)
+            return certificate
+        }
+        return try makeToken(credential, certificate: certificate, paymentMethod: body.paymentMethod)
+    }
+
+    /// Opens the credential and checks its signature, device certificate, nonce binding and channel.
+    func verifiedCredential(
+        _ body: PaymentCredentialExchange, device: DeviceRegistry.Record
+    ) throws
+        -> PaymentCredential
+    {
+        guard let sealed = StrictEncoding.base64Decode(body.credential) else {
+            throw PayServerError(.invalidRequest, "credential is base64")
+        }
+        let opened: OpenedPaymentCredential
+        do {
+            opened = try SealedPaymentCredential.open(sealed, with: pki.credentialKey)
+        } catch {
+            throw PayServerError(.credentialRejected, "the credential cannot be opened: \(error.message)")
+        }
+        // The Secure Element certificate the device registered (checked then against the device CA and the
+        // client certificate's subject), checked again here: issuer, signature, validity, the same device.
+        guard let certificate = try? Certificate(derEncoded: device.secureElementCertificate),
+            let authorityKey = try? pki.deviceCA.publicKey,
+            certificate.issuer == pki.deviceCA.subject, certificate.isSignature(validUnder: authorityKey),
+            certificate.isValid(at: clock.now()), certificate.subject.organization == Self.deviceOrganization,
+            certificate.subject.commonName == device.deviceID, let seKey = (try? certificate.publicKey)?.p256
+        else {
+            throw PayServerError(
+                .credentialRejected, "the device's registered Secure Element certificate is not valid")
+        }
+        guard opened.isSigned(by: seKey) else {
+            throw PayServerError(.credentialRejected, "the credential is not signed by this device's Secure Element")
+        }
+        let credential = opened.credential
+        guard credential.cryptogram.isBound(toNonce: credential.nonce) else {
+            throw PayServerError(.credentialRejected, "the cryptogram is not bound to the credential's nonce")
+        }
+        guard credential.channel == .inApp else {
+            throw PayServerError(
+                .invalidRequest, "web credentials need a merchant session, which this server does not issue yet")
+        }
+        return credential
+    }
+
+    /// The 3DSecure payment data, encrypted to `certificate` and signed.
+    func makeToken(
+        _ credential: PaymentCredential, certificate: Certificate, paymentMethod: PaymentMethodDisplay?
+    ) throws -> PaymentToken {
+        let payment = JSONValue.object([
+            ("applicationPrimaryAccountNumber", .string(credential.dpanString)),
+            ("applicationExpirationDate", .string(credential.expiry)),
+            ("currencyCode", .string(Self.currencyCode(credential.currency))),
+            ("transactionAmount", .number(String(credential.amount))),
+            ("deviceManufacturerIdentifier", .string(Self.deviceManufacturerIdentifier)),
+            ("paymentDataType", .string("3DSecure")),
+            (
+                "paymentData",
+                .object([
+                    ("onlinePaymentCryptogram", .string(StrictEncoding.base64Encode(credential.cryptogram.bytes))),
+                    ("eciIndicator", .string(credential.eci)),
+                ])
+            ),
+        ])
+        let recipient = try MerchantProcessingPublicKey(processingCertificate: certificate)
+        let encoder: PaymentTokenEncoder
+        switch recipient {
+        case .ec: encoder = ecEncoder
+        case .rsa: encoder = rsaEncoder
+        }
+        let paymentData = try encoder.makePaymentData(
+            payment: payment, recipient: recipient, applicationDataHash: credential.applicationDataHash)
+        return PaymentToken(
+            paymentData: paymentData,
+            paymentMethod: paymentMethod.map {
+                PaymentMethod(displayName: $0.displayName, network: $0.network, type: $0.type)
+            },
+            transactionIdentifier: StrictEncoding.hexEncode(paymentData.header.transactionId).uppercased())
+    }
+
+    static func currencyCode(_ numeric: UInt16) -> String {
+        let digits = String(numeric)
+        return String(repeating: "0", count: max(0, 3 - digits.count)) + digits
+    }
+
+    static func day(_ date: Date) -> String {
+        let days = Int((date.timeIntervalSince1970 / 86_400).rounded(.down))
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withFullDate]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(days) * 86_400))
+    }
+}

@@ -1,0 +1,78 @@
+public import Foundation
+public import OrchardCrypto
+public import OrchardStore
+import OrchardX509
+import PaymentToken
+
+/// One certificate the Pay server issued a merchant, as `orchard merchant certs` lists it.
+public struct MerchantCertificateRecord: Sendable, Hashable, Codable {
+    /// Upper-case hex.
+    public let serial: String
+    public let merchantIdentifier: String
+    /// `processing` or `identity`.
+    public let kind: String
+    /// `P-256` or `RSA-2048`.
+    public let keyType: String
+    public let notAfter: Date
+    public let revokedAt: Date?
+}
+
+/// Listing and revoking the merchant certificates in `pay.sqlite`, and choosing the processing certificate a
+/// token is encrypted to. A revoked or expired certificate is never chosen: the server refuses to encrypt
+/// to it.
+public final class MerchantCertificates: Sendable {
+    private let store: Store
+    private let clock: any WallClock
+
+    public init(store: Store, clock: any WallClock) {
+        self.store = store
+        self.clock = clock
+    }
+
+    /// Every certificate of `merchantIdentifier` (all merchants when nil), newest expiry first.
+    public func list(merchantIdentifier: String? = nil) async throws -> [MerchantCertificateRecord] {
+        try await store.read { db in
+            try db.query(
+                """
+                SELECT serial, merchant_identifier, kind, der, not_after, revoked_at FROM merchant_certificates
+                WHERE ?1 IS NULL OR merchant_identifier = ?1 ORDER BY merchant_identifier, not_after DESC, serial
+                """, [.optional(merchantIdentifier)]
+            ) { row in
+                let certificate = try Certificate(derEncoded: try row.blob(3))
+                let keyType = (try? certificate.publicKey)?.rsa != nil ? "RSA-2048" : "P-256"
+                return MerchantCertificateRecord(
+                    serial: try row.string(0), merchantIdentifier: try row.string(1), kind: try row.string(2),
+                    keyType: keyType, notAfter: try row.date(4),
+                    revokedAt: try row.optionalInt64(5).map { Date(timeIntervalSince1970: Double($0) / 1000) })
+            }
+        }
+    }
+
+    /// Revokes the certificate with `serial` (hex, any case). Revoking twice keeps the first time.
+    public func revoke(serial: String) async throws {
+        let now = clock.now()
+        let changed = try await store.write { db in
+            try db.execute(
+                "UPDATE merchant_certificates SET revoked_at = coalesce(revoked_at, ?) WHERE serial = ?",
+                [.milliseconds(now), .text(serial.uppercased())])
+        }
+        guard changed == 1 else { throw PayServerError(.notFound, "no merchant certificate \(serial)") }
+    }
+
+    /// The processing certificate a token for `merchantIdentifier` is encrypted to at `now`, inside a
+    /// transaction: unrevoked, valid now, the latest expiry first, P-256 (EC_v1) before RSA (RSA_v1, for a
+    /// merchant with only RSA).
+    static func processingCertificate(
+        for merchantIdentifier: String, at now: Date, in db: Database
+    ) throws -> Certificate? {
+        let candidates = try db.query(
+            """
+            SELECT der FROM merchant_certificates
+            WHERE merchant_identifier = ? AND kind = 'processing' AND revoked_at IS NULL AND not_after > ?
+            ORDER BY not_after DESC, serial
+            """, [.text(merchantIdentifier), .milliseconds(now)]
+        ) { row in try Certificate(derEncoded: try row.blob(0)) }
+        let valid = candidates.filter { $0.isValid(at: now) }
+        return valid.first { (try? $0.publicKey)?.p256 != nil } ?? valid.first
+    }
+}

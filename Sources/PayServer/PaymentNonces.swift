@@ -1,0 +1,110 @@
+import Foundation
+import OrchardCrypto
+import OrchardStore
+
+/// The Pay server's single-use nonces for in-app and web payment credentials (table `payment_nonces`).
+///
+/// Guarantees:
+/// - a nonce is 32 random bytes, issued to one device (the client certificate's device name);
+/// - it is stored durably (pay.sqlite, synchronous FULL) as a keyed hash only (HMAC-SHA256 under a key
+///   derived from the credential key), never in clear;
+/// - it is valid for ``lifetime`` on the monotonic clock of the boot it was issued in (a nonce from before a
+///   reboot is expired: monotonic time restarts, so it fails closed); a wall-clock change moves nothing;
+/// - ``consume(_:device:in:)`` runs inside the caller's write transaction, so the nonce is used exactly when
+///   the request that uses it is recorded; afterwards the row keeps only the keyed hash and a coarse purge
+///   time (the device link and issue time are deleted) for the replay window, then is purged.
+final class PaymentNonces: Sendable {
+    /// 60 s, on the monotonic clock.
+    static let lifetime: UInt64 = 60 * 1_000_000_000
+    /// How long the hash of a used nonce is kept.
+    static let replayWindow: TimeInterval = 24 * 3600
+    static let byteCount = 32
+
+    private let store: Store
+    private let hashKey: SymmetricKey
+    private let monotonic: any MonotonicClock
+    private let wall: any WallClock
+    private let random: any RandomSource
+    private let bootID: String
+
+    init(
+        store: Store, hashKey: SymmetricKey, monotonic: any MonotonicClock, wall: any WallClock,
+        random: any RandomSource, bootID: String = PaymentNonces.currentBootID()
+    ) {
+        self.store = store
+        self.hashKey = hashKey
+        self.monotonic = monotonic
+        self.wall = wall
+        self.random = random
+        self.bootID = bootID
+    }
+
+    /// The kernel's boot identifier, or a random one for this process when it cannot be read (nonces of an
+    /// earlier process then count as expired: failing closed).
+    static func currentBootID() -> String {
+        if let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) {
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !trimmed.isEmpty { return trimmed }
+        }
+        return UUID().uuidString
+    }
+
+    func keyedHash(_ nonce: [UInt8]) -> [UInt8] { HMAC<SHA256>.authenticationCode(for: nonce, using: hashKey) }
+
+    /// A fresh nonce for `device`, stored before it is returned. Also purges rows past their purge time.
+    func issue(to device: String) async throws -> [UInt8] {
+        let nonce = random.bytes(Self.byteCount)
+        let hash = keyedHash(nonce)
+        let issuedAt = monotonic.nanoseconds()
+        let now = wall.now()
+        // An unused nonce's row (with its device link) goes at the first purge after twice its lifetime.
+        let purgeAfter = now.addingTimeInterval(2 * Double(Self.lifetime) / 1e9)
+        let bootID = self.bootID
+        try await store.write { db in
+            try db.execute("DELETE FROM payment_nonces WHERE purge_after < ?", [.milliseconds(now)])
+            try db.execute(
+                """
+                INSERT INTO payment_nonces (nonce_hash, device, boot_id, issued_at_ns, used, purge_after)
+                VALUES (?, ?, ?, ?, 0, ?)
+                """,
+                [.blob(hash), .text(device), .text(bootID), .integer(Int64(issuedAt)), .milliseconds(purgeAfter)])
+        }
+        return nonce
+    }
+
+    /// Checks that `nonce` was issued to `device`, is unused and unexpired, and marks it used, inside the
+    /// caller's write transaction. Throws the reason otherwise (and changes nothing).
+    func consume(_ nonce: [UInt8], device: String, in db: Database) throws {
+        let hash = keyedHash(nonce)
+        struct Row {
+            let device: String?
+            let bootID: String?
+            let issuedAt: Int64?
+            let used: Bool
+        }
+        guard
+            let row = try db.queryFirst(
+                "SELECT device, boot_id, issued_at_ns, used FROM payment_nonces WHERE nonce_hash = ?", [.blob(hash)],
+                { row in
+                    Row(
+                        device: try row.optionalString(0), bootID: try row.optionalString(1),
+                        issuedAt: try row.optionalInt64(2), used: try row.bool(3))
+                })
+        else { throw PayServerError(.nonceUnknown, "this nonce was never issued (or has been purged)") }
+        guard !row.used else { throw PayServerError(.nonceUsed, "this nonce was already used") }
+        guard let owner = row.device, constantTimeEquals(Array(owner.utf8), Array(device.utf8)) else {
+            throw PayServerError(.nonceNotIssuedToDevice, "this nonce was issued to another device")
+        }
+        guard let issuedAt = row.issuedAt, row.bootID == bootID,
+            monotonic.nanoseconds() &- UInt64(issuedAt) <= Self.lifetime
+        else { throw PayServerError(.nonceExpired, "this nonce has expired; ask for a new one") }
+        // Keep only the keyed hash, until a purge time rounded up to the hour (not a timestamp of the payment).
+        let purgeAfter = (wall.now().timeIntervalSince1970 + Self.replayWindow) / 3600
+        try db.execute(
+            """
+            UPDATE payment_nonces SET device = NULL, boot_id = NULL, issued_at_ns = NULL, used = 1, purge_after = ?
+            WHERE nonce_hash = ?
+            """,
+            [.integer(Int64(purgeAfter.rounded(.up)) * 3_600_000), .blob(hash)])
+    }
+}

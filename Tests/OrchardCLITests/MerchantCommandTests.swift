@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+@testable import OrchardCLI
+
+@Suite("orchard merchant")
+struct MerchantCommandTests {
+    @Test("csr, register with an RSA processing CSR and an app, certs, revoke")
+    func onboarding() async throws {
+        let directory = NSTemporaryDirectory() + "orchard-merchant-cli-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let deployment = directory + "/deployment"
+        let initialize = Capture()
+        #expect(await initialize.run(["init", "--data-dir", deployment]) == 0, "\(initialize.stderr)")
+
+        let csr = Capture()
+        #expect(
+            await csr.run([
+                "merchant", "csr", "--merchant", "merchant.dev.shop", "--key-type", "rsa", "--out", directory,
+            ]) == 0, "\(csr.stderr)")
+        let key = directory + "/merchant.dev.shop-processing.key"
+        let permissions = try FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+        let identityCSR = Capture()
+        #expect(
+            await identityCSR.run([
+                "merchant", "csr", "--merchant", "merchant.dev.shop", "--kind", "identity", "--out", directory,
+            ]) == 0)
+
+        let register = Capture()
+        #expect(
+            await register.run([
+                "merchant", "register", "--data-dir", deployment, "--merchant", "merchant.dev.shop", "--display-name",
+                "Shop", "--processing-csr", directory + "/merchant.dev.shop-processing.csr", "--identity-csr",
+                directory + "/merchant.dev.shop-identity.csr", "--app", "dev.shop.app", "--out", directory,
+            ]) == 0, "\(register.stderr)")
+        #expect(FileManager.default.fileExists(atPath: directory + "/merchant.dev.shop-processing.pem"))
+        #expect(FileManager.default.fileExists(atPath: directory + "/merchant.dev.shop-identity.pem"))
+
+        let list = Capture()
+        #expect(
+            await list.run(["merchant", "certs", "--data-dir", deployment, "--merchant", "merchant.dev.shop"]) == 0)
+        let records = try #require(
+            try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        #expect(records.count == 2)
+        let processing = try #require(records.first { $0["kind"] as? String == "processing" })
+        #expect(processing["keyType"] as? String == "RSA-2048" && processing["revokedAt"] == nil)
+        let serial = try #require(processing["serial"] as? String)
+
+        let revoke = Capture()
+        #expect(
+            await revoke.run(["merchant", "certs", "--data-dir", deployment, "--revoke", serial.lowercased()]) == 0)
+        #expect(revoke.stdout.contains("\"revokedAt\""))
+        let unknown = Capture()
+        #expect(await unknown.run(["merchant", "certs", "--data-dir", deployment, "--revoke", "00"]) == 1)
+
+        // A CSR naming another merchant, an identity RSA key, and a deployment without a Pay server: refused.
+        let wrong = Capture()
+        #expect(
+            await wrong.run([
+                "merchant", "register", "--data-dir", deployment, "--merchant", "merchant.dev.other", "--display-name",
+                "Other", "--processing-csr", directory + "/merchant.dev.shop-processing.csr", "--out", directory,
+            ]) == 1)
+        let rsaIdentity = Capture()
+        #expect(
+            await rsaIdentity.run([
+                "merchant", "csr", "--merchant", "merchant.dev.shop", "--kind", "identity", "--key-type", "rsa",
+            ]) == 2)
+        let empty = Capture()
+        #expect(await empty.run(["merchant", "certs", "--data-dir", directory + "/nothing"]) == 1)
+    }
+}
