@@ -107,19 +107,38 @@ public enum MerchantAPI {
 
     /// A contact as the app passes it on: Apple Pay JS's flat `ApplePayPaymentContact` (`givenName`,
     /// `familyName`, `emailAddress`, `phoneNumber`, `addressLines`, `locality`, `administrativeArea`,
-    /// `postalCode`, `country`, `countryCode`, ...) or PassKit's nested `PKContact` (`name` {`givenName`,
-    /// `familyName`}, `emailAddress`, `phoneNumber`, `postalAddress` {`street`, `city`, `state`, `postalCode`,
-    /// `country`, `isoCountryCode`}). Fields the merchant does not keep are read past.
+    /// `postalCode`, `country`, `countryCode`, ...) or the nested PassKit-style form (`name` as a string or
+    /// {`givenName`, `familyName`}, `emailAddress`, `phoneNumber`, `postalAddress` {`street`, `city`, `state`,
+    /// `postalCode`, `country`, `isoCountryCode`}), as `AppPayments.PaymentContact` encodes it. Fields the
+    /// merchant does not keep are read past.
     struct Contact: Decodable, Sendable {
+        /// A full name as one string, or its parts.
         struct Name: Decodable, Sendable {
+            let full: String?
             let givenName: String?
             let familyName: String?
+
+            private enum Keys: String, CodingKey { case givenName, familyName }
+
+            init(from decoder: any Decoder) throws {
+                if let text = try? decoder.singleValueContainer().decode(String.self) {
+                    full = text
+                    givenName = nil
+                    familyName = nil
+                } else {
+                    let container = try decoder.container(keyedBy: Keys.self)
+                    full = nil
+                    givenName = try container.decodeIfPresent(String.self, forKey: .givenName)
+                    familyName = try container.decodeIfPresent(String.self, forKey: .familyName)
+                }
+            }
         }
         struct PostalAddress: Decodable, Sendable {
             let street: String?
             let city: String?
             let state: String?
             let postalCode: String?
+            let country: String?
             let isoCountryCode: String?
         }
         let givenName: String?
@@ -134,6 +153,7 @@ public enum MerchantAPI {
         let postalAddress: PostalAddress?
 
         var recipientName: String? {
+            if let full = name?.full, !full.isEmpty { return full }
             let parts = [givenName ?? name?.givenName, familyName ?? name?.familyName].compactMap { $0 }
                 .filter { !$0.isEmpty }
             return parts.isEmpty ? nil : parts.joined(separator: " ")
@@ -146,14 +166,18 @@ public enum MerchantAPI {
         var city: String? { locality ?? postalAddress?.city }
         var area: String? { administrativeArea ?? postalAddress?.state }
         var postal: String? { postalCode ?? postalAddress?.postalCode }
-        var country: String? { (countryCode ?? postalAddress?.isoCountryCode)?.uppercased() }
+        /// ISO 3166-1 alpha-2 (`country` counts only when it is two letters).
+        var country: String? {
+            let named = postalAddress?.country.flatMap { $0.count == 2 ? $0 : nil }
+            return (countryCode ?? postalAddress?.isoCountryCode ?? named)?.uppercased()
+        }
 
         /// Every string the contact holds, for the size checks.
         var strings: [String] {
             [
-                givenName, familyName, name?.givenName, name?.familyName, emailAddress, locality, administrativeArea,
-                postalCode, countryCode, postalAddress?.street, postalAddress?.city, postalAddress?.state,
-                postalAddress?.postalCode, postalAddress?.isoCountryCode,
+                givenName, familyName, name?.full, name?.givenName, name?.familyName, emailAddress, locality,
+                administrativeArea, postalCode, countryCode, postalAddress?.street, postalAddress?.city,
+                postalAddress?.state, postalAddress?.postalCode, postalAddress?.country, postalAddress?.isoCountryCode,
             ].compactMap { $0 } + (addressLines ?? [])
         }
     }

@@ -80,7 +80,13 @@ struct OrderAmountTests {
                 {"name":{"givenName":"A","familyName":"B"},"postalAddress":{"street":"1 Main St","city":"X",\
                 "state":"CA","postalCode":"1","isoCountryCode":"US"},"phoneNumber":"555"}
                 """, billing: #"{"emailAddress":"a@b.c"}"#)
-        #expect(flat == nested)
+        // AppPayments.PaymentContact: the name as one string, the country as `country`.
+        let app = try fulfilment(
+            shipping: """
+                {"name":"A B","emailAddress":"a@b.c","phoneNumber":"555","postalAddress":{"street":"1 Main St",\
+                "city":"X","state":"CA","postalCode":"1","country":"US"}}
+                """, billing: nil)
+        #expect(flat == nested && nested == app)
         #expect(flat?.recipientName == "A B" && flat?.countryCode == "US" && flat?.receiptEmail == "a@b.c")
         #expect(try fulfilment(shipping: nil, billing: nil) == nil)
         #expect(throws: MerchantServerError.self) { try fulfilment(shipping: "[1]", billing: nil) }
