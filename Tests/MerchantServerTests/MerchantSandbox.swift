@@ -41,7 +41,11 @@ final class MerchantSandbox: @unchecked Sendable {
     private(set) var dpan = ""
 
     /// With `gateway`, the merchant server is built here with that acquirer gateway instead of the real one.
-    init(gateway: (@Sendable (DeploymentDirectory, ServicePeers) throws -> any AcquirerGateway)? = nil) async throws {
+    /// With `merchantClock`, that server reads the time from it (the other services use the system clock).
+    init(
+        gateway: (@Sendable (DeploymentDirectory, ServicePeers) throws -> any AcquirerGateway)? = nil,
+        merchantClock: ManualClock? = nil
+    ) async throws {
         path =
             FileManager.default.temporaryDirectory.appendingPathComponent("orchard-merchant-\(UUID().uuidString)")
             .path
@@ -55,8 +59,10 @@ final class MerchantSandbox: @unchecked Sendable {
             // The network started in this process registered itself with the shared peers.
             let configuration = try registry.loadConfiguration(
                 from: deployment, environment: ["ORCHARD_MERCHANT_PORT": "0"])
+            var merchantEnvironment = environment
+            if let merchantClock { merchantEnvironment.wallClock = merchantClock }
             let merchant = try await MerchantServer.build(
-                configuration: configuration, directory: deployment, environment: environment,
+                configuration: configuration, directory: deployment, environment: merchantEnvironment,
                 gateway: try gateway(deployment, environment.peers))
             let endpoint = try await merchant.start()
             ownMerchant = merchant

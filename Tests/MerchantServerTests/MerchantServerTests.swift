@@ -289,6 +289,108 @@ struct MerchantServerTests {
         await s.close()
     }
 
+    @Test("Not delivered: nothing kept, the same token pays later; refused by the acquirer: 502, replayed")
+    func notDeliveredAndRefused() async throws {
+        let recorder = LossyGateway.Recorder()
+        let s = try await MerchantSandbox(gateway: { directory, peers in
+            LossyGateway(real: try AcquirerHTTPSGateway(directory: directory, peers: peers), recorder: recorder)
+        })
+        try await s.provisionPhone()
+        let order = try await s.createOrder()
+        let token = try await s.token(amount: 999, applicationData: order.applicationData)
+        recorder.set(.notDeliver)
+        let unreachable = try await s.pay(order.id, token: token)
+        #expect(unreachable.status == .badGateway && MerchantSandbox.errorCode(unreachable) == "acquirerUnavailable")
+        #expect(MerchantSandbox.json(try await s.order(order.id))["status"] as? String == "open")
+        recorder.set(.none)
+        let paid = try await s.pay(order.id, token: token)
+        #expect(MerchantSandbox.json(paid)["outcome"] as? String == "approved")
+        // The same key both times: nothing had arrived.
+        #expect(recorder.authorizations == ["order-\(order.id)-1", "order-\(order.id)-1"])
+
+        let other = try await s.createOrder()
+        let second = try await s.token(amount: 999, applicationData: other.applicationData)
+        recorder.set(.refuse)
+        let refused = try await s.pay(other.id, token: second)
+        #expect(refused.status == .badGateway && MerchantSandbox.errorCode(refused) == "acquirerRefused")
+        recorder.set(.none)
+        let again = try await s.pay(other.id, token: second)
+        #expect(again.body == refused.body)
+        #expect(MerchantSandbox.json(try await s.order(other.id))["paymentStatus"] as? String == "failed")
+        #expect(try s.issuerAuthorizations().count == 1)
+        await s.close()
+    }
+
+    @Test("While a charge is on its way: the same token and another token for the order get 409 paymentInProgress")
+    func paymentInProgress() async throws {
+        let recorder = LossyGateway.Recorder()
+        let s = try await MerchantSandbox(gateway: { directory, peers in
+            LossyGateway(real: try AcquirerHTTPSGateway(directory: directory, peers: peers), recorder: recorder)
+        })
+        try await s.provisionPhone()
+        let order = try await s.createOrder()
+        let token = try await s.token(amount: 999, applicationData: order.applicationData)
+        let other = try await s.token(amount: 999, applicationData: order.applicationData)
+        recorder.hold()
+        let orderID = order.id
+        let first = Task { try await s.pay(orderID, token: token) }
+        for _ in 0..<400 where !recorder.isHolding { try await Task.sleep(for: .milliseconds(25)) }
+        try #require(recorder.isHolding)
+        let same = try await s.pay(order.id, token: token)
+        #expect(same.status == .conflict && MerchantSandbox.errorCode(same) == "paymentInProgress")
+        let another = try await s.pay(order.id, token: other)
+        #expect(another.status == .conflict && MerchantSandbox.errorCode(another) == "paymentInProgress")
+        #expect(MerchantSandbox.json(try await s.order(order.id))["status"] as? String == "processing")
+        recorder.release()
+        let answer = try await first.value
+        #expect(MerchantSandbox.json(answer)["outcome"] as? String == "approved")
+        #expect(recorder.authorizations.count == 1)
+        #expect(try s.issuerAuthorizations().count == 1)
+        await s.close()
+    }
+
+    @Test("A stale token is refused; a charged token resubmitted after the window still gets its first answer")
+    func freshness() async throws {
+        let clock = ManualClock(now: Date())
+        let recorder = LossyGateway.Recorder()
+        let s = try await MerchantSandbox(
+            gateway: { directory, peers in
+                LossyGateway(real: try AcquirerHTTPSGateway(directory: directory, peers: peers), recorder: recorder)
+            }, merchantClock: clock)
+        try await s.provisionPhone()
+        let order = try await s.createOrder()
+        let token = try await s.token(amount: 999, applicationData: order.applicationData)
+        let paid = try await s.pay(order.id, token: token)
+        #expect(MerchantSandbox.json(paid)["outcome"] as? String == "approved")
+        let late = try await s.createOrder()
+        let lateToken = try await s.token(amount: 999, applicationData: late.applicationData)
+        clock.advance(by: 301)
+        let stale = try await s.pay(late.id, token: lateToken)
+        #expect(stale.status == .unprocessableContent && MerchantSandbox.errorCode(stale) == "tokenRejected")
+        let again = try await s.pay(order.id, token: token)
+        #expect(again.status == .ok && again.body == paid.body)
+        clock.setWall(clock.now().addingTimeInterval(-602))
+        let early = try await s.pay(late.id, token: lateToken)
+        #expect(MerchantSandbox.errorCode(early) == "tokenRejected")
+        #expect(recorder.authorizations.count == 1)
+        await s.close()
+    }
+
+    @Test("Another token with a transactionId already on record (unsigned fields changed): tokenAlreadyUsed")
+    func sameTransactionIDOtherBytes() async throws {
+        let s = try await MerchantSandbox()
+        try await s.provisionPhone()
+        let order = try await s.createOrder()
+        let token = try await s.token(amount: 999, applicationData: order.applicationData)
+        #expect(MerchantSandbox.json(try await s.pay(order.id, token: token))["outcome"] as? String == "approved")
+        var altered = try PaymentToken(jsonBytes: Array(token.utf8))
+        altered.paymentMethod?.displayName = "Visa 9999"
+        let refused = try await s.pay(order.id, token: altered.json.serialized)
+        #expect(refused.status == .conflict && MerchantSandbox.errorCode(refused) == "tokenAlreadyUsed")
+        #expect(try s.issuerAuthorizations().count == 1)
+        await s.close()
+    }
+
     @Test("A charge a stopped server left without an outcome is reversed when the server starts again")
     func reversedAtRestart() async throws {
         let recorder = LossyGateway.Recorder()
@@ -319,29 +421,50 @@ struct MerchantServerTests {
     }
 }
 
-/// The real acquirer gateway, with answers lost on demand: an authorization is delivered and decided, but
-/// the merchant hears nothing; a reversal may be dropped before it is sent.
+/// The real acquirer gateway, with faults on demand: an authorization delivered and decided whose answer the
+/// merchant never hears, a reversal dropped before it is sent, an authorization refused or not delivered at all,
+/// or held until the test lets it go.
 final class LossyGateway: AcquirerGateway {
     final class Recorder: @unchecked Sendable {
+        enum Fault { case none, loseAnswer, refuse, notDeliver }
         private let lock = NSLock()
         private var _authorizations: [String] = []
         private var _reversals: [String] = []
-        private var loseAnswers = false
+        private var fault = Fault.none
         private var reversalsToLose = 0
+        private var held: CheckedContinuation<Void, Never>?
+        private var holding = false
 
         var authorizations: [String] { lock.withLock { _authorizations } }
         var reversals: [String] { lock.withLock { _reversals } }
+        /// Whether an authorization waits for ``release()``.
+        var isHolding: Bool { lock.withLock { held != nil } }
 
         func set(loseAuthorizationAnswers: Bool, loseReversals: Int) {
+            set(loseAuthorizationAnswers ? .loseAnswer : .none, loseReversals: loseReversals)
+        }
+        func set(_ fault: Fault, loseReversals: Int = 0) {
             lock.withLock {
-                loseAnswers = loseAuthorizationAnswers
+                self.fault = fault
                 reversalsToLose = loseReversals
             }
         }
-        func authorization(_ key: String) -> Bool {
-            lock.withLock {
+        /// The next authorization waits for ``release()`` before it is sent.
+        func hold() { lock.withLock { holding = true } }
+        func release() {
+            let continuation = lock.withLock {
+                holding = false
+                defer { held = nil }
+                return held
+            }
+            continuation?.resume()
+        }
+        func authorization(_ key: String) async -> Fault {
+            let wait = lock.withLock { holding }
+            if wait { await withCheckedContinuation { continuation in lock.withLock { held = continuation } } }
+            return lock.withLock {
                 _authorizations.append(key)
-                return loseAnswers
+                return fault
             }
         }
         func reversal(_ key: String) -> Bool {
@@ -363,9 +486,14 @@ final class LossyGateway: AcquirerGateway {
     }
 
     func authorize(_ charge: AcquirerCharge) async -> AcquirerOutcome<AcquirerDecision> {
-        let lose = recorder.authorization(charge.idempotencyKey)
-        let outcome = await real.authorize(charge)
-        return lose ? .noAnswer("the test lost the answer") : outcome
+        switch await recorder.authorization(charge.idempotencyKey) {
+        case .none: return await real.authorize(charge)
+        case .loseAnswer:
+            _ = await real.authorize(charge)
+            return .noAnswer("the test lost the answer")
+        case .refuse: return .refused(status: 400, message: "the test refused it")
+        case .notDeliver: return .notDelivered("the test did not send it")
+        }
     }
 
     func reverse(
