@@ -59,49 +59,32 @@ public enum InAppCeiling {
             payment: payment, recipient: inputs.recipient, applicationDataHash: credential.applicationDataHash)
     }
 
-    /// Exchanges per second on `threads` threads for about `seconds`, all threads running at once.
-    public static func measure(_ inputs: Inputs, threads: Int, seconds: Double) throws -> Double {
+    /// Exchanges per second of thread CPU time on one thread (measured for about `seconds` of CPU time), so
+    /// other load on the machine does not change it. The ceiling for N cores is N times this.
+    public static func measure(_ inputs: Inputs, seconds: Double) throws -> Double {
         let key = SymmetricKey(bitCount: 256)
         try exchangeOnce(inputs, nonceHashKey: key)
-        let deadline = Date().addingTimeInterval(seconds)
-        let counts = LockedCounts(threads)
-        let group = DispatchGroup()
-        let start = Date()
-        for index in 0..<threads {
-            group.enter()
-            let thread = Thread {
-                var done = 0
-                var failed = false
-                while Date() < deadline {
-                    do { try exchangeOnce(inputs, nonceHashKey: key) } catch { failed = true }
-                    done += 1
-                }
-                counts.set(index, done, failed: failed)
-                group.leave()
-            }
-            thread.start()
+        let start = threadCPUSeconds()
+        var done = 0
+        while threadCPUSeconds() - start < seconds {
+            for _ in 0..<10 { try exchangeOnce(inputs, nonceHashKey: key) }
+            done += 10
         }
-        group.wait()
-        let elapsed = Date().timeIntervalSince(start)
-        guard !counts.failed else {
-            throw BenchmarkError(.operationFailed, "an exchange failed during the ceiling run")
-        }
-        return Double(counts.total) / elapsed
+        return Double(done) / (threadCPUSeconds() - start)
     }
 
-    private final class LockedCounts: @unchecked Sendable {
-        // @unchecked: every access holds `lock`.
-        private let lock = NSLock()
-        private var values: [Int]
-        private var anyFailed = false
-        init(_ count: Int) { values = Array(repeating: 0, count: count) }
-        func set(_ index: Int, _ value: Int, failed: Bool) {
-            lock.withLock {
-                values[index] = value
-                anyFailed = anyFailed || failed
-            }
-        }
-        var total: Int { lock.withLock { values.reduce(0, +) } }
-        var failed: Bool { lock.withLock { anyFailed } }
+    /// This thread's CPU time in seconds.
+    public static func threadCPUSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// This process's CPU time (user + system, every thread) in seconds.
+    public static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
+            + Double(usage.ru_stime.tv_usec) / 1e6
     }
 }
