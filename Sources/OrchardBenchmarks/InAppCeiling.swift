@@ -73,6 +73,31 @@ public enum InAppCeiling {
         return Double(done) / (threadCPUSeconds() - start)
     }
 
+    /// Microseconds of thread CPU time per call of each step (open, signature check, encrypt + sign, the CMS
+    /// signature alone), each measured for about `seconds`.
+    public static func breakdown(_ inputs: Inputs, seconds: Double) throws -> [String: Double] {
+        func time(_ body: () throws -> Void) rethrows -> Double {
+            let start = threadCPUSeconds()
+            var done = 0
+            while threadCPUSeconds() - start < seconds {
+                try body()
+                done += 1
+            }
+            return ((threadCPUSeconds() - start) / Double(done) * 1e7).rounded() / 10
+        }
+        let opened = try SealedPaymentCredential.open(inputs.sealedCredential, with: inputs.credentialKey)
+        let payment = JSONValue.object([("transactionAmount", .number("1999"))])
+        let signed = [UInt8](repeating: 7, count: 1024)
+        return [
+            "openCredential": try time { _ = try SealedPaymentCredential.open(inputs.sealedCredential, with: inputs.credentialKey) },
+            "verifySESignature": time { _ = opened.isSigned(by: inputs.secureElementKey) },
+            "encryptAndSignToken": try time {
+                _ = try inputs.encoder.makePaymentData(payment: payment, recipient: inputs.recipient)
+            },
+            "cmsSignatureAlone": try time { _ = try inputs.encoder.signer.detachedSignature(over: signed) },
+        ]
+    }
+
     /// This thread's CPU time in seconds.
     public static func threadCPUSeconds() -> Double {
         var ts = timespec()

@@ -61,6 +61,8 @@ enum InAppBenchCommand {
         /// The crypto ceiling: one core's exchanges per CPU second times the cores.
         let ceilingPerSecond: Double
         let ceilingCPUMicrosecondsPerToken: Double
+        /// CPU microseconds of each step of the ceiling.
+        let ceilingBreakdownMicroseconds: [String: Double]
         let fractionOfCeiling: Double
         let target: Double
         /// The 1-minute load average at the end: other work on the machine lowers the wall-clock figures.
@@ -153,9 +155,9 @@ enum InAppBenchCommand {
 
         trace("measuring the crypto ceiling for \(Int(ceilingSeconds)) s…")
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let perCore = try InAppCeiling.measure(
-            try ceilingInputs(directory: directory, device: device, sealed: try sealedSample(bodies[0])),
-            seconds: ceilingSeconds)
+        let inputs = try ceilingInputs(directory: directory, device: device, sealed: try sealedSample(bodies[0]))
+        let perCore = try InAppCeiling.measure(inputs, seconds: ceilingSeconds)
+        let breakdown = try InAppCeiling.breakdown(inputs, seconds: 0.5)
         let ceiling = perCore * Double(cores)
         let rate = Double(latencies.count) / elapsed
         return Result(
@@ -164,7 +166,8 @@ enum InAppBenchCommand {
             p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99),
             processCPUMicrosecondsPerToken: (cpu / Double(latencies.count) * 1e6).rounded(),
             ceilingPerSecond: ceiling.rounded(), ceilingCPUMicrosecondsPerToken: (1e6 / perCore).rounded(),
-            fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000, target: 1500,
+            ceilingBreakdownMicroseconds: breakdown, fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
+            target: 1500,
             loadAverage: loadAverage())
     }
 
