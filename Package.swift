@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "PaymentCredential", targets: ["PaymentCredential"]),
         .library(name: "PayAPI", targets: ["PayAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
+        .library(name: "AppPayments", targets: ["AppPayments"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -97,7 +98,7 @@ let package = Package(
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
-                "PayClient",
+                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService",
             ],
             swiftSettings: strict
         ),
@@ -163,12 +164,15 @@ let package = Package(
         ),
         // The wire formats between devices and the Pay server (no dependencies: both sides import it).
         .target(name: "PayAPI", swiftSettings: strict),
+        // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
+        .target(name: "AppPayments", swiftSettings: strict),
         // The device's client of the Pay server: registration, adding a card, the owner's lifecycle actions and
         // token-status notifications.
         .target(
             name: "PayClient",
             dependencies: [
                 "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
+                "AppPayments", "SecureElement", "Wallet",
             ],
             swiftSettings: strict
         ),
@@ -310,7 +314,8 @@ let package = Package(
             dependencies: [
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer", "NetworkService",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
-                "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "orchard",
+                "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
+                "MerchantServer", "orchard",
             ],
             swiftSettings: strict
         ),

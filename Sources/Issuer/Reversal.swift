@@ -7,7 +7,7 @@ import Foundation
 /// |---|---|
 /// | `released` | an approved authorization was cancelled: its held amount is back on the account, once |
 /// | `notApproved` | the authorization was declined: nothing was held, nothing changes |
-/// | `preempted` | no authorization with this identifier had arrived: none will be approved later (one that arrives after its reversal is declined with `12`) |
+/// | `preempted` | no such authorization had arrived: one that arrives later is declined with `12` |
 public struct ReversalOutcome: Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }

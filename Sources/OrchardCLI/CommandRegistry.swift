@@ -15,6 +15,7 @@ public enum CommandRegistry {
         BenchCommands.command,
         TerminalCommands.command,
         AnalyticsCommands.command,
+        AppCommands.command,
         MerchantCommands.command,
     ]
 

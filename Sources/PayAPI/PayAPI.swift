@@ -239,3 +239,21 @@ public struct NotificationsResponse: Codable, Sendable, Hashable {
     public let notifications: [TokenNotification]
     public init(notifications: [TokenNotification]) { self.notifications = notifications }
 }
+
+extension PayAPI.Route {
+    /// `GET /v1/apps/{app}/merchants`: the merchant IDs an app may pay for (``AppEntitlements``), which the
+    /// device checks before it shows a payment sheet.
+    public static func appEntitlements(_ applicationIdentifier: String) -> String {
+        "/v1/apps/\(applicationIdentifier)/merchants"
+    }
+}
+
+/// The merchant IDs an app is entitled to.
+public struct AppEntitlements: Codable, Sendable, Hashable {
+    public let applicationIdentifier: String
+    public let merchantIdentifiers: [String]
+    public init(applicationIdentifier: String, merchantIdentifiers: [String]) {
+        self.applicationIdentifier = applicationIdentifier
+        self.merchantIdentifiers = merchantIdentifiers
+    }
+}

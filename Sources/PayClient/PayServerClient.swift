@@ -91,11 +91,11 @@ public final class PayServerClient: Sendable {
 
     private struct EmptyBody: Codable, Sendable {}
 
-    private func get<Output: Decodable>(_ path: String) async throws(PayClientError) -> Output {
+    func get<Output: Decodable>(_ path: String) async throws(PayClientError) -> Output {
         try await send(HTTPClientRequest(method: .get, url: baseURL + path))
     }
 
-    private func post<Output: Decodable>(
+    func post<Output: Decodable>(
         _ path: String, _ body: some Encodable & Sendable, idempotencyKey: String? = nil
     ) async throws(PayClientError) -> Output {
         let request: HTTPClientRequest
@@ -108,7 +108,27 @@ public final class PayServerClient: Sendable {
         return try await send(request)
     }
 
+    /// POSTs `body` and returns the answer's bytes as they came.
+    func postRaw(_ path: String, _ body: some Encodable & Sendable) async throws(PayClientError) -> Data {
+        let request: HTTPClientRequest
+        do {
+            request = try HTTPClientRequest.json(.post, baseURL + path, body)
+        } catch {
+            throw PayClientError(.invalidArgument, "the request could not be encoded")
+        }
+        return try await exchange(request).body
+    }
+
     private func send<Output: Decodable>(_ request: HTTPClientRequest) async throws(PayClientError) -> Output {
+        let response = try await exchange(request)
+        do {
+            return try JSONDecoder().decode(Output.self, from: response.body)
+        } catch {
+            throw PayClientError(.protocolViolation, "the Pay server's answer is not the expected JSON")
+        }
+    }
+
+    private func exchange(_ request: HTTPClientRequest) async throws(PayClientError) -> HTTPResponse {
         let response: HTTPResponse
         do {
             response = try await client.send(request)
@@ -123,11 +143,7 @@ public final class PayServerClient: Sendable {
                     + (problem?.error.message ?? "no reason given"),
                 httpStatus: response.status.code, serverCode: problem?.error.code)
         }
-        do {
-            return try JSONDecoder().decode(Output.self, from: response.body)
-        } catch {
-            throw PayClientError(.protocolViolation, "the Pay server's answer is not the expected JSON")
-        }
+        return response
     }
 
     private struct ErrorEnvelope: Decodable {

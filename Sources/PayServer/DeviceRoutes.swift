@@ -138,6 +138,16 @@ extension PayServer {
             return try HTTPResponse.json(NotificationsResponse(notifications: pending))
         }
 
+        let merchants = self.merchants
+        router.get(PayAPI.Route.appEntitlements(":app"), requirement: requirement) { request in
+            _ = try await devices.registeredDevice(request)
+            let application = try request.parameter("app")
+            return try HTTPResponse.json(
+                AppEntitlements(
+                    applicationIdentifier: application,
+                    merchantIdentifiers: try await merchants.entitlements(of: application)))
+        }
+
         for action in PayAPI.LifecycleAction.allCases {
             router.post(PayAPI.Route.lifecycle(device: ":device", action: action), requirement: requirement) { request in
                 let owner = try devices.subject(of: request)

@@ -125,6 +125,33 @@ struct ReversalTests {
         }
     }
 
+    @Test func aMerchantServerReversesByItsKey() async throws {
+        let f = try await AcquirerFixture()
+        let approved = try await f.acquirer.authorize(try await f.onlineRequest(key: "order-77", amount: 1_999))
+        #expect(approved.isApproved)
+        let money = try Money(minorUnits: 1_999, currency: "840")
+        let result = try await f.acquirer.reverse(
+            AcquirerReversalRequest(
+                origin: .merchantServer(idempotencyKey: "order-77"), merchantID: "m-web", amount: money,
+                reason: "cancelled"))
+        #expect(result.reversed && result.authorizationID == approved.authorizationID)
+        #expect(try await balance(f) == 0)
+        // The key belongs to the merchant: another merchant's reversal with it finds nothing of this one's.
+        let other = try await f.acquirer.reverse(
+            AcquirerReversalRequest(
+                origin: .merchantServer(idempotencyKey: "order-77"), merchantID: "m-coffee", amount: money,
+                reason: "cancelled"))
+        #expect(!other.reversed && other.outcome == .preempted)
+        #expect(try await balance(f) == 0)
+        // A key that could hold a card number is refused here too.
+        await #expect(throws: AcquirerError(.invalidRequest, "")) {
+            try await f.acquirer.reverse(
+                AcquirerReversalRequest(
+                    origin: .merchantServer(idempotencyKey: "order-4111111111111111"), merchantID: "m-web",
+                    amount: money, reason: "cancelled"))
+        }
+    }
+
     @Test func refusedReversals() async throws {
         let f = try await AcquirerFixture()
         _ = try await f.acquirer.authorize(try await f.terminalRequest(stan: "000107", amount: 500))

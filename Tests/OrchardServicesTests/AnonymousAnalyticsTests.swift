@@ -163,3 +163,36 @@ struct AnonymousAnalyticsTests {
         #expect(AnonymousPurchase.observed(command: gpo, response: [0x77, 0x02, 0x82, 0x00, 0x90, 0x00]) == nil)
     }
 }
+
+@Suite("orchard bench instore and orchard analytics as commands")
+struct InStoreCommandTests {
+    /// A few taps through the whole benchmark (no timing is asserted: only that each figure was measured and
+    /// every tap approved).
+    @Test func benchInstoreChargesThroughTheRealParties() async throws {
+        let (status, stdout, stderr) = try await runOrchard(["bench", "instore", "--seconds", "0.2", "--taps", "3"])
+        #expect(status == 0, "\(stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any])
+        let taps = report["taps"] as? Int ?? 0
+        #expect(taps >= 1 && taps <= 3 && report["approved"] as? Int == taps)
+        let figures = report["figures"] as? [[String: Any]] ?? []
+        #expect(
+            figures.compactMap { $0["name"] as? String } == [
+                "device-side APDU exchange", "tap → authorization response", "device store fsync (4 KiB)",
+            ])
+        #expect(figures.allSatisfy { ($0["samples"] as? Int ?? 0) >= taps })
+        #expect(figures.first?["targetP99Milliseconds"] as? Double == 5)
+    }
+
+    @Test func analyticsNeedsADeployment() async throws {
+        let temporary = try TemporaryDirectory()
+        let (status, _, stderr) = try await runOrchard(["analytics", "--data-dir", temporary.child("none")])
+        #expect(status != 0 && stderr.contains("pay.sqlite"), "\(stderr)")
+        let registry = try ServiceRegistry([PayService(), MerchantService()])
+        _ = try await DeploymentInitializer.initialize(
+            DeploymentDirectory(path: temporary.child("deployment")), registry: registry)
+        let (ok, stdout, _) = try await runOrchard(["analytics", "--data-dir", temporary.child("deployment")])
+        #expect(ok == 0)
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any])
+        #expect(summary["purchases"] as? Int == 0)
+    }
+}

@@ -1,5 +1,6 @@
 import Device
 import Foundation
+import MerchantServer
 import NetworkServer
 import NetworkService
 import OrchardCrypto
@@ -27,7 +28,7 @@ final class Sandbox: @unchecked Sendable {
     init() async throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-prov-\(UUID().uuidString)").path
         deployment = DeploymentDirectory(path: path)
-        let registry = try ServiceRegistry([NetworkServerService(), PayService()])
+        let registry = try ServiceRegistry([NetworkServerService(), PayService(), MerchantService()])
         _ = try await DeploymentInitializer.initialize(deployment, registry: registry)
         connections = try await ServiceConnections.connect([.network, .pay], directory: deployment, registry: registry)
         root = try Certificate(pemEncoded: connections.rootCertificatePEM)

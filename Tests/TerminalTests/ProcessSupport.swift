@@ -76,11 +76,15 @@ final class DeviceProcessHandle: @unchecked Sendable {
     private let output = Pipe()
 
     init(
-        _ deployment: DeploymentDirectory, name: String, autoAuth: String? = nil, expectAntenna: Bool = true
+        _ deployment: DeploymentDirectory, name: String, autoAuth: String? = nil, expectAntenna: Bool = true,
+        environment: [String: String] = [:]
     ) async throws {
         self.name = name
         self.deployment = deployment
         process.executableURL = URL(fileURLWithPath: try orchardExecutable())
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         process.arguments =
             ["device", "run", "--data-dir", deployment.path, "--name", name]
             + (autoAuth.map { ["--auto-auth", $0] } ?? [])

@@ -11,7 +11,8 @@ enum BenchCommands {
         name: "bench",
         summary: "Measure Orchard's primitives against C baselines (build with `swift build -c release` first).",
         subcommands: BenchmarkSuites.all.map(suiteCommand) + [
-            named("emv", EMVCommands.bench), named("http", HTTPCommands.bench), InAppBenchCommand.command,
+            named("emv", EMVCommands.bench), named("http", HTTPCommands.bench), InStoreBench.command,
+            InAppBenchCommand.command,
         ]
     )
 

@@ -30,13 +30,14 @@ enum DemoProvisioning {
     /// Provisions the test card onto the demo devices (made if missing; a device that already holds an active
     /// card keeps it). `connections` reach the running network and Pay server.
     static func run(
-        deployment: DeploymentDirectory, connections: ServiceConnections, trace: @escaping @Sendable (String) -> Void
+        deployment: DeploymentDirectory, connections: ServiceConnections, trace: @escaping @Sendable (String) -> Void,
+        only: Set<String>? = nil
     ) async throws -> (rows: [Row], devices: [String: Device]) {
         let root = try Certificate(pemEncoded: connections.rootCertificatePEM)
         let account = "demo"
         var rows: [Row] = []
         var opened: [String: Device] = [:]
-        for spec in devices {
+        for spec in devices where only?.contains(spec.name) ?? true {
             let profile = try DeviceProfile(kind: spec.kind, biometry: spec.biometry, account: account)
             let fresh = !Device.names(in: deployment).contains(spec.name)
             if fresh {

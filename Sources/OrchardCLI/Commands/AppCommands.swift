@@ -1,0 +1,350 @@
+import AppPayments
+import Device
+import DeviceProcess
+import Foundation
+import MerchantServer
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import OrchardX509
+import PayClient
+import PayServer
+import SecureElement
+
+/// `orchard app buy`: an app buys from the demo merchant with Apple Pay (ARCHITECTURE §2, In an app). The app
+/// asks the merchant's server for an order, builds a PaymentRequest from it, and presents the device's payment
+/// sheet; the token goes to the merchant's server, which decrypts it and charges through the acquirer.
+enum AppCommands {
+    static let command = Command(
+        name: "app",
+        summary: "Act as an app on a device: buy from the demo merchant with an in-app payment.",
+        subcommands: [buy]
+    )
+
+    static let buy = Command(
+        name: "buy",
+        summary: "Buy an item in an app: order at the merchant, payment sheet, token, charge.",
+        discussion: """
+            Uses the services running for DIR (network, pay, merchant) and starts the missing ones for the
+            command. The app is the demo app (dev.orchard.demo-app) unless --app; the device is --device, else the
+            deployment's default device (demo-phone, else the first device that can pay in an app); with no device
+            at all, a phone demo-phone is made and the issuer's approve test card provisioned to it (the trace says
+            so). The sheet accepts what it proposes and authenticates with the device's own method (a watch: its
+            double-click, after --passcode puts it on the wrist unlocked). --application-data replaces the
+            order's (the merchant then refuses the token). With --out DIR2: token.json (the PKPaymentToken as the
+            merchant received it), merchant.pem and merchant.key (the processing certificate and its key) and
+            root.pem (the root of the token-signing chain), for any Apple-format verifier.
+            """,
+        options: [
+            .single("merchant", "ID", help: "The merchant ID (default: the deployment's demo merchant)."),
+            .single("item", "NAME", help: "What is bought."),
+            .single("amount", "DECIMAL", help: "The price, e.g. 9.99."),
+            .single("currency", "CODE", help: "ISO 4217 code (default USD)."),
+            .single("app", "ID", help: "The app identifier (default dev.orchard.demo-app)."),
+            .single("device", "NAME", help: "The device the app runs on."),
+            .single("passcode", "CODE", help: "A watch's passcode, to put it on the wrist unlocked."),
+            .single("application-data", "BASE64", help: "applicationData instead of the merchant's order data."),
+            .single("out", "DIR2", help: "Write token.json, merchant.pem, merchant.key and root.pem there."),
+        ]
+    ) { arguments, context in
+        try await AppBuy.run(arguments, context)
+    }
+}
+
+enum AppBuy {
+    static let demoApp = "dev.orchard.demo-app"
+
+    struct Result: Encodable {
+        let orderID: String
+        let merchantIdentifier: String
+        let item: String
+        let amount: String
+        let device: String
+        let card: String
+        let outcome: String
+        let responseCode: String
+        let reason: String?
+        let transactionIdentifier: String?
+    }
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        guard (try? deployment.state()) == .deployment else {
+            throw CLIError.failure("\(deployment.path) is not a deployment: run `orchard init --data-dir DIR` first")
+        }
+        let item = try arguments.require("item")
+        let amount = try arguments.require("amount")
+        let currency = arguments.value("currency") ?? "USD"
+        let application = arguments.value("app") ?? demoApp
+        var applicationData: Data?
+        if let text = arguments.value("application-data") {
+            guard let data = Data(base64Encoded: text) else { throw CLIError.usage("--application-data is base64") }
+            applicationData = data
+        }
+        let registry = try DeploymentCommands.registry()
+        let connections: ServiceConnections
+        do throws(ServicesError) {
+            connections = try await ServiceConnections.connect(
+                [.network, .pay, .merchant], directory: deployment, registry: registry,
+                environment: ServiceEnvironment(variables: context.environment))
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        do {
+            let device = try await payingDevice(
+                deployment: deployment, connections: connections, name: arguments.value("device"),
+                passcode: arguments.value("passcode"), trace: { context.trace($0) })
+            let result = try await buy(
+                deployment: deployment, connections: connections,
+                order: OrderRequest(item: item, amount: amount, currency: currency),
+                application: application, device: device, applicationData: applicationData,
+                merchant: arguments.value("merchant"), out: arguments.value("out"), trace: { context.trace($0) })
+            await connections.close()
+            try context.outputJSON(result)
+        } catch {
+            await connections.close()
+            throw error
+        }
+    }
+
+    /// The merchant server's order (docs/merchant-server.md).
+    struct OrderRequest: Codable, Sendable {
+        let item: String
+        let amount: String
+        let currency: String
+    }
+
+    struct Order: Decodable, Sendable {
+        let orderID: String
+        let merchantIdentifier: String
+        let countryCode: String
+        let currency: String
+        let total: String
+        let supportedNetworks: [String]
+        let merchantCapabilities: [String]
+        let applicationData: String
+    }
+
+    struct PaymentSubmission: Encodable, Sendable {
+        let token: JSONFragment
+        let shippingContact: PaymentContact?
+        let billingContact: PaymentContact?
+        let shippingMethod: ShippingMethod?
+    }
+
+    struct PaymentAnswer: Decodable, Sendable {
+        let orderID: String
+        let outcome: String
+        let responseCode: String
+        let reason: String?
+        let maskedPAN: String?
+        let transactionIdentifier: String?
+    }
+
+    /// Raw JSON embedded as it is.
+    struct JSONFragment: Encodable, Sendable {
+        let bytes: Data
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(try JSONDecoder().decode(AnyJSON.self, from: bytes))
+        }
+    }
+
+    /// Any JSON value, to re-encode a token inside a request body without changing it.
+    enum AnyJSON: Codable, Sendable {
+        case string(String), number(Double), integer(Int64), bool(Bool), null, array([AnyJSON]), object([String: AnyJSON])
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() { self = .null }
+            else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+            else if let value = try? container.decode(Int64.self) { self = .integer(value) }
+            else if let value = try? container.decode(Double.self) { self = .number(value) }
+            else if let value = try? container.decode(String.self) { self = .string(value) }
+            else if let value = try? container.decode([AnyJSON].self) { self = .array(value) }
+            else { self = .object(try container.decode([String: AnyJSON].self)) }
+        }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .string(let value): try container.encode(value)
+            case .number(let value): try container.encode(value)
+            case .integer(let value): try container.encode(value)
+            case .bool(let value): try container.encode(value)
+            case .null: try container.encodeNil()
+            case .array(let value): try container.encode(value)
+            case .object(let value): try container.encode(value)
+            }
+        }
+    }
+
+    /// The app's delegate: on authorization it sends the token to the merchant's server and reports its answer.
+    final class CheckoutDelegate: PaymentAuthorizationControllerDelegate, @unchecked Sendable {
+        let client: HTTPClient
+        let paymentURL: String
+        let trace: @Sendable (String) -> Void
+        private let lock = NSLock()
+        private var _answer: PaymentAnswer?
+        private var _token: Data?
+        private var _failure: String?
+        var answer: PaymentAnswer? { lock.withLock { _answer } }
+        var token: Data? { lock.withLock { _token } }
+        var failure: String? { lock.withLock { _failure } }
+
+        init(client: HTTPClient, paymentURL: String, trace: @escaping @Sendable (String) -> Void) {
+            self.client = client
+            self.paymentURL = paymentURL
+            self.trace = trace
+        }
+
+        func didSelectShippingContact(_ contact: PaymentContact, request: PaymentRequest) async -> PaymentRequestUpdate {
+            trace(
+                "app: shipping region \(contact.postalAddress?.city ?? "?"), \(contact.postalAddress?.state ?? "?") "
+                    + "\(contact.postalAddress?.postalCode ?? "?") \(contact.postalAddress?.country ?? "?") (redacted)")
+            return PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems)
+        }
+
+        func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
+            lock.withLock { _token = payment.token }
+            do {
+                let request = try HTTPClientRequest.json(
+                    .post, paymentURL,
+                    PaymentSubmission(
+                        token: JSONFragment(bytes: payment.token), shippingContact: payment.shippingContact,
+                        billingContact: payment.billingContact, shippingMethod: payment.shippingMethod))
+                let response = try await client.send(request)
+                guard response.status == .ok else {
+                    let text = String(decoding: response.body.prefix(300), as: UTF8.self)
+                    lock.withLock { _failure = "the merchant refused (\(response.status.code)): \(text)" }
+                    return PaymentAuthorizationResult(status: .failure, errors: [text])
+                }
+                let answer = try JSONDecoder().decode(PaymentAnswer.self, from: response.body)
+                lock.withLock { _answer = answer }
+                return PaymentAuthorizationResult(status: answer.outcome == "approved" ? .success : .failure)
+            } catch {
+                lock.withLock { _failure = "the merchant cannot be reached: \(error)" }
+                return PaymentAuthorizationResult(status: .failure, errors: ["\(error)"])
+            }
+        }
+    }
+
+    static func buy(
+        deployment: DeploymentDirectory, connections: ServiceConnections, order orderRequest: OrderRequest,
+        application: String, device: Device, applicationData: Data?, merchant: String?, out: String?,
+        trace: @escaping @Sendable (String) -> Void
+    ) async throws -> Result {
+        let client = try connections.client()
+        defer { client.shutdown() }
+        let base = try connections.baseURL(of: .merchant)
+        let created = try await client.send(try HTTPClientRequest.json(.post, base + "/v1/orders", orderRequest))
+        guard created.status.code == 201 || created.status == .ok else {
+            throw CLIError.failure(
+                "the merchant refused the order (\(created.status.code)): "
+                    + String(decoding: created.body.prefix(300), as: UTF8.self))
+        }
+        let order = try JSONDecoder().decode(Order.self, from: created.body)
+        trace("app → merchant server: order \(order.orderID) for \(orderRequest.item), \(order.total) \(order.currency)")
+        let request = PaymentRequest(
+            merchantIdentifier: merchant ?? order.merchantIdentifier, countryCode: order.countryCode,
+            currencyCode: order.currency, supportedNetworks: order.supportedNetworks.map(PaymentNetwork.init),
+            merchantCapabilities: MerchantCapabilities(names: order.merchantCapabilities),
+            paymentSummaryItems: [
+                PaymentSummaryItem(label: orderRequest.item, amount: order.total),
+                PaymentSummaryItem(label: "Orchard Demo Store", amount: order.total),
+            ],
+            applicationData: applicationData ?? Data(base64Encoded: order.applicationData),
+            requiredBillingContactFields: [.name], requiredShippingContactFields: [.name, .postalAddress])
+        let sheet = DevicePaymentSheet(
+            device: device,
+            client: try PayServerClient(
+                baseURL: try connections.baseURL(of: .pay), trustedRootPEM: connections.rootCertificatePEM,
+                identity: try Device.clientIdentity(of: device.name, in: deployment)),
+            root: try Certificate(pemEncoded: connections.rootCertificatePEM),
+            user: AcceptingSheetUser(contact: demoContact), trace: trace)
+        let delegate = CheckoutDelegate(client: client, paymentURL: base + "/v1/orders/\(order.orderID)/payment", trace: trace)
+        let controller = PaymentAuthorizationController(
+            paymentRequest: request, host: sheet, applicationIdentifier: application)
+        let outcome: PaymentSheetOutcome
+        do {
+            outcome = try await controller.present(delegate: delegate)
+        } catch let error as PaymentSheetError {
+            throw CLIError.failure("the payment sheet refused: \(error)")
+        }
+        guard case .completed = outcome else { throw CLIError.failure("the payment sheet was cancelled") }
+        if let out, let token = delegate.token { try writeArtifacts(token: token, deployment: deployment, to: out, trace: trace) }
+        if let failure = delegate.failure { throw CLIError.failure(failure) }
+        guard let answer = delegate.answer else { throw CLIError.failure("the merchant gave no answer") }
+        trace(
+            "merchant server → acquirer → token service → issuer: \(answer.outcome) \(answer.responseCode)"
+                + (answer.maskedPAN.map { " (\($0))" } ?? ""))
+        return Result(
+            orderID: order.orderID, merchantIdentifier: request.merchantIdentifier, item: orderRequest.item,
+            amount: "\(order.total) \(order.currency)", device: device.name, card: answer.maskedPAN ?? "-",
+            outcome: answer.outcome, responseCode: answer.responseCode, reason: answer.reason,
+            transactionIdentifier: answer.transactionIdentifier)
+    }
+
+    static let demoContact = PaymentContact(
+        name: "Alice Appleseed", emailAddress: "alice@example.com", phoneNumber: "+1 555 0100",
+        postalAddress: PostalAddress(
+            street: "1 Orchard Way", city: "Cupertino", state: "CA", postalCode: "95014", country: "US"))
+
+    /// `--device`, else demo-phone, else the first device that can pay in an app; with none, demo-phone is made
+    /// and the approve test card provisioned to it.
+    static func payingDevice(
+        deployment: DeploymentDirectory, connections: ServiceConnections, name: String?, passcode: String?,
+        trace: @escaping @Sendable (String) -> Void
+    ) async throws -> Device {
+        let names = Device.names(in: deployment)
+        var chosen = name
+        if chosen == nil {
+            if names.contains("demo-phone") {
+                chosen = "demo-phone"
+            } else {
+                for candidate in names {
+                    if let identity = try? Device.identity(of: candidate, in: deployment),
+                        identity.profile.authorizesPayments
+                    {
+                        chosen = candidate
+                        break
+                    }
+                }
+            }
+        }
+        if let chosen {
+            guard names.contains(chosen) else { throw CLIError.failure("no device \(chosen) in \(deployment.path)") }
+            if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: chosen, in: deployment)) {
+                throw CLIError.failure(
+                    "the device process of \(chosen) is running: stop it first (its Secure Element is in use)")
+            }
+            let device = try await Device.open(in: deployment, name: chosen)
+            if device.profile.kind == .watch {
+                guard let passcode else { throw CLIError.usage("a watch pays after --passcode puts it on the wrist") }
+                try? await device.secureEnclave.putOnWrist()
+                _ = try await device.unlock(.passcode(SecureBytes(Array(passcode.utf8))))
+            }
+            return device
+        }
+        trace("no device in the deployment: making demo-phone and adding the issuer's approve test card")
+        let (_, devices) = try await DemoProvisioning.run(
+            deployment: deployment, connections: connections, trace: trace, only: ["demo-phone"])
+        guard let device = devices["demo-phone"] else { throw CLIError.failure("demo-phone could not be made") }
+        return device
+    }
+
+    /// token.json, merchant.pem, merchant.key, root.pem.
+    static func writeArtifacts(
+        token: Data, deployment: DeploymentDirectory, to out: String, trace: @Sendable (String) -> Void
+    ) throws {
+        try SecureFile.createDirectory(out, mode: 0o700)
+        let object = try JSONSerialization.jsonObject(with: token)
+        let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        try SecureFile.write(Array(pretty), to: out + "/token.json", mode: 0o644)
+        let certificate = try deployment.readCertificate(named: MerchantService.Files.processing)
+        try SecureFile.write(Array(certificate.utf8), to: out + "/merchant.pem", mode: 0o644)
+        try SecureFile.writeSecret(
+            try deployment.readPrivateKey(named: MerchantService.Files.processing), to: out + "/merchant.key")
+        let root = try deployment.readCertificate(named: PayService.Files.tokenRoot)
+        try SecureFile.write(Array(root.utf8), to: out + "/root.pem", mode: 0o644)
+        trace("wrote \(out)/token.json, merchant.pem, merchant.key (0600) and root.pem")
+    }
+}

@@ -1,0 +1,216 @@
+import Device
+import DeviceProcess
+import Foundation
+import Issuer
+import NFCLink
+import NetworkService
+import OrchardBenchmarks
+import OrchardCrypto
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import PayServer
+import SecureElement
+import Terminal
+import TokenService
+
+/// `orchard bench instore`: taps per second end to end on loopback, with every party real: a deployment made
+/// by `init` in a temporary directory, the network service (acquirer, token service with its HSM and the EMV
+/// ARQC check, issuer; SQLite files with `synchronous=FULL`) over HTTPS with mutual TLS, a phone whose Secure
+/// Element was provisioned by that token service, its antenna on the NFC link's Unix socket, and the terminal
+/// charging it. The device, the network and the terminal share this process (the APDUs still cross the
+/// socket, the authorization still crosses TLS); the Pay server is not involved (provisioning goes to the
+/// network directly with the Pay server's client certificate).
+enum InStoreBench {
+    static let deviceName = "bench-phone"
+    /// Targets on loopback (issue 11): device side p99 ≤ 5 ms per APDU exchange, tap → response p99 ≤ 50 ms.
+    static let exchangeTargetMilliseconds = 5.0
+    static let tapTargetMilliseconds = 50.0
+
+    static let command = Command(
+        name: "instore",
+        summary: "Taps per second end to end, p50/p99 of the APDU exchange and of tap → authorization response.",
+        discussion: """
+            Run from a release build: swift build -c release && .build/release/orchard bench instore. Makes a \
+            deployment in a temporary directory (removed at the end), runs the network service, a phone and a \
+            terminal in this process, and charges 1.00 USD again and again. Reports taps per second, p50 and \
+            p99 of each APDU round trip at the reader (target p99 ≤ 5 ms), of tap → authorization response (the \
+            whole charge, target p99 ≤ 50 ms), and of a 4 KiB write + fsync in the device store's directory, \
+            measured between the taps of the same run. A ratio is target / p99: 1 or more meets the target.
+            """,
+        options: [
+            .single("seconds", "N", help: "How long to charge (default 10)."),
+            .single("taps", "N", help: "Stop after N taps (default 5000)."),
+            .flag("require-targets", help: "Exit 1 when a figure's p99 is above its target."),
+        ]
+    ) { arguments, context in
+        let (seconds, taps) = try limits(arguments)
+        let report = try await run(seconds: seconds, maxTaps: taps, trace: { context.trace($0) })
+        context.trace(
+            "orchard bench instore: \(report.build) build, \(report.taps) taps (\(report.approved) approved) in "
+                + String(format: "%.1f s: %.1f taps/s", report.seconds, report.tapsPerSecond))
+        context.trace(LatencyFigure.header)
+        for figure in report.figures { context.trace(figure.row) }
+        try context.outputJSON(report)
+        if arguments.flag("require-targets"), !report.failures.isEmpty {
+            throw CLIError.failure("above the target: " + report.failures.map(\.name).joined(separator: ", "))
+        }
+    }
+
+    static func limits(_ arguments: ParsedArguments) throws -> (Double, Int) {
+        guard let seconds = Double(arguments.value("seconds") ?? "10"), seconds >= 0.1, seconds <= 600 else {
+            throw CLIError.usage("--seconds takes a number of seconds from 0.1 to 600")
+        }
+        let taps = try arguments.integer("taps", default: 5000, in: 1...1_000_000)
+        return (seconds, taps)
+    }
+
+    /// Sets everything up, charges until `seconds` passed or `maxTaps` were made, and tears it down.
+    static func run(
+        seconds: Double, maxTaps: Int, trace: @escaping @Sendable (String) -> Void
+    ) async throws -> InStoreBenchmarkReport {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "orchard-bench-instore-\(UUID().uuidString)"
+        ).path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let deployment = DeploymentDirectory(path: path)
+        let registry = try DeploymentCommands.registry()
+        _ = try await DeploymentInitializer.initialize(deployment, registry: registry)
+        let connections = try await ServiceConnections.connect([.network], directory: deployment, registry: registry)
+        do {
+            let report = try await charge(
+                deployment: deployment, connections: connections, seconds: seconds, maxTaps: maxTaps, trace: trace)
+            await connections.close()
+            return report
+        } catch {
+            await connections.close()
+            throw error
+        }
+    }
+
+    static func charge(
+        deployment: DeploymentDirectory, connections: ServiceConnections, seconds: Double, maxTaps: Int,
+        trace: @escaping @Sendable (String) -> Void
+    ) async throws -> InStoreBenchmarkReport {
+        let base = try connections.baseURL(of: .network)
+        let identity = try Device.create(
+            in: deployment, name: deviceName, profile: try DeviceProfile(kind: .phone, biometry: .face, account: "demo")
+        )
+        let device = try await Device.open(in: deployment, name: deviceName)
+        try await device.secureEnclave.setPasscode(SecureBytes(Array("8642".utf8)), current: nil)
+        let envelope = try await provision(connections, base: base, deployment: deployment, identity: identity)
+        _ = try await device.installCard(
+            envelope: envelope, display: CardDisplayInput(type: .credit, suffix: "1111", displayName: "Orchard Visa"))
+        guard
+            let antenna = try NFCFieldSession.startAntenna(
+                device: device, deployment: deployment, autoAuthentication: try AutoAuthentication(parsing: "face-id"),
+                analytics: DiscardedPurchases())
+        else { throw CLIError.failure("the benchmark phone has no antenna") }
+        defer { antenna.stop() }
+
+        var settings = try TerminalSettings(terminalID: "T0001")
+        settings.acquirerURL = base
+        _ = try TerminalCommands.issueClientIdentity(settings, deployment)
+        let store = try TerminalDatabase(deployment: deployment)
+        try await store.saveTerminal(settings)
+        let policy = TerminalPolicy(
+            readyTimeout: .seconds(5), authorizationAttempts: 1, attemptTimeout: .seconds(10), reversalAttempts: 1)
+        let terminal = PaymentTerminal(
+            settings: settings, store: store,
+            gateway: try TerminalCommands.gateway(settings, deployment, policy: policy),
+            policy: policy)
+        let probe = try FsyncProbe(directory: Device.directory(of: deviceName, in: deployment))
+        let amount = try Amount(minorUnits: 100, currency: try Currency("USD"))
+        let antennaPath = NFCAntenna.path(forDevice: deviceName, in: deployment)
+
+        // Warm-up (connections, caches); then the measured taps.
+        for _ in 0..<3 {
+            let result = try await terminal.charge(amount, antenna: antennaPath)
+            guard result.outcome == .approved else {
+                throw CLIError.failure("the warm-up charge was declined: \(result.responseCode) \(result.reason)")
+            }
+        }
+        trace("in store: deployment, network, phone and terminal ready; charging for \(seconds) s")
+        var tapNanoseconds: [UInt64] = []
+        var exchangeNanoseconds: [UInt64] = []
+        var fsyncNanoseconds: [UInt64] = []
+        var approved = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        let deadline = start + .milliseconds(Int64(seconds * 1000))
+        while tapNanoseconds.count < maxTaps, clock.now < deadline {
+            let tapStart = clock.now
+            let result = try await terminal.charge(amount, antenna: antennaPath)
+            tapNanoseconds.append(nanoseconds(clock.now - tapStart))
+            if result.outcome == .approved { approved += 1 }
+            exchangeNanoseconds += result.timings.exchangeMicroseconds.map { UInt64(max(0, $0)) * 1000 }
+            fsyncNanoseconds.append(try probe.measure())
+        }
+        let elapsed = clock.now - start
+        let figures = [
+            try LatencyFigure(
+                name: "device-side APDU exchange", nanoseconds: exchangeNanoseconds,
+                targetP99Milliseconds: exchangeTargetMilliseconds),
+            try LatencyFigure(
+                name: "tap → authorization response", nanoseconds: tapNanoseconds,
+                targetP99Milliseconds: tapTargetMilliseconds),
+            try LatencyFigure(
+                name: "device store fsync (4 KiB)", nanoseconds: fsyncNanoseconds, targetP99Milliseconds: nil),
+        ]
+        return InStoreBenchmarkReport(
+            taps: tapNanoseconds.count, approved: approved, seconds: Double(nanoseconds(elapsed)) / 1e9,
+            figures: figures)
+    }
+
+    /// Check Card and Link and Provision at the network, as the Pay server relays them; returns the SE
+    /// personalisation envelope.
+    static func provision(
+        _ connections: ServiceConnections, base: String, deployment: DeploymentDirectory, identity: DeviceIdentity
+    ) async throws -> [UInt8] {
+        let client = try connections.client(
+            identity: try TLSIdentity.load(named: PayService.Files.client, from: deployment))
+        defer { client.shutdown() }
+        let key = try await client.get(base + "/v1/provisioning/key").decodeJSON(ProvisioningKeyBody.self)
+        guard let der = Data(base64Encoded: key.publicKey) else {
+            throw CLIError.failure("the network's provisioning key is not base64")
+        }
+        let tokenServiceKey = try P256.KeyAgreement.PublicKey(derRepresentation: der)
+        let pan = try PrimaryAccountNumber("4111111111111111")
+        let expiry = try CardExpiry(year: 2034, month: 12)
+        let payload = CardDataPayload(
+            pan: pan, expiry: expiry,
+            cardVerificationValue: try CardVerificationValue(
+                try TestCards.insecureDemoCardVerificationKey.cardVerificationValue(pan: pan, expiry: expiry)),
+            cardholderName: "Bench Tester")
+        let label = try EncryptedEnvelope.Label(
+            purpose: CardDataPayload.purpose, sender: "wallet/" + deviceName, recipient: "token-service")
+        let check = try await client.post(
+            base + "/v1/provisioning/check-card",
+            json: CheckCardRequest(
+                idempotencyKey: "bench-add-card", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: deviceName,
+                deviceKind: "phone",
+                encryptedCardData: try EncryptedEnvelope.seal(try payload.encoded(), to: tokenServiceKey, label: label))
+        ).decodeJSON(CheckCardResponse.self)
+        guard let sessionID = check.sessionID else { throw CLIError.failure("the test card was not approved") }
+        let link = try await client.post(
+            base + "/v1/provisioning/link",
+            json: LinkAndProvisionRequest(
+                idempotencyKey: "bench-link", sessionID: sessionID, deviceID: deviceName,
+                secureElementCertificateChain: [identity.certificate.derRepresentation], termsAccepted: true)
+        ).decodeJSON(LinkAndProvisionResponse.self)
+        guard case .provisioned(let token) = link else {
+            throw CLIError.failure("Link and Provision did not provision")
+        }
+        return token.personalisation.serialized
+    }
+
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds / 1_000_000_000))
+    }
+}
+
+/// The benchmark's purchases are not reported anywhere.
+struct DiscardedPurchases: PurchaseAnalyticsSink {
+    func purchase(amountMinorUnits: UInt64, currency: UInt16, country: UInt16) {}
+}
