@@ -9,21 +9,21 @@ import PayAPI
 import PaymentCredential
 import PaymentToken
 
-/// The Pay server's in-app payment endpoints (docs/in-app.md), all over mutual TLS with a device's client
-/// certificate (issued by `pki/device-ca`, O = "Orchard device", CN = the device name, EKU clientAuth):
+/// The Pay server's in-app payment endpoints (docs/in-app.md), all over mutual TLS with the client certificate
+/// of a registered device (the device registry's requirement; not erased, not in lost mode):
 ///
 /// - `GET /v1/payments/credential-certificate`: the certificate of the device-to-server credential key;
 /// - `POST /v1/payments/nonce`: a single-use nonce issued to the calling device (``PaymentNonces``);
 /// - `POST /v1/payments/credential`: exchanges a sealed credential for a signed PKPaymentToken.
 ///
-/// The exchange decrypts the credential, checks the Secure Element's signature with the key of its device
-/// certificate (issued by the device CA to the same device that calls), checks the cryptogram is bound to the
-/// credential's nonce, then in ONE write transaction consumes the nonce (issued to this device, unused, not
-/// expired), checks the app's entitlement for the merchant ID, picks the processing certificate (unrevoked,
-/// valid) and counts the purchase in the anonymous tallies; only then it builds the 3DSecure payment data, encrypts
-/// it as EC_v1 (RSA_v1 for a merchant with only an RSA certificate) with the applicationData hash in the
-/// header, and signs it with the token-signing leaf (the RSA leaf for RSA_v1). It stores and logs no DPAN,
-/// cryptogram, nonce, app, merchant or device next to an amount.
+/// The exchange decrypts the credential, checks the Secure Element's signature with the key of the SE
+/// certificate the device registered (issued by the device CA to the device that calls, valid now), checks the
+/// cryptogram is bound to the credential's nonce, then in ONE write transaction consumes the nonce (issued to
+/// this device, unused, not expired), checks the app's entitlement for the merchant ID, picks the processing
+/// certificate (unrevoked, valid) and counts the purchase in the anonymous tallies; only then it builds the
+/// 3DSecure payment data, encrypts it as EC_v1 (RSA_v1 for a merchant with only an RSA certificate) with the
+/// applicationData hash in the header, and signs it with the token-signing leaf (the RSA leaf for RSA_v1). It
+/// stores and logs no DPAN, cryptogram, nonce, app, merchant or device next to an amount.
 final class InAppPayments: Sendable {
     /// Apple's `deviceManufacturerIdentifier` is a 12-hex-digit value; Orchard's says "ORCHAR".
     static let deviceManufacturerIdentifier = "4F5243484152"
