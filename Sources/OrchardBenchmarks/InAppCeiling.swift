@@ -89,7 +89,9 @@ public enum InAppCeiling {
         let payment = JSONValue.object([("transactionAmount", .number("1999"))])
         let signed = [UInt8](repeating: 7, count: 1024)
         return [
-            "openCredential": try time { _ = try SealedPaymentCredential.open(inputs.sealedCredential, with: inputs.credentialKey) },
+            "openCredential": try time {
+                _ = try SealedPaymentCredential.open(inputs.sealedCredential, with: inputs.credentialKey)
+            },
             "verifySESignature": time { _ = opened.isSigned(by: inputs.secureElementKey) },
             "encryptAndSignToken": try time {
                 _ = try inputs.encoder.makePaymentData(payment: payment, recipient: inputs.recipient)
