@@ -72,6 +72,7 @@ let package = Package(
             name: "OrchardBenchmarks",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
+                "PaymentCredential",
             ],
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.

@@ -1,4 +1,5 @@
 public import Foundation
+public import OrchardCrypto
 public import OrchardX509
 public import PayAPI
 
@@ -119,5 +120,13 @@ public struct AddCardFlow: Sendable {
         case .stepUp: return "step-up (code sent by \(result.stepUpMethod ?? "?") to \(result.stepUpDestination ?? "?"))"
         case .declined: return "declined (\(result.declineReason ?? "no reason"))"
         }
+    }
+}
+
+extension AddCardFlow {
+    /// A fresh idempotency key: `prefix` and 26 random lowercase letters (no digits, so it can never look like
+    /// a card number, which the token service refuses in a key).
+    public static func newIdempotencyKey(prefix: String = "add-", random: any RandomSource = SystemRandom()) -> String {
+        prefix + String(decoding: random.bytes(26).map { UInt8(ascii: "a") + $0 % 26 }, as: UTF8.self)
     }
 }

@@ -4,6 +4,7 @@ import OrchardHTTP
 import OrchardStore
 import OrchardX509
 import PayAPI
+import Synchronization
 
 /// The devices registered with the Pay server. A device proves who it is by its TLS client certificate, which
 /// the device CA issued (`O=Orchard device, OU=<kind>, UID=<account>, CN=<name>`); at registration it also
@@ -24,6 +25,7 @@ final class DeviceRegistry: Sendable {
     let deviceCA: Certificate
     private let deviceCAKey: CertificatePublicKey?
     private let clock: any WallClock
+    private let verifiedSignatures = Mutex<Set<[UInt8]>>([])
 
     init(store: Store, deviceCA: Certificate, clock: any WallClock) {
         self.store = store
@@ -45,8 +47,19 @@ final class DeviceRegistry: Sendable {
     private func isIssuedByDeviceCA(_ certificate: Certificate) -> Bool {
         guard let deviceCAKey else { return false }
         let now = clock.now()
-        return certificate.issuer == deviceCA.subject && certificate.isSignature(validUnder: deviceCAKey)
-            && certificate.notValidBefore <= now && now <= certificate.notValidAfter
+        guard certificate.issuer == deviceCA.subject, certificate.notValidBefore <= now,
+            now <= certificate.notValidAfter
+        else { return false }
+        // The signature check is the costly part and its answer never changes for the same bytes: remember the
+        // certificates whose signature verified (validity is still checked on every request, above).
+        let der = certificate.derRepresentation
+        if verifiedSignatures.withLock({ $0.contains(der) }) { return true }
+        guard certificate.isSignature(validUnder: deviceCAKey) else { return false }
+        verifiedSignatures.withLock { cache in
+            if cache.count >= 4096 { cache.removeAll() }
+            cache.insert(der)
+        }
+        return true
     }
 
     static func subject(of certificate: Certificate) -> Subject? {

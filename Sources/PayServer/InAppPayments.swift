@@ -9,21 +9,21 @@ import PayAPI
 import PaymentCredential
 import PaymentToken
 
-/// The Pay server's in-app payment endpoints (docs/in-app.md), all over mutual TLS with a device's client
-/// certificate (issued by `pki/device-ca`, O = "Orchard device", CN = the device name, EKU clientAuth):
+/// The Pay server's in-app payment endpoints (docs/in-app.md), all over mutual TLS with the client certificate
+/// of a registered device (the device registry's requirement; not erased, not in lost mode):
 ///
 /// - `GET /v1/payments/credential-certificate`: the certificate of the device-to-server credential key;
 /// - `POST /v1/payments/nonce`: a single-use nonce issued to the calling device (``PaymentNonces``);
 /// - `POST /v1/payments/credential`: exchanges a sealed credential for a signed PKPaymentToken.
 ///
-/// The exchange decrypts the credential, checks the Secure Element's signature with the key of its device
-/// certificate (issued by the device CA to the same device that calls), checks the cryptogram is bound to the
-/// credential's nonce, then in ONE write transaction consumes the nonce (issued to this device, unused, not
-/// expired), checks the app's entitlement for the merchant ID, picks the processing certificate (unrevoked,
-/// valid) and counts the purchase in the anonymous tallies; only then it builds the 3DSecure payment data, encrypts
-/// it as EC_v1 (RSA_v1 for a merchant with only an RSA certificate) with the applicationData hash in the
-/// header, and signs it with the token-signing leaf (the RSA leaf for RSA_v1). It stores and logs no DPAN,
-/// cryptogram, nonce, app, merchant or device next to an amount.
+/// The exchange decrypts the credential, checks the Secure Element's signature with the key of the SE
+/// certificate the device registered (issued by the device CA to the device that calls, valid now), checks the
+/// cryptogram is bound to the credential's nonce, then in ONE write transaction consumes the nonce (issued to
+/// this device, unused, not expired), checks the app's entitlement for the merchant ID, picks the processing
+/// certificate (unrevoked, valid) and counts the purchase in the anonymous tallies; only then it builds the
+/// 3DSecure payment data, encrypts it as EC_v1 (RSA_v1 for a merchant with only an RSA certificate) with the
+/// applicationData hash in the header, and signs it with the token-signing leaf (the RSA leaf for RSA_v1). It
+/// stores and logs no DPAN, cryptogram, nonce, app, merchant or device next to an amount.
 final class InAppPayments: Sendable {
     /// Apple's `deviceManufacturerIdentifier` is a 12-hex-digit value; Orchard's says "ORCHAR".
     static let deviceManufacturerIdentifier = "4F5243484152"
@@ -32,6 +32,7 @@ final class InAppPayments: Sendable {
     private let store: Store
     private let devices: DeviceRegistry
     private let nonces: PaymentNonces
+    private let cache: VerifiedKeyCache
     private let pki: InAppPKI.Loaded
     private let ecEncoder: PaymentTokenEncoder
     private let rsaEncoder: PaymentTokenEncoder
@@ -43,6 +44,7 @@ final class InAppPayments: Sendable {
     ) throws {
         self.store = store
         self.devices = devices
+        cache = VerifiedKeyCache(deviceCA: pki.deviceCA)
         self.pki = pki
         self.clock = wallClock
         let raw = try pki.credentialKey.rawRepresentation
@@ -117,6 +119,7 @@ final class InAppPayments: Sendable {
         let credential = try verifiedCredential(body, device: device)
         let now = clock.now()
         let nonces = self.nonces
+        let cache = self.cache
         let (channel, currency, amount, day) = (
             credential.channel.name, Self.currencyCode(credential.currency), credential.amount, Self.day(now)
         )
@@ -132,7 +135,7 @@ final class InAppPayments: Sendable {
             }
             guard
                 let certificate = try MerchantCertificates.processingCertificate(
-                    for: credential.merchantIdentifier, at: now, in: db)
+                    for: credential.merchantIdentifier, at: now, in: db, parse: cache.processingCertificate)
             else {
                 throw PayServerError(
                     .noProcessingCertificate, "the merchant has no valid, unrevoked payment processing certificate")
@@ -160,16 +163,15 @@ final class InAppPayments: Sendable {
         }
         // The Secure Element certificate the device registered (checked then against the device CA and the
         // client certificate's subject), checked again here: issuer, signature, validity, the same device.
-        guard let certificate = try? Certificate(derEncoded: device.secureElementCertificate),
-            let authorityKey = try? pki.deviceCA.publicKey,
-            certificate.issuer == pki.deviceCA.subject, certificate.isSignature(validUnder: authorityKey),
-            certificate.isValid(at: clock.now()), certificate.subject.organization == Self.deviceOrganization,
-            certificate.subject.commonName == device.deviceID, let seKey = (try? certificate.publicKey)?.p256
+        guard let entry = cache.secureElement(device.secureElementCertificate),
+            entry.certificate.isValid(at: clock.now()),
+            entry.certificate.subject.organization == Self.deviceOrganization,
+            entry.certificate.subject.commonName == device.deviceID
         else {
             throw PayServerError(
                 .credentialRejected, "the device's registered Secure Element certificate is not valid")
         }
-        guard opened.isSigned(by: seKey) else {
+        guard opened.isSigned(by: entry.key) else {
             throw PayServerError(.credentialRejected, "the credential is not signed by this device's Secure Element")
         }
         let credential = opened.credential
@@ -202,7 +204,7 @@ final class InAppPayments: Sendable {
                 ])
             ),
         ])
-        let recipient = try MerchantProcessingPublicKey(processingCertificate: certificate)
+        let recipient = try cache.processingCertificate(certificate.derRepresentation).1
         let encoder: PaymentTokenEncoder
         switch recipient {
         case .ec: encoder = ecEncoder

@@ -63,7 +63,11 @@ public final class MerchantCertificates: Sendable {
     /// transaction: unrevoked, valid now, the latest expiry first, P-256 (EC_v1) before RSA (RSA_v1, for a
     /// merchant with only RSA).
     static func processingCertificate(
-        for merchantIdentifier: String, at now: Date, in db: Database
+        for merchantIdentifier: String, at now: Date, in db: Database,
+        parse: ([UInt8]) throws -> (Certificate, MerchantProcessingPublicKey) = {
+            let certificate = try Certificate(derEncoded: $0)
+            return (certificate, try MerchantProcessingPublicKey(processingCertificate: certificate))
+        }
     ) throws -> Certificate? {
         let candidates = try db.query(
             """
@@ -71,8 +75,9 @@ public final class MerchantCertificates: Sendable {
             WHERE merchant_identifier = ? AND kind = 'processing' AND revoked_at IS NULL AND not_after > ?
             ORDER BY not_after DESC, serial
             """, [.text(merchantIdentifier), .milliseconds(now)]
-        ) { row in try Certificate(derEncoded: try row.blob(0)) }
-        let valid = candidates.filter { $0.isValid(at: now) }
-        return valid.first { (try? $0.publicKey)?.p256 != nil } ?? valid.first
+        ) { row in try parse(try row.blob(0)) }
+        let valid = candidates.filter { $0.0.isValid(at: now) }
+        let ec = valid.first { if case .ec = $0.1 { return true } else { return false } }
+        return (ec ?? valid.first)?.0
     }
 }

@@ -71,3 +71,21 @@ struct MerchantCommandTests {
         #expect(await empty.run(["merchant", "certs", "--data-dir", directory + "/nothing"]) == 1)
     }
 }
+
+@Suite("orchard bench inapp")
+struct InAppBenchCommandTests {
+    @Test("A short run exchanges every credential for a token and reports the ceiling beside it")
+    func shortRun() async throws {
+        let capture = Capture()
+        let rc = await capture.run([
+            "bench", "inapp", "--requests", "24", "--connections", "3", "--ceiling-seconds", "1",
+        ])
+        #expect(rc == 0, "\(capture.stderr)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(capture.stdout.utf8)) as? [String: Any])
+        #expect(report["requests"] as? Int == 24 && report["connections"] as? Int == 3)
+        #expect((report["tokensPerSecond"] as? Double ?? 0) > 0 && (report["ceilingPerSecond"] as? Double ?? 0) > 0)
+        let bad = Capture()
+        #expect(await bad.run(["bench", "inapp", "--requests", "5"]) == 2)
+    }
+}

@@ -47,7 +47,7 @@ struct RunnerTests {
 
     @Test func demoPrintsResultsOnStdoutAndTraceOnStderr() async throws {
         let capture = Capture()
-        #expect(await capture.run(["demo"]) == 0)
+        #expect(await capture.run(["demo"]) == 0, "\(capture.stderr.suffix(3000))")
         let report = try JSONSerialization.jsonObject(with: Data(capture.stdout.utf8)) as? [String: Any]
         #expect(report?["failed"] as? Int == 0)
         #expect((report?["passed"] as? Int ?? 0) >= 10)

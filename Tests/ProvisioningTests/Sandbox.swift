@@ -59,7 +59,7 @@ final class Sandbox: @unchecked Sendable {
 
     /// Adds a test card to `device` through the Pay server.
     func addCard(
-        _ pan: String, to device: Device, otp: String? = nil, key: String = UUID().uuidString
+        _ pan: String, to device: Device, otp: String? = nil, key: String = AddCardFlow.newIdempotencyKey()
     ) async throws -> AddCardFlow.Outcome {
         let flow = AddCardFlow(
             client: try client(device.name), root: root, deviceID: device.name,

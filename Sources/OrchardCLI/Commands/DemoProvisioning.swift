@@ -66,7 +66,7 @@ enum DemoProvisioning {
                 card: try CardEntry(
                     number: testCard.pan, expiry: testCard.expiry, verificationValue: testCard.cvv,
                     cardholderName: testCard.cardholder),
-                idempotencyKey: "demo-" + UUID().uuidString.lowercased(), oneTimeCode: { _ in nil },
+                idempotencyKey: AddCardFlow.newIdempotencyKey(prefix: "demo-"), oneTimeCode: { _ in nil },
                 acceptTerms: { _ in true },
                 install: { envelope, display in
                     try await device.installCard(

@@ -84,7 +84,7 @@ extension DeviceCommands {
         let identity = try Device.identity(of: name, in: deployment)
         let otp = arguments.value("otp")
         let interactive = context.isInteractive
-        let key = "add-" + UUID().uuidString.lowercased()
+        let key = AddCardFlow.newIdempotencyKey()
         let outcome = try await PaySession.with(device: name, in: deployment, context: context) { session in
             let flow = AddCardFlow(
                 client: session.client, root: session.root, deviceID: name,

@@ -1,0 +1,93 @@
+import Foundation
+import OrchardCrypto
+import OrchardRuntime
+import OrchardStore
+import Testing
+
+@testable import PayServer
+
+/// The nonce store on its own: durability across a reopened store, the boot check, purging.
+@Suite("Pay server: payment nonces")
+struct PaymentNonceTests {
+    let temporary: TemporaryDirectory
+    let directory: DeploymentDirectory
+    let clock = ManualClock(now: Date(timeIntervalSince1970: 1_772_366_400))
+    let key = SymmetricKey(data: [UInt8](repeating: 9, count: 32))
+    init() throws {
+        temporary = try TemporaryDirectory()
+        directory = DeploymentDirectory(path: temporary.child("deployment"))
+        try directory.create()
+    }
+
+    func nonces(_ store: Store, boot: String = "boot-1") -> PaymentNonces {
+        PaymentNonces(
+            store: store, hashKey: key, monotonic: clock, wall: clock,
+            random: SystemRandom(), bootID: boot)
+    }
+
+    func consume(_ nonces: PaymentNonces, _ nonce: [UInt8], _ device: String, _ store: Store) async throws {
+        try await store.write { db in try nonces.consume(nonce, device: device, in: db) }
+    }
+
+    func expectRefusal(
+        _ code: PayServerError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
+    ) async {
+        do {
+            try await body()
+            Issue.record("expected \(code)", sourceLocation: sourceLocation)
+        } catch let error as PayServerError {
+            #expect(error.code == code, sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("A nonce survives a reopened store; it is stored only as a keyed hash; a reboot expires it")
+    func durableAndBootBound() async throws {
+        var store = try PayStore.open(in: directory)
+        let first = try await nonces(store).issue(to: "phone-a")
+        let second = try await nonces(store).issue(to: "phone-a")
+        #expect(first.count == 32 && first != second)
+        let stored = try await store.read { db in
+            try db.query("SELECT nonce_hash FROM payment_nonces", []) { try $0.blob(0) }
+        }
+        #expect(
+            Set(stored) == [
+                HMAC<SHA256>.authenticationCode(for: first, using: key),
+                HMAC<SHA256>.authenticationCode(for: second, using: key),
+            ])
+        await store.close()
+
+        store = try PayStore.open(in: directory)
+        try await consume(nonces(store), first, "phone-a", store)
+        await expectRefusal(.nonceUsed) { try await consume(nonces(store), first, "phone-a", store) }
+        // The same store after a reboot: the monotonic clock restarted, so the outstanding nonce is expired.
+        await expectRefusal(.nonceExpired) {
+            try await consume(nonces(store, boot: "boot-2"), second, "phone-a", store)
+        }
+        await store.close()
+    }
+
+    @Test("Used rows keep only the hash; rows past their purge time go at the next issue")
+    func purge() async throws {
+        let store = try PayStore.open(in: directory)
+        let used = try await nonces(store).issue(to: "phone-a")
+        let unused = try await nonces(store).issue(to: "phone-a")
+        try await consume(nonces(store), used, "phone-a", store)
+        let row = try await store.read { db in
+            try db.queryFirst(
+                "SELECT device IS NULL AND boot_id IS NULL AND issued_at_ns IS NULL FROM payment_nonces WHERE used = 1",
+                [], { try $0.bool(0) })
+        }
+        #expect(row == true)
+        clock.advance(by: 25 * 3600)
+        _ = try await nonces(store).issue(to: "phone-b")
+        let count = try await store.read { db in
+            try db.queryFirst("SELECT count(*) FROM payment_nonces", [], { try $0.int(0) })
+        }
+        #expect(count == 1)
+        await expectRefusal(.nonceUnknown) { try await consume(nonces(store), used, "phone-a", store) }
+        await expectRefusal(.nonceUnknown) { try await consume(nonces(store), unused, "phone-a", store) }
+        await store.close()
+    }
+}
