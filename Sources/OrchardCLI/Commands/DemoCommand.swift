@@ -13,7 +13,9 @@ enum DemoCommand {
             Today: the cryptographic known answers (hashes, HMAC, HKDF, AES-GCM, P-256 ECDH and ECDSA,
             RSA-OAEP, Triple DES and the EMV retail MAC); the merchant SDK: Apple-format EC_v1 and RSA_v1 tokens
             signed by an Apple-shaped PKI, verified and decrypted; then a deployment with its network and Pay
-            server, where the issuer's test card is provisioned onto a phone and a watch through the Pay server.
+            server, where the issuer's test card is provisioned onto a phone and a watch through the Pay server,
+            both pay in store at terminal T0001, and the demo app buys in-app on the phone from the merchant's
+            server.
             The trace goes to stderr, the results to stdout. With --data-dir, a missing or empty DIR is
             initialised as a deployment first (as `orchard init` does) and kept; without it the demo runs in a
             temporary directory removed at the end. Services already running for DIR are used.
@@ -51,7 +53,7 @@ enum DemoCommand {
         let connections: ServiceConnections
         do throws(ServicesError) {
             connections = try await ServiceConnections.connect(
-                [.network, .pay], directory: deployment, registry: registry,
+                [.network, .pay, .merchant], directory: deployment, registry: registry,
                 environment: ServiceEnvironment(variables: context.environment))
         } catch {
             throw CLIError.failure(error.message)
@@ -60,7 +62,7 @@ enum DemoCommand {
         let payments: [DemoInStore.Row]
         do {
             context.trace(
-                "services: " + [ServiceName.network, .pay].map { name in
+                "services: " + [ServiceName.network, .pay, .merchant].map { name in
                     "\(name) \(connections.startedInProcess.contains(name) ? "started here" : "running")"
                 }.joined(separator: ", "))
             context.trace("")
@@ -70,8 +72,22 @@ enum DemoCommand {
             provisioned = rows
             context.trace("")
             context.trace("== in store: the phone and the watch pay at terminal T0001 ==")
-            payments = try await DemoInStore.run(
+            let inStore = try await DemoInStore.run(
                 deployment: deployment, connections: connections, devices: devices, trace: { context.trace($0) })
+            context.trace("")
+            context.trace("== in an app: the demo app buys from the merchant on the phone ==")
+            guard let phone = devices["demo-phone"] else { throw CLIError.failure("the demo phone is missing") }
+            let bought = try await AppBuy.buy(
+                deployment: deployment, connections: connections,
+                order: AppBuy.OrderRequest(item: "Secret Roast Blend", amount: "9.99", currency: "USD"),
+                application: AppBuy.demoApp, device: phone, applicationData: nil, merchant: nil, out: nil,
+                trace: { context.trace("  " + $0) })
+            payments =
+                inStore + [
+                    DemoInStore.Row(
+                        channel: "in-app", device: bought.device, card: bought.card, amount: bought.amount,
+                        result: bought.outcome, responseCode: bought.responseCode)
+                ]
             await connections.close()
         } catch {
             await connections.close()
