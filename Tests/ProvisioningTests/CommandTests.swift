@@ -1,4 +1,8 @@
 import Foundation
+import MerchantKit
+import OrchardCrypto
+import OrchardX509
+import PaymentToken
 import Testing
 
 /// The commands, as a user runs them: `orchard init`, `device create`, `device add-card` (each starting the
@@ -45,6 +49,46 @@ struct ProvisioningCommandTests {
         _ = try await orchard(["device", "sync", "--data-dir", path, "--name", "phone"])
         let after = try await orchard(["device", "cards", "--data-dir", path, "--name", "phone"])
         #expect(after.stdout.contains("\"state\" : \"active\""), "\(after.stdout)")
+    }
+}
+
+/// `orchard app buy` as a user runs it on a fresh deployment: it makes demo-phone with the approve card, buys, and
+/// with --out leaves an Apple-format token that a verifier given only those files decrypts.
+@Suite("orchard app buy", .serialized)
+struct AppBuyCommandTests {
+    @Test("A fresh deployment: demo-phone made and provisioned, approved; --out files verify; other applicationData refused")
+    func buy() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-app-\(UUID().uuidString)")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try await orchard(["init", "--data-dir", path]).status == 0)
+        let out = path + "/out"
+        let bought = try await orchard([
+            "app", "buy", "--data-dir", path, "--merchant", "merchant.dev.orchard.demo", "--item", "Coffee",
+            "--amount", "9.99", "--out", out,
+        ])
+        #expect(bought.status == 0, "\(bought.stderr)")
+        #expect(bought.stderr.contains("making demo-phone"))
+        let result = try JSONSerialization.jsonObject(with: Data(bought.stdout.utf8)) as? [String: Any]
+        #expect(result?["outcome"] as? String == "approved" && result?["responseCode"] as? String == "00")
+        #expect(!bought.stdout.contains("4111111111111111") && !bought.stderr.contains("4111111111111111"))
+
+        // Any Apple-format verifier: the token, the processing certificate and key, the root.
+        let token = try PaymentToken(jsonBytes: Array(try Data(contentsOf: URL(fileURLWithPath: out + "/token.json"))))
+        let keyPEM = try String(contentsOfFile: out + "/merchant.key", encoding: .utf8)
+        let identity = try MerchantIdentity(
+            certificatePEM: try String(contentsOfFile: out + "/merchant.pem", encoding: .utf8),
+            privateKeyPEM: keyPEM)
+        let root = try Certificate(pemEncoded: try String(contentsOfFile: out + "/root.pem", encoding: .utf8))
+        let decrypted = try PaymentTokenDecryptor(identities: [identity], trustRoots: [root]).decrypt(token)
+        #expect(decrypted.payment.transactionAmount == 999 && decrypted.payment.currencyCode == "840")
+
+        // Another applicationData than the order's: the merchant refuses the token; nothing is charged.
+        let tampered = try await orchard([
+            "app", "buy", "--data-dir", path, "--item", "Coffee", "--amount", "9.99", "--application-data",
+            Data("another order".utf8).base64EncodedString(),
+        ])
+        #expect(tampered.status == 1 && tampered.stderr.contains("orderMismatch"), "\(tampered.stderr)")
     }
 }
 
