@@ -52,7 +52,7 @@ struct RunnerTests {
         #expect(report?["failed"] as? Int == 0)
         #expect((report?["passed"] as? Int ?? 0) >= 10)
         #expect(capture.stderr.contains("known answers match"))
-        #expect((report?["payments"] as? [[String: Any]])?.count == 2)
+        #expect((report?["payments"] as? [[String: Any]])?.count == 3)
         #expect((report?["provisioning"] as? [[String: Any]])?.count == 2)
         #expect(!capture.stdout.contains("4111111111111111") && !capture.stderr.contains("4111111111111111"))
     }
@@ -67,11 +67,13 @@ struct RunnerTests {
         #expect(await second.run(["demo", "--data-dir", dir.path]) == 0)
         #expect(second.stderr.contains("deployment ready"))
         #expect(!second.stderr.contains("initialising"))
-        // Both runs paid in store with the phone and the watch; the rows are in DIR/demo-summary.json.
+        // Both runs paid in store with the phone and the watch, then in an app on the phone; the rows are in
+        // DIR/demo-summary.json.
         let summary = try JSONSerialization.jsonObject(
             with: Data(contentsOf: dir.appendingPathComponent("demo-summary.json"))) as? [[String: String]]
-        #expect(summary?.map { $0["device"] ?? "" } == ["demo-phone", "demo-watch"])
-        #expect(summary?.allSatisfy { $0["channel"] == "in-store" && $0["result"] == "approved" } == true)
+        #expect(summary?.map { $0["device"] ?? "" } == ["demo-phone", "demo-watch", "demo-phone"])
+        #expect(summary?.map { $0["channel"] ?? "" } == ["in-store", "in-store", "in-app"])
+        #expect(summary?.allSatisfy { $0["result"] == "approved" && $0["responseCode"] == "00" } == true)
         #expect(summary?.allSatisfy { ($0["card"] ?? "").contains("******") } == true)
         // A directory holding other files is refused, not overwritten.
         let occupied = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-occ-\(UUID().uuidString)")
