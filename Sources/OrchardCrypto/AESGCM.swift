@@ -84,8 +84,7 @@ extension AES {
             _ plaintext: [UInt8], using key: SymmetricKey, iv: [UInt8], authenticating aad: [UInt8] = [],
             into output: inout [UInt8]
         ) throws(CryptoError) {
-            output.removeAll(keepingCapacity: true)
-            output.append(contentsOf: repeatElement(0, count: plaintext.count + tagByteCount))
+            resize(&output, to: plaintext.count + tagByteCount)
             var rc: Int32 = 1
             let result: Result<Void, CryptoError> = plaintext.withUnsafeBytes { p in
                 iv.withUnsafeBytes { i in
@@ -99,6 +98,7 @@ extension AES {
                     }
                 }
             }
+            if case .failure = result { output.removeAll(keepingCapacity: true) }
             try result.get()
             guard rc == 1 else {
                 output.removeAll(keepingCapacity: true)
@@ -112,12 +112,12 @@ extension AES {
             combined: [UInt8], using key: SymmetricKey, iv: [UInt8], authenticating aad: [UInt8] = [],
             into output: inout [UInt8]
         ) throws(CryptoError) {
-            output.removeAll(keepingCapacity: true)
             guard combined.count >= tagByteCount else {
+                output.removeAll(keepingCapacity: true)
                 throw CryptoError(.invalidParameter, "AES-GCM data is shorter than its 16-byte tag")
             }
             let count = combined.count - tagByteCount
-            output.append(contentsOf: repeatElement(0, count: count))
+            resize(&output, to: count)
             var status: (Int32, Bool) = (0, false)
             let result: Result<Void, CryptoError> = combined.withUnsafeBytes { c in
                 iv.withUnsafeBytes { i in
@@ -144,6 +144,16 @@ extension AES {
                 throw CryptoError(
                     .authenticationFailure, "AES-GCM tag mismatch: the data was altered, or the key, IV or AAD is wrong"
                 )
+            }
+        }
+
+        /// Makes `output` exactly `count` bytes long, keeping its storage: nothing to do when a caller reuses
+        /// one buffer for messages of one size (the bytes are overwritten by the cipher, so they need no zeroing).
+        private static func resize(_ output: inout [UInt8], to count: Int) {
+            if output.count > count {
+                output.removeSubrange(count...)
+            } else if output.count < count {
+                output.append(contentsOf: repeatElement(0, count: count - output.count))
             }
         }
 

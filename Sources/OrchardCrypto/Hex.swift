@@ -3,14 +3,26 @@
 public enum Hex {
     /// Two digits per byte, upper case unless `lowercase`.
     public static func encode(_ bytes: some Sequence<UInt8>, lowercase: Bool = false) -> String {
-        let digits = Array((lowercase ? "0123456789abcdef" : "0123456789ABCDEF").utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+        if let text = bytes.withContiguousStorageIfAvailable({ encode(buffer: $0, lowercase: lowercase) }) {
+            return text
         }
-        return String(decoding: out, as: UTF8.self)
+        return Array(bytes).withUnsafeBufferPointer { encode(buffer: $0, lowercase: lowercase) }
+    }
+
+    /// Writes the digits straight into the string's storage (no intermediate array).
+    private static func encode(buffer: UnsafeBufferPointer<UInt8>, lowercase: Bool) -> String {
+        let letterOffset: UInt8 = lowercase ? 0x61 - 10 : 0x41 - 10
+        return String(unsafeUninitializedCapacity: buffer.count * 2) { out in
+            var i = 0
+            for byte in buffer {
+                let high = byte >> 4
+                let low = byte & 0x0F
+                out[i] = high < 10 ? 0x30 + high : letterOffset + high
+                out[i + 1] = low < 10 ? 0x30 + low : letterOffset + low
+                i += 2
+            }
+            return i
+        }
     }
 
     /// Parses hex of even length, either case, with no separators; nil for anything else.

@@ -67,17 +67,17 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
             ], in: context)
         self.json = json
         let pan = try Fields.string(json, "applicationPrimaryAccountNumber", in: context)!
-        guard (12...19).contains(pan.count), pan.allSatisfy(\.isASCII), pan.allSatisfy(\.isNumber) else {
+        guard (12...19).contains(pan.utf8.count), pan.utf8.allSatisfy(Self.isDigit) else {
             throw PaymentTokenError(.invalidField, "applicationPrimaryAccountNumber must be 12 to 19 digits")
         }
         applicationPrimaryAccountNumber = pan
         let expiry = try Fields.string(json, "applicationExpirationDate", in: context)!
-        guard expiry.count == 6, expiry.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+        guard expiry.utf8.count == 6, expiry.utf8.allSatisfy(Self.isDigit) else {
             throw PaymentTokenError(.invalidField, "applicationExpirationDate must be YYMMDD")
         }
         applicationExpirationDate = expiry
         let currency = try Fields.string(json, "currencyCode", in: context)!
-        guard currency.count == 3, currency.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+        guard currency.utf8.count == 3, currency.utf8.allSatisfy(Self.isDigit) else {
             throw PaymentTokenError(.invalidField, "currencyCode must be 3 digits (ISO 4217 numeric)")
         }
         currencyCode = currency
@@ -146,6 +146,9 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
             authenticationResponses = nil
         }
     }
+
+    /// An ASCII digit (checked on UTF-8 bytes: `Character.isNumber` also accepts other scripts' digits).
+    private static func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
 
     /// The plaintext as compact JSON, members in their original order.
     public var plaintextJSON: String { json.serialized }

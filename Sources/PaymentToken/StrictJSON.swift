@@ -131,7 +131,12 @@ public enum StrictJSONParser {
         }
 
         mutating func skipWhitespace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         func fail(_ what: String) -> PaymentTokenError {
@@ -158,19 +163,22 @@ public enum StrictJSONParser {
             }
         }
 
-        mutating func literal(_ word: String) throws(PaymentTokenError) {
-            let w = Array(word.utf8)
-            guard index + w.count <= bytes.count, Array(bytes[index..<index + w.count]) == w else {
+        mutating func literal(_ word: StaticString) throws(PaymentTokenError) {
+            let count = word.utf8CodeUnitCount
+            guard index + count <= bytes.count,
+                word.withUTF8Buffer({ bytes[index..<index + count].elementsEqual($0) })
+            else {
                 throw fail("invalid literal")
             }
-            index += w.count
+            index += count
         }
 
         mutating func parseObject(depth: Int) throws(PaymentTokenError) -> JSONValue {
             guard depth <= maxDepth else { throw fail("JSON nested deeper than \(maxDepth) levels") }
             index += 1
             var members: [(String, JSONValue)] = []
-            var seen = Set<String>()
+            // Duplicate keys: a scan of the few members Apple's objects have; a set once an object grows.
+            var seen: Set<String>?
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
@@ -180,7 +188,14 @@ public enum StrictJSONParser {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
                 let key = try parseString()
-                guard seen.insert(key).inserted else {
+                let duplicate: Bool
+                if seen == nil, members.count < 16 {
+                    duplicate = members.contains { $0.0 == key }
+                } else {
+                    if seen == nil { seen = Set(members.map(\.0)) }
+                    duplicate = !seen!.insert(key).inserted
+                }
+                guard !duplicate else {
                     throw PaymentTokenError(.duplicateKey, "the key \"\(key)\" appears twice in one object")
                 }
                 skipWhitespace()
@@ -223,6 +238,21 @@ public enum StrictJSONParser {
 
         mutating func parseString() throws(PaymentTokenError) -> String {
             index += 1  // opening quote
+            // Fast path: a string without escapes becomes a String straight from its bytes.
+            var end = index
+            while end < bytes.count {
+                let c = bytes[end]
+                if c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c < 0x20 { break }
+                end += 1
+            }
+            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+                let text = bytes.withUnsafeBufferPointer { b in
+                    String(validating: UnsafeBufferPointer(rebasing: b[index..<end]), as: UTF8.self)
+                }
+                guard let text else { throw PaymentTokenError(.malformedJSON, "invalid UTF-8 in a string") }
+                index = end + 1
+                return text
+            }
             var scalars = String.UnicodeScalarView()
             var runStart = index
             func flush(_ end: Int, into scalars: inout String.UnicodeScalarView) throws(PaymentTokenError) {

@@ -250,14 +250,23 @@ public struct Header: Sendable, Equatable {
 
 /// Field access with exact field sets and strict encodings.
 enum Fields {
+    /// Every member is in `required` or `optional`, and every `required` key is present. Plain arrays, not
+    /// sets: the lists are short, and building sets cost more than the scans on every token.
     static func exact(
-        _ members: [(String, JSONValue)], required: Set<String>, optional: Set<String>, in context: String
+        _ members: [(String, JSONValue)], required: [String], optional: [String], in context: String
     ) throws(PaymentTokenError) {
-        for (key, _) in members where !required.contains(key) && !optional.contains(key) {
-            throw PaymentTokenError(.unknownField, "unknown key \"\(key.prefix(40))\" in \(context)")
+        precondition(required.count <= 64, "Fields.exact takes at most 64 required keys")
+        var found: UInt64 = 0
+        for (key, _) in members {
+            if let i = required.firstIndex(of: key) {
+                found |= 1 << UInt64(i)
+            } else if !optional.contains(key) {
+                throw PaymentTokenError(.unknownField, "unknown key \"\(key.prefix(40))\" in \(context)")
+            }
         }
-        let present = Set(members.map(\.0))
-        for key in required.sorted() where !present.contains(key) {
+        let all: UInt64 = required.count == 64 ? .max : (1 << UInt64(required.count)) - 1
+        guard found != all else { return }
+        for key in required.sorted() where !members.contains(where: { $0.0 == key }) {
             throw PaymentTokenError(.missingField, "\(context) lacks \"\(key)\"")
         }
     }

@@ -238,7 +238,7 @@ struct SignedAttributesView {
         try ASN1.validate(encoded, rules: .der, limits: limits)
         var reader = try der.children()
         var previous: ArraySlice<UInt8>?
-        var seen = Set<ASN1ObjectIdentifier>()
+        var seen: [ASN1ObjectIdentifier] = []
         var contentType: ASN1ObjectIdentifier?
         var messageDigest: ArraySlice<UInt8>?
         var signingTime: Date?
@@ -254,13 +254,11 @@ struct SignedAttributesView {
             let type = try fields.next().objectIdentifier("signed attribute: type")
             let values = try fields.next(.set, "signed attribute \(type): values")
             try fields.finish("signed attribute \(type)")
-            let known: [ASN1ObjectIdentifier] = [
-                .contentTypeAttribute, .messageDigestAttribute, .signingTimeAttribute, .algorithmProtectionAttribute,
-            ]
-            guard known.contains(type) else { continue }
-            guard seen.insert(type).inserted else {
+            guard Self.known.contains(type) else { continue }
+            guard !seen.contains(type) else {
                 throw X509Error(.invalidValue, "signed attribute \(type) appears more than once")
             }
+            seen.append(type)
             var valueReader = try values.children()
             let value = try valueReader.next()
             try valueReader.finish("signed attribute \(type): exactly one value")
@@ -292,6 +290,11 @@ struct SignedAttributesView {
         self.signingTime = signingTime
         protectedAlgorithms = protection
     }
+
+    /// The attributes read; others are skipped.
+    private static let known: [ASN1ObjectIdentifier] = [
+        .contentTypeAttribute, .messageDigestAttribute, .signingTimeAttribute, .algorithmProtectionAttribute,
+    ]
 
     /// What the signature covers: the DER of the attributes with the `[0]` tag replaced by SET (0x31).
     var signedBytes: [UInt8] {
