@@ -14,13 +14,19 @@ public protocol PaymentAuthorizationControllerDelegate: Sendable {
 }
 
 extension PaymentAuthorizationControllerDelegate {
-    public func didSelectShippingContact(_ contact: PaymentContact, request: PaymentRequest) async
+    public func didSelectShippingContact(
+        _ contact: PaymentContact, request: PaymentRequest
+    ) async
         -> PaymentRequestUpdate
     { PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems, shippingMethods: request.shippingMethods) }
-    public func didSelectShippingMethod(_ method: ShippingMethod, request: PaymentRequest) async
+    public func didSelectShippingMethod(
+        _ method: ShippingMethod, request: PaymentRequest
+    ) async
         -> PaymentRequestUpdate
     { PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems) }
-    public func didSelectPaymentMethod(_ method: PaymentMethod, request: PaymentRequest) async
+    public func didSelectPaymentMethod(
+        _ method: PaymentMethod, request: PaymentRequest
+    ) async
         -> PaymentRequestUpdate
     { PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems) }
 }

@@ -123,7 +123,8 @@ public struct PaymentContact: Hashable, Sendable, Codable {
     public var redacted: PaymentContact {
         PaymentContact(
             postalAddress: postalAddress.map {
-                PostalAddress(street: "", city: $0.city, state: $0.state, postalCode: $0.postalCode, country: $0.country)
+                PostalAddress(
+                    street: "", city: $0.city, state: $0.state, postalCode: $0.postalCode, country: $0.country)
             })
     }
 }
@@ -183,7 +184,9 @@ public struct PaymentRequestUpdate: Hashable, Sendable {
     public var shippingMethods: [ShippingMethod]?
     /// Non-empty: the sheet shows them and does not let the user pay.
     public var errors: [String]
-    public init(paymentSummaryItems: [PaymentSummaryItem], shippingMethods: [ShippingMethod]? = nil, errors: [String] = []) {
+    public init(
+        paymentSummaryItems: [PaymentSummaryItem], shippingMethods: [ShippingMethod]? = nil, errors: [String] = []
+    ) {
         self.paymentSummaryItems = paymentSummaryItems
         self.shippingMethods = shippingMethods
         self.errors = errors

@@ -88,7 +88,9 @@ extension DeviceCertificateAuthority {
             publicKey: CertificatePublicKey(key), issuer: .certificate(certificate, key: self.key),
             notValidBefore: now.addingTimeInterval(-300),
             notValidAfter: now.addingTimeInterval(Self.deviceCertificateLifetime),
-            extensions: [.basicConstraints(isCA: false), .keyUsage([.digitalSignature]), .extendedKeyUsage([.clientAuth])],
+            extensions: [
+                .basicConstraints(isCA: false), .keyUsage([.digitalSignature]), .extendedKeyUsage([.clientAuth]),
+            ],
             random: random)
     }
 }

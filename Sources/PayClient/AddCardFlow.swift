@@ -77,7 +77,9 @@ public struct AddCardFlow: Sendable {
                         + "\(decision.stepUpDestination ?? "?"); give it with --otp")
             }
             decision = try await client.submitOneTimeCode(OneTimeCodeBody(sessionID: sessionID, code: code))
-            trace("device → issuer (through the Pay server and token service): one-time code → \(Self.describe(decision))")
+            trace(
+                "device → issuer (through the Pay server and token service): one-time code → \(Self.describe(decision))"
+            )
         }
         switch decision.outcome {
         case .declined:
@@ -117,7 +119,8 @@ public struct AddCardFlow: Sendable {
     static func describe(_ result: CardCheckResult) -> String {
         switch result.outcome {
         case .approved: return "approved"
-        case .stepUp: return "step-up (code sent by \(result.stepUpMethod ?? "?") to \(result.stepUpDestination ?? "?"))"
+        case .stepUp:
+            return "step-up (code sent by \(result.stepUpMethod ?? "?") to \(result.stepUpDestination ?? "?"))"
         case .declined: return "declined (\(result.declineReason ?? "no reason"))"
         }
     }

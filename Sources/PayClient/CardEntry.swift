@@ -18,7 +18,9 @@ public struct CardEntry: Sendable, CustomStringConvertible, CustomDebugStringCon
     ///   - expiry: `MM/YY`.
     ///   - verificationValue: 3 or 4 digits.
     ///   - cardholderName: 1 to 100 bytes.
-    public init(number: String, expiry: String, verificationValue: String, cardholderName: String)
+    public init(
+        number: String, expiry: String, verificationValue: String, cardholderName: String
+    )
         throws(PayClientError)
     {
         let digits = Array(number.utf8.filter { $0 != UInt8(ascii: " ") })

@@ -81,7 +81,9 @@ public final class DevicePaymentSheet: PaymentSheetHost {
 
     public func canMakePayments() async -> Bool { device.profile.authorizesPayments }
 
-    public func canMakePayments(usingNetworks networks: [PaymentNetwork], capabilities: MerchantCapabilities) async
+    public func canMakePayments(
+        usingNetworks networks: [PaymentNetwork], capabilities: MerchantCapabilities
+    ) async
         -> Bool
     {
         guard device.profile.authorizesPayments else { return false }
@@ -124,7 +126,8 @@ public final class DevicePaymentSheet: PaymentSheetHost {
             proposed = eligible.first
         }
         guard let proposed else {
-            throw PaymentSheetError(.noEligibleCard, "no card in the wallet fits the merchant's networks and capabilities")
+            throw PaymentSheetError(
+                .noEligibleCard, "no card in the wallet fits the merchant's networks and capabilities")
         }
         guard let card = await user.chooseCard(eligible, proposed: proposed), eligible.contains(card) else {
             return .cancelled
@@ -141,7 +144,9 @@ public final class DevicePaymentSheet: PaymentSheetHost {
             guard let contact = await user.shippingContact() else { return .cancelled }
             shippingContact = contact
             try apply(await delegate.didSelectShippingContact(contact.redacted, request: request), to: &request)
-            trace("sheet: shipping to \(contact.postalAddress?.city ?? "?"); the app saw city, state, postal code, country")
+            trace(
+                "sheet: shipping to \(contact.postalAddress?.city ?? "?"); the app saw city, state, postal code, country"
+            )
         }
         if !request.shippingMethods.isEmpty {
             guard let chosen = await user.chooseShippingMethod(request.shippingMethods) else { return .cancelled }

@@ -1,8 +1,8 @@
 public import Device
 import Foundation
-public import PayAPI
 public import OrchardRuntime
 import OrchardServices
+public import PayAPI
 
 /// Applies the token-status notifications the Pay server holds for this device: a suspended token's card stops
 /// being offered, a resumed one comes back, a deleted one is terminated in the Secure Element (its DPAN and keys

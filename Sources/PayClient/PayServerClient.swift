@@ -46,7 +46,8 @@ public final class PayServerClient: Sendable {
     /// ``ProvisioningKey``).
     public func provisioningCertificate() async throws(PayClientError) -> Certificate {
         let body: ProvisioningKeyResponse = try await get(PayAPI.Route.provisioningKey)
-        guard let der = Data(base64Encoded: body.certificate), let certificate = try? Certificate(derEncoded: Array(der))
+        guard let der = Data(base64Encoded: body.certificate),
+            let certificate = try? Certificate(derEncoded: Array(der))
         else {
             throw PayClientError(.protocolViolation, "the provisioning certificate is not a DER certificate")
         }

@@ -64,7 +64,8 @@ final class DeviceRegistry: Sendable {
 
     static func subject(of certificate: Certificate) -> Subject? {
         let subject = certificate.subject
-        guard subject.organization == "Orchard device", let name = subject.commonName, let kind = subject.organizationalUnit,
+        guard subject.organization == "Orchard device", let name = subject.commonName,
+            let kind = subject.organizationalUnit,
             let account = subject.userID, deviceKinds.contains(kind), PayService.isAccountName(account),
             isDeviceName(name)
         else { return nil }
@@ -83,7 +84,8 @@ final class DeviceRegistry: Sendable {
 
     /// The subject of the request's (already verified) client certificate.
     func subject(of request: HTTPRequest) throws(PayServerError) -> Subject {
-        guard let der = request.clientCertificate?.derRepresentation, let certificate = try? Certificate(derEncoded: der),
+        guard let der = request.clientCertificate?.derRepresentation,
+            let certificate = try? Certificate(derEncoded: der),
             let subject = Self.subject(of: certificate)
         else {
             throw PayServerError(.notPermitted, "this route needs a device's client certificate")

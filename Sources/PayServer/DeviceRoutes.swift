@@ -50,7 +50,8 @@ extension PayServer {
             let answer: NetworkWire.CheckCardAnswer = try await network.post(
                 "/v1/provisioning/check-card",
                 NetworkWire.CheckCard(
-                    idempotencyKey: device.deviceID + "/" + body.idempotencyKey, tokenRequestorID: Self.tokenRequestorID,
+                    idempotencyKey: device.deviceID + "/" + body.idempotencyKey,
+                    tokenRequestorID: Self.tokenRequestorID,
                     deviceID: device.deviceID, deviceKind: device.kind, encryptedCardData: body.encryptedCardData))
             return try await Self.relay(answer, for: device.deviceID, at: clock.now(), store: store)
         }
@@ -86,7 +87,8 @@ extension PayServer {
                 return LinkResult(outcome: "declined", declineReason: declined._0)
             }
             guard let token = answer.provisioned?._0 else {
-                throw PayServerError(.networkUnavailable, "Link and Provision answered neither provisioned nor declined")
+                throw PayServerError(
+                    .networkUnavailable, "Link and Provision answered neither provisioned nor declined")
             }
             let display = Self.display(token.profile)
             try await store.write { db in
@@ -98,7 +100,8 @@ extension PayServer {
                     ON CONFLICT (token_reference) DO NOTHING
                     """,
                     [
-                        .text(token.tokenReference), .text(device.deviceID), .text(display.network), .text(display.type),
+                        .text(token.tokenReference), .text(device.deviceID), .text(display.network),
+                        .text(display.type),
                         .text(display.suffix), .text(display.description), .milliseconds(clock.now()),
                     ])
             }
@@ -149,7 +152,8 @@ extension PayServer {
         }
 
         for action in PayAPI.LifecycleAction.allCases {
-            router.post(PayAPI.Route.lifecycle(device: ":device", action: action), requirement: requirement) { request in
+            router.post(PayAPI.Route.lifecycle(device: ":device", action: action), requirement: requirement) {
+                request in
                 let owner = try devices.subject(of: request)
                 let target = try request.parameter("device")
                 guard let device = try await devices.device(target), device.account == owner.account else {
@@ -193,7 +197,8 @@ extension PayServer {
             }
         }
         await pullNetworkNotifications()
-        return LifecycleResult(deviceID: deviceID, action: action, cards: try await Self.cards(of: deviceID, store: store))
+        return LifecycleResult(
+            deviceID: deviceID, action: action, cards: try await Self.cards(of: deviceID, store: store))
     }
 
     /// Reads the network's token-status notifications since the last one applied and queues each for its device
@@ -224,7 +229,8 @@ extension PayServer {
             for item in feed.notifications where item.notification.event != "provisioned" {
                 let note = item.notification
                 guard
-                    try db.queryFirst("SELECT 1 FROM devices WHERE device_id = ?", [.text(note.deviceID)], { _ in true })
+                    try db.queryFirst(
+                        "SELECT 1 FROM devices WHERE device_id = ?", [.text(note.deviceID)], { _ in true })
                         != nil
                 else { continue }
                 try db.execute(
@@ -300,7 +306,8 @@ extension PayServer {
     /// Idempotency keys are the client's: 1 to 64 printable characters, never a card number's shape.
     static func checkIdempotencyKey(_ key: String) throws(PayServerError) {
         let bytes = Array(key.utf8)
-        guard (1...64).contains(bytes.count), bytes.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "/") })
+        guard (1...64).contains(bytes.count),
+            bytes.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "/") })
         else {
             throw PayServerError(.invalidRequest, "an idempotency key is 1 to 64 printable characters without /")
         }

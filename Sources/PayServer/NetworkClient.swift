@@ -27,7 +27,9 @@ final class NetworkClient: Sendable {
 
     deinit { client.shutdown() }
 
-    func get<Output: Decodable>(_ path: String, as type: Output.Type = Output.self) async throws(PayServerError) -> Output {
+    func get<Output: Decodable>(
+        _ path: String, as type: Output.Type = Output.self
+    ) async throws(PayServerError) -> Output {
         try await send(.get, path, body: Optional<Empty>.none)
     }
 

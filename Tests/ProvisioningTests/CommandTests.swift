@@ -36,7 +36,8 @@ struct ProvisioningCommandTests {
             "12/34", "--cvv", "641", "--cardholder", "Alice Doe",
         ])
         #expect(stepUp.status == 1 && stepUp.stdout.isEmpty)
-        #expect(stepUp.stderr.split(separator: "\n").last?.hasPrefix("error: ") == true && stepUp.stderr.contains("--otp"))
+        #expect(
+            stepUp.stderr.split(separator: "\n").last?.hasPrefix("error: ") == true && stepUp.stderr.contains("--otp"))
 
         let lost = try await orchard(["device", "lost-mode", "--data-dir", path, "--name", "phone"])
         #expect(lost.status == 0 && lost.stdout.contains("\"suspended\""), "\(lost.stderr)")
@@ -56,7 +57,9 @@ struct ProvisioningCommandTests {
 /// with --out leaves an Apple-format token that a verifier given only those files decrypts.
 @Suite("orchard app buy", .serialized)
 struct AppBuyCommandTests {
-    @Test("A fresh deployment: demo-phone made and provisioned, approved; --out files verify; other applicationData refused")
+    @Test(
+        "A fresh deployment: demo-phone made and provisioned, approved; --out files verify; other applicationData refused"
+    )
     func buy() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-app-\(UUID().uuidString)")
             .path

@@ -31,7 +31,9 @@ final class RecordingDelegate: PaymentAuthorizationControllerDelegate, @unchecke
             PaymentSummaryItem(label: "Orchard Demo Store", amount: "11.99"),
         ])
     }
-    func didSelectPaymentMethod(_ method: AppPayments.PaymentMethod, request: PaymentRequest) async -> PaymentRequestUpdate {
+    func didSelectPaymentMethod(
+        _ method: AppPayments.PaymentMethod, request: PaymentRequest
+    ) async -> PaymentRequestUpdate {
         lock.withLock { _methods.append(method) }
         return PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems)
     }
@@ -59,7 +61,8 @@ struct PaymentSheetTests {
 
     static func request(
         merchant: String = "merchant.dev.orchard.demo", networks: [PaymentNetwork] = [.visa, .masterCard],
-        capabilities: MerchantCapabilities = [.threeDSecure, .credit, .debit], applicationData: Data? = Data("order-42".utf8)
+        capabilities: MerchantCapabilities = [.threeDSecure, .credit, .debit],
+        applicationData: Data? = Data("order-42".utf8)
     ) -> PaymentRequest {
         PaymentRequest(
             merchantIdentifier: merchant, countryCode: "US", currencyCode: "USD", supportedNetworks: networks,
@@ -73,13 +76,17 @@ struct PaymentSheetTests {
             shippingMethods: [ShippingMethod(identifier: "standard", label: "Standard", amount: "0.00")])
     }
 
-    func sheet(_ sandbox: Sandbox, _ device: Device, user: any PaymentSheetUser = AcceptingSheetUser(contact: alice))
+    func sheet(
+        _ sandbox: Sandbox, _ device: Device, user: any PaymentSheetUser = AcceptingSheetUser(contact: alice)
+    )
         throws -> DevicePaymentSheet
     {
         DevicePaymentSheet(device: device, client: try sandbox.client(device.name), root: sandbox.root, user: user)
     }
 
-    @Test("canMakePayments: no card, networks not accepted, a debit card for a credit-only merchant, a Mac without Touch ID")
+    @Test(
+        "canMakePayments: no card, networks not accepted, a debit card for a credit-only merchant, a Mac without Touch ID"
+    )
     func canMakePayments() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
@@ -96,7 +103,9 @@ struct PaymentSheetTests {
         await sandbox.close()
     }
 
-    @Test("A paid sheet: the app sees a redacted contact first, then only the fields it required; the token decrypts for the merchant with the order's applicationData")
+    @Test(
+        "A paid sheet: the app sees a redacted contact first, then only the fields it required; the token decrypts for the merchant with the order's applicationData"
+    )
     func payment() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
@@ -105,7 +114,8 @@ struct PaymentSheetTests {
             secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate)
         let delegate = RecordingDelegate()
         let controller = PaymentAuthorizationController(
-            paymentRequest: Self.request(), host: try sheet(sandbox, phone), applicationIdentifier: "dev.orchard.demo-app")
+            paymentRequest: Self.request(), host: try sheet(sandbox, phone),
+            applicationIdentifier: "dev.orchard.demo-app")
         guard case .completed(let result) = try await controller.present(delegate: delegate) else {
             Issue.record("the sheet did not complete"); return await sandbox.close()
         }
@@ -115,7 +125,8 @@ struct PaymentSheetTests {
         let redacted = try #require(delegate.shippingContacts.first)
         #expect(redacted.name == nil && redacted.emailAddress == nil && redacted.postalAddress?.street == "")
         #expect(redacted.postalAddress?.city == "Cupertino" && redacted.postalAddress?.postalCode == "95014")
-        #expect(delegate.methods.first?.network == .visa && delegate.methods.first?.displayName.contains("1111") == true)
+        #expect(
+            delegate.methods.first?.network == .visa && delegate.methods.first?.displayName.contains("1111") == true)
         let payment = try #require(delegate.payments.first)
         #expect(payment.shippingContact?.name == "Alice Doe" && payment.shippingContact?.emailAddress == nil)
         #expect(payment.billingContact?.postalAddress == nil && payment.billingContact?.name == "Alice Doe")
@@ -144,7 +155,10 @@ struct PaymentSheetTests {
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
         _ = try await sandbox.addCard("4111111111111111", to: phone)
         let delegate = RecordingDelegate()
-        for (app, merchant) in [("dev.orchard.demo-app", "merchant.dev.orchard.other"), ("dev.orchard.other-app", "merchant.dev.orchard.demo")] {
+        for (app, merchant) in [
+            ("dev.orchard.demo-app", "merchant.dev.orchard.other"),
+            ("dev.orchard.other-app", "merchant.dev.orchard.demo"),
+        ] {
             let controller = PaymentAuthorizationController(
                 paymentRequest: Self.request(merchant: merchant), host: try sheet(sandbox, phone),
                 applicationIdentifier: app)

@@ -113,7 +113,8 @@ struct ProvisioningTests {
         let client = try sandbox.client("phone")
         _ = try await client.register(
             secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate)
-        let key = try ProvisioningKey(certificate: try await client.provisioningCertificate(), root: sandbox.root, now: Date())
+        let key = try ProvisioningKey(
+            certificate: try await client.provisioningCertificate(), root: sandbox.root, now: Date())
         let sealed = try key.seal(
             try CardEntry(number: "4111111111111111", expiry: "12/34", verificationValue: "266", cardholderName: "A B"),
             deviceID: "phone")
@@ -148,7 +149,8 @@ struct ProvisioningTests {
         let client = try sandbox.client("phone")
         _ = try await client.register(
             secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate)
-        let key = try ProvisioningKey(certificate: try await client.provisioningCertificate(), root: sandbox.root, now: Date())
+        let key = try ProvisioningKey(
+            certificate: try await client.provisioningCertificate(), root: sandbox.root, now: Date())
         let card = try CardEntry(
             number: "4111111111111111", expiry: "12/34", verificationValue: "266", cardholderName: "Alice Doe")
         let sealed = try key.seal(card, deviceID: "phone")
@@ -176,10 +178,14 @@ struct ProvisioningTests {
             publicKey: CertificatePublicKey(try P256.Signing.PrivateKey().publicKey), issuer: merchantCA.issuer,
             notValidBefore: Date().addingTimeInterval(-60), notValidAfter: Date().addingTimeInterval(3600),
             extensions: [.basicConstraints(isCA: false), .keyUsage([.keyAgreement])])
-        #expect(throws: PayClientError.self) { _ = try ProvisioningKey(certificate: forged, root: sandbox.root, now: Date()) }
+        #expect(throws: PayClientError.self) {
+            _ = try ProvisioningKey(certificate: forged, root: sandbox.root, now: Date())
+        }
         // The root's own TLS certificate for the network is from the root, but not a provisioning certificate.
         let tls = try Certificate(pemEncoded: try sandbox.deployment.readCertificate(named: "network-tls"))
-        #expect(throws: PayClientError.self) { _ = try ProvisioningKey(certificate: tls, root: sandbox.root, now: Date()) }
+        #expect(throws: PayClientError.self) {
+            _ = try ProvisioningKey(certificate: tls, root: sandbox.root, now: Date())
+        }
         await sandbox.close()
     }
 

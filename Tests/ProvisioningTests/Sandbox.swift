@@ -22,8 +22,10 @@ final class Sandbox: @unchecked Sendable {
     let connections: ServiceConnections
     let root: Certificate
 
-    static let cvv = ["4111111111111111": "266", "5555555555554444": "667", "4000000000003220": "641",
-                      "4000000000000002": "346", "4000056655665556": "772"]
+    static let cvv = [
+        "4111111111111111": "266", "5555555555554444": "667", "4000000000003220": "641",
+        "4000000000000002": "346", "4000056655665556": "772",
+    ]
 
     init() async throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-prov-\(UUID().uuidString)").path
@@ -41,7 +43,9 @@ final class Sandbox: @unchecked Sendable {
 
     /// Makes a device with passcode 123456.
     @discardableResult
-    func makeDevice(_ name: String, kind: DeviceKind, biometry: Biometry, account: String = "demo") async throws
+    func makeDevice(
+        _ name: String, kind: DeviceKind, biometry: Biometry, account: String = "demo"
+    ) async throws
         -> Device
     {
         _ = try Device.create(

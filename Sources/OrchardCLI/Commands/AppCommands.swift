@@ -152,16 +152,25 @@ enum AppBuy {
 
     /// Any JSON value, to re-encode a token inside a request body without changing it.
     enum AnyJSON: Codable, Sendable {
-        case string(String), number(Double), integer(Int64), bool(Bool), null, array([AnyJSON]), object([String: AnyJSON])
+        case string(String), number(Double), integer(Int64), bool(Bool), null, array([AnyJSON]), object(
+            [String: AnyJSON])
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if container.decodeNil() { self = .null }
-            else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-            else if let value = try? container.decode(Int64.self) { self = .integer(value) }
-            else if let value = try? container.decode(Double.self) { self = .number(value) }
-            else if let value = try? container.decode(String.self) { self = .string(value) }
-            else if let value = try? container.decode([AnyJSON].self) { self = .array(value) }
-            else { self = .object(try container.decode([String: AnyJSON].self)) }
+            if container.decodeNil() {
+                self = .null
+            } else if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Int64.self) {
+                self = .integer(value)
+            } else if let value = try? container.decode(Double.self) {
+                self = .number(value)
+            } else if let value = try? container.decode(String.self) {
+                self = .string(value)
+            } else if let value = try? container.decode([AnyJSON].self) {
+                self = .array(value)
+            } else {
+                self = .object(try container.decode([String: AnyJSON].self))
+            }
         }
         func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
@@ -196,7 +205,8 @@ enum AppBuy {
             self.trace = trace
         }
 
-        func didSelectShippingContact(_ contact: PaymentContact, request: PaymentRequest) async -> PaymentRequestUpdate {
+        func didSelectShippingContact(_ contact: PaymentContact, request: PaymentRequest) async -> PaymentRequestUpdate
+        {
             trace(
                 "app: shipping region \(contact.postalAddress?.city ?? "?"), \(contact.postalAddress?.state ?? "?") "
                     + "\(contact.postalAddress?.postalCode ?? "?") \(contact.postalAddress?.country ?? "?") (redacted)")
@@ -242,7 +252,8 @@ enum AppBuy {
                     + String(decoding: created.body.prefix(300), as: UTF8.self))
         }
         let order = try JSONDecoder().decode(Order.self, from: created.body)
-        trace("app → merchant server: order \(order.orderID) for \(orderRequest.item), \(order.total) \(order.currency)")
+        trace(
+            "app → merchant server: order \(order.orderID) for \(orderRequest.item), \(order.total) \(order.currency)")
         let request = PaymentRequest(
             merchantIdentifier: merchant ?? order.merchantIdentifier, countryCode: order.countryCode,
             currencyCode: order.currency, supportedNetworks: order.supportedNetworks.map(PaymentNetwork.init),
@@ -260,7 +271,8 @@ enum AppBuy {
                 identity: try Device.clientIdentity(of: device.name, in: deployment)),
             root: try Certificate(pemEncoded: connections.rootCertificatePEM),
             user: AcceptingSheetUser(contact: demoContact), trace: trace)
-        let delegate = CheckoutDelegate(client: client, paymentURL: base + "/v1/orders/\(order.orderID)/payment", trace: trace)
+        let delegate = CheckoutDelegate(
+            client: client, paymentURL: base + "/v1/orders/\(order.orderID)/payment", trace: trace)
         let controller = PaymentAuthorizationController(
             paymentRequest: request, host: sheet, applicationIdentifier: application)
         let outcome: PaymentSheetOutcome
@@ -270,7 +282,9 @@ enum AppBuy {
             throw CLIError.failure("the payment sheet refused: \(error)")
         }
         guard case .completed = outcome else { throw CLIError.failure("the payment sheet was cancelled") }
-        if let out, let token = delegate.token { try writeArtifacts(token: token, deployment: deployment, to: out, trace: trace) }
+        if let out, let token = delegate.token {
+            try writeArtifacts(token: token, deployment: deployment, to: out, trace: trace)
+        }
         if let failure = delegate.failure { throw CLIError.failure(failure) }
         guard let answer = delegate.answer else { throw CLIError.failure("the merchant gave no answer") }
         trace(

@@ -62,9 +62,10 @@ enum DemoCommand {
         let payments: [DemoInStore.Row]
         do {
             context.trace(
-                "services: " + [ServiceName.network, .pay, .merchant].map { name in
-                    "\(name) \(connections.startedInProcess.contains(name) ? "started here" : "running")"
-                }.joined(separator: ", "))
+                "services: "
+                    + [ServiceName.network, .pay, .merchant].map { name in
+                        "\(name) \(connections.startedInProcess.contains(name) ? "started here" : "running")"
+                    }.joined(separator: ", "))
             context.trace("")
             context.trace("== provisioning: the issuer's test card onto a phone and a watch ==")
             let (rows, devices) = try await DemoProvisioning.run(

@@ -80,7 +80,8 @@ enum DemoInStore {
             rows.append(
                 Row(
                     channel: "in-store", device: payment.device, card: result.maskedPAN ?? "-",
-                    amount: "\(payment.amount) \(settings.currency)", result: result.isApproved ? "approved" : "declined",
+                    amount: "\(payment.amount) \(settings.currency)",
+                    result: result.isApproved ? "approved" : "declined",
                     responseCode: result.responseCode))
         }
         await store.close()

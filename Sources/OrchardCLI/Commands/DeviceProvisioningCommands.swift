@@ -130,8 +130,10 @@ extension DeviceCommands {
             "envelope": Data(envelope).base64EncodedString(), "type": display.type, "suffix": display.suffix,
             "displayName": display.description,
         ])
-        let answer = try await send(ControlRequest(method: "POST", path: "/cards", body: body), to: name, in: deployment)
-        guard let card = try JSONSerialization.jsonObject(with: answer) as? [String: Any], let id = card["id"] as? String
+        let answer = try await send(
+            ControlRequest(method: "POST", path: "/cards", body: body), to: name, in: deployment)
+        guard let card = try JSONSerialization.jsonObject(with: answer) as? [String: Any],
+            let id = card["id"] as? String
         else { throw CLIError.failure("the device answered the installation without a card") }
         return id
     }
@@ -141,7 +143,8 @@ extension DeviceCommands {
     ) async throws {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = try arguments.require("name")
-        let result = try await PaySession.with(device: arguments.value("as") ?? name, in: deployment, context: context) {
+        let result = try await PaySession.with(device: arguments.value("as") ?? name, in: deployment, context: context)
+        {
             try await performLifecycle(action, device: name, client: $0.client)
         }
         context.trace(
@@ -208,7 +211,9 @@ struct PaySession {
     let root: Certificate
     let connections: ServiceConnections
 
-    static func open(device name: String, in deployment: DeploymentDirectory, context: CommandContext) async throws
+    static func open(
+        device name: String, in deployment: DeploymentDirectory, context: CommandContext
+    ) async throws
         -> PaySession
     {
         let registry = try DeploymentCommands.registry()
