@@ -56,12 +56,6 @@ public struct AcceptingSheetUser: PaymentSheetUser {
 /// The app receives only what ``AppPayments`` carries: summary-item labels and the raw applicationData stay on
 /// the device (the credential holds amounts and the applicationData's SHA-256).
 public final class DevicePaymentSheet: PaymentSheetHost {
-    /// The sheet's states, in order; any step may end it (cancelled, refused).
-    public enum State: String, Sendable {
-        case entitlementCheck, cardSelection, shippingContact, shippingMethod, authentication, nonce, credential,
-            exchange, appProcessing, completed, cancelled, failed
-    }
-
     public let device: Device
     private let client: PayServerClient
     private let root: Certificate
