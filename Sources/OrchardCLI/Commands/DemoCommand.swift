@@ -121,8 +121,9 @@ enum DemoCommand {
             ([header] + cells).map { $0[column].count }.max() ?? 0
         }
         func line(_ values: [String]) -> String {
-            values.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+            let padded = values.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
                 .joined(separator: "  ")
+            return String(padded.reversed().drop(while: { $0 == " " }).reversed())
         }
         return [line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")]
             + cells.map(line)
