@@ -51,7 +51,8 @@ struct ShutdownTests {
         let client = try PKI.client(configure: { $0.maxAttempts = 1 })
         // An idle kept-alive connection, to show idle connections are closed at once.
         #expect(try await client.get(base + "/health").status == .ok)
-        let inFlight = (0..<4).map { _ in Task { try await client.get(base + "/slow?ms=1200") } }
+        // Long enough that the drain surely starts while they run, even on a loaded machine.
+        let inFlight = (0..<4).map { _ in Task { try await client.get(base + "/slow?ms=3000") } }
         #expect(await eventually { sink.records.filter { $0.message == "slow request started" }.count == 4 })
 
         let shutdown = Task { await server.shutdown() }
@@ -66,7 +67,7 @@ struct ShutdownTests {
         for task in inFlight {
             let response = try await task.value
             #expect(response.status == .ok)
-            #expect(response.text == "slept 1200")
+            #expect(response.text == "slept 3000")
             #expect(response.headers["Connection"] == "close")
         }
         await shutdown.value
