@@ -25,7 +25,7 @@ final class DeviceRegistry: Sendable {
     let deviceCA: Certificate
     private let deviceCAKey: CertificatePublicKey?
     private let clock: any WallClock
-    private let verifiedSignatures = Mutex<Set<[UInt8]>>([])
+    private let verifiedSignatures = Mutex<Set<DERBytes>>([])
 
     init(store: Store, deviceCA: Certificate, clock: any WallClock) {
         self.store = store
@@ -52,7 +52,7 @@ final class DeviceRegistry: Sendable {
         else { return false }
         // The signature check is the costly part and its answer never changes for the same bytes: remember the
         // certificates whose signature verified (validity is still checked on every request, above).
-        let der = certificate.derRepresentation
+        let der = DERBytes(bytes: certificate.derRepresentation)
         if verifiedSignatures.withLock({ $0.contains(der) }) { return true }
         guard certificate.isSignature(validUnder: deviceCAKey) else { return false }
         verifiedSignatures.withLock { cache in
@@ -60,6 +60,12 @@ final class DeviceRegistry: Sendable {
             cache.insert(der)
         }
         return true
+    }
+
+    /// Certificate bytes as a set member, hashed in one pass (an array hashes byte by byte).
+    struct DERBytes: Hashable, Sendable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
     }
 
     static func subject(of certificate: Certificate) -> Subject? {
