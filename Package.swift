@@ -138,7 +138,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
-                "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential",
+                "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "ISO4217",
             ],
             swiftSettings: strict
         ),
@@ -165,7 +165,9 @@ let package = Package(
         // The wire formats between devices and the Pay server (no dependencies: both sides import it).
         .target(name: "PayAPI", swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
-        .target(name: "AppPayments", swiftSettings: strict),
+        .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
+        // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.
+        .target(name: "ISO4217", swiftSettings: strict),
         // The device's client of the Pay server: registration, adding a card, the owner's lifecycle actions and
         // token-status notifications.
         .target(
@@ -199,6 +201,7 @@ let package = Package(
             name: "Terminal",
             dependencies: [
                 "EMV", "NFCLink", "OrchardCrypto", "OrchardLogging", "OrchardStore", "OrchardRuntime", "OrchardHTTP",
+                "ISO4217",
             ],
             swiftSettings: strict
         ),
