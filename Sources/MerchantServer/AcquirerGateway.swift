@@ -161,8 +161,7 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
         case 409, 500...:
             return .noAnswer("the acquirer answered \(response.status.code): the outcome is unknown")
         default:
-            let problem = try? JSONDecoder().decode(ProblemWire.self, from: response.body)
-            let message = problem?.error.message ?? "status \(response.status.code)"
+            let message = response.errorBody?.message ?? "status \(response.status.code)"
             return .refused(status: response.status.code, message: String(message.prefix(200)))
         }
     }
@@ -208,9 +207,4 @@ private struct ReversalWire: Encodable, Sendable {
 
 private struct ReversalAnswerWire: Decodable {
     let reversed: Bool
-}
-
-private struct ProblemWire: Decodable {
-    struct Problem: Decodable { let message: String }
-    let error: Problem
 }

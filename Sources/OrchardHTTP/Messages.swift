@@ -223,6 +223,19 @@ public struct HTTPResponse: Sendable {
     /// `204 No Content`.
     public static var noContent: HTTPResponse { HTTPResponse(status: .noContent) }
 
+    /// The `{"error":{"code","message"}}` body every Orchard service answers a refusal with, if this is one.
+    public var errorBody: (code: String, message: String)? {
+        struct Body: Decodable {
+            struct Inner: Decodable {
+                let code: String
+                let message: String
+            }
+            let error: Inner
+        }
+        guard let decoded = try? JSONCoding.decoder.decode(Body.self, from: body) else { return nil }
+        return (decoded.error.code, decoded.error.message)
+    }
+
     /// Decodes the body as JSON.
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
         do {

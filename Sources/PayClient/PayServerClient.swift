@@ -137,21 +137,12 @@ public final class PayServerClient: Sendable {
             throw PayClientError(.unreachable, "the Pay server cannot be reached at \(baseURL): \(error.code)")
         }
         guard (200..<300).contains(response.status.code) else {
-            let problem = try? JSONDecoder().decode(ErrorEnvelope.self, from: response.body)
+            let problem = response.errorBody
             throw PayClientError(
                 .refused,
-                "the Pay server refused (\(response.status.code)): "
-                    + (problem?.error.message ?? "no reason given"),
-                httpStatus: response.status.code, serverCode: problem?.error.code)
+                "the Pay server refused (\(response.status.code)): " + (problem?.message ?? "no reason given"),
+                httpStatus: response.status.code, serverCode: problem?.code)
         }
         return response
-    }
-
-    private struct ErrorEnvelope: Decodable {
-        struct Problem: Decodable {
-            let code: String
-            let message: String
-        }
-        let error: Problem
     }
 }

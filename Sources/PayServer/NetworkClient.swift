@@ -64,9 +64,9 @@ final class NetworkClient: Sendable {
             throw PayServerError(.networkUnavailable, "the network cannot be reached: \(error.code)")
         }
         guard (200..<300).contains(response.status.code) else {
-            let problem = try? JSONDecoder().decode(NetworkProblem.self, from: response.body)
             throw PayServerError(
-                .networkRefused, "the network refused: " + (problem?.error.message ?? "status \(response.status.code)"),
+                .networkRefused,
+                "the network refused: " + (response.errorBody?.message ?? "status \(response.status.code)"),
                 relayedStatus: response.status.code)
         }
         do {
@@ -74,11 +74,6 @@ final class NetworkClient: Sendable {
         } catch {
             throw PayServerError(.networkUnavailable, "the network's answer to \(path) is not the expected JSON")
         }
-    }
-
-    private struct NetworkProblem: Decodable {
-        struct Problem: Decodable { let message: String }
-        let error: Problem
     }
 }
 
