@@ -266,9 +266,7 @@ enum AppBuy {
             requiredBillingContactFields: [.name], requiredShippingContactFields: [.name, .postalAddress])
         let sheet = DevicePaymentSheet(
             device: device,
-            client: try PayServerClient(
-                baseURL: try connections.baseURL(of: .pay), trustedRootPEM: connections.rootCertificatePEM,
-                identity: try Device.clientIdentity(of: device.name, in: deployment)),
+            client: try PaySession.client(device: device.name, in: deployment, connections: connections),
             root: try Certificate(pemEncoded: connections.rootCertificatePEM),
             user: AcceptingSheetUser(contact: demoContact), trace: trace)
         let delegate = CheckoutDelegate(

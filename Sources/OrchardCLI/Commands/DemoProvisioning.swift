@@ -56,9 +56,7 @@ enum DemoProvisioning {
                 trace("\(spec.name) already holds •••• \(card.suffix) (DPAN •••• \(card.deviceAccountSuffix))")
                 continue
             }
-            let client = try PayServerClient(
-                baseURL: try connections.baseURL(of: .pay), trustedRootPEM: connections.rootCertificatePEM,
-                identity: try Device.clientIdentity(of: spec.name, in: deployment))
+            let client = try PaySession.client(device: spec.name, in: deployment, connections: connections)
             let flow = AddCardFlow(
                 client: client, root: root, deviceID: spec.name,
                 secureElementCertificate: try Device.identity(of: spec.name, in: deployment).certificate)

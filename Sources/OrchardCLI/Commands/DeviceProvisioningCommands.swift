@@ -226,13 +226,9 @@ struct PaySession {
             throw CLIError.failure(error.message)
         }
         do {
-            let identity = try Device.clientIdentity(of: name, in: deployment)
-            let client = try PayServerClient(
-                baseURL: try connections.baseURL(of: .pay), trustedRootPEM: connections.rootCertificatePEM,
-                identity: identity)
             return PaySession(
-                client: client, root: try Certificate(pemEncoded: connections.rootCertificatePEM),
-                connections: connections)
+                client: try client(device: name, in: deployment, connections: connections),
+                root: try Certificate(pemEncoded: connections.rootCertificatePEM), connections: connections)
         } catch {
             await connections.close()
             throw error
@@ -240,6 +236,15 @@ struct PaySession {
     }
 
     func close() async { await connections.close() }
+
+    /// A client of the connected Pay server with device `name`'s identity, trusting only the Orchard root.
+    static func client(
+        device name: String, in deployment: DeploymentDirectory, connections: ServiceConnections
+    ) throws -> PayServerClient {
+        try PayServerClient(
+            baseURL: try connections.baseURL(of: .pay), trustedRootPEM: connections.rootCertificatePEM,
+            identity: try Device.clientIdentity(of: name, in: deployment))
+    }
 
     /// Runs `body` with a session, closed afterwards whatever happens.
     static func with<T>(
