@@ -9,6 +9,7 @@ import OrchardServices
 import OrchardX509
 import PayClient
 import PayServer
+import PaymentToken
 import SecureElement
 
 /// `orchard app buy`: an app buys from the demo merchant with Apple Pay (ARCHITECTURE §2, In an app). The app
@@ -125,11 +126,19 @@ enum AppBuy {
         let applicationData: String
     }
 
+    /// What the app sends the merchant besides the token: the contacts and shipping method the user approved.
     struct PaymentSubmission: Encodable, Sendable {
-        let token: JSONFragment
         let shippingContact: PaymentContact?
         let billingContact: PaymentContact?
         let shippingMethod: ShippingMethod?
+
+        /// The request body: `{"token": <the token exactly as the Pay server made it>, ...these fields}`.
+        func body(token: Data) throws -> Data {
+            let fields = try StrictJSONParser.parse(Array(try JSONEncoder().encode(self)), limits: .paymentToken)
+            guard case .object(let members) = fields else { throw CLIError.failure("the submission is not an object") }
+            let token = try StrictJSONParser.parse(Array(token), limits: .paymentToken)
+            return Data(JSONValue.object([("token", token)] + members).serialized.utf8)
+        }
     }
 
     struct PaymentAnswer: Decodable, Sendable {
@@ -139,51 +148,6 @@ enum AppBuy {
         let reason: String?
         let maskedPAN: String?
         let transactionIdentifier: String?
-    }
-
-    /// Raw JSON embedded as it is.
-    struct JSONFragment: Encodable, Sendable {
-        let bytes: Data
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(try JSONDecoder().decode(AnyJSON.self, from: bytes))
-        }
-    }
-
-    /// Any JSON value, to re-encode a token inside a request body without changing it.
-    enum AnyJSON: Codable, Sendable {
-        case string(String), number(Double), integer(Int64), bool(Bool), null, array([AnyJSON]), object(
-            [String: AnyJSON])
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if container.decodeNil() {
-                self = .null
-            } else if let value = try? container.decode(Bool.self) {
-                self = .bool(value)
-            } else if let value = try? container.decode(Int64.self) {
-                self = .integer(value)
-            } else if let value = try? container.decode(Double.self) {
-                self = .number(value)
-            } else if let value = try? container.decode(String.self) {
-                self = .string(value)
-            } else if let value = try? container.decode([AnyJSON].self) {
-                self = .array(value)
-            } else {
-                self = .object(try container.decode([String: AnyJSON].self))
-            }
-        }
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .string(let value): try container.encode(value)
-            case .number(let value): try container.encode(value)
-            case .integer(let value): try container.encode(value)
-            case .bool(let value): try container.encode(value)
-            case .null: try container.encodeNil()
-            case .array(let value): try container.encode(value)
-            case .object(let value): try container.encode(value)
-            }
-        }
     }
 
     /// The app's delegate: on authorization it sends the token to the merchant's server and reports its answer.
@@ -216,11 +180,12 @@ enum AppBuy {
         func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
             lock.withLock { _token = payment.token }
             do {
-                let request = try HTTPClientRequest.json(
-                    .post, paymentURL,
-                    PaymentSubmission(
-                        token: JSONFragment(bytes: payment.token), shippingContact: payment.shippingContact,
-                        billingContact: payment.billingContact, shippingMethod: payment.shippingMethod))
+                let submission = PaymentSubmission(
+                    shippingContact: payment.shippingContact, billingContact: payment.billingContact,
+                    shippingMethod: payment.shippingMethod)
+                let request = HTTPClientRequest(
+                    method: .post, url: paymentURL, headers: ["Content-Type": "application/json"],
+                    body: try submission.body(token: payment.token))
                 let response = try await client.send(request)
                 guard response.status == .ok else {
                     let text = String(decoding: response.body.prefix(300), as: UTF8.self)
