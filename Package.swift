@@ -79,9 +79,11 @@ let package = Package(
         // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
         .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
-            name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto", "PaymentCredential"],
+            name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential"],
             swiftSettings: strict),
-        .target(name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto"], swiftSettings: strict),
+        .target(
+            name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardLogging"],
+            swiftSettings: strict),
         // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
         .target(
             name: "NetworkService",

@@ -1,5 +1,7 @@
 import Foundation
 import Issuer
+import func OrchardLogging.containsCardNumberShape
+import let OrchardLogging.cardNumberShapedKeyMessage
 import OrchardCrypto
 import TokenService
 
@@ -166,7 +168,7 @@ public actor Acquirer {
             try validateIdentifier(key, "idempotency key")
             // Keys are stored in clear; one that could hold a card number is refused.
             guard !containsCardNumberShape(key) else {
-                throw AcquirerError(.invalidRequest, "an idempotency key must not contain 12 or more digits in a row")
+                throw AcquirerError(.invalidRequest, cardNumberShapedKeyMessage)
             }
             return "merchant:" + merchantID + ":" + key
         }

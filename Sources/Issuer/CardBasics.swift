@@ -54,17 +54,6 @@ public struct PrimaryAccountNumber: Hashable, Sendable, Codable, CustomStringCon
     public var customMirror: Mirror { Mirror(self, children: ["masked": masked], displayStyle: .struct) }
 }
 
-/// Whether `text` contains a run of `minimumRun` or more ASCII digits: the shape of a card number. Used to
-/// refuse identifiers a client chose (idempotency keys) that would put a PAN into a store in clear.
-public func containsCardNumberShape(_ text: String, minimumRun: Int = 12) -> Bool {
-    var run = 0
-    for byte in text.utf8 {
-        run = (0x30...0x39).contains(byte) ? run + 1 : 0
-        if run >= minimumRun { return true }
-    }
-    return false
-}
-
 /// The Luhn (mod 10) check digit of ISO/IEC 7812-1.
 public enum Luhn {
     /// Whether the digits (most significant first) end in a correct check digit.

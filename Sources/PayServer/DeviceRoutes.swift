@@ -1,5 +1,6 @@
 import Foundation
 import OrchardHTTP
+import OrchardLogging
 import OrchardStore
 import PayAPI
 
@@ -311,12 +312,6 @@ extension PayServer {
         else {
             throw PayServerError(.invalidRequest, "an idempotency key is 1 to 64 printable characters without /")
         }
-        var run = 0
-        for byte in bytes {
-            run = (0x30...0x39).contains(byte) ? run + 1 : 0
-            guard run < 12 else {
-                throw PayServerError(.invalidRequest, "an idempotency key must not contain 12 or more digits in a row")
-            }
-        }
+        guard !containsCardNumberShape(key) else { throw PayServerError(.invalidRequest, cardNumberShapedKeyMessage) }
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import Issuer
+import func OrchardLogging.containsCardNumberShape
+import let OrchardLogging.cardNumberShapedKeyMessage
 import OrchardCrypto
 
 /// How the token service is set up.
@@ -266,7 +268,7 @@ public actor TokenService {
     /// long digit runs by chance.)
     static func screenClientKey(_ key: String) throws(TokenServiceError) {
         guard !containsCardNumberShape(key) else {
-            throw TokenServiceError(.invalidRequest, "an idempotency key must not contain 12 or more digits in a row")
+            throw TokenServiceError(.invalidRequest, cardNumberShapedKeyMessage)
         }
     }
 
