@@ -79,7 +79,8 @@ let package = Package(
         // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
         .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
-            name: "TokenService", dependencies: ["Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential"],
+            name: "TokenService",
+            dependencies: ["Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential"],
             swiftSettings: strict),
         .target(
             name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardLogging"],
@@ -131,7 +132,8 @@ let package = Package(
         .target(
             name: "NetworkServer",
             dependencies: [
-                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
+                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime",
+                "OrchardStore",
                 "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI",
             ],
             swiftSettings: strict
@@ -347,7 +349,8 @@ let package = Package(
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
-                "MerchantServer", "MerchantKit", "PaymentToken", "PaymentCredential", "PayServer", "PayClient", "PayAPI",
+                "MerchantServer", "MerchantKit", "PaymentToken", "PaymentCredential", "PayServer", "PayClient",
+                "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP",
             ],

@@ -1,9 +1,10 @@
 import Foundation
 import Issuer
-import func OrchardLogging.containsCardNumberShape
-import let OrchardLogging.cardNumberShapedKeyMessage
 import OrchardCrypto
 import TokenService
+
+import let OrchardLogging.cardNumberShapedKeyMessage
+import func OrchardLogging.containsCardNumberShape
 
 /// An authorization as a terminal or a merchant server sends it to the acquirer.
 public struct AcquirerAuthorizationRequest: Hashable, Sendable {

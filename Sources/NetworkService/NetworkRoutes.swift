@@ -131,7 +131,8 @@ public enum NetworkRoutes {
                 guard let after = Int64(request.queryValue("after") ?? "0"), after >= 0 else {
                     throw TokenServiceError(.invalidRequest, "after is a sequence number (0 or more)")
                 }
-                return try HTTPResponse.json(NotificationFeed(notifications: try await outbox.notifications(after: after)))
+                return try HTTPResponse.json(
+                    NotificationFeed(notifications: try await outbox.notifications(after: after)))
             }
         }
         router.post("/v1/provisioning/check-card", requirement: access.tokenRequestor) {

@@ -21,7 +21,8 @@ package enum UnixDomainSocket {
         let bytes = Array(path.utf8)
         guard !bytes.isEmpty, bytes.count <= maximumPathLength, !bytes.contains(0) else {
             throw Failure(
-                kind: .invalidPath, message: "a socket path is 1 to \(maximumPathLength) bytes; this one is \(bytes.count)")
+                kind: .invalidPath,
+                message: "a socket path is 1 to \(maximumPathLength) bytes; this one is \(bytes.count)")
         }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -60,7 +61,7 @@ package enum UnixDomainSocket {
             do throws(Failure) {
                 Glibc.close(try connect(path))
                 throw Failure(kind: .alreadyListening, message: "something already listens at \(path)")
-            } catch where error.kind == .notListening {
+            } catch  where error.kind == .notListening {
                 unlink(path)
             }
         }

@@ -99,7 +99,8 @@ public final class ServiceHost: Sendable {
                 started.append(Running(name: service.name, instance: instance, endpoint: endpoint, record: record))
             }
         } catch {
-            await ServiceHost(directory: directory, registry: registry, services: started, peers: environment.peers).stop()
+            await ServiceHost(directory: directory, registry: registry, services: started, peers: environment.peers)
+                .stop()
             throw error
         }
         return ServiceHost(directory: directory, registry: registry, services: started, peers: environment.peers)

@@ -1,7 +1,7 @@
 public import EMV
 import Foundation
-import OrchardCrypto
 public import NFCLink
+import OrchardCrypto
 
 /// A terminal's configuration: who it is (terminal ID, merchant), where it is (country), what it charges
 /// in by default, what it accepts (networks, in its order of preference) and its contactless rules (TTQ,

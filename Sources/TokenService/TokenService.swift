@@ -1,8 +1,9 @@
 import Foundation
 import Issuer
-import func OrchardLogging.containsCardNumberShape
-import let OrchardLogging.cardNumberShapedKeyMessage
 import OrchardCrypto
+
+import let OrchardLogging.cardNumberShapedKeyMessage
+import func OrchardLogging.containsCardNumberShape
 
 /// How the token service is set up.
 public struct TokenServiceConfiguration: Sendable {

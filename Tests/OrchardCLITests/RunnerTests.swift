@@ -69,8 +69,9 @@ struct RunnerTests {
         #expect(!second.stderr.contains("initialising"))
         // Both runs paid in store with the phone and the watch, then in an app on the phone; the rows are in
         // DIR/demo-summary.json.
-        let summary = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: dir.appendingPathComponent("demo-summary.json"))) as? [[String: String]]
+        let summary =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: dir.appendingPathComponent("demo-summary.json"))) as? [[String: String]]
         #expect(summary?.map { $0["device"] ?? "" } == ["demo-phone", "demo-watch", "demo-phone"])
         #expect(summary?.map { $0["channel"] ?? "" } == ["in-store", "in-store", "in-app"])
         #expect(summary?.allSatisfy { $0["result"] == "approved" && $0["responseCode"] == "00" } == true)

@@ -351,7 +351,9 @@ enum DeviceCommands {
 
     /// Sends `request` to the running device process of `name`, or handles it on the device's store in this
     /// process when none runs; returns the answer's body, or throws the device's refusal.
-    static func send(_ request: ControlRequest, to name: String, in deployment: DeploymentDirectory) async throws -> Data {
+    static func send(
+        _ request: ControlRequest, to name: String, in deployment: DeploymentDirectory
+    ) async throws -> Data {
         let socket = Device.controlSocketPath(of: name, in: deployment)
         let response: ControlResponse
         // (A Result rather than a typed do/catch: the latter crashes the Swift 6.3 compiler in async code.)
