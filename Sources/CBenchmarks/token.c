@@ -19,3 +19,42 @@ int orchard_bench_ecdh_import(EVP_PKEY *priv, const unsigned char *point65, unsi
     }
     return 1;
 }
+
+int orchard_bench_token_symmetric(const EVP_MD *sha256, const EVP_CIPHER *gcm, const unsigned char *content,
+                                  size_t content_len, const unsigned char *z, size_t z_len,
+                                  const unsigned char *other_info, size_t other_len, const unsigned char *key,
+                                  const unsigned char *data, size_t data_len, unsigned char *plaintext,
+                                  long iterations) {
+    static const unsigned char iv[16] = {0};
+    static const unsigned char counter[4] = {0, 0, 0, 1};
+    if (data_len < 16) return 0;
+    size_t ciphertext_len = data_len - 16;
+    for (long i = 0; i < iterations; i++) {
+        unsigned char digest[32], derived[32];
+        unsigned int digest_len = 0;
+        if (EVP_Digest(content, content_len, digest, &digest_len, sha256, NULL) != 1) return 0;
+        const unsigned char *aes_key = key;
+        if (z != NULL) {
+            EVP_MD_CTX *md = EVP_MD_CTX_new();
+            unsigned int len = 0;
+            int ok = md != NULL && EVP_DigestInit_ex2(md, sha256, NULL) == 1 &&
+                     EVP_DigestUpdate(md, counter, 4) == 1 && EVP_DigestUpdate(md, z, z_len) == 1 &&
+                     EVP_DigestUpdate(md, other_info, other_len) == 1 && EVP_DigestFinal_ex(md, derived, &len) == 1;
+            EVP_MD_CTX_free(md);
+            if (!ok) return 0;
+            aes_key = derived;
+        }
+        EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+        int out_len = 0, final_len = 0;
+        int ok = ctx != NULL && EVP_DecryptInit_ex2(ctx, gcm, NULL, NULL, NULL) == 1 &&
+                 EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, sizeof iv, NULL) == 1 &&
+                 EVP_DecryptInit_ex2(ctx, NULL, aes_key, iv, NULL) == 1 &&
+                 EVP_DecryptUpdate(ctx, plaintext, &out_len, data, (int)ciphertext_len) == 1 &&
+                 EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, (void *)(data + ciphertext_len)) == 1 &&
+                 EVP_DecryptFinal_ex(ctx, plaintext + out_len, &final_len) == 1;
+        EVP_CIPHER_CTX_free(ctx);
+        OPENSSL_cleanse(derived, sizeof derived);
+        if (!ok) return 0;
+    }
+    return 1;
+}

@@ -158,7 +158,10 @@ public struct PaymentData: Sendable, Equatable {
     /// The bytes Apple's signature covers: ephemeralPublicKey (or wrappedKey) ‖ data ‖ transactionId ‖
     /// applicationData, the first two base64-decoded, the last two hex-decoded.
     public var signedBytes: [UInt8] {
-        var bytes = header.keyMaterialBytes
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(
+            header.keyMaterialBytes.count + data.count + header.transactionId.count + (header.applicationData?.count ?? 0))
+        bytes += header.keyMaterialBytes
         bytes += data
         bytes += header.transactionId
         if let applicationData = header.applicationData { bytes += applicationData }

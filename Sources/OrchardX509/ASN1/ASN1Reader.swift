@@ -396,11 +396,13 @@ public enum ASN1 {
     /// Checks that `bytes` is one well-formed element and that every constructed element inside it is
     /// well-formed too (tags, lengths, nesting within the limits). Iterative: the depth of the input
     /// does not touch the call stack. Primitive contents (INTEGER, OID, ...) are not interpreted.
+    /// Returns the element, as `parse` would.
+    @discardableResult
     public static func validate(
         _ bytes: ArraySlice<UInt8>, rules: ASN1EncodingRules = .der, limits: ASN1Limits = ASN1Limits()
-    ) throws(X509Error) {
+    ) throws(X509Error) -> ASN1Element {
         let root = try parse(bytes, rules: rules, limits: limits)
-        guard root.tag.isConstructed else { return }
+        guard root.tag.isConstructed else { return root }
         var stack = [try root.children()]
         while !stack.isEmpty {
             if stack[stack.count - 1].isAtEnd {
@@ -410,5 +412,6 @@ public enum ASN1 {
             let element = try stack[stack.count - 1].next()
             if element.tag.isConstructed { stack.append(try element.children()) }
         }
+        return root
     }
 }

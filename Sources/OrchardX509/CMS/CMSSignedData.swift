@@ -64,9 +64,9 @@ public struct CMSSignedData: Sendable {
         contentType = view.contentType
         content = view.content.map { Array($0) }
         certificates = try view.certificates.map { (c) throws(X509Error) in try Certificate(ownedDER: Array(c)) }
-        signers = view.signers.map { s in
+        signers = try view.signers.map { (s) throws(X509Error) in
             CMSSignerInfo(
-                identifier: s.identifier, digestAlgorithm: s.digestAlgorithm, signatureAlgorithm: s.signatureAlgorithm,
+                identifier: try s.identifier(), digestAlgorithm: s.digestAlgorithm, signatureAlgorithm: s.signatureAlgorithm,
                 signingTime: s.attributes?.signingTime, messageDigest: s.attributes?.messageDigest.map { Array($0) },
                 contentType: s.attributes?.contentType, signedAttributesBytes: s.attributes.map { Array($0.encoded) },
                 signature: Array(s.signature))
@@ -168,9 +168,10 @@ struct SignedDataView {
 /// One SignerInfo as slices of the input.
 struct SignerInfoView {
     let version: Int
-    let identifier: CMSSignerIdentifier
+    /// The sid element; its shape and the version it requires are checked here, its content by ``identifier()``.
+    private let sid: ASN1Element
     /// The encoded sid element (part of the cache key).
-    let identifierBytes: ArraySlice<UInt8>
+    var identifierBytes: ArraySlice<UInt8> { sid.encodedBytes }
     let digestAlgorithm: AlgorithmIdentifier
     let attributes: SignedAttributesView?
     let signatureAlgorithm: AlgorithmIdentifier
@@ -180,26 +181,17 @@ struct SignerInfoView {
         try element.expect(.sequence, "SignerInfo")
         var reader = try element.children()
         version = try reader.next().integerValue("SignerInfo: version")
-        let sid = try reader.next()
-        identifierBytes = sid.encodedBytes
+        sid = try reader.next()
         if sid.tag == .sequence {
             guard version == 1 else {
                 throw X509Error(.invalidValue, "SignerInfo: issuerAndSerialNumber needs version 1")
             }
-            var fields = try sid.children()
-            let issuerElement = try fields.next(.sequence, "SignerInfo: issuer")
-            let issuer = try DistinguishedName(derEncoded: Array(issuerElement.encodedBytes))
-            let serial = try fields.next().integerBytes("SignerInfo: serialNumber")
-            try fields.finish("SignerInfo: issuerAndSerialNumber")
-            identifier = .issuerAndSerialNumber(issuer: issuer, serialNumber: Array(serial))
         } else if sid.tag == .contextSpecific(0, constructed: false)
             || sid.tag == .contextSpecific(0, constructed: true)
         {
             guard version == 3 else {
                 throw X509Error(.invalidValue, "SignerInfo: subjectKeyIdentifier needs version 3")
             }
-            identifier = .subjectKeyIdentifier(
-                Array(try sid.octetString(tag: .contextSpecific(0, constructed: false), "SignerInfo: sid")))
         } else {
             throw X509Error(
                 .unexpectedElement, "SignerInfo: sid is neither issuerAndSerialNumber nor subjectKeyIdentifier")
@@ -214,6 +206,21 @@ struct SignerInfoView {
         signature = try reader.next().octetString("SignerInfo: signature")
         _ = try reader.nextIfPresent(.contextSpecific(1, constructed: true))  // unsignedAttrs: not used
         try reader.finish("SignerInfo")
+    }
+
+    /// The parsed sid. Decoded on demand: the verifier needs it only when its cache (keyed by the exact sid
+    /// bytes, which decoded before) has no entry, and the issuer name is the costliest part of a SignerInfo.
+    func identifier() throws(X509Error) -> CMSSignerIdentifier {
+        guard sid.tag == .sequence else {
+            return .subjectKeyIdentifier(
+                Array(try sid.octetString(tag: .contextSpecific(0, constructed: false), "SignerInfo: sid")))
+        }
+        var fields = try sid.children()
+        let issuerElement = try fields.next(.sequence, "SignerInfo: issuer")
+        let issuer = try DistinguishedName(derEncoded: Array(issuerElement.encodedBytes))
+        let serial = try fields.next().integerBytes("SignerInfo: serialNumber")
+        try fields.finish("SignerInfo: issuerAndSerialNumber")
+        return .issuerAndSerialNumber(issuer: issuer, serialNumber: Array(serial))
     }
 }
 
@@ -234,8 +241,7 @@ struct SignedAttributesView {
         }
         encoded = element.encodedBytes
         // Re-read in DER mode: BER forms inside the signed attributes are rejected.
-        let der = try ASN1.parse(encoded, rules: .der, limits: limits)
-        try ASN1.validate(encoded, rules: .der, limits: limits)
+        let der = try ASN1.validate(encoded, rules: .der, limits: limits)
         var reader = try der.children()
         var previous: ArraySlice<UInt8>?
         var seen: [ASN1ObjectIdentifier] = []

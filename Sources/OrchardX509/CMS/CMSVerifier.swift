@@ -80,8 +80,21 @@ public final class CMSVerifier: Sendable {
     public func verifyDetachedSignature(
         _ signature: some DataProtocol, content: some DataProtocol, at time: ValidationTime
     ) throws(X509Error) -> CMSVerificationResult {
-        let bytes = Array(signature)
-        let view = try SignedDataView(bytes[...], limits: ASN1Limits())
+        try verify(Array(signature), content: Array(content), at: time)
+    }
+
+    /// ``verifyDetachedSignature(_:content:at:)`` for byte arrays, the form token verification has: a concrete
+    /// body, so callers in other modules do not run it unspecialized.
+    public func verifyDetachedSignature(
+        _ signature: [UInt8], content: [UInt8], at time: ValidationTime
+    ) throws(X509Error) -> CMSVerificationResult {
+        try verify(signature, content: content, at: time)
+    }
+
+    private func verify(
+        _ signature: [UInt8], content: [UInt8], at time: ValidationTime
+    ) throws(X509Error) -> CMSVerificationResult {
+        let view = try SignedDataView(signature[...], limits: ASN1Limits())
         try view.checkConsistency()
         guard view.content == nil else {
             return .invalid(
@@ -172,8 +185,9 @@ public final class CMSVerifier: Sendable {
         view: SignedDataView, signer: SignerInfoView, at time: Date
     ) throws(X509Error) -> Resolution {
         let certificates = try view.certificates.map { (c) throws(X509Error) in try Certificate(ownedDER: Array(c)) }
+        let identifier = try signer.identifier()
         if let failure = embeddedCertificatesPolicy.evaluate(certificates) { return .invalid(failure) }
-        guard let index = certificates.firstIndex(where: { signer.identifier.matches($0) }) else {
+        guard let index = certificates.firstIndex(where: { identifier.matches($0) }) else {
             return .invalid(
                 VerificationFailure(.signerNotFound, "no certificate in the signature matches the signer identifier"))
         }

@@ -106,10 +106,12 @@ struct ChainKey: Hashable, Sendable {
     init(leaf: ArraySlice<UInt8>, intermediates: [ArraySlice<UInt8>]) {
         var out: [UInt8] = []
         out.reserveCapacity(leaf.count + intermediates.reduce(0) { $0 + $1.count } + 4 * (intermediates.count + 1))
-        for part in [leaf] + intermediates {
+        func append(_ part: ArraySlice<UInt8>) {
             withUnsafeBytes(of: UInt32(part.count).bigEndian) { out.append(contentsOf: $0) }
             out.append(contentsOf: part)
         }
+        append(leaf)
+        for part in intermediates { append(part) }
         bytes = out
     }
 
