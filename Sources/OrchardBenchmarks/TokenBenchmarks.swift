@@ -144,7 +144,8 @@ public enum TokenBenchmarks {
                 }
             case .wrappedKey(let wrapped):
                 guard let rsaMerchantKey else { throw BenchmarkError(.invalidConfiguration, "RSA key") }
-                let key = try rsaMerchantKey.decrypt(wrapped, oaepDigest: .sha256, mgf1Digest: .sha256).unsafeCopyOfBytes()
+                let key = try rsaMerchantKey.decrypt(wrapped, oaepDigest: .sha256, mgf1Digest: .sha256)
+                    .unsafeCopyOfBytes()
                 ceiling = { iterations in
                     try verify(iterations)
                     var out = [UInt8](repeating: 0, count: 256)

@@ -160,7 +160,8 @@ public struct PaymentData: Sendable, Equatable {
     public var signedBytes: [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(
-            header.keyMaterialBytes.count + data.count + header.transactionId.count + (header.applicationData?.count ?? 0))
+            header.keyMaterialBytes.count + data.count + header.transactionId.count
+                + (header.applicationData?.count ?? 0))
         bytes += header.keyMaterialBytes
         bytes += data
         bytes += header.transactionId

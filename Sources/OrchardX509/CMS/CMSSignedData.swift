@@ -66,7 +66,8 @@ public struct CMSSignedData: Sendable {
         certificates = try view.certificates.map { (c) throws(X509Error) in try Certificate(ownedDER: Array(c)) }
         signers = try view.signers.map { (s) throws(X509Error) in
             CMSSignerInfo(
-                identifier: try s.identifier(), digestAlgorithm: s.digestAlgorithm, signatureAlgorithm: s.signatureAlgorithm,
+                identifier: try s.identifier(), digestAlgorithm: s.digestAlgorithm,
+                signatureAlgorithm: s.signatureAlgorithm,
                 signingTime: s.attributes?.signingTime, messageDigest: s.attributes?.messageDigest.map { Array($0) },
                 contentType: s.attributes?.contentType, signedAttributesBytes: s.attributes.map { Array($0.encoded) },
                 signature: Array(s.signature))
