@@ -34,11 +34,7 @@ public struct AnonymousPurchase: Codable, Sendable, Hashable {
             (5, "0-5"), (10, "5-10"), (25, "10-25"), (50, "25-50"), (100, "50-100"), (250, "100-250"),
         ]
         amountBucket = bounds.first { whole < $0.0 }?.1 ?? "250+"
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd'T'HH"
-        hour = formatter.string(from: date)
+        hour = CivilTime.hourStamp(date) ?? "0000-01-01T00"
         region = String(format: "%03d", Int(country % 1000))
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import OrchardCrypto
 import OrchardHTTP
 public import OrchardStore
 
@@ -64,13 +65,9 @@ public enum AnonymousAnalytics {
         guard region.count == 3, region.allSatisfy({ (0x30...0x39).contains($0) }) else {
             throw HTTPError(.invalidRequest, "region is an ISO 3166-1 numeric code (three digits)")
         }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd'T'HH"
-        guard report.hour.utf8.count == 13, let date = formatter.date(from: report.hour),
-            formatter.string(from: date) == report.hour
-        else { throw HTTPError(.invalidRequest, "hour is YYYY-MM-DDTHH (UTC)") }
+        guard CivilTime.parseHourStamp(report.hour) != nil else {
+            throw HTTPError(.invalidRequest, "hour is YYYY-MM-DDTHH (UTC)")
+        }
     }
 
     /// Counts one purchase.

@@ -225,10 +225,5 @@ final class InAppPayments: Sendable {
         return String(repeating: "0", count: max(0, 3 - digits.count)) + digits
     }
 
-    static func day(_ date: Date) -> String {
-        let days = Int((date.timeIntervalSince1970 / 86_400).rounded(.down))
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withFullDate]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(days) * 86_400))
-    }
+    static func day(_ date: Date) -> String { CivilTime.dayStamp(date) ?? "0000-01-01" }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+import OrchardCrypto
 
 /// A BIT STRING: its bytes and the number of unused bits in the last byte.
 public struct ASN1BitString: Hashable, Sendable {
@@ -244,55 +245,5 @@ enum ASN1StringDecoding {
             scalars.append(scalar)
         }
         return String(scalars)
-    }
-}
-
-/// Calendar arithmetic in UTC without Foundation's `Calendar` (proleptic Gregorian; H. Hinnant's
-/// days-from-civil algorithms), so times convert exactly and fast.
-enum CivilTime {
-    static func date(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Date? {
-        guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour < 24, minute < 60,
-            second < 60
-        else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
-        return Date(timeIntervalSince1970: Double(days * 86_400 + hour * 3_600 + minute * 60 + second))
-    }
-
-    typealias Components = (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int)
-
-    /// The UTC calendar fields of `date`, or `nil` beyond about ±300 million years (or not finite).
-    static func components(_ date: Date) -> Components? {
-        let interval = date.timeIntervalSince1970.rounded(.down)
-        guard interval.isFinite, abs(interval) < 1e16 else { return nil }
-        let seconds = Int(interval)
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let rest = seconds - days * 86_400
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        return (year, month, day, rest / 3_600, rest % 3_600 / 60, rest % 60)
-    }
-
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
     }
 }

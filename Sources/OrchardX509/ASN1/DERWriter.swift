@@ -1,4 +1,5 @@
 public import Foundation
+import OrchardCrypto
 
 /// Builds DER: definite, minimal lengths; `SET OF` sorted; BOOLEAN true as `0xFF`; minimal INTEGERs.
 ///
