@@ -1,6 +1,7 @@
 import Foundation
-@testable import OrchardCrypto
 import Testing
+
+@testable import OrchardCrypto
 
 @Suite("UTC day and hour stamps without formatters")
 struct CivilTimeTests {
