@@ -14,10 +14,18 @@ import Foundation
 public final class ControlSocketSheetHost: PaymentSheetHost {
     public let socketPath: String
     public let pollSeconds: Int
+    private let deviceName: String?
     private let trace: @Sendable (String) -> Void
 
-    public init(socketPath: String, pollSeconds: Int = 20, trace: @escaping @Sendable (String) -> Void = { _ in }) {
+    /// - Parameters:
+    ///   - socketPath: the device process's control socket.
+    ///   - deviceName: the device's name, for the trace's hint to the user.
+    public init(
+        socketPath: String, deviceName: String? = nil, pollSeconds: Int = 20,
+        trace: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.socketPath = socketPath
+        self.deviceName = deviceName
         self.pollSeconds = min(max(pollSeconds, 1), PaymentSheetService.maximumPollSeconds)
         self.trace = trace
     }
@@ -56,7 +64,8 @@ public final class ControlSocketSheetHost: PaymentSheetHost {
             presented.automatic
                 ? "sheet \(presented.id) presented on the device process, which approves it itself (--auto-auth)"
                 : "sheet \(presented.id) presented: it waits for the user on the device's control API "
-                    + "(orchard device sheet show|choose-card|contact|shipping|authenticate|cancel)")
+                    + "(orchard device sheet show|choose-card|contact|shipping|authenticate|cancel"
+                    + (deviceName.map { " --name \($0))" } ?? ")"))
         var current = request
         var verdict: PaymentAuthorizationResult?
         while true {
