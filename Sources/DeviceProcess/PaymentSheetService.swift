@@ -48,16 +48,19 @@ public final class PaymentSheetService: Sendable {
     public let verdictTimeout: Duration
     private let connect: @Sendable () async throws -> PayServerConnection
     private let newIdentifier: @Sendable () -> String
+    private let events: @Sendable (PaymentSheetEvent) -> Void
     private let trace: @Sendable (String) -> Void
     private let registry = Registry()
 
     /// - Parameters:
     ///   - connect: opens the device's connection to the Pay server when a sheet is presented.
-    ///   - newIdentifier: the sheets' identifiers (random by default; tests fix them).
+    ///   - newIdentifier: the sheets' identifiers (random by default; tests may fix them).
+    ///   - events: told when a sheet is presented, refused or ended (the device process prints them).
     public init(
         device: Device, automatic: AutoAuthentication? = nil, timeout: Duration = .seconds(120),
         verdictTimeout: Duration = .seconds(60), connect: @escaping @Sendable () async throws -> PayServerConnection,
         newIdentifier: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
+        events: @escaping @Sendable (PaymentSheetEvent) -> Void = { _ in },
         trace: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.device = device
@@ -66,6 +69,7 @@ public final class PaymentSheetService: Sendable {
         self.verdictTimeout = verdictTimeout
         self.connect = connect
         self.newIdentifier = newIdentifier
+        self.events = events
         self.trace = trace
     }
 
@@ -133,7 +137,8 @@ public final class PaymentSheetService: Sendable {
         let session = PaymentSheetSession(
             id: id, applicationIdentifier: presentation.applicationIdentifier, automatic: automatic != nil)
         guard await registry.claim(session) else {
-            return Self.error(409, "sheetPresented", "a payment sheet is already presented on this device")
+            return Self.error(
+                409, Code.sheetPresented.rawValue, "a payment sheet is already presented on this device")
         }
         let connection: PayServerConnection
         do {
@@ -158,12 +163,23 @@ public final class PaymentSheetService: Sendable {
             "sheet \(id): \(presentation.applicationIdentifier) presents a payment for \(request.merchantIdentifier)"
                 + (automatic != nil ? " (approved by --auto-auth)" : "; it waits for the user on the control API"))
         let delegate = RemoteAppDelegate(session: session, verdictTimeout: verdictTimeout)
+        let event = { @Sendable (name: String, outcome: String?, detail: String?) in
+            PaymentSheetEvent(
+                event: name, sheet: id, application: presentation.applicationIdentifier,
+                merchant: request.merchantIdentifier, outcome: outcome, detail: detail)
+        }
         let run = Task {
             let ending = await Self.run(sheet, request, presentation.applicationIdentifier, delegate)
             await connection.close()
             // Free the device for the next sheet before anyone learns this one ended.
             await self.registry.release(session)
             await session.finish(ending)
+            switch await session.ending {
+            case .completed(let result)?: self.events(event("sheet-ended", "completed", result.status.rawValue))
+            case .cancelled(let timedOut)?: self.events(event("sheet-ended", "cancelled", timedOut ? "timedOut" : nil))
+            case .failed(let error)?: self.events(event("sheet-ended", "failed", Self.describe(error).code))
+            case nil: break
+            }
         }
         let timeout = self.timeout
         Task {
@@ -180,6 +196,7 @@ public final class PaymentSheetService: Sendable {
             let described = Self.describe(error)
             return Self.error(described.status, described.code, described.message)
         }
+        events(event("sheet-presented", nil, automatic != nil ? "automatic" : "control-api"))
         return Self.json(PaymentSheetWire.Presented(id: id, automatic: automatic != nil), status: 201)
     }
 
@@ -373,6 +390,23 @@ extension PaymentSheetError.Code {
     public static let notFound = PaymentSheetError.Code("notFound")
     /// The device process cannot be reached, or answered outside the protocol.
     public static let deviceUnreachable = PaymentSheetError.Code("deviceUnreachable")
+    /// Another sheet is up on the device (one at a time).
+    public static let sheetPresented = PaymentSheetError.Code("sheetPresented")
+}
+
+/// A payment sheet's life, for the device process's output (no contact, no card, no amount).
+public struct PaymentSheetEvent: Sendable, Hashable, Encodable {
+    /// `sheet-presented` or `sheet-ended` (a sheet refused before it was shown, e.g. an app not entitled, ends
+    /// `failed` without being presented).
+    public let event: String
+    public let sheet: String
+    public let application: String
+    public let merchant: String
+    /// `completed`, `cancelled` or `failed` (ended).
+    public let outcome: String?
+    /// How it is driven (`control-api`, `automatic`) when presented; the app's verdict, `timedOut` or the
+    /// failure's code when ended.
+    public let detail: String?
 }
 
 /// The sheets of one device: at most one up at a time; the latest stays readable after it ended.

@@ -308,16 +308,10 @@ struct PaymentSheetControlTests {
             _ = try await phone.present(PaymentSheetTests.request(), delegate: delegate).value
             Issue.record("a second sheet was presented while one was up")
         } catch let error as PaymentSheetError {
-            #expect(error.code == PaymentSheetError.Code("sheetPresented"))
+            #expect(error.code == .sheetPresented)
         }
         let presentation: [String: Any] = [
-            "applicationIdentifier": "dev.orchard.demo-app",
-            "request": [
-                "merchantIdentifier": "merchant.dev.orchard.demo", "countryCode": "US", "currencyCode": "USD",
-                "supportedNetworks": ["visa"], "merchantCapabilities": ["supports3DS"],
-                "paymentSummaryItems": [["label": "Orchard Demo Store", "amount": "1.00", "type": "final"]],
-                "requiredBillingContactFields": [], "requiredShippingContactFields": [], "shippingMethods": [],
-            ],
+            "applicationIdentifier": "dev.orchard.demo-app", "request": PaymentSheetWireRequest.demo,
         ]
         #expect(try await phone.call("POST", "/payment-sheets", presentation).0 == 409)
         // The first sheet is unaffected.
@@ -328,6 +322,103 @@ struct PaymentSheetControlTests {
             phone.stop()
             return await sandbox.close()
         }
+        phone.stop()
+        await sandbox.close()
+    }
+
+    @Test("Malformed presentations, actions and answers are refused; the sheet keeps waiting")
+    func malformed() async throws {
+        let sandbox = try await Sandbox()
+        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
+        #expect(try await phone.call("GET", "/payment-sheets/current").0 == 404)
+        #expect(try await phone.call("POST", "/payment-sheets", ["applicationIdentifier": "x"]).0 == 400)
+        var request = PaymentSheetWireRequest.demo
+        request["applicationData"] = "%%% not base64"
+        #expect(
+            try await phone.call(
+                "POST", "/payment-sheets", ["applicationIdentifier": "dev.orchard.demo-app", "request": request]
+            ).0 == 400)
+        let (yes, capable) = try await phone.call(
+            "POST", "/payment-sheets/can-make-payments", ["networks": ["visa"], "capabilities": ["supports3DS"]])
+        #expect(yes == 200 && capable["canMakePayments"] as? Bool == true)
+        let (_, incapable) = try await phone.call(
+            "POST", "/payment-sheets/can-make-payments", ["networks": ["amex"], "capabilities": ["supports3DS"]])
+        #expect(incapable["canMakePayments"] as? Bool == false)
+        #expect(await !phone.host.canMakePayments(usingNetworks: [.visa], capabilities: [.threeDSecure, .debit]))
+        #expect(await phone.host.canMakePayments(usingNetworks: [.visa], capabilities: [.threeDSecure, .credit]))
+
+        let delegate = RecordingDelegate()
+        let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
+        let shown = try await phone.sheetWaitingForUser()
+        let refusals: [(String, Any?, Int, String)] = [
+            ("frobnicate", [:] as [String: Any], 404, "notFound"),
+            ("card", ["id": "x"], 400, "invalidRequest"),
+            ("card", ["card": "00"], 422, "cardNotEligible"),
+            ("authenticate", ["method": "retina", "success": true], 400, "invalidRequest"),
+            ("authenticate", ["method": "face-id"], 400, "invalidRequest"),
+            ("shipping-method", ["identifier": "teleport"], 409, "invalidAction"),
+            ("shipping-contact", ["name": "Alice Doe"], 409, "invalidAction"),
+            ("billing-contact", ["emailAddress": "alice@example.com"], 409, "invalidAction"),
+        ]
+        for (verb, body, status, code) in refusals {
+            let (answered, error) = try await phone.call("POST", "/payment-sheets/current/\(verb)", body)
+            #expect(answered == status, "\(verb)")
+            #expect((error["error"] as? [String: Any])?["code"] as? String == code, "\(verb)")
+        }
+        let id = try #require(try await phone.call("GET", "/payment-sheets/current").1["id"] as? String)
+        #expect(try await phone.call("GET", "/payment-sheets/another-sheet").0 == 404)
+        let stale: [String: Any] = ["sequence": 999, "update": ["paymentSummaryItems": [] as [Any]]]
+        #expect(try await phone.call("POST", "/payment-sheets/\(id)/answers", stale).0 == 409)
+        // Nothing changed: the same sheet, still waiting for the user.
+        let after = try await phone.sheetWaitingForUser()
+        #expect(after["needs"] as? [String] == shown["needs"] as? [String])
+        #expect(after["selectedCard"] as? String == shown["selectedCard"] as? String)
+        #expect(try await phone.call("POST", "/payment-sheets/\(id)/cancel").0 == 200)
+        guard case .cancelled = try await app.value else {
+            Issue.record("the sheet did not end cancelled")
+            phone.stop()
+            return await sandbox.close()
+        }
+        phone.stop()
+        await sandbox.close()
+    }
+
+    @Test("Errors in the app's update block the payment until another selection clears them")
+    func appErrors() async throws {
+        let sandbox = try await Sandbox()
+        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
+        let delegate = CaliforniaOnlyDelegate()
+        var request = PaymentSheetTests.request()
+        request.requiredBillingContactFields = []
+        let app = Task {
+            try await PaymentAuthorizationController(
+                paymentRequest: request, host: phone.host, applicationIdentifier: "dev.orchard.demo-app"
+            ).present(delegate: delegate)
+        }
+        _ = try await phone.sheetWaitingForUser()
+        var oregon = Self.aliceJSON
+        oregon["postalAddress"] = [
+            "street": "1 Main St", "city": "Portland", "state": "OR", "postalCode": "97201", "country": "US",
+        ]
+        let (status, reply) = try await phone.call("POST", "/payment-sheets/current/shipping-contact", oregon)
+        #expect(status == 200 && (reply["sheet"] as? [String: Any])?["appErrors"] as? [String] == ["no shipping to OR"])
+        let (blocked, refusal) = try await phone.call(
+            "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
+        #expect(blocked == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
+        #expect(try phone.nonceRows() == 0)
+        let (_, fixed) = try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
+        #expect((fixed["sheet"] as? [String: Any])?["appErrors"] as? [String] == [])
+        #expect(
+            try await phone.call(
+                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
+            ).0 == 200)
+        guard case .completed(let result) = try await app.value else {
+            Issue.record("the sheet did not complete")
+            phone.stop()
+            return await sandbox.close()
+        }
+        #expect(result.status == .success)
+        #expect(delegate.payment?.shippingContact?.postalAddress?.state == "CA")
         phone.stop()
         await sandbox.close()
     }
@@ -367,5 +458,36 @@ struct PaymentSheetControlTests {
         #expect(try await phone.sheet()["status"] as? String == "completed")
         phone.stop()
         await sandbox.close()
+    }
+}
+
+/// An app that ships to California only: any other state gets an error in its update.
+final class CaliforniaOnlyDelegate: PaymentAuthorizationControllerDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _payment: Payment?
+    var payment: Payment? { lock.withLock { _payment } }
+
+    func didSelectShippingContact(_ contact: PaymentContact, request: PaymentRequest) async -> PaymentRequestUpdate {
+        let state = contact.postalAddress?.state ?? "?"
+        return PaymentRequestUpdate(
+            paymentSummaryItems: request.paymentSummaryItems, errors: state == "CA" ? [] : ["no shipping to \(state)"])
+    }
+
+    func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
+        lock.withLock { _payment = payment }
+        return PaymentAuthorizationResult(status: .success)
+    }
+}
+
+/// A presentation's request as an app sends it (`POST /payment-sheets`).
+enum PaymentSheetWireRequest {
+    static var demo: [String: Any] {
+        [
+            "merchantIdentifier": "merchant.dev.orchard.demo", "countryCode": "US", "currencyCode": "USD",
+            "supportedNetworks": ["visa"], "merchantCapabilities": ["supports3DS"],
+            "paymentSummaryItems": [["label": "Orchard Demo Store", "amount": "1.00", "type": "final"]],
+            "requiredBillingContactFields": [] as [String], "requiredShippingContactFields": [] as [String],
+            "shippingMethods": [] as [Any],
+        ]
     }
 }

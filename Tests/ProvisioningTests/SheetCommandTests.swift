@@ -86,6 +86,12 @@ struct SheetCommandTests {
             "device", "sheet", "authenticate", "--data-dir", path, "--name", "demo-phone", "--method", "face-id",
         ])
         #expect(early.status == 1 && early.stderr.contains("invalidAction"), "\(early.stderr)")
+        // The contact command's own checks: an address is whole, a role is shipping or billing.
+        for partial in [["--city", "Springfield"], ["--contact-name", "Bob", "--role", "gift"], []] {
+            let refused = try await orchard(
+                ["device", "sheet", "contact", "--data-dir", path, "--name", "demo-phone"] + partial)
+            #expect(refused.status != 0 && refused.stderr.contains("error: "), "\(refused.stderr)")
+        }
         let contact = try await orchard([
             "device", "sheet", "contact", "--data-dir", path, "--name", "demo-phone", "--contact-name", "Bob Appleseed",
             "--street", "2 Main St", "--city", "Springfield", "--state", "IL", "--postal-code", "62701", "--country",
@@ -103,6 +109,8 @@ struct SheetCommandTests {
         #expect(result?["outcome"] as? String == "approved" && result?["amount"] as? String == "4.50 USD")
         #expect(!bought.stdout.contains("4111111111111111") && !attended.output.contains("4111111111111111"))
         #expect(try await attended.stop() == 0)
+        #expect(attended.output.contains(#""event":"sheet-presented""#), "\(attended.output)")
+        #expect(attended.output.contains(#""detail":"success","event":"sheet-ended""#), "\(attended.output)")
 
         let unattended = try await DeviceProcessChild(
             dataDirectory: path, name: "demo-phone", options: ["--auto-auth", "face-id"])

@@ -143,6 +143,7 @@ enum DeviceCommands {
         let sheets = PaymentSheetService(
             device: device, automatic: automatic, timeout: .seconds(sheetTimeout),
             connect: { try await DeviceSheetCommands.payServer(device: name, in: deployment, context: context) },
+            events: { event in if let line = try? jsonLine(event) { context.output(line) } },
             trace: { context.trace($0) })
         let control = DeviceControl(device: device)
         let server: ControlSocketServer
@@ -398,7 +399,10 @@ enum DeviceCommands {
     static func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
 
     /// One line of JSON for what the device did in a field.
-    static func nfcEventLine(_ event: NFCFieldEvent) throws -> String {
+    static func nfcEventLine(_ event: NFCFieldEvent) throws -> String { try jsonLine(event) }
+
+    /// One line of JSON for the device process's output.
+    static func jsonLine(_ event: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(event), as: UTF8.self)
@@ -591,7 +595,8 @@ enum DeviceSheetCommands {
         let name = try arguments.require("name")
         let socket = Device.controlSocketPath(of: name, in: deployment)
         let response: ControlResponse
-        switch await ControlSocketClient.send(request, to: socket) {
+        // An authentication returns once the device paid and the app gave its verdict (bounded by the device).
+        switch await ControlSocketClient.send(request, to: socket, timeoutSeconds: 90) {
         case .success(let answer):
             response = answer
         case .failure(let error) where error.code == .notRunning:
