@@ -186,8 +186,8 @@ let package = Package(
         .target(
             name: "DeviceProcess",
             dependencies: [
-                "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient", "AppPayments",
-                "SecureElement", "Wallet", "OrchardX509",
+                "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
+                "AppPayments", "SecureElement", "Wallet", "OrchardX509",
             ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases

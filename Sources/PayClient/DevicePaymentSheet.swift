@@ -142,7 +142,9 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         /// What the user must still do before paying.
         var needs: [String] {
             var needs: [String] = []
-            if !request.requiredShippingContactFields.isEmpty, shippingContact == nil { needs.append("shippingContact") }
+            if !request.requiredShippingContactFields.isEmpty, shippingContact == nil {
+                needs.append("shippingContact")
+            }
             if !request.requiredBillingContactFields.isEmpty, billingContact == nil { needs.append("billingContact") }
             return needs + ["authentication"]
         }
@@ -187,7 +189,8 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         let driver: any PaymentSheetDriver
         switch user {
         case .scripted(let scripted):
-            driver = ScriptedSheetDriver(user: scripted, eligible: eligible, proposed: proposed, profile: device.profile)
+            driver = ScriptedSheetDriver(
+                user: scripted, eligible: eligible, proposed: proposed, profile: device.profile)
         case .driver(let given):
             driver = given
         }
@@ -197,7 +200,10 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         // The sheet opens on the proposed card: the app learns its network, type and display name.
         await driver.show(await view(of: state))
         try apply(await delegate.didSelectPaymentMethod(state.method, request: state.request), to: &state, driver)
-        trace("sheet: card \(state.method.displayName) (\(state.method.network), \(state.method.type)); the app saw no number")
+        trace(
+            "sheet: card \(state.method.displayName) (\(state.method.network), \(state.method.type)); "
+                + "the app saw no number"
+        )
 
         var result: PaymentSheetActionResult?
         while true {
@@ -209,7 +215,9 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 return .cancelled
             case .chooseCard(let id):
                 guard let card = eligible.first(where: { $0.id == id }) else {
-                    result = .refused(PaymentSheetError(.cardNotEligible, "card \(id) cannot pay for this request"))
+                    // (The identifier is not echoed: it is whatever the user typed.)
+                    result = .refused(
+                        PaymentSheetError(.cardNotEligible, "the chosen card is not one of the sheet's eligible cards"))
                     continue
                 }
                 guard card != state.card else { continue }

@@ -105,7 +105,9 @@ struct PaymentSheetControlTests {
     }
 
     /// A phone with Face ID and the given test cards, served on its control socket.
-    static func phone(_ sandbox: Sandbox, cards: [String], timeout: Duration = .seconds(120)) async throws
+    static func phone(
+        _ sandbox: Sandbox, cards: [String], timeout: Duration = .seconds(120)
+    ) async throws
         -> SheetDevice
     {
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
@@ -148,7 +150,9 @@ struct PaymentSheetControlTests {
         let (refused, refusal) = try await phone.call("POST", "/payment-sheets/current/card", ["card": debit.id])
         #expect(refused == 422 && (refusal["error"] as? [String: Any])?["code"] as? String == "cardNotEligible")
         let after = try await phone.sheetWaitingForUser()
-        #expect(after["status"] as? String == "presented" && after["selectedCard"] as? String == shown["selectedCard"] as? String)
+        #expect(
+            after["status"] as? String == "presented"
+                && after["selectedCard"] as? String == shown["selectedCard"] as? String)
 
         let (chosen, reply) = try await phone.call("POST", "/payment-sheets/current/card", ["card": mastercard.id])
         #expect(chosen == 200 && reply["result"] as? String == "accepted")
@@ -447,7 +451,8 @@ struct PaymentSheetControlTests {
         _ = try await sandbox.addCard("4111111111111111", to: device)
         let phone = try await SheetDevice(sandbox, device, automatic: try AutoAuthentication(parsing: "face-id"))
         let delegate = RecordingDelegate()
-        guard case .completed(let result) = try await phone.present(PaymentSheetTests.request(), delegate: delegate).value
+        guard
+            case .completed(let result) = try await phone.present(PaymentSheetTests.request(), delegate: delegate).value
         else {
             Issue.record("the automatic sheet did not complete")
             phone.stop()

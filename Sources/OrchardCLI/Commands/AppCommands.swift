@@ -33,10 +33,10 @@ enum AppCommands {
             so). The sheet accepts what it proposes and authenticates with the device's own method (a watch: its
             double-click, after --passcode puts it on the wrist unlocked). When the device's process runs
             (`orchard device run`), the sheet is presented there, over its control socket: it waits for the user
-            (`orchard device sheet ...`) unless that process was started with --auto-auth. --application-data replaces the
-            order's (the merchant then refuses the token). With --out DIR2: token.json (the PKPaymentToken as the
-            merchant received it), merchant.pem and merchant.key (the processing certificate and its key) and
-            root.pem (the root of the token-signing chain), for any Apple-format verifier.
+            (`orchard device sheet ...`) unless that process was started with --auto-auth. --application-data
+            replaces the order's (the merchant then refuses the token). With --out DIR2: token.json (the
+            PKPaymentToken as the merchant received it), merchant.pem and merchant.key (the processing certificate
+            and its key) and root.pem (the root of the token-signing chain), for any Apple-format verifier.
             """,
         options: [
             .single("merchant", "ID", help: "The merchant ID (default: the deployment's demo merchant)."),

@@ -532,7 +532,8 @@ enum DeviceSheetCommands {
         case "shipping"?: roles = ["shipping"]
         case "billing"?: roles = ["billing"]
         case nil:
-            let current = try await send(ControlRequest(method: "GET", path: "/payment-sheets/current"), arguments, context)
+            let current = try await send(
+                ControlRequest(method: "GET", path: "/payment-sheets/current"), arguments, context)
             let object = try JSONSerialization.jsonObject(with: current) as? [String: Any]
             let needs = (object?["sheet"] as? [String: Any])?["needs"] as? [String] ?? []
             roles = needs.compactMap { $0.hasSuffix("Contact") ? String($0.dropLast("Contact".count)) : nil }
@@ -543,7 +544,8 @@ enum DeviceSheetCommands {
         for role in roles {
             last = try await send(
                 ControlRequest(
-                    method: "POST", path: "/payment-sheets/current/\(role)-contact", body: try DeviceCommands.json(body)),
+                    method: "POST", path: "/payment-sheets/current/\(role)-contact", body: try DeviceCommands.json(body)
+                ),
                 arguments, context)
         }
         try print(last, context)
