@@ -37,13 +37,9 @@ public final class ControlSocketSheetHost: PaymentSheetHost {
     public func canMakePayments(
         usingNetworks networks: [PaymentNetwork], capabilities: MerchantCapabilities
     ) async -> Bool {
-        let names = PaymentSheetWire.Request(
-            PaymentRequest(
-                merchantIdentifier: "", countryCode: "", currencyCode: "", supportedNetworks: networks,
-                merchantCapabilities: capabilities, paymentSummaryItems: [])
-        ).merchantCapabilities
-        return await capability(
-            PaymentSheetWire.CapabilityQuery(networks: networks.map(\.rawValue), capabilities: names))
+        await capability(
+            PaymentSheetWire.CapabilityQuery(
+                networks: networks.map(\.rawValue), capabilities: PaymentSheetWire.names(of: capabilities)))
     }
 
     private func capability(_ query: PaymentSheetWire.CapabilityQuery) async -> Bool {

@@ -29,11 +29,7 @@ enum PaymentSheetWire {
             countryCode = request.countryCode
             currencyCode = request.currencyCode
             supportedNetworks = request.supportedNetworks.map(\.rawValue)
-            let names: [(MerchantCapabilities, String)] = [
-                (.threeDSecure, "supports3DS"), (.emv, "supportsEMV"), (.credit, "supportsCredit"),
-                (.debit, "supportsDebit"),
-            ]
-            merchantCapabilities = names.filter { request.merchantCapabilities.contains($0.0) }.map(\.1)
+            merchantCapabilities = PaymentSheetWire.names(of: request.merchantCapabilities)
             paymentSummaryItems = request.paymentSummaryItems
             applicationData = request.applicationData?.base64EncodedString()
             requiredBillingContactFields = request.requiredBillingContactFields.map(\.rawValue).sorted()
@@ -172,6 +168,15 @@ enum PaymentSheetWire {
 
     struct CapabilityAnswer: Codable, Sendable {
         let canMakePayments: Bool
+    }
+
+    /// The Apple Pay JS names of `capabilities` (`supports3DS`, ...), the inverse of `MerchantCapabilities(names:)`.
+    static func names(of capabilities: MerchantCapabilities) -> [String] {
+        let names: [(MerchantCapabilities, String)] = [
+            (.threeDSecure, "supports3DS"), (.emv, "supportsEMV"), (.credit, "supportsCredit"),
+            (.debit, "supportsDebit"),
+        ]
+        return names.filter { capabilities.contains($0.0) }.map(\.1)
     }
 
     static func encode(_ value: some Encodable) throws -> Data {
