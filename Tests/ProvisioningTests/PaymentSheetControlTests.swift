@@ -47,7 +47,8 @@ final class SheetDevice: @unchecked Sendable {
 
     /// Presents `request` for the demo app on a task of its own, as an app does.
     func present(
-        _ request: PaymentRequest, delegate: RecordingDelegate, application: String = "dev.orchard.demo-app"
+        _ request: PaymentRequest, delegate: any PaymentAuthorizationControllerDelegate,
+        application: String = "dev.orchard.demo-app"
     ) -> Task<PaymentSheetOutcome, any Error> {
         let host = self.host
         return Task {
@@ -79,6 +80,17 @@ final class SheetDevice: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(25))
         }
         Issue.record("the sheet never waited for the user")
+        return try await sheet()
+    }
+
+    /// Waits (bounded) until the sheet waits for the app's answer, and returns it.
+    func sheetWaitingForApp() async throws -> [String: Any] {
+        for _ in 0..<400 {
+            let sheet = try await sheet()
+            if sheet["waitingFor"] as? String == "app" { return sheet }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        Issue.record("the sheet never waited for the app")
         return try await sheet()
     }
 
@@ -427,6 +439,57 @@ struct PaymentSheetControlTests {
         await sandbox.close()
     }
 
+    @Test(
+        "While the app thinks: an action waits its turn, a second one is refused, a cancel does not wait for the app")
+    func actionsWhileTheAppThinks() async throws {
+        let sandbox = try await Sandbox()
+        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
+        enum Round { case cancelDuringCardQuestion, contactDuringCardQuestion, secondActionDuringContactQuestion }
+        for round in [Round.cancelDuringCardQuestion, .contactDuringCardQuestion, .secondActionDuringContactQuestion] {
+            let gate = Gate()
+            let delegate = GatedDelegate(gate: gate, gatesCard: round != .secondActionDuringContactQuestion)
+            let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
+            let contact = { () async throws -> (Int, [String]?) in
+                let (status, reply) = try await phone.call(
+                    "POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
+                return (status, (reply["sheet"] as? [String: Any])?["needs"] as? [String])
+            }
+            switch round {
+            case .cancelDuringCardQuestion:
+                _ = try await phone.sheetWaitingForApp()
+                let (status, reply) = try await phone.call("POST", "/payment-sheets/current/cancel")
+                #expect(status == 200 && (reply["sheet"] as? [String: Any])?["status"] as? String == "cancelled")
+                await gate.open()
+            case .contactDuringCardQuestion:
+                _ = try await phone.sheetWaitingForApp()
+                let posted = Task { try await contact() }
+                try await Task.sleep(for: .milliseconds(300))  // (lets the contact arrive first; either order passes)
+                await gate.open()
+                let (status, needs) = try await posted.value
+                #expect(status == 200 && needs == ["billingContact", "authentication"])
+                #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
+            case .secondActionDuringContactQuestion:
+                _ = try await phone.sheetWaitingForUser()
+                let posted = Task { try await contact() }
+                let asking = try await phone.sheetWaitingForApp()
+                #expect(asking["shippingContact"] != nil)
+                let (refused, refusal) = try await phone.call("POST", "/payment-sheets/current/card", ["card": "00"])
+                #expect(refused == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
+                await gate.open()
+                let (status, needs) = try await posted.value
+                #expect(status == 200 && needs == ["billingContact", "authentication"])
+                #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
+            }
+            guard case .cancelled = try await app.value else {
+                Issue.record("the sheet did not end cancelled (\(round))")
+                break
+            }
+        }
+        #expect(try phone.nonceRows() == 0)
+        phone.stop()
+        await sandbox.close()
+    }
+
     @Test("A sheet not completed in time is cancelled for the app")
     func timeout() async throws {
         let sandbox = try await Sandbox()
@@ -494,5 +557,48 @@ enum PaymentSheetWireRequest {
             "requiredBillingContactFields": [] as [String], "requiredShippingContactFields": [] as [String],
             "shippingMethods": [] as [Any],
         ]
+    }
+}
+
+/// Holds back whoever waits until opened.
+actor Gate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        for waiter in waiters { waiter.resume() }
+        waiters = []
+    }
+}
+
+/// An app that answers a shipping contact (and, if `gatesCard`, a card) only once its gate opens.
+final class GatedDelegate: PaymentAuthorizationControllerDelegate, Sendable {
+    let gate: Gate
+    let gatesCard: Bool
+    init(gate: Gate, gatesCard: Bool) {
+        self.gate = gate
+        self.gatesCard = gatesCard
+    }
+
+    func didSelectPaymentMethod(
+        _ method: AppPayments.PaymentMethod, request: PaymentRequest
+    ) async -> PaymentRequestUpdate {
+        if gatesCard { await gate.wait() }
+        return PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems)
+    }
+
+    func didSelectShippingContact(_ contact: PaymentContact, request: PaymentRequest) async -> PaymentRequestUpdate {
+        await gate.wait()
+        return PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems)
+    }
+
+    func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
+        PaymentAuthorizationResult(status: .failure)
     }
 }
