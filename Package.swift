@@ -185,7 +185,10 @@ let package = Package(
         // The device process: the control API on the device's Unix socket (HTTP/1.1 JSON, server and client).
         .target(
             name: "DeviceProcess",
-            dependencies: ["Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient"],
+            dependencies: [
+                "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
+                "AppPayments", "SecureElement", "Wallet", "OrchardX509",
+            ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
         // cryptograms.

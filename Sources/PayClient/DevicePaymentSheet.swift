@@ -53,15 +53,30 @@ public struct AcceptingSheetUser: PaymentSheetUser {
 /// the shipping method, the total, the user's authentication for that card and amount, then a nonce from the Pay
 /// server, the Secure Element's credential bound to it, and the exchange for the merchant's token.
 ///
+/// One state machine for every way the sheet is driven: the app's delegate answers each selection with its update,
+/// and a ``PaymentSheetDriver`` gives the user's actions in any order (a scripted ``PaymentSheetUser`` in process,
+/// or a person through the device process's control API). The sheet proposes a card and the first shipping
+/// method; it lets the user authenticate once every required contact was given and the app's last update carried no
+/// errors. Nothing is asked of the Pay server or the Secure Element before the user authenticated, so a cancelled
+/// sheet consumes no nonce and no ATC.
+///
 /// The app receives only what ``AppPayments`` carries: summary-item labels and the raw applicationData stay on
 /// the device (the credential holds amounts and the applicationData's SHA-256).
 public final class DevicePaymentSheet: PaymentSheetHost {
+    /// Who gives the user's actions.
+    private enum User: Sendable {
+        case scripted(any PaymentSheetUser)
+        case driver(any PaymentSheetDriver)
+    }
+
     public let device: Device
     private let client: PayServerClient
     private let root: Certificate
-    private let user: any PaymentSheetUser
+    private let user: User
     private let trace: @Sendable (String) -> Void
 
+    /// A sheet whose user is scripted: it walks the steps in order, and a failed authentication or errors in the
+    /// app's update end the sheet with an error.
     public init(
         device: Device, client: PayServerClient, root: Certificate, user: any PaymentSheetUser,
         trace: @escaping @Sendable (String) -> Void = { _ in }
@@ -69,7 +84,19 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         self.device = device
         self.client = client
         self.root = root
-        self.user = user
+        self.user = .scripted(user)
+        self.trace = trace
+    }
+
+    /// A sheet driven by `driver` (a person at the device's control API).
+    public init(
+        device: Device, client: PayServerClient, root: Certificate, driver: any PaymentSheetDriver,
+        trace: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.device = device
+        self.client = client
+        self.root = root
+        self.user = .driver(driver)
         self.trace = trace
     }
 
@@ -85,6 +112,14 @@ public final class DevicePaymentSheet: PaymentSheetHost {
     }
 
     func eligibleCards(networks: [PaymentNetwork], capabilities: MerchantCapabilities) async -> [WalletCard] {
+        await Self.eligibleCards(in: device, networks: networks, capabilities: capabilities)
+    }
+
+    /// The cards of `device` that may pay a merchant accepting `networks` and `capabilities`: active, on one of the
+    /// networks, of an accepted type. Needs no Pay server (the capability queries of an app).
+    public static func eligibleCards(
+        in device: Device, networks: [PaymentNetwork], capabilities: MerchantCapabilities
+    ) async -> [WalletCard] {
         let accepted = Set(networks.map { $0.rawValue.lowercased() })
         return await device.wallet.allCards.filter { card in
             card.state == .active && accepted.contains(card.network.lowercased())
@@ -92,10 +127,38 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         }
     }
 
+    /// What the sheet holds while it is up.
+    private struct State {
+        var request: PaymentRequest
+        let applicationIdentifier: String
+        let eligible: [WalletCard]
+        let proposed: WalletCard
+        var card: WalletCard
+        var shippingContact: PaymentContact?
+        var billingContact: PaymentContact?
+        var shippingMethod: ShippingMethod?
+        var appErrors: [String] = []
+
+        /// What the user must still do before paying.
+        var needs: [String] {
+            var needs: [String] = []
+            if !request.requiredShippingContactFields.isEmpty, shippingContact == nil {
+                needs.append("shippingContact")
+            }
+            if !request.requiredBillingContactFields.isEmpty, billingContact == nil { needs.append("billingContact") }
+            return needs + ["authentication"]
+        }
+
+        var method: PaymentMethod {
+            PaymentMethod(
+                displayName: "\(card.displayName) •••• \(card.suffix)", network: PaymentNetwork(rawValue: card.network),
+                type: card.type.rawValue)
+        }
+    }
+
     public func present(
         _ request: PaymentRequest, applicationIdentifier: String, delegate: any PaymentAuthorizationControllerDelegate
     ) async throws -> PaymentSheetOutcome {
-        var request = request
         let currency = try CurrencyCode(request.currencyCode)
         guard request.merchantCapabilities.contains(.threeDSecure) else {
             throw PaymentSheetError(.invalidRequest, "the merchant must support 3-D Secure (supports3DS)")
@@ -123,50 +186,123 @@ public final class DevicePaymentSheet: PaymentSheetHost {
             throw PaymentSheetError(
                 .noEligibleCard, "no card in the wallet fits the merchant's networks and capabilities")
         }
-        guard let card = await user.chooseCard(eligible, proposed: proposed), eligible.contains(card) else {
-            return .cancelled
+        let driver: any PaymentSheetDriver
+        switch user {
+        case .scripted(let scripted):
+            driver = ScriptedSheetDriver(
+                user: scripted, eligible: eligible, proposed: proposed, profile: device.profile)
+        case .driver(let given):
+            driver = given
         }
-        let method = PaymentMethod(
-            displayName: "\(card.displayName) •••• \(card.suffix)", network: PaymentNetwork(rawValue: card.network),
-            type: card.type.rawValue)
-        try apply(await delegate.didSelectPaymentMethod(method, request: request), to: &request)
-        trace("sheet: card \(method.displayName) (\(method.network), \(method.type)); the app saw no number")
+        var state = State(
+            request: request, applicationIdentifier: applicationIdentifier, eligible: eligible, proposed: proposed,
+            card: proposed, shippingMethod: request.shippingMethods.first)
+        // The sheet opens on the proposed card: the app learns its network, type and display name.
+        await driver.show(await view(of: state))
+        try apply(await delegate.didSelectPaymentMethod(state.method, request: state.request), to: &state, driver)
+        trace(
+            "sheet: card \(state.method.displayName) (\(state.method.network), \(state.method.type)); "
+                + "the app saw no number"
+        )
 
-        var shippingContact: PaymentContact?
-        var shippingMethod: ShippingMethod?
-        if !request.requiredShippingContactFields.isEmpty {
-            guard let contact = await user.shippingContact() else { return .cancelled }
-            shippingContact = contact
-            try apply(await delegate.didSelectShippingContact(contact.redacted, request: request), to: &request)
-            trace(
-                "sheet: shipping to \(contact.postalAddress?.city ?? "?"); the app saw city, state, postal code, country"
-            )
+        var result: PaymentSheetActionResult?
+        while true {
+            let action = await driver.nextAction(await view(of: state), after: result)
+            result = .accepted
+            switch action {
+            case .cancel:
+                trace("sheet: the user cancelled")
+                return .cancelled
+            case .chooseCard(let id):
+                guard let card = eligible.first(where: { $0.id == id }) else {
+                    // (The identifier is not echoed: it is whatever the user typed.)
+                    result = .refused(
+                        PaymentSheetError(.cardNotEligible, "the chosen card is not one of the sheet's eligible cards"))
+                    continue
+                }
+                guard card != state.card else { continue }
+                state.card = card
+                await driver.show(await view(of: state))
+                try apply(
+                    await delegate.didSelectPaymentMethod(state.method, request: state.request), to: &state, driver)
+                trace("sheet: card \(state.method.displayName) (\(state.method.network), \(state.method.type))")
+            case .shippingContact(let contact):
+                if let refusal = Self.check(contact, state.request.requiredShippingContactFields, "shipping") {
+                    result = .refused(refusal)
+                    continue
+                }
+                state.shippingContact = contact
+                await driver.show(await view(of: state))
+                try apply(
+                    await delegate.didSelectShippingContact(contact.redacted, request: state.request), to: &state,
+                    driver)
+                trace(
+                    "sheet: shipping to \(contact.postalAddress?.city ?? "?"); the app saw city, state, postal code, "
+                        + "country")
+            case .shippingMethod(let identifier):
+                guard let method = state.request.shippingMethods.first(where: { $0.identifier == identifier }) else {
+                    result = .refused(
+                        PaymentSheetError(.invalidAction, "the request has no shipping method \(identifier)"))
+                    continue
+                }
+                guard method != state.shippingMethod else { continue }
+                state.shippingMethod = method
+                await driver.show(await view(of: state))
+                try apply(await delegate.didSelectShippingMethod(method, request: state.request), to: &state, driver)
+            case .billingContact(let contact):
+                if let refusal = Self.check(contact, state.request.requiredBillingContactFields, "billing") {
+                    result = .refused(refusal)
+                    continue
+                }
+                state.billingContact = contact
+            case .authenticate(let evidence):
+                let missing = state.needs.dropLast()
+                guard missing.isEmpty, state.appErrors.isEmpty else {
+                    let reason =
+                        missing.isEmpty
+                        ? "the app's update has errors: \(state.appErrors.joined(separator: "; "))"
+                        : "the sheet still needs \(missing.joined(separator: " and "))"
+                    result = .refused(PaymentSheetError(.invalidAction, reason))
+                    continue
+                }
+                guard let total = state.request.paymentSummaryItems.last else {
+                    throw PaymentSheetError(
+                        .invalidRequest, "a payment request needs summary items (the last is the total)")
+                }
+                let amount = try PaymentAmount(
+                    minorUnits: try currency.minorUnits(total.amount), currency: currency.numeric)
+                // Authentication for this card and amount, in-app.
+                let outcome: AuthenticationOutcome
+                do {
+                    outcome = try await device.authenticate(evidence, for: .inApp, card: state.card.id, amount: amount)
+                } catch {
+                    guard driver.staysOnFailure else { throw error }
+                    result = .refused(error)
+                    continue
+                }
+                switch outcome {
+                case .authorized(let statement):
+                    trace("sheet: \(total.label) \(total.amount) \(currency) authorized by \(evidence)")
+                    return .completed(
+                        try await pay(
+                            state, statement: statement, amount: amount, delegate: delegate))
+                case .rejected(let offered):
+                    guard driver.staysOnFailure else {
+                        throw PaymentSheetError(.authenticationFailed, "the user did not authenticate")
+                    }
+                    trace("sheet: \(evidence) rejected; the sheet waits")
+                    result = .authenticationRejected(offered: offered)
+                }
+            }
         }
-        if !request.shippingMethods.isEmpty {
-            guard let chosen = await user.chooseShippingMethod(request.shippingMethods) else { return .cancelled }
-            shippingMethod = chosen
-            try apply(await delegate.didSelectShippingMethod(chosen, request: request), to: &request)
-        }
-        var billingContact: PaymentContact?
-        if !request.requiredBillingContactFields.isEmpty {
-            guard let contact = await user.billingContact() else { return .cancelled }
-            billingContact = contact
-        }
-        guard let total = request.paymentSummaryItems.last else {
-            throw PaymentSheetError(.invalidRequest, "a payment request needs summary items (the last is the total)")
-        }
-        let amount = try PaymentAmount(minorUnits: try currency.minorUnits(total.amount), currency: currency.numeric)
+    }
 
-        // Authentication for this card and amount, in-app.
-        guard let evidence = await user.authenticate(on: device.profile) else { return .cancelled }
-        let statement: SignedEnclaveStatement
-        switch try await device.authenticate(evidence, for: .inApp, card: card.id, amount: amount) {
-        case .authorized(let signed): statement = signed
-        default: throw PaymentSheetError(.authenticationFailed, "the user did not authenticate")
-        }
-        trace("sheet: \(total.label) \(total.amount) \(currency) authorized by \(evidence)")
-
-        // Nonce, credential, exchange.
+    /// After the user authenticated: nonce, credential, exchange, and the app's verdict.
+    private func pay(
+        _ state: State, statement: SignedEnclaveStatement, amount: PaymentAmount,
+        delegate: any PaymentAuthorizationControllerDelegate
+    ) async throws -> PaymentAuthorizationResult {
+        let request = state.request
         let key = try PayCredentialKey(
             certificate: try await payServer { try await $0.credentialCertificate() }, root: root, now: Date())
         let nonce = try await payServer { try await $0.paymentNonce() }
@@ -174,14 +310,15 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         let sealed: [UInt8]
         do {
             sealed = try await credential(
-                statement: statement, card: card.id, request: request, applicationIdentifier: applicationIdentifier,
-                amount: amount, nonce: nonce, key: key)
+                statement: statement, card: state.card.id, request: request,
+                applicationIdentifier: state.applicationIdentifier, amount: amount, nonce: nonce, key: key)
         } catch {
             throw PaymentSheetError(.secureElementRefused, "\(error)")
         }
         trace(
             "Secure Element: credential (DPAN, remote cryptogram, amount, nonce, SHA-256 of applicationData) signed "
                 + "and sealed to the Pay server (\(sealed.count) bytes)")
+        let method = state.method
         let token = try await payServer {
             try await $0.exchange(
                 PaymentCredentialExchange(
@@ -192,10 +329,53 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         trace("Pay server → device: the token, re-encrypted to the merchant's processing certificate and signed")
         let payment = Payment(
             token: token, paymentMethod: method,
-            billingContact: billingContact?.limited(to: request.requiredBillingContactFields),
-            shippingContact: shippingContact?.limited(to: request.requiredShippingContactFields),
-            shippingMethod: shippingMethod)
-        return .completed(await delegate.didAuthorizePayment(payment))
+            billingContact: state.billingContact?.limited(to: request.requiredBillingContactFields),
+            shippingContact: state.shippingContact?.limited(to: request.requiredShippingContactFields),
+            shippingMethod: request.shippingMethods.isEmpty ? nil : state.shippingMethod)
+        return await delegate.didAuthorizePayment(payment)
+    }
+
+    /// What the sheet shows now.
+    private func view(of state: State) async -> PaymentSheetView {
+        let request = state.request
+        let card = { (card: WalletCard) in
+            PaymentSheetView.Card(
+                id: card.id, displayName: card.displayName, suffix: card.suffix, network: card.network,
+                type: card.type.rawValue)
+        }
+        return PaymentSheetView(
+            applicationIdentifier: state.applicationIdentifier, merchantIdentifier: request.merchantIdentifier,
+            merchantName: request.paymentSummaryItems.last?.label ?? "", currencyCode: request.currencyCode,
+            items: request.paymentSummaryItems, total: request.paymentSummaryItems.last?.amount ?? "",
+            cards: state.eligible.map(card), proposedCard: state.proposed.id, selectedCard: state.card.id,
+            shippingMethods: request.shippingMethods, selectedShippingMethod: state.shippingMethod?.identifier,
+            requiredShippingContactFields: request.requiredShippingContactFields.map(\.rawValue).sorted(),
+            requiredBillingContactFields: request.requiredBillingContactFields.map(\.rawValue).sorted(),
+            shippingContact: state.shippingContact, billingContact: state.billingContact, appErrors: state.appErrors,
+            needs: state.needs, authenticationMethods: await device.secureEnclave.paymentMethods().map(\.name),
+            status: "presented", waitingFor: "user", failure: nil)
+    }
+
+    /// Why `contact` cannot be the `role` contact of a request requiring `fields`, or nil.
+    private static func check(
+        _ contact: PaymentContact, _ fields: Set<ContactField>, _ role: String
+    ) -> PaymentSheetError? {
+        guard !fields.isEmpty else {
+            return PaymentSheetError(.invalidAction, "the request asks for no \(role) contact")
+        }
+        let missing = fields.filter { field in
+            switch field {
+            case .name: contact.name?.isEmpty ?? true
+            case .emailAddress: contact.emailAddress?.isEmpty ?? true
+            case .phoneNumber: contact.phoneNumber?.isEmpty ?? true
+            case .postalAddress: contact.postalAddress == nil
+            }
+        }
+        guard missing.isEmpty else {
+            let names = missing.map(\.rawValue).sorted().joined(separator: ", ")
+            return PaymentSheetError(.invalidAction, "the \(role) contact lacks \(names)")
+        }
+        return nil
     }
 
     /// The Secure Element's sealed credential (untyped throws: a typed do/catch around an actor call in async
@@ -212,12 +392,21 @@ public final class DevicePaymentSheet: PaymentSheetHost {
             payServerKey: key.publicKey)
     }
 
-    private func apply(_ update: PaymentRequestUpdate, to request: inout PaymentRequest) throws(PaymentSheetError) {
-        guard update.errors.isEmpty else {
+    /// Applies the app's answer to a selection. Errors block the payment until a later update clears them; a
+    /// scripted sheet, which cannot react, ends with them.
+    private func apply(
+        _ update: PaymentRequestUpdate, to state: inout State, _ driver: any PaymentSheetDriver
+    ) throws(PaymentSheetError) {
+        guard update.errors.isEmpty || driver.staysOnFailure else {
             throw PaymentSheetError(.requestRejectedByApp, update.errors.joined(separator: "; "))
         }
-        request.paymentSummaryItems = update.paymentSummaryItems
-        if let methods = update.shippingMethods { request.shippingMethods = methods }
+        state.appErrors = update.errors
+        state.request.paymentSummaryItems = update.paymentSummaryItems
+        if let methods = update.shippingMethods {
+            state.request.shippingMethods = methods
+            if let selected = state.shippingMethod, !methods.contains(selected) { state.shippingMethod = methods.first }
+            if state.shippingMethod == nil { state.shippingMethod = methods.first }
+        }
     }
 
     private func payServer<T>(_ body: (PayServerClient) async throws -> T) async throws -> T {

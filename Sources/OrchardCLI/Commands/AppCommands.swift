@@ -31,10 +31,12 @@ enum AppCommands {
             deployment's default device (demo-phone, else the first device that can pay in an app); with no device
             at all, a phone demo-phone is made and the issuer's approve test card provisioned to it (the trace says
             so). The sheet accepts what it proposes and authenticates with the device's own method (a watch: its
-            double-click, after --passcode puts it on the wrist unlocked). --application-data replaces the
-            order's (the merchant then refuses the token). With --out DIR2: token.json (the PKPaymentToken as the
-            merchant received it), merchant.pem and merchant.key (the processing certificate and its key) and
-            root.pem (the root of the token-signing chain), for any Apple-format verifier.
+            double-click, after --passcode puts it on the wrist unlocked). When the device's process runs
+            (`orchard device run`), the sheet is presented there, over its control socket: it waits for the user
+            (`orchard device sheet ...`) unless that process was started with --auto-auth. --application-data
+            replaces the order's (the merchant then refuses the token). With --out DIR2: token.json (the
+            PKPaymentToken as the merchant received it), merchant.pem and merchant.key (the processing certificate
+            and its key) and root.pem (the root of the token-signing chain), for any Apple-format verifier.
             """,
         options: [
             .single("merchant", "ID", help: "The merchant ID (default: the deployment's demo merchant)."),
@@ -92,14 +94,26 @@ enum AppBuy {
             throw CLIError.failure(error.message)
         }
         do {
-            let device = try await payingDevice(
+            let order = OrderRequest(item: item, amount: amount, currency: currency)
+            let result: Result
+            switch try await payingDevice(
                 deployment: deployment, connections: connections, name: arguments.value("device"),
                 passcode: arguments.value("passcode"), trace: { context.trace($0) })
-            let result = try await buy(
-                deployment: deployment, connections: connections,
-                order: OrderRequest(item: item, amount: amount, currency: currency),
-                application: application, device: device, applicationData: applicationData,
-                merchant: arguments.value("merchant"), out: arguments.value("out"), trace: { context.trace($0) })
+            {
+            case .inProcess(let device):
+                result = try await buy(
+                    deployment: deployment, connections: connections, order: order, application: application,
+                    device: device, applicationData: applicationData, merchant: arguments.value("merchant"),
+                    out: arguments.value("out"), trace: { context.trace($0) })
+            case .running(let name):
+                let socket = Device.controlSocketPath(of: name, in: deployment)
+                context.trace("app → device process of \(name): the payment sheet is presented over \(socket)")
+                result = try await buy(
+                    deployment: deployment, connections: connections, order: order, application: application,
+                    host: ControlSocketSheetHost(socketPath: socket, deviceName: name, trace: { context.trace($0) }),
+                    deviceName: name, applicationData: applicationData, merchant: arguments.value("merchant"),
+                    out: arguments.value("out"), trace: { context.trace($0) })
+            }
             await connections.close()
             try context.outputJSON(result)
         } catch {
@@ -202,10 +216,27 @@ enum AppBuy {
         }
     }
 
+    /// Buys with the payment sheet of `device`, opened in this process.
     static func buy(
-        deployment: DeploymentDirectory, connections: ServiceConnections, order orderRequest: OrderRequest,
+        deployment: DeploymentDirectory, connections: ServiceConnections, order: OrderRequest,
         application: String, device: Device, applicationData: Data?, merchant: String?, out: String?,
         trace: @escaping @Sendable (String) -> Void
+    ) async throws -> Result {
+        let sheet = DevicePaymentSheet(
+            device: device,
+            client: try PaySession.client(device: device.name, in: deployment, connections: connections),
+            root: try Certificate(pemEncoded: connections.rootCertificatePEM),
+            user: AcceptingSheetUser(contact: demoContact), trace: trace)
+        return try await buy(
+            deployment: deployment, connections: connections, order: order, application: application, host: sheet,
+            deviceName: device.name, applicationData: applicationData, merchant: merchant, out: out, trace: trace)
+    }
+
+    /// Buys with the payment sheet `host` shows (in this process, or in the device's running process).
+    static func buy(
+        deployment: DeploymentDirectory, connections: ServiceConnections, order orderRequest: OrderRequest,
+        application: String, host: any PaymentSheetHost, deviceName: String, applicationData: Data?,
+        merchant: String?, out: String?, trace: @escaping @Sendable (String) -> Void
     ) async throws -> Result {
         let client = try connections.client()
         defer { client.shutdown() }
@@ -229,15 +260,10 @@ enum AppBuy {
             ],
             applicationData: applicationData ?? Data(base64Encoded: order.applicationData),
             requiredBillingContactFields: [.name], requiredShippingContactFields: [.name, .postalAddress])
-        let sheet = DevicePaymentSheet(
-            device: device,
-            client: try PaySession.client(device: device.name, in: deployment, connections: connections),
-            root: try Certificate(pemEncoded: connections.rootCertificatePEM),
-            user: AcceptingSheetUser(contact: demoContact), trace: trace)
         let delegate = CheckoutDelegate(
             client: client, paymentURL: base + "/v1/orders/\(order.orderID)/payment", trace: trace)
         let controller = PaymentAuthorizationController(
-            paymentRequest: request, host: sheet, applicationIdentifier: application)
+            paymentRequest: request, host: host, applicationIdentifier: application)
         let outcome: PaymentSheetOutcome
         do {
             outcome = try await controller.present(delegate: delegate)
@@ -255,7 +281,7 @@ enum AppBuy {
                 + (answer.maskedPAN.map { " (\($0))" } ?? ""))
         return Result(
             orderID: order.orderID, merchantIdentifier: request.merchantIdentifier, item: orderRequest.item,
-            amount: "\(order.total) \(order.currency)", device: device.name, card: answer.maskedPAN ?? "-",
+            amount: "\(order.total) \(order.currency)", device: deviceName, card: answer.maskedPAN ?? "-",
             outcome: answer.outcome, responseCode: answer.responseCode, reason: answer.reason,
             transactionIdentifier: answer.transactionIdentifier)
     }
@@ -265,12 +291,18 @@ enum AppBuy {
         postalAddress: PostalAddress(
             street: "1 Orchard Way", city: "Cupertino", state: "CA", postalCode: "95014", country: "US"))
 
+    /// The device the app runs on: opened in this process, or, while its process runs, reached through it.
+    enum PayingDevice {
+        case inProcess(Device)
+        case running(String)
+    }
+
     /// `--device`, else demo-phone, else the first device that can pay in an app; with none, demo-phone is made
-    /// and the approve test card provisioned to it.
+    /// and the approve test card provisioned to it. A device whose process runs is used through that process.
     static func payingDevice(
         deployment: DeploymentDirectory, connections: ServiceConnections, name: String?, passcode: String?,
         trace: @escaping @Sendable (String) -> Void
-    ) async throws -> Device {
+    ) async throws -> PayingDevice {
         let names = Device.names(in: deployment)
         var chosen = name
         if chosen == nil {
@@ -290,8 +322,18 @@ enum AppBuy {
         if let chosen {
             guard names.contains(chosen) else { throw CLIError.failure("no device \(chosen) in \(deployment.path)") }
             if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: chosen, in: deployment)) {
-                throw CLIError.failure(
-                    "the device process of \(chosen) is running: stop it first (its Secure Element is in use)")
+                // Its Secure Element is in use there: the sheet is presented to that process.
+                if let passcode, (try? Device.identity(of: chosen, in: deployment))?.profile.kind == .watch {
+                    _ = try? await DeviceCommands.send(
+                        ControlRequest(method: "POST", path: "/wrist", body: try DeviceCommands.json(["on": true])),
+                        to: chosen, in: deployment)
+                    _ = try await DeviceCommands.send(
+                        ControlRequest(
+                            method: "POST", path: "/unlock",
+                            body: try DeviceCommands.json(["method": "passcode", "passcode": passcode])),
+                        to: chosen, in: deployment)
+                }
+                return .running(chosen)
             }
             let device = try await Device.open(in: deployment, name: chosen)
             if device.profile.kind == .watch {
@@ -299,13 +341,13 @@ enum AppBuy {
                 try? await device.secureEnclave.putOnWrist()
                 _ = try await device.unlock(.passcode(SecureBytes(Array(passcode.utf8))))
             }
-            return device
+            return .inProcess(device)
         }
         trace("no device in the deployment: making demo-phone and adding the issuer's approve test card")
         let (_, devices) = try await DemoProvisioning.run(
             deployment: deployment, connections: connections, trace: trace, only: ["demo-phone"])
         guard let device = devices["demo-phone"] else { throw CLIError.failure("demo-phone could not be made") }
-        return device
+        return .inProcess(device)
     }
 
     /// token.json, merchant.pem, merchant.key, root.pem.

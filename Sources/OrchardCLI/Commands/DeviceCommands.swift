@@ -16,6 +16,7 @@ enum DeviceCommands {
         subcommands: [
             create, list, run, status, cards, choose, setDefault, autoSelect, authenticate, lock, unlock, wrist,
             doubleClick, field, apdu, passcode, reset, settings, addCard, lostMode, erase, resume, sync,
+            DeviceSheetCommands.command,
         ]
     )
 
@@ -101,12 +102,19 @@ enum DeviceCommands {
             authorization, a field, an unlocked device last one command). The routes are in docs/device.md.
             A phone or a watch also opens its NFC antenna (DIR/devices/NAME/nfc.sock) for terminals; in a
             field the user authenticates through the control API, or at once with --auto-auth (docs/terminal.md).
+            Apps on the device (`orchard app buy --device NAME`) present their payment sheet here: the user drives
+            it with `orchard device sheet ...`, or --auto-auth approves it (the proposed card, the wallet's recent
+            contact or a demo contact, the first shipping method); the device reaches the Pay server for it
+            (docs/in-app.md).
             """,
         options: [
             nameOption,
             .single(
                 "auto-auth", "STEPS",
-                help: "In a field, authenticate at once: face-id, touch-id, passcode:CODE, double-click, or a list."),
+                help: "In a field or on a payment sheet, authenticate at once: face-id, touch-id, passcode:CODE, "
+                    + "double-click, or a list."),
+            .single(
+                "sheet-timeout", "SECONDS", help: "Cancel a payment sheet not completed in this time (default 120)."),
             .single(
                 "sync-interval", "SECONDS",
                 help: "Apply the Pay server's token-status notifications this often (default 5; 0: never)."),
@@ -127,9 +135,22 @@ enum DeviceCommands {
         let antenna = try NFCFieldSession.startAntenna(
             device: device, deployment: deployment, autoAuthentication: automatic,
             events: { event in if let line = try? nfcEventLine(event) { context.output(line) } })
+        let sheetTimeout = Int(arguments.value("sheet-timeout") ?? "120") ?? -1
+        guard (1...3600).contains(sheetTimeout) else {
+            antenna?.stop()
+            throw CLIError.usage("--sheet-timeout is 1 to 3600 seconds")
+        }
+        let sheets = PaymentSheetService(
+            device: device, automatic: automatic, timeout: .seconds(sheetTimeout),
+            connect: { try await DeviceSheetCommands.payServer(device: name, in: deployment, context: context) },
+            events: { event in if let line = try? jsonLine(event) { context.output(line) } },
+            trace: { context.trace($0) })
+        let control = DeviceControl(device: device)
         let server: ControlSocketServer
         do {
-            server = try ControlSocketServer(path: path, control: DeviceControl(device: device))
+            server = try ControlSocketServer(path: path) { request in
+                PaymentSheetService.handles(request) ? await sheets.handle(request) : await control.handle(request)
+            }
         } catch {
             antenna?.stop()
             throw error
@@ -378,7 +399,10 @@ enum DeviceCommands {
     static func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
 
     /// One line of JSON for what the device did in a field.
-    static func nfcEventLine(_ event: NFCFieldEvent) throws -> String {
+    static func nfcEventLine(_ event: NFCFieldEvent) throws -> String { try jsonLine(event) }
+
+    /// One line of JSON for the device process's output.
+    static func jsonLine(_ event: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(event), as: UTF8.self)
@@ -439,5 +463,173 @@ struct CardSummary: Encodable {
         deviceAccountSuffix = card.deviceAccountSuffix
         state = card.state.rawValue
         automaticSelection = card.automaticSelection
+    }
+}
+
+/// `orchard device sheet ...`: the user at the payment sheet an app presented on a running device process
+/// (`/payment-sheets/current` of its control API, docs/in-app.md). Each prints the sheet as JSON.
+enum DeviceSheetCommands {
+    static let command = Command(
+        name: "sheet",
+        summary: "Look at and act on the payment sheet an app presented on the running device process.",
+        subcommands: [show, chooseCard, contact, shipping, authenticate, cancel]
+    )
+
+    static let nameOption = DeviceCommands.nameOption
+
+    static let show = Command(
+        name: "show",
+        summary: "What the sheet shows: merchant, items and total, eligible cards, shipping, what it waits for.",
+        options: [nameOption]
+    ) { arguments, context in
+        try await sheet(ControlRequest(method: "GET", path: "/payment-sheets/current"), arguments, context)
+    }
+
+    static let chooseCard = Command(
+        name: "choose-card", summary: "Pay with another eligible card.",
+        options: [nameOption, .single("card", "ID", help: "A card identifier among the sheet's cards.")]
+    ) { arguments, context in
+        let card = try arguments.require("card")
+        try await sheet(
+            ControlRequest(
+                method: "POST", path: "/payment-sheets/current/card", body: try DeviceCommands.json(["card": card])),
+            arguments, context)
+    }
+
+    static let contact = Command(
+        name: "contact",
+        summary: "Give the shipping and/or billing contact (by default every contact the request asks for).",
+        options: [
+            nameOption,
+            .single("role", "shipping|billing", help: "Only this contact (default: each one the sheet needs)."),
+            .single("contact-name", "NAME", help: "The person's name."),
+            .single("email", "ADDRESS", help: "Email address."),
+            .single("phone", "NUMBER", help: "Phone number."),
+            .single("street", "STREET", help: "Street address."),
+            .single("city", "CITY", help: "City."),
+            .single("state", "STATE", help: "State or region."),
+            .single("postal-code", "CODE", help: "Postal code."),
+            .single("country", "CC", help: "ISO 3166 alpha-2 country code."),
+        ]
+    ) { arguments, context in
+        var body: [String: Any] = [:]
+        for (option, key) in [("contact-name", "name"), ("email", "emailAddress"), ("phone", "phoneNumber")] {
+            if let value = arguments.value(option) { body[key] = value }
+        }
+        let address = ["street", "city", "state", "postal-code", "country"].compactMap { arguments.value($0) }
+        if !address.isEmpty {
+            guard address.count == 5 else {
+                throw CLIError.usage("an address needs --street, --city, --state, --postal-code and --country")
+            }
+            body["postalAddress"] = [
+                "street": address[0], "city": address[1], "state": address[2], "postalCode": address[3],
+                "country": address[4],
+            ]
+        }
+        guard !body.isEmpty else { throw CLIError.usage("give at least one contact field") }
+        var roles: [String]
+        switch arguments.value("role") {
+        case "shipping"?: roles = ["shipping"]
+        case "billing"?: roles = ["billing"]
+        case nil:
+            let current = try await send(
+                ControlRequest(method: "GET", path: "/payment-sheets/current"), arguments, context)
+            let object = try JSONSerialization.jsonObject(with: current) as? [String: Any]
+            let needs = (object?["sheet"] as? [String: Any])?["needs"] as? [String] ?? []
+            roles = needs.compactMap { $0.hasSuffix("Contact") ? String($0.dropLast("Contact".count)) : nil }
+            if roles.isEmpty { throw CLIError.failure("the sheet needs no contact now: say --role shipping|billing") }
+        default: throw CLIError.usage("--role is shipping or billing")
+        }
+        var last = Data()
+        for role in roles {
+            last = try await send(
+                ControlRequest(
+                    method: "POST", path: "/payment-sheets/current/\(role)-contact", body: try DeviceCommands.json(body)
+                ),
+                arguments, context)
+        }
+        try print(last, context)
+    }
+
+    static let shipping = Command(
+        name: "shipping", summary: "Choose a shipping method.",
+        options: [nameOption, .single("method", "ID", help: "The shipping method's identifier.")]
+    ) { arguments, context in
+        let method = try arguments.require("method")
+        try await sheet(
+            ControlRequest(
+                method: "POST", path: "/payment-sheets/current/shipping-method",
+                body: try DeviceCommands.json(["identifier": method])),
+            arguments, context)
+    }
+
+    static let authenticate = Command(
+        name: "authenticate",
+        summary: "Authenticate for the sheet's card and total; on success the device pays and the app is told.",
+        options: [nameOption] + DeviceCommands.evidenceOptions
+    ) { arguments, context in
+        try await sheet(
+            ControlRequest(
+                method: "POST", path: "/payment-sheets/current/authenticate",
+                body: try DeviceCommands.json(try DeviceCommands.evidence(arguments))),
+            arguments, context)
+    }
+
+    static let cancel = Command(
+        name: "cancel", summary: "Dismiss the sheet: the app's payment is cancelled.", options: [nameOption]
+    ) { arguments, context in
+        try await sheet(ControlRequest(method: "POST", path: "/payment-sheets/current/cancel"), arguments, context)
+    }
+
+    // MARK: Helpers
+
+    /// Sends `request` to the running device process and prints its answer.
+    static func sheet(_ request: ControlRequest, _ arguments: ParsedArguments, _ context: CommandContext) async throws {
+        try print(try await send(request, arguments, context), context)
+    }
+
+    /// The answer's body; a refusal becomes `error: <code>: <message>`. The sheet lives only in a running device
+    /// process, so there is nothing to do without one.
+    static func send(
+        _ request: ControlRequest, _ arguments: ParsedArguments, _ context: CommandContext
+    ) async throws -> Data {
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let name = try arguments.require("name")
+        let socket = Device.controlSocketPath(of: name, in: deployment)
+        let response: ControlResponse
+        // An authentication returns once the device paid and the app gave its verdict (bounded by the device).
+        switch await ControlSocketClient.send(request, to: socket, timeoutSeconds: 90) {
+        case .success(let answer):
+            response = answer
+        case .failure(let error) where error.code == .notRunning:
+            throw CLIError.failure(
+                "the device process of \(name) is not running: payment sheets live there (orchard device run)")
+        case .failure(let error):
+            throw error
+        }
+        guard (200..<300).contains(response.status) else {
+            let decoded = try? JSONDecoder().decode([String: [String: String]].self, from: response.body)
+            let code = decoded?["error"]?["code"] ?? "error"
+            let message = decoded?["error"]?["message"] ?? String(decoding: response.body, as: UTF8.self)
+            throw CLIError.failure("\(code): \(message)")
+        }
+        return response.body
+    }
+
+    static func print(_ body: Data, _ context: CommandContext) throws {
+        let object = try JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
+        let pretty = try JSONSerialization.data(
+            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
+        context.output(String(decoding: pretty, as: UTF8.self))
+    }
+
+    /// The device's connection to the Pay server for one sheet: the services running for DIR, else started in
+    /// the device process for the sheet's duration.
+    static func payServer(
+        device name: String, in deployment: DeploymentDirectory, context: CommandContext
+    ) async throws -> PaymentSheetService.PayServerConnection {
+        let session = try await PaySession.open(device: name, in: deployment, context: context)
+        return PaymentSheetService.PayServerConnection(
+            client: session.client, root: session.root, close: { await session.close() })
     }
 }

@@ -1,0 +1,157 @@
+public import AppPayments
+import Device
+import Foundation
+
+/// The payment sheet of a running device process, as an app on that device reaches it: over the device's control
+/// socket (mode 0600, the analogue of PassKit's XPC to the wallet). The sheet, the wallet, the Secure Element and
+/// the Pay server stay in the device process; the app sees the events of ``PaymentAuthorizationControllerDelegate``
+/// (the shipping contact redacted) and answers them.
+///
+/// ``present(_:applicationIdentifier:delegate:)`` presents the request (`POST /payment-sheets`), long-polls the
+/// sheet's events (at most ``pollSeconds`` per poll) and posts each answer, until the sheet ends. The sheet's
+/// refusals come back as ``PaymentSheetError`` with the device's code (`notEntitled`, `noEligibleCard`,
+/// `sheetPresented` when another sheet is up, ...).
+public final class ControlSocketSheetHost: PaymentSheetHost {
+    public let socketPath: String
+    public let pollSeconds: Int
+    private let deviceName: String?
+    private let trace: @Sendable (String) -> Void
+
+    /// - Parameters:
+    ///   - socketPath: the device process's control socket.
+    ///   - deviceName: the device's name, for the trace's hint to the user.
+    public init(
+        socketPath: String, deviceName: String? = nil, pollSeconds: Int = 20,
+        trace: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.socketPath = socketPath
+        self.deviceName = deviceName
+        self.pollSeconds = min(max(pollSeconds, 1), PaymentSheetService.maximumPollSeconds)
+        self.trace = trace
+    }
+
+    public func canMakePayments() async -> Bool {
+        await capability(PaymentSheetWire.CapabilityQuery(networks: nil, capabilities: nil))
+    }
+
+    public func canMakePayments(
+        usingNetworks networks: [PaymentNetwork], capabilities: MerchantCapabilities
+    ) async -> Bool {
+        await capability(
+            PaymentSheetWire.CapabilityQuery(
+                networks: networks.map(\.rawValue), capabilities: PaymentSheetWire.names(of: capabilities)))
+    }
+
+    private func capability(_ query: PaymentSheetWire.CapabilityQuery) async -> Bool {
+        let answer = try? await call(
+            "POST", "/payment-sheets/can-make-payments", body: query, as: PaymentSheetWire.CapabilityAnswer.self)
+        return answer?.canMakePayments ?? false
+    }
+
+    public func present(
+        _ request: PaymentRequest, applicationIdentifier: String, delegate: any PaymentAuthorizationControllerDelegate
+    ) async throws -> PaymentSheetOutcome {
+        let presented = try await call(
+            "POST", "/payment-sheets",
+            body: PaymentSheetWire.Presentation(
+                applicationIdentifier: applicationIdentifier, request: PaymentSheetWire.Request(request)),
+            as: PaymentSheetWire.Presented.self)
+        trace(
+            presented.automatic
+                ? "sheet \(presented.id) presented on the device process, which approves it itself (--auto-auth)"
+                : "sheet \(presented.id) presented: it waits for the user on the device's control API "
+                    + "(orchard device sheet show|choose-card|contact|shipping|authenticate|cancel"
+                    + (deviceName.map { " --name \($0))" } ?? ")"))
+        var current = request
+        var verdict: PaymentAuthorizationResult?
+        while true {
+            let event = try await call(
+                "GET", "/payment-sheets/\(presented.id)/events?wait=\(pollSeconds)", body: nil as String?,
+                as: PaymentSheetWire.Event.self, timeoutSeconds: pollSeconds + 15)
+            var answer = PaymentSheetWire.Answer(sequence: event.sequence ?? 0)
+            switch event.kind {
+            case .none:
+                continue
+            case .paymentMethodSelected:
+                guard let method = event.paymentMethod else { throw Self.malformed("a payment method event") }
+                answer.update = .init(apply(await delegate.didSelectPaymentMethod(method, request: current), &current))
+            case .shippingContactSelected:
+                guard let contact = event.shippingContact else { throw Self.malformed("a shipping contact event") }
+                answer.update = .init(
+                    apply(await delegate.didSelectShippingContact(contact, request: current), &current))
+            case .shippingMethodSelected:
+                guard let method = event.shippingMethod else { throw Self.malformed("a shipping method event") }
+                answer.update = .init(
+                    apply(await delegate.didSelectShippingMethod(method, request: current), &current))
+            case .paymentAuthorized:
+                guard let payment = event.payment, let token = Data(base64Encoded: payment.token) else {
+                    throw Self.malformed("an authorization event")
+                }
+                let result = await delegate.didAuthorizePayment(
+                    Payment(
+                        token: token, paymentMethod: payment.paymentMethod, billingContact: payment.billingContact,
+                        shippingContact: payment.shippingContact, shippingMethod: payment.shippingMethod))
+                verdict = result
+                answer.result = .init(result)
+            case .ended:
+                switch event.outcome {
+                case "completed":
+                    guard let result = event.result?.value ?? verdict else {
+                        throw Self.malformed("a completed sheet without the app's verdict")
+                    }
+                    return .completed(result)
+                case "cancelled":
+                    return .cancelled
+                default:
+                    throw PaymentSheetError(
+                        PaymentSheetError.Code(event.error?.code ?? "failed"),
+                        event.error?.message ?? "the payment sheet failed")
+                }
+            }
+            // A sheet cancelled meanwhile refuses the answer (409): its end is the next event.
+            _ = try? await call(
+                "POST", "/payment-sheets/\(presented.id)/answers", body: answer, as: [String: Bool].self)
+        }
+    }
+
+    /// The app's own copy of its request follows its updates (the device shows the same).
+    private func apply(_ update: PaymentRequestUpdate, _ request: inout PaymentRequest) -> PaymentRequestUpdate {
+        request.paymentSummaryItems = update.paymentSummaryItems
+        if let methods = update.shippingMethods { request.shippingMethods = methods }
+        return update
+    }
+
+    private static func malformed(_ what: String) -> PaymentSheetError {
+        PaymentSheetError(.deviceUnreachable, "the device process sent \(what) outside the protocol")
+    }
+
+    /// One request on the control socket (on a thread of its own); a refusal becomes the device's
+    /// ``PaymentSheetError``.
+    private func call<Body: Encodable, Answer: Decodable>(
+        _ method: String, _ path: String, body: Body?, as: Answer.Type, timeoutSeconds: Int = 30
+    ) async throws(PaymentSheetError) -> Answer {
+        let data: Data
+        do {
+            data = try body.map { try PaymentSheetWire.encode($0) } ?? Data()
+        } catch {
+            throw PaymentSheetError(.invalidRequest, "the request cannot be encoded as JSON")
+        }
+        let response: ControlResponse
+        switch await ControlSocketClient.send(
+            ControlRequest(method: method, path: path, body: data), to: socketPath, timeoutSeconds: timeoutSeconds)
+        {
+        case .success(let answer): response = answer
+        case .failure(let error): throw PaymentSheetError(.deviceUnreachable, error.message)
+        }
+        guard (200..<300).contains(response.status) else {
+            let decoded = try? JSONDecoder().decode([String: PaymentSheetWire.ErrorBody].self, from: response.body)
+            throw PaymentSheetError(
+                PaymentSheetError.Code(decoded?["error"]?.code ?? "deviceUnreachable"),
+                decoded?["error"]?.message ?? "the device process answered \(response.status)")
+        }
+        guard let answer = try? JSONDecoder().decode(Answer.self, from: response.body) else {
+            throw Self.malformed("an answer to \(method) \(path)")
+        }
+        return answer
+    }
+}

@@ -1,0 +1,512 @@
+public import AppPayments
+public import Device
+import Foundation
+import OrchardCrypto
+public import OrchardX509
+public import PayClient
+import SecureElement
+import Wallet
+
+/// The payment sheet in the device process: the `/payment-sheets` routes of the device's control API (docs/in-app.md,
+/// "The payment sheet through the device's control API").
+///
+/// An app on the device presents its request (`POST /payment-sheets`), long-polls the sheet's events and answers each
+/// with its update or verdict; the user looks at the sheet and acts on it (`/payment-sheets/current/...`). One sheet
+/// at a time (a second presentation gets 409 while one is up). The sheet runs ``DevicePaymentSheet``, the same state
+/// machine as in process; it is cancelled if not completed within ``timeout``. With an ``AutoAuthentication`` the
+/// device approves every sheet itself: the proposed card, the wallet's most recent contact (else a fixed demo
+/// contact), the first shipping method.
+public final class PaymentSheetService: Sendable {
+    /// The device's connection to the Pay server for one sheet, closed when the sheet ends.
+    public struct PayServerConnection: Sendable {
+        public let client: PayServerClient
+        /// The Orchard root, which the Pay server's credential certificate must chain to.
+        public let root: Certificate
+        public let close: @Sendable () async -> Void
+
+        public init(client: PayServerClient, root: Certificate, close: @escaping @Sendable () async -> Void) {
+            self.client = client
+            self.root = root
+            self.close = close
+        }
+    }
+
+    /// The contact an automatic sheet gives when the wallet has none.
+    public static let demoContact = PaymentContact(
+        name: "Alice Appleseed", emailAddress: "alice@example.com", phoneNumber: "+1 555 0100",
+        postalAddress: PostalAddress(
+            street: "1 Orchard Way", city: "Cupertino", state: "CA", postalCode: "95014", country: "US"))
+
+    /// The longest an app may wait for an event in one poll.
+    public static let maximumPollSeconds = 25
+
+    public let device: Device
+    public let automatic: AutoAuthentication?
+    /// How long a sheet may stay up before it is cancelled.
+    public let timeout: Duration
+    /// How long the sheet waits for the app's verdict on an authorized payment.
+    public let verdictTimeout: Duration
+    private let connect: @Sendable () async throws -> PayServerConnection
+    private let newIdentifier: @Sendable () -> String
+    private let events: @Sendable (PaymentSheetEvent) -> Void
+    private let trace: @Sendable (String) -> Void
+    private let registry = Registry()
+
+    /// - Parameters:
+    ///   - connect: opens the device's connection to the Pay server when a sheet is presented.
+    ///   - newIdentifier: the sheets' identifiers (random by default; tests may fix them).
+    ///   - events: told when a sheet is presented, refused or ended (the device process prints them).
+    public init(
+        device: Device, automatic: AutoAuthentication? = nil, timeout: Duration = .seconds(120),
+        verdictTimeout: Duration = .seconds(60), connect: @escaping @Sendable () async throws -> PayServerConnection,
+        newIdentifier: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
+        events: @escaping @Sendable (PaymentSheetEvent) -> Void = { _ in },
+        trace: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.device = device
+        self.automatic = automatic
+        self.timeout = timeout
+        self.verdictTimeout = verdictTimeout
+        self.connect = connect
+        self.newIdentifier = newIdentifier
+        self.events = events
+        self.trace = trace
+    }
+
+    /// Whether `request` is one of this service's routes.
+    public static func handles(_ request: ControlRequest) -> Bool {
+        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        return path == "/payment-sheets" || path.hasPrefix("/payment-sheets/")
+    }
+
+    /// Handles one `/payment-sheets` request; never throws: every failure is a JSON error response.
+    public func handle(_ request: ControlRequest) async -> ControlResponse {
+        let pieces = request.path.split(separator: "?", maxSplits: 1).map(String.init)
+        let parts = pieces[0].split(separator: "/").map(String.init)
+        let query = pieces.count > 1 ? Self.query(pieces[1]) : [:]
+        let route = Array(parts.dropFirst())
+        switch (request.method, route.count) {
+        case ("POST", 0):
+            return await present(request.body)
+        case ("POST", 1) where route[0] == "can-make-payments":
+            return await canMakePayments(request.body)
+        case ("GET", 1):
+            guard let session = await session(route[0]) else { return Self.noSheet(route[0]) }
+            return Self.json(await Self.status(of: session))
+        case ("GET", 2) where route[1] == "events":
+            guard let session = await session(route[0]) else { return Self.noSheet(route[0]) }
+            let wait = min(max(Int(query["wait"] ?? "") ?? 20, 0), Self.maximumPollSeconds)
+            return Self.json(await session.nextEvent(wait: Duration.seconds(wait)))
+        case ("POST", 2) where route[1] == "answers":
+            guard let session = await session(route[0]) else { return Self.noSheet(route[0]) }
+            guard let answer = try? JSONDecoder().decode(PaymentSheetWire.Answer.self, from: request.body) else {
+                return Self.error(400, "invalidRequest", "the body is not an answer {sequence, update | result}")
+            }
+            switch await session.answer(answer) {
+            case .success: return Self.json(["accepted": true])
+            case .failure(let error): return Self.failure(error)
+            }
+        case ("POST", 2):
+            guard let session = await session(route[0]) else { return Self.noSheet(route[0]) }
+            let action: PaymentSheetAction
+            switch Self.action(route[1], request.body) {
+            case .success(let parsed): action = parsed
+            case .failure(let error): return Self.failure(error)
+            }
+            switch await session.submit(action) {
+            case .success(let reply): return Self.reply(reply)
+            case .failure(let error): return Self.failure(error)
+            }
+        default:
+            return Self.error(404, "notFound", "no route \(request.method) \(pieces[0])")
+        }
+    }
+
+    // MARK: Presentation
+
+    private func present(_ body: Data) async -> ControlResponse {
+        guard let presentation = try? JSONDecoder().decode(PaymentSheetWire.Presentation.self, from: body) else {
+            return Self.error(400, "invalidRequest", "the body is not a presentation {applicationIdentifier, request}")
+        }
+        let request: PaymentRequest
+        switch presentation.request.paymentRequest() {
+        case .success(let parsed): request = parsed
+        case .failure(let error): return Self.failure(error)
+        }
+        let id = newIdentifier()
+        let session = PaymentSheetSession(
+            id: id, applicationIdentifier: presentation.applicationIdentifier, automatic: automatic != nil)
+        guard await registry.claim(session) else {
+            return Self.error(
+                409, Code.sheetPresented.rawValue, "a payment sheet is already presented on this device")
+        }
+        let connection: PayServerConnection
+        do {
+            connection = try await connect()
+        } catch {
+            await registry.release(session)
+            return Self.error(503, "payServerUnavailable", "the device cannot reach the Pay server: \(error)")
+        }
+        let sheet: DevicePaymentSheet
+        if let automatic {
+            let contact = await walletContact() ?? Self.demoContact
+            sheet = DevicePaymentSheet(
+                device: device, client: connection.client, root: connection.root,
+                driver: AutomaticSheetDriver(session: session, evidence: automatic.sheetEvidence, contact: contact),
+                trace: trace)
+        } else {
+            sheet = DevicePaymentSheet(
+                device: device, client: connection.client, root: connection.root,
+                driver: ControlledSheetDriver(session: session), trace: trace)
+        }
+        trace(
+            "sheet \(id): \(presentation.applicationIdentifier) presents a payment for \(request.merchantIdentifier)"
+                + (automatic != nil ? " (approved by --auto-auth)" : "; it waits for the user on the control API"))
+        let delegate = RemoteAppDelegate(session: session, verdictTimeout: verdictTimeout)
+        let event = { @Sendable (name: String, outcome: String?, detail: String?) in
+            PaymentSheetEvent(
+                event: name, sheet: id, application: presentation.applicationIdentifier,
+                merchant: request.merchantIdentifier, outcome: outcome, detail: detail)
+        }
+        let run = Task {
+            let ending = await Self.run(sheet, request, presentation.applicationIdentifier, delegate)
+            await connection.close()
+            // Free the device for the next sheet before anyone learns this one ended.
+            await self.registry.release(session)
+            await session.finish(ending)
+            switch await session.ending {
+            case .completed(let result)?: self.events(event("sheet-ended", "completed", result.status.rawValue))
+            case .cancelled(let timedOut)?: self.events(event("sheet-ended", "cancelled", timedOut ? "timedOut" : nil))
+            case .failed(let error)?: self.events(event("sheet-ended", "failed", Self.describe(error).code))
+            case nil: break
+            }
+        }
+        let timeout = self.timeout
+        Task {
+            // The run ends long before the timeout in most sheets: stop waiting then.
+            let expiry = Task {
+                try? await Task.sleep(for: timeout)
+                if !Task.isCancelled { await session.expire() }
+            }
+            await run.value
+            expiry.cancel()
+        }
+        await session.waitShown()
+        if case .failed(let error) = await session.ending {
+            let described = Self.describe(error)
+            return Self.error(described.status, described.code, described.message)
+        }
+        events(event("sheet-presented", nil, automatic != nil ? "automatic" : "control-api"))
+        return Self.json(PaymentSheetWire.Presented(id: id, automatic: automatic != nil), status: 201)
+    }
+
+    /// Runs the state machine to its end (an untyped-throws helper: typed catches around actor calls in async code
+    /// crash the Swift 6.3 compiler).
+    private static func run(
+        _ sheet: DevicePaymentSheet, _ request: PaymentRequest, _ application: String, _ delegate: RemoteAppDelegate
+    ) async -> PaymentSheetSession.Ending {
+        do {
+            switch try await sheet.present(request, applicationIdentifier: application, delegate: delegate) {
+            case .completed(let result): return .completed(result)
+            case .cancelled: return .cancelled(timedOut: false)
+            }
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    private func canMakePayments(_ body: Data) async -> ControlResponse {
+        let query = (try? JSONDecoder().decode(PaymentSheetWire.CapabilityQuery.self, from: body))
+        guard body.isEmpty || query != nil else {
+            return Self.error(400, "invalidRequest", "the body is {networks?, capabilities?}")
+        }
+        var answer = device.profile.authorizesPayments
+        if answer, let networks = query?.networks {
+            let eligible = await DevicePaymentSheet.eligibleCards(
+                in: device, networks: networks.map(PaymentNetwork.init(rawValue:)),
+                capabilities: MerchantCapabilities(names: query?.capabilities ?? []))
+            answer = !eligible.isEmpty
+        }
+        return Self.json(PaymentSheetWire.CapabilityAnswer(canMakePayments: answer))
+    }
+
+    /// The wallet's most recent shipping contact, as a payment contact.
+    private func walletContact() async -> PaymentContact? {
+        guard let contact = (try? await device.wallet.recentContacts(.shipping))?.first else { return nil }
+        return PaymentContact(
+            name: contact.name, emailAddress: contact.emailAddress, phoneNumber: contact.phoneNumber,
+            postalAddress: contact.postalAddress.map {
+                PostalAddress(
+                    street: $0.street, city: $0.locality, state: $0.administrativeArea, postalCode: $0.postalCode,
+                    country: $0.countryCode)
+            })
+    }
+
+    private func session(_ id: String) async -> PaymentSheetSession? {
+        guard let session = await registry.latest, id == "current" || id == session.id else { return nil }
+        return session
+    }
+
+    // MARK: The user's actions
+
+    private struct CardBody: Decodable { let card: String }
+    private struct MethodBody: Decodable { let identifier: String }
+    private struct EvidenceBody: Decodable {
+        let method: String
+        let success: Bool?
+        let passcode: String?
+    }
+
+    /// The action of `POST /payment-sheets/{id}/{verb}`.
+    private static func action(_ verb: String, _ body: Data) -> Result<PaymentSheetAction, PaymentSheetError> {
+        func decode<T: Decodable>(_ type: T.Type, _ shape: String) -> Result<T, PaymentSheetError> {
+            guard let value = try? JSONDecoder().decode(T.self, from: body) else {
+                return .failure(PaymentSheetError(.invalidRequest, "the body is not \(shape)"))
+            }
+            return .success(value)
+        }
+        switch verb {
+        case "card":
+            return decode(CardBody.self, "{card}").map { .chooseCard($0.card) }
+        case "shipping-contact":
+            return decode(PaymentContact.self, "a contact").map { .shippingContact($0) }
+        case "billing-contact":
+            return decode(PaymentContact.self, "a contact").map { .billingContact($0) }
+        case "shipping-method":
+            return decode(MethodBody.self, "{identifier}").map { .shippingMethod($0.identifier) }
+        case "authenticate":
+            return decode(EvidenceBody.self, "{method, success?, passcode?}").flatMap { body in
+                switch AuthenticationMethod(name: body.method) {
+                case .faceID?, .touchID?:
+                    guard let success = body.success else {
+                        return .failure(PaymentSheetError(.invalidRequest, "a biometric needs success"))
+                    }
+                    return .success(
+                        .authenticate(
+                            body.method == "face-id" ? .faceID(matched: success) : .touchID(matched: success)))
+                case .passcode?:
+                    guard let passcode = body.passcode else {
+                        return .failure(PaymentSheetError(.invalidRequest, "the passcode is missing"))
+                    }
+                    return .success(.authenticate(.passcode(SecureBytes(Array(passcode.utf8)))))
+                case .doubleClick?:
+                    return .success(.authenticate(.doubleClick))
+                case nil:
+                    return .failure(
+                        PaymentSheetError(.invalidRequest, "method is face-id, touch-id, passcode or double-click"))
+                }
+            }
+        case "cancel":
+            return .success(.cancel)
+        default:
+            return .failure(PaymentSheetError(Code.notFound, "no payment-sheet action \(verb)"))
+        }
+    }
+
+    private typealias Code = PaymentSheetError.Code
+
+    /// `{"result": "accepted" | "rejected", "offered"?, "sheet"}`, or the refusal as an error.
+    private static func reply(_ reply: PaymentSheetSession.Reply) -> ControlResponse {
+        struct Body: Encodable {
+            let result: String
+            let offered: [String]?
+            let sheet: PaymentSheetView?
+        }
+        switch reply.result {
+        case .accepted:
+            return json(Body(result: "accepted", offered: nil, sheet: reply.sheet))
+        case .authenticationRejected(let offered):
+            return json(Body(result: "rejected", offered: offered.map(\.name), sheet: reply.sheet))
+        case .refused(let error):
+            let described = describe(error)
+            return self.error(described.status, described.code, described.message)
+        }
+    }
+
+    // MARK: Encoding and errors
+
+    private struct StatusBody: Encodable {
+        let id: String
+        let applicationIdentifier: String
+        let automatic: Bool
+        let sheet: PaymentSheetView?
+    }
+
+    private static func status(of session: PaymentSheetSession) async -> StatusBody {
+        StatusBody(
+            id: session.id, applicationIdentifier: session.applicationIdentifier, automatic: session.automatic,
+            sheet: await session.currentSheet)
+    }
+
+    /// The HTTP status, code and message of an error of the sheet, the Secure Element or the wallet.
+    static func describe(_ error: any Error) -> (status: Int, code: String, message: String) {
+        guard let error = error as? PaymentSheetError else { return DeviceControl.status(for: error) }
+        let status: Int
+        switch error.code {
+        case .invalidRequest: status = 400
+        case .notEntitled, .authenticationFailed, .secureElementRefused: status = 403
+        case .notFound: status = 404
+        case .invalidAction, .requestRejectedByApp: status = 409
+        case .noEligibleCard, .deviceCannotPay, .cardNotEligible: status = 422
+        case .payServerFailed: status = 502
+        default: status = 500
+        }
+        return (status, error.code.rawValue, error.message)
+    }
+
+    private static func failure(_ error: PaymentSheetError) -> ControlResponse {
+        let described = describe(error)
+        return self.error(described.status, described.code, described.message)
+    }
+
+    private static func noSheet(_ id: String) -> ControlResponse {
+        error(404, "notFound", id == "current" ? "no payment sheet was presented" : "no payment sheet \(id)")
+    }
+
+    private static func query(_ text: String) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { result[parts[0]] = parts[1] }
+        }
+        return result
+    }
+
+    static func json(_ value: some Encodable, status: Int = 200) -> ControlResponse {
+        guard let body = try? PaymentSheetWire.encode(value) else {
+            return error(500, "internalFailure", "the answer could not be encoded")
+        }
+        return ControlResponse(status: status, body: body)
+    }
+
+    static func error(_ status: Int, _ code: String, _ message: String) -> ControlResponse {
+        let body = (try? PaymentSheetWire.encode(["error": ["code": code, "message": message]])) ?? Data()
+        return ControlResponse(status: status, body: body)
+    }
+}
+
+extension PaymentSheetError.Code {
+    /// No such sheet, or no such action.
+    public static let notFound = PaymentSheetError.Code("notFound")
+    /// The device process cannot be reached, or answered outside the protocol.
+    public static let deviceUnreachable = PaymentSheetError.Code("deviceUnreachable")
+    /// Another sheet is up on the device (one at a time).
+    public static let sheetPresented = PaymentSheetError.Code("sheetPresented")
+}
+
+/// A payment sheet's life, for the device process's output (no contact, no card, no amount).
+public struct PaymentSheetEvent: Sendable, Hashable, Encodable {
+    /// `sheet-presented` or `sheet-ended` (a sheet refused before it was shown, e.g. an app not entitled, ends
+    /// `failed` without being presented).
+    public let event: String
+    public let sheet: String
+    public let application: String
+    public let merchant: String
+    /// `completed`, `cancelled` or `failed` (ended).
+    public let outcome: String?
+    /// How it is driven (`control-api`, `automatic`) when presented; the app's verdict, `timedOut` or the
+    /// failure's code when ended.
+    public let detail: String?
+}
+
+/// The sheets of one device: at most one up at a time; the latest stays readable after it ended.
+private actor Registry {
+    private(set) var latest: PaymentSheetSession?
+    private var live = false
+
+    /// Makes `session` the device's sheet, unless one is up.
+    func claim(_ session: PaymentSheetSession) -> Bool {
+        guard !live else { return false }
+        live = true
+        latest = session
+        return true
+    }
+
+    /// `session` ended: another may be presented.
+    func release(_ session: PaymentSheetSession) {
+        guard latest === session else { return }
+        live = false
+    }
+}
+
+/// A person at the device's control API: each action comes from `POST /payment-sheets/current/...`.
+struct ControlledSheetDriver: PaymentSheetDriver {
+    let session: PaymentSheetSession
+    var staysOnFailure: Bool { true }
+    func nextAction(_ sheet: PaymentSheetView, after result: PaymentSheetActionResult?) async -> PaymentSheetAction {
+        await session.nextAction(sheet, after: result)
+    }
+    func show(_ sheet: PaymentSheetView) async { await session.show(sheet) }
+}
+
+/// `--auto-auth`: the proposed card, `contact` where the request needs one, the first shipping method, then the
+/// automatic authentication. A refusal or a failed authentication ends the sheet.
+struct AutomaticSheetDriver: PaymentSheetDriver {
+    let session: PaymentSheetSession
+    let evidence: AuthenticationEvidence
+    let contact: PaymentContact
+    var staysOnFailure: Bool { false }
+    func nextAction(_ sheet: PaymentSheetView, after result: PaymentSheetActionResult?) async -> PaymentSheetAction {
+        await session.show(sheet)
+        if case .refused = result { return .cancel }
+        if sheet.needs.contains("shippingContact") { return .shippingContact(contact) }
+        if sheet.needs.contains("billingContact") { return .billingContact(contact) }
+        return .authenticate(evidence)
+    }
+    func show(_ sheet: PaymentSheetView) async { await session.show(sheet) }
+}
+
+/// The app's delegate as the device process sees it: each event goes to the app through the session, and the
+/// app's answer comes back. Without an answer (the sheet was cancelled or timed out) a selection changes nothing and
+/// an authorization counts as failed for the app.
+struct RemoteAppDelegate: PaymentAuthorizationControllerDelegate {
+    let session: PaymentSheetSession
+    let verdictTimeout: Duration
+
+    private func ask(_ event: PaymentSheetWire.Event, _ request: PaymentRequest) async -> PaymentRequestUpdate {
+        let answer = await session.appEvent(event, answerTimeout: verdictTimeout)
+        return answer?.update?.value
+            ?? PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems, shippingMethods: nil)
+    }
+
+    func didSelectPaymentMethod(_ method: PaymentMethod, request: PaymentRequest) async -> PaymentRequestUpdate {
+        var event = PaymentSheetWire.Event(sheet: session.id, kind: .paymentMethodSelected)
+        event.paymentMethod = method
+        return await ask(event, request)
+    }
+
+    func didSelectShippingContact(_ contact: PaymentContact, request: PaymentRequest) async -> PaymentRequestUpdate {
+        var event = PaymentSheetWire.Event(sheet: session.id, kind: .shippingContactSelected)
+        event.shippingContact = contact
+        return await ask(event, request)
+    }
+
+    func didSelectShippingMethod(_ method: ShippingMethod, request: PaymentRequest) async -> PaymentRequestUpdate {
+        var event = PaymentSheetWire.Event(sheet: session.id, kind: .shippingMethodSelected)
+        event.shippingMethod = method
+        return await ask(event, request)
+    }
+
+    func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
+        var event = PaymentSheetWire.Event(sheet: session.id, kind: .paymentAuthorized)
+        event.payment = PaymentSheetWire.Payment(
+            token: payment.token.base64EncodedString(), paymentMethod: payment.paymentMethod,
+            billingContact: payment.billingContact, shippingContact: payment.shippingContact,
+            shippingMethod: payment.shippingMethod)
+        let answer = await session.appEvent(event, answerTimeout: verdictTimeout)
+        return answer?.result?.value ?? PaymentAuthorizationResult(status: .failure, errors: ["the app did not answer"])
+    }
+}
+
+extension AutoAuthentication {
+    /// The evidence a sheet takes from `--auto-auth`: its last step (`double-click,face-id` on a phone authorizes
+    /// with Face ID; a watch's `double-click` with its double-click).
+    var sheetEvidence: AuthenticationEvidence {
+        switch steps.last {
+        case .faceID?: .faceID(matched: true)
+        case .touchID?: .touchID(matched: true)
+        case .passcode(let code)?: .passcode(code)
+        case .doubleClick?, nil: .doubleClick
+        }
+    }
+}
