@@ -25,11 +25,30 @@ final class PipeText: @unchecked Sendable {
     func count(_ needle: String) -> Int { text.components(separatedBy: needle).count - 1 }
 }
 
+/// Holds requests until the test opens it: in-flight work that surely outlasts the start of a drain, however
+/// loaded the machine.
+final class Gate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var isOpen = false
+    func open() { lock.withLock { isOpen = true } }
+    func wait(atMost limit: Duration) async throws {
+        let deadline = ContinuousClock.now + limit
+        while !lock.withLock({ isOpen }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
 @Suite("Graceful shutdown")
 struct ShutdownTests {
-    static func slowRoutes() -> Router {
+    static func slowRoutes(gate: Gate = Gate()) -> Router {
         var router = Router()
         router.get("/health") { _ in .text("ok") }
+        router.get("/gated") { request in
+            request.logger.info("slow request started")
+            try await gate.wait(atMost: .seconds(60))
+            return .text("released")
+        }
         router.get("/slow") { request in
             let milliseconds = Int(request.queryValue("ms") ?? "") ?? 1000
             request.logger.info("slow request started")
@@ -41,18 +60,19 @@ struct ShutdownTests {
 
     @Test func inFlightRequestsCompleteAndNewConnectionsAreRefused() async throws {
         let sink = InMemoryLogSink()
+        let gate = Gate()
         let server = try HTTPServer(
             configuration: HTTPServerConfiguration(
                 listeners: [.init(port: 0, tls: try PKI.serverTLS(policy: .optional))], threads: 2,
-                shutdownDeadline: .seconds(20)),
-            router: Self.slowRoutes(), logger: Logger(label: "test", level: .info, sink: sink))
+                shutdownDeadline: .seconds(90)),
+            router: Self.slowRoutes(gate: gate), logger: Logger(label: "test", level: .info, sink: sink))
         try server.start()
         let base = url(server, "")
         let client = try PKI.client(configure: { $0.maxAttempts = 1 })
         // An idle kept-alive connection, to show idle connections are closed at once.
         #expect(try await client.get(base + "/health").status == .ok)
-        // Long enough that the drain surely starts while they run, even on a loaded machine.
-        let inFlight = (0..<4).map { _ in Task { try await client.get(base + "/slow?ms=3000") } }
+        // Held at the gate until the drain has started, however loaded the machine.
+        let inFlight = (0..<4).map { _ in Task { try await client.get(base + "/gated") } }
         #expect(await eventually { sink.records.filter { $0.message == "slow request started" }.count == 4 })
 
         let shutdown = Task { await server.shutdown() }
@@ -64,10 +84,11 @@ struct ShutdownTests {
         } catch {
             #expect(error.code == .connectionFailed)
         }
+        gate.open()
         for task in inFlight {
             let response = try await task.value
             #expect(response.status == .ok)
-            #expect(response.text == "slept 3000")
+            #expect(response.text == "released")
             #expect(response.headers["Connection"] == "close")
         }
         await shutdown.value
