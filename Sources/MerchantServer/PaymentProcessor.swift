@@ -266,7 +266,7 @@ final class PaymentProcessor: Sendable {
             throw MerchantServerError(
                 .malformedRequest, "the body is {\"token\": <the PKPaymentToken object>, \"shippingContact\"?, ...}")
         }
-        let serialized = Array(tokenJSON.serialized.utf8)
+        let serialized = tokenJSON.serializedBytes
         let token: PaymentToken
         do {
             token = try PaymentToken(jsonBytes: serialized)
@@ -277,7 +277,7 @@ final class PaymentProcessor: Sendable {
         let fulfilment = try fulfilment(
             shipping: root["shippingContact"], billing: root["billingContact"], method: root["shippingMethod"])
         return Submission(
-            token: token, tokenHash: SHA256.hash(Array(token.json.serialized.utf8)),
+            token: token, tokenHash: SHA256.hash(token.json.serializedBytes),
             fulfilment: fulfilment)
     }
 
@@ -310,7 +310,7 @@ final class PaymentProcessor: Sendable {
     private static func decodeMember<T: Decodable>(_ value: JSONValue?, _ name: String) throws -> T? {
         guard let value, value != .null else { return nil }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(value.serialized.utf8))
+            return try JSONDecoder().decode(T.self, from: Data(value.serializedBytes))
         } catch {
             throw MerchantServerError(.malformedRequest, "\(name) is not an object of the documented form")
         }

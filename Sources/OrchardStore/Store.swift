@@ -4,8 +4,11 @@ internal import Foundation
 /// A party's SQLite file, shared safely between tasks: one writer connection on a dedicated thread, and a
 /// small pool of reader connections.
 ///
-/// Writes are closures submitted to the writer thread and run there one after another, each in its own
-/// `BEGIN IMMEDIATE` transaction: committed when the closure returns, rolled back when it throws. Reads run
+/// Writes are closures submitted to the writer thread and run there one after another, each atomic: its changes
+/// are kept when the closure returns and undone when it throws. Writes that are waiting together commit together
+/// (group commit): one `BEGIN IMMEDIATE` transaction, each closure in a savepoint of its own, one `COMMIT`, so
+/// one WAL sync serves many writers. No caller hears of its write before that `COMMIT` has returned (durable
+/// with `synchronous=FULL`); if the `COMMIT` fails, every write of the group fails and none is kept. Reads run
 /// on reader connections in a read transaction, so they see one consistent snapshot and never wait for a
 /// writer (WAL). A write's closure always runs to its end once started, even if the awaiting task is
 /// cancelled, so no half-done money movement is abandoned mid-way.
@@ -32,13 +35,32 @@ public final class Store: Sendable {
         writer.stop()
     }
 
-    /// Runs `body` on the writer connection inside a `BEGIN IMMEDIATE` transaction and returns its result.
+    /// Runs `body` on the writer connection inside a write transaction (shared with the writes queued with it,
+    /// `body` in a savepoint of its own) and returns its result once the transaction has committed.
     ///
-    /// Errors `body` throws are rethrown unchanged after the rollback. Nested `Database.transaction` calls
-    /// inside `body` become savepoints.
+    /// Errors `body` throws are rethrown unchanged after its changes were undone; the other writes of the group
+    /// are not affected. Nested `Database.transaction` calls inside `body` become savepoints.
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await onWriter { database in try database.transaction(.immediate, body) }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let outcome = WriteOutcome<T>()
+            writer.submit(
+                .write(
+                    GroupedWrite(
+                        apply: { database in outcome.result = Result { try database.transaction(.immediate, body) } },
+                        complete: { groupFailure in
+                            if let groupFailure {
+                                continuation.resume(throwing: groupFailure)
+                            } else if let result = outcome.result {
+                                continuation.resume(with: result)
+                            } else {
+                                continuation.resume(throwing: StoreError(.internalFailure, "a write was never applied"))
+                            }
+                        },
+                        closed: {
+                            continuation.resume(throwing: StoreError(.closed, "the store \(self.path) is closed"))
+                        })))
+        }
     }
 
     /// Runs `body` on the writer connection without opening a transaction (for `VACUUM`, checkpoints, or
@@ -46,13 +68,14 @@ public final class Store: Sendable {
     @discardableResult
     public func onWriter<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            writer.submit { database in
-                guard let database else {
-                    continuation.resume(throwing: StoreError(.closed, "the store \(self.path) is closed"))
-                    return
-                }
-                continuation.resume(with: Result { try body(database) })
-            }
+            writer.submit(
+                .raw { database in
+                    guard let database else {
+                        continuation.resume(throwing: StoreError(.closed, "the store \(self.path) is closed"))
+                        return
+                    }
+                    continuation.resume(with: Result { try body(database) })
+                })
         }
     }
 
@@ -80,12 +103,34 @@ public final class Store: Sendable {
     }
 }
 
+/// The result of one grouped write, set on the writer thread before its completion runs there.
+private final class WriteOutcome<T>: @unchecked Sendable {
+    // @unchecked: written and then read by the writer thread only.
+    var result: Result<T, any Error>?
+}
+
+/// A ``Store/write(_:)`` waiting for the writer: applied in a savepoint of the group's transaction, completed
+/// (with nil, or the failure that undid the whole group) after the group's `COMMIT`.
+private struct GroupedWrite: Sendable {
+    let apply: @Sendable (Database) -> Void
+    let complete: @Sendable ((any Error)?) -> Void
+    let closed: @Sendable () -> Void
+}
+
 /// A dedicated thread that owns the writer connection and runs submitted jobs in order.
 ///
 /// `@unchecked Sendable`: `pending`, `stopping`, `finished` and `waiters` are guarded by `condition`;
 /// `database` is set before the thread starts and from then on touched only by that thread.
 private final class WriterThread: @unchecked Sendable {
-    typealias Job = @Sendable (Database?) -> Void
+    enum Job: Sendable {
+        /// Runs with the connection outside any transaction, or with nil when the store is closed.
+        case raw(@Sendable (Database?) -> Void)
+        case write(GroupedWrite)
+    }
+
+    /// At most this many writes share one transaction, bounding what one failed `COMMIT` takes down and how long
+    /// the first write of a group waits for the last.
+    static let maximumGroup = 64
 
     private let condition = NSCondition()
     private var pending: [Job] = []
@@ -101,12 +146,15 @@ private final class WriterThread: @unchecked Sendable {
         thread.start()
     }
 
-    /// Queues `job`; it runs with the connection, or at once with nil when the store is closed.
-    func submit(_ job: @escaping Job) {
+    /// Queues a raw job; it runs with the connection, or at once with nil when the store is closed.
+    func submit(_ job: Job) {
         condition.lock()
         guard !stopping else {
             condition.unlock()
-            job(nil)
+            switch job {
+            case .raw(let body): body(nil)
+            case .write(let write): write.closed()
+            }
             return
         }
         pending.append(job)
@@ -146,15 +194,77 @@ private final class WriterThread: @unchecked Sendable {
             let done = batch.isEmpty && stopping
             condition.unlock()
             if done { break }
-            for job in batch { job(database) }
+            guard let database else {
+                for job in batch {
+                    switch job {
+                    case .raw(let body): body(nil)
+                    case .write(let write): write.closed()
+                    }
+                }
+                continue
+            }
+            var index = 0
+            while index < batch.count {
+                switch batch[index] {
+                case .raw(let body):
+                    body(database)
+                    index += 1
+                case .write:
+                    var group: [GroupedWrite] = []
+                    while index < batch.count, group.count < Self.maximumGroup, case .write(let write) = batch[index] {
+                        group.append(write)
+                        index += 1
+                    }
+                    Self.commit(group, on: database)
+                }
+            }
         }
-        database = nil  // closes the connection on its own thread
+        self.database = nil  // closes the connection on its own thread
         condition.lock()
         finished = true
         let resumed = waiters
         waiters.removeAll()
         condition.unlock()
         for waiter in resumed { waiter.resume() }
+    }
+}
+
+extension WriterThread {
+    /// Applies `group` in one transaction and completes every write after the `COMMIT`. When SQLite itself
+    /// abandons the transaction (an I/O error, a full disk), the writes applied so far fail with that error and
+    /// the rest start a new transaction.
+    fileprivate static func commit(_ group: [GroupedWrite], on database: Database) {
+        var next = 0
+        while next < group.count {
+            do throws(StoreError) {
+                try database.execute("BEGIN IMMEDIATE")
+            } catch {
+                for write in group[next...] { write.complete(error) }
+                return
+            }
+            let start = next
+            var abandoned = false
+            while next < group.count, !abandoned {
+                group[next].apply(database)
+                next += 1
+                abandoned = !database.isInTransaction
+            }
+            let applied = group[start..<next]
+            if abandoned {
+                let failure = StoreError(.transaction, "SQLite rolled back the write transaction; retry the request")
+                for write in applied { write.complete(failure) }
+                continue
+            }
+            do throws(StoreError) {
+                try database.execute("COMMIT")
+                for write in applied { write.complete(nil) }
+            } catch {
+                if database.isInTransaction { _ = try? database.execute("ROLLBACK") }
+                let failure = StoreError(
+                    error.code, "the transaction was rolled back: \(error.message)", sqliteCode: error.sqliteCode)
+                for write in applied { write.complete(failure) }
+            }
+        }
     }
 }
 

@@ -90,7 +90,7 @@ final class InAppPayments: Sendable {
             let body = try Self.decode(request)
             let token = try await exchange(body, device: device)
             return HTTPResponse(
-                status: .ok, headers: ["Content-Type": "application/json"], body: Data(token.json.serialized.utf8))
+                status: .ok, headers: ["Content-Type": "application/json"], body: Data(token.json.serializedBytes))
         }
     }
 

@@ -48,7 +48,7 @@ public struct PaymentTokenEncoder: Sendable {
         guard applicationDataHash == nil || applicationDataHash?.count == 32 else {
             throw PaymentTokenError(.encodingFailed, "an applicationData hash is 32 bytes (SHA-256)")
         }
-        let plaintext = Array(payment.serialized.utf8)
+        let plaintext = payment.serializedBytes
         let keyMaterial: Header.KeyMaterial
         let data: [UInt8]
         do {

@@ -16,6 +16,22 @@ struct StrictJSONTests {
         #expect(again == token)
     }
 
+    /// The writer escapes exactly what JSON requires, copies everything else (non-ASCII included) as is, and
+    /// its output parses back to the same value.
+    @Test func serializationEscapesAndRoundTrips() throws {
+        let value = JSONValue.object([
+            ("plain", .string("AgAAAAAABk4DWZ4C28yUQAAAAAA=")),
+            ("escapes", .string("a\"b\\c\nd\re\tf\u{01}g\u{1F}h/")),
+            ("unicode", .string("Zoë 🍏")),
+            ("list", .array([.number("-1.5e3"), .bool(true), .bool(false), .null, .object([])])),
+        ])
+        let expected = #"{"plain":"AgAAAAAABk4DWZ4C28yUQAAAAAA=","escapes":"a\"b\\c\nd\re\tf\u0001g\u001fh/","#
+            + #""unicode":"Zoë 🍏","list":[-1.5e3,true,false,null,{}]}"#
+        #expect(value.serialized == expected)
+        #expect(value.serializedBytes == Array(expected.utf8))
+        #expect(try StrictJSONParser.parse(value.serializedBytes, limits: .paymentToken) == value)
+    }
+
     @Test func duplicateKeysAreRejectedAnywhere() throws {
         let text = try Fixtures.string("apple-pay/gala-2015/token.json")
         let duplicatedVersion = text.replacingOccurrences(

@@ -66,6 +66,58 @@ struct StoreTests {
         #expect(try await store.read(Self.counter) == 0)
     }
 
+    /// Writes queued while the writer is busy share one transaction (one commit in the WAL instead of one per
+    /// write); one that throws is undone alone, and each caller hears of its write only after the commit.
+    @Test func waitingWritesCommitTogetherAndAFailingOneIsUndoneAlone() async throws {
+        let store = try open()
+        struct Declined: Error, Equatable { let index: Int }
+        try await store.onWriter { database in _ = try database.query("PRAGMA wal_checkpoint(TRUNCATE)") { _ in 0 } }
+        let hold = DispatchSemaphore(value: 0)
+        let held = Counter()
+        let holding = Task {
+            try await store.onWriter { _ in
+                held.increment()
+                hold.wait()
+            }
+        }
+        while held.value == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let submitted = Counter()
+        let writes = (0..<50).map { index in
+            Task { () -> Result<Int, any Error> in
+                submitted.increment()
+                do {
+                    return .success(
+                        try await store.write { database in
+                            guard index != 25 else {
+                                try database.execute("UPDATE counters SET value = value + 1000 WHERE name = 'c'")
+                                throw Declined(index: index)
+                            }
+                            try database.execute("UPDATE counters SET value = value + 1 WHERE name = 'c'")
+                            return index
+                        })
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        while submitted.value < 50 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(100))  // the last ones from counting to queueing
+        hold.signal()
+        try await holding.value
+        for (index, write) in writes.enumerated() {
+            switch await write.value {
+            case .success(let value): #expect(value == index && index != 25)
+            case .failure(let error): #expect(error as? Declined == Declined(index: 25))
+            }
+        }
+        #expect(try await store.read(Self.counter) == 49)
+        // Separate commits would have written at least one WAL frame each.
+        let frames = try await store.onWriter { database in
+            try database.queryFirst("PRAGMA wal_checkpoint(PASSIVE)") { try $0.int(1) } ?? -1
+        }
+        #expect((1..<10).contains(frames), "WAL frames: \(frames)")
+    }
+
     @Test func readsSeeASnapshotAndNeverUncommittedWrites() async throws {
         let store = try open()
         let inside = DispatchSemaphore(value: 0)
@@ -158,3 +210,4 @@ struct StoreTests {
         }
     }
 }
+

@@ -151,7 +151,7 @@ enum AppBuy {
             let fields = try StrictJSONParser.parse(Array(try JSONEncoder().encode(self)), limits: .paymentToken)
             guard case .object(let members) = fields else { throw CLIError.failure("the submission is not an object") }
             let token = try StrictJSONParser.parse(Array(token), limits: .paymentToken)
-            return Data(JSONValue.object([("token", token)] + members).serialized.utf8)
+            return Data(JSONValue.object([("token", token)] + members).serializedBytes)
         }
     }
 

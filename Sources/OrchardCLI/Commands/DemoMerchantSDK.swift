@@ -70,7 +70,7 @@ enum DemoMerchantSDK {
                     payment: payment,
                     recipient: try MerchantProcessingPublicKey(processingCertificate: certificates[index]),
                     applicationData: orderData)
-                let token = try PaymentToken(jsonBytes: Array(paymentData.json.serialized.utf8))
+                let token = try PaymentToken(jsonBytes: paymentData.json.serializedBytes)
                 let decryptor = try PaymentTokenDecryptor(identities: identities, trustRoots: [pki.root])
                 let result = try decryptor.decrypt(
                     token, order: ExpectedOrder(applicationData: orderData, amount: 1999, currencyCode: "840"))
