@@ -25,7 +25,8 @@ struct StrictJSONTests {
             ("unicode", .string("Zoë 🍏")),
             ("list", .array([.number("-1.5e3"), .bool(true), .bool(false), .null, .object([])])),
         ])
-        let expected = #"{"plain":"AgAAAAAABk4DWZ4C28yUQAAAAAA=","escapes":"a\"b\\c\nd\re\tf\u0001g\u001fh/","#
+        let expected =
+            #"{"plain":"AgAAAAAABk4DWZ4C28yUQAAAAAA=","escapes":"a\"b\\c\nd\re\tf\u0001g\u001fh/","#
             + #""unicode":"Zoë 🍏","list":[-1.5e3,true,false,null,{}]}"#
         #expect(value.serialized == expected)
         #expect(value.serializedBytes == Array(expected.utf8))

@@ -210,4 +210,3 @@ struct StoreTests {
         }
     }
 }
-
