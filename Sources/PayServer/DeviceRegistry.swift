@@ -26,6 +26,16 @@ final class DeviceRegistry: Sendable {
     private let deviceCAKey: CertificatePublicKey?
     private let clock: any WallClock
     private let verifiedSignatures = Mutex<Set<DERBytes>>([])
+    private let admitted = Mutex<[DERBytes: Admitted]>([:])
+
+    /// What a client certificate established the first time it was presented: issued by the device CA (its
+    /// signature verified), for client authentication, with a device subject. A keep-alive connection presents
+    /// the same bytes on every request; only the validity period depends on the time and is checked each time.
+    private struct Admitted: Sendable {
+        let subject: Subject
+        let notValidBefore: Date
+        let notValidAfter: Date
+    }
 
     init(store: Store, deviceCA: Certificate, clock: any WallClock) {
         self.store = store
@@ -36,12 +46,27 @@ final class DeviceRegistry: Sendable {
 
     /// The route requirement: a client certificate the device CA issued for client authentication.
     var requirement: ClientCertificateRequirement {
-        .required(where: { [self] presented in
-            guard let certificate = try? Certificate(derEncoded: presented.derRepresentation) else { return false }
-            return isIssuedByDeviceCA(certificate)
-                && (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true
-                && Self.subject(of: certificate) != nil
-        })
+        .required(where: { [self] presented in admittedSubject(presented.derRepresentation) != nil })
+    }
+
+    /// The device a client certificate names, if the device CA issued it for client authentication and it is
+    /// valid now.
+    private func admittedSubject(_ der: [UInt8]) -> Subject? {
+        let key = DERBytes(bytes: der)
+        let now = clock.now()
+        if let known = admitted.withLock({ $0[key] }) {
+            return known.notValidBefore <= now && now <= known.notValidAfter ? known.subject : nil
+        }
+        guard let certificate = try? Certificate(derEncoded: der), isIssuedByDeviceCA(certificate),
+            (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true,
+            let subject = Self.subject(of: certificate)
+        else { return nil }
+        admitted.withLock { cache in
+            if cache.count >= 4096 { cache.removeAll() }
+            cache[key] = Admitted(
+                subject: subject, notValidBefore: certificate.notValidBefore, notValidAfter: certificate.notValidAfter)
+        }
+        return subject
     }
 
     private func isIssuedByDeviceCA(_ certificate: Certificate) -> Bool {
@@ -90,10 +115,7 @@ final class DeviceRegistry: Sendable {
 
     /// The subject of the request's (already verified) client certificate.
     func subject(of request: HTTPRequest) throws(PayServerError) -> Subject {
-        guard let der = request.clientCertificate?.derRepresentation,
-            let certificate = try? Certificate(derEncoded: der),
-            let subject = Self.subject(of: certificate)
-        else {
+        guard let der = request.clientCertificate?.derRepresentation, let subject = admittedSubject(der) else {
             throw PayServerError(.notPermitted, "this route needs a device's client certificate")
         }
         return subject
