@@ -558,19 +558,32 @@ final class Transfer: @unchecked Sendable {
 
     func receiveHeader(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) -> Int {
         guard let data else { return 0 }
-        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
-            // A new response (after 100 Continue, for instance): start over.
-            headers = HTTPHeaders()
-            let parts = line.split(separator: " ", maxSplits: 2)
-            reason = parts.count > 2 ? String(parts[2]) : ""
-        } else if let colon = line.firstIndex(of: ":") {
-            headers.add(
-                String(line[..<colon]).trimmingCharacters(in: .whitespaces),
-                String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        // On the bytes: a response has several header lines, and Foundation's trimming goes through NSString.
+        UnsafeRawBufferPointer(start: data, count: count).withMemoryRebound(to: UInt8.self) { bytes in
+            let line = Self.trimmed(bytes[...])
+            if line.starts(with: "HTTP/".utf8) {
+                // A new response (after 100 Continue, for instance): start over. The reason follows the
+                // second space of the status line.
+                headers = HTTPHeaders()
+                let spaces = line.indices.filter { line[$0] == UInt8(ascii: " ") }.prefix(2)
+                reason = spaces.count == 2 ? String(decoding: line[(spaces.last! + 1)...], as: UTF8.self) : ""
+            } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+                headers.add(
+                    String(decoding: Self.trimmed(line[..<colon]), as: UTF8.self),
+                    String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self))
+            }
         }
         return count
+    }
+
+    /// Without leading and trailing spaces, tabs, CR and LF (HTTP's optional whitespace and the line end).
+    static func trimmed(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Slice<UnsafeBufferPointer<UInt8>> {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        return bytes[start..<end]
     }
 }
 
