@@ -49,6 +49,9 @@ public struct ControlResponse: Sendable {
 /// - `GET /settings`, `PUT /settings` `{"allowWebsiteQueries"?, "doubleClickPresentsCards"?,
 ///   "biometricsForPayments"?}`.
 ///
+/// The device process adds the in-app payment sheet's routes (`/payment-sheets...`, `DeviceProcess`'s
+/// `PaymentSheetService`, documented in docs/in-app.md): they need the Pay server, which this type does not reach.
+///
 /// Errors map to statuses in one place (``status(for:)``): 400 malformed, 403 refused by a security
 /// check, 404 unknown, 409 not in this state, 422 the device cannot, 429 passcode delay, 500 store.
 public struct DeviceControl: Sendable {
