@@ -86,15 +86,15 @@ final class InAppPayments: Sendable {
                     expiresInSeconds: Int(PaymentNonces.lifetime / 1_000_000_000)))
         }
         router.post(PayAPI.Route.paymentCredential, requirement: requirement) { [self] request in
-            let device = try await payingDevice(request)
-            let body = try Self.decode(request)
             // About half a millisecond of public-key work: on the shared pool, where every core can take it,
-            // rather than on the event loop that happens to hold this connection.
-            let token = try await withTaskExecutorPreference(globalConcurrentExecutor) {
-                try await exchange(body, device: device)
+            // rather than on the event loop that happens to hold this connection (and the device lookup and the
+            // nonce's write resume there too, instead of hopping back to the loop in between).
+            try await withTaskExecutorPreference(globalConcurrentExecutor) {
+                let device = try await payingDevice(request)
+                let token = try await exchange(try Self.decode(request), device: device)
+                return HTTPResponse(
+                    status: .ok, headers: ["Content-Type": "application/json"], body: Data(token.json.serializedBytes))
             }
-            return HTTPResponse(
-                status: .ok, headers: ["Content-Type": "application/json"], body: Data(token.json.serializedBytes))
         }
     }
 
