@@ -1,5 +1,6 @@
 import EMV
 import Foundation
+import ISO4217
 public import OrchardCrypto
 import OrchardHTTP
 public import OrchardRuntime
@@ -22,11 +23,9 @@ public struct AnonymousPurchase: Codable, Sendable, Hashable {
     public let region: String
 
     /// Buckets in whole units of the currency: `0-5`, `5-10`, `10-25`, `25-50`, `50-100`, `100-250`, `250+`.
-    /// The currency's exponent comes from ISO 4217 (0 for JPY and KRW, 3 for BHD, IQD, JOD, KWD, LYD, OMR,
-    /// TND, 2 otherwise).
+    /// The currency's exponent comes from ISO 4217 (``ISO4217Currency``; 2 for a currency it does not list).
     public init(amountMinorUnits: UInt64, currency: UInt16, country: UInt16, at date: Date) {
-        let exponent: UInt64 =
-            [392, 410].contains(currency) ? 0 : [48, 368, 400, 414, 434, 512, 788].contains(currency) ? 3 : 2
+        let exponent = ISO4217Currency(numericCode: Int(currency))?.exponent ?? 2
         var scale: UInt64 = 1
         for _ in 0..<exponent { scale *= 10 }
         let whole = amountMinorUnits / scale

@@ -46,7 +46,7 @@ public struct ISO4217Currency: Sendable, Hashable, CustomStringConvertible {
         .init("SGD", 702, 2), .init("INR", 356, 2), .init("BRL", 986, 2), .init("MXN", 484, 2),
         .init("ZAR", 710, 2), .init("KRW", 410, 0), .init("ISK", 352, 0), .init("CLP", 152, 0),
         .init("BHD", 48, 3), .init("KWD", 414, 3), .init("JOD", 400, 3), .init("OMR", 512, 3),
-        .init("TND", 788, 3),
+        .init("TND", 788, 3), .init("IQD", 368, 3), .init("LYD", 434, 3),
     ]
 
     /// Why a decimal string is not an amount of this currency.

@@ -143,7 +143,7 @@ struct AnonymousAnalyticsTests {
         let cases: [(UInt64, UInt16, String)] = [
             (0, 840, "0-5"), (499, 840, "0-5"), (500, 840, "5-10"), (2_499, 978, "10-25"), (4_999, 840, "25-50"),
             (9_999, 840, "50-100"), (24_999, 840, "100-250"), (25_000, 840, "250+"), (300, 392, "250+"),
-            (4, 392, "0-5"), (12_345, 414, "10-25"),
+            (4, 392, "0-5"), (12_345, 414, "10-25"), (6_000, 352, "250+"), (12_000, 368, "10-25"),
         ]
         for (amount, currency, bucket) in cases {
             let record = AnonymousPurchase(amountMinorUnits: amount, currency: currency, country: 4, at: date)
