@@ -146,7 +146,7 @@ private final class WriterThread: @unchecked Sendable {
         thread.start()
     }
 
-    /// Queues a raw job; it runs with the connection, or at once with nil when the store is closed.
+    /// Queues `job`; when the store is closed it is answered at once (a raw job with nil, a write as closed).
     func submit(_ job: Job) {
         condition.lock()
         guard !stopping else {
@@ -231,8 +231,8 @@ private final class WriterThread: @unchecked Sendable {
 
 extension WriterThread {
     /// Applies `group` in one transaction and completes every write after the `COMMIT`. When SQLite itself
-    /// abandons the transaction (an I/O error, a full disk), the writes applied so far fail with that error and
-    /// the rest start a new transaction.
+    /// abandons the transaction (an I/O error, a full disk), the writes applied so far fail with a `transaction`
+    /// error (nothing of theirs was kept; the caller may retry) and the rest start a new transaction.
     fileprivate static func commit(_ group: [GroupedWrite], on database: Database) {
         var next = 0
         while next < group.count {
