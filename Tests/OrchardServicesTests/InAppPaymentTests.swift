@@ -187,6 +187,22 @@ struct InAppPaymentTests {
         await f.close()
     }
 
+    /// The server remembers a client certificate it admitted (a keep-alive connection presents the same bytes on
+    /// every request), but not past its validity period.
+    @Test("A device certificate admitted before is refused once it has expired")
+    func anAdmittedCertificateExpires() async throws {
+        let f = try await InAppFixture()
+        let phone = try await f.device("phone-a")
+        _ = try await f.nonce(for: phone)
+        let start = f.clock.now()
+        f.clock.setWall(start.addingTimeInterval(2 * 3600))  // the device's TLS certificate is valid for one hour
+        let response = try await phone.client.post(f.base + "/v1/payments/nonce", json: [String: String]())
+        #expect(response.status == .forbidden, "\(String(decoding: response.body, as: UTF8.self))")
+        f.clock.setWall(start)
+        _ = try await f.nonce(for: phone)
+        await f.close()
+    }
+
     @Test("The token decrypts for its merchant and for no other")
     func onlyForItsMerchant() async throws {
         let f = try await InAppFixture()
