@@ -241,6 +241,7 @@ let package = Package(
         .testTarget(
             name: "OrchardBenchmarksTests", dependencies: ["OrchardBenchmarks", "OrchardCrypto"], swiftSettings: strict),
         // Test doubles (cryptogram check, device CA) and the in-memory network, shared by the network's tests.
+        .target(name: "CommandTestSupport", path: "Tests/CommandTestSupport", swiftSettings: strict),
         .target(
             name: "NetworkTestSupport",
             dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto"],
@@ -279,6 +280,7 @@ let package = Package(
         .testTarget(
             name: "OrchardServicesTests",
             dependencies: [
+                "CommandTestSupport",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
@@ -294,7 +296,7 @@ let package = Package(
         .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging"], swiftSettings: strict),
         .testTarget(
             name: "OrchardHTTPTests",
-            dependencies: ["OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
+            dependencies: ["CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -305,7 +307,10 @@ let package = Package(
         .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
         .testTarget(
             name: "DeviceProcessTests",
-            dependencies: ["DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto", "orchard"],
+            dependencies: [
+                "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
+                "orchard",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -313,6 +318,7 @@ let package = Package(
         .testTarget(
             name: "TerminalTests",
             dependencies: [
+                "CommandTestSupport",
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard",
@@ -322,6 +328,7 @@ let package = Package(
         .testTarget(
             name: "ProvisioningTests",
             dependencies: [
+                "CommandTestSupport",
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer", "NetworkService",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",

@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Device
 import DeviceProcess
 import EMV
@@ -10,38 +11,10 @@ import Testing
 /// `orchard device run` as a child process, driven through its socket and by `orchard device ...`.
 @Suite("orchard device run", .serialized)
 struct DeviceRunTests {
-    static func orchard() throws -> String {
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let path = me.deletingLastPathComponent().appendingPathComponent("orchard").path
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw DeviceError(.notFound, "no orchard executable at \(path)")
-        }
-        return path
-    }
-
-    /// Runs `orchard arguments` to completion on a thread of its own (the waiting must not hold a thread
-    /// of the concurrency pool); returns (exit code, stdout, stderr).
+    /// Runs `orchard arguments` to completion; returns (exit code, stdout, stderr).
     static func command(_ arguments: [String]) async throws -> (Int32, String, String) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try blockingCommand(arguments) }) }.start()
-        }
-    }
-
-    static func blockingCommand(_ arguments: [String]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try orchard())
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self)
-        )
+        let output = try await orchard(arguments)
+        return (output.status, output.stdout, output.stderr)
     }
 
     /// The terminal reaching the device through the control socket.
@@ -106,7 +79,7 @@ struct DeviceRunTests {
         }
 
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.orchard())
+        process.executableURL = URL(fileURLWithPath: try orchardExecutable())
         process.arguments = ["device", "run", "--data-dir", directory.path, "--name", "p"]
         let out = Pipe()
         process.standardOutput = out

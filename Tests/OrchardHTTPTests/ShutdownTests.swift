@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import Glibc
 import OrchardLogging
@@ -181,14 +182,7 @@ struct ShutdownTests {
     }
 
     /// The `orchard` executable built next to this test bundle (`swift build` / `swift test` build it).
-    static func orchardBinary() throws -> URL {
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let binary = me.deletingLastPathComponent().appendingPathComponent("orchard")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw HTTPError(.invalidConfiguration, "no orchard executable at \(binary.path); run swift build first")
-        }
-        return binary
-    }
+    static func orchardBinary() throws -> URL { URL(fileURLWithPath: try orchardExecutable()) }
 }
 
 @Suite("Services calling each other")

@@ -1,19 +1,10 @@
+import CommandTestSupport
 import Foundation
 import OrchardHTTP
 
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// The `orchard` executable, built next to the test binary (the test target depends on it).
-func orchardExecutable() throws -> String {
-    let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    let path = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("orchard").path
-    guard FileManager.default.isExecutableFile(atPath: path) else {
-        throw TestFailure("orchard not found at \(path); build the package first")
-    }
-    return path
-}
 
 struct TestFailure: Error, CustomStringConvertible {
     let description: String

@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import MerchantKit
 import OrchardCrypto
@@ -92,39 +93,5 @@ struct AppBuyCommandTests {
             Data("another order".utf8).base64EncodedString(),
         ])
         #expect(tampered.status == 1 && tampered.stderr.contains("orderMismatch"), "\(tampered.stderr)")
-    }
-}
-
-/// What a finished `orchard` command printed.
-struct CommandOutput: Sendable {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-}
-
-/// Runs the `orchard` built beside the tests (its pipes read on a thread of their own, not the cooperative pool).
-func orchard(_ arguments: [String]) async throws -> CommandOutput {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread {
-            continuation.resume(
-                with: Result {
-                    let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-                    let process = Process()
-                    process.executableURL = me.deletingLastPathComponent().appendingPathComponent("orchard")
-                    process.arguments = arguments
-                    process.standardInput = FileHandle.nullDevice
-                    let out = Pipe()
-                    let err = Pipe()
-                    process.standardOutput = out
-                    process.standardError = err
-                    try process.run()
-                    let output = out.fileHandleForReading.readDataToEndOfFile()
-                    let errors = err.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    return CommandOutput(
-                        status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                        stderr: String(decoding: errors, as: UTF8.self))
-                })
-        }.start()
     }
 }

@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Device
 import DeviceProcess
 import Foundation

@@ -1,4 +1,5 @@
 import Acquirer
+import CommandTestSupport
 import Foundation
 import NetworkService
 import OrchardRuntime

@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Device
 import Foundation
 import Issuer

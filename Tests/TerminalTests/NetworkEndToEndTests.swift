@@ -1,4 +1,5 @@
 import Acquirer
+import CommandTestSupport
 import Device
 import EMV
 import Foundation

@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Device
 import DeviceProcess
 import EMV
@@ -15,57 +16,6 @@ import Testing
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// The built `orchard` executable, next to the test bundle.
-func orchardExecutable() throws -> String {
-    let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let path = me.deletingLastPathComponent().appendingPathComponent("orchard").path
-    guard FileManager.default.isExecutableFile(atPath: path) else {
-        throw TerminalError(.notConfigured, "no orchard executable at \(path)")
-    }
-    return path
-}
-
-/// What a finished `orchard` command printed.
-struct CommandOutput: Sendable {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-
-    /// stdout as a JSON object.
-    func json() throws -> [String: Any] {
-        guard let object = try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else {
-            throw TerminalError(.protocolViolation, "not a JSON object: \(stdout.prefix(200))")
-        }
-        return object
-    }
-}
-
-/// Runs `orchard arguments` to completion on a thread of its own (waiting must not hold a thread of the
-/// concurrency pool: this process may be the acquirer the command talks to).
-func orchard(_ arguments: [String]) async throws -> CommandOutput {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread {
-            continuation.resume(
-                with: Result {
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: try orchardExecutable())
-                    process.arguments = arguments
-                    let out = Pipe()
-                    let err = Pipe()
-                    process.standardOutput = out
-                    process.standardError = err
-                    try process.run()
-                    let output = out.fileHandleForReading.readDataToEndOfFile()
-                    let errors = err.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    return CommandOutput(
-                        status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                        stderr: String(decoding: errors, as: UTF8.self))
-                })
-        }.start()
-    }
-}
 
 /// `orchard device run` as a child process: the device, its control socket and (phones and watches) its
 /// NFC antenna. Stopped with SIGTERM when released or by ``stop()``.
