@@ -76,16 +76,24 @@ public struct AuthorizationBody: Codable, Sendable {
     }
 
     func request() throws(AcquirerError) -> AcquirerAuthorizationRequest {
-        let origin: AcquirerAuthorizationRequest.Origin
-        switch (terminalID, stan, idempotencyKey) {
-        case (let terminal?, let stan?, nil): origin = .terminal(terminalID: terminal, systemTraceAuditNumber: stan)
-        case (nil, nil, let key?): origin = .merchantServer(idempotencyKey: key)
-        default:
-            throw AcquirerError(.invalidRequest, "send either terminalID and stan, or idempotencyKey")
-        }
-        return AcquirerAuthorizationRequest(
-            origin: origin, merchantID: merchantID, pan: pan, expiry: expiry, amount: amount, channel: channel,
+        AcquirerAuthorizationRequest(
+            origin: try .from(terminalID: terminalID, stan: stan, idempotencyKey: idempotencyKey),
+            merchantID: merchantID, pan: pan, expiry: expiry, amount: amount, channel: channel,
             cryptogram: cryptogram)
+    }
+}
+
+extension AcquirerAuthorizationRequest.Origin {
+    /// Who sent an acquiring request, from its body: a terminal sends `terminalID` and `stan`, a merchant server
+    /// its `idempotencyKey`, and nothing else is accepted.
+    static func from(
+        terminalID: String?, stan: String?, idempotencyKey: String?
+    ) throws(AcquirerError) -> AcquirerAuthorizationRequest.Origin {
+        switch (terminalID, stan, idempotencyKey) {
+        case (let terminal?, let stan?, nil): return .terminal(terminalID: terminal, systemTraceAuditNumber: stan)
+        case (nil, nil, let key?): return .merchantServer(idempotencyKey: key)
+        default: throw AcquirerError(.invalidRequest, "send either terminalID and stan, or idempotencyKey")
+        }
     }
 }
 

@@ -28,14 +28,9 @@ public struct ReversalBody: Codable, Sendable {
     }
 
     func request() throws(AcquirerError) -> AcquirerReversalRequest {
-        let origin: AcquirerAuthorizationRequest.Origin
-        switch (terminalID, stan, idempotencyKey) {
-        case (let terminal?, let stan?, nil): origin = .terminal(terminalID: terminal, systemTraceAuditNumber: stan)
-        case (nil, nil, let key?): origin = .merchantServer(idempotencyKey: key)
-        default:
-            throw AcquirerError(.invalidRequest, "send either terminalID and stan, or idempotencyKey")
-        }
-        return AcquirerReversalRequest(origin: origin, merchantID: merchantID, amount: amount, reason: reason)
+        AcquirerReversalRequest(
+            origin: try .from(terminalID: terminalID, stan: stan, idempotencyKey: idempotencyKey),
+            merchantID: merchantID, amount: amount, reason: reason)
     }
 }
 

@@ -84,15 +84,8 @@ enum AppBuy {
             guard let data = Data(base64Encoded: text) else { throw CLIError.usage("--application-data is base64") }
             applicationData = data
         }
-        let registry = try DeploymentCommands.registry()
-        let connections: ServiceConnections
-        do throws(ServicesError) {
-            connections = try await ServiceConnections.connect(
-                [.network, .pay, .merchant], directory: deployment, registry: registry,
-                environment: ServiceEnvironment(variables: context.environment))
-        } catch {
-            throw CLIError.failure(error.message)
-        }
+        let connections = try await DeploymentCommands.connect(
+            [.network, .pay, .merchant], of: deployment, context: context)
         do {
             let order = OrderRequest(item: item, amount: amount, currency: currency)
             let result: Result
@@ -226,7 +219,7 @@ enum AppBuy {
             device: device,
             client: try PaySession.client(device: device.name, in: deployment, connections: connections),
             root: try Certificate(pemEncoded: connections.rootCertificatePEM),
-            user: AcceptingSheetUser(contact: demoContact), trace: trace)
+            user: AcceptingSheetUser(contact: PaymentSheetService.demoContact), trace: trace)
         return try await buy(
             deployment: deployment, connections: connections, order: order, application: application, host: sheet,
             deviceName: device.name, applicationData: applicationData, merchant: merchant, out: out, trace: trace)
@@ -285,11 +278,6 @@ enum AppBuy {
             outcome: answer.outcome, responseCode: answer.responseCode, reason: answer.reason,
             transactionIdentifier: answer.transactionIdentifier)
     }
-
-    static let demoContact = PaymentContact(
-        name: "Alice Appleseed", emailAddress: "alice@example.com", phoneNumber: "+1 555 0100",
-        postalAddress: PostalAddress(
-            street: "1 Orchard Way", city: "Cupertino", state: "CA", postalCode: "95014", country: "US"))
 
     /// The device the app runs on: opened in this process, or, while its process runs, reached through it.
     enum PayingDevice {

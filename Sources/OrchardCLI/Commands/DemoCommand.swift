@@ -49,15 +49,8 @@ enum DemoCommand {
         let merchant = DemoMerchantSDK.run(trace: context.trace)
         context.trace("")
 
-        let registry = try DeploymentCommands.registry()
-        let connections: ServiceConnections
-        do throws(ServicesError) {
-            connections = try await ServiceConnections.connect(
-                [.network, .pay, .merchant], directory: deployment, registry: registry,
-                environment: ServiceEnvironment(variables: context.environment))
-        } catch {
-            throw CLIError.failure(error.message)
-        }
+        let connections = try await DeploymentCommands.connect(
+            [.network, .pay, .merchant], of: deployment, context: context)
         let provisioned: [DemoProvisioning.Row]
         let payments: [DemoInStore.Row]
         do {

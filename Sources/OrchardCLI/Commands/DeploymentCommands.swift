@@ -23,6 +23,21 @@ enum DeploymentCommands {
         }
     }
 
+    /// The services `names` of `deployment` for one command, as the process contract says: the running ones, the
+    /// others started in this process (stopped with the returned connections).
+    static func connect(
+        _ names: [ServiceName], of deployment: DeploymentDirectory, context: CommandContext
+    ) async throws -> ServiceConnections {
+        let registry = try registry()
+        do throws(ServicesError) {
+            return try await ServiceConnections.connect(
+                names, directory: deployment, registry: registry,
+                environment: ServiceEnvironment(variables: context.environment))
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+    }
+
     static let initCommand = Command(
         name: "init",
         summary: "Create a complete local deployment in --data-dir (keys, certificates, demo data, ports).",
@@ -169,14 +184,7 @@ enum DeploymentCommands {
     ) { _, context in
         let registry = try registry()
         let directory = DeploymentDirectory(path: context.dataDirectory.path)
-        let connections: ServiceConnections
-        do throws(ServicesError) {
-            connections = try await ServiceConnections.connect(
-                registry.names, directory: directory, registry: registry,
-                environment: ServiceEnvironment(variables: context.environment))
-        } catch {
-            throw CLIError.failure(error.message)
-        }
+        let connections = try await connect(registry.names, of: directory, context: context)
         var report: [String: [String: String]] = [:]
         var failed: [String] = []
         do {

@@ -216,15 +216,7 @@ struct PaySession {
     ) async throws
         -> PaySession
     {
-        let registry = try DeploymentCommands.registry()
-        let connections: ServiceConnections
-        do throws(ServicesError) {
-            connections = try await ServiceConnections.connect(
-                [.network, .pay], directory: deployment, registry: registry,
-                environment: ServiceEnvironment(variables: context.environment))
-        } catch {
-            throw CLIError.failure(error.message)
-        }
+        let connections = try await DeploymentCommands.connect([.network, .pay], of: deployment, context: context)
         do {
             return PaySession(
                 client: try client(device: name, in: deployment, connections: connections),
