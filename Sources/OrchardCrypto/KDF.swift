@@ -58,33 +58,51 @@ public enum HKDF {
 /// `K = H(counter ‖ Z ‖ OtherInfo)` for counter = 1, 2, … Apple's EC_v1 token key is one round of it.
 public enum SingleStepKDF {
     /// Derives `outputByteCount` bytes from the shared secret `sharedSecret` and `otherInfo`.
+    // Inlinable so the DataProtocol generic specializes in the caller (Apple's EC_v1 key derives once per token).
+    @inlinable
     public static func deriveKey(
         sharedSecret: SecureBytes, otherInfo: some DataProtocol, outputByteCount: Int
+    ) throws(CryptoError) -> SymmetricKey {
+        try withContiguousBytes(otherInfo) { (info) throws(CryptoError) -> SymmetricKey in
+            try deriveKey(sharedSecret: sharedSecret, otherInfo: info, outputByteCount: outputByteCount)
+        }
+    }
+
+    @usableFromInline
+    package static func deriveKey(
+        sharedSecret: SecureBytes, otherInfo info: UnsafeRawBufferPointer, outputByteCount: Int
     ) throws(CryptoError) -> SymmetricKey {
         guard outputByteCount > 0, outputByteCount <= 1 << 16 else {
             throw CryptoError(.invalidParameter, "single-step KDF output must be 1 to 65536 bytes")
         }
-        let info = Array(otherInfo)
         let out = try SecureBytes(count: outputByteCount) { (buffer) throws(CryptoError) in
-            var offset = 0
-            var counter: UInt32 = 1
-            guard let ctx = EVP_MD_CTX_new() else { throw CryptoError(.internalFailure, "EVP_MD_CTX_new failed") }
+            guard let ctx = EVP_MD_CTX_new() else {
+                throw CryptoError(.internalFailure, "EVP_MD_CTX_new failed")
+            }
             defer { EVP_MD_CTX_free(ctx) }
-            var block = [UInt8](repeating: 0, count: 32)
-            defer { OPENSSL_cleanse(&block, block.count) }
-            while offset < outputByteCount {
-                var be = counter.bigEndian
-                var ok = EVP_DigestInit_ex2(ctx, Fetched.sha256, nil)
-                ok &= EVP_DigestUpdate(ctx, &be, 4)
-                sharedSecret.withUnsafeBytes { z in ok &= EVP_DigestUpdate(ctx, z.baseAddress, z.count) }
-                ok &= info.withUnsafeBytes { EVP_DigestUpdate(ctx, $0.baseAddress, $0.count) }
-                var length: UInt32 = 0
-                ok &= EVP_DigestFinal_ex(ctx, &block, &length)
-                try check(ok, .internalFailure, "SHA-256 failed in the single-step KDF")
-                let n = min(32, outputByteCount - offset)
-                for j in 0..<n { buffer[offset + j] = block[j] }
-                offset += n
-                counter += 1
+            // Whole blocks are written straight into the key; a partial last block goes through a
+            // stack buffer that is wiped.
+            try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { (block) throws(CryptoError) in
+                defer { OPENSSL_cleanse(block.baseAddress, 32) }
+                var offset = 0
+                var counter: UInt32 = 1
+                while offset < outputByteCount {
+                    let n = min(32, outputByteCount - offset)
+                    let target = n == 32 ? buffer.baseAddress! + offset : UnsafeMutableRawPointer(block.baseAddress!)
+                    var be = counter.bigEndian
+                    var ok = EVP_DigestInit_ex2(ctx, Fetched.sha256, nil)
+                    ok &= EVP_DigestUpdate(ctx, &be, 4)
+                    sharedSecret.withUnsafeBytes { z in ok &= EVP_DigestUpdate(ctx, z.baseAddress, z.count) }
+                    ok &= EVP_DigestUpdate(ctx, info.baseAddress, info.count)
+                    var length: UInt32 = 0
+                    ok &= EVP_DigestFinal_ex(ctx, target.assumingMemoryBound(to: UInt8.self), &length)
+                    try check(ok, .internalFailure, "SHA-256 failed in the single-step KDF")
+                    if n < 32 {
+                        (buffer.baseAddress! + offset).copyMemory(from: block.baseAddress!, byteCount: n)
+                    }
+                    offset += n
+                    counter += 1
+                }
             }
         }
         return SymmetricKey(out)

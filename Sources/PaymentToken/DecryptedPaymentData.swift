@@ -55,72 +55,88 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
             throw PaymentTokenError(.invalidField, "the payment data is not a JSON object")
         }
         let context = "payment data"
-        try Fields.exact(
-            members,
-            required: [
-                "applicationPrimaryAccountNumber", "applicationExpirationDate", "currencyCode", "transactionAmount",
-                "paymentDataType", "paymentData",
-            ],
-            optional: [
-                "cardholderName", "deviceManufacturerIdentifier", "authenticationResponses", "merchantTokenIdentifier",
-                "merchantTokenMetadata",
-            ], in: context)
+        // One pass over the members: each key is compared once, where a lookup per field would scan the
+        // members again for every field of every token.
+        var pan: JSONValue?
+        var expiry: JSONValue?
+        var currency: JSONValue?
+        var amount: JSONValue?
+        var type: JSONValue?
+        var inner: JSONValue?
+        var name: JSONValue?
+        var manufacturer: JSONValue?
+        var responses: JSONValue?
+        var merchantToken: JSONValue?
+        // A hand-built value can repeat a key (the parser refuses that): refused here too, not last-wins.
+        func assign(_ slot: inout JSONValue?, _ value: JSONValue, _ key: String) throws(PaymentTokenError) {
+            guard slot == nil else { throw PaymentTokenError(.duplicateKey, "\(context) repeats \"\(key)\"") }
+            slot = value
+        }
+        for (key, value) in members {
+            switch key {
+            case "applicationPrimaryAccountNumber": try assign(&pan, value, key)
+            case "applicationExpirationDate": try assign(&expiry, value, key)
+            case "currencyCode": try assign(&currency, value, key)
+            case "transactionAmount": try assign(&amount, value, key)
+            case "paymentDataType": try assign(&type, value, key)
+            case "paymentData": try assign(&inner, value, key)
+            case "cardholderName": try assign(&name, value, key)
+            case "deviceManufacturerIdentifier": try assign(&manufacturer, value, key)
+            case "authenticationResponses": try assign(&responses, value, key)
+            case "merchantTokenIdentifier": try assign(&merchantToken, value, key)
+            case "merchantTokenMetadata": break
+            default: throw PaymentTokenError(.unknownField, "unknown key \"\(key.prefix(40))\" in \(context)")
+            }
+        }
+        // Missing keys are reported in alphabetical order.
+        for (key, value) in [
+            ("applicationExpirationDate", expiry), ("applicationPrimaryAccountNumber", pan), ("currencyCode", currency),
+            ("paymentData", inner), ("paymentDataType", type), ("transactionAmount", amount),
+        ] where value == nil {
+            throw PaymentTokenError(.missingField, "\(context) lacks \"\(key)\"")
+        }
         self.json = json
-        let pan = try Fields.string(json, "applicationPrimaryAccountNumber", in: context)!
-        guard (12...19).contains(pan.utf8.count), pan.utf8.allSatisfy(Self.isDigit) else {
+        let panText = try Fields.memberString(pan, "applicationPrimaryAccountNumber", in: context)
+        guard (12...19).contains(panText.utf8.count), panText.utf8.allSatisfy(Self.isDigit) else {
             throw PaymentTokenError(.invalidField, "applicationPrimaryAccountNumber must be 12 to 19 digits")
         }
-        applicationPrimaryAccountNumber = pan
-        let expiry = try Fields.string(json, "applicationExpirationDate", in: context)!
-        guard expiry.utf8.count == 6, expiry.utf8.allSatisfy(Self.isDigit) else {
+        applicationPrimaryAccountNumber = panText
+        let expiryText = try Fields.memberString(expiry, "applicationExpirationDate", in: context)
+        guard expiryText.utf8.count == 6, expiryText.utf8.allSatisfy(Self.isDigit) else {
             throw PaymentTokenError(.invalidField, "applicationExpirationDate must be YYMMDD")
         }
-        applicationExpirationDate = expiry
-        let currency = try Fields.string(json, "currencyCode", in: context)!
-        guard currency.utf8.count == 3, currency.utf8.allSatisfy(Self.isDigit) else {
+        applicationExpirationDate = expiryText
+        let currencyText = try Fields.memberString(currency, "currencyCode", in: context)
+        guard currencyText.utf8.count == 3, currencyText.utf8.allSatisfy(Self.isDigit) else {
             throw PaymentTokenError(.invalidField, "currencyCode must be 3 digits (ISO 4217 numeric)")
         }
-        currencyCode = currency
-        guard case .number(let amountText) = json["transactionAmount"]!, let amount = Int64(amountText), amount >= 0
-        else {
+        currencyCode = currencyText
+        guard case .number(let amountText) = amount, let value = Int64(amountText), value >= 0 else {
             throw PaymentTokenError(.invalidField, "transactionAmount must be a non-negative whole number")
         }
-        transactionAmount = amount
-        cardholderName = try Fields.string(json, "cardholderName", in: context, required: false)
+        transactionAmount = value
+        cardholderName = try name.map { (v) throws(PaymentTokenError) in
+            try Fields.memberString(v, "cardholderName", in: context)
+        }
         deviceManufacturerIdentifier =
-            try Fields.string(json, "deviceManufacturerIdentifier", in: context, required: false) ?? ""
-        merchantTokenIdentifier = try Fields.string(json, "merchantTokenIdentifier", in: context, required: false)
-        let typeText = try Fields.string(json, "paymentDataType", in: context)!
-        guard let type = PaymentDataType(rawValue: typeText) else {
+            try manufacturer.map { (v) throws(PaymentTokenError) in
+                try Fields.memberString(v, "deviceManufacturerIdentifier", in: context)
+            } ?? ""
+        merchantTokenIdentifier = try merchantToken.map { (v) throws(PaymentTokenError) in
+            try Fields.memberString(v, "merchantTokenIdentifier", in: context)
+        }
+        guard
+            let paymentDataType = PaymentDataType(
+                rawValue: try Fields.memberString(type, "paymentDataType", in: context))
+        else {
             throw PaymentTokenError(.invalidField, "paymentDataType must be 3DSecure or EMV")
         }
-        paymentDataType = type
-        let inner = json["paymentData"]!
+        self.paymentDataType = paymentDataType
         guard case .object(let innerMembers) = inner else {
             throw PaymentTokenError(.invalidField, "paymentData must be an object")
         }
-        switch type {
-        case .threeDSecure:
-            try Fields.exact(
-                innerMembers, required: ["onlinePaymentCryptogram"], optional: ["eciIndicator"], in: "paymentData")
-            let cryptogram = try Fields.string(inner, "onlinePaymentCryptogram", in: "paymentData")!
-            guard StrictEncoding.base64Decode(cryptogram) != nil else {
-                throw PaymentTokenError(.invalidField, "onlinePaymentCryptogram is not standard base64")
-            }
-            credential = .threeDSecure(
-                onlinePaymentCryptogram: cryptogram,
-                eciIndicator: try Fields.string(inner, "eciIndicator", in: "paymentData", required: false))
-        case .emv:
-            try Fields.exact(innerMembers, required: ["emvData"], optional: ["encryptedPINData"], in: "paymentData")
-            let emv = try Fields.string(inner, "emvData", in: "paymentData")!
-            guard StrictEncoding.base64Decode(emv) != nil else {
-                throw PaymentTokenError(.invalidField, "emvData is not standard base64")
-            }
-            credential = .emv(
-                emvData: emv,
-                encryptedPINData: try Fields.string(inner, "encryptedPINData", in: "paymentData", required: false))
-        }
-        if let responses = json["authenticationResponses"] {
+        credential = try Self.credential(innerMembers, type: paymentDataType)
+        if let responses {
             guard case .array(let items) = responses else {
                 throw PaymentTokenError(.invalidField, "authenticationResponses must be an array")
             }
@@ -144,6 +160,42 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
             authenticationResponses = parsed
         } else {
             authenticationResponses = nil
+        }
+    }
+
+    /// The inner `paymentData` of a 3-D Secure or EMV token: its keys exactly, its base64 checked.
+    private static func credential(
+        _ members: [(String, JSONValue)], type: PaymentDataType
+    ) throws(PaymentTokenError) -> Credential {
+        let (requiredKey, optionalKey) =
+            switch type {
+            case .threeDSecure: ("onlinePaymentCryptogram", "eciIndicator")
+            case .emv: ("emvData", "encryptedPINData")
+            }
+        var required: JSONValue?
+        var optional: JSONValue?
+        for (key, value) in members {
+            if key == requiredKey, required == nil {
+                required = value
+            } else if key == optionalKey, optional == nil {
+                optional = value
+            } else if key == requiredKey || key == optionalKey {
+                throw PaymentTokenError(.duplicateKey, "paymentData repeats \"\(key)\"")
+            } else {
+                throw PaymentTokenError(.unknownField, "unknown key \"\(key.prefix(40))\" in paymentData")
+            }
+        }
+        guard let required else { throw PaymentTokenError(.missingField, "paymentData lacks \"\(requiredKey)\"") }
+        let base64 = try Fields.memberString(required, requiredKey, in: "paymentData")
+        guard StrictEncoding.base64Decode(base64) != nil else {
+            throw PaymentTokenError(.invalidField, "\(requiredKey) is not standard base64")
+        }
+        let other = try optional.map { (v) throws(PaymentTokenError) in
+            try Fields.memberString(v, optionalKey, in: "paymentData")
+        }
+        switch type {
+        case .threeDSecure: return .threeDSecure(onlinePaymentCryptogram: base64, eciIndicator: other)
+        case .emv: return .emv(emvData: base64, encryptedPINData: other)
         }
     }
 

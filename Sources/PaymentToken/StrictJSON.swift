@@ -254,14 +254,19 @@ public enum StrictJSONParser {
             index += 1  // opening quote
             // Fast path: a string without escapes becomes a String straight from its bytes.
             var end = index
+            var ascii = true
             while end < bytes.count {
                 let c = bytes[end]
                 if c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c < 0x20 { break }
+                if c >= 0x80 { ascii = false }
                 end += 1
             }
             if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
                 let text = bytes.withUnsafeBufferPointer { b in
-                    String(validating: UnsafeBufferPointer(rebasing: b[index..<end]), as: UTF8.self)
+                    let run = UnsafeBufferPointer(rebasing: b[index..<end])
+                    // ASCII is valid UTF-8 as it is, so `decoding` (specialized, nothing to repair) gives the
+                    // same string as `validating`, which goes through generic metadata on every call.
+                    return ascii ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)
                 }
                 guard let text else { throw PaymentTokenError(.malformedJSON, "invalid UTF-8 in a string") }
                 index = end + 1

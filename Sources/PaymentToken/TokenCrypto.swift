@@ -6,6 +6,9 @@ public enum TokenCrypto {
     /// The 16 zero bytes Apple uses as the GCM IV (each key encrypts exactly one message).
     public static let iv = [UInt8](repeating: 0, count: 16)
 
+    /// The length of the algorithm ID (0x0D), the algorithm ID "id-aes256-GCM" and the party U info "Apple".
+    private static let ecV1OtherInfoPrefix: [UInt8] = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8)
+
     /// EC_v1 key derivation: Z = ECDH(private, ephemeral) (32 bytes, leading zeros kept), then
     /// K = SHA-256(00000001 ‖ Z ‖ 0D ‖ "id-aes256-GCM" ‖ "Apple" ‖ SHA-256(merchant identifier)).
     public static func ecV1Key(
@@ -13,9 +16,7 @@ public enum TokenCrypto {
     ) throws(CryptoError)
         -> SymmetricKey
     {
-        var otherInfo: [UInt8] = [0x0D]
-        otherInfo += Array("id-aes256-GCM".utf8)
-        otherInfo += Array("Apple".utf8)
+        var otherInfo = ecV1OtherInfoPrefix
         otherInfo += merchantIdentifierHash
         return try SingleStepKDF.deriveKey(sharedSecret: sharedSecret, otherInfo: otherInfo, outputByteCount: 32)
     }

@@ -79,15 +79,32 @@ struct StrictJSONFastPathTests {
         #expect(data.applicationPrimaryAccountNumber == "4895370012345671")
         #expect(data.transactionAmount == 1999)
 
-        // A missing required key, also when another required key appears twice (built by hand: the parser
-        // would refuse the duplicate).
+        // A missing required key; a repeated key in a value built by hand (the parser refuses one in JSON) is
+        // refused too, so it can neither stand in for a missing key nor override the first value.
         let withoutCurrency = Self.payment.filter { $0.0 != "currencyCode" }
         #expect(throws: PaymentTokenError(.missingField, "")) {
             try DecryptedPaymentData(json: .object(withoutCurrency))
         }
-        #expect(throws: PaymentTokenError(.missingField, "")) {
+        #expect(throws: PaymentTokenError(.duplicateKey, "")) {
             try DecryptedPaymentData(
                 json: .object(withoutCurrency + [("applicationExpirationDate", .string("291231"))]))
+        }
+        #expect(throws: PaymentTokenError(.duplicateKey, "")) {
+            try DecryptedPaymentData(json: .object(Self.payment + [("transactionAmount", .number("1"))]))
+        }
+        let twoCryptograms = JSONValue.object([
+            ("onlinePaymentCryptogram", .string("AgAAAAAABk4DWZ4C28yUQAAAAAA=")),
+            ("onlinePaymentCryptogram", .string("AgAAAAAABk4DWZ4C28yUQAAAAAA=")),
+        ])
+        #expect(throws: PaymentTokenError(.duplicateKey, "")) {
+            try DecryptedPaymentData(json: replacing("paymentData", with: twoCryptograms))
+        }
+        #expect(throws: PaymentTokenError(.unknownField, "")) {
+            try DecryptedPaymentData(
+                json: replacing("paymentData", with: .object([("emvData", .string("AAAA"))])))
+        }
+        #expect(throws: PaymentTokenError(.missingField, "")) {
+            try DecryptedPaymentData(json: replacing("paymentData", with: .object([("eciIndicator", .string("7"))])))
         }
         #expect(throws: PaymentTokenError(.unknownField, "")) {
             try DecryptedPaymentData(json: .object(Self.payment + [("extra", .null)]))

@@ -45,11 +45,46 @@ public final class CMSVerifier: Sendable {
     /// leaf and an intermediate). Checked when a signer is resolved; the signer cache is keyed by the exact
     /// embedded bytes, so the outcome holds for cache hits too.
     public let embeddedCertificatesPolicy: ChainPolicy
-    private let signers: ExpiringCache<ChainKey, CachedSigner>
+    private let signers: ExpiringCache<SignerKey, CachedSigner>
 
     private struct CachedSigner: Sendable {
         let chain: VerifiedChain
         let key: CertificatePublicKey
+    }
+
+    /// The signer cache's key: the exact sid and certificate-set bytes, borrowed from the signature for a
+    /// lookup (nothing copied), compacted into their own storage when inserted.
+    private struct SignerKey: Hashable, Sendable {
+        let identifier: ArraySlice<UInt8>
+        let certificates: ArraySlice<UInt8>
+
+        func compacted() -> SignerKey {
+            SignerKey(identifier: ArraySlice(Array(identifier)), certificates: ArraySlice(Array(certificates)))
+        }
+
+        /// The sid (issuer and serial, or key identifier: what tells signers apart), the set's length and its
+        /// last 32 bytes (the end of a certificate signature) rather than every byte of the set: equality
+        /// still compares all of them, and colliding entries cannot be planted, because an entry exists only
+        /// for certificates whose chain verified to a trust root.
+        func hash(into hasher: inout Hasher) {
+            identifier.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(certificates.count)
+            certificates.suffix(32).withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
+        static func == (a: SignerKey, b: SignerKey) -> Bool {
+            equalBytes(a.identifier, b.identifier) && equalBytes(a.certificates, b.certificates)
+        }
+
+        private static func equalBytes(_ x: ArraySlice<UInt8>, _ y: ArraySlice<UInt8>) -> Bool {
+            guard x.count == y.count else { return false }
+            return x.withUnsafeBytes { p in
+                y.withUnsafeBytes { q in
+                    guard let a = p.baseAddress, let b = q.baseAddress else { return true }
+                    return memcmp(a, b, p.count) == 0
+                }
+            }
+        }
     }
 
     /// A verifier over an existing chain verifier (sharing its trust roots, policy and chain cache).
@@ -155,7 +190,7 @@ public final class CMSVerifier: Sendable {
         }
 
         // The signer's chain: cached by the exact certificate bytes and signer identifier.
-        let key = ChainKey(leaf: signer.identifierBytes, intermediates: [view.certificateSetBytes])
+        let key = SignerKey(identifier: signer.identifierBytes, certificates: view.certificateSetBytes)
         let cached: CachedSigner
         if let hit = signers.value(for: key, at: validationTime) {
             cached = hit
@@ -163,7 +198,7 @@ public final class CMSVerifier: Sendable {
             switch try resolveSigner(view: view, signer: signer, at: validationTime) {
             case .invalid(let failure): return .invalid(failure)
             case .resolved(let resolved):
-                signers.insert(resolved, for: key, validity: resolved.chain.validityInterval)
+                signers.insert(resolved, for: key.compacted(), validity: resolved.chain.validityInterval)
                 cached = resolved
             }
         }
