@@ -47,6 +47,11 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
 
     /// Parses and validates a decrypted plaintext.
     public init(plaintext: some Collection<UInt8>) throws(PaymentTokenError) {
+        try self.init(plaintext: Array(plaintext))
+    }
+
+    /// ``init(plaintext:)`` for a byte array (what decryption produces), with a concrete body.
+    public init(plaintext: [UInt8]) throws(PaymentTokenError) {
         try self.init(json: StrictJSONParser.parse(plaintext, limits: JSONLimits(maxBytes: 32 * 1024, maxDepth: 8)))
     }
 
@@ -89,12 +94,12 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
             }
         }
         // Missing keys are reported in alphabetical order.
-        for (key, value) in [
-            ("applicationExpirationDate", expiry), ("applicationPrimaryAccountNumber", pan), ("currencyCode", currency),
-            ("paymentData", inner), ("paymentDataType", type), ("transactionAmount", amount),
-        ] where value == nil {
-            throw PaymentTokenError(.missingField, "\(context) lacks \"\(key)\"")
-        }
+        guard let expiry else { throw Self.missing("applicationExpirationDate") }
+        guard let pan else { throw Self.missing("applicationPrimaryAccountNumber") }
+        guard let currency else { throw Self.missing("currencyCode") }
+        guard let inner else { throw Self.missing("paymentData") }
+        guard let type else { throw Self.missing("paymentDataType") }
+        guard let amount else { throw Self.missing("transactionAmount") }
         self.json = json
         let panText = try Fields.memberString(pan, "applicationPrimaryAccountNumber", in: context)
         guard (12...19).contains(panText.utf8.count), panText.utf8.allSatisfy(Self.isDigit) else {
@@ -197,6 +202,10 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
         case .threeDSecure: return .threeDSecure(onlinePaymentCryptogram: base64, eciIndicator: other)
         case .emv: return .emv(emvData: base64, encryptedPINData: other)
         }
+    }
+
+    private static func missing(_ key: String) -> PaymentTokenError {
+        PaymentTokenError(.missingField, "payment data lacks \"\(key)\"")
     }
 
     /// An ASCII digit (checked on UTF-8 bytes: `Character.isNumber` also accepts other scripts' digits).

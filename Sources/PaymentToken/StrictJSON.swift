@@ -6,7 +6,9 @@ import OrchardCrypto
 /// Foundation's parsers silently accept duplicate keys (and disagree on which wins), so tokens are
 /// parsed here first. Numbers keep their source text so a decrypted `transactionAmount` is printed exactly
 /// as Apple wrote it.
-public indirect enum JSONValue: Sendable, Equatable {
+// Not `indirect`: objects and arrays already hold their children in array storage, and an indirect enum
+// would put every value, strings and numbers included, in a box of its own.
+public enum JSONValue: Sendable, Equatable {
     case object([(String, JSONValue)])
     case array([JSONValue])
     case string(String)
@@ -121,10 +123,16 @@ public struct JSONLimits: Sendable {
 public enum StrictJSONParser {
     public static func parse(_ bytes: some Collection<UInt8>, limits: JSONLimits) throws(PaymentTokenError) -> JSONValue
     {
+        try parse(Array(bytes), limits: limits)
+    }
+
+    /// ``parse(_:limits:)`` for a byte array, the form tokens and plaintexts have: a concrete body, so callers in
+    /// other modules do not run it unspecialized.
+    public static func parse(_ bytes: [UInt8], limits: JSONLimits) throws(PaymentTokenError) -> JSONValue {
         guard bytes.count <= limits.maxBytes else {
             throw PaymentTokenError(.malformedJSON, "the JSON is \(bytes.count) bytes; the limit is \(limits.maxBytes)")
         }
-        var parser = Parser(bytes: Array(bytes), maxDepth: limits.maxDepth)
+        var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 1)
         parser.skipWhitespace()
@@ -198,6 +206,7 @@ public enum StrictJSONParser {
                 index += 1
                 return .object(members)
             }
+            members.reserveCapacity(8)  // growing from empty would reallocate four times on the way to Apple's 10
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
@@ -387,7 +396,12 @@ public enum StrictEncoding {
 
     /// Standard base64 (RFC 4648 §4) with padding, no whitespace, no non-zero unused bits; nil otherwise.
     public static func base64Decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
+        // Native strings lend their UTF-8 in place; others are copied once.
+        if let decoded = text.utf8.withContiguousStorageIfAvailable({ base64Decode(utf8: $0) }) { return decoded }
+        return Array(text.utf8).withUnsafeBufferPointer { base64Decode(utf8: $0) }
+    }
+
+    private static func base64Decode(utf8 chars: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard chars.count % 4 == 0 else { return nil }
         var out: [UInt8] = []
         out.reserveCapacity(chars.count / 4 * 3)

@@ -273,6 +273,30 @@ struct CMSTests {
         #expect(
             check(try sign({ $0.protectedSignatureAlgorithm = .sha256WithRSAEncryption }, protection: true))
                 == .invalid(.invalidAttribute))
+        // Attributes Orchard does not read are signed and skipped, however deep (within the depth limit),
+        // and still must be well-formed DER; a known attribute may not appear twice.
+        func attribute(_ oid: ASN1ObjectIdentifier, nesting: Int) -> [UInt8] {
+            var value: [UInt8] = [0x05, 0x00]
+            for _ in 0..<nesting {
+                value = DERWriter.encode { $0.appendConstructed(.sequence) { $0.appendEncoded(value) } }
+            }
+            return DERWriter.encode { w in
+                w.appendConstructed(.sequence) { w in
+                    w.appendObjectIdentifier(oid)
+                    w.appendConstructed(.set) { $0.appendEncoded(value) }
+                }
+            }
+        }
+        let unknown = try ASN1ObjectIdentifier("1.2.3.4.5")
+        #expect(check(try sign { $0.extra = [attribute(unknown, nesting: 40)] }) == .valid)
+        #expect(check(try sign { $0.extra = [attribute(unknown, nesting: 80)] }) == .malformed(.nestingTooDeep))
+        let secondTime = try DERWriter.encode { (w) throws(X509Error) in
+            try w.appendConstructed(.sequence) { (w) throws(X509Error) in
+                w.appendObjectIdentifier(.signingTimeAttribute)
+                try w.appendConstructed(.set) { (w) throws(X509Error) in try w.appendTime(TestPKI.inside) }
+            }
+        }
+        #expect(check(try sign { $0.extra = [secondTime] }) == .malformed(.invalidValue))
         // OpenSSL also rejects a missing content type and accepts the valid variants.
         #expect(
             !OpenSSLReference.cmsVerifyDetached(

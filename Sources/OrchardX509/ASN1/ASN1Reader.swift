@@ -194,7 +194,7 @@ public struct ASN1Reader: Sendable {
     public func peekTag() -> ASN1Tag? {
         guard !remaining.isEmpty else { return nil }
         var index = remaining.startIndex
-        return try? Self.readTag(remaining, &index)
+        return try? Self.readTag(remaining, &index, end: remaining.endIndex)
     }
 
     /// Reads the next element.
@@ -205,7 +205,7 @@ public struct ASN1Reader: Sendable {
         guard !remaining.isEmpty else { throw X509Error(.truncated, "expected another element, found the end") }
         let start = remaining.startIndex
         var index = start
-        let tag = try Self.readTag(remaining, &index)
+        let tag = try Self.readTag(remaining, &index, end: remaining.endIndex)
         if tag.tagClass == .universal && tag.number == 0 {
             throw X509Error(.invalidTag, "end-of-contents octets outside an indefinite-length element")
         }
@@ -222,7 +222,8 @@ public struct ASN1Reader: Sendable {
                 isIndefiniteLength: false, rules: rules, limits: limits, depth: depth)
             remaining = remaining[(index + length)...]
         } else {
-            let contentEnd = try findEndOfContents(from: index, tag: tag)
+            let contentEnd = try Self.endOfContents(
+                remaining, from: index, end: remaining.endIndex, tag: tag, rules: rules, limits: limits, depth: depth)
             element = ASN1Element(
                 tag: tag, encodedBytes: remaining[start..<contentEnd + 2], contentBytes: remaining[index..<contentEnd],
                 isIndefiniteLength: true, rules: rules, limits: limits, depth: depth)
@@ -253,8 +254,14 @@ public struct ASN1Reader: Sendable {
 
     // MARK: - Headers
 
-    static func readTag(_ bytes: ArraySlice<UInt8>, _ index: inout Int) throws(X509Error) -> ASN1Tag {
-        guard index < bytes.endIndex else { throw X509Error(.truncated, "the input ends inside a tag") }
+    // The header functions are shared with the verifier's borrowed-bytes scanner (`BERScanner`), so both
+    // readers apply one set of rules; `end` bounds the bytes they may read.
+
+    /// Reads the identifier octets at `index`.
+    static func readTag<Bytes: RandomAccessCollection<UInt8>>(
+        _ bytes: Bytes, _ index: inout Int, end: Int
+    ) throws(X509Error) -> ASN1Tag where Bytes.Index == Int {
+        guard index < end else { throw X509Error(.truncated, "the input ends inside a tag") }
         let first = bytes[index]
         index += 1
         let tagClass = ASN1Tag.TagClass(rawValue: first >> 6) ?? .universal
@@ -264,7 +271,7 @@ public struct ASN1Reader: Sendable {
             number = 0
             var count = 0
             while true {
-                guard index < bytes.endIndex else { throw X509Error(.truncated, "the input ends inside a tag") }
+                guard index < end else { throw X509Error(.truncated, "the input ends inside a tag") }
                 let byte = bytes[index]
                 index += 1
                 if count == 0 && byte == 0x80 {
@@ -284,13 +291,16 @@ public struct ASN1Reader: Sendable {
 
     /// The content length, or `nil` for an indefinite length.
     private func readLength(_ index: inout Int, constructed: Bool) throws(X509Error) -> Int? {
-        try Self.readLength(remaining, &index, constructed: constructed, rules: rules, limits: limits)
+        try Self.readLength(
+            remaining, &index, end: remaining.endIndex, constructed: constructed, rules: rules, limits: limits)
     }
 
-    static func readLength(
-        _ bytes: ArraySlice<UInt8>, _ index: inout Int, constructed: Bool, rules: ASN1EncodingRules, limits: ASN1Limits
-    ) throws(X509Error) -> Int? {
-        guard index < bytes.endIndex else { throw X509Error(.truncated, "the input ends before a length") }
+    /// Reads the length octets at `index`: the content length, or `nil` for an indefinite length.
+    static func readLength<Bytes: RandomAccessCollection<UInt8>>(
+        _ bytes: Bytes, _ index: inout Int, end: Int, constructed: Bool, rules: ASN1EncodingRules,
+        limits: ASN1Limits
+    ) throws(X509Error) -> Int? where Bytes.Index == Int {
+        guard index < end else { throw X509Error(.truncated, "the input ends before a length") }
         let first = bytes[index]
         index += 1
         if first < 0x80 {
@@ -313,7 +323,7 @@ public struct ASN1Reader: Sendable {
         guard count <= 4 else {
             throw X509Error(.invalidLength, "a length field of \(count) bytes is longer than the 4 bytes accepted")
         }
-        guard bytes.endIndex - index >= count else { throw X509Error(.truncated, "the input ends inside a length") }
+        guard end - index >= count else { throw X509Error(.truncated, "the input ends inside a length") }
         var length = 0
         for _ in 0..<count {
             length = (length << 8) | Int(bytes[index])
@@ -337,12 +347,14 @@ public struct ASN1Reader: Sendable {
 
     /// Finds where the contents of an indefinite-length element that start at `start` end (the index of
     /// its end-of-contents octets). Iterative: nested indefinite elements only increase a counter.
-    private func findEndOfContents(from start: Int, tag: ASN1Tag) throws(X509Error) -> Int {
+    static func endOfContents<Bytes: RandomAccessCollection<UInt8>>(
+        _ bytes: Bytes, from start: Int, end: Int, tag: ASN1Tag, rules: ASN1EncodingRules, limits: ASN1Limits,
+        depth: Int
+    ) throws(X509Error) -> Int where Bytes.Index == Int {
         var index = start
         var open = 1
-        let bytes = remaining
         while true {
-            guard bytes.endIndex - index >= 2 else {
+            guard end - index >= 2 else {
                 throw X509Error(.truncated, "\(tag) with an indefinite length has no end-of-contents octets")
             }
             if bytes[index] == 0 {
@@ -354,10 +366,10 @@ public struct ASN1Reader: Sendable {
                 index += 2
                 continue
             }
-            let innerTag = try Self.readTag(bytes, &index)
+            let innerTag = try readTag(bytes, &index, end: end)
             guard
-                let length = try Self.readLength(
-                    bytes, &index, constructed: innerTag.isConstructed, rules: rules, limits: limits)
+                let length = try readLength(
+                    bytes, &index, end: end, constructed: innerTag.isConstructed, rules: rules, limits: limits)
             else {
                 open += 1
                 guard depth + open - 1 <= limits.maximumDepth else {
@@ -365,9 +377,9 @@ public struct ASN1Reader: Sendable {
                 }
                 continue
             }
-            guard bytes.endIndex - index >= length else {
+            guard end - index >= length else {
                 throw X509Error(
-                    .truncated, "\(innerTag) announces \(length) bytes but only \(bytes.endIndex - index) remain")
+                    .truncated, "\(innerTag) announces \(length) bytes but only \(end - index) remain")
             }
             index += length
         }

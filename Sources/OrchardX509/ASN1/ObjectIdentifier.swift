@@ -28,6 +28,12 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
 
     /// From DER contents octets, checked to be minimal.
     public init(contentBytes bytes: ArraySlice<UInt8>) throws(X509Error) {
+        try Self.validate(contentBytes: bytes)
+        contentBytes = Array(bytes)
+    }
+
+    /// Checks DER contents octets as ``init(contentBytes:)`` does, without keeping them.
+    static func validate(contentBytes bytes: some BidirectionalCollection<UInt8>) throws(X509Error) {
         guard let last = bytes.last, last & 0x80 == 0 else {
             throw X509Error(.invalidValue, "an object identifier is empty or ends inside a subidentifier")
         }
@@ -42,7 +48,6 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
             atStart = byte & 0x80 == 0
             if atStart { digits = 0 }
         }
-        contentBytes = Array(bytes)
     }
 
     /// For constants written in the source (a malformed literal is a programming error).

@@ -44,6 +44,8 @@ public enum CMS {
         package var protectedSignatureAlgorithm: ASN1ObjectIdentifier?
         /// No signed attributes at all: the signature covers the content itself (RFC 5652 allows it for id-data).
         package var withoutSignedAttributes = false
+        /// Further attributes, each an encoded `Attribute` SEQUENCE, signed with the others.
+        package var extra: [[UInt8]] = []
         package init() {}
     }
 
@@ -105,7 +107,7 @@ public enum CMS {
         let oids: [ASN1ObjectIdentifier] = [
             .contentTypeAttribute, .signingTimeAttribute, .messageDigestAttribute, .algorithmProtectionAttribute,
         ]
-        attributes = zip(oids, attributes).filter { !variations.omitted.contains($0.0) }.map(\.1)
+        attributes = zip(oids, attributes).filter { !variations.omitted.contains($0.0) }.map(\.1) + variations.extra
         let signedAttributes = DERWriter.encode { $0.appendSetOf(elements: attributes) }
         let signature =
             variations.withoutSignedAttributes

@@ -139,14 +139,16 @@ public final class CMSVerifier: Sendable {
             return .invalid(
                 VerificationFailure(.signerNotFound, "expected exactly one signer, found \(view.signers.count)"))
         }
-        guard signer.digestAlgorithm.algorithm == .sha256, signer.digestAlgorithm.hasNoParameters else {
+        guard signer.digestAlgorithm.is(.sha256), signer.digestAlgorithm.hasNoParameters else {
             return .invalid(
-                VerificationFailure(.unsupportedAlgorithm, "digest algorithm \(signer.digestAlgorithm) is not SHA-256"))
+                VerificationFailure(
+                    .unsupportedAlgorithm, "digest algorithm \(signer.digestAlgorithm.identifier) is not SHA-256"))
         }
         guard let signatureOID = Self.signatureAlgorithm(signer.signatureAlgorithm) else {
             return .invalid(
                 VerificationFailure(
-                    .unsupportedAlgorithm, "signature algorithm \(signer.signatureAlgorithm) is not supported"))
+                    .unsupportedAlgorithm,
+                    "signature algorithm \(signer.signatureAlgorithm.identifier) is not supported"))
         }
 
         // Signed attributes: content type, digest of the content, algorithm protection. RFC 5652 allows
@@ -159,7 +161,7 @@ public final class CMSVerifier: Sendable {
         guard let contentType = attributes.contentType else {
             return .invalid(VerificationFailure(.missingAttribute, "the contentType attribute is missing"))
         }
-        guard contentType == view.contentType else {
+        guard contentType.elementsEqual(view.contentTypeBytes) else {
             return .invalid(
                 VerificationFailure(.invalidAttribute, "the contentType attribute differs from eContentType"))
         }
@@ -171,8 +173,8 @@ public final class CMSVerifier: Sendable {
                 VerificationFailure(.digestMismatch, "the messageDigest attribute is not SHA-256 of the content"))
         }
         if let (digestOID, signatureAlgorithm) = attributes.protectedAlgorithms {
-            guard digestOID == signer.digestAlgorithm.algorithm,
-                signatureAlgorithm == nil || signatureAlgorithm == signer.signatureAlgorithm.algorithm
+            guard digestOID.elementsEqual(signer.digestAlgorithm.algorithm),
+                signatureAlgorithm?.elementsEqual(signer.signatureAlgorithm.algorithm) ?? true
             else {
                 return .invalid(
                     VerificationFailure(.invalidAttribute, "CMSAlgorithmProtection does not match the algorithms used"))
@@ -242,14 +244,13 @@ public final class CMSVerifier: Sendable {
 
     /// The algorithm to verify with, from the SignerInfo's signatureAlgorithm (CMS producers write either
     /// the combined OID or the bare key algorithm; the digest is SHA-256 either way).
-    private static func signatureAlgorithm(_ algorithm: AlgorithmIdentifier) -> ASN1ObjectIdentifier? {
-        switch algorithm.algorithm {
-        case .ecdsaWithSHA256, .ecPublicKey:
+    private static func signatureAlgorithm(_ algorithm: AlgorithmView) -> ASN1ObjectIdentifier? {
+        if algorithm.is(.ecdsaWithSHA256) || algorithm.is(.ecPublicKey) {
             return algorithm.parameters == nil ? .ecdsaWithSHA256 : nil
-        case .sha256WithRSAEncryption, .rsaEncryption:
-            return algorithm.hasNoParameters ? .sha256WithRSAEncryption : nil
-        default:
-            return nil
         }
+        if algorithm.is(.sha256WithRSAEncryption) || algorithm.is(.rsaEncryption) {
+            return algorithm.hasNoParameters ? .sha256WithRSAEncryption : nil
+        }
+        return nil
     }
 }
