@@ -47,9 +47,11 @@ public final class PaymentTokenDecryptor: Sendable {
     public struct Result: Sendable {
         public let payment: DecryptedPaymentData
         public let signature: SignatureInfo
-        /// `header.transactionId`, lower-case hex.
-        public let transactionId: String
         public let version: PaymentData.Version
+        /// `header.transactionId`'s bytes.
+        public let transactionIdBytes: [UInt8]
+        /// `header.transactionId`, lower-case hex (made on demand: most callers want the bytes or nothing).
+        public var transactionId: String { Hex.encode(transactionIdBytes, lowercase: true) }
     }
 
     /// Verifies, decrypts and (with `order`) checks a token against the merchant's own order.
@@ -70,8 +72,8 @@ public final class PaymentTokenDecryptor: Sendable {
             throw MerchantKitError(.replayed, "this transactionId was already processed")
         }
         return Result(
-            payment: payment, signature: signature, transactionId: token.paymentData.header.transactionIdHex,
-            version: token.paymentData.version)
+            payment: payment, signature: signature, version: token.paymentData.version,
+            transactionIdBytes: token.paymentData.header.transactionId)
     }
 
 }
