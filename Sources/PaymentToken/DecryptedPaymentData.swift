@@ -78,18 +78,18 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
             slot = value
         }
         for (key, value) in members {
-            switch key {
-            case "applicationPrimaryAccountNumber": try assign(&pan, value, key)
-            case "applicationExpirationDate": try assign(&expiry, value, key)
-            case "currencyCode": try assign(&currency, value, key)
-            case "transactionAmount": try assign(&amount, value, key)
-            case "paymentDataType": try assign(&type, value, key)
-            case "paymentData": try assign(&inner, value, key)
-            case "cardholderName": try assign(&name, value, key)
-            case "deviceManufacturerIdentifier": try assign(&manufacturer, value, key)
-            case "authenticationResponses": try assign(&responses, value, key)
-            case "merchantTokenIdentifier": try assign(&merchantToken, value, key)
-            case "merchantTokenMetadata": break
+            switch Self.memberIndex(key) {
+            case 0: try assign(&pan, value, key)
+            case 1: try assign(&expiry, value, key)
+            case 2: try assign(&currency, value, key)
+            case 3: try assign(&amount, value, key)
+            case 4: try assign(&type, value, key)
+            case 5: try assign(&inner, value, key)
+            case 6: try assign(&name, value, key)
+            case 7: try assign(&manufacturer, value, key)
+            case 8: try assign(&responses, value, key)
+            case 9: try assign(&merchantToken, value, key)
+            case 10: break  // merchantTokenMetadata: not read
             default: throw PaymentTokenError(.unknownField, "unknown key \"\(key.prefix(40))\" in \(context)")
             }
         }
@@ -102,17 +102,17 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
         guard let amount else { throw Self.missing("transactionAmount") }
         self.json = json
         let panText = try Fields.memberString(pan, "applicationPrimaryAccountNumber", in: context)
-        guard (12...19).contains(panText.utf8.count), panText.utf8.allSatisfy(Self.isDigit) else {
+        guard (12...19).contains(panText.utf8.count), Self.isDigits(panText) else {
             throw PaymentTokenError(.invalidField, "applicationPrimaryAccountNumber must be 12 to 19 digits")
         }
         applicationPrimaryAccountNumber = panText
         let expiryText = try Fields.memberString(expiry, "applicationExpirationDate", in: context)
-        guard expiryText.utf8.count == 6, expiryText.utf8.allSatisfy(Self.isDigit) else {
+        guard expiryText.utf8.count == 6, Self.isDigits(expiryText) else {
             throw PaymentTokenError(.invalidField, "applicationExpirationDate must be YYMMDD")
         }
         applicationExpirationDate = expiryText
         let currencyText = try Fields.memberString(currency, "currencyCode", in: context)
-        guard currencyText.utf8.count == 3, currencyText.utf8.allSatisfy(Self.isDigit) else {
+        guard currencyText.utf8.count == 3, Self.isDigits(currencyText) else {
             throw PaymentTokenError(.invalidField, "currencyCode must be 3 digits (ISO 4217 numeric)")
         }
         currencyCode = currencyText
@@ -204,12 +204,30 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
         }
     }
 
+    /// Apple's payment data keys, in the order `init(json:)` numbers them.
+    private static let memberKeys = [
+        "applicationPrimaryAccountNumber", "applicationExpirationDate", "currencyCode", "transactionAmount",
+        "paymentDataType", "paymentData", "cardholderName", "deviceManufacturerIdentifier", "authenticationResponses",
+        "merchantTokenIdentifier", "merchantTokenMetadata",
+    ]
+
+    /// The key's index in ``memberKeys``. Lengths are compared first (O(1) for native strings): they tell
+    /// almost all of Apple's keys apart, so each member costs about one string comparison.
+    private static func memberIndex(_ key: String) -> Int? {
+        let length = key.utf8.count
+        return memberKeys.firstIndex { $0.utf8.count == length && $0 == key }
+    }
+
     private static func missing(_ key: String) -> PaymentTokenError {
         PaymentTokenError(.missingField, "payment data lacks \"\(key)\"")
     }
 
-    /// An ASCII digit (checked on UTF-8 bytes: `Character.isNumber` also accepts other scripts' digits).
-    private static func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
+    /// ASCII digits only (checked on UTF-8 bytes: `Character.isNumber` also accepts other scripts' digits),
+    /// read in place for native strings.
+    private static func isDigits(_ text: String) -> Bool {
+        func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
+        return text.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isDigit) } ?? text.utf8.allSatisfy(isDigit)
+    }
 
     /// The plaintext as compact JSON, members in their original order.
     public var plaintextJSON: String { json.serialized }

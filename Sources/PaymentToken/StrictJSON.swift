@@ -142,6 +142,23 @@ public enum StrictJSONParser {
         return value
     }
 
+    /// The key names of Apple's token and payment data longer than a small string holds (15 UTF-8 bytes). A key
+    /// spelling one of them is returned as this (immortal) string instead of an allocation of its own.
+    private static let longAppleKeys = [
+        "transactionIdentifier", "ephemeralPublicKey", "applicationPrimaryAccountNumber", "applicationExpirationDate",
+        "transactionAmount", "deviceManufacturerIdentifier", "onlinePaymentCryptogram", "encryptedPINData",
+        "authenticationResponses", "merchantTokenIdentifier", "merchantTokenMetadata",
+    ]
+
+    static func appleKey(spelledBy run: UnsafeBufferPointer<UInt8>) -> String? {
+        guard run.count > 15, let start = run.baseAddress else { return nil }
+        for key in longAppleKeys where key.utf8.count == run.count {
+            let same = key.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, start, run.count) == 0 }
+            if same == true { return key }
+        }
+        return nil
+    }
+
     private struct Parser {
         let bytes: [UInt8]
         let maxDepth: Int
@@ -210,10 +227,12 @@ public enum StrictJSONParser {
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
-                let key = try parseString()
+                let key = try parseString(isKey: true)
                 let duplicate: Bool
                 if seen == nil, members.count < 16 {
-                    duplicate = members.contains { $0.0 == key }
+                    // Lengths first (O(1) for native strings): most keys differ in length.
+                    let length = key.utf8.count
+                    duplicate = members.contains { $0.0.utf8.count == length && $0.0 == key }
                 } else {
                     if seen == nil { seen = Set(members.map(\.0)) }
                     duplicate = !seen!.insert(key).inserted
@@ -259,7 +278,7 @@ public enum StrictJSONParser {
             }
         }
 
-        mutating func parseString() throws(PaymentTokenError) -> String {
+        mutating func parseString(isKey: Bool = false) throws(PaymentTokenError) -> String {
             index += 1  // opening quote
             // Fast path: a string without escapes becomes a String straight from its bytes.
             var end = index
@@ -271,8 +290,9 @@ public enum StrictJSONParser {
                 end += 1
             }
             if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-                let text = bytes.withUnsafeBufferPointer { b in
+                let text = bytes.withUnsafeBufferPointer { (b) -> String? in
                     let run = UnsafeBufferPointer(rebasing: b[index..<end])
+                    if isKey, ascii, let known = StrictJSONParser.appleKey(spelledBy: run) { return known }
                     // ASCII is valid UTF-8 as it is, so `decoding` (specialized, nothing to repair) gives the
                     // same string as `validating`, which goes through generic metadata on every call.
                     return ascii ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)

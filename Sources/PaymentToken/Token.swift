@@ -290,10 +290,9 @@ enum Fields {
         return s
     }
 
-    /// A member's value that must be a string (`value` is nil when the member is absent).
-    static func memberString(_ value: JSONValue?, _ key: String, in context: String) throws(PaymentTokenError) -> String
+    /// A member's value that must be a string.
+    static func memberString(_ value: JSONValue, _ key: String, in context: String) throws(PaymentTokenError) -> String
     {
-        guard let value else { throw PaymentTokenError(.missingField, "\(context) lacks \"\(key)\"") }
         guard case .string(let s) = value else {
             throw PaymentTokenError(.invalidField, "\(context).\(key) must be a string")
         }

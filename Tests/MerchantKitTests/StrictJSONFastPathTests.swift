@@ -25,6 +25,25 @@ struct StrictJSONFastPathTests {
                 ]))
     }
 
+    @Test func keysSpellingApplesNamesParseToThemExactly() throws {
+        // Apple's long key names come back as shared strings; near misses and escaped spellings are keys too.
+        let object = try parse(
+            #"{"applicationPrimaryAccountNumber":1,"applicationPrimaryAccountNumbeR":2,"transactionAmoun\u0074":3,"#
+                + #""transactionAmountX":4,"ephemeralPublicKey":5}"#)
+        guard case .object(let members) = object else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(
+            members.map(\.0) == [
+                "applicationPrimaryAccountNumber", "applicationPrimaryAccountNumbeR", "transactionAmount",
+                "transactionAmountX", "ephemeralPublicKey",
+            ])
+        #expect(throws: PaymentTokenError(.duplicateKey, "")) {
+            try parse(#"{"transactionAmount":1,"transactionAmoun\u0074":2}"#)
+        }
+    }
+
     @Test func badStringsAreRejected() {
         let cases: [[UInt8]] = [
             Array(#"["abc"#.utf8),  // unterminated
