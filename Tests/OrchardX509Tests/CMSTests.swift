@@ -290,6 +290,9 @@ struct CMSTests {
         let unknown = try ASN1ObjectIdentifier("1.2.3.4.5")
         #expect(check(try sign { $0.extra = [attribute(unknown, nesting: 40)] }) == .valid)
         #expect(check(try sign { $0.extra = [attribute(unknown, nesting: 80)] }) == .malformed(.nestingTooDeep))
+        // A caller's limit far beyond what any input can nest is fine too.
+        let deep = try sign { $0.extra = [attribute(unknown, nesting: 80)] }
+        #expect(try CMSSignedData(berEncoded: deep, limits: ASN1Limits(maximumDepth: .max)).signers.count == 1)
         let secondTime = try DERWriter.encode { (w) throws(X509Error) in
             try w.appendConstructed(.sequence) { (w) throws(X509Error) in
                 w.appendObjectIdentifier(.signingTimeAttribute)

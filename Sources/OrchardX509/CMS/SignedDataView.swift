@@ -167,7 +167,9 @@ struct BERScanner {
     /// allocating: the open levels are kept in a stack buffer as deep as the depth limit allows.
     func validateTree(_ item: Item) throws(X509Error) {
         guard item.tag.isConstructed else { return }
-        let capacity = max(1, limits.maximumDepth - item.depth + 2)
+        // One scanner per open level: no deeper than the limit allows, nor than the bytes can nest (each level
+        // takes at least a 2-byte header), so a caller's huge limit does not become a huge buffer.
+        let capacity = min(max(0, limits.maximumDepth - item.depth), (item.end - item.start) / 2) + 2
         try withUnsafeTemporaryAllocation(of: BERScanner.self, capacity: capacity) { (stack) throws(X509Error) in
             stack[0] = try children(item)
             var count = 1
