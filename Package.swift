@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "Terminal", targets: ["Terminal"]),
         .library(name: "PaymentCredential", targets: ["PaymentCredential"]),
         .library(name: "PayAPI", targets: ["PayAPI"]),
+        .library(name: "AcquirerAPI", targets: ["AcquirerAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
         .library(name: "AppPayments", targets: ["AppPayments"]),
     ],
@@ -90,6 +91,7 @@ let package = Package(
             name: "NetworkService",
             dependencies: [
                 "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
+                "AcquirerAPI",
             ],
             swiftSettings: strict
         ),
@@ -142,7 +144,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
-                "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "ISO4217",
+                "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "ISO4217", "AcquirerAPI",
             ],
             swiftSettings: strict
         ),
@@ -168,6 +170,9 @@ let package = Package(
         ),
         // The wire formats between devices and the Pay server (no dependencies: both sides import it).
         .target(name: "PayAPI", swiftSettings: strict),
+        // The wire format of the network's acquiring routes (no dependencies: terminals and merchant servers import
+        // it, the network reads the same JSON into its own types).
+        .target(name: "AcquirerAPI", swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
         // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.
@@ -208,7 +213,7 @@ let package = Package(
             name: "Terminal",
             dependencies: [
                 "EMV", "NFCLink", "OrchardCrypto", "OrchardLogging", "OrchardStore", "OrchardRuntime", "OrchardHTTP",
-                "ISO4217",
+                "ISO4217", "AcquirerAPI",
             ],
             swiftSettings: strict
         ),
@@ -267,7 +272,7 @@ let package = Package(
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
-                "OrchardLogging",
+                "OrchardLogging", "AcquirerAPI",
             ],
             swiftSettings: strict
         ),

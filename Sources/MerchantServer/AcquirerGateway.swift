@@ -1,3 +1,4 @@
+import AcquirerAPI
 import Foundation
 import OrchardCrypto
 import OrchardHTTP
@@ -32,9 +33,8 @@ struct AcquirerCharge: Sendable, CustomStringConvertible, CustomDebugStringConve
     var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
-/// The acquirer's decision on an authorization (its `AcquirerAuthorizationResult`, the fields the merchant
-/// reads).
-struct AcquirerDecision: Sendable, Hashable, Decodable {
+/// The acquirer's decision on an authorization (the fields of its answer the merchant reads).
+struct AcquirerDecision: Sendable, Hashable {
     let authorizationID: String?
     /// ISO 8583 field 39: `00` approves.
     let responseCode: String
@@ -92,21 +92,25 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
     deinit { client.shutdown() }
 
     func authorize(_ charge: AcquirerCharge) async -> AcquirerOutcome<AcquirerDecision> {
-        let body = AuthorizationWire(
+        let body = AcquirerAPI.AuthorizationRequest(
             merchantID: charge.merchantID, idempotencyKey: charge.idempotencyKey, pan: charge.dpan,
-            expiry: .init(year: charge.expiryYear, month: charge.expiryMonth),
-            amount: .init(minorUnits: charge.amountMinorUnits, currency: charge.currency), channel: "inApp",
-            cryptogram: .init(
+            expiry: AcquirerAPI.Expiry(year: charge.expiryYear, month: charge.expiryMonth),
+            amount: AcquirerAPI.Money(minorUnits: charge.amountMinorUnits, currency: charge.currency),
+            cryptogram: AcquirerAPI.Cryptogram(
                 kind: "remote", cryptogram: charge.cryptogram,
                 applicationTransactionCounter: charge.applicationTransactionCounter,
                 transactionData: charge.transactionData),
             eci: charge.eci)
-        switch await post("/v1/acquirer/authorizations", body, idempotencyKey: charge.idempotencyKey) {
+        switch await post(AcquirerAPI.Route.authorizations, body, idempotencyKey: charge.idempotencyKey) {
         case .answered(let data):
-            guard let decision = try? JSONDecoder().decode(AcquirerDecision.self, from: data),
-                Self.isResponseCode(decision.responseCode)
+            guard let answer = try? JSONDecoder().decode(AcquirerAPI.AuthorizationAnswer.self, from: data),
+                Self.isResponseCode(answer.responseCode)
             else { return .noAnswer("the acquirer's authorization answer is not the expected JSON") }
-            return .answered(decision)
+            return .answered(
+                AcquirerDecision(
+                    authorizationID: answer.authorizationID, responseCode: answer.responseCode,
+                    approvalCode: answer.approvalCode, declineReason: answer.declineReason,
+                    maskedPAN: answer.maskedPAN))
         case .notDelivered(let why): return .notDelivered(why)
         case .noAnswer(let why): return .noAnswer(why)
         case .refused(let status, let message): return .refused(status: status, message: message)
@@ -116,12 +120,12 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
     func reverse(
         merchantID: String, idempotencyKey: String, amountMinorUnits: Int64, currency: String, reason: String
     ) async -> AcquirerOutcome<Bool> {
-        let body = ReversalWire(
+        let body = AcquirerAPI.ReversalRequest(
             merchantID: merchantID, idempotencyKey: idempotencyKey,
-            amount: .init(minorUnits: amountMinorUnits, currency: currency), reason: reason)
-        switch await post("/v1/acquirer/reversals", body, idempotencyKey: idempotencyKey) {
+            amount: AcquirerAPI.Money(minorUnits: amountMinorUnits, currency: currency), reason: reason)
+        switch await post(AcquirerAPI.Route.reversals, body, idempotencyKey: idempotencyKey) {
         case .answered(let data):
-            guard let answer = try? JSONDecoder().decode(ReversalAnswerWire.self, from: data) else {
+            guard let answer = try? JSONDecoder().decode(AcquirerAPI.ReversalAnswer.self, from: data) else {
                 return .noAnswer("the acquirer's reversal answer is not the expected JSON")
             }
             return .answered(answer.reversed)
@@ -170,41 +174,4 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
         let bytes = Array(code.utf8)
         return bytes.count == 2 && bytes.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
     }
-}
-
-/// The acquirer's JSON, as the merchant writes and reads it (this module links none of the network's).
-private struct AuthorizationWire: Encodable, Sendable {
-    struct Expiry: Encodable, Sendable {
-        let year: Int
-        let month: Int
-    }
-    struct Money: Encodable, Sendable {
-        let minorUnits: Int64
-        let currency: String
-    }
-    struct Cryptogram: Encodable, Sendable {
-        let kind: String
-        let cryptogram: [UInt8]
-        let applicationTransactionCounter: UInt16
-        let transactionData: [UInt8]
-    }
-    let merchantID: String
-    let idempotencyKey: String
-    let pan: String
-    let expiry: Expiry
-    let amount: Money
-    let channel: String
-    let cryptogram: Cryptogram
-    let eci: String?
-}
-
-private struct ReversalWire: Encodable, Sendable {
-    let merchantID: String
-    let idempotencyKey: String
-    let amount: AuthorizationWire.Money
-    let reason: String
-}
-
-private struct ReversalAnswerWire: Decodable {
-    let reversed: Bool
 }

@@ -1,4 +1,5 @@
 import Acquirer
+import AcquirerAPI
 import Foundation
 import Issuer
 import OrchardCrypto
@@ -47,7 +48,8 @@ public struct LifecycleBody: Codable, Sendable {
 }
 
 /// Body of `POST /v1/acquirer/authorizations`: a terminal sends `terminalID` and `stan`, a merchant server
-/// its `idempotencyKey`.
+/// its `idempotencyKey`. The network's reading of `AcquirerAPI.AuthorizationRequest` (the callers' side of the
+/// same JSON), into its own validated types.
 public struct AuthorizationBody: Codable, Sendable {
     public let merchantID: String
     public let terminalID: String?
@@ -184,7 +186,7 @@ public enum NetworkRoutes {
                         action, issuerID: issuerID, tokenReference: try request.parameter("reference")))
             }
         }
-        router.post("/v1/acquirer/authorizations", requirement: access.acquiring) {
+        router.post(AcquirerAPI.Route.authorizations, requirement: access.acquiring) {
             (body: AuthorizationBody, _) in try await acquirer.authorize(try body.request())
         }
         installReversals(into: &router, acquirer: acquirer, access: access)

@@ -1,10 +1,11 @@
 import Acquirer
+import AcquirerAPI
 import Foundation
 import Issuer
 import OrchardHTTP
 
-/// Body of `POST /v1/acquirer/reversals`: a terminal sends `terminalID` and `stan` (the authorization's), a
-/// merchant server the authorization's `idempotencyKey`; `amount` is the authorization's; `reason` says why
+/// Body of `POST /v1/acquirer/reversals` (the network's reading of `AcquirerAPI.ReversalRequest`): a terminal
+/// sends `terminalID` and `stan` (the authorization's), a merchant server the authorization's `idempotencyKey`; `amount` is the authorization's; `reason` says why
 /// (`timeout`, `recovery`, …). The answer is ``AcquirerReversalResult``: `{"reversed", "outcome",
 /// "authorizationID"?, "merchantID", "amount", "reversedAt"}`.
 public struct ReversalBody: Codable, Sendable {
@@ -38,7 +39,7 @@ extension NetworkRoutes {
     /// `POST /v1/acquirer/reversals` (callers of the acquiring group): ``ReversalBody`` →
     /// ``AcquirerReversalResult``, idempotent per terminal ID + STAN or merchant key.
     static func installReversals(into router: inout Router, acquirer: Acquirer, access: NetworkAccess) {
-        router.post("/v1/acquirer/reversals", requirement: access.acquiring) { (body: ReversalBody, _) in
+        router.post(AcquirerAPI.Route.reversals, requirement: access.acquiring) { (body: ReversalBody, _) in
             try await acquirer.reverse(try body.request())
         }
     }

@@ -1,3 +1,4 @@
+import AcquirerAPI
 import EMV
 import Foundation
 public import OrchardCrypto
@@ -41,22 +42,48 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
     deinit { client.shutdown() }
 
     public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationResponse {
-        let body = AuthorizationBody(request)
-        let response = try await post("/v1/acquirer/authorizations", body, idempotencyKey: request.idempotencyKey)
+        let response = try await post(
+            AcquirerAPI.Route.authorizations, Self.wire(request), idempotencyKey: request.idempotencyKey)
         do {
-            return try JSONDecoder().decode(AuthorizationResponse.self, from: response)
+            let answer = try JSONDecoder().decode(AcquirerAPI.AuthorizationAnswer.self, from: response)
+            return try AuthorizationResponse(
+                responseCode: answer.responseCode, approvalCode: answer.approvalCode,
+                declineReason: answer.declineReason, authorizationID: answer.authorizationID)
         } catch {
             throw TerminalError(.protocolViolation, "the acquirer's authorization answer is not valid")
         }
     }
 
     public func reverse(_ request: ReversalRequest) async throws -> ReversalResponse {
-        let response = try await post("/v1/acquirer/reversals", request, idempotencyKey: request.idempotencyKey)
+        let body = AcquirerAPI.ReversalRequest(
+            merchantID: request.merchantID, terminalID: request.terminalID, stan: request.systemTraceAuditNumber,
+            amount: AcquirerAPI.Money(minorUnits: request.amountMinorUnits, currency: request.currency),
+            reason: request.reason)
+        let response = try await post(AcquirerAPI.Route.reversals, body, idempotencyKey: request.idempotencyKey)
         do {
-            return try JSONDecoder().decode(ReversalResponse.self, from: response)
+            return ReversalResponse(
+                reversed: try JSONDecoder().decode(AcquirerAPI.ReversalAnswer.self, from: response).reversed)
         } catch {
             throw TerminalError(.protocolViolation, "the acquirer's reversal answer is not valid")
         }
+    }
+
+    /// The authorization as the acquirer's route takes it: the DPAN in clear (the acquirer needs it), the expiry
+    /// as year and month, the amount with the ISO 4217 numeric currency, and the ARQC with field 55 as the data
+    /// it covers; `panSequenceNumber` and `posEntryMode` travel too (ISO 8583 DE 23 and DE 22).
+    static func wire(_ request: AuthorizationRequest) -> AcquirerAPI.AuthorizationRequest {
+        let yy = Int(request.expiry.prefix(2))
+        let mm = Int(request.expiry.suffix(2))
+        return AcquirerAPI.AuthorizationRequest(
+            merchantID: request.merchantID, terminalID: request.terminalID, stan: request.systemTraceAuditNumber,
+            pan: request.pan.unmaskedDigits,
+            expiry: yy.flatMap { year in mm.map { AcquirerAPI.Expiry(year: 2000 + year, month: $0) } },
+            amount: AcquirerAPI.Money(
+                minorUnits: request.amount.minorUnits, currency: request.amount.currency.numericString),
+            cryptogram: AcquirerAPI.Cryptogram(
+                kind: "proximityARQC", cryptogram: request.cryptogram,
+                applicationTransactionCounter: request.applicationTransactionCounter, transactionData: request.chipData),
+            panSequenceNumber: request.panSequenceNumber, posEntryMode: request.posEntryMode)
     }
 
     private func post(
@@ -93,57 +120,5 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
             let message = decoded?["error"]?["message"] ?? "status \(response.status.code)"
             throw TerminalError(.gatewayRefused, "\(response.status.code) \(message.prefix(200))")
         }
-    }
-}
-
-/// The authorization as the acquirer's route takes it (`NetworkService.AuthorizationBody`): the DPAN in
-/// clear (the acquirer needs it), the expiry as year and month, the amount with the ISO 4217 numeric
-/// currency, and the ARQC with field 55 as the data it covers. `panSequenceNumber` and `posEntryMode` travel
-/// too (ISO 8583 DE 23 and DE 22), for an acquirer that reads them.
-struct AuthorizationBody: Codable, Sendable {
-    struct Money: Codable, Sendable {
-        let minorUnits: Int64
-        /// ISO 4217 numeric, three digits.
-        let currency: String
-    }
-    struct Expiry: Codable, Sendable {
-        let year: Int
-        let month: Int
-    }
-    struct Cryptogram: Codable, Sendable {
-        /// `proximityARQC`.
-        let kind: String
-        let cryptogram: [UInt8]
-        let applicationTransactionCounter: UInt16
-        /// Field 55.
-        let transactionData: [UInt8]
-    }
-
-    let merchantID: String
-    let terminalID: String
-    let stan: String
-    let pan: String
-    let expiry: Expiry?
-    let amount: Money
-    let channel: String
-    let cryptogram: Cryptogram
-    let panSequenceNumber: Int
-    let posEntryMode: String
-
-    init(_ request: AuthorizationRequest) {
-        merchantID = request.merchantID
-        terminalID = request.terminalID
-        stan = request.systemTraceAuditNumber
-        pan = request.pan.unmaskedDigits
-        let yy = Int(request.expiry.prefix(2))
-        let mm = Int(request.expiry.suffix(2))
-        expiry = yy.flatMap { year in mm.map { Expiry(year: 2000 + year, month: $0) } }
-        amount = Money(minorUnits: request.amount.minorUnits, currency: request.amount.currency.numericString)
-        channel = "contactless"
-        cryptogram = Cryptogram(
-            kind: "proximityARQC", cryptogram: request.cryptogram,
-            applicationTransactionCounter: request.applicationTransactionCounter, transactionData: request.chipData)
-        panSequenceNumber = request.panSequenceNumber
-        posEntryMode = request.posEntryMode
     }
 }
