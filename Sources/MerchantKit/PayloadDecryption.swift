@@ -33,7 +33,9 @@ struct PayloadDecryption: Sendable {
         case (.ephemeralPublicKey(let spki), .ec(let privateKey)):
             let ephemeral: P256.KeyAgreement.PublicKey
             do {
-                ephemeral = try P256.KeyAgreement.PublicKey(derRepresentation: spki)
+                // On the merchant key's own group, which the ECDH that follows reads anyway.
+                ephemeral = P256.KeyAgreement.PublicKey(
+                    impl: try P256PublicKeyImpl(spki: spki, groupOf: privateKey.impl.key))
             } catch {
                 throw MerchantKitError(
                     .invalidEphemeralKey, "the ephemeral public key is not a valid P-256 point", underlying: error)

@@ -65,11 +65,21 @@ package struct P256PublicKeyImpl: @unchecked Sendable {
     package let x963: [UInt8]
 
     package init(x963 bytes: [UInt8]) throws(CryptoError) {
-        guard bytes.count == 65, bytes[0] == 0x04 else {
-            throw CryptoError(.invalidKey, "a P-256 public key is a 65-byte uncompressed point (04 ‖ X ‖ Y)")
-        }
         guard let template = p256Parameters.pointer else {
             throw CryptoError(.internalFailure, "the P-256 group could not be set up")
+        }
+        try self.init(x963: bytes, template: template)
+    }
+
+    /// A point on the group of `key`, a P-256 key: for a peer key used with `key` right away (ECDH), whose
+    /// group is then already in the caches.
+    package init(x963 bytes: [UInt8], groupOf key: EVPKey) throws(CryptoError) {
+        try self.init(x963: bytes, template: key.pointer)
+    }
+
+    private init(x963 bytes: [UInt8], template: OpaquePointer) throws(CryptoError) {
+        guard bytes.count == 65, bytes[0] == 0x04 else {
+            throw CryptoError(.invalidKey, "a P-256 public key is a 65-byte uncompressed point (04 ‖ X ‖ Y)")
         }
         // A copy of the cached group and the point set on it: the same validation as EVP_PKEY_fromdata
         // (EC_POINT_oct2point rejects coordinates ≥ p and points not on the curve), without building the
@@ -87,12 +97,21 @@ package struct P256PublicKeyImpl: @unchecked Sendable {
     }
 
     package init(spki der: [UInt8]) throws(CryptoError) {
+        try self.init(x963: Self.point(spki: der))
+    }
+
+    /// ``init(spki:)`` on the group of `key` (see ``init(x963:groupOf:)``).
+    package init(spki der: [UInt8], groupOf key: EVPKey) throws(CryptoError) {
+        try self.init(x963: Self.point(spki: der), groupOf: key)
+    }
+
+    private static func point(spki der: [UInt8]) throws(CryptoError) -> [UInt8] {
         guard der.count == 91, der.starts(with: spkiPrefix) else {
             throw CryptoError(
                 .invalidKey,
                 "not a P-256 SubjectPublicKeyInfo with an uncompressed point (named curve prime256v1 required)")
         }
-        try self.init(x963: Array(der[26...]))
+        return Array(der[26...])
     }
 
     /// Takes the key of a parsed certificate or PEM, checking that it is P-256.
