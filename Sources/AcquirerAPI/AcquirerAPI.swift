@@ -160,6 +160,8 @@ public enum AcquirerAPI {
         /// The card number masked by the acquirer (first six, last four).
         public let maskedPAN: String?
 
+        public var isApproved: Bool { responseCode == "00" }
+
         public init(
             authorizationID: String?, responseCode: String, approvalCode: String?, declineReason: String?,
             maskedPAN: String?

@@ -33,18 +33,8 @@ struct AcquirerCharge: Sendable, CustomStringConvertible, CustomDebugStringConve
     var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
-/// The acquirer's decision on an authorization (the fields of its answer the merchant reads).
-struct AcquirerDecision: Sendable, Hashable {
-    let authorizationID: String?
-    /// ISO 8583 field 39: `00` approves.
-    let responseCode: String
-    let approvalCode: String?
-    let declineReason: String?
-    /// The DPAN masked by the acquirer (first six, last four).
-    let maskedPAN: String?
-
-    var isApproved: Bool { responseCode == "00" }
-}
+/// The acquirer's decision on an authorization, as its answer says it.
+typealias AcquirerDecision = AcquirerAPI.AuthorizationAnswer
 
 /// How a request to the acquirer ended: a value, so the caller decides between retry, reversal and giving up.
 enum AcquirerOutcome<Answer: Sendable>: Sendable {
@@ -103,14 +93,10 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
             eci: charge.eci)
         switch await post(AcquirerAPI.Route.authorizations, body, idempotencyKey: charge.idempotencyKey) {
         case .answered(let data):
-            guard let answer = try? JSONDecoder().decode(AcquirerAPI.AuthorizationAnswer.self, from: data),
-                Self.isResponseCode(answer.responseCode)
+            guard let decision = try? JSONDecoder().decode(AcquirerDecision.self, from: data),
+                Self.isResponseCode(decision.responseCode)
             else { return .noAnswer("the acquirer's authorization answer is not the expected JSON") }
-            return .answered(
-                AcquirerDecision(
-                    authorizationID: answer.authorizationID, responseCode: answer.responseCode,
-                    approvalCode: answer.approvalCode, declineReason: answer.declineReason,
-                    maskedPAN: answer.maskedPAN))
+            return .answered(decision)
         case .notDelivered(let why): return .notDelivered(why)
         case .noAnswer(let why): return .noAnswer(why)
         case .refused(let status, let message): return .refused(status: status, message: message)
