@@ -72,25 +72,14 @@ final class SheetDevice: @unchecked Sendable {
         try await call("GET", "/payment-sheets/current").1["sheet"] as? [String: Any] ?? [:]
     }
 
-    /// Waits (bounded) until the sheet waits for the user, and returns it.
-    func sheetWaitingForUser() async throws -> [String: Any] {
+    /// Waits (bounded) until the sheet waits for `party` (`user` or `app`), and returns it.
+    func sheetWaiting(for party: String) async throws -> [String: Any] {
         for _ in 0..<400 {
             let sheet = try await sheet()
-            if sheet["waitingFor"] as? String == "user" { return sheet }
+            if sheet["waitingFor"] as? String == party { return sheet }
             try await Task.sleep(for: .milliseconds(25))
         }
-        Issue.record("the sheet never waited for the user")
-        return try await sheet()
-    }
-
-    /// Waits (bounded) until the sheet waits for the app's answer, and returns it.
-    func sheetWaitingForApp() async throws -> [String: Any] {
-        for _ in 0..<400 {
-            let sheet = try await sheet()
-            if sheet["waitingFor"] as? String == "app" { return sheet }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        Issue.record("the sheet never waited for the app")
+        Issue.record("the sheet never waited for the \(party)")
         return try await sheet()
     }
 
@@ -116,15 +105,29 @@ struct PaymentSheetControlTests {
         ]
     }
 
-    /// A phone with Face ID and the given test cards, served on its control socket.
-    static func phone(
-        _ sandbox: Sandbox, cards: [String], timeout: Duration = .seconds(120)
-    ) async throws
-        -> SheetDevice
-    {
-        let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
-        for pan in cards { _ = try await sandbox.addCard(pan, to: phone) }
-        return try await SheetDevice(sandbox, phone, timeout: timeout)
+    /// Runs `body` with a sandbox and a phone with Face ID and the given test cards, served on its control
+    /// socket; stops both however `body` ends.
+    static func withPhone(
+        cards: [String], timeout: Duration = .seconds(120), automatic: AutoAuthentication? = nil,
+        _ body: (Sandbox, SheetDevice) async throws -> Void
+    ) async throws {
+        let sandbox = try await Sandbox()
+        do {
+            let device = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
+            for pan in cards { _ = try await sandbox.addCard(pan, to: device) }
+            let phone = try await SheetDevice(sandbox, device, automatic: automatic, timeout: timeout)
+            do {
+                try await body(sandbox, phone)
+            } catch {
+                phone.stop()
+                throw error
+            }
+            phone.stop()
+        } catch {
+            await sandbox.close()
+            throw error
+        }
+        await sandbox.close()
     }
 
     /// The merchant's view of a token: its decrypted payment data (amount and DPAN).
@@ -140,392 +143,352 @@ struct PaymentSheetControlTests {
 
     @Test("The user chooses another eligible card and it is the one paid with; an ineligible card is refused")
     func chooseCard() async throws {
-        let sandbox = try await Sandbox()
-        // Visa credit (the default), Mastercard credit, Visa debit (not for a credit-only merchant).
-        let phone = try await Self.phone(sandbox, cards: ["4111111111111111", "5555555555554444", "4000056655665556"])
-        let cards = await phone.device.wallet.allCards
-        let mastercard = try #require(cards.first { $0.network.lowercased() == "mastercard" })
-        let debit = try #require(cards.first { $0.type == .debit })
-        var request = PaymentSheetTests.request(capabilities: [.threeDSecure, .credit])
-        request.requiredShippingContactFields = []
-        let delegate = RecordingDelegate()
-        let app = phone.present(request, delegate: delegate)
+        try await Self.withPhone(cards: ["4111111111111111", "5555555555554444", "4000056655665556"]) {
+            sandbox, phone in
+            // Visa credit (the default), Mastercard credit, Visa debit (not for a credit-only merchant).
+            let cards = await phone.device.wallet.allCards
+            let mastercard = try #require(cards.first { $0.network.lowercased() == "mastercard" })
+            let debit = try #require(cards.first { $0.type == .debit })
+            var request = PaymentSheetTests.request(capabilities: [.threeDSecure, .credit])
+            request.requiredShippingContactFields = []
+            let delegate = RecordingDelegate()
+            let app = phone.present(request, delegate: delegate)
 
-        let shown = try await phone.sheetWaitingForUser()
-        let listed = (shown["cards"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
-        #expect(Set(listed) == Set(cards.filter { $0.type == .credit }.map(\.id)))
-        #expect(shown["selectedCard"] as? String == shown["proposedCard"] as? String)
-        #expect(shown["selectedCard"] as? String != mastercard.id)
-        #expect((shown["items"] as? [[String: Any]])?.first?["label"] as? String == "Secret Roast Blend")
+            let shown = try await phone.sheetWaiting(for: "user")
+            let listed = (shown["cards"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+            #expect(Set(listed) == Set(cards.filter { $0.type == .credit }.map(\.id)))
+            #expect(shown["selectedCard"] as? String == shown["proposedCard"] as? String)
+            #expect(shown["selectedCard"] as? String != mastercard.id)
+            #expect((shown["items"] as? [[String: Any]])?.first?["label"] as? String == "Secret Roast Blend")
 
-        // The debit card cannot pay a credit-only merchant: refused, and the sheet keeps waiting on its card.
-        let (refused, refusal) = try await phone.call("POST", "/payment-sheets/current/card", ["card": debit.id])
-        #expect(refused == 422 && (refusal["error"] as? [String: Any])?["code"] as? String == "cardNotEligible")
-        let after = try await phone.sheetWaitingForUser()
-        #expect(
-            after["status"] as? String == "presented"
-                && after["selectedCard"] as? String == shown["selectedCard"] as? String)
+            // The debit card cannot pay a credit-only merchant: refused, and the sheet keeps waiting on its card.
+            let (refused, refusal) = try await phone.call("POST", "/payment-sheets/current/card", ["card": debit.id])
+            #expect(refused == 422 && (refusal["error"] as? [String: Any])?["code"] as? String == "cardNotEligible")
+            let after = try await phone.sheetWaiting(for: "user")
+            #expect(
+                after["status"] as? String == "presented"
+                    && after["selectedCard"] as? String == shown["selectedCard"] as? String)
 
-        let (chosen, reply) = try await phone.call("POST", "/payment-sheets/current/card", ["card": mastercard.id])
-        #expect(chosen == 200 && reply["result"] as? String == "accepted")
-        #expect((reply["sheet"] as? [String: Any])?["selectedCard"] as? String == mastercard.id)
-        #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
-        let (paid, final) = try await phone.call(
-            "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
-        #expect(paid == 200 && (final["sheet"] as? [String: Any])?["status"] as? String == "completed")
+            let (chosen, reply) = try await phone.call("POST", "/payment-sheets/current/card", ["card": mastercard.id])
+            #expect(chosen == 200 && reply["result"] as? String == "accepted")
+            #expect((reply["sheet"] as? [String: Any])?["selectedCard"] as? String == mastercard.id)
+            #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
+            let (paid, final) = try await phone.call(
+                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
+            #expect(paid == 200 && (final["sheet"] as? [String: Any])?["status"] as? String == "completed")
 
-        guard case .completed(let result) = try await app.value else {
-            Issue.record("the app's sheet did not complete")
-            phone.stop()
-            return await sandbox.close()
+            let result = try #require((try await app.value).completedResult, "the app's sheet did not complete")
+            #expect(result.status == .success)
+            #expect(delegate.methods.map(\.network) == [.visa, .masterCard])
+            let payment = try #require(delegate.payments.first)
+            #expect(payment.paymentMethod.network == .masterCard && payment.paymentMethod.displayName.hasSuffix("4444"))
+            let decrypted = try Self.decrypt(payment.token, sandbox, amount: 999)
+            #expect(decrypted.applicationPrimaryAccountNumber.hasSuffix(mastercard.deviceAccountSuffix))
+            #expect(decrypted.applicationPrimaryAccountNumber != "5555555555554444")
         }
-        #expect(result.status == .success)
-        #expect(delegate.methods.map(\.network) == [.visa, .masterCard])
-        let payment = try #require(delegate.payments.first)
-        #expect(payment.paymentMethod.network == .masterCard && payment.paymentMethod.displayName.hasSuffix("4444"))
-        let decrypted = try Self.decrypt(payment.token, sandbox, amount: 999)
-        #expect(decrypted.applicationPrimaryAccountNumber.hasSuffix(mastercard.deviceAccountSuffix))
-        #expect(decrypted.applicationPrimaryAccountNumber != "5555555555554444")
-        phone.stop()
-        await sandbox.close()
     }
 
     @Test("A failed authentication leaves the sheet waiting; a second one pays. Paying before the contact is refused")
     func failedAuthentication() async throws {
-        let sandbox = try await Sandbox()
-        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
-        let delegate = RecordingDelegate()
-        let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
-        let shown = try await phone.sheetWaitingForUser()
-        #expect(shown["needs"] as? [String] == ["shippingContact", "billingContact", "authentication"])
+        try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
+            let delegate = RecordingDelegate()
+            let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
+            let shown = try await phone.sheetWaiting(for: "user")
+            #expect(shown["needs"] as? [String] == ["shippingContact", "billingContact", "authentication"])
 
-        let (early, refusal) = try await phone.call(
-            "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
-        #expect(early == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
-        #expect(try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON).0 == 200)
-        #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
+            let (early, refusal) = try await phone.call(
+                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
+            #expect(early == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
+            #expect(try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON).0 == 200)
+            #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
 
-        let (status, rejected) = try await phone.call(
-            "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": false])
-        #expect(status == 200 && rejected["result"] as? String == "rejected")
-        #expect((rejected["offered"] as? [String])?.contains("face-id") == true)
-        let waiting = try await phone.sheetWaitingForUser()
-        #expect(waiting["status"] as? String == "presented" && waiting["needs"] as? [String] == ["authentication"])
-        #expect(try phone.nonceRows() == 0)
-        #expect(delegate.payments.isEmpty)
+            let (status, rejected) = try await phone.call(
+                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": false])
+            #expect(status == 200 && rejected["result"] as? String == "rejected")
+            #expect((rejected["offered"] as? [String])?.contains("face-id") == true)
+            let waiting = try await phone.sheetWaiting(for: "user")
+            #expect(waiting["status"] as? String == "presented" && waiting["needs"] as? [String] == ["authentication"])
+            #expect(try phone.nonceRows() == 0)
+            #expect(delegate.payments.isEmpty)
 
-        let (paid, final) = try await phone.call(
-            "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
-        #expect(paid == 200 && (final["sheet"] as? [String: Any])?["status"] as? String == "completed")
-        guard case .completed(let result) = try await app.value else {
-            Issue.record("the app's sheet did not complete")
-            phone.stop()
-            return await sandbox.close()
+            let (paid, final) = try await phone.call(
+                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
+            #expect(paid == 200 && (final["sheet"] as? [String: Any])?["status"] as? String == "completed")
+            let result = try #require((try await app.value).completedResult, "the app's sheet did not complete")
+            #expect(result.status == .success && delegate.payments.count == 1)
+            #expect(try phone.nonceRows() == 1)
+            // Once ended, the sheet takes no more actions.
+            #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 409)
         }
-        #expect(result.status == .success && delegate.payments.count == 1)
-        #expect(try phone.nonceRows() == 1)
-        // Once ended, the sheet takes no more actions.
-        #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 409)
-        phone.stop()
-        await sandbox.close()
     }
 
     @Test("Cancel: the app gets .cancelled, no nonce is issued and nothing is paid; the device is free again")
     func cancel() async throws {
-        let sandbox = try await Sandbox()
-        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
-        let delegate = RecordingDelegate()
-        let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
-        _ = try await phone.sheetWaitingForUser()
-        #expect(try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON).0 == 200)
-        let (status, reply) = try await phone.call("POST", "/payment-sheets/current/cancel")
-        #expect(status == 200 && (reply["sheet"] as? [String: Any])?["status"] as? String == "cancelled")
-        guard case .cancelled = try await app.value else {
-            Issue.record("a cancelled sheet did not end cancelled for the app")
-            phone.stop()
-            return await sandbox.close()
-        }
-        #expect(delegate.payments.isEmpty)
-        #expect(try phone.nonceRows() == 0)
+        try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
+            let delegate = RecordingDelegate()
+            let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
+            _ = try await phone.sheetWaiting(for: "user")
+            #expect(try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON).0 == 200)
+            let (status, reply) = try await phone.call("POST", "/payment-sheets/current/cancel")
+            #expect(status == 200 && (reply["sheet"] as? [String: Any])?["status"] as? String == "cancelled")
+            try #require((try await app.value).isCancelled, "a cancelled sheet did not end cancelled for the app")
+            #expect(delegate.payments.isEmpty)
+            #expect(try phone.nonceRows() == 0)
 
-        // The next presentation is shown (the slot was freed), and it pays.
-        let second = phone.present(PaymentSheetTests.request(), delegate: delegate)
-        _ = try await phone.sheetWaitingForUser()
-        #expect(try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON).0 == 200)
-        #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
-        #expect(
-            try await phone.call(
-                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
-            ).0 == 200)
-        guard case .completed = try await second.value else {
-            Issue.record("the second sheet did not complete")
-            phone.stop()
-            return await sandbox.close()
+            // The next presentation is shown (the slot was freed), and it pays.
+            let second = phone.present(PaymentSheetTests.request(), delegate: delegate)
+            _ = try await phone.sheetWaiting(for: "user")
+            #expect(try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON).0 == 200)
+            #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
+            #expect(
+                try await phone.call(
+                    "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
+                ).0 == 200)
+            try #require((try await second.value).completedResult != nil, "the second sheet did not complete")
+            #expect(delegate.payments.count == 1)
         }
-        #expect(delegate.payments.count == 1)
-        phone.stop()
-        await sandbox.close()
     }
 
     @Test("Through the socket the app sees only the redacted shipping contact, then only the fields it required")
     func redactedContact() async throws {
-        let sandbox = try await Sandbox()
-        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
-        let delegate = RecordingDelegate()
-        let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
-        _ = try await phone.sheetWaitingForUser()
-        let (status, reply) = try await phone.call(
-            "POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
-        #expect(status == 200)
-        // The app's update (a shipping line, a new total) is what the device shows.
-        let sheet = reply["sheet"] as? [String: Any] ?? [:]
-        #expect(sheet["total"] as? String == "11.99" && (sheet["items"] as? [Any])?.count == 3)
-        #expect(delegate.shippingContacts == [Self.alice.redacted])
-        let seen = try #require(delegate.shippingContacts.first)
-        #expect(seen.name == nil && seen.emailAddress == nil && seen.phoneNumber == nil)
-        #expect(seen.postalAddress?.street == "" && seen.postalAddress?.city == "Cupertino")
+        try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
+            let delegate = RecordingDelegate()
+            let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
+            _ = try await phone.sheetWaiting(for: "user")
+            let (status, reply) = try await phone.call(
+                "POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
+            #expect(status == 200)
+            // The app's update (a shipping line, a new total) is what the device shows.
+            let sheet = reply["sheet"] as? [String: Any] ?? [:]
+            #expect(sheet["total"] as? String == "11.99" && (sheet["items"] as? [Any])?.count == 3)
+            #expect(delegate.shippingContacts == [Self.alice.redacted])
+            let seen = try #require(delegate.shippingContacts.first)
+            #expect(seen.name == nil && seen.emailAddress == nil && seen.phoneNumber == nil)
+            #expect(seen.postalAddress?.street == "" && seen.postalAddress?.city == "Cupertino")
 
-        #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
-        #expect(
-            try await phone.call(
-                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
-            ).0 == 200)
-        guard case .completed = try await app.value else {
-            Issue.record("the app's sheet did not complete")
-            phone.stop()
-            return await sandbox.close()
+            #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
+            #expect(
+                try await phone.call(
+                    "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
+                ).0 == 200)
+            try #require((try await app.value).completedResult != nil, "the app's sheet did not complete")
+            let payment = try #require(delegate.payments.first)
+            #expect(payment.shippingContact == Self.alice.limited(to: [.name, .postalAddress]))
+            #expect(payment.billingContact == PaymentContact(name: "Alice Doe"))
+            #expect(payment.shippingMethod?.identifier == "standard")
+            #expect(try Self.decrypt(payment.token, sandbox, amount: 1199).transactionAmount == 1199)
         }
-        let payment = try #require(delegate.payments.first)
-        #expect(payment.shippingContact == Self.alice.limited(to: [.name, .postalAddress]))
-        #expect(payment.billingContact == PaymentContact(name: "Alice Doe"))
-        #expect(payment.shippingMethod?.identifier == "standard")
-        #expect(try Self.decrypt(payment.token, sandbox, amount: 1199).transactionAmount == 1199)
-        phone.stop()
-        await sandbox.close()
     }
 
     @Test("One sheet at a time: a second presentation gets 409; an app not entitled is refused before the sheet")
     func oneAtATime() async throws {
-        let sandbox = try await Sandbox()
-        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
-        let delegate = RecordingDelegate()
-        do {
-            _ = try await phone.present(
-                PaymentSheetTests.request(), delegate: delegate, application: "dev.orchard.other-app"
-            ).value
-            Issue.record("an app not entitled for the merchant got a sheet")
-        } catch let error as PaymentSheetError {
-            #expect(error.code == .notEntitled)
-        }
+        try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
+            let delegate = RecordingDelegate()
+            do {
+                _ = try await phone.present(
+                    PaymentSheetTests.request(), delegate: delegate, application: "dev.orchard.other-app"
+                ).value
+                Issue.record("an app not entitled for the merchant got a sheet")
+            } catch let error as PaymentSheetError {
+                #expect(error.code == .notEntitled)
+            }
 
-        let first = phone.present(PaymentSheetTests.request(), delegate: delegate)
-        _ = try await phone.sheetWaitingForUser()
-        do {
-            _ = try await phone.present(PaymentSheetTests.request(), delegate: delegate).value
-            Issue.record("a second sheet was presented while one was up")
-        } catch let error as PaymentSheetError {
-            #expect(error.code == .sheetPresented)
+            let first = phone.present(PaymentSheetTests.request(), delegate: delegate)
+            _ = try await phone.sheetWaiting(for: "user")
+            do {
+                _ = try await phone.present(PaymentSheetTests.request(), delegate: delegate).value
+                Issue.record("a second sheet was presented while one was up")
+            } catch let error as PaymentSheetError {
+                #expect(error.code == .sheetPresented)
+            }
+            let presentation: [String: Any] = [
+                "applicationIdentifier": "dev.orchard.demo-app", "request": PaymentSheetWireRequest.demo,
+            ]
+            #expect(try await phone.call("POST", "/payment-sheets", presentation).0 == 409)
+            // The first sheet is unaffected.
+            #expect(try await phone.sheet()["status"] as? String == "presented")
+            #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
+            try #require((try await first.value).isCancelled, "the first sheet did not end cancelled")
         }
-        let presentation: [String: Any] = [
-            "applicationIdentifier": "dev.orchard.demo-app", "request": PaymentSheetWireRequest.demo,
-        ]
-        #expect(try await phone.call("POST", "/payment-sheets", presentation).0 == 409)
-        // The first sheet is unaffected.
-        #expect(try await phone.sheet()["status"] as? String == "presented")
-        #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
-        guard case .cancelled = try await first.value else {
-            Issue.record("the first sheet did not end cancelled")
-            phone.stop()
-            return await sandbox.close()
-        }
-        phone.stop()
-        await sandbox.close()
     }
 
     @Test("Malformed presentations, actions and answers are refused; the sheet keeps waiting")
     func malformed() async throws {
-        let sandbox = try await Sandbox()
-        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
-        #expect(try await phone.call("GET", "/payment-sheets/current").0 == 404)
-        #expect(try await phone.call("POST", "/payment-sheets", ["applicationIdentifier": "x"]).0 == 400)
-        var request = PaymentSheetWireRequest.demo
-        request["applicationData"] = "%%% not base64"
-        #expect(
-            try await phone.call(
-                "POST", "/payment-sheets", ["applicationIdentifier": "dev.orchard.demo-app", "request": request]
-            ).0 == 400)
-        let (yes, capable) = try await phone.call(
-            "POST", "/payment-sheets/can-make-payments", ["networks": ["visa"], "capabilities": ["supports3DS"]])
-        #expect(yes == 200 && capable["canMakePayments"] as? Bool == true)
-        let (_, incapable) = try await phone.call(
-            "POST", "/payment-sheets/can-make-payments", ["networks": ["amex"], "capabilities": ["supports3DS"]])
-        #expect(incapable["canMakePayments"] as? Bool == false)
-        #expect(await !phone.host.canMakePayments(usingNetworks: [.visa], capabilities: [.threeDSecure, .debit]))
-        #expect(await phone.host.canMakePayments(usingNetworks: [.visa], capabilities: [.threeDSecure, .credit]))
+        try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
+            #expect(try await phone.call("GET", "/payment-sheets/current").0 == 404)
+            #expect(try await phone.call("POST", "/payment-sheets", ["applicationIdentifier": "x"]).0 == 400)
+            var request = PaymentSheetWireRequest.demo
+            request["applicationData"] = "%%% not base64"
+            #expect(
+                try await phone.call(
+                    "POST", "/payment-sheets", ["applicationIdentifier": "dev.orchard.demo-app", "request": request]
+                ).0 == 400)
+            let (yes, capable) = try await phone.call(
+                "POST", "/payment-sheets/can-make-payments", ["networks": ["visa"], "capabilities": ["supports3DS"]])
+            #expect(yes == 200 && capable["canMakePayments"] as? Bool == true)
+            let (_, incapable) = try await phone.call(
+                "POST", "/payment-sheets/can-make-payments", ["networks": ["amex"], "capabilities": ["supports3DS"]])
+            #expect(incapable["canMakePayments"] as? Bool == false)
+            #expect(await !phone.host.canMakePayments(usingNetworks: [.visa], capabilities: [.threeDSecure, .debit]))
+            #expect(await phone.host.canMakePayments(usingNetworks: [.visa], capabilities: [.threeDSecure, .credit]))
 
-        let delegate = RecordingDelegate()
-        let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
-        let shown = try await phone.sheetWaitingForUser()
-        let refusals: [(String, Any?, Int, String)] = [
-            ("frobnicate", [:] as [String: Any], 404, "notFound"),
-            ("card", ["id": "x"], 400, "invalidRequest"),
-            ("card", ["card": "00"], 422, "cardNotEligible"),
-            ("authenticate", ["method": "retina", "success": true], 400, "invalidRequest"),
-            ("authenticate", ["method": "face-id"], 400, "invalidRequest"),
-            ("shipping-method", ["identifier": "teleport"], 409, "invalidAction"),
-            ("shipping-contact", ["name": "Alice Doe"], 409, "invalidAction"),
-            ("billing-contact", ["emailAddress": "alice@example.com"], 409, "invalidAction"),
-        ]
-        for (verb, body, status, code) in refusals {
-            let (answered, error) = try await phone.call("POST", "/payment-sheets/current/\(verb)", body)
-            #expect(answered == status, "\(verb)")
-            #expect((error["error"] as? [String: Any])?["code"] as? String == code, "\(verb)")
+            let delegate = RecordingDelegate()
+            let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
+            let shown = try await phone.sheetWaiting(for: "user")
+            let refusals: [(String, Any?, Int, String)] = [
+                ("frobnicate", [:] as [String: Any], 404, "notFound"),
+                ("card", ["id": "x"], 400, "invalidRequest"),
+                ("card", ["card": "00"], 422, "cardNotEligible"),
+                ("authenticate", ["method": "retina", "success": true], 400, "invalidRequest"),
+                ("authenticate", ["method": "face-id"], 400, "invalidRequest"),
+                ("shipping-method", ["identifier": "teleport"], 409, "invalidAction"),
+                ("shipping-contact", ["name": "Alice Doe"], 409, "invalidAction"),
+                ("billing-contact", ["emailAddress": "alice@example.com"], 409, "invalidAction"),
+            ]
+            for (verb, body, status, code) in refusals {
+                let (answered, error) = try await phone.call("POST", "/payment-sheets/current/\(verb)", body)
+                #expect(answered == status, "\(verb)")
+                #expect((error["error"] as? [String: Any])?["code"] as? String == code, "\(verb)")
+            }
+            let id = try #require(try await phone.call("GET", "/payment-sheets/current").1["id"] as? String)
+            #expect(try await phone.call("GET", "/payment-sheets/another-sheet").0 == 404)
+            let stale: [String: Any] = ["sequence": 999, "update": ["paymentSummaryItems": [] as [Any]]]
+            #expect(try await phone.call("POST", "/payment-sheets/\(id)/answers", stale).0 == 409)
+            // Nothing changed: the same sheet, still waiting for the user.
+            let after = try await phone.sheetWaiting(for: "user")
+            #expect(after["needs"] as? [String] == shown["needs"] as? [String])
+            #expect(after["selectedCard"] as? String == shown["selectedCard"] as? String)
+            #expect(try await phone.call("POST", "/payment-sheets/\(id)/cancel").0 == 200)
+            try #require((try await app.value).isCancelled, "the sheet did not end cancelled")
         }
-        let id = try #require(try await phone.call("GET", "/payment-sheets/current").1["id"] as? String)
-        #expect(try await phone.call("GET", "/payment-sheets/another-sheet").0 == 404)
-        let stale: [String: Any] = ["sequence": 999, "update": ["paymentSummaryItems": [] as [Any]]]
-        #expect(try await phone.call("POST", "/payment-sheets/\(id)/answers", stale).0 == 409)
-        // Nothing changed: the same sheet, still waiting for the user.
-        let after = try await phone.sheetWaitingForUser()
-        #expect(after["needs"] as? [String] == shown["needs"] as? [String])
-        #expect(after["selectedCard"] as? String == shown["selectedCard"] as? String)
-        #expect(try await phone.call("POST", "/payment-sheets/\(id)/cancel").0 == 200)
-        guard case .cancelled = try await app.value else {
-            Issue.record("the sheet did not end cancelled")
-            phone.stop()
-            return await sandbox.close()
-        }
-        phone.stop()
-        await sandbox.close()
     }
 
     @Test("Errors in the app's update block the payment until another selection clears them")
     func appErrors() async throws {
-        let sandbox = try await Sandbox()
-        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
-        let delegate = CaliforniaOnlyDelegate()
-        var request = PaymentSheetTests.request()
-        request.requiredBillingContactFields = []
-        let app = Task {
-            try await PaymentAuthorizationController(
-                paymentRequest: request, host: phone.host, applicationIdentifier: "dev.orchard.demo-app"
-            ).present(delegate: delegate)
+        try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
+            let delegate = CaliforniaOnlyDelegate()
+            var request = PaymentSheetTests.request()
+            request.requiredBillingContactFields = []
+            let app = Task {
+                try await PaymentAuthorizationController(
+                    paymentRequest: request, host: phone.host, applicationIdentifier: "dev.orchard.demo-app"
+                ).present(delegate: delegate)
+            }
+            _ = try await phone.sheetWaiting(for: "user")
+            var oregon = Self.aliceJSON
+            oregon["postalAddress"] = [
+                "street": "1 Main St", "city": "Portland", "state": "OR", "postalCode": "97201", "country": "US",
+            ]
+            let (status, reply) = try await phone.call("POST", "/payment-sheets/current/shipping-contact", oregon)
+            #expect(
+                status == 200 && (reply["sheet"] as? [String: Any])?["appErrors"] as? [String] == ["no shipping to OR"])
+            let (blocked, refusal) = try await phone.call(
+                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
+            #expect(blocked == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
+            #expect(try phone.nonceRows() == 0)
+            let (_, fixed) = try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
+            #expect((fixed["sheet"] as? [String: Any])?["appErrors"] as? [String] == [])
+            #expect(
+                try await phone.call(
+                    "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
+                ).0 == 200)
+            let result = try #require((try await app.value).completedResult, "the sheet did not complete")
+            #expect(result.status == .success)
+            #expect(delegate.payment?.shippingContact?.postalAddress?.state == "CA")
         }
-        _ = try await phone.sheetWaitingForUser()
-        var oregon = Self.aliceJSON
-        oregon["postalAddress"] = [
-            "street": "1 Main St", "city": "Portland", "state": "OR", "postalCode": "97201", "country": "US",
-        ]
-        let (status, reply) = try await phone.call("POST", "/payment-sheets/current/shipping-contact", oregon)
-        #expect(status == 200 && (reply["sheet"] as? [String: Any])?["appErrors"] as? [String] == ["no shipping to OR"])
-        let (blocked, refusal) = try await phone.call(
-            "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
-        #expect(blocked == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
-        #expect(try phone.nonceRows() == 0)
-        let (_, fixed) = try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
-        #expect((fixed["sheet"] as? [String: Any])?["appErrors"] as? [String] == [])
-        #expect(
-            try await phone.call(
-                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
-            ).0 == 200)
-        guard case .completed(let result) = try await app.value else {
-            Issue.record("the sheet did not complete")
-            phone.stop()
-            return await sandbox.close()
-        }
-        #expect(result.status == .success)
-        #expect(delegate.payment?.shippingContact?.postalAddress?.state == "CA")
-        phone.stop()
-        await sandbox.close()
     }
 
     @Test(
         "While the app thinks: an action waits its turn, a second one is refused, a cancel does not wait for the app")
     func actionsWhileTheAppThinks() async throws {
-        let sandbox = try await Sandbox()
-        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"])
-        enum Round { case cancelDuringCardQuestion, contactDuringCardQuestion, secondActionDuringContactQuestion }
-        for round in [Round.cancelDuringCardQuestion, .contactDuringCardQuestion, .secondActionDuringContactQuestion] {
-            let gate = Gate()
-            let delegate = GatedDelegate(gate: gate, gatesCard: round != .secondActionDuringContactQuestion)
-            let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
-            let contact = { () async throws -> (Int, [String]?) in
-                let (status, reply) = try await phone.call(
-                    "POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
-                return (status, (reply["sheet"] as? [String: Any])?["needs"] as? [String])
+        try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
+            enum Round { case cancelDuringCardQuestion, contactDuringCardQuestion, secondActionDuringContactQuestion }
+            for round in [
+                Round.cancelDuringCardQuestion, .contactDuringCardQuestion, .secondActionDuringContactQuestion,
+            ] {
+                let gate = Gate()
+                let delegate = GatedDelegate(gate: gate, gatesCard: round != .secondActionDuringContactQuestion)
+                let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
+                let contact = { () async throws -> (Int, [String]?) in
+                    let (status, reply) = try await phone.call(
+                        "POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
+                    return (status, (reply["sheet"] as? [String: Any])?["needs"] as? [String])
+                }
+                switch round {
+                case .cancelDuringCardQuestion:
+                    _ = try await phone.sheetWaiting(for: "app")
+                    let (status, reply) = try await phone.call("POST", "/payment-sheets/current/cancel")
+                    #expect(status == 200 && (reply["sheet"] as? [String: Any])?["status"] as? String == "cancelled")
+                    await gate.open()
+                case .contactDuringCardQuestion:
+                    _ = try await phone.sheetWaiting(for: "app")
+                    let posted = Task { try await contact() }
+                    try await Task.sleep(for: .milliseconds(300))  // (lets the contact arrive first; either order passes)
+                    await gate.open()
+                    let (status, needs) = try await posted.value
+                    #expect(status == 200 && needs == ["billingContact", "authentication"])
+                    #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
+                case .secondActionDuringContactQuestion:
+                    _ = try await phone.sheetWaiting(for: "user")
+                    let posted = Task { try await contact() }
+                    let asking = try await phone.sheetWaiting(for: "app")
+                    #expect(asking["shippingContact"] != nil)
+                    let (refused, refusal) = try await phone.call(
+                        "POST", "/payment-sheets/current/card", ["card": "00"])
+                    #expect(
+                        refused == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
+                    await gate.open()
+                    let (status, needs) = try await posted.value
+                    #expect(status == 200 && needs == ["billingContact", "authentication"])
+                    #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
+                }
+                guard case .cancelled = try await app.value else {
+                    Issue.record("the sheet did not end cancelled (\(round))")
+                    break
+                }
             }
-            switch round {
-            case .cancelDuringCardQuestion:
-                _ = try await phone.sheetWaitingForApp()
-                let (status, reply) = try await phone.call("POST", "/payment-sheets/current/cancel")
-                #expect(status == 200 && (reply["sheet"] as? [String: Any])?["status"] as? String == "cancelled")
-                await gate.open()
-            case .contactDuringCardQuestion:
-                _ = try await phone.sheetWaitingForApp()
-                let posted = Task { try await contact() }
-                try await Task.sleep(for: .milliseconds(300))  // (lets the contact arrive first; either order passes)
-                await gate.open()
-                let (status, needs) = try await posted.value
-                #expect(status == 200 && needs == ["billingContact", "authentication"])
-                #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
-            case .secondActionDuringContactQuestion:
-                _ = try await phone.sheetWaitingForUser()
-                let posted = Task { try await contact() }
-                let asking = try await phone.sheetWaitingForApp()
-                #expect(asking["shippingContact"] != nil)
-                let (refused, refusal) = try await phone.call("POST", "/payment-sheets/current/card", ["card": "00"])
-                #expect(refused == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
-                await gate.open()
-                let (status, needs) = try await posted.value
-                #expect(status == 200 && needs == ["billingContact", "authentication"])
-                #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
-            }
-            guard case .cancelled = try await app.value else {
-                Issue.record("the sheet did not end cancelled (\(round))")
-                break
-            }
+            #expect(try phone.nonceRows() == 0)
         }
-        #expect(try phone.nonceRows() == 0)
-        phone.stop()
-        await sandbox.close()
     }
 
     @Test("A sheet not completed in time is cancelled for the app")
     func timeout() async throws {
-        let sandbox = try await Sandbox()
-        let phone = try await Self.phone(sandbox, cards: ["4111111111111111"], timeout: .seconds(1))
-        let delegate = RecordingDelegate()
-        guard case .cancelled = try await phone.present(PaymentSheetTests.request(), delegate: delegate).value else {
-            Issue.record("an abandoned sheet did not end cancelled")
-            phone.stop()
-            return await sandbox.close()
+        try await Self.withPhone(cards: ["4111111111111111"], timeout: .seconds(1)) { sandbox, phone in
+            let delegate = RecordingDelegate()
+            try #require(
+                (try await phone.present(PaymentSheetTests.request(), delegate: delegate).value).isCancelled,
+                "an abandoned sheet did not end cancelled")
+            #expect(try await phone.sheet()["status"] as? String == "cancelled")
+            #expect(delegate.payments.isEmpty)
+            #expect(try phone.nonceRows() == 0)
         }
-        #expect(try await phone.sheet()["status"] as? String == "cancelled")
-        #expect(delegate.payments.isEmpty)
-        #expect(try phone.nonceRows() == 0)
-        phone.stop()
-        await sandbox.close()
     }
 
     @Test("--auto-auth: the device approves the sheet itself (proposed card, demo contact, Face ID)")
     func automatic() async throws {
-        let sandbox = try await Sandbox()
-        let device = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
-        _ = try await sandbox.addCard("4111111111111111", to: device)
-        let phone = try await SheetDevice(sandbox, device, automatic: try AutoAuthentication(parsing: "face-id"))
-        let delegate = RecordingDelegate()
-        guard
-            case .completed(let result) = try await phone.present(PaymentSheetTests.request(), delegate: delegate).value
-        else {
-            Issue.record("the automatic sheet did not complete")
-            phone.stop()
-            return await sandbox.close()
+        try await Self.withPhone(cards: ["4111111111111111"], automatic: try AutoAuthentication(parsing: "face-id")) {
+            sandbox, phone in
+            let delegate = RecordingDelegate()
+            let result = try #require(
+                (try await phone.present(PaymentSheetTests.request(), delegate: delegate).value).completedResult,
+                "the automatic sheet did not complete")
+            #expect(result.status == .success && delegate.payments.count == 1)
+            #expect(delegate.shippingContacts == [PaymentSheetService.demoContact.redacted])
+            #expect(try await phone.sheet()["status"] as? String == "completed")
         }
-        #expect(result.status == .success && delegate.payments.count == 1)
-        #expect(delegate.shippingContacts == [PaymentSheetService.demoContact.redacted])
-        #expect(try await phone.sheet()["status"] as? String == "completed")
-        phone.stop()
-        await sandbox.close()
+    }
+}
+
+extension PaymentSheetOutcome {
+    /// The app's result of a completed sheet; nil for a cancelled one.
+    var completedResult: PaymentAuthorizationResult? {
+        if case .completed(let result) = self { return result }
+        return nil
+    }
+
+    var isCancelled: Bool {
+        if case .cancelled = self { return true }
+        return false
     }
 }
 
