@@ -77,26 +77,29 @@ public final class DevicePaymentSheet: PaymentSheetHost {
 
     /// A sheet whose user is scripted: it walks the steps in order, and a failed authentication or errors in the
     /// app's update end the sheet with an error.
-    public init(
+    public convenience init(
         device: Device, client: PayServerClient, root: Certificate, user: any PaymentSheetUser,
         trace: @escaping @Sendable (String) -> Void = { _ in }
     ) {
-        self.device = device
-        self.client = client
-        self.root = root
-        self.user = .scripted(user)
-        self.trace = trace
+        self.init(device: device, client: client, root: root, user: .scripted(user), trace: trace)
     }
 
     /// A sheet driven by `driver` (a person at the device's control API).
-    public init(
+    public convenience init(
         device: Device, client: PayServerClient, root: Certificate, driver: any PaymentSheetDriver,
         trace: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.init(device: device, client: client, root: root, user: .driver(driver), trace: trace)
+    }
+
+    private init(
+        device: Device, client: PayServerClient, root: Certificate, user: User,
+        trace: @escaping @Sendable (String) -> Void
     ) {
         self.device = device
         self.client = client
         self.root = root
-        self.user = .driver(driver)
+        self.user = user
         self.trace = trace
     }
 

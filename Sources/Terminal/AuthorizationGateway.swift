@@ -122,10 +122,8 @@ public struct AuthorizationResponse: Sendable, Hashable, Codable {
 }
 
 /// A reversal of an authorization whose answer never came: the acquirer finds it by terminal ID and STAN
-/// and cancels it if it was approved.
-///
-/// JSON: `{"terminalID", "stan", "merchantID", "amount": {"minorUnits", "currency"}, "reason"}`.
-public struct ReversalRequest: Sendable, Hashable, Codable, CustomStringConvertible {
+/// and cancels it if it was approved. On the wire it is an `AcquirerAPI.ReversalRequest`.
+public struct ReversalRequest: Sendable, Hashable, CustomStringConvertible {
     public let terminalID: String
     /// The STAN of the authorization to reverse.
     public let systemTraceAuditNumber: String
@@ -150,34 +148,6 @@ public struct ReversalRequest: Sendable, Hashable, Codable, CustomStringConverti
 
     /// The same key as the authorization it reverses.
     public var idempotencyKey: String { "terminal-\(terminalID)-\(systemTraceAuditNumber)" }
-
-    private enum CodingKeys: String, CodingKey {
-        case terminalID, systemTraceAuditNumber = "stan", merchantID, amount, reason
-    }
-    private enum AmountKeys: String, CodingKey { case minorUnits, currency }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        let amount = try c.nestedContainer(keyedBy: AmountKeys.self, forKey: .amount)
-        self.init(
-            terminalID: try c.decode(String.self, forKey: .terminalID),
-            systemTraceAuditNumber: try c.decode(String.self, forKey: .systemTraceAuditNumber),
-            merchantID: try c.decode(String.self, forKey: .merchantID),
-            amountMinorUnits: try amount.decode(Int64.self, forKey: .minorUnits),
-            currency: try amount.decode(String.self, forKey: .currency),
-            reason: try c.decode(String.self, forKey: .reason))
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(terminalID, forKey: .terminalID)
-        try c.encode(systemTraceAuditNumber, forKey: .systemTraceAuditNumber)
-        try c.encode(merchantID, forKey: .merchantID)
-        var amount = c.nestedContainer(keyedBy: AmountKeys.self, forKey: .amount)
-        try amount.encode(amountMinorUnits, forKey: .minorUnits)
-        try amount.encode(currency, forKey: .currency)
-        try c.encode(reason, forKey: .reason)
-    }
 
     public var description: String { "reversal \(terminalID)/\(systemTraceAuditNumber) (\(reason))" }
 }

@@ -423,7 +423,8 @@ struct PaymentSheetControlTests {
                 case .contactDuringCardQuestion:
                     _ = try await phone.sheetWaiting(for: "app")
                     let posted = Task { try await contact() }
-                    try await Task.sleep(for: .milliseconds(300))  // (lets the contact arrive first; either order passes)
+                    // Lets the contact arrive first; either order passes.
+                    try await Task.sleep(for: .milliseconds(300))
                     await gate.open()
                     let (status, needs) = try await posted.value
                     #expect(status == 200 && needs == ["billingContact", "authentication"])

@@ -134,7 +134,14 @@ final class AcquirerService: Sendable {
             }
         }
         router.add(.post, "/v1/acquirer/reversals") { request in
-            let reversal = try request.decodeJSON(ReversalRequest.self)
+            // The network service's own body type here too.
+            let body = try request.decodeJSON(NetworkService.ReversalBody.self)
+            guard let terminal = body.terminalID, let stan = body.stan, body.idempotencyKey == nil else {
+                throw TerminalError(.gatewayRefused, "malformed reversal")
+            }
+            let reversal = ReversalRequest(
+                terminalID: terminal, systemTraceAuditNumber: stan, merchantID: body.merchantID,
+                amountMinorUnits: body.amount.minorUnits, currency: body.amount.currency, reason: body.reason)
             return try HTTPResponse.json(try await acquirer.reverse(reversal))
         }
         server = try HTTPServer(
