@@ -37,12 +37,15 @@ final class ResettingServer: @unchecked Sendable {
     /// The request lines read so far, one per attempt.
     var requests: [String] { lock.withLock { seen } }
 
+    /// Wakes the accepting thread, which then closes the socket itself: closing it here would free its number
+    /// while that thread may still call `accept` on it, and a server made next (another test) that got the same
+    /// number would have its connections taken by this one.
     func stop() {
         shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
     }
 
     private func serve() {
+        defer { close(fd) }
         while true {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { return }
