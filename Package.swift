@@ -103,7 +103,7 @@ let package = Package(
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
-                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService",
+                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -183,7 +183,7 @@ let package = Package(
             name: "PayClient",
             dependencies: [
                 "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
-                "AppPayments", "SecureElement", "Wallet",
+                "AppPayments", "SecureElement", "Wallet", "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -249,7 +249,7 @@ let package = Package(
         .target(name: "CommandTestSupport", path: "Tests/CommandTestSupport", swiftSettings: strict),
         .target(
             name: "NetworkTestSupport",
-            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto"],
+            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "PaymentCredential"],
             path: "Tests/NetworkTestSupport",
             swiftSettings: strict
         ),
@@ -258,7 +258,7 @@ let package = Package(
             name: "TokenServiceTests",
             dependencies: [
                 "TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport",
-                "PaymentCredential",
+                "PaymentCredential", "SecureElement",
             ],
             swiftSettings: strict
         ),
@@ -272,7 +272,7 @@ let package = Package(
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
-                "OrchardLogging", "AcquirerAPI",
+                "OrchardLogging", "AcquirerAPI", "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -326,7 +326,7 @@ let package = Package(
                 "CommandTestSupport",
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
-                "Acquirer", "TokenService", "Issuer", "orchard",
+                "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential",
             ],
             swiftSettings: strict
         ),

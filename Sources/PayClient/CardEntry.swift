@@ -1,5 +1,6 @@
 import Foundation
 import OrchardCrypto
+import PaymentCredential
 
 /// A card as the user types it into the wallet: number, expiry, CVV and name. Checked on the device (Luhn,
 /// lengths, expiry form) and encoded straight into ``SecureBytes`` for sealing to the token service; the
@@ -50,30 +51,14 @@ public struct CardEntry: Sendable, CustomStringConvertible, CustomDebugStringCon
         suffix = String(decoding: digits.suffix(4), as: UTF8.self)
     }
 
-    /// The token service's card-data plaintext (docs/provisioning.md): items `tag ‖ length (2, big endian) ‖
-    /// value`, tags `00` version 1, `30` card number (ASCII digits), `31` expiry YYMM, `32` CVV, `33` name.
+    /// The card-data plaintext the wallet seals to the token service (`PaymentCredential`'s ``CardDataPayload``).
     func encoded() throws(PayClientError) -> SecureBytes {
-        let items: [(UInt8, SecureBytes)] = [
-            (0x00, SecureBytes([1])), (0x30, number), (0x31, SecureBytes(Array(expiry.utf8))),
-            (0x32, verificationValue), (0x33, SecureBytes(Array(cardholderName.utf8))),
-        ]
-        let total = items.reduce(0) { $0 + 3 + $1.1.count }
         do {
-            return try SecureBytes(count: total) { (buffer) throws(CryptoError) in
-                var offset = 0
-                for (tag, value) in items {
-                    buffer[offset] = tag
-                    buffer[offset + 1] = UInt8(value.count >> 8)
-                    buffer[offset + 2] = UInt8(value.count & 0xFF)
-                    offset += 3
-                    value.withUnsafeBytes { bytes in
-                        for index in 0..<bytes.count { buffer[offset + index] = bytes[index] }
-                    }
-                    offset += value.count
-                }
-            }
+            return try CardDataPayload(
+                cardNumber: number, expiry: expiry, verificationValue: verificationValue, cardholderName: cardholderName
+            ).encoded()
         } catch {
-            throw PayClientError(.deviceFailure, "cannot encode the card data")
+            throw PayClientError(.invalidCard, "cannot encode the card data: \(error.message)")
         }
     }
 

@@ -90,8 +90,7 @@ struct AppletRecord: Sendable {
 
     init(decoding plaintext: SecureBytes, id: String) throws(SecureElementError) {
         let what = "applet record \(id)"
-        let items = try SecretFields.decode(plaintext, allowed: Tag.all, code: .corruptState, what: what)
-        let fields = FieldReader(items: items, code: .corruptState, what: what)
+        let fields = try SecretFields.decode(plaintext, allowed: Tag.all, code: .corruptState, what: what)
         guard try fields.bytes(Tag.version, "version").unsafeCopyOfBytes() == [1] else {
             throw SecureElementError(.corruptState, "\(what) has an unknown version")
         }

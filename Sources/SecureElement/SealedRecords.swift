@@ -1,5 +1,6 @@
 import Foundation
 public import OrchardCrypto
+import PaymentCredential
 
 /// One change to a ``SealedRecordStorage``: store `sealed` under (`kind`, `id`), or delete it when nil.
 public struct SealedRecordChange: Sendable, Hashable {
@@ -124,82 +125,49 @@ public struct RecordSealer: Sendable, CustomStringConvertible, CustomDebugString
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
-/// A strict tag-length-value encoding for secret plaintexts: one tag byte, a two-byte big-endian length,
-/// the value. It writes straight into ``SecureBytes`` and reads values out as ``SecureBytes``; unknown,
-/// repeated or truncated items are refused. (The token service's personalisation payload uses the same
-/// layout.)
+/// The Secure Element's records use the shared secret TLV layout (``SecretTLV`` in `PaymentCredential`); these
+/// adapters give its failures the Secure Element's error codes.
 enum SecretFields {
     static func encode(_ items: [(tag: UInt8, value: SecureBytes)]) throws(SecureElementError) -> SecureBytes {
-        var total = 0
-        for item in items {
-            guard item.value.count <= 0xFFFF else { throw SecureElementError(.internalFailure, "a field is too long") }
-            total += 3 + item.value.count
-        }
         do {
-            return try SecureBytes(count: total) { (buffer) throws(CryptoError) in
-                var offset = 0
-                for item in items {
-                    buffer[offset] = item.tag
-                    buffer[offset + 1] = UInt8(item.value.count >> 8)
-                    buffer[offset + 2] = UInt8(item.value.count & 0xFF)
-                    offset += 3
-                    item.value.withUnsafeBytes { value in
-                        for index in 0..<value.count { buffer[offset + index] = value[index] }
-                    }
-                    offset += item.value.count
-                }
-            }
+            return try SecretTLV.encode(items)
         } catch {
-            throw SecureElementError(.internalFailure, "cannot encode a record")
+            throw SecureElementError(.internalFailure, "cannot encode a record: \(error.message)")
         }
     }
 
+    /// Decodes `data` into a reader whose failures carry `code` and name the record (`what`).
     static func decode(
         _ data: SecureBytes, allowed: Set<UInt8>, code: SecureElementError.Code, what: String
-    )
-        throws(SecureElementError) -> [UInt8: SecureBytes]
-    {
-        try data.withUnsafeBytes { (bytes) throws(SecureElementError) -> [UInt8: SecureBytes] in
-            var items: [UInt8: SecureBytes] = [:]
-            var offset = 0
-            while offset < bytes.count {
-                guard bytes.count - offset >= 3 else { throw SecureElementError(code, "\(what) ends inside an item") }
-                let tag = bytes[offset]
-                let length = Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2])
-                offset += 3
-                guard bytes.count - offset >= length else { throw SecureElementError(code, "\(what) is truncated") }
-                guard allowed.contains(tag) else {
-                    throw SecureElementError(code, "\(what) has an unknown item \(tag)")
-                }
-                guard items[tag] == nil else { throw SecureElementError(code, "\(what) repeats item \(tag)") }
-                items[tag] = SecureBytes(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]))
-                offset += length
-            }
-            return items
+    ) throws(SecureElementError) -> FieldReader {
+        do {
+            return FieldReader(items: try SecretTLV.decode(data, allowedTags: allowed), code: code, what: what)
+        } catch {
+            throw SecureElementError(code, "\(what): \(error.message)")
         }
     }
 
-    static func text(_ value: String) -> SecureBytes { SecureBytes(Array(value.utf8)) }
+    static func text(_ value: String) -> SecureBytes { SecretTLV.text(value) }
 
-    static func integer(_ value: UInt64, _ count: Int) -> SecureBytes { SecureBytes(bigEndian(value, count)) }
+    static func integer(_ value: UInt64, _ count: Int) -> SecureBytes { SecretTLV.integer(value, byteCount: count) }
 }
 
 /// Reads the fields of one decoded record, failing with the record's error code when one is missing.
 struct FieldReader {
-    let items: [UInt8: SecureBytes]
+    let items: SecretTLV.Items
     let code: SecureElementError.Code
     let what: String
 
     func bytes(_ tag: UInt8, _ name: String, count: Int? = nil) throws(SecureElementError) -> SecureBytes {
-        guard let value = items[tag] else { throw SecureElementError(code, "\(what) lacks its \(name)") }
-        if let count, value.count != count {
-            throw SecureElementError(code, "\(what): the \(name) is \(value.count) bytes, not \(count)")
+        do {
+            return try items.bytes(tag, name, count: count)
+        } catch {
+            throw SecureElementError(code, "\(what): \(error.message)")
         }
-        return value
     }
 
     func optionalBytes(_ tag: UInt8, _ name: String, count: Int? = nil) throws(SecureElementError) -> SecureBytes? {
-        guard items[tag] != nil else { return nil }
+        guard items.contains(tag) else { return nil }
         return try bytes(tag, name, count: count)
     }
 

@@ -1,6 +1,7 @@
 public import EMV
 import Foundation
 public import OrchardCrypto
+import PaymentCredential
 
 /// A card as the Secure Element shows it to the wallet: display data only, never the DPAN or a key.
 public struct CardDisplayData: Sendable, Hashable, Codable {
@@ -42,7 +43,7 @@ public enum ContactlessStatus: Sendable, Hashable {
 ///
 /// Guarantees:
 /// - it installs an applet only from a ``SealedEnvelope`` addressed to its key with purpose
-///   ``personalisationPurpose`` and a provisioning binding signed by its Secure Enclave; an altered envelope
+///   `PersonalisationData.envelopePurpose` and a provisioning binding signed by its Secure Enclave; an altered envelope
 ///   is refused and changes nothing;
 /// - it releases a cryptogram only after a contactless payment authorization signed by its Secure
 ///   Enclave, for that card, answering a challenge it issued (single use, ``challengeLifetime``), bound to the
@@ -55,8 +56,6 @@ public enum ContactlessStatus: Sendable, Hashable {
 /// - everything is stored encrypted (AES-256-GCM under the device storage key, ``RecordSealer``); the wallet
 ///   gets ``CardDisplayData`` only.
 public actor SecureElement {
-    /// The ``SealedEnvelope`` purpose of personalisation envelopes.
-    public static let personalisationPurpose = "token-service>secure-element:personalisation"
     /// How long a challenge may wait for its statement.
     public static let challengeLifetime: UInt64 = 60 * 1_000_000_000
     /// How long an accepted contactless authorization waits for its transaction.
@@ -279,12 +278,18 @@ public actor SecureElement {
         }
         let plaintext: SecureBytes
         do {
-            plaintext = try SealedEnvelope.open(envelope, with: identity.key, purpose: Self.personalisationPurpose)
+            plaintext = try SealedEnvelope.open(
+                envelope, with: identity.key, purpose: PersonalisationData.envelopePurpose)
         } catch {
             throw SecureElementError(
                 .invalidEnvelope, "the personalisation envelope is not addressed to this Secure Element or was altered")
         }
-        let data = try PersonalisationData(decoding: plaintext)
+        let data: PersonalisationData
+        do {
+            data = try PersonalisationData(decoding: plaintext)
+        } catch {
+            throw SecureElementError(.invalidEnvelope, "the personalisation data: \(error.message)")
+        }
         guard let scheme = Self.scheme(data.network) else {
             throw SecureElementError(.unsupportedNetwork, "no contactless applet for network \(data.network)")
         }
@@ -652,8 +657,7 @@ public actor SecureElement {
 
     private static func decodeIdentity(_ plaintext: SecureBytes) throws(SecureElementError) -> Identity {
         let what = "the Secure Element identity"
-        let items = try SecretFields.decode(plaintext, allowed: IdentityTag.all, code: .corruptState, what: what)
-        let fields = FieldReader(items: items, code: .corruptState, what: what)
+        let fields = try SecretFields.decode(plaintext, allowed: IdentityTag.all, code: .corruptState, what: what)
         guard try fields.bytes(IdentityTag.version, "version").unsafeCopyOfBytes() == [1] else {
             throw SecureElementError(.corruptState, "\(what) has an unknown version")
         }

@@ -615,8 +615,8 @@ public actor SecureEnclave {
     }
 
     private static func decode(_ plaintext: SecureBytes) throws(SecureElementError) -> Persisted {
-        let items = try SecretFields.decode(plaintext, allowed: Tag.all, code: .corruptState, what: "the enclave state")
-        let fields = FieldReader(items: items, code: .corruptState, what: "the enclave state")
+        let fields = try SecretFields.decode(
+            plaintext, allowed: Tag.all, code: .corruptState, what: "the enclave state")
         guard try fields.bytes(Tag.version, "version").unsafeCopyOfBytes() == [1] else {
             throw SecureElementError(.corruptState, "the enclave state has an unknown version")
         }

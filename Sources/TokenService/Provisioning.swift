@@ -1,6 +1,7 @@
 import Foundation
 import Issuer
 import OrchardCrypto
+import PaymentCredential
 
 /// Check Card: the wallet's card data, sealed to the token service (``CardDataPayload``).
 public struct CheckCardRequest: Hashable, Sendable, Codable {
@@ -111,7 +112,7 @@ extension TokenService {
         }
         let plaintext = try keyStore.openEnvelope(
             request.encryptedCardData, key: keys.provisioningKey, label: cardDataLabel(deviceID: request.deviceID))
-        let card = try CardDataPayload(decoding: plaintext)
+        let card = try CardDataPayload.open(plaintext)
         // A DPAN is not a card: tokens of tokens are refused.
         if ranges.contains(where: { $0.contains(card.pan) }) {
             return CheckCardResponse(sessionID: nil, decision: .decline(.notEligible), termsID: nil)

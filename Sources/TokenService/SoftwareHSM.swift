@@ -2,6 +2,7 @@ import EMV
 import Foundation
 import Issuer
 import OrchardCrypto
+import PaymentCredential
 
 /// A software HSM: the ``KeyStore`` of the token service.
 ///
@@ -147,11 +148,8 @@ public final class SoftwareHSM: KeyStore {
             proximityKey, expecting: .proximityIssuerMasterKey, pan: token.dpan, psn: token.panSequenceNumber)
         let remote = try cardMasterKey(
             remoteKey, expecting: .remoteIssuerMasterKey, pan: token.dpan, psn: token.panSequenceNumber)
-        let data = SEPersonalisationData(
-            tokenReference: token.tokenReference, dpan: token.dpan, panSequenceNumber: token.panSequenceNumber,
-            tokenExpiry: token.tokenExpiry, network: token.network, proximityMasterKey: proximity,
-            remoteMasterKey: remote)
-        return try EncryptedEnvelope.seal(try data.encoded(), to: recipient, label: label)
+        let data = try PersonalisationData(token, proximityMasterKey: proximity, remoteMasterKey: remote)
+        return try EncryptedEnvelope.seal(try data.plaintext(), to: recipient, label: label)
     }
 
     public func verifyCryptogram(

@@ -1,6 +1,7 @@
 import Foundation
 import Issuer
 import OrchardCrypto
+import PaymentCredential
 
 import let OrchardLogging.cardNumberShapedKeyMessage
 import func OrchardLogging.containsCardNumberShape
@@ -164,13 +165,13 @@ public actor TokenService {
 
     /// The envelope label of every SE personalisation: purpose string
     /// `token-service>secure-element:personalisation`, the one the Secure Element opens with
-    /// (`SecureElement.personalisationPurpose`). The recipient is bound by its key (from the device
+    /// (`PersonalisationData.envelopePurpose`). The recipient is bound by its key (from the device
     /// certificate), not by the label.
     public static let personalisationLabel: EncryptedEnvelope.Label = {
         // The parts are constants that satisfy the label's rules.
         guard
             let label = try? EncryptedEnvelope.Label(
-                purpose: SEPersonalisationData.purpose, sender: "token-service", recipient: "secure-element")
+                purpose: "personalisation", sender: "token-service", recipient: "secure-element")
         else { preconditionFailure("the personalisation label's constant parts are valid") }
         return label
     }()
@@ -211,7 +212,7 @@ public actor TokenService {
 
     /// Encrypts an FPAN and its expiry under the vault key, bound to `context`.
     func sealCard(pan: PrimaryAccountNumber, expiry: CardExpiry, context: String) throws(TokenServiceError) -> [UInt8] {
-        let plain = try SecretTLV.encode([
+        let plain = try SecretTLV.encoding([
             (0x01, SecretTLV.text(pan.digits)),
             (0x02, SecretTLV.text(expiry.yymm)),
         ])
@@ -221,11 +222,11 @@ public actor TokenService {
     /// Decrypts what ``sealCard(pan:expiry:context:)`` made.
     func openCard(_ sealed: [UInt8], context: String) throws(TokenServiceError) -> (PrimaryAccountNumber, CardExpiry) {
         let plain = try keyStore.open(sealed, key: keys.vaultKey, context: Self.vaultContext(context))
-        let items = try SecretTLV.decode(plain, allowedTags: [0x01, 0x02])
         do {
+            let items = try SecretTLV.decode(plain, allowedTags: [0x01, 0x02])
             return (
-                try PrimaryAccountNumber(try SecretTLV.requireText(items, 0x01, "card number")),
-                try CardExpiry(yymm: try SecretTLV.requireText(items, 0x02, "expiry"))
+                try PrimaryAccountNumber(try items.text(0x01, "card number")),
+                try CardExpiry(yymm: try items.text(0x02, "expiry"))
             )
         } catch {
             throw TokenServiceError(.storeFailure, "a vault record holds malformed card data")

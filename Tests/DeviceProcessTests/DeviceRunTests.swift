@@ -4,6 +4,7 @@ import DeviceProcess
 import EMV
 import Foundation
 import OrchardCrypto
+import PaymentCredential
 import OrchardRuntime
 import SecureElement
 import Testing
@@ -75,7 +76,7 @@ struct DeviceRunTests {
             remoteMasterKey: SymmetricKey(data: [UInt8](repeating: 0x44, count: 16)))
         let envelope = try personalisation.encoded().withUnsafeBytes { bytes in
             try SealedEnvelope.seal(
-                bytes, to: try identity.certificate.secureElementKey, purpose: SecureElement.personalisationPurpose)
+                bytes, to: try identity.certificate.secureElementKey, purpose: PersonalisationData.envelopePurpose)
         }
 
         let process = Process()

@@ -2,6 +2,7 @@ import Device
 import EMV
 import Foundation
 import OrchardCrypto
+import PaymentCredential
 import OrchardRuntime
 import SecureElement
 import Testing
@@ -38,7 +39,7 @@ enum TestCards {
         return try data.encoded().withUnsafeBytes { bytes in
             // As a token service does: the recipient key comes from the device certificate.
             try SealedEnvelope.seal(
-                bytes, to: try identity.certificate.secureElementKey, purpose: SecureElement.personalisationPurpose)
+                bytes, to: try identity.certificate.secureElementKey, purpose: PersonalisationData.envelopePurpose)
         }
     }
 

@@ -6,6 +6,7 @@ import Issuer
 import NetworkService
 import NetworkTestSupport
 import OrchardCrypto
+import PaymentCredential
 import OrchardRuntime
 import SecureElement
 import Testing
@@ -48,7 +49,7 @@ struct EndToEndTests {
         // Provisioning: the card data sealed to the token service, Check Card, Link and Provision with the
         // device certificate, the personalisation installed in the device's Secure Element.
         let pan = try PrimaryAccountNumber("4111111111111111")
-        let payload = CardDataPayload(
+        let payload = try CardDataPayload(
             pan: pan, expiry: try CardExpiry(year: 2034, month: 12),
             cardVerificationValue: try CardVerificationValue(try network.cvv(pan.digits)), cardholderName: "Alice")
         let check = try await network.tokenService.checkCard(

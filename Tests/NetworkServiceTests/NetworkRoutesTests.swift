@@ -4,6 +4,7 @@ import Issuer
 import NetworkService
 import NetworkTestSupport
 import OrchardCrypto
+import PaymentCredential
 import OrchardHTTP
 import OrchardLogging
 import Testing
@@ -62,7 +63,7 @@ struct NetworkRoutesTests {
             let tokenServiceKey = try P256.KeyAgreement.PublicKey(
                 derRepresentation: try #require(Data(base64Encoded: key.publicKey)))
             #expect(tokenServiceKey == h.tokenService.provisioningPublicKey)
-            let payload = CardDataPayload(
+            let payload = try CardDataPayload(
                 pan: try PrimaryAccountNumber("4111111111111111"), expiry: try h.testCardExpiry(),
                 cardVerificationValue: try CardVerificationValue(try h.cvv("4111111111111111")), cardholderName: "A")
             let checkRequest = CheckCardRequest(

@@ -2,6 +2,7 @@ import EMV
 import Foundation
 import Issuer
 import OrchardCrypto
+import PaymentCredential
 import TokenService
 
 /// The network parties wired in memory: the demo issuer with its test cards, a software HSM with the
@@ -200,7 +201,30 @@ public final class IssuerSwitch: IssuerHost, @unchecked Sendable {
 /// A card installed in a simulated SE.
 public struct InstalledCard: Sendable {
     public let token: ProvisionedToken
-    public let data: SEPersonalisationData
+    public let data: InstalledCardData
+}
+
+/// What a simulated SE read from its personalisation envelope (`PaymentCredential.PersonalisationData`, the
+/// format the real Secure Element reads), in the network's card types.
+public struct InstalledCardData: Sendable {
+    public let tokenReference: String
+    public let dpan: PrimaryAccountNumber
+    public let panSequenceNumber: UInt8
+    public let tokenExpiry: CardExpiry
+    public let network: CardNetwork
+    public let proximityMasterKey: SymmetricKey
+    public let remoteMasterKey: SymmetricKey
+
+    public init(decoding plaintext: SecureBytes) throws {
+        let data = try PersonalisationData(decoding: plaintext)
+        tokenReference = data.tokenReference
+        dpan = try PrimaryAccountNumber(data.dpan.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
+        panSequenceNumber = data.panSequenceNumber
+        tokenExpiry = try CardExpiry(yymm: data.expiry)
+        network = CardNetwork(data.network)
+        proximityMasterKey = data.proximityMasterKey
+        remoteMasterKey = data.remoteMasterKey
+    }
 }
 
 /// A device's Secure Element, reduced to what the network tests need: its key pair, opening the
@@ -232,7 +256,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     public func sealCardData(
         pan: PrimaryAccountNumber, expiry: CardExpiry, cvv: String, name: String, to tokenService: TokenService
     ) throws -> EncryptedEnvelope {
-        let payload = CardDataPayload(
+        let payload = try CardDataPayload(
             pan: pan, expiry: expiry, cardVerificationValue: try CardVerificationValue(cvv), cardholderName: name)
         return try EncryptedEnvelope.seal(
             try payload.encoded(), to: tokenService.provisioningPublicKey,
@@ -243,7 +267,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     public func install(_ token: ProvisionedToken, from tokenService: TokenService) throws -> InstalledCard {
         let plain = try token.personalisation.open(
             with: secureElementKey, label: TokenService.personalisationLabel)
-        return InstalledCard(token: token, data: try SEPersonalisationData(decoding: plain))
+        return InstalledCard(token: token, data: try InstalledCardData(decoding: plain))
     }
 
     /// The next cryptogram for `card` (or one with the given ATC), made with the installed card master keys.

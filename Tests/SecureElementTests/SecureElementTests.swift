@@ -1,6 +1,7 @@
 import EMV
 import Foundation
 import OrchardCrypto
+import PaymentCredential
 import SecureElement
 import Testing
 
@@ -310,29 +311,22 @@ struct SecureElementTests {
         #expect(retried == installed && count == 1)
     }
 
-    @Test("Malformed personalisation data is refused")
-    func personalisationData() throws {
-        let key = SymmetricKey(data: [UInt8](repeating: 1, count: 16))
-        #expect(throws: SecureElementError.self) {
-            try PersonalisationData(
-                tokenReference: "t", dpan: "12345", panSequenceNumber: 0, expiry: "3012", network: "visa",
-                proximityMasterKey: key, remoteMasterKey: key)
+    @Test("A well-sealed envelope whose personalisation data is out of form installs nothing")
+    func malformedPersonalisation() async throws {
+        let h = try await Harness()
+        let good = try Harness.personalisation(dpan: visaDPAN).encoded().unsafeCopyOfBytes()
+        for plaintext in [Array(good.dropLast()), good + [0x7F, 0, 0], [0, 0, 1, 2] + Array(good.dropFirst(4))] {
+            let envelope = try plaintext.withUnsafeBytes { bytes in
+                try SealedEnvelope.seal(
+                    bytes, to: h.element.publicKey, purpose: PersonalisationData.envelopePurpose, random: h.random)
+            }
+            await expectCode(.invalidEnvelope) {
+                try await h.element.install(
+                    envelope: envelope,
+                    binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
+            }
         }
-        #expect(throws: SecureElementError.self) {
-            try PersonalisationData(
-                tokenReference: "t", dpan: visaDPAN, panSequenceNumber: 0, expiry: "3013", network: "visa",
-                proximityMasterKey: key, remoteMasterKey: key)
-        }
-        let data = try PersonalisationData(
-            tokenReference: "t", dpan: visaDPAN, panSequenceNumber: 1, expiry: "3012", network: "visa",
-            proximityMasterKey: key, remoteMasterKey: key)
-        let encoded = try data.encoded().unsafeCopyOfBytes()
-        let decoded = try PersonalisationData(decoding: SecureBytes(encoded))
-        #expect(decoded.dpan == data.dpan && decoded.panSequenceNumber == 1 && decoded.dpanSuffix == "5678")
-        #expect(!"\(decoded)".contains(visaDPAN))
-        for bad in [Array(encoded.dropLast()), encoded + [0x20, 0, 0], [0, 0, 1, 2] + Array(encoded.dropFirst(4))] {
-            #expect(throws: SecureElementError.self) { try PersonalisationData(decoding: SecureBytes(bad)) }
-        }
+        #expect(await h.element.cards().isEmpty)
     }
 
     @Test("Stored records hold no DPAN or key in clear and do not open in another slot")

@@ -1,6 +1,7 @@
 import EMV
 import Foundation
 import OrchardCrypto
+import PaymentCredential
 import SecureElement
 import Testing
 
@@ -75,7 +76,7 @@ struct Harness {
     /// An envelope sealed to `recipient` (by default this Secure Element).
     func envelope(
         _ data: PersonalisationData, to recipient: P256.KeyAgreement.PublicKey? = nil,
-        purpose: String = SecureElement.personalisationPurpose
+        purpose: String = PersonalisationData.envelopePurpose
     ) throws -> [UInt8] {
         let plaintext = try data.encoded()
         return try plaintext.withUnsafeBytes { bytes in

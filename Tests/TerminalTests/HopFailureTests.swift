@@ -4,6 +4,7 @@ import Foundation
 import Issuer
 import NetworkService
 import OrchardCrypto
+import PaymentCredential
 import OrchardHTTP
 import OrchardRuntime
 import Terminal
@@ -204,7 +205,7 @@ struct HopFailureTests {
             derRepresentation: try #require(Data(base64Encoded: key.publicKey)))
         let pan = try PrimaryAccountNumber("4111111111111111")
         let expiry = try CardExpiry(year: 2034, month: 12)
-        let payload = CardDataPayload(
+        let payload = try CardDataPayload(
             pan: pan, expiry: expiry,
             cardVerificationValue: try CardVerificationValue(
                 try TestCards.insecureDemoCardVerificationKey.cardVerificationValue(pan: pan, expiry: expiry)),

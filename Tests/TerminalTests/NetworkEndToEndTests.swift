@@ -7,6 +7,7 @@ import Issuer
 import NetworkService
 import NetworkTestSupport
 import OrchardCrypto
+import PaymentCredential
 import OrchardHTTP
 import OrchardRuntime
 import SecureElement
@@ -58,7 +59,7 @@ struct NetworkEndToEndTests {
         let phone = try await DeviceProcessHandle(deployment, name: "phone", autoAuth: "face-id")
         let identity = try Device.identity(of: "phone", in: deployment)
         let pan = try PrimaryAccountNumber("4111111111111111")
-        let payload = CardDataPayload(
+        let payload = try CardDataPayload(
             pan: pan, expiry: try network.testCardExpiry(),
             cardVerificationValue: try CardVerificationValue(try network.cvv(pan.digits)), cardholderName: "Alice")
         let check = try await network.tokenService.checkCard(

@@ -6,6 +6,7 @@ import Foundation
 import NFCLink
 import NetworkService
 import OrchardCrypto
+import PaymentCredential
 import OrchardHTTP
 import OrchardLogging
 import OrchardRuntime
@@ -86,7 +87,7 @@ final class DeviceProcessHandle: @unchecked Sendable {
             remoteMasterKey: SymmetricKey(data: [UInt8](repeating: 0x44, count: 16)))
         let envelope = try personalisation.encoded().withUnsafeBytes { bytes in
             try SealedEnvelope.seal(
-                bytes, to: try identity.certificate.secureElementKey, purpose: SecureElement.personalisationPurpose)
+                bytes, to: try identity.certificate.secureElementKey, purpose: PersonalisationData.envelopePurpose)
         }
         let (status, card) = try await call(
             "POST", "/cards",

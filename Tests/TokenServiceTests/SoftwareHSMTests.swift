@@ -3,6 +3,7 @@ import Issuer
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardFixtures
+import PaymentCredential
 import Testing
 import TokenService
 
@@ -91,7 +92,7 @@ struct SoftwareHSMTests {
                 network: .visa)
             let envelope = try hsm.sealPersonalisation(
                 template, proximityKey: proximity, remoteKey: remote, to: se.publicKey, label: label)
-            let data = try SEPersonalisationData(decoding: try envelope.open(with: se, label: label))
+            let data = try PersonalisationData(decoding: try envelope.open(with: se, label: label))
             let expected = SymmetricKey(data: try hex(try #require(v.outputs[mkName])))
             #expect(data.proximityMasterKey == expected, "\(id)")
             #expect(data.remoteMasterKey == expected, "\(id): same IMK, same derivation")
@@ -202,7 +203,7 @@ struct SoftwareHSMTests {
                 tokenReference: "t", dpan: try PrimaryAccountNumber("4895370012345671"), panSequenceNumber: 0,
                 tokenExpiry: try CardExpiry(year: 2029, month: 3), network: .visa),
             proximityKey: imk, remoteKey: rp, to: se.publicKey, label: label)
-        let data = try SEPersonalisationData(decoding: try envelope.open(with: se, label: label))
+        let data = try PersonalisationData(decoding: try envelope.open(with: se, label: label))
         #expect(data.proximityMasterKey.bytes.unsafeCopyOfBytes().allSatisfy { $0.nonzeroBitCount % 2 == 1 })
         #expect(data.proximityMasterKey != data.remoteMasterKey)
     }

@@ -6,6 +6,7 @@ import NFCLink
 import NetworkService
 import OrchardBenchmarks
 import OrchardCrypto
+import PaymentCredential
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
@@ -177,7 +178,7 @@ enum InStoreBench {
         let tokenServiceKey = try P256.KeyAgreement.PublicKey(derRepresentation: der)
         let pan = try PrimaryAccountNumber("4111111111111111")
         let expiry = try CardExpiry(year: 2034, month: 12)
-        let payload = CardDataPayload(
+        let payload = try CardDataPayload(
             pan: pan, expiry: expiry,
             cardVerificationValue: try CardVerificationValue(
                 try TestCards.insecureDemoCardVerificationKey.cardVerificationValue(pan: pan, expiry: expiry)),
