@@ -299,6 +299,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging"], swiftSettings: strict),
+        // The layer check (scripts/check-layers, run by CI on the real manifest) refuses each kind of violation.
+        .testTarget(name: "LayerCheckTests", swiftSettings: strict),
         .testTarget(
             name: "OrchardHTTPTests",
             dependencies: ["CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
