@@ -148,6 +148,11 @@ struct MerchantAPIContractTests {
             #expect(MerchantSandbox.errorCode(response) == MerchantAPI.ErrorCode.invalidApplicationData, "\(value)")
         }
         #expect(try s.storedOrders() == before)
+        // The largest taken: 64 KiB, stored as sent.
+        let largest = Data((0..<MerchantAPI.maxApplicationDataBytes).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        let order = try await s.createOrder(applicationData: largest)
+        #expect(order.applicationData == Array(largest))
+        #expect(try s.storedOrders()[order.id] == Array(largest))
         // An explicit null is no applicationData: the order's own.
         let null = try await s.merchantClient.send(
             HTTPClientRequest(
