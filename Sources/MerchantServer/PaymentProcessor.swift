@@ -119,7 +119,7 @@ final class PaymentProcessor: Sendable {
         } catch DecodingError.typeMismatch(_, let context)
             where context.codingPath.first?.stringValue == "applicationData"
         {
-            throw invalidApplicationData("applicationData is a JSON string")
+            throw invalidApplicationData("applicationData is not a JSON string")
         } catch {
             throw MerchantServerError(
                 .malformedRequest,
