@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "PaymentCredential", targets: ["PaymentCredential"]),
         .library(name: "PayAPI", targets: ["PayAPI"]),
         .library(name: "AcquirerAPI", targets: ["AcquirerAPI"]),
+        .library(name: "MerchantAPI", targets: ["MerchantAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
         .library(name: "AppPayments", targets: ["AppPayments"]),
     ],
@@ -104,6 +105,7 @@ let package = Package(
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "PaymentCredential",
+                "MerchantAPI",
             ],
             swiftSettings: strict
         ),
@@ -145,6 +147,7 @@ let package = Package(
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
                 "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "ISO4217", "AcquirerAPI",
+                "MerchantAPI",
             ],
             swiftSettings: strict
         ),
@@ -173,6 +176,9 @@ let package = Package(
         // The wire format of the network's acquiring routes (no dependencies: terminals and merchant servers import
         // it, the network reads the same JSON into its own types).
         .target(name: "AcquirerAPI", swiftSettings: strict),
+        // The wire format between apps and the merchant server (no dependencies: apps import it, the merchant
+        // server registers its routes from it and reads and writes its types).
+        .target(name: "MerchantAPI", swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
         // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.
@@ -369,7 +375,7 @@ let package = Package(
                 "MerchantServer", "MerchantKit", "PaymentToken", "PaymentCredential", "PayServer", "PayClient",
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
-                "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP",
+                "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI",
             ],
             swiftSettings: strict
         ),

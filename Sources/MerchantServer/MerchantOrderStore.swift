@@ -3,9 +3,9 @@ public import OrchardStore
 
 /// The merchant's tables in `merchant.sqlite` (WAL, synchronous FULL, secure delete: ``MerchantService/storeOptions``).
 ///
-/// - `orders`: one row per order: item, total, currency, the exact applicationData bytes, state (`open`,
-///   `charging`, `paid`), how many charges were sent for it (the acquirer idempotency key's suffix), and, once
-///   paid, what the order needs to be fulfilled (``Fulfilment``).
+/// - `orders`: one row per order: item, total, currency, the exact applicationData bytes (the app's, else the
+///   order's own), state (`open`, `charging`, `paid`), how many charges were sent for it (the acquirer
+///   idempotency key's suffix), and, once paid, what the order needs to be fulfilled (`MerchantAPI.Fulfilment`).
 /// - `order_payments`: one row per token submitted, keyed by its `header.transactionId` (hex): the SHA-256 of
 ///   the token as received (so a resubmission is recognised), the acquirer idempotency key, the state
 ///   (`charging`, `reversing`, `approved`, `declined`, `reversed`, `refused`), the DPAN masked (first six, last

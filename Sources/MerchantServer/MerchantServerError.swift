@@ -1,8 +1,10 @@
+import MerchantAPI
 public import OrchardHTTP
 
 /// Why the merchant server refused or failed a request. One error type for the module, a struct with an
 /// extensible code; equality compares the code. Mapped to HTTP in one place (``httpStatus``): the answer is
-/// `{"error": {"code", "message"}}`. Messages say what went wrong, never a card number, cryptogram or contact.
+/// `{"error": {"code", "message"}}` (`MerchantAPI.ErrorBody`; the codes are `MerchantAPI.ErrorCode`'s). Messages say
+/// what went wrong, never a card number, cryptogram or contact.
 public struct MerchantServerError: Error, Hashable, Sendable, CustomStringConvertible, HTTPResponseError {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
@@ -10,28 +12,30 @@ public struct MerchantServerError: Error, Hashable, Sendable, CustomStringConver
         public var description: String { rawValue }
 
         /// 400: the request body is not what the route takes (JSON, fields, amount, currency, token syntax).
-        public static let malformedRequest = Code("malformedRequest")
+        public static let malformedRequest = Code(MerchantAPI.ErrorCode.malformedRequest)
+        /// 400: the order's applicationData is not canonical base64, is empty, or decodes to over 64 KiB.
+        public static let invalidApplicationData = Code(MerchantAPI.ErrorCode.invalidApplicationData)
         /// 404: no order with this ID.
-        public static let orderNotFound = Code("orderNotFound")
+        public static let orderNotFound = Code(MerchantAPI.ErrorCode.orderNotFound)
         /// 409: the order was already paid (with another token).
-        public static let orderAlreadyPaid = Code("orderAlreadyPaid")
+        public static let orderAlreadyPaid = Code(MerchantAPI.ErrorCode.orderAlreadyPaid)
         /// 409: a charge for this order (or this token) is on its way; ask again for its outcome.
-        public static let paymentInProgress = Code("paymentInProgress")
+        public static let paymentInProgress = Code(MerchantAPI.ErrorCode.paymentInProgress)
         /// 409: this token (its transactionId) was already submitted for another order, or is another token
         /// with the transactionId of one already submitted.
-        public static let tokenAlreadyUsed = Code("tokenAlreadyUsed")
+        public static let tokenAlreadyUsed = Code(MerchantAPI.ErrorCode.tokenAlreadyUsed)
         /// 422: the token's signature, chain or freshness does not verify, it was made for another merchant or
         /// processing key, or it does not decrypt.
-        public static let tokenRejected = Code("tokenRejected")
+        public static let tokenRejected = Code(MerchantAPI.ErrorCode.tokenRejected)
         /// 422: the token pays another amount or currency than the order, or does not carry the order's
         /// applicationData hash.
-        public static let orderMismatch = Code("orderMismatch")
+        public static let orderMismatch = Code(MerchantAPI.ErrorCode.orderMismatch)
         /// 502: the acquirer could not be reached or did not answer (a charge without an answer was reversed).
-        public static let acquirerUnavailable = Code("acquirerUnavailable")
+        public static let acquirerUnavailable = Code(MerchantAPI.ErrorCode.acquirerUnavailable)
         /// 502: the acquirer refused the authorization request itself (not a card decline).
-        public static let acquirerRefused = Code("acquirerRefused")
+        public static let acquirerRefused = Code(MerchantAPI.ErrorCode.acquirerRefused)
         /// 500: the merchant's own store or configuration failed.
-        public static let internalFailure = Code("internalFailure")
+        public static let internalFailure = Code(MerchantAPI.ErrorCode.internalFailure)
     }
 
     public let code: Code
@@ -48,7 +52,7 @@ public struct MerchantServerError: Error, Hashable, Sendable, CustomStringConver
 
     public var httpStatus: HTTPStatus {
         switch code {
-        case .malformedRequest: return .badRequest
+        case .malformedRequest, .invalidApplicationData: return .badRequest
         case .orderNotFound: return .notFound
         case .orderAlreadyPaid, .paymentInProgress, .tokenAlreadyUsed: return .conflict
         case .tokenRejected, .orderMismatch: return .unprocessableContent

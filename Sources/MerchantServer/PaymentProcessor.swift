@@ -1,4 +1,5 @@
 import Foundation
+import MerchantAPI
 import MerchantKit
 import OrchardCrypto
 import OrchardHTTP
@@ -51,18 +52,20 @@ final class PaymentProcessor: Sendable {
     // MARK: Routes
 
     func addRoutes(to router: inout Router) {
-        router.post(MerchantAPI.orders) { [self] request in try await createOrder(request.body) }
-        router.post("/v1/orders/:orderID/payment") { [self] request in
+        router.post(MerchantAPI.Route.orders) { [self] request in try await createOrder(request.body) }
+        router.post(MerchantAPI.Route.paymentPattern) { [self] request in
             try await pay(orderID: try Self.parameter(request), body: request.body)
         }
-        router.get("/v1/orders/:orderID") { [self] request in try await orderStatus(try Self.parameter(request)) }
+        router.get(MerchantAPI.Route.orderPattern) { [self] request in
+            try await orderStatus(try Self.parameter(request))
+        }
     }
 
     // Synchronous helpers: Swift 6.3 release builds crash on some typed-throws calls made directly in async
     // closures, so route bodies call these.
     static func parameter(_ request: HTTPRequest) throws -> String {
         do {
-            return try request.parameter("orderID")
+            return try request.parameter(MerchantAPI.Route.orderIDParameter)
         } catch {
             throw MerchantServerError(.malformedRequest, "the path has no order ID")
         }
@@ -74,15 +77,15 @@ final class PaymentProcessor: Sendable {
 
     // MARK: Orders
 
-    /// `POST /v1/orders`: a new open order with a fresh order ID and its applicationData, stored before the
-    /// answer.
+    /// `POST /v1/orders`: a new open order with a fresh order ID and its applicationData (the app's, else the
+    /// order's own), stored in one insert before the answer.
     func createOrder(_ body: Data) async throws -> HTTPResponse {
         let input = try Self.decodeCreateOrder(body)
         let orderID = Self.newOrderID(random)
         let order = MerchantOrderStore.Order(
             orderID: orderID, item: input.item, amount: input.amount,
-            applicationData: Self.applicationData(orderID: orderID), createdAt: clock.now(), state: .open,
-            chargeAttempts: 0, fulfilment: nil)
+            applicationData: input.applicationData ?? Self.applicationData(orderID: orderID), createdAt: clock.now(),
+            state: .open, chargeAttempts: 0, fulfilment: nil)
         try await store.write { db in try MerchantOrderStore.insert(order, in: db) }
         logger.info(
             "order created",
@@ -105,16 +108,23 @@ final class PaymentProcessor: Sendable {
     struct NewOrder {
         let item: String
         let amount: OrderAmount
+        /// The app's applicationData, if it sent one.
+        let applicationData: [UInt8]?
     }
 
     static func decodeCreateOrder(_ body: Data) throws -> NewOrder {
         let input: MerchantAPI.CreateOrder
         do {
             input = try JSONDecoder().decode(MerchantAPI.CreateOrder.self, from: body)
+        } catch DecodingError.typeMismatch(_, let context)
+            where context.codingPath.first?.stringValue == "applicationData"
+        {
+            throw invalidApplicationData("applicationData is not a JSON string")
         } catch {
             throw MerchantServerError(
                 .malformedRequest,
-                "the body is {\"item\": string, \"amount\": decimal string such as \"9.99\", \"currency\": \"USD\"}")
+                "the body is {\"item\": string, \"amount\": decimal string such as \"9.99\", \"currency\": \"USD\", "
+                    + "\"applicationData\"?: base64}")
         }
         let item = input.item.trimmingCharacters(in: .whitespaces)
         guard (1...128).contains(item.count),
@@ -123,7 +133,35 @@ final class PaymentProcessor: Sendable {
             throw MerchantServerError(.malformedRequest, "an item is 1 to 128 characters without control characters")
         }
         let currency = try OrderCurrency(code: input.currency ?? "USD")
-        return NewOrder(item: item, amount: try OrderAmount(parsing: input.amount, currency: currency))
+        return NewOrder(
+            item: item, amount: try OrderAmount(parsing: input.amount, currency: currency),
+            applicationData: try input.applicationData.map(decodeApplicationData))
+    }
+
+    /// The app's applicationData: canonical base64 (the standard alphabet, padded, no whitespace, zero padding
+    /// bits) of 1 byte to 64 KiB. Only one spelling per byte string is taken, so the text the app sent and the
+    /// bytes it hashes cannot differ.
+    static func decodeApplicationData(_ text: String) throws -> [UInt8] {
+        // Longer text cannot decode to 64 KiB or less: refused before decoding it.
+        guard text.utf8.count <= (MerchantAPI.maxApplicationDataBytes + 2) / 3 * 4 else {
+            throw invalidApplicationData("applicationData decodes to over 64 KiB")
+        }
+        guard let bytes = StrictEncoding.base64Decode(text) else {
+            throw invalidApplicationData(
+                "applicationData is not canonical base64 (standard alphabet, '=' padding, no whitespace or line "
+                    + "breaks)")
+        }
+        guard !bytes.isEmpty else { throw invalidApplicationData("applicationData is empty") }
+        guard bytes.count <= MerchantAPI.maxApplicationDataBytes else {
+            throw invalidApplicationData("applicationData decodes to over 64 KiB")
+        }
+        return bytes
+    }
+
+    private static func invalidApplicationData(_ problem: String) -> MerchantServerError {
+        MerchantServerError(
+            .invalidApplicationData,
+            problem + "; send the base64 of 1 byte to 64 KiB, or leave applicationData out for the order's own")
     }
 
     /// `ord_` and 26 lower-case letters (122 bits): unguessable, and with no digits, so the acquirer idempotency
@@ -138,8 +176,9 @@ final class PaymentProcessor: Sendable {
         return "ord_" + String(decoding: letters, as: UTF8.self)
     }
 
-    /// The applicationData of an order: the UTF-8 JSON `{"orderID":"<orderID>"}`. The order ID is unique and
-    /// unguessable, so a token whose header carries this data's hash was made for this order and no other.
+    /// The applicationData of an order whose app sent none: the UTF-8 JSON `{"orderID":"<orderID>"}`. The order
+    /// ID is unique and unguessable, so a token whose header carries this data's hash was made for this order and
+    /// no other.
     static func applicationData(orderID: String) -> [UInt8] {
         Array("{\"orderID\":\"\(orderID)\"}".utf8)
     }
@@ -489,7 +528,7 @@ final class PaymentProcessor: Sendable {
         _ transactionID: String, order: MerchantOrderStore.Order, state: MerchantOrderStore.PaymentState,
         error: MerchantServerError
     ) async throws {
-        let answer = try Self.encode(ErrorWire(error: .init(code: error.code.rawValue, message: error.message)))
+        let answer = try Self.encode(MerchantAPI.ErrorBody(code: error.code.rawValue, message: error.message))
         let status = error.httpStatus.code
         let now = clock.now()
         try await store.write { db in
@@ -543,18 +582,10 @@ final class PaymentProcessor: Sendable {
         if status == 200 {
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: Data(answer.utf8))
         }
-        guard let wire = try? JSONDecoder().decode(ErrorWire.self, from: Data(answer.utf8)) else {
+        guard let wire = try? JSONDecoder().decode(MerchantAPI.ErrorBody.self, from: Data(answer.utf8)) else {
             throw MerchantServerError(.internalFailure, "a stored answer is unreadable")
         }
         throw MerchantServerError(.init(wire.error.code), wire.error.message)
-    }
-
-    private struct ErrorWire: Codable {
-        struct Problem: Codable {
-            let code: String
-            let message: String
-        }
-        let error: Problem
     }
 
     static func encode(_ value: some Encodable) throws -> String {

@@ -1,5 +1,6 @@
 import Device
 import Foundation
+import MerchantAPI
 import MerchantKit
 import NetworkServer
 import OrchardCrypto
@@ -142,37 +143,49 @@ final class MerchantSandbox: @unchecked Sendable {
         let id: String
         let amountMinor: Int64
         let applicationData: [UInt8]
-        let json: [String: Any]
+        let created: MerchantAPI.OrderCreated
     }
 
-    /// `POST /v1/orders`.
+    /// `POST /v1/orders` as the app sends it (with the app's own `applicationData` if given).
     func createOrder(
-        item: String = "Coffee", amount: String = "9.99", currency: String = "USD"
-    ) async throws
-        -> Order
-    {
-        let response = try await merchantClient.post(
-            merchantBase + MerchantAPI.orders, json: ["item": item, "amount": amount, "currency": currency])
+        item: String = "Coffee", amount: String = "9.99", currency: String = "USD", applicationData: Data? = nil
+    ) async throws -> Order {
+        let response = try await send(
+            MerchantAPI.CreateOrder(item: item, amount: amount, currency: currency, applicationData: applicationData))
         try #require(response.status == .created, "order: \(String(decoding: response.body, as: UTF8.self))")
-        let json = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
-        let text = try #require(json["applicationData"] as? String)
-        let data = try #require(Data(base64Encoded: text))
+        let created = try JSONDecoder().decode(MerchantAPI.OrderCreated.self, from: response.body)
+        let data = try #require(Data(base64Encoded: created.applicationData))
         return Order(
-            id: try #require(json["orderID"] as? String), amountMinor: try #require(json["amountMinor"] as? Int64),
-            applicationData: Array(data), json: json)
+            id: created.orderID, amountMinor: created.amountMinor, applicationData: Array(data), created: created)
     }
 
-    /// `POST /v1/orders/{id}/payment` with `token` (the Pay server's JSON, verbatim) and `extra` members.
-    func pay(_ orderID: String, token: String, extra: String = "") async throws -> HTTPResponse {
-        let body = "{\"token\":" + token + extra + "}"
-        return try await merchantClient.send(
+    /// `POST /v1/orders` with `order`, whatever the answer.
+    func send(_ order: MerchantAPI.CreateOrder) async throws -> HTTPResponse {
+        try await merchantClient.send(try HTTPClientRequest.json(.post, merchantBase + MerchantAPI.Route.orders, order))
+    }
+
+    /// `POST /v1/orders/{id}/payment` as the app sends it: `token` (the Pay server's JSON, verbatim) and the
+    /// approved contacts.
+    func pay(
+        _ orderID: String, token: String, shippingContact: MerchantAPI.Contact? = nil,
+        billingContact: MerchantAPI.Contact? = nil, shippingMethod: MerchantAPI.ShippingMethod? = nil
+    ) async throws -> HTTPResponse {
+        let submission = MerchantAPI.PaymentSubmission(
+            token: Data(token.utf8), shippingContact: shippingContact, billingContact: billingContact,
+            shippingMethod: shippingMethod)
+        return try await pay(orderID, body: try submission.body())
+    }
+
+    /// `POST /v1/orders/{id}/payment` with `body` as it is (for bodies no app would send).
+    func pay(_ orderID: String, body: Data) async throws -> HTTPResponse {
+        try await merchantClient.send(
             HTTPClientRequest(
-                method: .post, url: merchantBase + MerchantAPI.payment(orderID),
-                headers: ["Content-Type": "application/json"], body: Data(body.utf8)))
+                method: .post, url: merchantBase + MerchantAPI.Route.payment(orderID),
+                headers: ["Content-Type": "application/json"], body: body))
     }
 
     func order(_ orderID: String) async throws -> HTTPResponse {
-        try await merchantClient.get(merchantBase + MerchantAPI.order(orderID))
+        try await merchantClient.get(merchantBase + MerchantAPI.Route.order(orderID))
     }
 
     // MARK: The device
@@ -229,6 +242,17 @@ final class MerchantSandbox: @unchecked Sendable {
     /// Reversals the acquirer recorded (acquirer.sqlite).
     func acquirerReversals() throws -> [String] {
         try records(in: deployment.databasePath(for: .acquirer), "SELECT record FROM reversals")
+    }
+
+    /// The orders in merchant.sqlite: order ID and the exact applicationData bytes stored.
+    func storedOrders() throws -> [String: [UInt8]] {
+        let db = try Database(
+            path: deployment.databasePath(for: .merchant), options: StoreOptions(durability: .full, secureDelete: true),
+            access: .readOnly)
+        let rows = try db.query("SELECT order_id, application_data FROM orders") { row in
+            (try row.string(0), try row.blob(1))
+        }
+        return Dictionary(uniqueKeysWithValues: rows)
     }
 
     private func records(in file: String, _ sql: String) throws -> [String] {

@@ -1,4 +1,5 @@
 import Foundation
+import MerchantAPI
 import MerchantKit
 import OrchardCrypto
 import OrchardHTTP
@@ -17,28 +18,36 @@ import Testing
 /// charges through the network's acquirer, token service and issuer, all over HTTPS on loopback.
 @Suite("Merchant server: orders and in-app payments", .serialized)
 struct MerchantServerTests {
-    static let shipping = """
-        ,"shippingContact":{"givenName":"Alice","familyName":"Doe","emailAddress":"alice@example.com",\
-        "phoneNumber":"+1 415 555 0199","addressLines":["1 Infinite Loop"],"locality":"Cupertino",\
-        "administrativeArea":"CA","postalCode":"95014","countryCode":"us"},\
-        "billingContact":{"givenName":"Alice","familyName":"Doe","addressLines":["77 Billing Street"],\
-        "locality":"Springfield","postalCode":"12345","countryCode":"US"},\
-        "shippingMethod":{"identifier":"pickup","label":"Pick up in store","amount":"0.00"}
-        """
+    static let shippingContact = MerchantAPI.Contact(
+        givenName: "Alice", familyName: "Doe", emailAddress: "alice@example.com", phoneNumber: "+1 415 555 0199",
+        addressLines: ["1 Infinite Loop"], locality: "Cupertino", administrativeArea: "CA", postalCode: "95014",
+        countryCode: "us")
+    static let billingContact = MerchantAPI.Contact(
+        givenName: "Alice", familyName: "Doe", addressLines: ["77 Billing Street"], locality: "Springfield",
+        postalCode: "12345", countryCode: "US")
+    static let shippingMethod = MerchantAPI.ShippingMethod(
+        identifier: "pickup", label: "Pick up in store", amount: "0.00")
+
+    /// The payment with the approved shipping contact, billing contact and shipping method.
+    static func payWithContacts(_ s: MerchantSandbox, _ orderID: String, token: String) async throws -> HTTPResponse {
+        try await s.pay(
+            orderID, token: token, shippingContact: shippingContact, billingContact: billingContact,
+            shippingMethod: shippingMethod)
+    }
 
     @Test("An approved charge: one authorization at the issuer, the same answer again for the same token")
     func approvedCharge() async throws {
         let s = try await MerchantSandbox()
         try await s.provisionPhone()
         let order = try await s.createOrder()
-        #expect(order.json["merchantIdentifier"] as? String == "merchant.dev.orchard.demo")
-        #expect(order.json["countryCode"] as? String == "US" && order.json["currency"] as? String == "USD")
-        #expect(order.amountMinor == 999 && order.json["total"] as? String == "9.99")
-        #expect(order.json["supportedNetworks"] as? [String] == ["visa", "masterCard"])
+        #expect(order.created.merchantIdentifier == "merchant.dev.orchard.demo")
+        #expect(order.created.countryCode == "US" && order.created.currency == "USD")
+        #expect(order.amountMinor == 999 && order.created.total == "9.99")
+        #expect(order.created.supportedNetworks == ["visa", "masterCard"])
         #expect(order.applicationData == Array("{\"orderID\":\"\(order.id)\"}".utf8))
 
         let token = try await s.token(amount: 999, applicationData: order.applicationData)
-        let first = try await s.pay(order.id, token: token, extra: Self.shipping)
+        let first = try await Self.payWithContacts(s, order.id, token: token)
         try #require(first.status == .ok, "\(String(decoding: first.body, as: UTF8.self))")
         let answer = MerchantSandbox.json(first)
         #expect(answer["outcome"] as? String == "approved" && answer["responseCode"] as? String == "00")
@@ -52,7 +61,7 @@ struct MerchantServerTests {
         #expect(try s.issuerAuthorizations().count == 1)
 
         // The same token again (a retry after a lost answer): the first answer, byte for byte; no second charge.
-        let again = try await s.pay(order.id, token: token, extra: Self.shipping)
+        let again = try await Self.payWithContacts(s, order.id, token: token)
         #expect(again.status == .ok && again.body == first.body)
         #expect(try s.issuerAuthorizations().count == 1)
 
@@ -80,12 +89,12 @@ struct MerchantServerTests {
         try await s.provisionPhone()
         let order = try await s.createOrder(item: "Espresso machine", amount: "2500.00")
         let token = try await s.token(amount: 250_000, applicationData: order.applicationData)
-        let declined = try await s.pay(order.id, token: token, extra: Self.shipping)
+        let declined = try await Self.payWithContacts(s, order.id, token: token)
         try #require(declined.status == .ok, "\(String(decoding: declined.body, as: UTF8.self))")
         let answer = MerchantSandbox.json(declined)
         #expect(answer["outcome"] as? String == "declined" && answer["responseCode"] as? String == "61")
         #expect(answer["approvalCode"] == nil && (answer["reason"] as? String)?.isEmpty == false)
-        let again = try await s.pay(order.id, token: token, extra: Self.shipping)
+        let again = try await Self.payWithContacts(s, order.id, token: token)
         #expect(again.status == .ok && again.body == declined.body)
         #expect(try s.issuerAuthorizations().count == 1)
         let status = MerchantSandbox.json(try await s.order(order.id))
@@ -225,21 +234,20 @@ struct MerchantServerTests {
         for body in ["{}", "[]", "{\"token\": 5}", "{\"token\": {\"paymentData\": {}}}", "not json"] {
             let response = try await s.merchantClient.send(
                 HTTPClientRequest(
-                    method: .post, url: s.merchantBase + MerchantAPI.payment(fresh.id), body: Data(body.utf8)))
+                    method: .post, url: s.merchantBase + MerchantAPI.Route.payment(fresh.id), body: Data(body.utf8)))
             #expect(
                 response.status == .badRequest && MerchantSandbox.errorCode(response) == "malformedRequest", "\(body)")
         }
-        let badContact = try await s.pay(fresh.id, token: second, extra: ",\"shippingContact\": 7")
+        let badContact = try await s.pay(
+            fresh.id, body: Data(("{\"token\":" + second + ",\"shippingContact\": 7}").utf8))
         #expect(badContact.status == .badRequest)
         for (amount, currency) in [
             ("9.999", "USD"), ("-1", "USD"), ("1,00", "USD"), ("5.5", "JPY"), ("1", "XYZ"), ("0", "USD"),
         ] {
-            let response = try await s.merchantClient.post(
-                s.merchantBase + MerchantAPI.orders, json: ["item": "Coffee", "amount": amount, "currency": currency])
+            let response = try await s.send(MerchantAPI.CreateOrder(item: "Coffee", amount: amount, currency: currency))
             #expect(response.status == .badRequest && MerchantSandbox.errorCode(response) == "malformedRequest")
         }
-        let noItem = try await s.merchantClient.post(
-            s.merchantBase + MerchantAPI.orders, json: ["item": "", "amount": "1.00", "currency": "USD"])
+        let noItem = try await s.send(MerchantAPI.CreateOrder(item: "", amount: "1.00", currency: "USD"))
         #expect(noItem.status == .badRequest)
 
         // A tampered token (its encrypted data changed): the signature no longer verifies.

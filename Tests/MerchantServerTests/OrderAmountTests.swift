@@ -1,3 +1,4 @@
+import MerchantAPI
 import OrchardCrypto
 import PaymentToken
 import Testing

@@ -59,7 +59,7 @@ struct ProvisioningCommandTests {
 @Suite("orchard app buy", .serialized)
 struct AppBuyCommandTests {
     @Test(
-        "A fresh deployment: demo-phone made and provisioned, approved; --out files verify; other applicationData refused"
+        "A fresh deployment: approved; --out files verify; --application-data binds; tampered data refused"
     )
     func buy() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-app-\(UUID().uuidString)")
@@ -87,11 +87,34 @@ struct AppBuyCommandTests {
         let decrypted = try PaymentTokenDecryptor(identities: [identity], trustRoots: [root]).decrypt(token)
         #expect(decrypted.payment.transactionAmount == 999 && decrypted.payment.currencyCode == "840")
 
-        // Another applicationData than the order's: the merchant refuses the token; nothing is charged.
+        // The app's own applicationData: the order keeps it, the token's header carries its SHA-256, approved.
+        let appData = Array("{\"basket\":\"b-42\",\"loyalty\":\"gold\"}".utf8)
+        let boundOut = path + "/bound"
+        let bound = try await orchard([
+            "app", "buy", "--data-dir", path, "--item", "Tea", "--amount", "4.50", "--application-data",
+            Data(appData).base64EncodedString(), "--out", boundOut,
+        ])
+        #expect(bound.status == 0, "\(bound.stderr)")
+        let boundResult = try JSONSerialization.jsonObject(with: Data(bound.stdout.utf8)) as? [String: Any]
+        #expect(boundResult?["outcome"] as? String == "approved")
+        #expect(boundResult?["applicationData"] as? String == Data(appData).base64EncodedString())
+        let boundToken = try PaymentToken(
+            jsonBytes: Array(try Data(contentsOf: URL(fileURLWithPath: boundOut + "/token.json"))))
+        #expect(boundToken.paymentData.header.applicationData == SHA256.hash(appData))
+
+        // applicationData that is not canonical base64: the merchant's typed refusal, before any sheet.
+        let invalid = try await orchard([
+            "app", "buy", "--data-dir", path, "--item", "Tea", "--amount", "4.50", "--application-data", "YXB=",
+        ])
+        #expect(invalid.status == 1 && invalid.stderr.contains("invalidApplicationData"), "\(invalid.stderr)")
+
+        // The demonstration of a refusal: the payment request carries other applicationData than the order's; the
+        // merchant refuses the token; nothing is charged.
         let tampered = try await orchard([
-            "app", "buy", "--data-dir", path, "--item", "Coffee", "--amount", "9.99", "--application-data",
+            "app", "buy", "--data-dir", path, "--item", "Coffee", "--amount", "9.99", "--tamper-application-data",
             Data("another order".utf8).base64EncodedString(),
         ])
         #expect(tampered.status == 1 && tampered.stderr.contains("orderMismatch"), "\(tampered.stderr)")
+        #expect(tampered.stderr.contains("DEMONSTRATION"))
     }
 }

@@ -2,6 +2,7 @@ import AppPayments
 import Device
 import DeviceProcess
 import Foundation
+import MerchantAPI
 import MerchantServer
 import OrchardHTTP
 import OrchardRuntime
@@ -33,10 +34,15 @@ enum AppCommands {
             so). The sheet accepts what it proposes and authenticates with the device's own method (a watch: its
             double-click, after --passcode puts it on the wrist unlocked). When the device's process runs
             (`orchard device run`), the sheet is presented there, over its control socket: it waits for the user
-            (`orchard device sheet ...`) unless that process was started with --auto-auth. --application-data
-            replaces the order's (the merchant then refuses the token). With --out DIR2: token.json (the
-            PKPaymentToken as the merchant received it), merchant.pem and merchant.key (the processing certificate
-            and its key) and root.pem (the root of the token-signing chain), for any Apple-format verifier.
+            (`orchard device sheet ...`) unless that process was started with --auto-auth. With
+            --application-data the app sends its own applicationData (base64, 1 byte to 64 KiB) with the order:
+            the merchant keeps it, the payment request carries it, the token's header carries its SHA-256, and the
+            merchant charges only a token that does (without it, the merchant makes the order's own,
+            {"orderID":"…"}). --tamper-application-data is a demonstration of a refusal: the payment request
+            carries those bytes instead of the order's, so the merchant refuses the token (orderMismatch), charges
+            nothing, and the command fails. With --out DIR2: token.json (the PKPaymentToken as the merchant
+            received it), merchant.pem and merchant.key (the processing certificate and its key) and root.pem (the
+            root of the token-signing chain), for any Apple-format verifier.
             """,
         options: [
             .single("merchant", "ID", help: "The merchant ID (default: the deployment's demo merchant)."),
@@ -46,7 +52,12 @@ enum AppCommands {
             .single("app", "ID", help: "The app identifier (default dev.orchard.demo-app)."),
             .single("device", "NAME", help: "The device the app runs on."),
             .single("passcode", "CODE", help: "A watch's passcode, to put it on the wrist unlocked."),
-            .single("application-data", "BASE64", help: "applicationData instead of the merchant's order data."),
+            .single(
+                "application-data", "BASE64",
+                help: "The app's applicationData for the order (base64); the payment is bound to it."),
+            .single(
+                "tamper-application-data", "BASE64",
+                help: "Demonstrates a refusal: the payment request carries these bytes, not the order's."),
             .single("out", "DIR2", help: "Write token.json, merchant.pem, merchant.key and root.pem there."),
         ]
     ) { arguments, context in
@@ -64,6 +75,8 @@ enum AppBuy {
         let amount: String
         let device: String
         let card: String
+        /// The order's applicationData (base64), whose SHA-256 the token's header carries.
+        let applicationData: String
         let outcome: String
         let responseCode: String
         let reason: String?
@@ -79,15 +92,20 @@ enum AppBuy {
         let amount = try arguments.require("amount")
         let currency = arguments.value("currency") ?? "USD"
         let application = arguments.value("app") ?? demoApp
-        var applicationData: Data?
-        if let text = arguments.value("application-data") {
-            guard let data = Data(base64Encoded: text) else { throw CLIError.usage("--application-data is base64") }
-            applicationData = data
+        // --application-data goes to the merchant as given: the merchant says what is wrong with it.
+        var tampered: Data?
+        if let text = arguments.value("tamper-application-data") {
+            guard let bytes = StrictEncoding.base64Decode(text) else {
+                throw CLIError.usage("--tamper-application-data is canonical base64")
+            }
+            tampered = Data(bytes)
         }
         let connections = try await DeploymentCommands.connect(
             [.network, .pay, .merchant], of: deployment, context: context)
         do {
-            let order = OrderRequest(item: item, amount: amount, currency: currency)
+            let order = MerchantAPI.CreateOrder(
+                item: item, amount: amount, currency: currency,
+                applicationDataBase64: arguments.value("application-data"))
             let result: Result
             switch try await payingDevice(
                 deployment: deployment, connections: connections, name: arguments.value("device"),
@@ -96,7 +114,7 @@ enum AppBuy {
             case .inProcess(let device):
                 result = try await buy(
                     deployment: deployment, connections: connections, order: order, application: application,
-                    device: device, applicationData: applicationData, merchant: arguments.value("merchant"),
+                    device: device, tamperedApplicationData: tampered, merchant: arguments.value("merchant"),
                     out: arguments.value("out"), trace: { context.trace($0) })
             case .running(let name):
                 let socket = Device.controlSocketPath(of: name, in: deployment)
@@ -104,7 +122,7 @@ enum AppBuy {
                 result = try await buy(
                     deployment: deployment, connections: connections, order: order, application: application,
                     host: ControlSocketSheetHost(socketPath: socket, deviceName: name, trace: { context.trace($0) }),
-                    deviceName: name, applicationData: applicationData, merchant: arguments.value("merchant"),
+                    deviceName: name, tamperedApplicationData: tampered, merchant: arguments.value("merchant"),
                     out: arguments.value("out"), trace: { context.trace($0) })
             }
             await connections.close()
@@ -115,46 +133,28 @@ enum AppBuy {
         }
     }
 
-    /// The merchant server's order (docs/merchant-server.md).
-    struct OrderRequest: Codable, Sendable {
-        let item: String
-        let amount: String
-        let currency: String
-    }
-
-    struct Order: Decodable, Sendable {
-        let orderID: String
-        let merchantIdentifier: String
-        let countryCode: String
-        let currency: String
-        let total: String
-        let supportedNetworks: [String]
-        let merchantCapabilities: [String]
-        let applicationData: String
-    }
-
-    /// What the app sends the merchant besides the token: the contacts and shipping method the user approved.
-    struct PaymentSubmission: Encodable, Sendable {
-        let shippingContact: PaymentContact?
-        let billingContact: PaymentContact?
-        let shippingMethod: ShippingMethod?
-
-        /// The request body: `{"token": <the token exactly as the Pay server made it>, ...these fields}`.
-        func body(token: Data) throws -> Data {
-            let fields = try StrictJSONParser.parse(Array(try JSONEncoder().encode(self)), limits: .paymentToken)
-            guard case .object(let members) = fields else { throw CLIError.failure("the submission is not an object") }
-            let token = try StrictJSONParser.parse(Array(token), limits: .paymentToken)
-            return Data(JSONValue.object([("token", token)] + members).serializedBytes)
+    /// A contact the user approved on the sheet, in the merchant's wire form (PassKit's nested form).
+    static func contact(_ contact: PaymentContact?) -> MerchantAPI.Contact? {
+        contact.map {
+            MerchantAPI.Contact(
+                name: $0.name.map(MerchantAPI.Contact.Name.init(full:)), emailAddress: $0.emailAddress,
+                phoneNumber: $0.phoneNumber,
+                postalAddress: $0.postalAddress.map {
+                    MerchantAPI.Contact.PostalAddress(
+                        street: $0.street, city: $0.city, state: $0.state, postalCode: $0.postalCode,
+                        country: $0.country)
+                })
         }
     }
 
-    struct PaymentAnswer: Decodable, Sendable {
-        let orderID: String
-        let outcome: String
-        let responseCode: String
-        let reason: String?
-        let maskedPAN: String?
-        let transactionIdentifier: String?
+    /// `the merchant refused <what> (<status> <code>): <message>`, from the merchant's error body.
+    static func refusal(_ what: String, _ response: HTTPResponse) -> String {
+        let status = response.status.code
+        guard let body = try? JSONDecoder().decode(MerchantAPI.ErrorBody.self, from: response.body) else {
+            return "the merchant refused \(what) (\(status)): "
+                + String(decoding: response.body.prefix(300), as: UTF8.self)
+        }
+        return "the merchant refused \(what) (\(status) \(body.error.code)): \(body.error.message)"
     }
 
     /// The app's delegate: on authorization it sends the token to the merchant's server and reports its answer.
@@ -163,10 +163,10 @@ enum AppBuy {
         let paymentURL: String
         let trace: @Sendable (String) -> Void
         private let lock = NSLock()
-        private var _answer: PaymentAnswer?
+        private var _answer: MerchantAPI.PaymentResult?
         private var _token: Data?
         private var _failure: String?
-        var answer: PaymentAnswer? { lock.withLock { _answer } }
+        var answer: MerchantAPI.PaymentResult? { lock.withLock { _answer } }
         var token: Data? { lock.withLock { _token } }
         var failure: String? { lock.withLock { _failure } }
 
@@ -187,21 +187,25 @@ enum AppBuy {
         func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
             lock.withLock { _token = payment.token }
             do {
-                let submission = PaymentSubmission(
-                    shippingContact: payment.shippingContact, billingContact: payment.billingContact,
-                    shippingMethod: payment.shippingMethod)
+                let submission = MerchantAPI.PaymentSubmission(
+                    token: payment.token, shippingContact: AppBuy.contact(payment.shippingContact),
+                    billingContact: AppBuy.contact(payment.billingContact),
+                    shippingMethod: payment.shippingMethod.map {
+                        MerchantAPI.ShippingMethod(
+                            identifier: $0.identifier, label: $0.label, detail: $0.detail, amount: $0.amount)
+                    })
                 let request = HTTPClientRequest(
                     method: .post, url: paymentURL, headers: ["Content-Type": "application/json"],
-                    body: try submission.body(token: payment.token))
+                    body: try submission.body())
                 let response = try await client.send(request)
                 guard response.status == .ok else {
-                    let text = String(decoding: response.body.prefix(300), as: UTF8.self)
-                    lock.withLock { _failure = "the merchant refused (\(response.status.code)): \(text)" }
-                    return PaymentAuthorizationResult(status: .failure, errors: [text])
+                    let refusal = AppBuy.refusal("the payment", response)
+                    lock.withLock { _failure = refusal }
+                    return PaymentAuthorizationResult(status: .failure, errors: [refusal])
                 }
-                let answer = try JSONDecoder().decode(PaymentAnswer.self, from: response.body)
+                let answer = try JSONDecoder().decode(MerchantAPI.PaymentResult.self, from: response.body)
                 lock.withLock { _answer = answer }
-                return PaymentAuthorizationResult(status: answer.outcome == "approved" ? .success : .failure)
+                return PaymentAuthorizationResult(status: answer.isApproved ? .success : .failure)
             } catch {
                 lock.withLock { _failure = "the merchant cannot be reached: \(error)" }
                 return PaymentAuthorizationResult(status: .failure, errors: ["\(error)"])
@@ -211,8 +215,8 @@ enum AppBuy {
 
     /// Buys with the payment sheet of `device`, opened in this process.
     static func buy(
-        deployment: DeploymentDirectory, connections: ServiceConnections, order: OrderRequest,
-        application: String, device: Device, applicationData: Data?, merchant: String?, out: String?,
+        deployment: DeploymentDirectory, connections: ServiceConnections, order: MerchantAPI.CreateOrder,
+        application: String, device: Device, tamperedApplicationData: Data? = nil, merchant: String?, out: String?,
         trace: @escaping @Sendable (String) -> Void
     ) async throws -> Result {
         let sheet = DevicePaymentSheet(
@@ -222,25 +226,31 @@ enum AppBuy {
             user: AcceptingSheetUser(contact: PaymentSheetService.demoContact), trace: trace)
         return try await buy(
             deployment: deployment, connections: connections, order: order, application: application, host: sheet,
-            deviceName: device.name, applicationData: applicationData, merchant: merchant, out: out, trace: trace)
+            deviceName: device.name, tamperedApplicationData: tamperedApplicationData, merchant: merchant, out: out,
+            trace: trace)
     }
 
-    /// Buys with the payment sheet `host` shows (in this process, or in the device's running process).
+    /// Buys with the payment sheet `host` shows (in this process, or in the device's running process). The
+    /// payment request carries the order's applicationData, or `tamperedApplicationData` to demonstrate the
+    /// merchant's refusal of a token made for other data.
     static func buy(
-        deployment: DeploymentDirectory, connections: ServiceConnections, order orderRequest: OrderRequest,
-        application: String, host: any PaymentSheetHost, deviceName: String, applicationData: Data?,
+        deployment: DeploymentDirectory, connections: ServiceConnections, order orderRequest: MerchantAPI.CreateOrder,
+        application: String, host: any PaymentSheetHost, deviceName: String, tamperedApplicationData: Data? = nil,
         merchant: String?, out: String?, trace: @escaping @Sendable (String) -> Void
     ) async throws -> Result {
         let client = try connections.client()
         defer { client.shutdown() }
         let base = try connections.baseURL(of: .merchant)
-        let created = try await client.send(try HTTPClientRequest.json(.post, base + "/v1/orders", orderRequest))
-        guard created.status.code == 201 || created.status == .ok else {
-            throw CLIError.failure(
-                "the merchant refused the order (\(created.status.code)): "
-                    + String(decoding: created.body.prefix(300), as: UTF8.self))
+        let created = try await client.send(
+            try HTTPClientRequest.json(.post, base + MerchantAPI.Route.orders, orderRequest))
+        guard created.status == .created else { throw CLIError.failure(refusal("the order", created)) }
+        let order = try JSONDecoder().decode(MerchantAPI.OrderCreated.self, from: created.body)
+        guard let orderData = StrictEncoding.base64Decode(order.applicationData) else {
+            throw CLIError.failure("the merchant's order carries no base64 applicationData")
         }
-        let order = try JSONDecoder().decode(Order.self, from: created.body)
+        if tamperedApplicationData != nil {
+            trace("app: DEMONSTRATION: the payment request carries other applicationData than the order's")
+        }
         trace(
             "app → merchant server: order \(order.orderID) for \(orderRequest.item), \(order.total) \(order.currency)")
         let request = PaymentRequest(
@@ -251,10 +261,10 @@ enum AppBuy {
                 PaymentSummaryItem(label: orderRequest.item, amount: order.total),
                 PaymentSummaryItem(label: "Orchard Demo Store", amount: order.total),
             ],
-            applicationData: applicationData ?? Data(base64Encoded: order.applicationData),
+            applicationData: tamperedApplicationData ?? Data(orderData),
             requiredBillingContactFields: [.name], requiredShippingContactFields: [.name, .postalAddress])
         let delegate = CheckoutDelegate(
-            client: client, paymentURL: base + "/v1/orders/\(order.orderID)/payment", trace: trace)
+            client: client, paymentURL: base + MerchantAPI.Route.payment(order.orderID), trace: trace)
         let controller = PaymentAuthorizationController(
             paymentRequest: request, host: host, applicationIdentifier: application)
         let outcome: PaymentSheetOutcome
@@ -271,12 +281,12 @@ enum AppBuy {
         guard let answer = delegate.answer else { throw CLIError.failure("the merchant gave no answer") }
         trace(
             "merchant server → acquirer → token service → issuer: \(answer.outcome) \(answer.responseCode)"
-                + (answer.maskedPAN.map { " (\($0))" } ?? ""))
+                + " (\(answer.maskedPAN))")
         return Result(
             orderID: order.orderID, merchantIdentifier: request.merchantIdentifier, item: orderRequest.item,
-            amount: "\(order.total) \(order.currency)", device: deviceName, card: answer.maskedPAN ?? "-",
-            outcome: answer.outcome, responseCode: answer.responseCode, reason: answer.reason,
-            transactionIdentifier: answer.transactionIdentifier)
+            amount: "\(order.total) \(order.currency)", device: deviceName, card: answer.maskedPAN,
+            applicationData: order.applicationData, outcome: answer.outcome, responseCode: answer.responseCode,
+            reason: answer.reason, transactionIdentifier: answer.transactionIdentifier)
     }
 
     /// The device the app runs on: opened in this process, or, while its process runs, reached through it.

@@ -1,4 +1,5 @@
 import Foundation
+import MerchantAPI
 import OrchardCrypto
 import OrchardRuntime
 import OrchardServices
@@ -73,8 +74,8 @@ enum DemoCommand {
             guard let phone = devices["demo-phone"] else { throw CLIError.failure("the demo phone is missing") }
             let bought = try await AppBuy.buy(
                 deployment: deployment, connections: connections,
-                order: AppBuy.OrderRequest(item: "Secret Roast Blend", amount: "9.99", currency: "USD"),
-                application: AppBuy.demoApp, device: phone, applicationData: nil, merchant: nil, out: nil,
+                order: MerchantAPI.CreateOrder(item: "Secret Roast Blend", amount: "9.99", currency: "USD"),
+                application: AppBuy.demoApp, device: phone, merchant: nil, out: nil,
                 trace: { context.trace("  " + $0) })
             payments =
                 inStore + [
