@@ -1,7 +1,7 @@
 import Foundation
-import Issuer
-import OrchardCrypto
-import TokenService
+public import Issuer
+public import OrchardCrypto
+public import TokenService
 
 import let OrchardLogging.cardNumberShapedKeyMessage
 import func OrchardLogging.containsCardNumberShape

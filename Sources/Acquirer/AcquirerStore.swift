@@ -1,5 +1,5 @@
-import Foundation
-import Issuer
+public import Foundation
+public import Issuer
 
 /// A merchant's account at the acquirer.
 public struct MerchantAccount: Hashable, Sendable, Codable {

@@ -1,5 +1,5 @@
-import Foundation
-import Issuer
+public import Foundation
+public import Issuer
 import OrchardCrypto
 import TokenService
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A payment network as Apple Pay names it in `supportedNetworks`.
 public struct PaymentNetwork: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {

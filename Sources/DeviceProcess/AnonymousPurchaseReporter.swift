@@ -1,5 +1,5 @@
 import EMV
-import Foundation
+public import Foundation
 import ISO4217
 public import OrchardCrypto
 import OrchardHTTP

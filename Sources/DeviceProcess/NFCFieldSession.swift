@@ -4,6 +4,7 @@ public import NFCLink
 public import OrchardCrypto
 public import OrchardRuntime
 import SecureElement
+import Wallet
 
 /// The user's actions at a tap when no person is at the device (`orchard device run --auto-auth`, demos and
 /// tests): one or more steps, in order, each a double-click or an authentication.

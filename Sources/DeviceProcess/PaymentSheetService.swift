@@ -1,6 +1,6 @@
 public import AppPayments
 public import Device
-import Foundation
+public import Foundation
 import OrchardCrypto
 public import OrchardX509
 public import PayClient

@@ -1,5 +1,5 @@
 import Foundation
-import OrchardCrypto
+public import OrchardCrypto
 
 /// A card verification key pair (CVK A ‖ CVK B, two-key triple DES): the issuer recomputes a card's CVV2
 /// from it instead of storing the CVV anywhere.

@@ -1,5 +1,5 @@
-import Foundation
-import OrchardCrypto
+public import Foundation
+public import OrchardCrypto
 
 /// How an issuer is set up.
 public struct IssuerConfiguration: Sendable {

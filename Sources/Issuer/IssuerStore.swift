@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A cardholder's account at the issuer.
 public struct IssuerAccount: Hashable, Sendable, Codable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // The messages between the card network (token service) and an issuer. They live in the Issuer module
 // because the issuer is the bottom of the dependency chain: TokenService and Acquirer import them.

@@ -1,4 +1,5 @@
-import Foundation
+public import Foundation
+import OrchardCrypto
 
 /// What a reversal did. The same value travels back through every party (issuer → token service →
 /// acquirer → terminal), so each can tell whether money moved.

@@ -1,4 +1,4 @@
-import OrchardX509
+public import OrchardX509
 
 /// Apple's root certificates for payment tokens, kept in source so a deployment cannot swap them by
 /// replacing a file. Tests pin the SHA-256 fingerprint.

@@ -1,5 +1,5 @@
 import OrchardCrypto
-import OrchardX509
+public import OrchardX509
 
 extension MerchantIdentity {
     /// An identity from the merchant's payment processing certificate and its private key (PEM: SEC1 or

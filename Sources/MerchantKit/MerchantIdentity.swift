@@ -1,5 +1,5 @@
 import Foundation
-import OrchardCrypto
+public import OrchardCrypto
 
 /// A merchant's payment processing identity: the private key Apple encrypts to, the hash Apple puts in
 /// `publicKeyHash`, and the merchant identifier hash that enters the EC_v1 key derivation.

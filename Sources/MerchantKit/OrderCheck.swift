@@ -1,6 +1,6 @@
 import Foundation
 import OrchardCrypto
-import PaymentToken
+public import PaymentToken
 
 /// What the merchant itself knows about the order a token must pay for (Step 6 of Apple's reference).
 public struct ExpectedOrder: Sendable {

@@ -1,7 +1,7 @@
-import Foundation
-import OrchardCrypto
-import OrchardX509
-import PaymentToken
+public import Foundation
+public import OrchardCrypto
+public import OrchardX509
+public import PaymentToken
 
 /// Verifies and decrypts Apple Pay payment tokens (EC_v1 and RSA_v1), following Apple's reference
 /// exactly: signature and chain first, then freshness, then the key by `publicKeyHash`, then decryption,

@@ -1,7 +1,7 @@
-import Foundation
-import OrchardCrypto
-import OrchardX509
-import PaymentToken
+public import Foundation
+public import OrchardCrypto
+public import OrchardX509
+public import PaymentToken
 
 /// Verifies Apple's signature on payment tokens: the CMS signature over the token's signed bytes, the
 /// chain to a trusted root at the signing time, Apple's marker extensions, exactly a leaf and an intermediate

@@ -1,5 +1,5 @@
-import Foundation
-import OrchardCrypto
+public import Foundation
+public import OrchardCrypto
 
 /// Step 5 of Apple's reference: refuse a transactionId seen before within the freshness window.
 ///

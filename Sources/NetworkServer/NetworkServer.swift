@@ -7,6 +7,7 @@ import OrchardHTTP
 import OrchardLogging
 public import OrchardRuntime
 public import OrchardServices
+import OrchardStore
 import OrchardX509
 import TokenService
 

@@ -1,7 +1,7 @@
 import Foundation
-import OrchardCrypto
-import OrchardX509
-import TokenService
+public import OrchardCrypto
+public import OrchardX509
+public import TokenService
 
 /// The token service's check of a device certificate: the chain (DER, leaf first) verifies to the Orchard
 /// device CA at the current time, the leaf's subject is `O=Orchard device, CN=<the device's name>` (the

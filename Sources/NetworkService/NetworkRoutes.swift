@@ -1,10 +1,10 @@
-import Acquirer
+public import Acquirer
 import AcquirerAPI
 import Foundation
-import Issuer
+public import Issuer
 import OrchardCrypto
-import OrchardHTTP
-import TokenService
+public import OrchardHTTP
+public import TokenService
 
 /// Who may call which group of the network's routes. The groups map to callers, and a caller's lifecycle
 /// role comes from the group it was let into, never from the request body.

@@ -1,6 +1,6 @@
 import Foundation
 import OrchardStore
-import TokenService
+public import TokenService
 
 /// Token-status notifications kept durably in `network.sqlite` until the token requestor fetches them
 /// (`GET /v1/notifications?after=N`): the Pay server may be down when the issuer suspends a token, and the

@@ -1,7 +1,7 @@
 import Acquirer
 import AcquirerAPI
 import Foundation
-import Issuer
+public import Issuer
 import OrchardHTTP
 
 /// Body of `POST /v1/acquirer/reversals` (the network's reading of `AcquirerAPI.ReversalRequest`): a terminal

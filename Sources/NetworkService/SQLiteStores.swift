@@ -1,8 +1,8 @@
-import Acquirer
+public import Acquirer
 import Foundation
-import Issuer
-import OrchardStore
-import TokenService
+public import Issuer
+public import OrchardStore
+public import TokenService
 
 /// The token vault in `network.sqlite`: cards (encrypted FPAN, keyed-hash lookup), tokens (DPAN, unique),
 /// provisioning sessions and idempotency records.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What a running command may touch: its output streams, the environment and the deployment directory.
 ///

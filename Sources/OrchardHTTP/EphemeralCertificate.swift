@@ -1,6 +1,6 @@
 internal import COpenSSL
 import Foundation
-import OrchardCrypto
+public import OrchardCrypto
 
 /// A throwaway TLS identity made in memory: a self-signed P-256 certificate for `localhost` and
 /// `127.0.0.1`. For local tools (the benchmark, a development echo server); a client must trust

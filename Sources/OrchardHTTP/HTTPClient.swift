@@ -1,8 +1,8 @@
 internal import CCurl
 internal import CHTTPShims
 internal import COpenSSL
-import Foundation
-import OrchardCrypto
+public import Foundation
+public import OrchardCrypto
 import OrchardLogging
 
 /// How an ``HTTPClient`` connects.

@@ -1,9 +1,9 @@
 internal import CHTTPShims
 internal import CLibevent
 internal import COpenSSL
-import Foundation
+public import Foundation
 import OrchardCrypto
-import OrchardLogging
+public import OrchardLogging
 import Synchronization
 
 /// How an ``HTTPServer`` listens, and its limits.

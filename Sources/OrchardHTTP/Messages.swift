@@ -1,5 +1,5 @@
-import Foundation
-import OrchardLogging
+public import Foundation
+public import OrchardLogging
 
 /// An HTTP request method.
 public struct HTTPMethod: Hashable, Sendable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 internal import CHTTPShims
 import Foundation
-import OrchardLogging
+public import OrchardLogging
 
 /// Delivers SIGTERM and SIGINT to Swift on one thread.
 ///

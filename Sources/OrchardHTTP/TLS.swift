@@ -1,7 +1,7 @@
 internal import CHTTPShims
 internal import COpenSSL
 import Foundation
-import OrchardCrypto
+public import OrchardCrypto
 
 /// Whether a listener asks for client certificates.
 public enum ClientCertificatePolicy: String, Sendable, CaseIterable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// How important an event is. Ordered: `trace < debug < info < notice < warning < error < critical`.
 public struct LogLevel: Hashable, Sendable, Comparable, CustomStringConvertible {

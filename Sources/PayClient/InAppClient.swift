@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import OrchardHTTP
 public import OrchardX509
 public import PayAPI

@@ -1,6 +1,6 @@
 import Foundation
 import OrchardCrypto
-import OrchardHTTP
+public import OrchardHTTP
 public import OrchardStore
 
 /// What a device sends the Pay server after an in-store purchase, on a connection without its client

@@ -1,4 +1,5 @@
 import Foundation
+import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging
 import OrchardStore

@@ -4,7 +4,7 @@ import OrchardLogging
 public import OrchardRuntime
 public import OrchardServices
 public import OrchardStore
-import OrchardX509
+public import OrchardX509
 public import PaymentToken
 
 /// The Orchard Pay server: its state (store, token-signing chain, merchant registry) and its routes.

@@ -1,6 +1,6 @@
 import Foundation
-import OrchardCrypto
-import OrchardX509
+public import OrchardCrypto
+public import OrchardX509
 
 /// Signs tokens as Apple does: detached CMS SignedData, BER with indefinite lengths, SHA-256 with the
 /// leaf's key, signingTime from the injected clock, and the leaf and intermediate embedded (not the root).

@@ -1,5 +1,5 @@
 import Foundation
-import OrchardCrypto
+public import OrchardCrypto
 
 /// Makes the detached CMS signature over a token's signed bytes. The Pay server's signing key may live
 /// behind an HSM, so signing is a protocol; OrchardX509's CMS signer is the usual implementation.

@@ -1,5 +1,5 @@
 import Foundation
-import OrchardCrypto
+public import OrchardCrypto
 
 /// The symmetric part of Apple's token format, in both directions (the encoder uses it too).
 public enum TokenCrypto {

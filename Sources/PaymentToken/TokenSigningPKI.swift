@@ -1,6 +1,6 @@
-import Foundation
-import OrchardCrypto
-import OrchardX509
+public import Foundation
+public import OrchardCrypto
+public import OrchardX509
 
 /// A token-signing PKI shaped like Apple's: a root, an integration CA carrying marker
 /// 1.2.840.113635.100.6.2.14, and a signing leaf carrying 1.2.840.113635.100.6.29 (both markers ASN.1 NULL,

@@ -1,3 +1,4 @@
+import EMV
 import Foundation
 public import OrchardCrypto
 import PaymentCredential

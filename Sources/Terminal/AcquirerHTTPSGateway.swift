@@ -3,6 +3,7 @@ import EMV
 import Foundation
 public import OrchardCrypto
 import OrchardHTTP
+import OrchardLogging
 
 /// The terminal's acquirer connection over HTTPS (`OrchardHTTP`'s client, trusting only the given roots).
 ///

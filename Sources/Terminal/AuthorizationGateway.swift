@@ -1,4 +1,4 @@
-import EMV
+public import EMV
 public import Foundation
 public import OrchardLogging
 

@@ -1,5 +1,5 @@
-import Foundation
-import Issuer
+public import Foundation
+public import Issuer
 import OrchardCrypto
 
 /// An authorization as the acquirer sends it to the network: the DPAN, never an FPAN.

@@ -1,7 +1,7 @@
-import EMV
+public import EMV
 import Foundation
-import Issuer
-import OrchardCrypto
+public import Issuer
+public import OrchardCrypto
 
 /// The proximity ARQC check: the EMV module's issuer-side verifier behind the token service's
 /// ``TokenCryptogramVerifier`` protocol, installed in the HSM.

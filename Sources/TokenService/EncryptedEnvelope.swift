@@ -1,5 +1,5 @@
-import Foundation
-import OrchardCrypto
+public import Foundation
+public import OrchardCrypto
 
 /// An ``OrchardCrypto/SealedEnvelope`` as a value: the wire bytes, `Codable` as base64, with a label that
 /// names the purpose and both parties. Used for SE personalisation (token service → a device's Secure

@@ -1,5 +1,5 @@
 public import Issuer
-import OrchardCrypto
+public import OrchardCrypto
 public import PaymentCredential
 
 // The plaintexts inside envelopes are `PaymentCredential`'s formats, which the device side writes and reads

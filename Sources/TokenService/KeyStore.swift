@@ -1,6 +1,6 @@
 import Foundation
-import Issuer
-import OrchardCrypto
+public import Issuer
+public import OrchardCrypto
 
 /// What a key held by the HSM may be used for. A key does exactly one job; the usage is bound to the
 /// wrapped key cryptographically (it is authenticated data of the wrapping), so a handle relabelled with

@@ -1,5 +1,6 @@
-import Foundation
-import Issuer
+public import Foundation
+public import Issuer
+import OrchardCrypto
 
 /// What happened to a token.
 public enum TokenEvent: String, Hashable, Sendable, Codable {

@@ -1,5 +1,5 @@
 import Foundation
-import Issuer
+public import Issuer
 import OrchardCrypto
 import PaymentCredential
 

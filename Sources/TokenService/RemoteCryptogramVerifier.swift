@@ -1,6 +1,6 @@
 import Foundation
-import Issuer
-import OrchardCrypto
+public import Issuer
+public import OrchardCrypto
 import PaymentCredential
 
 /// The remote (in-app and web) cryptogram check: ``PaymentCredential/RemoteCryptogram`` under the card's

@@ -1,5 +1,5 @@
-import Foundation
-import Issuer
+public import Foundation
+public import Issuer
 import OrchardCrypto
 
 /// A reversal as the acquirer sends it to the network: cancel the authorization it sent with this

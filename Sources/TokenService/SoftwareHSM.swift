@@ -1,7 +1,7 @@
 import EMV
 import Foundation
-import Issuer
-import OrchardCrypto
+public import Issuer
+public import OrchardCrypto
 import PaymentCredential
 
 /// A software HSM: the ``KeyStore`` of the token service.

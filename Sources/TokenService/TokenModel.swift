@@ -1,6 +1,6 @@
-import Foundation
-import Issuer
-import OrchardCrypto
+public import Foundation
+public import Issuer
+public import OrchardCrypto
 
 /// A token BIN range: the DPANs of one issuer and network are drawn from it, and its issuer master keys
 /// (proximity and remote) derive every token's card keys. Its prefix must never overlap a BIN the issuer

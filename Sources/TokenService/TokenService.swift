@@ -1,6 +1,6 @@
-import Foundation
-import Issuer
-import OrchardCrypto
+public import Foundation
+public import Issuer
+public import OrchardCrypto
 import PaymentCredential
 
 import let OrchardLogging.cardNumberShapedKeyMessage

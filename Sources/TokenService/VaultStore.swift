@@ -1,5 +1,5 @@
 import Foundation
-import Issuer
+public import Issuer
 
 /// The token service's persistence: tokens, cards, provisioning sessions and idempotency records.
 ///

@@ -4,8 +4,8 @@ import DeviceProcess
 import EMV
 import Foundation
 import OrchardCrypto
-import PaymentCredential
 import OrchardRuntime
+import PaymentCredential
 import SecureElement
 import Testing
 

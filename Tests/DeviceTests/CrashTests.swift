@@ -5,6 +5,7 @@ import OrchardCrypto
 import OrchardRuntime
 import SecureElement
 import Testing
+import Wallet
 
 /// A child process (`orchard-device-crasher`) releases cryptograms and is killed with SIGKILL at arbitrary
 /// moments; across 10,000 cryptograms no ATC may ever be released twice.

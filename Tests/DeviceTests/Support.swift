@@ -2,8 +2,8 @@ import Device
 import EMV
 import Foundation
 import OrchardCrypto
-import PaymentCredential
 import OrchardRuntime
+import PaymentCredential
 import SecureElement
 import Testing
 import Wallet

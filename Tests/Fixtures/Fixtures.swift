@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Test data copied into the project (see README.md beside this file for sources and licences).
 public enum Fixtures {

@@ -1,3 +1,4 @@
+import AcquirerAPI
 import Foundation
 import MerchantAPI
 import MerchantKit

@@ -3,6 +3,7 @@ import AcquirerAPI
 import Foundation
 import Issuer
 import NetworkService
+import NetworkTestSupport
 import OrchardHTTP
 import Testing
 import TokenService

@@ -6,11 +6,13 @@ import Issuer
 import NetworkService
 import NetworkTestSupport
 import OrchardCrypto
-import PaymentCredential
 import OrchardRuntime
+import OrchardX509
+import PaymentCredential
 import SecureElement
 import Testing
 import TokenService
+import Wallet
 
 /// The terminal's view of a device in the field.
 struct DeviceLink: CardTransport {

@@ -4,9 +4,9 @@ import Issuer
 import NetworkService
 import NetworkTestSupport
 import OrchardCrypto
-import PaymentCredential
 import OrchardHTTP
 import OrchardLogging
+import PaymentCredential
 import Testing
 import TokenService
 

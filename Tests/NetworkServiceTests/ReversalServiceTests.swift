@@ -5,6 +5,7 @@ import NetworkService
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardHTTP
+import OrchardStore
 import Testing
 import TokenService
 

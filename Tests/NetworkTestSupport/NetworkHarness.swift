@@ -1,9 +1,9 @@
 import EMV
-import Foundation
-import Issuer
-import OrchardCrypto
+public import Foundation
+public import Issuer
+public import OrchardCrypto
 import PaymentCredential
-import TokenService
+public import TokenService
 
 /// The network parties wired in memory: the demo issuer with its test cards, a software HSM with the
 /// test-double cryptogram verifiers, a token service with a Visa and a Mastercard token range.

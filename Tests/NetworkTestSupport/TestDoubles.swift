@@ -1,7 +1,7 @@
 import Foundation
-import Issuer
-import OrchardCrypto
-import TokenService
+public import Issuer
+public import OrchardCrypto
+public import TokenService
 
 /// A TEST DOUBLE for the EMV cryptogram check, until the EMV module's issuer-side verifier is on main.
 ///

@@ -6,6 +6,7 @@ import MerchantServer
 import NetworkServer
 import NetworkService
 import OrchardCrypto
+import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
 import OrchardStore

@@ -4,10 +4,12 @@ import DeviceProcess
 import Foundation
 import MerchantKit
 import MerchantServer
+import OrchardRuntime
 import OrchardServices
 import OrchardStore
 import PayClient
 import PaymentToken
+import SecureElement
 import Testing
 import Wallet
 

@@ -1,5 +1,6 @@
 import Device
 import Foundation
+import Issuer
 import NetworkService
 import OrchardCrypto
 import OrchardHTTP
@@ -12,6 +13,7 @@ import PayServer
 import SecureElement
 import Testing
 import TokenService
+import Wallet
 
 /// Provisioning and lifecycle through the real Pay server and network over HTTPS (issue 10; cases P1–P4, L1–L3).
 @Suite("Provisioning through the Pay server", .serialized)

@@ -6,6 +6,7 @@ import NetworkService
 import OrchardCrypto
 import OrchardRuntime
 import OrchardServices
+import OrchardStore
 import OrchardX509
 import PayAPI
 import PayClient

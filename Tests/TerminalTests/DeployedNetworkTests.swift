@@ -3,6 +3,7 @@ import CommandTestSupport
 import Foundation
 import NetworkService
 import OrchardRuntime
+import OrchardStore
 import Terminal
 import Testing
 

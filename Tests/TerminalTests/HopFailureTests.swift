@@ -4,12 +4,17 @@ import Foundation
 import Issuer
 import NetworkService
 import OrchardCrypto
-import PaymentCredential
 import OrchardHTTP
+import OrchardLogging
 import OrchardRuntime
+import OrchardStore
+import OrchardX509
+import PaymentCredential
 import Terminal
 import Testing
 import TokenService
+
+import struct Issuer.PrimaryAccountNumber
 
 /// Issue 11 item 5 across real processes: a deployment (`orchard init`), `orchard serve network` and
 /// `orchard serve pay`, the phone as `orchard device run` provisioned by the deployed token service (the

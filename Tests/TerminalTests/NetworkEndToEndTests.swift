@@ -7,13 +7,17 @@ import Issuer
 import NetworkService
 import NetworkTestSupport
 import OrchardCrypto
-import PaymentCredential
 import OrchardHTTP
+import OrchardLogging
 import OrchardRuntime
+import OrchardX509
+import PaymentCredential
 import SecureElement
 import Terminal
 import Testing
 import TokenService
+
+import struct Issuer.PrimaryAccountNumber
 
 /// Every party real and in its own place: the phone as `orchard device run` (provisioned by the token
 /// service through its device certificate), the terminal as `orchard terminal charge`, the two talking only

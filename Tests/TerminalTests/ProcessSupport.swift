@@ -3,16 +3,18 @@ import Device
 import DeviceProcess
 import EMV
 import Foundation
+import Issuer
 import NFCLink
 import NetworkService
 import OrchardCrypto
-import PaymentCredential
 import OrchardHTTP
 import OrchardLogging
 import OrchardRuntime
+import PaymentCredential
 import SecureElement
 import Terminal
 import Testing
+import TokenService
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 import Device
 import DeviceProcess
 import Foundation
+import NFCLink
 import OrchardCrypto
 import OrchardRuntime
 import OrchardServices

@@ -1,8 +1,10 @@
 import Device
 import DeviceProcess
 import Foundation
+import NFCLink
 import OrchardCrypto
 import OrchardRuntime
+import OrchardX509
 import PayClient
 import SecureElement
 import Wallet

@@ -6,14 +6,16 @@ import NFCLink
 import NetworkService
 import OrchardBenchmarks
 import OrchardCrypto
-import PaymentCredential
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
+import OrchardX509
 import PayServer
+import PaymentCredential
 import SecureElement
 import Terminal
 import TokenService
+import Wallet
 
 /// `orchard bench instore`: taps per second end to end on loopback, with every party real: a deployment made
 /// by `init` in a temporary directory, the network service (acquirer, token service with its HSM and the EMV
