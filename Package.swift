@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "PaymentCredential", targets: ["PaymentCredential"]),
         .library(name: "PayAPI", targets: ["PayAPI"]),
         .library(name: "AcquirerAPI", targets: ["AcquirerAPI"]),
+        .library(name: "TokenRequestorAPI", targets: ["TokenRequestorAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
         .library(name: "AppPayments", targets: ["AppPayments"]),
     ],
@@ -86,12 +87,12 @@ let package = Package(
         .target(
             name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardLogging"],
             swiftSettings: strict),
-        // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
+        // The network service: SQLite-backed stores for the three parties and their HTTPS routes.
         .target(
             name: "NetworkService",
             dependencies: [
                 "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
-                "AcquirerAPI",
+                "AcquirerAPI", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -103,7 +104,7 @@ let package = Package(
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
-                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService",
+                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -126,7 +127,7 @@ let package = Package(
             name: "PayServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
-                "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential",
+                "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -173,6 +174,9 @@ let package = Package(
         // The wire format of the network's acquiring routes (no dependencies: terminals and merchant servers import
         // it, the network reads the same JSON into its own types).
         .target(name: "AcquirerAPI", swiftSettings: strict),
+        // The wire format between the Pay server and the network's token-requestor routes (no dependencies: both
+        // sides import it, the network converts to and from its token service's types).
+        .target(name: "TokenRequestorAPI", swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
         // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.
@@ -272,7 +276,7 @@ let package = Package(
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
-                "OrchardLogging", "AcquirerAPI",
+                "OrchardLogging", "AcquirerAPI", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -290,6 +294,7 @@ let package = Package(
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
                 "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
+                "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -326,7 +331,7 @@ let package = Package(
                 "CommandTestSupport",
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
-                "Acquirer", "TokenService", "Issuer", "orchard",
+                "Acquirer", "TokenService", "Issuer", "orchard", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
