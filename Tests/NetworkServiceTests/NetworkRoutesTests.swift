@@ -15,8 +15,10 @@ import TokenService
 struct NetworkRoutesTests {
     static let open = NetworkAccess(tokenRequestor: .none, acquiring: .none, issuer: .none)
 
+    /// `outbox`, when given, serves `GET /v1/notifications`.
     func withNetwork<T: Sendable>(
-        access: NetworkAccess = open, _ body: (NetworkHarness, HTTPClient, String) async throws -> T
+        access: NetworkAccess = open, outbox: SQLiteNotificationOutbox? = nil,
+        _ body: (NetworkHarness, HTTPClient, String) async throws -> T
     ) async throws -> T {
         let h = try await NetworkHarness()
         let acquirer = Acquirer(
@@ -28,7 +30,7 @@ struct NetworkRoutesTests {
         var router = Router()
         NetworkRoutes.install(
             into: &router, tokenService: h.tokenService, acquirer: acquirer, issuerID: TestCards.issuerID,
-            access: access)
+            access: access, outbox: outbox)
         let certificate = try EphemeralCertificate()
         let server = try HTTPServer(
             configuration: HTTPServerConfiguration(
