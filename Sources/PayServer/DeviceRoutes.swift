@@ -63,7 +63,8 @@ extension PayServer {
             try await Self.checkSession(body.sessionID, belongsTo: device.deviceID, store: store)
             let answer: TokenRequestorAPI.CheckCardAnswer = try await network.post(
                 TokenRequestorAPI.Route.oneTimeCode,
-                TokenRequestorAPI.OneTimeCodeRequest(sessionID: body.sessionID, deviceID: device.deviceID, code: body.code))
+                TokenRequestorAPI.OneTimeCodeRequest(
+                    sessionID: body.sessionID, deviceID: device.deviceID, code: body.code))
             return try await Self.relay(answer, for: device.deviceID, at: clock.now(), store: store)
         }
 

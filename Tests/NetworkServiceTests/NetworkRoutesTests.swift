@@ -70,7 +70,8 @@ struct NetworkRoutesTests {
                 pan: try PrimaryAccountNumber("4111111111111111"), expiry: try h.testCardExpiry(),
                 cardVerificationValue: try CardVerificationValue(try h.cvv("4111111111111111")), cardholderName: "A")
             let sealed = try EncryptedEnvelope.seal(
-                try payload.encoded(), to: tokenServiceKey, label: try h.tokenService.cardDataLabel(deviceID: "phone-1"))
+                try payload.encoded(), to: tokenServiceKey, label: try h.tokenService.cardDataLabel(deviceID: "phone-1")
+            )
             let checkRequest = TokenRequestorAPI.CheckCardRequest(
                 idempotencyKey: "add-1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1",
                 deviceKind: "phone", encryptedCardData: Data(sealed.serialized).base64EncodedString())

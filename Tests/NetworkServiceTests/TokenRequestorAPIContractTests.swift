@@ -1,12 +1,13 @@
 import Foundation
 import Issuer
-@testable import NetworkService
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardHTTP
 import Testing
 import TokenRequestorAPI
 import TokenService
+
+@testable import NetworkService
 
 /// The Pay server's side of the token-requestor routes (`TokenRequestorAPI`, the only thing it imports of the
 /// network) against the network's routes: what the Pay server writes the network reads field for field, what the
@@ -50,10 +51,12 @@ struct TokenRequestorAPIContractTests {
         // Its descriptions never show the code.
         #expect(!"\(code)".contains("123456") && !String(reflecting: code).contains("123456"))
 
-        #expect(try read(API.LifecycleRequest.self, from: API.LifecycleRequest(actor: .cardholder)).actor.domain
-            == .cardholder)
-        #expect(try read(API.LifecycleRequest.self, from: API.LifecycleRequest(actor: .tokenRequestor)).actor.domain
-            == .tokenRequestor)
+        #expect(
+            try read(API.LifecycleRequest.self, from: API.LifecycleRequest(actor: .cardholder)).actor.domain
+                == .cardholder)
+        #expect(
+            try read(API.LifecycleRequest.self, from: API.LifecycleRequest(actor: .tokenRequestor)).actor.domain
+                == .tokenRequestor)
         for action in API.LifecycleAction.allCases { #expect(action.domain.rawValue == action.rawValue) }
     }
 
@@ -81,7 +84,8 @@ struct TokenRequestorAPIContractTests {
     func answer<T: Decodable>(
         _ response: HTTPResponse, as type: T.Type, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> T {
-        #expect(response.status.code == 200, "\(String(decoding: response.body, as: UTF8.self))",
+        #expect(
+            response.status.code == 200, "\(String(decoding: response.body, as: UTF8.self))",
             sourceLocation: sourceLocation)
         return try response.decodeJSON(T.self)
     }
@@ -237,9 +241,9 @@ struct TokenRequestorAPIContractTests {
     // MARK: (c) the wire keys
 
     /// `value` encodes to exactly `json` (sorted keys, as the services write it) and `json` decodes to `value`.
-    func pin<T: Codable & Equatable>(_ value: T, _ json: String, sourceLocation: SourceLocation = #_sourceLocation)
-        throws
-    {
+    func pin<T: Codable & Equatable>(
+        _ value: T, _ json: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         #expect(
@@ -253,7 +257,8 @@ struct TokenRequestorAPIContractTests {
         let profileJSON =
             #"{"issuerName":"Bank","network":"visa","productName":"Classic","suffix":"1111","type":"credit"}"#
         let expiry = API.Expiry(year: 2029, month: 12)
-        try pin(API.ProvisioningKey(publicKey: "AQID", certificate: "BAUG"), #"{"certificate":"BAUG","publicKey":"AQID"}"#)
+        try pin(
+            API.ProvisioningKey(publicKey: "AQID", certificate: "BAUG"), #"{"certificate":"BAUG","publicKey":"AQID"}"#)
         try pin(
             API.CheckCardRequest(
                 idempotencyKey: "phone-1/add-1", tokenRequestorID: "40010075001", deviceID: "phone-1",
@@ -265,7 +270,8 @@ struct TokenRequestorAPIContractTests {
             #"{"code":"123456","deviceID":"phone-1","sessionID":"ps_1"}"#)
         try pin(
             API.CheckCardAnswer(sessionID: "ps_1", decision: .approve(profile: profile), termsID: "terms-1"),
-            #"{"decision":{"outcome":"approve","profile":"# + profileJSON + #"},"sessionID":"ps_1","termsID":"terms-1"}"#
+            #"{"decision":{"outcome":"approve","profile":"# + profileJSON
+                + #"},"sessionID":"ps_1","termsID":"terms-1"}"#
         )
         try pin(
             API.CheckCardAnswer(
@@ -292,7 +298,8 @@ struct TokenRequestorAPIContractTests {
             #"{"outcome":"provisioned","token":{"domains":["contactless","inApp"],"dpanSuffix":"4242","#
                 + #""personalisation":"AQID","profile":"# + profileJSON
                 + #","tokenExpiry":{"month":12,"year":2029},"tokenReference":"tok_1"}}"#)
-        try pin(API.LinkAnswer.declined(reason: "termsNotAccepted"), #"{"outcome":"declined","reason":"termsNotAccepted"}"#)
+        try pin(
+            API.LinkAnswer.declined(reason: "termsNotAccepted"), #"{"outcome":"declined","reason":"termsNotAccepted"}"#)
         try pin(API.LifecycleRequest(actor: .cardholder), #"{"actor":"cardholder"}"#)
         try pin(API.LifecycleRequest(actor: .tokenRequestor), #"{"actor":"tokenRequestor"}"#)
         let status = API.TokenStatus(
@@ -324,16 +331,18 @@ struct TokenRequestorAPIContractTests {
 
     @Test func answersWithAnUnknownOrIncompleteOutcomeDoNotDecode() {
         let decoder = JSONDecoder()
+        let profile = #"{"issuerName":"B","network":"visa","productName":"C","suffix":"1","type":"credit"}"#
+        // Unknown outcome, a missing field of the named outcome, no outcome, and Swift's synthesized form.
         for json in [
             #"{"outcome":"maybe","reason":"x"}"#, #"{"outcome":"approve"}"#, #"{"reason":"unknownCard"}"#,
-            #"{"outcome":"stepUp","profile":{"issuerName":"B","network":"visa","productName":"C","suffix":"1","type":"credit"}}"#,
-            #"{"approve":{"_0":{"issuerName":"B","network":"visa","productName":"C","suffix":"1","type":"credit"}}}"#,
+            #"{"outcome":"stepUp","profile":"# + profile + "}", #"{"approve":{"_0":"# + profile + "}}",
         ] {
             #expect(throws: DecodingError.self, "\(json)") {
                 try decoder.decode(API.CardDecision.self, from: Data(json.utf8))
             }
         }
-        for json in [#"{"outcome":"provisioned"}"#, #"{"outcome":"linked","reason":"x"}"#, #"{"declined":{"_0":"x"}}"#] {
+        let links = [#"{"outcome":"provisioned"}"#, #"{"outcome":"linked","reason":"x"}"#, #"{"declined":{"_0":"x"}}"#]
+        for json in links {
             #expect(throws: DecodingError.self, "\(json)") {
                 try decoder.decode(API.LinkAnswer.self, from: Data(json.utf8))
             }
