@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "PayAPI", targets: ["PayAPI"]),
         .library(name: "AcquirerAPI", targets: ["AcquirerAPI"]),
         .library(name: "MerchantAPI", targets: ["MerchantAPI"]),
+        .library(name: "TokenRequestorAPI", targets: ["TokenRequestorAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
         .library(name: "AppPayments", targets: ["AppPayments"]),
     ],
@@ -89,12 +90,12 @@ let package = Package(
         .target(
             name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardLogging"],
             swiftSettings: strict),
-        // The network service: SQLite-backed stores for the three parties (later: HTTPS endpoints).
+        // The network service: SQLite-backed stores for the three parties and their HTTPS routes.
         .target(
             name: "NetworkService",
             dependencies: [
                 "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
-                "AcquirerAPI",
+                "AcquirerAPI", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -107,7 +108,7 @@ let package = Package(
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "PaymentCredential",
-                "MerchantAPI",
+                "MerchantAPI", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -130,7 +131,7 @@ let package = Package(
             name: "PayServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
-                "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential",
+                "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -181,6 +182,9 @@ let package = Package(
         // The wire format between apps and the merchant server (no dependencies: apps import it, the merchant
         // server registers its routes from it and reads and writes its types).
         .target(name: "MerchantAPI", swiftSettings: strict),
+        // The wire format between the Pay server and the network's token-requestor routes (no dependencies: both
+        // sides import it, the network converts to and from its token service's types).
+        .target(name: "TokenRequestorAPI", swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
         // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.
@@ -280,7 +284,7 @@ let package = Package(
             dependencies: [
                 "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
-                "OrchardLogging", "AcquirerAPI", "PaymentCredential",
+                "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -298,6 +302,7 @@ let package = Package(
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
                 "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
+                "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -336,7 +341,7 @@ let package = Package(
                 "CommandTestSupport",
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
-                "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential",
+                "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),

@@ -4,6 +4,7 @@ import Foundation
 public import Issuer
 import OrchardCrypto
 public import OrchardHTTP
+import TokenRequestorAPI
 public import TokenService
 
 /// Who may call which group of the network's routes. The groups map to callers, and a caller's lifecycle
@@ -24,27 +25,6 @@ public struct NetworkAccess: Sendable {
         self.acquiring = acquiring
         self.issuer = issuer
     }
-}
-
-/// Body of `POST /v1/provisioning/one-time-code`.
-public struct OneTimeCodeBody: Codable, Sendable {
-    public let sessionID: String
-    public let deviceID: String
-    public let code: String
-
-    public init(sessionID: String, deviceID: String, code: String) {
-        self.sessionID = sessionID
-        self.deviceID = deviceID
-        self.code = code
-    }
-}
-
-/// Body of the token requestor's lifecycle routes: which of its roles acts.
-public struct LifecycleBody: Codable, Sendable {
-    /// `cardholder` (lost mode, erase, removing a card) or `tokenRequestor`.
-    public let actor: LifecycleActor
-
-    public init(actor: LifecycleActor) { self.actor = actor }
 }
 
 /// Body of `POST /v1/acquirer/authorizations`: a terminal sends `terminalID` and `stan`, a merchant server
@@ -99,28 +79,22 @@ extension AcquirerAuthorizationRequest.Origin {
     }
 }
 
-/// Body of `GET /v1/provisioning/key`.
-public struct ProvisioningKeyBody: Codable, Sendable {
-    /// The token service's P-256 key wallets seal card data to: DER SubjectPublicKeyInfo, base64.
-    public let publicKey: String
-    /// The certificate the Orchard root issued for that key (DER, base64), which wallets check before they
-    /// seal; nil for a token service without one.
-    public let certificate: String?
-}
-
 /// The network service's HTTP routes over the three parties.
+///
+/// The token-requestor and issuer routes speak `TokenRequestorAPI` (paths, bodies, errors; converted to and from the
+/// token service's types in TokenRequestorWire.swift); the acquiring routes read `AcquirerAPI`'s JSON.
 ///
 /// | route | caller | |
 /// |---|---|---|
-/// | `GET /v1/provisioning/key` | token requestor | the key card data is sealed to |
-/// | `POST /v1/provisioning/check-card` | token requestor | ``CheckCardRequest`` → ``CheckCardResponse`` |
-/// | `POST /v1/provisioning/one-time-code` | token requestor | ``OneTimeCodeBody`` → ``CheckCardResponse`` |
-/// | `POST /v1/provisioning/link` | token requestor | ``LinkAndProvisionRequest`` → ``LinkAndProvisionResponse`` |
-/// | `GET /v1/tokens/:reference` | token requestor | ``TokenStatus`` |
-/// | `POST /v1/tokens/:reference/{suspend,resume,delete}` | token requestor | ``LifecycleBody`` → ``TokenStatus`` |
-/// | `POST /v1/devices/:id/{suspend,resume,delete}` | token requestor | ``LifecycleBody`` → `[TokenStatus]` |
-/// | `POST /v1/issuer/tokens/:reference/{suspend,resume,delete}` | issuer | ``TokenStatus`` |
-/// | `GET /v1/notifications?after=N` | token requestor | ``NotificationFeed`` (with an outbox) |
+/// | `GET /v1/provisioning/key` | token requestor | → `ProvisioningKey` |
+/// | `POST /v1/provisioning/check-card` | token requestor | `CheckCardRequest` → `CheckCardAnswer` |
+/// | `POST /v1/provisioning/one-time-code` | token requestor | `OneTimeCodeRequest` → `CheckCardAnswer` |
+/// | `POST /v1/provisioning/link` | token requestor | `LinkRequest` → `LinkAnswer` |
+/// | `GET /v1/tokens/:reference` | token requestor | → `TokenStatus` |
+/// | `POST /v1/tokens/:reference/{suspend,resume,delete}` | token requestor | `LifecycleRequest` → `TokenStatus` |
+/// | `POST /v1/devices/:id/{suspend,resume,delete}` | token requestor | `LifecycleRequest` → `DeviceLifecycleAnswer` |
+/// | `POST /v1/issuer/tokens/:reference/{suspend,resume,delete}` | issuer | → `TokenStatus` |
+/// | `GET /v1/notifications?after=N` | token requestor | → `NotificationFeed` (with an outbox) |
 /// | `POST /v1/acquirer/authorizations` | terminals, merchants | ``AuthorizationBody`` → result |
 /// | `POST /v1/acquirer/reversals` | terminals, merchants | ``ReversalBody`` → ``AcquirerReversalResult`` |
 public enum NetworkRoutes {
@@ -130,74 +104,75 @@ public enum NetworkRoutes {
         into router: inout Router, tokenService: TokenService, acquirer: Acquirer, issuerID: String,
         access: NetworkAccess, provisioningCertificate: [UInt8]? = nil, outbox: SQLiteNotificationOutbox? = nil
     ) {
-        router.get("/v1/provisioning/key", requirement: access.tokenRequestor) { _ in
+        typealias API = TokenRequestorAPI
+        router.get(API.Route.provisioningKey, requirement: access.tokenRequestor) { _ in
             try HTTPResponse.json(
-                ProvisioningKeyBody(
+                API.ProvisioningKey(
                     publicKey: Data(tokenService.provisioningPublicKey.derRepresentation).base64EncodedString(),
                     certificate: provisioningCertificate.map { Data($0).base64EncodedString() }))
         }
         if let outbox {
-            router.get("/v1/notifications", requirement: access.tokenRequestor) { request in
+            router.get(API.Route.notifications, requirement: access.tokenRequestor) { request in
                 guard let after = Int64(request.queryValue("after") ?? "0"), after >= 0 else {
                     throw TokenServiceError(.invalidRequest, "after is a sequence number (0 or more)")
                 }
-                return try HTTPResponse.json(
-                    NotificationFeed(notifications: try await outbox.notifications(after: after)))
+                let items = try await outbox.notifications(after: after)
+                return try HTTPResponse.json(API.NotificationFeed(notifications: items.map(API.TokenNotification.init)))
             }
         }
-        router.post("/v1/provisioning/check-card", requirement: access.tokenRequestor) {
-            (body: CheckCardRequest, _) in try await tokenService.checkCard(body)
+        router.post(API.Route.checkCard, requirement: access.tokenRequestor) { request in
+            let body = try request.tokenRequestorBody(API.CheckCardRequest.self)
+            return try HTTPResponse.json(API.CheckCardAnswer(try await tokenService.checkCard(try body.domain)))
         }
-        router.post("/v1/provisioning/one-time-code", requirement: access.tokenRequestor) {
-            (body: OneTimeCodeBody, _) in
-            try await tokenService.submitOneTimeCode(
-                sessionID: body.sessionID, deviceID: body.deviceID, code: body.code)
+        router.post(API.Route.oneTimeCode, requirement: access.tokenRequestor) { request in
+            let body = try request.tokenRequestorBody(API.OneTimeCodeRequest.self)
+            return try HTTPResponse.json(
+                API.CheckCardAnswer(
+                    try await tokenService.submitOneTimeCode(
+                        sessionID: body.sessionID, deviceID: body.deviceID, code: body.code)))
         }
-        router.post("/v1/provisioning/link", requirement: access.tokenRequestor) {
-            (body: LinkAndProvisionRequest, _) in try await tokenService.linkAndProvision(body)
+        router.post(API.Route.link, requirement: access.tokenRequestor) { request in
+            let body = try request.tokenRequestorBody(API.LinkRequest.self)
+            return try HTTPResponse.json(API.LinkAnswer(try await tokenService.linkAndProvision(try body.domain)))
         }
-        router.get("/v1/tokens/:reference", requirement: access.tokenRequestor) { request in
-            try HTTPResponse.json(try await tokenService.status(tokenReference: try request.parameter("reference")))
+        router.get(API.Route.token(":reference"), requirement: access.tokenRequestor) { request in
+            try HTTPResponse.json(
+                API.TokenStatus(try await tokenService.status(tokenReference: try request.parameter("reference"))))
         }
-        for action in TokenLifecycleAction.allCases {
-            router.post("/v1/tokens/:reference/\(action.rawValue)", requirement: access.tokenRequestor) {
-                (body: LifecycleBody, request) in
-                let actor = try requestorActor(body.actor)
+        for action in API.LifecycleAction.allCases {
+            router.post(API.Route.token(":reference", action), requirement: access.tokenRequestor) { request in
+                let actor = try request.tokenRequestorBody(API.LifecycleRequest.self).actor.domain
                 let reference = try request.parameter("reference")
+                let status: TokenStatus
                 switch action {
-                case .suspend: return try await tokenService.suspend(tokenReference: reference, by: actor)
-                case .resume: return try await tokenService.resume(tokenReference: reference, by: actor)
-                case .delete: return try await tokenService.delete(tokenReference: reference, by: actor)
+                case .suspend: status = try await tokenService.suspend(tokenReference: reference, by: actor)
+                case .resume: status = try await tokenService.resume(tokenReference: reference, by: actor)
+                case .delete: status = try await tokenService.delete(tokenReference: reference, by: actor)
                 }
+                return try HTTPResponse.json(API.TokenStatus(status))
             }
-            router.post("/v1/devices/:id/\(action.rawValue)", requirement: access.tokenRequestor) {
-                (body: LifecycleBody, request) in
-                let actor = try requestorActor(body.actor)
+            router.post(API.Route.device(":id", action), requirement: access.tokenRequestor) { request in
+                let actor = try request.tokenRequestorBody(API.LifecycleRequest.self).actor.domain
                 let device = try request.parameter("id")
+                let statuses: [TokenStatus]
                 switch action {
-                case .suspend: return try await tokenService.suspendDevice(device, by: actor)
-                case .resume: return try await tokenService.resumeDevice(device, by: actor)
-                case .delete: return try await tokenService.deleteDevice(device, by: actor)
+                case .suspend: statuses = try await tokenService.suspendDevice(device, by: actor)
+                case .resume: statuses = try await tokenService.resumeDevice(device, by: actor)
+                case .delete: statuses = try await tokenService.deleteDevice(device, by: actor)
                 }
+                return try HTTPResponse.json(API.DeviceLifecycleAnswer(tokens: statuses.map(API.TokenStatus.init)))
             }
-            router.post("/v1/issuer/tokens/:reference/\(action.rawValue)", requirement: access.issuer) { request in
+            router.post(API.Route.issuerToken(":reference", action), requirement: access.issuer) { request in
                 try HTTPResponse.json(
-                    try await tokenService.applyIssuerAction(
-                        action, issuerID: issuerID, tokenReference: try request.parameter("reference")))
+                    API.TokenStatus(
+                        try await tokenService.applyIssuerAction(
+                            action.domain, issuerID: issuerID, tokenReference: try request.parameter("reference"))))
             }
         }
         router.post(AcquirerAPI.Route.authorizations, requirement: access.acquiring) {
             (body: AuthorizationBody, _) in try await acquirer.authorize(try body.request())
         }
         installReversals(into: &router, acquirer: acquirer, access: access)
-    }
-
-    /// The token requestor acts as the cardholder or as itself, never as the issuer or the network.
-    static func requestorActor(_ actor: LifecycleActor) throws(TokenServiceError) -> LifecycleActor {
-        guard actor == .cardholder || actor == .tokenRequestor else {
-            throw TokenServiceError(.lifecycleNotPermitted, "a token requestor acts as cardholder or tokenRequestor")
-        }
-        return actor
     }
 }
 

@@ -40,13 +40,8 @@ public final class SQLiteNotificationOutbox: TokenStatusNotifier {
     }
 }
 
-/// A notification with its place in the outbox.
-public struct SequencedNotification: Codable, Sendable, Hashable {
+/// A notification with its place in the outbox (served as `TokenRequestorAPI.TokenNotification`).
+public struct SequencedNotification: Sendable, Hashable {
     public let sequence: Int64
     public let notification: TokenStatusNotification
-}
-
-/// `GET /v1/notifications` answer.
-public struct NotificationFeed: Codable, Sendable, Hashable {
-    public let notifications: [SequencedNotification]
 }

@@ -4,6 +4,7 @@ import OrchardHTTP
 import OrchardLogging
 import OrchardStore
 import PayAPI
+import TokenRequestorAPI
 
 /// The Pay server's routes for devices (all over mutual TLS with a device's client certificate): registration,
 /// the provisioning relay, the cards' display data, the owner's lifecycle actions and token-status notifications.
@@ -39,7 +40,7 @@ extension PayServer {
 
         router.get(PayAPI.Route.provisioningKey, requirement: requirement) { request in
             _ = try await devices.registeredDevice(request)
-            let key: NetworkWire.ProvisioningKey = try await network.get("/v1/provisioning/key")
+            let key: TokenRequestorAPI.ProvisioningKey = try await network.get(TokenRequestorAPI.Route.provisioningKey)
             guard let certificate = key.certificate else {
                 throw PayServerError(.networkUnavailable, "the token service has no provisioning certificate")
             }
@@ -49,9 +50,9 @@ extension PayServer {
         router.post(PayAPI.Route.checkCard, requirement: requirement) { (body: CheckCardBody, request) in
             let device = try await devices.registeredDevice(request)
             try Self.checkIdempotencyKey(body.idempotencyKey)
-            let answer: NetworkWire.CheckCardAnswer = try await network.post(
-                "/v1/provisioning/check-card",
-                NetworkWire.CheckCard(
+            let answer: TokenRequestorAPI.CheckCardAnswer = try await network.post(
+                TokenRequestorAPI.Route.checkCard,
+                TokenRequestorAPI.CheckCardRequest(
                     idempotencyKey: device.deviceID + "/" + body.idempotencyKey,
                     tokenRequestorID: Self.tokenRequestorID,
                     deviceID: device.deviceID, deviceKind: device.kind, encryptedCardData: body.encryptedCardData))
@@ -61,9 +62,10 @@ extension PayServer {
         router.post(PayAPI.Route.oneTimeCode, requirement: requirement) { (body: OneTimeCodeBody, request) in
             let device = try await devices.registeredDevice(request)
             try await Self.checkSession(body.sessionID, belongsTo: device.deviceID, store: store)
-            let answer: NetworkWire.CheckCardAnswer = try await network.post(
-                "/v1/provisioning/one-time-code",
-                NetworkWire.OneTimeCode(sessionID: body.sessionID, deviceID: device.deviceID, code: body.code))
+            let answer: TokenRequestorAPI.CheckCardAnswer = try await network.post(
+                TokenRequestorAPI.Route.oneTimeCode,
+                TokenRequestorAPI.OneTimeCodeRequest(
+                    sessionID: body.sessionID, deviceID: device.deviceID, code: body.code))
             return try await Self.relay(answer, for: device.deviceID, at: clock.now(), store: store)
         }
 
@@ -79,18 +81,17 @@ extension PayServer {
             try await Self.checkSession(body.sessionID, belongsTo: device.deviceID, store: store)
             // The Secure Element certificate the device registered, never one from this request. The session row
             // stays, so a retried Link (same key) reaches the network and gets its first answer.
-            let answer: NetworkWire.LinkAnswer = try await network.post(
-                "/v1/provisioning/link",
-                NetworkWire.Link(
+            let answer: TokenRequestorAPI.LinkAnswer = try await network.post(
+                TokenRequestorAPI.Route.link,
+                TokenRequestorAPI.LinkRequest(
                     idempotencyKey: device.deviceID + "/" + body.idempotencyKey, sessionID: body.sessionID,
-                    deviceID: device.deviceID, secureElementCertificateChain: [device.secureElementCertificate],
+                    deviceID: device.deviceID,
+                    secureElementCertificateChain: [Data(device.secureElementCertificate).base64EncodedString()],
                     termsAccepted: body.termsAccepted))
-            if let declined = answer.declined {
-                return LinkResult(outcome: "declined", declineReason: declined._0)
-            }
-            guard let token = answer.provisioned?._0 else {
-                throw PayServerError(
-                    .networkUnavailable, "Link and Provision answered neither provisioned nor declined")
+            let token: TokenRequestorAPI.ProvisionedToken
+            switch answer {
+            case .declined(let reason): return LinkResult(outcome: "declined", declineReason: reason)
+            case .provisioned(let provisioned): token = provisioned
             }
             let display = Self.display(token.profile)
             try await store.write { db in
@@ -173,14 +174,14 @@ extension PayServer {
     func lifecycle(
         _ action: PayAPI.LifecycleAction, device deviceID: String, store: Store, network: NetworkClient
     ) async throws -> LifecycleResult {
-        let path: String
+        let change: TokenRequestorAPI.LifecycleAction
         switch action {
-        case .lostMode: path = "suspend"
-        case .resume: path = "resume"
-        case .erase: path = "delete"
+        case .lostMode: change = .suspend
+        case .resume: change = .resume
+        case .erase: change = .delete
         }
-        let statuses: [NetworkWire.TokenStatus] = try await network.post(
-            "/v1/devices/\(deviceID)/\(path)", NetworkWire.Lifecycle(actor: "cardholder"))
+        let answer: TokenRequestorAPI.DeviceLifecycleAnswer = try await network.post(
+            TokenRequestorAPI.Route.device(deviceID, change), TokenRequestorAPI.LifecycleRequest(actor: .cardholder))
         try await store.write { db in
             switch action {
             case .lostMode:
@@ -192,10 +193,10 @@ extension PayServer {
                     "UPDATE devices SET lost_mode = 0, erased_at = ? WHERE device_id = ?",
                     [.milliseconds(self.clock.now()), .text(deviceID)])
             }
-            for status in statuses where status.deviceID == deviceID {
+            for status in answer.tokens where status.deviceID == deviceID {
                 try db.execute(
                     "UPDATE device_cards SET state = ? WHERE token_reference = ?",
-                    [.text(status.state), .text(status.tokenReference)])
+                    [.text(status.state.rawValue), .text(status.tokenReference)])
             }
         }
         await pullNetworkNotifications()
@@ -217,7 +218,9 @@ extension PayServer {
         } catch {
             return
         }
-        guard let feed: NetworkWire.Feed = try? await network.get("/v1/notifications?after=\(position)"),
+        guard
+            let feed: TokenRequestorAPI.NotificationFeed = try? await network.get(
+                TokenRequestorAPI.Route.notifications(after: position)),
             let newest = feed.notifications.last?.sequence
         else { return }
         try? await store.write { db in
@@ -228,8 +231,7 @@ extension PayServer {
                 WHERE network_feed.last_sequence = ?
                 """, [.integer(newest), .integer(position)])
             guard changed == 1 else { return }  // another pull applied these
-            for item in feed.notifications where item.notification.event != "provisioned" {
-                let note = item.notification
+            for note in feed.notifications where note.event != .provisioned {
                 guard
                     try db.queryFirst(
                         "SELECT 1 FROM devices WHERE device_id = ?", [.text(note.deviceID)], { _ in true })
@@ -237,10 +239,13 @@ extension PayServer {
                 else { continue }
                 try db.execute(
                     "UPDATE device_cards SET state = ? WHERE token_reference = ? AND device_id = ?",
-                    [.text(note.state), .text(note.tokenReference), .text(note.deviceID)])
+                    [.text(note.state.rawValue), .text(note.tokenReference), .text(note.deviceID)])
                 try db.execute(
                     "INSERT INTO device_notifications (device_id, token_reference, event, state) VALUES (?, ?, ?, ?)",
-                    [.text(note.deviceID), .text(note.tokenReference), .text(note.event), .text(note.state)])
+                    [
+                        .text(note.deviceID), .text(note.tokenReference), .text(note.event.rawValue),
+                        .text(note.state.rawValue),
+                    ])
             }
         }
     }
@@ -265,7 +270,7 @@ extension PayServer {
 
     /// Passes the token service's answer on as the wallet shows it, and remembers which device a session is for.
     static func relay(
-        _ answer: NetworkWire.CheckCardAnswer, for deviceID: String, at now: Date, store: Store
+        _ answer: TokenRequestorAPI.CheckCardAnswer, for deviceID: String, at now: Date, store: Store
     ) async throws -> CardCheckResult {
         if let sessionID = answer.sessionID {
             try await store.write { db in
@@ -274,21 +279,20 @@ extension PayServer {
                     [.text(sessionID), .text(deviceID), .milliseconds(now)])
             }
         }
-        if let approve = answer.decision.approve {
+        switch answer.decision {
+        case .approve(let profile):
             return CardCheckResult(
-                outcome: .approved, sessionID: answer.sessionID, termsID: answer.termsID, card: display(approve._0))
-        }
-        if let stepUp = answer.decision.stepUp {
+                outcome: .approved, sessionID: answer.sessionID, termsID: answer.termsID, card: display(profile))
+        case .stepUp(let challenge, let profile):
             return CardCheckResult(
                 outcome: .stepUp, sessionID: answer.sessionID, termsID: answer.termsID,
-                stepUpMethod: stepUp._0.method, stepUpDestination: stepUp._0.destinationHint, card: display(stepUp._1))
+                stepUpMethod: challenge.method, stepUpDestination: challenge.destinationHint, card: display(profile))
+        case .decline(let reason):
+            return CardCheckResult(outcome: .declined, sessionID: nil, termsID: nil, declineReason: reason, card: nil)
         }
-        return CardCheckResult(
-            outcome: .declined, sessionID: nil, termsID: nil, declineReason: answer.decision.decline?._0 ?? "declined",
-            card: nil)
     }
 
-    static func display(_ profile: NetworkWire.Profile) -> CardDisplay {
+    static func display(_ profile: TokenRequestorAPI.CardProfile) -> CardDisplay {
         CardDisplay(
             network: profile.network, type: profile.type, suffix: profile.suffix,
             description: "\(profile.issuerName) \(profile.productName)")

@@ -2,12 +2,14 @@ import Foundation
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
+import TokenRequestorAPI
 
 /// The Pay server's HTTPS client of the network's token-requestor routes: mutual TLS with `pki/pay-client`
 /// (role token-requestor), trusting only the Orchard root. The network is found per call
 /// (``ServicePeers``), so it may start after the Pay server.
 ///
-/// The Pay server links none of the network's modules: these are its own views of the network's JSON.
+/// The Pay server links none of the network's modules: paths, bodies and the error body are `TokenRequestorAPI`'s,
+/// which the network serves too.
 final class NetworkClient: Sendable {
     private let client: HTTPClient
     private let directory: DeploymentDirectory
@@ -64,9 +66,11 @@ final class NetworkClient: Sendable {
             throw PayServerError(.networkUnavailable, "the network cannot be reached: \(error.code)")
         }
         guard (200..<300).contains(response.status.code) else {
+            let refusal = try? JSONDecoder().decode(TokenRequestorAPI.ErrorAnswer.self, from: response.body)
             throw PayServerError(
                 .networkRefused,
-                "the network refused: " + (response.errorBody?.message ?? "status \(response.status.code)"),
+                "the network refused: "
+                    + (refusal.map { "\($0.error.code): \($0.error.message)" } ?? "status \(response.status.code)"),
                 relayedStatus: response.status.code)
         }
         do {
@@ -74,105 +78,5 @@ final class NetworkClient: Sendable {
         } catch {
             throw PayServerError(.networkUnavailable, "the network's answer to \(path) is not the expected JSON")
         }
-    }
-}
-
-/// The network's JSON, as the Pay server reads and writes it.
-enum NetworkWire {
-    struct ProvisioningKey: Decodable {
-        let certificate: String?
-    }
-
-    struct CheckCard: Encodable, Sendable {
-        let idempotencyKey: String
-        let tokenRequestorID: String
-        let deviceID: String
-        let deviceKind: String
-        let encryptedCardData: String
-    }
-
-    struct OneTimeCode: Encodable, Sendable {
-        let sessionID: String
-        let deviceID: String
-        let code: String
-    }
-
-    struct Profile: Decodable {
-        let network: String
-        let type: String
-        let suffix: String
-        let issuerName: String
-        let productName: String
-    }
-
-    struct Challenge: Decodable {
-        let method: String
-        let destinationHint: String
-    }
-
-    /// `CardCheckDecision` as Swift's synthesized enum coding writes it: `{"approve":{"_0":profile}}`,
-    /// `{"stepUp":{"_0":challenge,"_1":profile}}`, `{"decline":{"_0":"reason"}}`.
-    struct Decision: Decodable {
-        struct Approve: Decodable { let _0: Profile }
-        struct StepUp: Decodable {
-            let _0: Challenge
-            let _1: Profile
-        }
-        struct Decline: Decodable { let _0: String }
-        let approve: Approve?
-        let stepUp: StepUp?
-        let decline: Decline?
-    }
-
-    struct CheckCardAnswer: Decodable {
-        let sessionID: String?
-        let decision: Decision
-        let termsID: String?
-    }
-
-    struct Link: Encodable, Sendable {
-        let idempotencyKey: String
-        let sessionID: String
-        let deviceID: String
-        let secureElementCertificateChain: [[UInt8]]
-        let termsAccepted: Bool
-    }
-
-    struct ProvisionedToken: Decodable {
-        let tokenReference: String
-        let dpanSuffix: String
-        let profile: Profile
-        let personalisation: String
-    }
-
-    struct LinkAnswer: Decodable {
-        struct Provisioned: Decodable { let _0: ProvisionedToken }
-        struct Declined: Decodable { let _0: String }
-        let provisioned: Provisioned?
-        let declined: Declined?
-    }
-
-    struct Lifecycle: Encodable, Sendable {
-        let actor: String
-    }
-
-    struct TokenStatus: Decodable {
-        let tokenReference: String
-        let deviceID: String
-        let state: String
-    }
-
-    struct Feed: Decodable {
-        struct Item: Decodable {
-            struct Notification: Decodable {
-                let tokenReference: String
-                let deviceID: String
-                let event: String
-                let state: String
-            }
-            let sequence: Int64
-            let notification: Notification
-        }
-        let notifications: [Item]
     }
 }

@@ -48,7 +48,7 @@ public final class InMemoryNotificationOutbox: TokenStatusNotifier, @unchecked S
 }
 
 /// A token's state as the lifecycle API reports it.
-public struct TokenStatus: Hashable, Sendable, Codable {
+public struct TokenStatus: Hashable, Sendable {
     public let tokenReference: String
     public let deviceID: String
     public let state: TokenState

@@ -4,7 +4,7 @@ import OrchardCrypto
 import PaymentCredential
 
 /// Check Card: the wallet's card data, sealed to the token service (``CardDataPayload``).
-public struct CheckCardRequest: Hashable, Sendable, Codable {
+public struct CheckCardRequest: Hashable, Sendable {
     /// A retry with the same key and request gets the first answer.
     public let idempotencyKey: String
     public let tokenRequestorID: String
@@ -41,7 +41,7 @@ public struct CheckCardResponse: Hashable, Sendable, Codable {
 }
 
 /// Link and Provision: create the token for this device and personalise its Secure Element.
-public struct LinkAndProvisionRequest: Hashable, Sendable, Codable {
+public struct LinkAndProvisionRequest: Hashable, Sendable {
     public let idempotencyKey: String
     public let sessionID: String
     public let deviceID: String

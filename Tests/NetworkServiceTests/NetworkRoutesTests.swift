@@ -8,6 +8,7 @@ import OrchardHTTP
 import OrchardLogging
 import PaymentCredential
 import Testing
+import TokenRequestorAPI
 import TokenService
 
 /// The network's routes over a real HTTPS server on loopback (an ephemeral certificate the client trusts).
@@ -15,8 +16,10 @@ import TokenService
 struct NetworkRoutesTests {
     static let open = NetworkAccess(tokenRequestor: .none, acquiring: .none, issuer: .none)
 
+    /// `outbox`, when given, serves `GET /v1/notifications`.
     func withNetwork<T: Sendable>(
-        access: NetworkAccess = open, _ body: (NetworkHarness, HTTPClient, String) async throws -> T
+        access: NetworkAccess = open, outbox: SQLiteNotificationOutbox? = nil,
+        _ body: (NetworkHarness, HTTPClient, String) async throws -> T
     ) async throws -> T {
         let h = try await NetworkHarness()
         let acquirer = Acquirer(
@@ -28,7 +31,7 @@ struct NetworkRoutesTests {
         var router = Router()
         NetworkRoutes.install(
             into: &router, tokenService: h.tokenService, acquirer: acquirer, issuerID: TestCards.issuerID,
-            access: access)
+            access: access, outbox: outbox)
         let certificate = try EphemeralCertificate()
         let server = try HTTPServer(
             configuration: HTTPServerConfiguration(
@@ -59,36 +62,50 @@ struct NetworkRoutesTests {
         try await withNetwork { h, client, base in
             let phone = try h.makeDevice("phone-1")
             // The wallet fetches the key, seals the card data to it, and checks the card.
-            let key = try await client.get(base + "/v1/provisioning/key").decodeJSON(ProvisioningKeyBody.self)
+            let key = try await client.get(base + TokenRequestorAPI.Route.provisioningKey)
+                .decodeJSON(TokenRequestorAPI.ProvisioningKey.self)
             let tokenServiceKey = try P256.KeyAgreement.PublicKey(
                 derRepresentation: try #require(Data(base64Encoded: key.publicKey)))
             #expect(tokenServiceKey == h.tokenService.provisioningPublicKey)
             let payload = try CardDataPayload(
                 pan: try PrimaryAccountNumber("4111111111111111"), expiry: try h.testCardExpiry(),
                 cardVerificationValue: try CardVerificationValue(try h.cvv("4111111111111111")), cardholderName: "A")
-            let checkRequest = CheckCardRequest(
-                idempotencyKey: "add-1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1",
-                deviceKind: "phone",
-                encryptedCardData: try EncryptedEnvelope.seal(
-                    try payload.encoded(), to: tokenServiceKey,
-                    label: try h.tokenService.cardDataLabel(deviceID: "phone-1"))
+            let sealed = try EncryptedEnvelope.seal(
+                try payload.encoded(), to: tokenServiceKey, label: try h.tokenService.cardDataLabel(deviceID: "phone-1")
             )
-            let check = try await client.post(base + "/v1/provisioning/check-card", json: checkRequest)
-                .decodeJSON(CheckCardResponse.self)
+            let checkRequest = TokenRequestorAPI.CheckCardRequest(
+                idempotencyKey: "add-1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone-1",
+                deviceKind: "phone", encryptedCardData: Data(sealed.serialized).base64EncodedString())
+            let check = try await client.post(base + TokenRequestorAPI.Route.checkCard, json: checkRequest)
+                .decodeJSON(TokenRequestorAPI.CheckCardAnswer.self)
             // A retry over HTTP gets the same answer.
-            let retried = try await client.post(base + "/v1/provisioning/check-card", json: checkRequest)
-                .decodeJSON(CheckCardResponse.self)
+            let retried = try await client.post(base + TokenRequestorAPI.Route.checkCard, json: checkRequest)
+                .decodeJSON(TokenRequestorAPI.CheckCardAnswer.self)
             #expect(check == retried)
+            let sessionID = try #require(check.sessionID)
             let link = try await client.post(
-                base + "/v1/provisioning/link",
-                json: LinkAndProvisionRequest(
-                    idempotencyKey: "link-1", sessionID: try #require(check.sessionID), deviceID: "phone-1",
-                    secureElementCertificateChain: phone.certificateChain, termsAccepted: true)
-            ).decodeJSON(LinkAndProvisionResponse.self)
-            guard case .provisioned(let token) = link else {
+                base + TokenRequestorAPI.Route.link,
+                json: TokenRequestorAPI.LinkRequest(
+                    idempotencyKey: "link-1", sessionID: sessionID, deviceID: "phone-1",
+                    secureElementCertificateChain: phone.certificateChain.map { Data($0).base64EncodedString() },
+                    termsAccepted: true)
+            ).decodeJSON(TokenRequestorAPI.LinkAnswer.self)
+            guard case .provisioned(let provisioned) = link else {
                 Issue.record("no token")
                 return
             }
+            // The same Link through the library is the same request (its idempotency record answers): the wire
+            // carried the token service's token, and the simulated Secure Element installs that.
+            let replayed = try await h.tokenService.linkAndProvision(
+                LinkAndProvisionRequest(
+                    idempotencyKey: "link-1", sessionID: sessionID, deviceID: "phone-1",
+                    secureElementCertificateChain: phone.certificateChain, termsAccepted: true))
+            guard case .provisioned(let token) = replayed else {
+                Issue.record("the replayed Link did not provision")
+                return
+            }
+            #expect(token.tokenReference == provisioned.tokenReference)
+            #expect(Data(token.personalisation.serialized).base64EncodedString() == provisioned.personalisation)
             let card = try phone.install(token, from: h.tokenService)
 
             // A terminal's authorization through the acquirer route.
@@ -102,39 +119,45 @@ struct NetworkRoutesTests {
             #expect(result.isApproved && result.maskedPAN == card.data.dpan.masked)
 
             // Lost mode for the device, then the status route.
+            let cardholder = TokenRequestorAPI.LifecycleRequest(actor: .cardholder)
             let suspended = try await client.post(
-                base + "/v1/devices/phone-1/suspend", json: LifecycleBody(actor: .cardholder)
-            ).decodeJSON([TokenStatus].self)
-            #expect(suspended.map(\.state) == [.suspended])
-            let status = try await client.get(base + "/v1/tokens/\(token.tokenReference)").decodeJSON(TokenStatus.self)
+                base + TokenRequestorAPI.Route.device("phone-1", .suspend), json: cardholder
+            ).decodeJSON(TokenRequestorAPI.DeviceLifecycleAnswer.self)
+            #expect(suspended.tokens.map(\.state) == [.suspended])
+            let status = try await client.get(base + TokenRequestorAPI.Route.token(token.tokenReference))
+                .decodeJSON(TokenRequestorAPI.TokenStatus.self)
             #expect(status.state == .suspended && status.suspendedBy == [.cardholder])
             // The issuer's route acts as the issuer: it suspends too, and the cardholder cannot lift that.
-            _ = try await client.post(
-                base + "/v1/issuer/tokens/\(token.tokenReference)/suspend", json: [String: String]())
-            _ = try await client.post(base + "/v1/devices/phone-1/resume", json: LifecycleBody(actor: .cardholder))
+            let byIssuer = try await client.send(
+                HTTPClientRequest(
+                    method: .post, url: base + TokenRequestorAPI.Route.issuerToken(token.tokenReference, .suspend)))
+            #expect(byIssuer.status.code == 200)
+            _ = try await client.post(base + TokenRequestorAPI.Route.device("phone-1", .resume), json: cardholder)
             let refused = try await client.post(
-                base + "/v1/tokens/\(token.tokenReference)/resume", json: LifecycleBody(actor: .cardholder))
+                base + TokenRequestorAPI.Route.token(token.tokenReference, .resume), json: cardholder)
             #expect(refused.status.code == 403)
+            #expect(try refused.decodeJSON(TokenRequestorAPI.ErrorAnswer.self).error.code == .lifecycleNotPermitted)
         }
     }
 
     @Test func errorsAreMappedToStatuses() async throws {
         try await withNetwork { h, client, base in
             // Unknown token: 404 with the error code.
-            let missing = try await client.get(base + "/v1/tokens/tok_missing")
+            let missing = try await client.get(base + TokenRequestorAPI.Route.token("tok_missing"))
             #expect(missing.status.code == 404)
-            #expect(String(decoding: missing.body, as: UTF8.self).contains("notFound"))
-            // A token requestor may not act as the issuer.
+            #expect(try missing.decodeJSON(TokenRequestorAPI.ErrorAnswer.self).error.code == .notFound)
+            // A token requestor may not act as the issuer: the wire has no such role, so the body is refused.
             let phone = try h.makeDevice("phone-1")
             let card = try await h.provision("4111111111111111", on: phone)
             let asIssuer = try await client.post(
-                base + "/v1/tokens/\(card.token.tokenReference)/suspend", json: LifecycleBody(actor: .issuer))
-            #expect(asIssuer.status.code == 403)
+                base + TokenRequestorAPI.Route.token(card.token.tokenReference, .suspend), json: ["actor": "issuer"])
+            #expect(asIssuer.status.code == 400)
+            #expect(try asIssuer.decodeJSON(TokenRequestorAPI.ErrorAnswer.self).error.code == .invalidRequest)
             #expect(try await h.tokenService.status(tokenReference: card.token.tokenReference).state == .active)
             // Malformed JSON: 400; an authorization with both origins: 400; unknown merchant: 404.
             let garbage = try await client.send(
                 HTTPClientRequest(
-                    method: .post, url: base + "/v1/provisioning/check-card",
+                    method: .post, url: base + TokenRequestorAPI.Route.checkCard,
                     headers: ["Content-Type": "application/json"],
                     body: Data("{".utf8)))
             #expect(garbage.status.code == 400)
@@ -159,9 +182,10 @@ struct NetworkRoutesTests {
     @Test func routesThatRequireAClientCertificateRefuseWithoutOne() async throws {
         let access = NetworkAccess(tokenRequestor: .required, acquiring: .required, issuer: .required)
         try await withNetwork(access: access) { _, client, base in
-            #expect(try await client.get(base + "/v1/provisioning/key").status.code == 401)
-            #expect(try await client.get(base + "/v1/tokens/tok_x").status.code == 401)
-            let issuer = try await client.post(base + "/v1/issuer/tokens/tok_x/delete", json: [String: String]())
+            #expect(try await client.get(base + TokenRequestorAPI.Route.provisioningKey).status.code == 401)
+            #expect(try await client.get(base + TokenRequestorAPI.Route.token("tok_x")).status.code == 401)
+            let issuer = try await client.send(
+                HTTPClientRequest(method: .post, url: base + TokenRequestorAPI.Route.issuerToken("tok_x", .delete)))
             #expect(issuer.status.code == 401)
         }
     }

@@ -15,6 +15,7 @@ import PayServer
 import PaymentToken
 import SecureElement
 import Testing
+import TokenRequestorAPI
 import TokenService
 
 /// `orchard init` at library level: the directory contract, the PKI it writes, the demo merchant and app.
@@ -375,7 +376,7 @@ struct NetworkInitTests {
         // The network serves the provisioning key only to the token requestor.
         let connections = try await ServiceConnections.connect(
             [.network], directory: directory, registry: try InitTests.registry())
-        let url = try connections.baseURL(of: .network) + "/v1/provisioning/key"
+        let url = try connections.baseURL(of: .network) + TokenRequestorAPI.Route.provisioningKey
         let anonymous = try connections.client()
         #expect(try await anonymous.get(url).status == .unauthorized)
         anonymous.shutdown()
@@ -387,9 +388,8 @@ struct NetworkInitTests {
             identity: try TLSIdentity.load(named: PayService.Files.client, from: directory))
         let response = try await pay.get(url)
         #expect(response.status == .ok)
-        let body = try JSONSerialization.jsonObject(with: response.body) as? [String: String]
-        let encoded = try #require(body?["publicKey"])
-        let der = try #require(Data(base64Encoded: encoded))
+        let key = try response.decodeJSON(TokenRequestorAPI.ProvisioningKey.self)
+        let der = try #require(Data(base64Encoded: key.publicKey))
         let served = try P256.KeyAgreement.PublicKey(derRepresentation: der)
         #expect(served == provisioning)
         pay.shutdown()

@@ -12,6 +12,7 @@ import OrchardX509
 import PaymentCredential
 import Terminal
 import Testing
+import TokenRequestorAPI
 import TokenService
 
 import struct Issuer.PrimaryAccountNumber
@@ -205,7 +206,8 @@ struct HopFailureTests {
                 clientPrivateKeyPEM: SecureBytes(
                     Array(try Data(contentsOf: URL(fileURLWithPath: deployment.pkiPath + "/pay-client.key"))))))
         defer { client.shutdown() }
-        let key = try await client.get(base + "/v1/provisioning/key").decodeJSON(ProvisioningKeyBody.self)
+        let key = try await client.get(base + TokenRequestorAPI.Route.provisioningKey)
+            .decodeJSON(TokenRequestorAPI.ProvisioningKey.self)
         let tokenServiceKey = try P256.KeyAgreement.PublicKey(
             derRepresentation: try #require(Data(base64Encoded: key.publicKey)))
         let pan = try PrimaryAccountNumber("4111111111111111")
@@ -217,25 +219,26 @@ struct HopFailureTests {
             cardholderName: "Alice")
         let label = try EncryptedEnvelope.Label(
             purpose: CardDataPayload.purpose, sender: "wallet/phone", recipient: "token-service")
+        let sealed = try EncryptedEnvelope.seal(try payload.encoded(), to: tokenServiceKey, label: label)
         let check = try await client.post(
-            base + "/v1/provisioning/check-card",
-            json: CheckCardRequest(
+            base + TokenRequestorAPI.Route.checkCard,
+            json: TokenRequestorAPI.CheckCardRequest(
                 idempotencyKey: "add-card-1", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: "phone",
-                deviceKind: "phone",
-                encryptedCardData: try EncryptedEnvelope.seal(try payload.encoded(), to: tokenServiceKey, label: label))
-        ).decodeJSON(CheckCardResponse.self)
+                deviceKind: "phone", encryptedCardData: Data(sealed.serialized).base64EncodedString())
+        ).decodeJSON(TokenRequestorAPI.CheckCardAnswer.self)
         let identity = try Device.identity(of: "phone", in: deployment)
         let link = try await client.post(
-            base + "/v1/provisioning/link",
-            json: LinkAndProvisionRequest(
+            base + TokenRequestorAPI.Route.link,
+            json: TokenRequestorAPI.LinkRequest(
                 idempotencyKey: "link-1", sessionID: try #require(check.sessionID), deviceID: "phone",
-                secureElementCertificateChain: [identity.certificate.derRepresentation], termsAccepted: true)
-        ).decodeJSON(LinkAndProvisionResponse.self)
+                secureElementCertificateChain: [Data(identity.certificate.derRepresentation).base64EncodedString()],
+                termsAccepted: true)
+        ).decodeJSON(TokenRequestorAPI.LinkAnswer.self)
         guard case .provisioned(let token) = link else { throw TerminalError(.notConfigured, "not provisioned") }
         let (installed, _) = try await phone.call(
             "POST", "/cards",
             [
-                "envelope": Data(token.personalisation.serialized).base64EncodedString(), "type": "credit",
+                "envelope": token.personalisation, "type": "credit",
                 "suffix": "1111", "displayName": "Orchard Visa",
             ])
         #expect(installed == 201)

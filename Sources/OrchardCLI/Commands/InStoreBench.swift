@@ -14,6 +14,7 @@ import PayServer
 import PaymentCredential
 import SecureElement
 import Terminal
+import TokenRequestorAPI
 import TokenService
 import Wallet
 
@@ -173,7 +174,8 @@ enum InStoreBench {
         let client = try connections.client(
             identity: try TLSIdentity.load(named: PayService.Files.client, from: deployment))
         defer { client.shutdown() }
-        let key = try await client.get(base + "/v1/provisioning/key").decodeJSON(ProvisioningKeyBody.self)
+        let key = try await client.get(base + TokenRequestorAPI.Route.provisioningKey)
+            .decodeJSON(TokenRequestorAPI.ProvisioningKey.self)
         guard let der = Data(base64Encoded: key.publicKey) else {
             throw CLIError.failure("the network's provisioning key is not base64")
         }
@@ -187,24 +189,26 @@ enum InStoreBench {
             cardholderName: "Bench Tester")
         let label = try EncryptedEnvelope.Label(
             purpose: CardDataPayload.purpose, sender: "wallet/" + deviceName, recipient: "token-service")
+        let sealed = try EncryptedEnvelope.seal(try payload.encoded(), to: tokenServiceKey, label: label)
         let check = try await client.post(
-            base + "/v1/provisioning/check-card",
-            json: CheckCardRequest(
+            base + TokenRequestorAPI.Route.checkCard,
+            json: TokenRequestorAPI.CheckCardRequest(
                 idempotencyKey: "bench-add-card", tokenRequestorID: TokenRequestor.orchardPay.id, deviceID: deviceName,
-                deviceKind: "phone",
-                encryptedCardData: try EncryptedEnvelope.seal(try payload.encoded(), to: tokenServiceKey, label: label))
-        ).decodeJSON(CheckCardResponse.self)
+                deviceKind: "phone", encryptedCardData: Data(sealed.serialized).base64EncodedString())
+        ).decodeJSON(TokenRequestorAPI.CheckCardAnswer.self)
         guard let sessionID = check.sessionID else { throw CLIError.failure("the test card was not approved") }
         let link = try await client.post(
-            base + "/v1/provisioning/link",
-            json: LinkAndProvisionRequest(
+            base + TokenRequestorAPI.Route.link,
+            json: TokenRequestorAPI.LinkRequest(
                 idempotencyKey: "bench-link", sessionID: sessionID, deviceID: deviceName,
-                secureElementCertificateChain: [identity.certificate.derRepresentation], termsAccepted: true)
-        ).decodeJSON(LinkAndProvisionResponse.self)
-        guard case .provisioned(let token) = link else {
+                secureElementCertificateChain: [Data(identity.certificate.derRepresentation).base64EncodedString()],
+                termsAccepted: true)
+        ).decodeJSON(TokenRequestorAPI.LinkAnswer.self)
+        guard case .provisioned(let token) = link, let personalisation = Data(base64Encoded: token.personalisation)
+        else {
             throw CLIError.failure("Link and Provision did not provision")
         }
-        return token.personalisation.serialized
+        return Array(personalisation)
     }
 
     static func nanoseconds(_ duration: Duration) -> UInt64 {
