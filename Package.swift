@@ -204,7 +204,7 @@ let package = Package(
             name: "DeviceProcess",
             dependencies: [
                 "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
-                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "ISO4217",
+                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "ISO4217", "PayAPI",
             ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases

@@ -4,6 +4,7 @@ import ISO4217
 public import OrchardCrypto
 import OrchardHTTP
 public import OrchardRuntime
+public import PayAPI
 
 /// Where the device process puts what it learns of a purchase in a reader's field: the amount, its currency
 /// and the terminal's country, nothing about the card or the device.
@@ -13,15 +14,8 @@ public protocol PurchaseAnalyticsSink: Sendable {
     func purchase(amountMinorUnits: UInt64, currency: UInt16, country: UInt16)
 }
 
-/// The anonymous record of one purchase, as the device sends it to the Pay server
-/// (`POST /v1/analytics/purchases`): `{"amountBucket", "hour", "region"}`.
-public struct AnonymousPurchase: Codable, Sendable, Hashable {
-    public let amountBucket: String
-    /// UTC, `YYYY-MM-DDTHH`.
-    public let hour: String
-    /// The terminal's country, ISO 3166-1 numeric (three digits).
-    public let region: String
-
+/// How a device makes `PayAPI`'s anonymous record from what it saw in the reader's field.
+extension AnonymousPurchase {
     /// Buckets in whole units of the currency: `0-5`, `5-10`, `10-25`, `25-50`, `50-100`, `100-250`, `250+`.
     /// The currency's exponent comes from ISO 4217 (``ISO4217Currency``; 2 for a currency it does not list).
     public init(amountMinorUnits: UInt64, currency: UInt16, country: UInt16, at date: Date) {
@@ -32,9 +26,9 @@ public struct AnonymousPurchase: Codable, Sendable, Hashable {
         let bounds: [(UInt64, String)] = [
             (5, "0-5"), (10, "5-10"), (25, "10-25"), (50, "25-50"), (100, "50-100"), (250, "100-250"),
         ]
-        amountBucket = bounds.first { whole < $0.0 }?.1 ?? "250+"
-        hour = CivilTime.hourStamp(date) ?? "0000-01-01T00"
-        region = String(format: "%03d", Int(country % 1000))
+        self.init(
+            amountBucket: bounds.first { whole < $0.0 }?.1 ?? "250+",
+            hour: CivilTime.hourStamp(date) ?? "0000-01-01T00", region: String(format: "%03d", Int(country % 1000)))
     }
 
     /// What a GET PROCESSING OPTIONS (Visa-style) or GENERATE AC (Mastercard-style) that released a cryptogram
@@ -132,7 +126,8 @@ public final class PayAnalyticsReporter: PurchaseAnalyticsSink {
                     maxResponseBytes: 4096, maxAttempts: 1, maxCachedConnections: 1))
         else { return .dropped }
         defer { client.shutdown() }
-        guard let request = try? HTTPClientRequest.json(.post, service.baseURL + "/v1/analytics/purchases", record),
+        guard
+            let request = try? HTTPClientRequest.json(.post, service.baseURL + PayAPI.Route.anonymousPurchases, record),
             let response = try? await client.send(request), (200..<300).contains(response.status.code)
         else { return .dropped }
         return .sent

@@ -3,6 +3,7 @@ import Foundation
 public import NFCLink
 public import OrchardCrypto
 public import OrchardRuntime
+import PayAPI
 import SecureElement
 import Wallet
 

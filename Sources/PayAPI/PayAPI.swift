@@ -257,3 +257,38 @@ public struct AppEntitlements: Codable, Sendable, Hashable {
         self.merchantIdentifiers = merchantIdentifiers
     }
 }
+
+extension PayAPI.Route {
+    /// `POST`: ``AnonymousPurchase`` → 202 ``AnonymousPurchaseAccepted``. Sent without the device's client
+    /// certificate (the Pay server refuses one with 400), so the channel carries no device identity.
+    public static let anonymousPurchases = "/v1/analytics/purchases"
+}
+
+/// What a device reports after an in-store purchase, after a random delay and on a connection that does not
+/// identify it: an amount bucket, the hour and a coarse region. Nothing else: no device, account, card,
+/// merchant, exact amount or time.
+///
+/// JSON: `{"amountBucket": "10-25", "hour": "2026-03-01T12", "region": "840"}`.
+public struct AnonymousPurchase: Codable, Sendable, Hashable {
+    /// The amount buckets, in whole units of the purchase's currency.
+    public static let amountBuckets = ["0-5", "5-10", "10-25", "25-50", "50-100", "100-250", "250+"]
+
+    /// One of ``amountBuckets``.
+    public let amountBucket: String
+    /// The hour of the purchase, UTC: `YYYY-MM-DDTHH`.
+    public let hour: String
+    /// The terminal's country, ISO 3166-1 numeric (three digits).
+    public let region: String
+
+    public init(amountBucket: String, hour: String, region: String) {
+        self.amountBucket = amountBucket
+        self.hour = hour
+        self.region = region
+    }
+}
+
+/// The Pay server's answer to an ``AnonymousPurchase``: `{"accepted": true}`.
+public struct AnonymousPurchaseAccepted: Codable, Sendable, Hashable {
+    public let accepted: Bool
+    public init(accepted: Bool) { self.accepted = accepted }
+}

@@ -2,26 +2,7 @@ import Foundation
 import OrchardCrypto
 public import OrchardHTTP
 public import OrchardStore
-
-/// What a device sends the Pay server after an in-store purchase, on a connection without its client
-/// certificate and after a random delay: an amount bucket, the hour and a coarse region. Nothing else: no
-/// device, account, card, merchant or exact amount or time.
-///
-/// JSON: `{"amountBucket": "10-25", "hour": "2026-03-01T12", "region": "840"}`.
-public struct AnonymousTransactionReport: Codable, Sendable, Hashable {
-    /// One of ``AnonymousAnalytics/amountBuckets``: the amount in whole units of its currency.
-    public let amountBucket: String
-    /// The hour of the purchase, UTC: `YYYY-MM-DDTHH`.
-    public let hour: String
-    /// ISO 3166-1 numeric country of the terminal (three digits).
-    public let region: String
-
-    public init(amountBucket: String, hour: String, region: String) {
-        self.amountBucket = amountBucket
-        self.hour = hour
-        self.region = region
-    }
-}
+public import PayAPI
 
 /// Aggregates printed by `orchard analytics`.
 public struct AnonymousAnalyticsSummary: Codable, Sendable, Hashable {
@@ -38,9 +19,6 @@ public struct AnonymousAnalyticsSummary: Codable, Sendable, Hashable {
 /// No column shares a name with a column of another `pay.sqlite` table, and none holds anything that
 /// identifies a device, account or card (`PayStoreSchemaTests` checks every table).
 public enum AnonymousAnalytics {
-    /// The amount buckets, in whole units of the purchase's currency.
-    public static let amountBuckets = ["0-5", "5-10", "10-25", "25-50", "50-100", "100-250", "250+"]
-
     /// The migration that adds the table (appended to ``PayStore/migrations``).
     public static func migration(version: Int) -> Migration {
         Migration(
@@ -57,9 +35,10 @@ public enum AnonymousAnalytics {
     }
 
     /// Checks a report's three fields: a known bucket, a real hour, a three-digit region.
-    public static func validate(_ report: AnonymousTransactionReport) throws(HTTPError) {
-        guard amountBuckets.contains(report.amountBucket) else {
-            throw HTTPError(.invalidRequest, "amountBucket is one of \(amountBuckets.joined(separator: ", "))")
+    public static func validate(_ report: AnonymousPurchase) throws(HTTPError) {
+        guard AnonymousPurchase.amountBuckets.contains(report.amountBucket) else {
+            throw HTTPError(
+                .invalidRequest, "amountBucket is one of \(AnonymousPurchase.amountBuckets.joined(separator: ", "))")
         }
         let region = Array(report.region.utf8)
         guard region.count == 3, region.allSatisfy({ (0x30...0x39).contains($0) }) else {
@@ -71,7 +50,7 @@ public enum AnonymousAnalytics {
     }
 
     /// Counts one purchase.
-    public static func record(_ report: AnonymousTransactionReport, in store: Store) async throws {
+    public static func record(_ report: AnonymousPurchase, in store: Store) async throws {
         try validate(report)
         try await store.write { database in
             try database.execute(
@@ -104,18 +83,18 @@ public enum AnonymousAnalytics {
 }
 
 extension PayServer {
-    /// `POST /v1/analytics/purchases`: ``AnonymousTransactionReport`` → 202 `{"accepted": true}`. Open to
+    /// `POST /v1/analytics/purchases`: ``AnonymousPurchase`` → 202 `{"accepted": true}`. Open to
     /// any TLS client, and refused (400) to one that presents a client certificate: the channel must not
     /// identify the device.
     func installAnonymousAnalytics(into router: inout Router) {
         let store = self.store
-        router.post("/v1/analytics/purchases", status: .accepted) {
-            (report: AnonymousTransactionReport, request: HTTPRequest) -> [String: Bool] in
+        router.post(PayAPI.Route.anonymousPurchases, status: .accepted) {
+            (report: AnonymousPurchase, request: HTTPRequest) -> AnonymousPurchaseAccepted in
             guard request.clientCertificate == nil else {
                 throw HTTPError(.invalidRequest, "anonymous data is sent without a client certificate")
             }
             try await AnonymousAnalytics.record(report, in: store)
-            return ["accepted": true]
+            return AnonymousPurchaseAccepted(accepted: true)
         }
     }
 }

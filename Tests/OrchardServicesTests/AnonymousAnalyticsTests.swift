@@ -7,6 +7,7 @@ import OrchardRuntime
 import OrchardServices
 import OrchardStore
 import OrchardX509
+import PayAPI
 import PayServer
 import Testing
 
@@ -68,18 +69,18 @@ struct AnonymousAnalyticsTests {
         let url = try connections.baseURL(of: .pay) + "/v1/analytics/purchases"
         let anonymous = try connections.client()
         for report in [
-            AnonymousTransactionReport(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
-            AnonymousTransactionReport(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
-            AnonymousTransactionReport(amountBucket: "250+", hour: "2026-03-01T13", region: "250"),
+            AnonymousPurchase(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
+            AnonymousPurchase(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
+            AnonymousPurchase(amountBucket: "250+", hour: "2026-03-01T13", region: "250"),
         ] {
             #expect(try await anonymous.post(url, json: report).status == .accepted)
         }
         // Malformed fields: refused, nothing counted.
         for report in [
-            AnonymousTransactionReport(amountBucket: "12.34", hour: "2026-03-01T12", region: "840"),
-            AnonymousTransactionReport(amountBucket: "0-5", hour: "2026-03-01T12:34", region: "840"),
-            AnonymousTransactionReport(amountBucket: "0-5", hour: "2026-02-30T12", region: "840"),
-            AnonymousTransactionReport(amountBucket: "0-5", hour: "2026-03-01T12", region: "USA"),
+            AnonymousPurchase(amountBucket: "12.34", hour: "2026-03-01T12", region: "840"),
+            AnonymousPurchase(amountBucket: "0-5", hour: "2026-03-01T12:34", region: "840"),
+            AnonymousPurchase(amountBucket: "0-5", hour: "2026-02-30T12", region: "840"),
+            AnonymousPurchase(amountBucket: "0-5", hour: "2026-03-01T12", region: "USA"),
         ] {
             #expect(try await anonymous.post(url, json: report).status == .badRequest)
         }
@@ -89,7 +90,7 @@ struct AnonymousAnalyticsTests {
         let identified = try connections.client(
             identity: try TLSIdentity.load(named: MerchantService.Files.identity, from: directory))
         let refused = try await identified.post(
-            url, json: AnonymousTransactionReport(amountBucket: "0-5", hour: "2026-03-01T12", region: "840"))
+            url, json: AnonymousPurchase(amountBucket: "0-5", hour: "2026-03-01T12", region: "840"))
         #expect(refused.status == .badRequest)
         identified.shutdown()
         await connections.close()
