@@ -87,14 +87,20 @@ public struct CheckCardBody: Codable, Sendable, Hashable {
     }
 }
 
-/// `POST /v1/provisioning/one-time-code`.
-public struct OneTimeCodeBody: Codable, Sendable, Hashable {
+/// `POST /v1/provisioning/one-time-code`. The code is a secret: descriptions and the mirror leave it out.
+public struct OneTimeCodeBody: Codable, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     public let sessionID: String
     public let code: String
     public init(sessionID: String, code: String) {
         self.sessionID = sessionID
         self.code = code
     }
+
+    public var description: String { "OneTimeCodeBody(session: \(sessionID), code redacted)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
 /// What the wallet may show of a card: never a card number, only its last four digits.

@@ -66,14 +66,16 @@ struct AnonymousAnalyticsTests {
     @Test func theRouteCountsAnonymousReportsAndRefusesTheRest() async throws {
         let registry = try await initialise()
         let connections = try await ServiceConnections.connect([.pay], directory: directory, registry: registry)
-        let url = try connections.baseURL(of: .pay) + "/v1/analytics/purchases"
+        let url = try connections.baseURL(of: .pay) + PayAPI.Route.anonymousPurchases
         let anonymous = try connections.client()
         for report in [
             AnonymousPurchase(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
             AnonymousPurchase(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
             AnonymousPurchase(amountBucket: "250+", hour: "2026-03-01T13", region: "250"),
         ] {
-            #expect(try await anonymous.post(url, json: report).status == .accepted)
+            let answer = try await anonymous.post(url, json: report)
+            #expect(answer.status == .accepted)
+            #expect(try JSONDecoder().decode(AnonymousPurchaseAccepted.self, from: answer.body).accepted)
         }
         // Malformed fields: refused, nothing counted.
         for report in [
