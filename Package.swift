@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "AcquirerAPI", targets: ["AcquirerAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
         .library(name: "AppPayments", targets: ["AppPayments"]),
+        .library(name: "DeviceControlAPI", targets: ["DeviceControlAPI"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -103,7 +104,7 @@ let package = Package(
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
-                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService",
+                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "DeviceControlAPI",
             ],
             swiftSettings: strict
         ),
@@ -173,6 +174,9 @@ let package = Package(
         // The wire format of the network's acquiring routes (no dependencies: terminals and merchant servers import
         // it, the network reads the same JSON into its own types).
         .target(name: "AcquirerAPI", swiftSettings: strict),
+        // The wire format of the device's control socket (AppPayments only: the payment sheet carries its types; the
+        // device process serves it, the CLI, apps and tests send it).
+        .target(name: "DeviceControlAPI", dependencies: ["AppPayments"], swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
         // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.
@@ -183,7 +187,7 @@ let package = Package(
             name: "PayClient",
             dependencies: [
                 "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
-                "AppPayments", "SecureElement", "Wallet",
+                "AppPayments", "SecureElement", "Wallet", "DeviceControlAPI",
             ],
             swiftSettings: strict
         ),
@@ -192,7 +196,7 @@ let package = Package(
             name: "DeviceProcess",
             dependencies: [
                 "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
-                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "ISO4217",
+                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "ISO4217", "DeviceControlAPI",
             ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
@@ -314,7 +318,7 @@ let package = Package(
             name: "DeviceProcessTests",
             dependencies: [
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
-                "orchard",
+                "DeviceControlAPI", "EMV", "Wallet", "orchard",
             ],
             swiftSettings: strict
         ),
@@ -326,7 +330,7 @@ let package = Package(
                 "CommandTestSupport",
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
-                "Acquirer", "TokenService", "Issuer", "orchard",
+                "Acquirer", "TokenService", "Issuer", "DeviceControlAPI", "orchard",
             ],
             swiftSettings: strict
         ),
@@ -337,7 +341,7 @@ let package = Package(
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer", "NetworkService",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
-                "MerchantServer", "orchard",
+                "MerchantServer", "DeviceControlAPI", "orchard",
             ],
             swiftSettings: strict
         ),

@@ -1,5 +1,6 @@
 import AppPayments
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import Foundation
 import MerchantServer
@@ -312,14 +313,10 @@ enum AppBuy {
             if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: chosen, in: deployment)) {
                 // Its Secure Element is in use there: the sheet is presented to that process.
                 if let passcode, (try? Device.identity(of: chosen, in: deployment))?.profile.kind == .watch {
-                    _ = try? await DeviceCommands.send(
-                        ControlRequest(method: "POST", path: "/wrist", body: try DeviceCommands.json(["on": true])),
-                        to: chosen, in: deployment)
+                    _ = try? await DeviceCommands.send(SetWrist(on: true), to: chosen, in: deployment)
                     _ = try await DeviceCommands.send(
-                        ControlRequest(
-                            method: "POST", path: "/unlock",
-                            body: try DeviceCommands.json(["method": "passcode", "passcode": passcode])),
-                        to: chosen, in: deployment)
+                        Unlock(AuthenticationEvidenceBody(method: "passcode", passcode: passcode)), to: chosen,
+                        in: deployment)
                 }
                 return .running(chosen)
             }
