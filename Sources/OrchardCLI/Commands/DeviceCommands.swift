@@ -509,7 +509,10 @@ enum DeviceSheetCommands {
         case "billing"?: roles = [.billing]
         case nil:
             let needs = try await send(GetPaymentSheet(), arguments, context).sheet?.needs ?? []
-            roles = needs.compactMap { GivePaymentSheetContact.Role(rawValue: String($0.dropLast("Contact".count))) }
+            roles = needs.compactMap {
+                $0.hasSuffix("Contact")
+                    ? GivePaymentSheetContact.Role(rawValue: String($0.dropLast("Contact".count))) : nil
+            }
             if roles.isEmpty { throw CLIError.failure("the sheet needs no contact now: say --role shipping|billing") }
         default: throw CLIError.usage("--role is shipping or billing")
         }
