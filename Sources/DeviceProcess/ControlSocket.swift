@@ -207,18 +207,18 @@ extension ControlRequest {
 }
 
 extension ControlResponse {
-    /// The typed answer to `request`, or the device's refusal (``DeviceProcessError/Code/refused``).
+    /// The typed answer to `request`, or the device's refusal (``DeviceProcessError/Code/refused``); anything else
+    /// is ``DeviceProcessError/Code/protocolError``.
     public func answer<Request: DeviceControlRequest>(
         to request: Request
     ) -> Result<Request.Answer, DeviceProcessError> {
         let decoder = DeviceControlJSON.decoder()
         guard (200..<300).contains(status) else {
-            let refusal = try? decoder.decode(DeviceControlErrorBody.self, from: body)
-            return .failure(
-                DeviceProcessError(
-                    refusal: refusal?.error
-                        ?? DeviceControlErrorBody.Detail(code: "error", message: "the device answered \(status)"),
-                    status: status))
+            guard let refusal = try? decoder.decode(DeviceControlErrorBody.self, from: body) else {
+                return .failure(
+                    DeviceProcessError(.protocolError, "the device answered \(status) without an error body"))
+            }
+            return .failure(DeviceProcessError(refusal: refusal.error, status: status))
         }
         guard let answer = try? decoder.decode(Request.Answer.self, from: body) else {
             let route = request.route

@@ -294,6 +294,21 @@ struct DeviceControlAPIContractTests {
         #expect(await devices.phone.secureEnclave.status.hasPasscode)
     }
 
+    @Test func answersOutsideTheContractAreProtocolErrorsNotRefusals() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/odd.sock"
+        let server = try ControlSocketServer(path: path) { request in
+            request.path == "/status"
+                ? ControlResponse(status: 200, body: Data(#"{"name":"x"}"#.utf8))
+                : ControlResponse(status: 500, body: Data("teapot".utf8))
+        }
+        defer { server.stop() }
+        let wrongShape = try await ControlSocketClient.send(GetDeviceStatus(), to: path).failure()
+        #expect(wrongShape.code == .protocolError && wrongShape.refusal == nil)
+        let noErrorBody = try await ControlSocketClient.send(GetSettings(), to: path).failure()
+        #expect(noErrorBody.code == .protocolError && noErrorBody.status == nil)
+    }
+
     @Test func requestsHoldingSecretsPrintWithoutThem() {
         let envelope = Data("sealed-personalisation-4761739001010119".utf8)
         let secrets: [(any Sendable, [String])] = [
