@@ -38,6 +38,7 @@ let package = Package(
         .library(name: "TokenRequestorAPI", targets: ["TokenRequestorAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
         .library(name: "AppPayments", targets: ["AppPayments"]),
+        .library(name: "DeviceControlAPI", targets: ["DeviceControlAPI"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -108,7 +109,7 @@ let package = Package(
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "PaymentCredential",
-                "MerchantAPI", "TokenRequestorAPI",
+                "MerchantAPI", "TokenRequestorAPI", "DeviceControlAPI",
             ],
             swiftSettings: strict
         ),
@@ -185,6 +186,9 @@ let package = Package(
         // The wire format between the Pay server and the network's token-requestor routes (no dependencies: both
         // sides import it, the network converts to and from its token service's types).
         .target(name: "TokenRequestorAPI", swiftSettings: strict),
+        // The wire format of the device's control socket (AppPayments only: the payment sheet carries its types; the
+        // device process serves it, the CLI, apps and tests send it).
+        .target(name: "DeviceControlAPI", dependencies: ["AppPayments"], swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
         // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.
@@ -195,7 +199,7 @@ let package = Package(
             name: "PayClient",
             dependencies: [
                 "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
-                "AppPayments", "SecureElement", "Wallet", "PaymentCredential",
+                "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI",
             ],
             swiftSettings: strict
         ),
@@ -204,7 +208,7 @@ let package = Package(
             name: "DeviceProcess",
             dependencies: [
                 "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
-                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "ISO4217", "PayAPI",
+                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "ISO4217", "PayAPI", "DeviceControlAPI",
             ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
@@ -329,7 +333,7 @@ let package = Package(
             name: "DeviceProcessTests",
             dependencies: [
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
-                "orchard",
+                "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard",
             ],
             swiftSettings: strict
         ),
@@ -342,6 +346,7 @@ let package = Package(
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
+                "DeviceControlAPI",
             ],
             swiftSettings: strict
         ),
@@ -352,7 +357,7 @@ let package = Package(
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer", "NetworkService",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
-                "MerchantServer", "orchard",
+                "MerchantServer", "DeviceControlAPI", "orchard",
             ],
             swiftSettings: strict
         ),

@@ -1,4 +1,4 @@
-public import Device
+public import DeviceControlAPI
 import Foundation
 
 #if canImport(Glibc)
@@ -118,10 +118,7 @@ public final class ControlSocketServer: @unchecked Sendable {
     }
 
     static func error(_ status: Int, _ code: String, _ message: String) -> ControlResponse {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let body = (try? encoder.encode(["error": ["code": code, "message": message]])) ?? Data()
-        return ControlResponse(status: status, body: body)
+        ControlResponse.error(status, code, message)
     }
 }
 
@@ -173,11 +170,62 @@ public enum ControlSocketClient {
         }
     }
 
+    /// Sends the typed `request` and decodes its answer; a refusal is ``DeviceProcessError/Code/refused`` with the
+    /// device's status and error body, an answer outside the contract ``DeviceProcessError/Code/protocolError``.
+    public static func send<Request: DeviceControlRequest>(
+        _ request: Request, to path: String, timeoutSeconds: Int = 30
+    ) async -> Result<Request.Answer, DeviceProcessError> {
+        let raw: ControlRequest
+        switch Result(catching: { () throws(DeviceProcessError) in try ControlRequest(request) }) {
+        case .success(let encoded): raw = encoded
+        case .failure(let error): return .failure(error)
+        }
+        return await send(raw, to: path, timeoutSeconds: timeoutSeconds).flatMap { $0.answer(to: request) }
+    }
+
     /// Whether a device process listens on `path`.
     public static func isRunning(at path: String) -> Bool {
         guard let fd = try? UnixSocket.connect(path) else { return false }
         close(fd)
         return true
+    }
+}
+
+extension ControlRequest {
+    /// The bytes of a typed request: its route, and its body as JSON (none for ``NoBody``).
+    public init<Request: DeviceControlRequest>(_ request: Request) throws(DeviceProcessError) {
+        var body = Data()
+        if Request.Body.self != NoBody.self {
+            do {
+                body = try DeviceControlJSON.encoder().encode(request.body)
+            } catch {
+                throw DeviceProcessError(.protocolError, "the request cannot be encoded as JSON")
+            }
+        }
+        self.init(method: request.route.method, path: request.route.path, body: body)
+    }
+}
+
+extension ControlResponse {
+    /// The typed answer to `request`, or the device's refusal (``DeviceProcessError/Code/refused``); anything else
+    /// is ``DeviceProcessError/Code/protocolError``.
+    public func answer<Request: DeviceControlRequest>(
+        to request: Request
+    ) -> Result<Request.Answer, DeviceProcessError> {
+        let decoder = DeviceControlJSON.decoder()
+        guard (200..<300).contains(status) else {
+            guard let refusal = try? decoder.decode(DeviceControlErrorBody.self, from: body) else {
+                return .failure(
+                    DeviceProcessError(.protocolError, "the device answered \(status) without an error body"))
+            }
+            return .failure(DeviceProcessError(refusal: refusal.error, status: status))
+        }
+        guard let answer = try? decoder.decode(Request.Answer.self, from: body) else {
+            let route = request.route
+            return .failure(
+                DeviceProcessError(.protocolError, "the answer to \(route.method) \(route.path) is not its contract's"))
+        }
+        return .success(answer)
     }
 }
 

@@ -1,5 +1,5 @@
 public import AppPayments
-import Device
+import DeviceControlAPI
 import Foundation
 
 /// The payment sheet of a running device process, as an app on that device reaches it: over the device's control
@@ -31,31 +31,27 @@ public final class ControlSocketSheetHost: PaymentSheetHost {
     }
 
     public func canMakePayments() async -> Bool {
-        await capability(PaymentSheetWire.CapabilityQuery(networks: nil, capabilities: nil))
+        await capability(CanMakePayments())
     }
 
     public func canMakePayments(
         usingNetworks networks: [PaymentNetwork], capabilities: MerchantCapabilities
     ) async -> Bool {
         await capability(
-            PaymentSheetWire.CapabilityQuery(
-                networks: networks.map(\.rawValue), capabilities: PaymentSheetWire.names(of: capabilities)))
+            CanMakePayments(
+                networks: networks.map(\.rawValue), capabilities: MerchantCapabilities.names(of: capabilities)))
     }
 
-    private func capability(_ query: PaymentSheetWire.CapabilityQuery) async -> Bool {
-        let answer = try? await call(
-            "POST", "/payment-sheets/can-make-payments", body: query, as: PaymentSheetWire.CapabilityAnswer.self)
-        return answer?.canMakePayments ?? false
+    private func capability(_ query: CanMakePayments) async -> Bool {
+        (try? await call(query))?.canMakePayments ?? false
     }
 
     public func present(
         _ request: PaymentRequest, applicationIdentifier: String, delegate: any PaymentAuthorizationControllerDelegate
     ) async throws -> PaymentSheetOutcome {
         let presented = try await call(
-            "POST", "/payment-sheets",
-            body: PaymentSheetWire.Presentation(
-                applicationIdentifier: applicationIdentifier, request: PaymentSheetWire.Request(request)),
-            as: PaymentSheetWire.Presented.self)
+            PresentPaymentSheet(applicationIdentifier: applicationIdentifier, request: PaymentSheetRequestBody(request))
+        )
         trace(
             presented.automatic
                 ? "sheet \(presented.id) presented on the device process, which approves it itself (--auto-auth)"
@@ -66,9 +62,8 @@ public final class ControlSocketSheetHost: PaymentSheetHost {
         var verdict: PaymentAuthorizationResult?
         while true {
             let event = try await call(
-                "GET", "/payment-sheets/\(presented.id)/events?wait=\(pollSeconds)", body: nil as String?,
-                as: PaymentSheetWire.Event.self, timeoutSeconds: pollSeconds + 15)
-            var answer = PaymentSheetWire.Answer(sequence: event.sequence ?? 0)
+                NextPaymentSheetEvent(sheet: presented.id, wait: pollSeconds), timeoutSeconds: pollSeconds + 15)
+            var answer = AnswerPaymentSheetEvent.Body(sequence: event.sequence ?? 0)
             switch event.kind {
             case .none:
                 continue
@@ -84,13 +79,8 @@ public final class ControlSocketSheetHost: PaymentSheetHost {
                 answer.update = .init(
                     apply(await delegate.didSelectShippingMethod(method, request: current), &current))
             case .paymentAuthorized:
-                guard let payment = event.payment, let token = Data(base64Encoded: payment.token) else {
-                    throw Self.malformed("an authorization event")
-                }
-                let result = await delegate.didAuthorizePayment(
-                    Payment(
-                        token: token, paymentMethod: payment.paymentMethod, billingContact: payment.billingContact,
-                        shippingContact: payment.shippingContact, shippingMethod: payment.shippingMethod))
+                guard let payment = event.payment?.value else { throw Self.malformed("an authorization event") }
+                let result = await delegate.didAuthorizePayment(payment)
                 verdict = result
                 answer.result = .init(result)
             case .ended:
@@ -109,8 +99,7 @@ public final class ControlSocketSheetHost: PaymentSheetHost {
                 }
             }
             // A sheet cancelled meanwhile refuses the answer (409): its end is the next event.
-            _ = try? await call(
-                "POST", "/payment-sheets/\(presented.id)/answers", body: answer, as: [String: Bool].self)
+            _ = try? await call(AnswerPaymentSheetEvent(sheet: presented.id, answer))
         }
     }
 
@@ -127,31 +116,19 @@ public final class ControlSocketSheetHost: PaymentSheetHost {
 
     /// One request on the control socket (on a thread of its own); a refusal becomes the device's
     /// ``PaymentSheetError``.
-    private func call<Body: Encodable, Answer: Decodable>(
-        _ method: String, _ path: String, body: Body?, as: Answer.Type, timeoutSeconds: Int = 30
-    ) async throws(PaymentSheetError) -> Answer {
-        let data: Data
-        do {
-            data = try body.map { try PaymentSheetWire.encode($0) } ?? Data()
-        } catch {
-            throw PaymentSheetError(.invalidRequest, "the request cannot be encoded as JSON")
+    private func call<Request: DeviceControlRequest>(
+        _ request: Request, timeoutSeconds: Int = 30
+    ) async throws(PaymentSheetError) -> Request.Answer {
+        switch await ControlSocketClient.send(request, to: socketPath, timeoutSeconds: timeoutSeconds) {
+        case .success(let answer):
+            return answer
+        case .failure(let error):
+            guard let refusal = error.refusal else {
+                throw error.code == .protocolError
+                    ? Self.malformed("an answer to \(request.route.method) \(request.route.path)")
+                    : PaymentSheetError(.deviceUnreachable, error.message)
+            }
+            throw PaymentSheetError(PaymentSheetError.Code(refusal.code), refusal.message)
         }
-        let response: ControlResponse
-        switch await ControlSocketClient.send(
-            ControlRequest(method: method, path: path, body: data), to: socketPath, timeoutSeconds: timeoutSeconds)
-        {
-        case .success(let answer): response = answer
-        case .failure(let error): throw PaymentSheetError(.deviceUnreachable, error.message)
-        }
-        guard (200..<300).contains(response.status) else {
-            let decoded = try? JSONDecoder().decode([String: PaymentSheetWire.ErrorBody].self, from: response.body)
-            throw PaymentSheetError(
-                PaymentSheetError.Code(decoded?["error"]?.code ?? "deviceUnreachable"),
-                decoded?["error"]?.message ?? "the device process answered \(response.status)")
-        }
-        guard let answer = try? JSONDecoder().decode(Answer.self, from: response.body) else {
-            throw Self.malformed("an answer to \(method) \(path)")
-        }
-        return answer
     }
 }

@@ -1,3 +1,5 @@
+public import DeviceControlAPI
+
 /// The one error type of `DeviceProcess` (the device's control socket, server and client).
 ///
 /// A struct with an extensible code; equality compares the code only.
@@ -5,7 +7,7 @@ public struct DeviceProcessError: Error, Hashable, CustomStringConvertible, Send
     /// What went wrong, as a value a caller can branch on.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case notRunning, alreadyRunning, invalidPath, socketFailure, protocolError, timedOut
+            case notRunning, alreadyRunning, invalidPath, socketFailure, protocolError, timedOut, refused
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -22,6 +24,9 @@ public struct DeviceProcessError: Error, Hashable, CustomStringConvertible, Send
         public static let protocolError = Code(.protocolError)
         /// The peer did not answer in time.
         public static let timedOut = Code(.timedOut)
+        /// The device refused the request: ``DeviceProcessError/refusal`` holds its code and message,
+        /// ``DeviceProcessError/status`` the HTTP status.
+        public static let refused = Code(.refused)
 
         public var description: String { base.rawValue }
     }
@@ -30,9 +35,24 @@ public struct DeviceProcessError: Error, Hashable, CustomStringConvertible, Send
     /// What happened and, where it helps, what to do about it.
     public let message: String
 
+    /// The device's error body, for ``Code/refused``.
+    public let refusal: DeviceControlErrorBody.Detail?
+    /// The HTTP status of a refusal.
+    public let status: Int?
+
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
+        refusal = nil
+        status = nil
+    }
+
+    /// The device's refusal `refusal`, answered with `status`.
+    public init(refusal: DeviceControlErrorBody.Detail, status: Int) {
+        code = .refused
+        message = "\(refusal.code): \(refusal.message)"
+        self.refusal = refusal
+        self.status = status
     }
 
     public var description: String { "\(code): \(message)" }

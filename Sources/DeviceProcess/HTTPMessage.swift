@@ -1,4 +1,3 @@
-import Device
 import Foundation
 
 /// The strict HTTP/1.1 subset the control socket speaks: one request per connection, a body only with

@@ -1,5 +1,6 @@
 public import AppPayments
 public import Device
+import DeviceControlAPI
 public import Foundation
 import OrchardCrypto
 public import OrchardX509
@@ -73,43 +74,34 @@ public final class PaymentSheetService: Sendable {
         self.trace = trace
     }
 
-    /// Whether `request` is one of this service's routes.
-    public static func handles(_ request: ControlRequest) -> Bool {
-        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
-        return path == "/payment-sheets" || path.hasPrefix("/payment-sheets/")
-    }
-
-    /// Handles one `/payment-sheets` request; never throws: every failure is a JSON error response.
-    public func handle(_ request: ControlRequest) async -> ControlResponse {
-        let pieces = request.path.split(separator: "?", maxSplits: 1).map(String.init)
-        let parts = pieces[0].split(separator: "/").map(String.init)
-        let query = pieces.count > 1 ? Self.query(pieces[1]) : [:]
-        let route = Array(parts.dropFirst())
-        switch (request.method, route.count) {
-        case ("POST", 0):
-            return await present(request.body)
-        case ("POST", 1) where route[0] == "can-make-payments":
-            return await canMakePayments(request.body)
-        case ("GET", 1):
-            guard let session = await session(route[0]) else { return Self.noSheet(route[0]) }
-            return Self.json(await Self.status(of: session))
-        case ("GET", 2) where route[1] == "events":
-            guard let session = await session(route[0]) else { return Self.noSheet(route[0]) }
-            let wait = min(max(Int(query["wait"] ?? "") ?? 20, 0), Self.maximumPollSeconds)
-            return Self.json(await session.nextEvent(wait: Duration.seconds(wait)))
-        case ("POST", 2) where route[1] == "answers":
-            guard let session = await session(route[0]) else { return Self.noSheet(route[0]) }
-            guard let answer = try? JSONDecoder().decode(PaymentSheetWire.Answer.self, from: request.body) else {
-                return Self.error(400, "invalidRequest", "the body is not an answer {sequence, update | result}")
+    /// Handles one `/payment-sheets` route (``DeviceControl`` parsed it); never throws: every failure is a JSON
+    /// error response.
+    func handle(_ route: DeviceControlRoute, body: Data) async -> ControlResponse {
+        switch route {
+        case .presentSheet:
+            return await present(body)
+        case .canMakePayments:
+            return await canMakePayments(body)
+        case .sheet(let id):
+            guard let session = await session(id) else { return Self.noSheet(id) }
+            return .json(await Self.status(of: session))
+        case .sheetEvents(let id, let wait):
+            guard let session = await session(id) else { return Self.noSheet(id) }
+            let seconds = min(max(wait ?? 20, 0), Self.maximumPollSeconds)
+            return .json(await session.nextEvent(wait: Duration.seconds(seconds)))
+        case .sheetAnswer(let id):
+            guard let session = await session(id) else { return Self.noSheet(id) }
+            guard let answer = try? Self.decoder.decode(AnswerPaymentSheetEvent.Body.self, from: body) else {
+                return .error(400, "invalidRequest", "the body is not an answer {sequence, update | result}")
             }
             switch await session.answer(answer) {
-            case .success: return Self.json(["accepted": true])
+            case .success: return .json(PaymentSheetAnswerAccepted(accepted: true))
             case .failure(let error): return Self.failure(error)
             }
-        case ("POST", 2):
-            guard let session = await session(route[0]) else { return Self.noSheet(route[0]) }
+        case .sheetAction(let id, let verb):
+            guard let session = await session(id) else { return Self.noSheet(id) }
             let action: PaymentSheetAction
-            switch Self.action(route[1], request.body) {
+            switch Self.action(verb, body) {
             case .success(let parsed): action = parsed
             case .failure(let error): return Self.failure(error)
             }
@@ -118,15 +110,17 @@ public final class PaymentSheetService: Sendable {
             case .failure(let error): return Self.failure(error)
             }
         default:
-            return Self.error(404, "notFound", "no route \(request.method) \(pieces[0])")
+            return .error(404, "notFound", "no route \(route.method) \(route.path)")
         }
     }
+
+    private static let decoder = DeviceControlJSON.decoder()
 
     // MARK: Presentation
 
     private func present(_ body: Data) async -> ControlResponse {
-        guard let presentation = try? JSONDecoder().decode(PaymentSheetWire.Presentation.self, from: body) else {
-            return Self.error(400, "invalidRequest", "the body is not a presentation {applicationIdentifier, request}")
+        guard let presentation = try? Self.decoder.decode(PresentPaymentSheet.self, from: body) else {
+            return .error(400, "invalidRequest", "the body is not a presentation {applicationIdentifier, request}")
         }
         let request: PaymentRequest
         switch presentation.request.paymentRequest() {
@@ -137,7 +131,7 @@ public final class PaymentSheetService: Sendable {
         let session = PaymentSheetSession(
             id: id, applicationIdentifier: presentation.applicationIdentifier, automatic: automatic != nil)
         guard await registry.claim(session) else {
-            return Self.error(
+            return .error(
                 409, Code.sheetPresented.rawValue, "a payment sheet is already presented on this device")
         }
         let connection: PayServerConnection
@@ -145,7 +139,7 @@ public final class PaymentSheetService: Sendable {
             connection = try await connect()
         } catch {
             await registry.release(session)
-            return Self.error(503, "payServerUnavailable", "the device cannot reach the Pay server: \(error)")
+            return .error(503, "payServerUnavailable", "the device cannot reach the Pay server: \(error)")
         }
         let sheet: DevicePaymentSheet
         if let automatic {
@@ -194,10 +188,10 @@ public final class PaymentSheetService: Sendable {
         await session.waitShown()
         if case .failed(let error) = await session.ending {
             let described = Self.describe(error)
-            return Self.error(described.status, described.code, described.message)
+            return .error(described.status, described.code, described.message)
         }
         events(event("sheet-presented", nil, automatic != nil ? "automatic" : "control-api"))
-        return Self.json(PaymentSheetWire.Presented(id: id, automatic: automatic != nil), status: 201)
+        return .json(PresentedPaymentSheet(id: id, automatic: automatic != nil), status: 201)
     }
 
     /// Runs the state machine to its end (an untyped-throws helper: typed catches around actor calls in async code
@@ -216,9 +210,9 @@ public final class PaymentSheetService: Sendable {
     }
 
     private func canMakePayments(_ body: Data) async -> ControlResponse {
-        let query = (try? JSONDecoder().decode(PaymentSheetWire.CapabilityQuery.self, from: body))
+        let query = (try? Self.decoder.decode(CanMakePayments.self, from: body))
         guard body.isEmpty || query != nil else {
-            return Self.error(400, "invalidRequest", "the body is {networks?, capabilities?}")
+            return .error(400, "invalidRequest", "the body is {networks?, capabilities?}")
         }
         var answer = device.profile.authorizesPayments
         if answer, let networks = query?.networks {
@@ -227,7 +221,7 @@ public final class PaymentSheetService: Sendable {
                 capabilities: MerchantCapabilities(names: query?.capabilities ?? []))
             answer = !eligible.isEmpty
         }
-        return Self.json(PaymentSheetWire.CapabilityAnswer(canMakePayments: answer))
+        return .json(CanMakePaymentsAnswer(canMakePayments: answer))
     }
 
     /// The wallet's most recent shipping contact, as a payment contact.
@@ -249,57 +243,36 @@ public final class PaymentSheetService: Sendable {
 
     // MARK: The user's actions
 
-    private struct CardBody: Decodable { let card: String }
-    private struct MethodBody: Decodable { let identifier: String }
-    private struct EvidenceBody: Decodable {
-        let method: String
-        let success: Bool?
-        let passcode: String?
-    }
-
     /// The action of `POST /payment-sheets/{id}/{verb}`.
-    private static func action(_ verb: String, _ body: Data) -> Result<PaymentSheetAction, PaymentSheetError> {
+    private static func action(
+        _ verb: PaymentSheetActionName, _ body: Data
+    ) -> Result<PaymentSheetAction, PaymentSheetError> {
         func decode<T: Decodable>(_ type: T.Type, _ shape: String) -> Result<T, PaymentSheetError> {
-            guard let value = try? JSONDecoder().decode(T.self, from: body) else {
+            guard let value = try? decoder.decode(T.self, from: body) else {
                 return .failure(PaymentSheetError(.invalidRequest, "the body is not \(shape)"))
             }
             return .success(value)
         }
         switch verb {
-        case "card":
-            return decode(CardBody.self, "{card}").map { .chooseCard($0.card) }
-        case "shipping-contact":
+        case .card:
+            return decode(ChoosePaymentSheetCard.Body.self, "{card}").map { .chooseCard($0.card) }
+        case .shippingContact:
             return decode(PaymentContact.self, "a contact").map { .shippingContact($0) }
-        case "billing-contact":
+        case .billingContact:
             return decode(PaymentContact.self, "a contact").map { .billingContact($0) }
-        case "shipping-method":
-            return decode(MethodBody.self, "{identifier}").map { .shippingMethod($0.identifier) }
-        case "authenticate":
-            return decode(EvidenceBody.self, "{method, success?, passcode?}").flatMap { body in
-                switch AuthenticationMethod(name: body.method) {
-                case .faceID?, .touchID?:
-                    guard let success = body.success else {
-                        return .failure(PaymentSheetError(.invalidRequest, "a biometric needs success"))
-                    }
-                    return .success(
-                        .authenticate(
-                            body.method == "face-id" ? .faceID(matched: success) : .touchID(matched: success)))
-                case .passcode?:
-                    guard let passcode = body.passcode else {
-                        return .failure(PaymentSheetError(.invalidRequest, "the passcode is missing"))
-                    }
-                    return .success(.authenticate(.passcode(SecureBytes(Array(passcode.utf8)))))
-                case .doubleClick?:
-                    return .success(.authenticate(.doubleClick))
-                case nil:
-                    return .failure(
-                        PaymentSheetError(.invalidRequest, "method is face-id, touch-id, passcode or double-click"))
+        case .shippingMethod:
+            return decode(ChoosePaymentSheetShippingMethod.Body.self, "{identifier}").map {
+                .shippingMethod($0.identifier)
+            }
+        case .authenticate:
+            return decode(AuthenticationEvidenceBody.self, "{method, success?, passcode?}").flatMap { body in
+                switch Result(catching: { () throws(DeviceError) in try DeviceControl.evidence(body) }) {
+                case .success(let evidence): .success(.authenticate(evidence))
+                case .failure(let error): .failure(PaymentSheetError(.invalidRequest, error.message))
                 }
             }
-        case "cancel":
+        case .cancel:
             return .success(.cancel)
-        default:
-            return .failure(PaymentSheetError(Code.notFound, "no payment-sheet action \(verb)"))
         }
     }
 
@@ -307,33 +280,21 @@ public final class PaymentSheetService: Sendable {
 
     /// `{"result": "accepted" | "rejected", "offered"?, "sheet"}`, or the refusal as an error.
     private static func reply(_ reply: PaymentSheetSession.Reply) -> ControlResponse {
-        struct Body: Encodable {
-            let result: String
-            let offered: [String]?
-            let sheet: PaymentSheetView?
-        }
         switch reply.result {
         case .accepted:
-            return json(Body(result: "accepted", offered: nil, sheet: reply.sheet))
+            return .json(PaymentSheetActionAnswer(result: "accepted", sheet: reply.sheet))
         case .authenticationRejected(let offered):
-            return json(Body(result: "rejected", offered: offered.map(\.name), sheet: reply.sheet))
+            return .json(PaymentSheetActionAnswer(result: "rejected", offered: offered.map(\.name), sheet: reply.sheet))
         case .refused(let error):
             let described = describe(error)
-            return self.error(described.status, described.code, described.message)
+            return .error(described.status, described.code, described.message)
         }
     }
 
     // MARK: Encoding and errors
 
-    private struct StatusBody: Encodable {
-        let id: String
-        let applicationIdentifier: String
-        let automatic: Bool
-        let sheet: PaymentSheetView?
-    }
-
-    private static func status(of session: PaymentSheetSession) async -> StatusBody {
-        StatusBody(
+    private static func status(of session: PaymentSheetSession) async -> PaymentSheetStatusAnswer {
+        PaymentSheetStatusAnswer(
             id: session.id, applicationIdentifier: session.applicationIdentifier, automatic: session.automatic,
             sheet: await session.currentSheet)
     }
@@ -356,32 +317,11 @@ public final class PaymentSheetService: Sendable {
 
     private static func failure(_ error: PaymentSheetError) -> ControlResponse {
         let described = describe(error)
-        return self.error(described.status, described.code, described.message)
+        return .error(described.status, described.code, described.message)
     }
 
     private static func noSheet(_ id: String) -> ControlResponse {
-        error(404, "notFound", id == "current" ? "no payment sheet was presented" : "no payment sheet \(id)")
-    }
-
-    private static func query(_ text: String) -> [String: String] {
-        var result: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2 { result[parts[0]] = parts[1] }
-        }
-        return result
-    }
-
-    static func json(_ value: some Encodable, status: Int = 200) -> ControlResponse {
-        guard let body = try? PaymentSheetWire.encode(value) else {
-            return error(500, "internalFailure", "the answer could not be encoded")
-        }
-        return ControlResponse(status: status, body: body)
-    }
-
-    static func error(_ status: Int, _ code: String, _ message: String) -> ControlResponse {
-        let body = (try? PaymentSheetWire.encode(["error": ["code": code, "message": message]])) ?? Data()
-        return ControlResponse(status: status, body: body)
+        .error(404, "notFound", id == "current" ? "no payment sheet was presented" : "no payment sheet \(id)")
     }
 }
 
@@ -463,36 +403,33 @@ struct RemoteAppDelegate: PaymentAuthorizationControllerDelegate {
     let session: PaymentSheetSession
     let verdictTimeout: Duration
 
-    private func ask(_ event: PaymentSheetWire.Event, _ request: PaymentRequest) async -> PaymentRequestUpdate {
+    private func ask(_ event: PaymentSheetAppEvent, _ request: PaymentRequest) async -> PaymentRequestUpdate {
         let answer = await session.appEvent(event, answerTimeout: verdictTimeout)
         return answer?.update?.value
             ?? PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems, shippingMethods: nil)
     }
 
     func didSelectPaymentMethod(_ method: PaymentMethod, request: PaymentRequest) async -> PaymentRequestUpdate {
-        var event = PaymentSheetWire.Event(sheet: session.id, kind: .paymentMethodSelected)
+        var event = PaymentSheetAppEvent(sheet: session.id, kind: .paymentMethodSelected)
         event.paymentMethod = method
         return await ask(event, request)
     }
 
     func didSelectShippingContact(_ contact: PaymentContact, request: PaymentRequest) async -> PaymentRequestUpdate {
-        var event = PaymentSheetWire.Event(sheet: session.id, kind: .shippingContactSelected)
+        var event = PaymentSheetAppEvent(sheet: session.id, kind: .shippingContactSelected)
         event.shippingContact = contact
         return await ask(event, request)
     }
 
     func didSelectShippingMethod(_ method: ShippingMethod, request: PaymentRequest) async -> PaymentRequestUpdate {
-        var event = PaymentSheetWire.Event(sheet: session.id, kind: .shippingMethodSelected)
+        var event = PaymentSheetAppEvent(sheet: session.id, kind: .shippingMethodSelected)
         event.shippingMethod = method
         return await ask(event, request)
     }
 
     func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
-        var event = PaymentSheetWire.Event(sheet: session.id, kind: .paymentAuthorized)
-        event.payment = PaymentSheetWire.Payment(
-            token: payment.token.base64EncodedString(), paymentMethod: payment.paymentMethod,
-            billingContact: payment.billingContact, shippingContact: payment.shippingContact,
-            shippingMethod: payment.shippingMethod)
+        var event = PaymentSheetAppEvent(sheet: session.id, kind: .paymentAuthorized)
+        event.payment = PaymentSheetPayment(payment)
         let answer = await session.appEvent(event, answerTimeout: verdictTimeout)
         return answer?.result?.value ?? PaymentAuthorizationResult(status: .failure, errors: ["the app did not answer"])
     }

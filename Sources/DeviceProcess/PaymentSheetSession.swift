@@ -1,4 +1,5 @@
 import AppPayments
+import DeviceControlAPI
 import Foundation
 import PayClient
 
@@ -45,9 +46,9 @@ actor PaymentSheetSession {
 
     // The app's side.
     private var sequence = 0
-    private var pending: PaymentSheetWire.Event?
-    private var answerWaiter: CheckedContinuation<PaymentSheetWire.Answer?, Never>?
-    private var eventWaiters: [Int: CheckedContinuation<PaymentSheetWire.Event?, Never>] = [:]
+    private var pending: PaymentSheetAppEvent?
+    private var answerWaiter: CheckedContinuation<AnswerPaymentSheetEvent.Body?, Never>?
+    private var eventWaiters: [Int: CheckedContinuation<PaymentSheetAppEvent?, Never>] = [:]
     private var nextWaiter = 0
 
     private var shown = false
@@ -89,7 +90,7 @@ actor PaymentSheetSession {
 
     /// Publishes an event for the app and waits for its answer; nil when the sheet was cancelled or timed out (or,
     /// for the authorization, when the app did not answer within `answerTimeout`).
-    func appEvent(_ event: PaymentSheetWire.Event, answerTimeout: Duration) async -> PaymentSheetWire.Answer? {
+    func appEvent(_ event: PaymentSheetAppEvent, answerTimeout: Duration) async -> AnswerPaymentSheetEvent.Body? {
         let authorization = event.kind == .paymentAuthorized
         if cancelRequested && !authorization { return nil }
         sequence += 1
@@ -211,7 +212,7 @@ actor PaymentSheetSession {
     // MARK: The app's side
 
     /// The event waiting for the app's answer, the end, or, after `wait` without either, a `none` event.
-    func nextEvent(wait: Duration) async -> PaymentSheetWire.Event {
+    func nextEvent(wait: Duration) async -> PaymentSheetAppEvent {
         if let pending { return pending }
         if ending != nil { return endEvent() }
         let number = nextWaiter
@@ -221,11 +222,11 @@ actor PaymentSheetSession {
             await self?.endWait(number)
         }
         let event = await withCheckedContinuation { eventWaiters[number] = $0 }
-        return event ?? PaymentSheetWire.Event(sheet: id, kind: .none)
+        return event ?? PaymentSheetAppEvent(sheet: id, kind: .none)
     }
 
     /// The app's answer to event `answer.sequence`; false if that event does not wait for an answer (any more).
-    func answer(_ answer: PaymentSheetWire.Answer) -> Result<Void, PaymentSheetError> {
+    func answer(_ answer: AnswerPaymentSheetEvent.Body) -> Result<Void, PaymentSheetError> {
         guard let pending, pending.sequence == answer.sequence, let waiter = answerWaiter else {
             return .failure(
                 PaymentSheetError(.invalidAction, "event \(answer.sequence) does not wait for an answer"))
@@ -271,22 +272,22 @@ actor PaymentSheetSession {
         waiter.resume(returning: nil)
     }
 
-    private func endEvent() -> PaymentSheetWire.Event {
-        var event = PaymentSheetWire.Event(sheet: id, kind: .ended)
+    private func endEvent() -> PaymentSheetAppEvent {
+        var event = PaymentSheetAppEvent(sheet: id, kind: .ended)
         switch ending {
         case .completed(let result):
             event.outcome = "completed"
-            event.result = PaymentSheetWire.Verdict(result)
+            event.result = PaymentSheetVerdict(result)
         case .cancelled(let timedOut):
             event.outcome = "cancelled"
             if timedOut {
-                event.error = PaymentSheetWire.ErrorBody(
+                event.error = DeviceControlErrorBody.Detail(
                     code: PaymentSheetError.Code.timedOut.rawValue, message: "the sheet was not completed in time")
             }
         case .failed(let error):
             event.outcome = "failed"
             let described = PaymentSheetService.describe(error)
-            event.error = PaymentSheetWire.ErrorBody(code: described.code, message: described.message)
+            event.error = DeviceControlErrorBody.Detail(code: described.code, message: described.message)
         case nil:
             break
         }

@@ -1,5 +1,6 @@
 public import AppPayments
 public import Device
+import DeviceControlAPI
 import Foundation
 import OrchardCrypto
 public import OrchardX509

@@ -1,4 +1,5 @@
 public import AppPayments
+public import DeviceControlAPI
 import Foundation
 public import SecureElement
 import Wallet
@@ -61,54 +62,6 @@ extension PaymentSheetError.Code {
     public static let invalidAction = PaymentSheetError.Code("invalidAction")
     /// The sheet was not completed in time and was cancelled.
     public static let timedOut = PaymentSheetError.Code("timedOut")
-}
-
-/// What the sheet shows the user, as the device's control API returns it. The device's own screen: it holds the
-/// summary-item labels and the contacts the user gave, never a card or account number.
-public struct PaymentSheetView: Sendable, Hashable, Codable {
-    /// A card as the sheet lists it: display data only.
-    public struct Card: Sendable, Hashable, Codable {
-        public let id: String
-        public let displayName: String
-        /// The last four digits of the card number as printed on the card.
-        public let suffix: String
-        public let network: String
-        /// `credit`, `debit` or `prepaid`.
-        public let type: String
-    }
-
-    public let applicationIdentifier: String
-    public let merchantIdentifier: String
-    /// The label of the total: the merchant's name.
-    public let merchantName: String
-    public let currencyCode: String
-    /// The summary items as the sheet shows them now (the app may have updated them); the last is the total.
-    public let items: [PaymentSummaryItem]
-    public let total: String
-    /// The cards that may pay (active, on an accepted network, of an accepted type).
-    public let cards: [Card]
-    /// The card the sheet proposed (the one chosen by hand, else the default, else the first eligible).
-    public let proposedCard: String
-    public let selectedCard: String
-    public let shippingMethods: [ShippingMethod]
-    public let selectedShippingMethod: String?
-    public let requiredShippingContactFields: [String]
-    public let requiredBillingContactFields: [String]
-    public let shippingContact: PaymentContact?
-    public let billingContact: PaymentContact?
-    /// Errors of the app's last update: while there are any the user cannot pay.
-    public let appErrors: [String]
-    /// What the user must still do, in order: `shippingContact`, `billingContact`, `authentication`.
-    public let needs: [String]
-    /// The authentication methods the Secure Enclave offers now.
-    public let authenticationMethods: [String]
-    /// `presented` while the sheet is up; `completed`, `cancelled` or `failed` once it ended.
-    public var status: String
-    /// Who the sheet waits for: `user`, `app` (its answer to an event), `device` (the Secure Element, the Pay
-    /// server), or `nobody` once it ended.
-    public var waitingFor: String
-    /// Why it failed, for `failed`.
-    public var failure: String?
 }
 
 /// Adapts a scripted ``PaymentSheetUser`` to the sheet's state machine: it answers the steps in the order a person

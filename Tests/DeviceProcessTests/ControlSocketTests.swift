@@ -1,4 +1,5 @@
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import EMV
 import Foundation
@@ -64,11 +65,17 @@ func blockingExchange(_ path: String, _ bytes: [UInt8]) throws -> String {
 
 @Suite("Control socket")
 struct ControlSocketTests {
+    /// What the echo server saw of a request.
+    struct Echo: Codable {
+        let method: String
+        let path: String
+        let bytes: Int
+    }
+
     static func echoServer(_ path: String) throws -> ControlSocketServer {
         try ControlSocketServer(path: path) { request in
-            let body = try? JSONSerialization.data(withJSONObject: [
-                "method": request.method, "path": request.path, "bytes": request.body.count,
-            ])
+            let body = try? JSONEncoder().encode(
+                Echo(method: request.method, path: request.path, bytes: request.body.count))
             return ControlResponse(status: request.path == "/missing" ? 404 : 200, body: body ?? Data())
         }
     }
@@ -80,13 +87,10 @@ struct ControlSocketTests {
         let server = try Self.echoServer(path)
         #expect(SecureFile.mode(of: path) == 0o600)
         #expect(ControlSocketClient.isRunning(at: path))
-        let response = try await send(
-            ControlRequest(method: "POST", path: "/field/on", body: Data(#"{"networks":["visa"]}"#.utf8)), to: path)
+        let response = try await send(try ControlRequest(FieldOn(networks: ["visa"])), to: path)
         #expect(response.status == 200)
-        let json = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
-        #expect(
-            json?["method"] as? String == "POST" && json?["path"] as? String == "/field/on"
-                && json?["bytes"] as? Int == 21)
+        let echo = try JSONDecoder().decode(Echo.self, from: response.body)
+        #expect(echo.method == "POST" && echo.path == "/field/on" && echo.bytes == 21)
         #expect(try await send(ControlRequest(method: "GET", path: "/missing"), to: path).status == 404)
         // Several clients at once.
         try await withThrowingTaskGroup(of: Int.self) { group in

@@ -1,5 +1,6 @@
 import CommandTestSupport
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import EMV
 import Foundation
@@ -22,38 +23,16 @@ struct DeviceRunTests {
     struct SocketLink: CardTransport {
         let socket: String
         func transmit(_ command: CommandAPDU) async throws -> ResponseAPDU {
-            let hex = try command.encoded().map { String(format: "%02X", $0) }.joined()
-            let response = try await ControlSocketClient.send(
-                ControlRequest(
-                    method: "POST", path: "/field/apdu",
-                    body: try JSONSerialization.data(withJSONObject: ["command": hex])),
-                to: socket
-            ).get()
-            let json = try JSONSerialization.jsonObject(with: response.body) as? [String: String]
-            guard response.status == 200, let answer = json?["response"] else {
-                throw EMVError(.transportFailure, String(decoding: response.body, as: UTF8.self))
-            }
-            var bytes: [UInt8] = []
-            var index = answer.startIndex
-            while index < answer.endIndex {
-                let next = answer.index(index, offsetBy: 2)
-                bytes.append(UInt8(answer[index..<next], radix: 16) ?? 0)
-                index = next
-            }
+            let answer = try await ControlSocketClient.send(SendAPDU(bytes: try command.encoded()), to: socket).get()
+            guard let bytes = answer.bytes else { throw EMVError(.transportFailure, "the answer is not hex") }
             return try ResponseAPDU(bytes: bytes)
         }
     }
 
-    static func call(
-        _ socket: String, _ method: String, _ path: String, _ body: [String: Any]? = nil
-    ) async throws
-        -> (Int, [String: Any])
+    @discardableResult
+    static func send<Request: DeviceControlRequest>(_ socket: String, _ request: Request) async throws -> Request.Answer
     {
-        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
-        let response = try await ControlSocketClient.send(
-            ControlRequest(method: method, path: path, body: data), to: socket
-        ).get()
-        return (response.status, (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:])
+        try await ControlSocketClient.send(request, to: socket).get()
     }
 
     @Test("A phone process: a card, Face ID and a tap across the socket; commands; SIGTERM removes the socket")
@@ -94,14 +73,9 @@ struct DeviceRunTests {
         }
         #expect(ControlSocketClient.isRunning(at: socket))
 
-        let (installed, card) = try await Self.call(
-            socket, "POST", "/cards",
-            [
-                "envelope": Data(envelope).base64EncodedString(), "type": "credit", "suffix": "9876",
-                "displayName": "Card",
-            ])
-        #expect(installed == 201)
-        let cardID = try #require(card["id"] as? String)
+        let cardID = try await Self.send(
+            socket, AddCard(envelope: Data(envelope), type: "credit", suffix: "9876", displayName: "Card")
+        ).id
         // `orchard device` commands go to the running process.
         let (listed, cardsOutput, _) = try await Self.command([
             "device", "cards", "--data-dir", directory.path, "--name", "p",
@@ -111,14 +85,14 @@ struct DeviceRunTests {
             "device", "authenticate", "--data-dir", directory.path, "--name", "p", "--method", "face-id",
         ])
         #expect(authenticated == 0 && authOutput.contains("authorized"))
-        #expect(try await Self.call(socket, "GET", "/status").1["contactless"] as? String == "armed")
+        #expect(try await Self.send(socket, GetDeviceStatus()).contactless == "armed")
 
-        #expect(try await Self.call(socket, "POST", "/field/on").0 == 200)
+        try await Self.send(socket, FieldOn())
         let kernel = TerminalKernel(configuration: TerminalConfiguration(countryCode: 840, currencyCode: 840))
         let outcome = try await kernel.run(
             TransactionParameters(amount: 4200, date: try TransactionDate(yymmdd: "250615")),
             card: SocketLink(socket: socket))
-        #expect(try await Self.call(socket, "POST", "/field/off").0 == 200)
+        try await Self.send(socket, FieldOff())
         #expect(outcome.status == .onlineRequest)
         let verification = try CryptogramVerifier().verify(
             ChipAuthorizationData(try #require(outcome.card)), issuerMasterKey: issuerKey, lastSeenATC: nil)

@@ -1,5 +1,6 @@
 import AppPayments
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import Foundation
 import MerchantKit
@@ -15,7 +16,7 @@ import Wallet
 
 /// A device process's control socket served in this process: the device's control API and its payment sheets, the
 /// device registered with the sandbox's Pay server. The app reaches the sheet through ``ControlSocketSheetHost``
-/// and the user through raw control-API requests, both over the real Unix socket.
+/// and the user through the control API's typed requests, both over the real Unix socket.
 final class SheetDevice: @unchecked Sendable {
     let sandbox: Sandbox
     let device: Device
@@ -35,11 +36,8 @@ final class SheetDevice: @unchecked Sendable {
         let sheets = PaymentSheetService(
             device: device, automatic: automatic, timeout: timeout,
             connect: { PaymentSheetService.PayServerConnection(client: client, root: root, close: {}) })
-        let control = DeviceControl(device: device)
         socket = Device.controlSocketPath(of: device.name, in: sandbox.deployment)
-        server = try ControlSocketServer(path: socket) { request in
-            PaymentSheetService.handles(request) ? await sheets.handle(request) : await control.handle(request)
-        }
+        server = try ControlSocketServer(path: socket, control: DeviceControl(device: device, sheets: sheets))
     }
 
     func stop() { server.stop() }
@@ -60,29 +58,38 @@ final class SheetDevice: @unchecked Sendable {
         }
     }
 
-    /// One control-API request as the user sends it: (status, JSON object).
-    func call(_ method: String, _ path: String, _ body: Any? = nil) async throws -> (Int, [String: Any]) {
-        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
-        let response = try await ControlSocketClient.send(
-            ControlRequest(method: method, path: path, body: data), to: socket
-        ).get()
-        return (response.status, (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:])
+    /// One typed control-API request as the user sends it: the answer, or the device's refusal.
+    func send<Request: DeviceControlRequest>(_ request: Request) async throws -> Result<Request.Answer, Refusal> {
+        switch await ControlSocketClient.send(request, to: socket) {
+        case .success(let answer): return .success(answer)
+        case .failure(let error):
+            guard let refusal = error.refusal, let status = error.status else { throw error }
+            return .failure(Refusal(status: status, code: refusal.code))
+        }
     }
 
-    /// The sheet as `GET /payment-sheets/current` shows it.
-    func sheet() async throws -> [String: Any] {
-        try await call("GET", "/payment-sheets/current").1["sheet"] as? [String: Any] ?? [:]
+    /// Malformed bytes on a route: the status and the error body's code.
+    func raw(_ method: String, _ path: String, _ json: String) async throws -> Refusal {
+        let response = try await ControlSocketClient.send(
+            ControlRequest(method: method, path: path, body: Data(json.utf8)), to: socket
+        ).get()
+        let body = try? DeviceControlJSON.decoder().decode(DeviceControlErrorBody.self, from: response.body)
+        return Refusal(status: response.status, code: body?.error.code ?? "")
+    }
+
+    /// The sheet as `GET /payment-sheets/current` shows it; nil before one was presented.
+    func sheet() async throws -> PaymentSheetView? {
+        try? await send(GetPaymentSheet()).get().sheet
     }
 
     /// Waits (bounded) until the sheet waits for `party` (`user` or `app`), and returns it.
-    func sheetWaiting(for party: String) async throws -> [String: Any] {
+    func sheetWaiting(for party: String) async throws -> PaymentSheetView {
         for _ in 0..<400 {
-            let sheet = try await sheet()
-            if sheet["waitingFor"] as? String == party { return sheet }
+            if let sheet = try await sheet(), sheet.waitingFor == party { return sheet }
             try await Task.sleep(for: .milliseconds(25))
         }
         Issue.record("the sheet never waited for the \(party)")
-        return try await sheet()
+        return try #require(try await sheet())
     }
 
     /// The Pay server's nonce rows (issued or used).
@@ -97,15 +104,17 @@ final class SheetDevice: @unchecked Sendable {
 @Suite("In-app: the payment sheet in the device process, driven through its control API", .serialized)
 struct PaymentSheetControlTests {
     static let alice = PaymentSheetTests.alice
-    static var aliceJSON: [String: Any] {
-        [
-            "name": "Alice Doe", "emailAddress": "alice@example.com", "phoneNumber": "+1 555 0100",
-            "postalAddress": [
-                "street": "1 Infinite Loop", "city": "Cupertino", "state": "CA", "postalCode": "95014",
-                "country": "US",
-            ],
-        ]
+    static let face = AuthenticationEvidenceBody(method: "face-id", success: true)
+    /// A small request for `POST /payment-sheets` (applicationData `order`).
+    static var demoRequest: PaymentRequest {
+        PaymentRequest(
+            merchantIdentifier: "merchant.dev.orchard.demo", countryCode: "US", currencyCode: "USD",
+            supportedNetworks: [.visa], merchantCapabilities: [.threeDSecure],
+            paymentSummaryItems: [PaymentSummaryItem(label: "Orchard Demo Store", amount: "1.00")],
+            applicationData: Data("order".utf8))
     }
+    static let shipAlice = GivePaymentSheetContact(role: .shipping, contact: alice)
+    static let billAlice = GivePaymentSheetContact(role: .billing, contact: alice)
 
     /// Runs `body` with a sandbox and a phone with Face ID and the given test cards, served on its control
     /// socket; stops both however `body` ends.
@@ -157,27 +166,21 @@ struct PaymentSheetControlTests {
             let app = phone.present(request, delegate: delegate)
 
             let shown = try await phone.sheetWaiting(for: "user")
-            let listed = (shown["cards"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
-            #expect(Set(listed) == Set(cards.filter { $0.type == .credit }.map(\.id)))
-            #expect(shown["selectedCard"] as? String == shown["proposedCard"] as? String)
-            #expect(shown["selectedCard"] as? String != mastercard.id)
-            #expect((shown["items"] as? [[String: Any]])?.first?["label"] as? String == "Secret Roast Blend")
+            #expect(Set(shown.cards.map(\.id)) == Set(cards.filter { $0.type == .credit }.map(\.id)))
+            #expect(shown.selectedCard == shown.proposedCard && shown.selectedCard != mastercard.id)
+            #expect(shown.items.first?.label == "Secret Roast Blend")
 
             // The debit card cannot pay a credit-only merchant: refused, and the sheet keeps waiting on its card.
-            let (refused, refusal) = try await phone.call("POST", "/payment-sheets/current/card", ["card": debit.id])
-            #expect(refused == 422 && (refusal["error"] as? [String: Any])?["code"] as? String == "cardNotEligible")
+            let refused = try await phone.send(ChoosePaymentSheetCard(card: debit.id))
+            #expect(refused.refusal == Refusal(status: 422, code: "cardNotEligible"))
             let after = try await phone.sheetWaiting(for: "user")
-            #expect(
-                after["status"] as? String == "presented"
-                    && after["selectedCard"] as? String == shown["selectedCard"] as? String)
+            #expect(after.status == "presented" && after.selectedCard == shown.selectedCard)
 
-            let (chosen, reply) = try await phone.call("POST", "/payment-sheets/current/card", ["card": mastercard.id])
-            #expect(chosen == 200 && reply["result"] as? String == "accepted")
-            #expect((reply["sheet"] as? [String: Any])?["selectedCard"] as? String == mastercard.id)
-            #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
-            let (paid, final) = try await phone.call(
-                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
-            #expect(paid == 200 && (final["sheet"] as? [String: Any])?["status"] as? String == "completed")
+            let reply = try await phone.send(ChoosePaymentSheetCard(card: mastercard.id)).get()
+            #expect(reply.result == "accepted" && reply.sheet?.selectedCard == mastercard.id)
+            _ = try await phone.send(Self.billAlice).get()
+            let final = try await phone.send(AuthenticatePaymentSheet(Self.face)).get()
+            #expect(final.sheet?.status == "completed")
 
             let result = try #require((try await app.value).completedResult, "the app's sheet did not complete")
             #expect(result.status == .success)
@@ -196,31 +199,29 @@ struct PaymentSheetControlTests {
             let delegate = RecordingDelegate()
             let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
             let shown = try await phone.sheetWaiting(for: "user")
-            #expect(shown["needs"] as? [String] == ["shippingContact", "billingContact", "authentication"])
+            #expect(shown.needs == ["shippingContact", "billingContact", "authentication"])
 
-            let (early, refusal) = try await phone.call(
-                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
-            #expect(early == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
-            #expect(try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON).0 == 200)
-            #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
+            let early = try await phone.send(AuthenticatePaymentSheet(Self.face))
+            #expect(early.refusal == Refusal(status: 409, code: "invalidAction"))
+            _ = try await phone.send(Self.shipAlice).get()
+            _ = try await phone.send(Self.billAlice).get()
 
-            let (status, rejected) = try await phone.call(
-                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": false])
-            #expect(status == 200 && rejected["result"] as? String == "rejected")
-            #expect((rejected["offered"] as? [String])?.contains("face-id") == true)
+            let rejected = try await phone.send(
+                AuthenticatePaymentSheet(AuthenticationEvidenceBody(method: "face-id", success: false))
+            ).get()
+            #expect(rejected.result == "rejected" && rejected.offered?.contains("face-id") == true)
             let waiting = try await phone.sheetWaiting(for: "user")
-            #expect(waiting["status"] as? String == "presented" && waiting["needs"] as? [String] == ["authentication"])
+            #expect(waiting.status == "presented" && waiting.needs == ["authentication"])
             #expect(try phone.nonceRows() == 0)
             #expect(delegate.payments.isEmpty)
 
-            let (paid, final) = try await phone.call(
-                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
-            #expect(paid == 200 && (final["sheet"] as? [String: Any])?["status"] as? String == "completed")
+            let final = try await phone.send(AuthenticatePaymentSheet(Self.face)).get()
+            #expect(final.sheet?.status == "completed")
             let result = try #require((try await app.value).completedResult, "the app's sheet did not complete")
             #expect(result.status == .success && delegate.payments.count == 1)
             #expect(try phone.nonceRows() == 1)
             // Once ended, the sheet takes no more actions.
-            #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 409)
+            #expect(try await phone.send(CancelPaymentSheet()).refusal?.status == 409)
         }
     }
 
@@ -230,9 +231,8 @@ struct PaymentSheetControlTests {
             let delegate = RecordingDelegate()
             let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
             _ = try await phone.sheetWaiting(for: "user")
-            #expect(try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON).0 == 200)
-            let (status, reply) = try await phone.call("POST", "/payment-sheets/current/cancel")
-            #expect(status == 200 && (reply["sheet"] as? [String: Any])?["status"] as? String == "cancelled")
+            _ = try await phone.send(Self.shipAlice).get()
+            #expect(try await phone.send(CancelPaymentSheet()).get().sheet?.status == "cancelled")
             try #require((try await app.value).isCancelled, "a cancelled sheet did not end cancelled for the app")
             #expect(delegate.payments.isEmpty)
             #expect(try phone.nonceRows() == 0)
@@ -240,12 +240,9 @@ struct PaymentSheetControlTests {
             // The next presentation is shown (the slot was freed), and it pays.
             let second = phone.present(PaymentSheetTests.request(), delegate: delegate)
             _ = try await phone.sheetWaiting(for: "user")
-            #expect(try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON).0 == 200)
-            #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
-            #expect(
-                try await phone.call(
-                    "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
-                ).0 == 200)
+            _ = try await phone.send(Self.shipAlice).get()
+            _ = try await phone.send(Self.billAlice).get()
+            _ = try await phone.send(AuthenticatePaymentSheet(Self.face)).get()
             try #require((try await second.value).completedResult != nil, "the second sheet did not complete")
             #expect(delegate.payments.count == 1)
         }
@@ -257,22 +254,16 @@ struct PaymentSheetControlTests {
             let delegate = RecordingDelegate()
             let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
             _ = try await phone.sheetWaiting(for: "user")
-            let (status, reply) = try await phone.call(
-                "POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
-            #expect(status == 200)
+            let reply = try await phone.send(Self.shipAlice).get()
             // The app's update (a shipping line, a new total) is what the device shows.
-            let sheet = reply["sheet"] as? [String: Any] ?? [:]
-            #expect(sheet["total"] as? String == "11.99" && (sheet["items"] as? [Any])?.count == 3)
+            #expect(reply.sheet?.total == "11.99" && reply.sheet?.items.count == 3)
             #expect(delegate.shippingContacts == [Self.alice.redacted])
             let seen = try #require(delegate.shippingContacts.first)
             #expect(seen.name == nil && seen.emailAddress == nil && seen.phoneNumber == nil)
             #expect(seen.postalAddress?.street == "" && seen.postalAddress?.city == "Cupertino")
 
-            #expect(try await phone.call("POST", "/payment-sheets/current/billing-contact", Self.aliceJSON).0 == 200)
-            #expect(
-                try await phone.call(
-                    "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
-                ).0 == 200)
+            _ = try await phone.send(Self.billAlice).get()
+            _ = try await phone.send(AuthenticatePaymentSheet(Self.face)).get()
             try #require((try await app.value).completedResult != nil, "the app's sheet did not complete")
             let payment = try #require(delegate.payments.first)
             #expect(payment.shippingContact == Self.alice.limited(to: [.name, .postalAddress]))
@@ -303,13 +294,12 @@ struct PaymentSheetControlTests {
             } catch let error as PaymentSheetError {
                 #expect(error.code == .sheetPresented)
             }
-            let presentation: [String: Any] = [
-                "applicationIdentifier": "dev.orchard.demo-app", "request": PaymentSheetWireRequest.demo,
-            ]
-            #expect(try await phone.call("POST", "/payment-sheets", presentation).0 == 409)
+            let presentation = PresentPaymentSheet(
+                applicationIdentifier: "dev.orchard.demo-app", request: PaymentSheetRequestBody(Self.demoRequest))
+            #expect(try await phone.send(presentation).refusal == Refusal(status: 409, code: "sheetPresented"))
             // The first sheet is unaffected.
-            #expect(try await phone.sheet()["status"] as? String == "presented")
-            #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
+            #expect(try await phone.sheet()?.status == "presented")
+            _ = try await phone.send(CancelPaymentSheet()).get()
             try #require((try await first.value).isCancelled, "the first sheet did not end cancelled")
         }
     }
@@ -317,50 +307,74 @@ struct PaymentSheetControlTests {
     @Test("Malformed presentations, actions and answers are refused; the sheet keeps waiting")
     func malformed() async throws {
         try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
-            #expect(try await phone.call("GET", "/payment-sheets/current").0 == 404)
-            #expect(try await phone.call("POST", "/payment-sheets", ["applicationIdentifier": "x"]).0 == 400)
-            var request = PaymentSheetWireRequest.demo
-            request["applicationData"] = "%%% not base64"
-            #expect(
-                try await phone.call(
-                    "POST", "/payment-sheets", ["applicationIdentifier": "dev.orchard.demo-app", "request": request]
-                ).0 == 400)
-            let (yes, capable) = try await phone.call(
-                "POST", "/payment-sheets/can-make-payments", ["networks": ["visa"], "capabilities": ["supports3DS"]])
-            #expect(yes == 200 && capable["canMakePayments"] as? Bool == true)
-            let (_, incapable) = try await phone.call(
-                "POST", "/payment-sheets/can-make-payments", ["networks": ["amex"], "capabilities": ["supports3DS"]])
-            #expect(incapable["canMakePayments"] as? Bool == false)
+            #expect(try await phone.send(GetPaymentSheet()).refusal == Refusal(status: 404, code: "notFound"))
+            let invalid = Refusal(status: 400, code: "invalidRequest")
+            #expect(try await phone.raw("POST", "/payment-sheets", #"{"applicationIdentifier":"x"}"#) == invalid)
+            // A request whose applicationData is not base64.
+            let encoded = try DeviceControlJSON.encoder().encode(
+                PresentPaymentSheet(
+                    applicationIdentifier: "dev.orchard.demo-app", request: PaymentSheetRequestBody(Self.demoRequest)))
+            let notBase64 = String(decoding: encoded, as: UTF8.self).replacingOccurrences(
+                of: #""applicationData":"b3JkZXI=""#, with: #""applicationData":"%%% not base64""#)
+            #expect(notBase64 != String(decoding: encoded, as: UTF8.self))
+            #expect(try await phone.raw("POST", "/payment-sheets", notBase64) == invalid)
+            let capable = try await phone.send(CanMakePayments(networks: ["visa"], capabilities: ["supports3DS"]))
+            #expect(try capable.get().canMakePayments)
+            let incapable = try await phone.send(CanMakePayments(networks: ["amex"], capabilities: ["supports3DS"]))
+            #expect(try !incapable.get().canMakePayments)
             #expect(await !phone.host.canMakePayments(usingNetworks: [.visa], capabilities: [.threeDSecure, .debit]))
             #expect(await phone.host.canMakePayments(usingNetworks: [.visa], capabilities: [.threeDSecure, .credit]))
 
             let delegate = RecordingDelegate()
             let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
             let shown = try await phone.sheetWaiting(for: "user")
-            let refusals: [(String, Any?, Int, String)] = [
-                ("frobnicate", [:] as [String: Any], 404, "notFound"),
-                ("card", ["id": "x"], 400, "invalidRequest"),
-                ("card", ["card": "00"], 422, "cardNotEligible"),
-                ("authenticate", ["method": "retina", "success": true], 400, "invalidRequest"),
-                ("authenticate", ["method": "face-id"], 400, "invalidRequest"),
-                ("shipping-method", ["identifier": "teleport"], 409, "invalidAction"),
-                ("shipping-contact", ["name": "Alice Doe"], 409, "invalidAction"),
-                ("billing-contact", ["emailAddress": "alice@example.com"], 409, "invalidAction"),
+            #expect(try await phone.raw("POST", "/payment-sheets/current/frobnicate", "{}").status == 404)
+            #expect(try await phone.raw("POST", "/payment-sheets/current/card", #"{"id":"x"}"#) == invalid)
+            let refusals: [(Result<PaymentSheetActionAnswer, Refusal>, Refusal)] = [
+                (
+                    try await phone.send(ChoosePaymentSheetCard(card: "00")),
+                    Refusal(status: 422, code: "cardNotEligible")
+                ),
+                (
+                    try await phone.send(
+                        AuthenticatePaymentSheet(AuthenticationEvidenceBody(method: "retina", success: true))),
+                    invalid
+                ),
+                (
+                    try await phone.send(AuthenticatePaymentSheet(AuthenticationEvidenceBody(method: "face-id"))),
+                    invalid
+                ),
+                (
+                    try await phone.send(ChoosePaymentSheetShippingMethod(identifier: "teleport")),
+                    Refusal(status: 409, code: "invalidAction")
+                ),
+                (
+                    try await phone.send(
+                        GivePaymentSheetContact(role: .shipping, contact: PaymentContact(name: "Alice Doe"))),
+                    Refusal(status: 409, code: "invalidAction")
+                ),
+                (
+                    try await phone.send(
+                        GivePaymentSheetContact(
+                            role: .billing, contact: PaymentContact(emailAddress: "alice@example.com"))),
+                    Refusal(status: 409, code: "invalidAction")
+                ),
             ]
-            for (verb, body, status, code) in refusals {
-                let (answered, error) = try await phone.call("POST", "/payment-sheets/current/\(verb)", body)
-                #expect(answered == status, "\(verb)")
-                #expect((error["error"] as? [String: Any])?["code"] as? String == code, "\(verb)")
+            for (index, (answer, expected)) in refusals.enumerated() {
+                #expect(answer.refusal == expected, "refusal \(index)")
             }
-            let id = try #require(try await phone.call("GET", "/payment-sheets/current").1["id"] as? String)
-            #expect(try await phone.call("GET", "/payment-sheets/another-sheet").0 == 404)
-            let stale: [String: Any] = ["sequence": 999, "update": ["paymentSummaryItems": [] as [Any]]]
-            #expect(try await phone.call("POST", "/payment-sheets/\(id)/answers", stale).0 == 409)
+            let id = try await phone.send(GetPaymentSheet()).get().id
+            #expect(try await phone.send(GetPaymentSheet(sheet: "another-sheet")).refusal?.status == 404)
+            let stale = AnswerPaymentSheetEvent(
+                sheet: id,
+                .init(
+                    sequence: 999,
+                    update: PaymentSheetUpdateBody(PaymentRequestUpdate(paymentSummaryItems: []))))
+            #expect(try await phone.send(stale).refusal?.status == 409)
             // Nothing changed: the same sheet, still waiting for the user.
             let after = try await phone.sheetWaiting(for: "user")
-            #expect(after["needs"] as? [String] == shown["needs"] as? [String])
-            #expect(after["selectedCard"] as? String == shown["selectedCard"] as? String)
-            #expect(try await phone.call("POST", "/payment-sheets/\(id)/cancel").0 == 200)
+            #expect(after.needs == shown.needs && after.selectedCard == shown.selectedCard)
+            _ = try await phone.send(CancelPaymentSheet(sheet: id)).get()
             try #require((try await app.value).isCancelled, "the sheet did not end cancelled")
         }
     }
@@ -377,23 +391,16 @@ struct PaymentSheetControlTests {
                 ).present(delegate: delegate)
             }
             _ = try await phone.sheetWaiting(for: "user")
-            var oregon = Self.aliceJSON
-            oregon["postalAddress"] = [
-                "street": "1 Main St", "city": "Portland", "state": "OR", "postalCode": "97201", "country": "US",
-            ]
-            let (status, reply) = try await phone.call("POST", "/payment-sheets/current/shipping-contact", oregon)
-            #expect(
-                status == 200 && (reply["sheet"] as? [String: Any])?["appErrors"] as? [String] == ["no shipping to OR"])
-            let (blocked, refusal) = try await phone.call(
-                "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true])
-            #expect(blocked == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
+            var oregon = Self.alice
+            oregon.postalAddress = PostalAddress(
+                street: "1 Main St", city: "Portland", state: "OR", postalCode: "97201", country: "US")
+            let reply = try await phone.send(GivePaymentSheetContact(role: .shipping, contact: oregon)).get()
+            #expect(reply.sheet?.appErrors == ["no shipping to OR"])
+            let blocked = try await phone.send(AuthenticatePaymentSheet(Self.face))
+            #expect(blocked.refusal == Refusal(status: 409, code: "invalidAction"))
             #expect(try phone.nonceRows() == 0)
-            let (_, fixed) = try await phone.call("POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
-            #expect((fixed["sheet"] as? [String: Any])?["appErrors"] as? [String] == [])
-            #expect(
-                try await phone.call(
-                    "POST", "/payment-sheets/current/authenticate", ["method": "face-id", "success": true]
-                ).0 == 200)
+            #expect(try await phone.send(Self.shipAlice).get().sheet?.appErrors == [])
+            _ = try await phone.send(AuthenticatePaymentSheet(Self.face)).get()
             let result = try #require((try await app.value).completedResult, "the sheet did not complete")
             #expect(result.status == .success)
             #expect(delegate.payment?.shippingContact?.postalAddress?.state == "CA")
@@ -411,16 +418,12 @@ struct PaymentSheetControlTests {
                 let gate = Gate()
                 let delegate = GatedDelegate(gate: gate, gatesCard: round != .secondActionDuringContactQuestion)
                 let app = phone.present(PaymentSheetTests.request(), delegate: delegate)
-                let contact = { () async throws -> (Int, [String]?) in
-                    let (status, reply) = try await phone.call(
-                        "POST", "/payment-sheets/current/shipping-contact", Self.aliceJSON)
-                    return (status, (reply["sheet"] as? [String: Any])?["needs"] as? [String])
+                let contact = { () async throws -> [String]? in try await phone.send(Self.shipAlice).get().sheet?.needs
                 }
                 switch round {
                 case .cancelDuringCardQuestion:
                     _ = try await phone.sheetWaiting(for: "app")
-                    let (status, reply) = try await phone.call("POST", "/payment-sheets/current/cancel")
-                    #expect(status == 200 && (reply["sheet"] as? [String: Any])?["status"] as? String == "cancelled")
+                    #expect(try await phone.send(CancelPaymentSheet()).get().sheet?.status == "cancelled")
                     await gate.open()
                 case .contactDuringCardQuestion:
                     _ = try await phone.sheetWaiting(for: "app")
@@ -428,22 +431,18 @@ struct PaymentSheetControlTests {
                     // Lets the contact arrive first; either order passes.
                     try await Task.sleep(for: .milliseconds(300))
                     await gate.open()
-                    let (status, needs) = try await posted.value
-                    #expect(status == 200 && needs == ["billingContact", "authentication"])
-                    #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
+                    #expect(try await posted.value == ["billingContact", "authentication"])
+                    _ = try await phone.send(CancelPaymentSheet()).get()
                 case .secondActionDuringContactQuestion:
                     _ = try await phone.sheetWaiting(for: "user")
                     let posted = Task { try await contact() }
                     let asking = try await phone.sheetWaiting(for: "app")
-                    #expect(asking["shippingContact"] != nil)
-                    let (refused, refusal) = try await phone.call(
-                        "POST", "/payment-sheets/current/card", ["card": "00"])
-                    #expect(
-                        refused == 409 && (refusal["error"] as? [String: Any])?["code"] as? String == "invalidAction")
+                    #expect(asking.shippingContact != nil)
+                    let refused = try await phone.send(ChoosePaymentSheetCard(card: "00"))
+                    #expect(refused.refusal == Refusal(status: 409, code: "invalidAction"))
                     await gate.open()
-                    let (status, needs) = try await posted.value
-                    #expect(status == 200 && needs == ["billingContact", "authentication"])
-                    #expect(try await phone.call("POST", "/payment-sheets/current/cancel").0 == 200)
+                    #expect(try await posted.value == ["billingContact", "authentication"])
+                    _ = try await phone.send(CancelPaymentSheet()).get()
                 }
                 guard case .cancelled = try await app.value else {
                     Issue.record("the sheet did not end cancelled (\(round))")
@@ -461,7 +460,7 @@ struct PaymentSheetControlTests {
             try #require(
                 (try await phone.present(PaymentSheetTests.request(), delegate: delegate).value).isCancelled,
                 "an abandoned sheet did not end cancelled")
-            #expect(try await phone.sheet()["status"] as? String == "cancelled")
+            #expect(try await phone.sheet()?.status == "cancelled")
             #expect(delegate.payments.isEmpty)
             #expect(try phone.nonceRows() == 0)
         }
@@ -477,7 +476,7 @@ struct PaymentSheetControlTests {
                 "the automatic sheet did not complete")
             #expect(result.status == .success && delegate.payments.count == 1)
             #expect(delegate.shippingContacts == [PaymentSheetService.demoContact.redacted])
-            #expect(try await phone.sheet()["status"] as? String == "completed")
+            #expect(try await phone.sheet()?.status == "completed")
         }
     }
 }
@@ -513,16 +512,17 @@ final class CaliforniaOnlyDelegate: PaymentAuthorizationControllerDelegate, @unc
     }
 }
 
-/// A presentation's request as an app sends it (`POST /payment-sheets`).
-enum PaymentSheetWireRequest {
-    static var demo: [String: Any] {
-        [
-            "merchantIdentifier": "merchant.dev.orchard.demo", "countryCode": "US", "currencyCode": "USD",
-            "supportedNetworks": ["visa"], "merchantCapabilities": ["supports3DS"],
-            "paymentSummaryItems": [["label": "Orchard Demo Store", "amount": "1.00", "type": "final"]],
-            "requiredBillingContactFields": [] as [String], "requiredShippingContactFields": [] as [String],
-            "shippingMethods": [] as [Any],
-        ]
+/// A refusal of the control API as a test compares it: the status and the error body's code.
+struct Refusal: Error, Hashable {
+    let status: Int
+    let code: String
+}
+
+extension Result where Failure == Refusal {
+    /// The refusal, or nil for an answer.
+    var refusal: Refusal? {
+        if case .failure(let refusal) = self { return refusal }
+        return nil
     }
 }
 

@@ -1,5 +1,6 @@
 import CommandTestSupport
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import Foundation
 import OrchardRuntime
@@ -38,21 +39,18 @@ final class DeviceProcessChild: @unchecked Sendable {
     var output: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 
     /// Waits (bounded) until an app's sheet waits for the user, and returns `GET /payment-sheets/current`.
-    func sheetWaitingForUser() async throws -> [String: Any] {
+    func sheetWaitingForUser() async throws -> PaymentSheetStatusAnswer? {
         for _ in 0..<1200 {
-            let response = try await ControlSocketClient.send(
-                ControlRequest(method: "GET", path: "/payment-sheets/current"), to: socket
-            ).get()
-            if response.status == 200,
-                let object = try JSONSerialization.jsonObject(with: response.body) as? [String: Any],
-                (object["sheet"] as? [String: Any])?["waitingFor"] as? String == "user"
+            // 404 until the app presented its sheet.
+            if case .success(let answer) = await ControlSocketClient.send(GetPaymentSheet(), to: socket),
+                answer.sheet?.waitingFor == "user"
             {
-                return object
+                return answer
             }
             try await Task.sleep(for: .milliseconds(100))
         }
         Issue.record("no sheet waited for the user")
-        return [:]
+        return nil
     }
 }
 
@@ -80,7 +78,7 @@ struct SheetCommandTests {
             ])
         }
         let shown = try await attended.sheetWaitingForUser()
-        #expect((shown["sheet"] as? [String: Any])?["total"] as? String == "4.50")
+        #expect(shown?.sheet?.total == "4.50")
         let show = try await orchard(["device", "sheet", "show", "--data-dir", path, "--name", "demo-phone"])
         #expect(show.status == 0 && show.stdout.contains("\"Tea\""), "\(show.stderr)")
         let early = try await orchard([

@@ -1,5 +1,6 @@
 import CommandTestSupport
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import EMV
 import Foundation
@@ -28,8 +29,10 @@ struct EndToEndTests {
         let watch = try await DeviceProcessHandle(directory.deployment, name: "watch", autoAuth: "double-click")
         let phoneCard = try await phone.provision(dpan: TestIssuer.visaDPAN, network: "visa", suffix: "4242")
         _ = try await watch.provision(dpan: Self.watchDPAN, network: "visa", suffix: "4242")
-        #expect(try await watch.call("POST", "/wrist", ["on": true]).0 == 200)
-        #expect(try await watch.call("POST", "/unlock", ["method": "passcode", "passcode": "8642"]).0 == 200)
+        try await watch.send(SetWrist(on: true))
+        #expect(
+            try await watch.send(Unlock(AuthenticationEvidenceBody(method: "passcode", passcode: "8642"))).outcome
+                == "unlocked")
 
         let (phoneOutput, phoneResult) = try await charge(directory, "12.34", device: "phone")
         #expect(phoneResult["outcome"] as? String == "approved", "\(phoneOutput.stdout) \(phoneOutput.stderr)")
@@ -84,11 +87,11 @@ struct EndToEndTests {
         var inField = false
         for _ in 0..<2400 where !inField {
             try await Task.sleep(for: .milliseconds(25))
-            inField = try await phone.call("GET", "/status").1["contactless"] as? String == "in-field"
+            inField = try await phone.send(GetDeviceStatus()).contactless == "in-field"
         }
         #expect(inField)
-        let (status, answer) = try await phone.call("POST", "/authenticate", ["method": "face-id", "success": true])
-        #expect(status == 200 && answer["outcome"] as? String == "authorized")
+        let answer = try await phone.send(Authenticate(AuthenticationEvidenceBody(method: "face-id", success: true)))
+        #expect(answer.outcome == "authorized")
         let paid = try await pending.value.json()
         #expect(paid["outcome"] as? String == "approved", "\(paid)")
         #expect(await acquirer.acquirer.decisions == 1)
@@ -169,7 +172,7 @@ struct EndToEndTests {
 
         let (_, offWrist) = try await charge(directory, "2.00", device: "watch")
         #expect(offWrist["responseCode"] as? String == "Z1" && (offWrist["reason"] as? String ?? "").contains("locked"))
-        #expect(try await watch.call("POST", "/wrist", ["on": true]).0 == 200)  // on the wrist, not unlocked yet
+        try await watch.send(SetWrist(on: true))  // on the wrist, not unlocked yet
         let (_, locked) = try await charge(directory, "2.00", device: "watch")
         #expect(locked["responseCode"] as? String == "Z1" && (locked["reason"] as? String ?? "").contains("locked"))
         let events = watch.stop()
@@ -200,7 +203,7 @@ struct EndToEndTests {
 
         let (_, first) = try await charge(directory, "8.00", device: "phone")
         #expect(first["outcome"] as? String == "approved" && first["scheme"] as? String == "visa", "\(first)")
-        #expect(try await phone.call("POST", "/cards/\(mastercard)/automatic-selection", ["enabled": true]).0 == 200)
+        try await phone.send(SetAutomaticSelection(card: mastercard, enabled: true))
         let (_, second) = try await charge(directory, "8.00", device: "phone")
         #expect(second["outcome"] as? String == "approved" && second["scheme"] as? String == "mastercard", "\(second)")
         #expect(second["maskedPan"] as? String == "520474******0014")

@@ -1,5 +1,6 @@
 import CommandTestSupport
 import Device
+import DeviceControlAPI
 import Foundation
 import Issuer
 import NetworkService
@@ -235,13 +236,11 @@ struct HopFailureTests {
                 termsAccepted: true)
         ).decodeJSON(TokenRequestorAPI.LinkAnswer.self)
         guard case .provisioned(let token) = link else { throw TerminalError(.notConfigured, "not provisioned") }
-        let (installed, _) = try await phone.call(
-            "POST", "/cards",
-            [
-                "envelope": token.personalisation, "type": "credit",
-                "suffix": "1111", "displayName": "Orchard Visa",
-            ])
-        #expect(installed == 201)
+        let installed = try await phone.send(
+            AddCard(
+                envelope: try #require(Data(base64Encoded: token.personalisation)), type: "credit", suffix: "1111",
+                displayName: "Orchard Visa"))
+        #expect(installed.state == "active")
         let vault = try SQLiteTokenVaultStore(path: deployment.databasePath(for: .network))
         let record = try await vault.token(reference: token.tokenReference)
         guard let dpan = record?.dpan.digits else { throw TerminalError(.notConfigured, "no token in the vault") }

@@ -1,6 +1,7 @@
 import Acquirer
 import CommandTestSupport
 import Device
+import DeviceControlAPI
 import EMV
 import Foundation
 import Issuer
@@ -82,13 +83,11 @@ struct NetworkEndToEndTests {
             Issue.record("Link and Provision did not provision")
             return
         }
-        let (installed, card) = try await phone.call(
-            "POST", "/cards",
-            [
-                "envelope": Data(token.personalisation.serialized).base64EncodedString(), "type": "credit",
-                "suffix": pan.suffix, "displayName": "Orchard Visa",
-            ])
-        #expect(installed == 201 && card["deviceAccountSuffix"] as? String == token.dpanSuffix, "\(card)")
+        let card = try await phone.send(
+            AddCard(
+                envelope: Data(token.personalisation.serialized), type: "credit", suffix: pan.suffix,
+                displayName: "Orchard Visa"))
+        #expect(card.deviceAccountSuffix == token.dpanSuffix, "\(card)")
 
         let setup = try await orchard([
             "terminal", "setup", "--data-dir", directory.path, "--terminal", "T-E2E", "--merchant", "m-coffee",

@@ -1,5 +1,6 @@
 import CommandTestSupport
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import EMV
 import Foundation
@@ -70,13 +71,10 @@ final class DeviceProcessHandle: @unchecked Sendable {
         return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
-    /// One control API call; returns the status and the JSON answer.
-    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> (Int, [String: Any]) {
-        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
-        let response = try await ControlSocketClient.send(
-            ControlRequest(method: method, path: path, body: data), to: controlSocket
-        ).get()
-        return (response.status, (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:])
+    /// One control API call; returns the typed answer, or throws the device's refusal.
+    @discardableResult
+    func send<Request: DeviceControlRequest>(_ request: Request) async throws -> Request.Answer {
+        try await ControlSocketClient.send(request, to: controlSocket).get()
     }
 
     /// Installs a card personalised under the test issuer master key, as the token service would; returns
@@ -91,16 +89,9 @@ final class DeviceProcessHandle: @unchecked Sendable {
             try SealedEnvelope.seal(
                 bytes, to: try identity.certificate.secureElementKey, purpose: PersonalisationData.envelopePurpose)
         }
-        let (status, card) = try await call(
-            "POST", "/cards",
-            [
-                "envelope": Data(envelope).base64EncodedString(), "type": "credit", "suffix": suffix,
-                "displayName": "Orchard Bank \(network)",
-            ])
-        guard status == 201, let id = card["id"] as? String else {
-            throw TerminalError(.protocolViolation, "provisioning failed: \(status) \(card)")
-        }
-        return id
+        return try await send(
+            AddCard(envelope: Data(envelope), type: "credit", suffix: suffix, displayName: "Orchard Bank \(network)")
+        ).id
     }
 }
 

@@ -1,5 +1,6 @@
 import AppPayments
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import Foundation
 import MerchantAPI
@@ -322,14 +323,10 @@ enum AppBuy {
             if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: chosen, in: deployment)) {
                 // Its Secure Element is in use there: the sheet is presented to that process.
                 if let passcode, (try? Device.identity(of: chosen, in: deployment))?.profile.kind == .watch {
-                    _ = try? await DeviceCommands.send(
-                        ControlRequest(method: "POST", path: "/wrist", body: try DeviceCommands.json(["on": true])),
-                        to: chosen, in: deployment)
+                    _ = try? await DeviceCommands.send(SetWrist(on: true), to: chosen, in: deployment)
                     _ = try await DeviceCommands.send(
-                        ControlRequest(
-                            method: "POST", path: "/unlock",
-                            body: try DeviceCommands.json(["method": "passcode", "passcode": passcode])),
-                        to: chosen, in: deployment)
+                        Unlock(AuthenticationEvidenceBody(method: "passcode", passcode: passcode)), to: chosen,
+                        in: deployment)
                 }
                 return .running(chosen)
             }
@@ -353,8 +350,9 @@ enum AppBuy {
         token: Data, deployment: DeploymentDirectory, to out: String, trace: @Sendable (String) -> Void
     ) throws {
         try SecureFile.createDirectory(out, mode: 0o700)
-        let object = try JSONSerialization.jsonObject(with: token)
-        let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let pretty = try encoder.encode(EncodableJSON(try StrictJSONParser.parse(Array(token), limits: .paymentToken)))
         try SecureFile.write(Array(pretty), to: out + "/token.json", mode: 0o644)
         let certificate = try deployment.readCertificate(named: MerchantService.Files.processing)
         try SecureFile.write(Array(certificate.utf8), to: out + "/merchant.pem", mode: 0o644)
@@ -363,5 +361,24 @@ enum AppBuy {
         let root = try deployment.readCertificate(named: PayService.Files.tokenRoot)
         try SecureFile.write(Array(root.utf8), to: out + "/root.pem", mode: 0o644)
         trace("wrote \(out)/token.json, merchant.pem, merchant.key (0600) and root.pem")
+    }
+}
+
+/// A parsed JSON value re-encoded as it is (for pretty-printing a token the Pay server made).
+private struct EncodableJSON: Encodable {
+    let value: JSONValue
+    init(_ value: JSONValue) { self.value = value }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch value {
+        case .object(let members):
+            try container.encode(Dictionary(members.map { ($0.0, EncodableJSON($0.1)) }, uniquingKeysWith: { $1 }))
+        case .array(let items): try container.encode(items.map(EncodableJSON.init))
+        case .string(let text): try container.encode(text)
+        case .number(let text): try container.encode(Decimal(string: text) ?? 0)
+        case .bool(let flag): try container.encode(flag)
+        case .null: try container.encodeNil()
+        }
     }
 }

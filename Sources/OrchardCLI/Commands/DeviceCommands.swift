@@ -1,4 +1,6 @@
+import AppPayments
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import Foundation
 import NFCLink
@@ -85,7 +87,7 @@ enum DeviceCommands {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = try arguments.require("name")
         if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: name, in: deployment)) {
-            try await control(ControlRequest(method: "GET", path: "/cards"), arguments, context)
+            try await control(ListCards(), arguments, context)
             return
         }
         let cards = try Device.walletCards(of: name, in: deployment)
@@ -147,12 +149,9 @@ enum DeviceCommands {
             connect: { try await DeviceSheetCommands.payServer(device: name, in: deployment, context: context) },
             events: { event in if let line = try? jsonLine(event) { context.output(line) } },
             trace: { context.trace($0) })
-        let control = DeviceControl(device: device)
         let server: ControlSocketServer
         do {
-            server = try ControlSocketServer(path: path) { request in
-                PaymentSheetService.handles(request) ? await sheets.handle(request) : await control.handle(request)
-            }
+            server = try ControlSocketServer(path: path, control: DeviceControl(device: device, sheets: sheets))
         } catch {
             antenna?.stop()
             throw error
@@ -179,7 +178,7 @@ enum DeviceCommands {
         name: "status", summary: "The device's state: lock, methods offered, cards, contactless interface.",
         options: [nameOption]
     ) { arguments, context in
-        try await control(ControlRequest(method: "GET", path: "/status"), arguments, context)
+        try await control(GetDeviceStatus(), arguments, context)
     }
 
     static let cardOption = OptionSpec.single("card", "ID", help: "A card identifier (from `orchard device cards`).")
@@ -188,14 +187,14 @@ enum DeviceCommands {
         name: "choose", summary: "Choose a card by hand for the next payment.", options: [nameOption, cardOption]
     ) { arguments, context in
         let card = try arguments.require("card")
-        try await control(ControlRequest(method: "POST", path: "/cards/\(card)/choose"), arguments, context)
+        try await control(ChooseCard(card: card), arguments, context)
     }
 
     static let setDefault = Command(
         name: "set-default", summary: "Make a card the default card.", options: [nameOption, cardOption]
     ) { arguments, context in
         let card = try arguments.require("card")
-        try await control(ControlRequest(method: "POST", path: "/cards/\(card)/default"), arguments, context)
+        try await control(SetDefaultCard(card: card), arguments, context)
     }
 
     static let autoSelect = Command(
@@ -204,10 +203,7 @@ enum DeviceCommands {
     ) { arguments, context in
         let card = try arguments.require("card")
         let enabled = try onOff(try arguments.require("enabled"), "--enabled")
-        try await control(
-            ControlRequest(
-                method: "POST", path: "/cards/\(card)/automatic-selection", body: try json(["enabled": enabled])),
-            arguments, context)
+        try await control(SetAutomaticSelection(card: card, enabled: enabled), arguments, context)
     }
 
     static let evidenceOptions: [OptionSpec] = [
@@ -216,10 +212,10 @@ enum DeviceCommands {
         .single("passcode", "CODE", help: "The passcode, for --method passcode."),
     ]
 
-    static func evidence(_ arguments: ParsedArguments) throws -> [String: Any] {
-        var body: [String: Any] = ["method": try arguments.require("method"), "success": !arguments.flag("fail")]
-        if let passcode = arguments.value("passcode") { body["passcode"] = passcode }
-        return body
+    static func evidence(_ arguments: ParsedArguments) throws -> AuthenticationEvidenceBody {
+        AuthenticationEvidenceBody(
+            method: try arguments.require("method"), success: !arguments.flag("fail"),
+            passcode: arguments.value("passcode"))
     }
 
     static let authenticate = Command(
@@ -230,25 +226,21 @@ enum DeviceCommands {
             .single("card", "ID", help: "The card (default: the one the wallet offers)."),
         ]
     ) { arguments, context in
-        var body = try evidence(arguments)
-        if let type = arguments.value("type") { body["type"] = type }
-        if let card = arguments.value("card") { body["card"] = card }
-        try await control(
-            ControlRequest(method: "POST", path: "/authenticate", body: try json(body)), arguments, context)
+        let request = Authenticate(
+            try evidence(arguments), type: arguments.value("type"), card: arguments.value("card"))
+        try await control(request, arguments, context)
     }
 
     static let lock = Command(name: "lock", summary: "Lock the device.", options: [nameOption]) {
         arguments, context in
-        try await control(ControlRequest(method: "POST", path: "/lock"), arguments, context)
+        try await control(Lock(), arguments, context)
     }
 
     static let unlock = Command(
         name: "unlock", summary: "Unlock the device (a watch: with the passcode, on the wrist).",
         options: [nameOption] + evidenceOptions
     ) { arguments, context in
-        try await control(
-            ControlRequest(method: "POST", path: "/unlock", body: try json(try evidence(arguments))), arguments, context
-        )
+        try await control(Unlock(try evidence(arguments)), arguments, context)
     }
 
     static let wrist = Command(
@@ -256,8 +248,7 @@ enum DeviceCommands {
         options: [nameOption, .single("on", "yes|no", help: "yes: put on; no: take off.")]
     ) { arguments, context in
         let on = try onOff(try arguments.require("on"), "--on")
-        try await control(
-            ControlRequest(method: "POST", path: "/wrist", body: try json(["on": on])), arguments, context)
+        try await control(SetWrist(on: on), arguments, context)
     }
 
     static let doubleClick = Command(
@@ -265,7 +256,7 @@ enum DeviceCommands {
         summary: "Double-click the side button: a watch authorizes its default card, a phone presents it.",
         options: [nameOption]
     ) { arguments, context in
-        try await control(ControlRequest(method: "POST", path: "/double-click"), arguments, context)
+        try await control(DoubleClick(), arguments, context)
     }
 
     static let field = Command(
@@ -277,12 +268,9 @@ enum DeviceCommands {
     ) { arguments, context in
         switch arguments.positionals.first {
         case "on":
-            try await control(
-                ControlRequest(
-                    method: "POST", path: "/field/on", body: try json(["networks": arguments.values("network")])),
-                arguments, context)
+            try await control(FieldOn(networks: arguments.values("network")), arguments, context)
         case "off":
-            try await control(ControlRequest(method: "POST", path: "/field/off"), arguments, context)
+            try await control(FieldOff(), arguments, context)
         default:
             throw CLIError.usage("say `field on` or `field off`")
         }
@@ -293,9 +281,7 @@ enum DeviceCommands {
         options: [nameOption], positionals: ["HEX"]
     ) { arguments, context in
         guard let command = arguments.positionals.first else { throw CLIError.usage("missing the APDU in hex") }
-        try await control(
-            ControlRequest(method: "POST", path: "/field/apdu", body: try json(["command": command])), arguments,
-            context)
+        try await control(SendAPDU(command: command), arguments, context)
     }
 
     static let passcode = Command(
@@ -308,14 +294,11 @@ enum DeviceCommands {
     ) { arguments, context in
         if arguments.flag("remove") {
             let current = try arguments.require("current")
-            try await control(
-                ControlRequest(method: "POST", path: "/passcode/remove", body: try json(["current": current])),
-                arguments, context)
+            try await control(RemovePasscode(current: current), arguments, context)
             return
         }
-        var body: [String: Any] = ["passcode": try arguments.require("set")]
-        if let current = arguments.value("current") { body["current"] = current }
-        try await control(ControlRequest(method: "POST", path: "/passcode", body: try json(body)), arguments, context)
+        let request = SetPasscode(passcode: try arguments.require("set"), current: arguments.value("current"))
+        try await control(request, arguments, context)
     }
 
     static let reset = Command(
@@ -328,8 +311,7 @@ enum DeviceCommands {
         ]
     ) { arguments, context in
         let reason = try arguments.require("reason")
-        try await control(
-            ControlRequest(method: "POST", path: "/reset", body: try json(["reason": reason])), arguments, context)
+        try await control(ResetAuthorizationRandom(reason: reason), arguments, context)
     }
 
     static let settings = Command(
@@ -341,64 +323,64 @@ enum DeviceCommands {
             .single("biometrics", "on|off", help: "Biometrics for payments (off: the passcode only)."),
         ]
     ) { arguments, context in
-        var body: [String: Any] = [:]
+        var change = DeviceSettingsBody()
         if let value = arguments.value("website-queries") {
-            body["allowWebsiteQueries"] = try onOff(value, "--website-queries")
+            change.allowWebsiteQueries = try onOff(value, "--website-queries")
         }
         if let value = arguments.value("double-click") {
-            body["doubleClickPresentsCards"] = try onOff(value, "--double-click")
+            change.doubleClickPresentsCards = try onOff(value, "--double-click")
         }
         if let value = arguments.value("biometrics") {
-            body["biometricsForPayments"] = try onOff(value, "--biometrics")
+            change.biometricsForPayments = try onOff(value, "--biometrics")
         }
-        let request =
-            body.isEmpty
-            ? ControlRequest(method: "GET", path: "/settings")
-            : ControlRequest(method: "PUT", path: "/settings", body: try json(body))
-        try await control(request, arguments, context)
+        if change == DeviceSettingsBody() {
+            try await control(GetSettings(), arguments, context)
+        } else {
+            try await control(UpdateSettings(change), arguments, context)
+        }
     }
 
     // MARK: Helpers
 
     /// Sends `request` to the running device process, or, when none runs, handles it in this process on
-    /// the device's store. Prints the JSON answer; an error answer becomes `error: <code>: <message>`.
-    static func control(_ request: ControlRequest, _ arguments: ParsedArguments, _ context: CommandContext) async throws
-    {
+    /// the device's store. Prints the answer; a refusal becomes `error: <code>: <message>`.
+    static func control(
+        _ request: some DeviceControlRequest, _ arguments: ParsedArguments, _ context: CommandContext
+    ) async throws {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let body = try await send(request, to: try arguments.require("name"), in: deployment)
-        let object = try JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
-        let pretty = try JSONSerialization.data(
-            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
-        context.output(String(decoding: pretty, as: UTF8.self))
+        try output(try await send(request, to: try arguments.require("name"), in: deployment), context)
+    }
+
+    /// Prints a typed answer as the device wrote it (dates in ISO 8601), pretty-printed with sorted keys.
+    static func output(_ answer: some Encodable, _ context: CommandContext) throws {
+        let encoder = DeviceControlJSON.encoder()
+        encoder.outputFormatting.insert(.prettyPrinted)
+        context.output(String(decoding: try encoder.encode(answer), as: UTF8.self))
     }
 
     /// Sends `request` to the running device process of `name`, or handles it on the device's store in this
-    /// process when none runs; returns the answer's body, or throws the device's refusal.
-    static func send(
-        _ request: ControlRequest, to name: String, in deployment: DeploymentDirectory
-    ) async throws -> Data {
+    /// process when none runs; returns the answer, or throws the device's refusal.
+    static func send<Request: DeviceControlRequest>(
+        _ request: Request, to name: String, in deployment: DeploymentDirectory
+    ) async throws -> Request.Answer {
         let socket = Device.controlSocketPath(of: name, in: deployment)
-        let response: ControlResponse
+        var result = await ControlSocketClient.send(request, to: socket)
         // (A Result rather than a typed do/catch: the latter crashes the Swift 6.3 compiler in async code.)
-        switch await ControlSocketClient.send(request, to: socket) {
-        case .success(let answer):
-            response = answer
-        case .failure(let error) where error.code == .notRunning:
+        if case .failure(let error) = result, error.code == .notRunning {
             let device = try await Device.open(in: deployment, name: name)
-            response = await DeviceControl(device: device).handle(request)
-        case .failure(let error):
-            throw error
+            result = await DeviceControl(device: device).send(request)
         }
-        guard (200..<300).contains(response.status) else {
-            let decoded = try? JSONDecoder().decode([String: [String: String]].self, from: response.body)
-            let code = decoded?["error"]?["code"] ?? "error"
-            let message = decoded?["error"]?["message"] ?? String(decoding: response.body, as: UTF8.self)
-            throw CLIError.failure("\(code): \(message)")
-        }
-        return response.body
+        return try answer(result)
     }
 
-    static func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
+    /// The answer, or the device's refusal as `<code>: <message>`.
+    static func answer<Answer>(_ result: Result<Answer, DeviceProcessError>) throws -> Answer {
+        switch result {
+        case .success(let answer): return answer
+        case .failure(let error) where error.code == .refused: throw CLIError.failure(error.message)
+        case .failure(let error): throw error
+        }
+    }
 
     /// One line of JSON for what the device did in a field.
     static func nfcEventLine(_ event: NFCFieldEvent) throws -> String { try jsonLine(event) }
@@ -484,7 +466,7 @@ enum DeviceSheetCommands {
         summary: "What the sheet shows: merchant, items and total, eligible cards, shipping, what it waits for.",
         options: [nameOption]
     ) { arguments, context in
-        try await sheet(ControlRequest(method: "GET", path: "/payment-sheets/current"), arguments, context)
+        try await sheet(GetPaymentSheet(), arguments, context)
     }
 
     static let chooseCard = Command(
@@ -492,10 +474,7 @@ enum DeviceSheetCommands {
         options: [nameOption, .single("card", "ID", help: "A card identifier among the sheet's cards.")]
     ) { arguments, context in
         let card = try arguments.require("card")
-        try await sheet(
-            ControlRequest(
-                method: "POST", path: "/payment-sheets/current/card", body: try DeviceCommands.json(["card": card])),
-            arguments, context)
+        try await sheet(ChoosePaymentSheetCard(card: card), arguments, context)
     }
 
     static let contact = Command(
@@ -514,43 +493,36 @@ enum DeviceSheetCommands {
             .single("country", "CC", help: "ISO 3166 alpha-2 country code."),
         ]
     ) { arguments, context in
-        var body: [String: Any] = [:]
-        for (option, key) in [("contact-name", "name"), ("email", "emailAddress"), ("phone", "phoneNumber")] {
-            if let value = arguments.value(option) { body[key] = value }
-        }
+        var contact = PaymentContact(
+            name: arguments.value("contact-name"), emailAddress: arguments.value("email"),
+            phoneNumber: arguments.value("phone"))
         let address = ["street", "city", "state", "postal-code", "country"].compactMap { arguments.value($0) }
         if !address.isEmpty {
             guard address.count == 5 else {
                 throw CLIError.usage("an address needs --street, --city, --state, --postal-code and --country")
             }
-            body["postalAddress"] = [
-                "street": address[0], "city": address[1], "state": address[2], "postalCode": address[3],
-                "country": address[4],
-            ]
+            contact.postalAddress = PostalAddress(
+                street: address[0], city: address[1], state: address[2], postalCode: address[3], country: address[4])
         }
-        guard !body.isEmpty else { throw CLIError.usage("give at least one contact field") }
-        var roles: [String]
+        guard contact != PaymentContact() else { throw CLIError.usage("give at least one contact field") }
+        var roles: [GivePaymentSheetContact.Role]
         switch arguments.value("role") {
-        case "shipping"?: roles = ["shipping"]
-        case "billing"?: roles = ["billing"]
+        case "shipping"?: roles = [.shipping]
+        case "billing"?: roles = [.billing]
         case nil:
-            let current = try await send(
-                ControlRequest(method: "GET", path: "/payment-sheets/current"), arguments, context)
-            let object = try JSONSerialization.jsonObject(with: current) as? [String: Any]
-            let needs = (object?["sheet"] as? [String: Any])?["needs"] as? [String] ?? []
-            roles = needs.compactMap { $0.hasSuffix("Contact") ? String($0.dropLast("Contact".count)) : nil }
+            let needs = try await send(GetPaymentSheet(), arguments, context).sheet?.needs ?? []
+            roles = needs.compactMap {
+                $0.hasSuffix("Contact")
+                    ? GivePaymentSheetContact.Role(rawValue: String($0.dropLast("Contact".count))) : nil
+            }
             if roles.isEmpty { throw CLIError.failure("the sheet needs no contact now: say --role shipping|billing") }
         default: throw CLIError.usage("--role is shipping or billing")
         }
-        var last = Data()
+        var last: PaymentSheetActionAnswer?
         for role in roles {
-            last = try await send(
-                ControlRequest(
-                    method: "POST", path: "/payment-sheets/current/\(role)-contact", body: try DeviceCommands.json(body)
-                ),
-                arguments, context)
+            last = try await send(GivePaymentSheetContact(role: role, contact: contact), arguments, context)
         }
-        try print(last, context)
+        if let last { try DeviceCommands.output(last, context) }
     }
 
     static let shipping = Command(
@@ -558,11 +530,7 @@ enum DeviceSheetCommands {
         options: [nameOption, .single("method", "ID", help: "The shipping method's identifier.")]
     ) { arguments, context in
         let method = try arguments.require("method")
-        try await sheet(
-            ControlRequest(
-                method: "POST", path: "/payment-sheets/current/shipping-method",
-                body: try DeviceCommands.json(["identifier": method])),
-            arguments, context)
+        try await sheet(ChoosePaymentSheetShippingMethod(identifier: method), arguments, context)
     }
 
     static let authenticate = Command(
@@ -570,59 +538,39 @@ enum DeviceSheetCommands {
         summary: "Authenticate for the sheet's card and total; on success the device pays and the app is told.",
         options: [nameOption] + DeviceCommands.evidenceOptions
     ) { arguments, context in
-        try await sheet(
-            ControlRequest(
-                method: "POST", path: "/payment-sheets/current/authenticate",
-                body: try DeviceCommands.json(try DeviceCommands.evidence(arguments))),
-            arguments, context)
+        try await sheet(AuthenticatePaymentSheet(try DeviceCommands.evidence(arguments)), arguments, context)
     }
 
     static let cancel = Command(
         name: "cancel", summary: "Dismiss the sheet: the app's payment is cancelled.", options: [nameOption]
     ) { arguments, context in
-        try await sheet(ControlRequest(method: "POST", path: "/payment-sheets/current/cancel"), arguments, context)
+        try await sheet(CancelPaymentSheet(), arguments, context)
     }
 
     // MARK: Helpers
 
     /// Sends `request` to the running device process and prints its answer.
-    static func sheet(_ request: ControlRequest, _ arguments: ParsedArguments, _ context: CommandContext) async throws {
-        try print(try await send(request, arguments, context), context)
+    static func sheet(
+        _ request: some DeviceControlRequest, _ arguments: ParsedArguments, _ context: CommandContext
+    ) async throws {
+        try DeviceCommands.output(try await send(request, arguments, context), context)
     }
 
-    /// The answer's body; a refusal becomes `error: <code>: <message>`. The sheet lives only in a running device
-    /// process, so there is nothing to do without one.
-    static func send(
-        _ request: ControlRequest, _ arguments: ParsedArguments, _ context: CommandContext
-    ) async throws -> Data {
+    /// The answer; a refusal becomes `error: <code>: <message>`. The sheet lives only in a running device process,
+    /// so there is nothing to do without one.
+    static func send<Request: DeviceControlRequest>(
+        _ request: Request, _ arguments: ParsedArguments, _ context: CommandContext
+    ) async throws -> Request.Answer {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = try arguments.require("name")
         let socket = Device.controlSocketPath(of: name, in: deployment)
-        let response: ControlResponse
         // An authentication returns once the device paid and the app gave its verdict (bounded by the device).
-        switch await ControlSocketClient.send(request, to: socket, timeoutSeconds: 90) {
-        case .success(let answer):
-            response = answer
-        case .failure(let error) where error.code == .notRunning:
+        let result = await ControlSocketClient.send(request, to: socket, timeoutSeconds: 90)
+        if case .failure(let error) = result, error.code == .notRunning {
             throw CLIError.failure(
                 "the device process of \(name) is not running: payment sheets live there (orchard device run)")
-        case .failure(let error):
-            throw error
         }
-        guard (200..<300).contains(response.status) else {
-            let decoded = try? JSONDecoder().decode([String: [String: String]].self, from: response.body)
-            let code = decoded?["error"]?["code"] ?? "error"
-            let message = decoded?["error"]?["message"] ?? String(decoding: response.body, as: UTF8.self)
-            throw CLIError.failure("\(code): \(message)")
-        }
-        return response.body
-    }
-
-    static func print(_ body: Data, _ context: CommandContext) throws {
-        let object = try JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
-        let pretty = try JSONSerialization.data(
-            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
-        context.output(String(decoding: pretty, as: UTF8.self))
+        return try DeviceCommands.answer(result)
     }
 
     /// The device's connection to the Pay server for one sheet: the services running for DIR, else started in

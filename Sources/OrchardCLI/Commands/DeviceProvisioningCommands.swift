@@ -1,4 +1,5 @@
 import Device
+import DeviceControlAPI
 import DeviceProcess
 import Foundation
 import OrchardRuntime
@@ -126,16 +127,9 @@ extension DeviceCommands {
     static func installCard(
         _ envelope: [UInt8], display: CardDisplay, device name: String, in deployment: DeploymentDirectory
     ) async throws -> String {
-        let body = try json([
-            "envelope": Data(envelope).base64EncodedString(), "type": display.type, "suffix": display.suffix,
-            "displayName": display.description,
-        ])
-        let answer = try await send(
-            ControlRequest(method: "POST", path: "/cards", body: body), to: name, in: deployment)
-        guard let card = try JSONSerialization.jsonObject(with: answer) as? [String: Any],
-            let id = card["id"] as? String
-        else { throw CLIError.failure("the device answered the installation without a card") }
-        return id
+        let request = AddCard(
+            envelope: Data(envelope), type: display.type, suffix: display.suffix, displayName: display.description)
+        return try await send(request, to: name, in: deployment).id
     }
 
     static func lifecycle(
@@ -181,11 +175,9 @@ extension DeviceCommands {
         device name: String, in deployment: DeploymentDirectory, client: PayServerClient
     ) async throws -> [TokenNotification] {
         try await NotificationSync.run(client: client) { reference, change in
-            let body = try json(["state": change.rawValue])
             do {
                 _ = try await send(
-                    ControlRequest(method: "POST", path: "/tokens/\(reference)/status", body: body), to: name,
-                    in: deployment)
+                    ApplyTokenStatus(tokenReference: reference, state: change.rawValue), to: name, in: deployment)
             } catch let error as CLIError where error.message.hasPrefix("notFound") {
                 // Not a card of this device (removed meanwhile): nothing to apply.
             }

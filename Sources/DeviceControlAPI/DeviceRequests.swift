@@ -1,0 +1,359 @@
+public import Foundation
+
+// The device's own routes: cards, lifecycle, authentication, the NFC field, passcode and settings.
+// Requests that carry a secret (a personalisation envelope, a passcode) print and mirror without it.
+
+/// `GET /status`: the device, its Secure Enclave and wallet.
+public struct GetDeviceStatus: DeviceControlRequest, Hashable {
+    public typealias Answer = DeviceStatusAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .status }
+}
+
+/// `GET /cards`: the wallet's cards (display data).
+public struct ListCards: DeviceControlRequest, Hashable {
+    public typealias Answer = [WalletCardAnswer]
+    public init() {}
+    public var route: DeviceControlRoute { .cards }
+}
+
+/// `POST /cards`: installs the token service's personalisation envelope (sealed to the Secure Element's key)
+/// with the wallet's display data. Answered 201 with the card.
+public struct AddCard: DeviceControlRequest, Codable, Hashable, CustomStringConvertible,
+    CustomDebugStringConvertible, CustomReflectable
+{
+    public typealias Answer = WalletCardAnswer
+    /// The sealed personalisation (base64 on the wire).
+    public let envelope: Data
+    /// `credit`, `debit` or `prepaid`.
+    public let type: String
+    /// The last four digits of the card number.
+    public let suffix: String
+    public let displayName: String
+
+    public init(envelope: Data, type: String, suffix: String, displayName: String) {
+        self.envelope = envelope
+        self.type = type
+        self.suffix = suffix
+        self.displayName = displayName
+    }
+
+    public var route: DeviceControlRoute { .addCard }
+    public var body: Self { self }
+    public var description: String { "AddCard(\(type) •••• \(suffix), envelope: <redacted>)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["type": type, "suffix": suffix]) }
+}
+
+/// `DELETE /cards/{id}`.
+public struct RemoveCard: DeviceControlRequest, Hashable {
+    public typealias Answer = Acknowledgement
+    public let card: String
+    public init(card: String) { self.card = card }
+    public var route: DeviceControlRoute { .removeCard(card) }
+}
+
+/// `POST /cards/{id}/choose`: the card chosen by hand for the next payment.
+public struct ChooseCard: DeviceControlRequest, Hashable {
+    public typealias Answer = Acknowledgement
+    public let card: String
+    public init(card: String) { self.card = card }
+    public var route: DeviceControlRoute { .chooseCard(card) }
+}
+
+/// `POST /cards/{id}/default`.
+public struct SetDefaultCard: DeviceControlRequest, Hashable {
+    public typealias Answer = Acknowledgement
+    public let card: String
+    public init(card: String) { self.card = card }
+    public var route: DeviceControlRoute { .setDefaultCard(card) }
+}
+
+/// `POST /cards/{id}/automatic-selection` `{"enabled"}`.
+public struct SetAutomaticSelection: DeviceControlRequest, Hashable {
+    public typealias Answer = Acknowledgement
+    /// The body.
+    public struct Body: Codable, Sendable, Hashable {
+        public let enabled: Bool
+        public init(enabled: Bool) { self.enabled = enabled }
+    }
+    public let card: String
+    public let enabled: Bool
+    public init(card: String, enabled: Bool) {
+        self.card = card
+        self.enabled = enabled
+    }
+    public var route: DeviceControlRoute { .setAutomaticSelection(card) }
+    public var body: Body { Body(enabled: enabled) }
+}
+
+/// `POST /tokens/{tokenReference}/status` `{"state": "active|suspended|deleted"}`: a token-status notification
+/// from the Pay server applied to the card of that token. Answered with the card (404 when no card has it).
+public struct ApplyTokenStatus: DeviceControlRequest, Hashable {
+    public typealias Answer = WalletCardAnswer
+    /// The body.
+    public struct Body: Codable, Sendable, Hashable {
+        /// `active`, `suspended` or `deleted`.
+        public let state: String
+        public init(state: String) { self.state = state }
+    }
+    public let tokenReference: String
+    public let state: String
+    public init(tokenReference: String, state: String) {
+        self.tokenReference = tokenReference
+        self.state = state
+    }
+    public var route: DeviceControlRoute { .tokenStatus(tokenReference) }
+    public var body: Body { Body(state: state) }
+}
+
+/// How the user authenticates (`POST /unlock`, and the payment sheet's `authenticate`):
+/// `{"method": "face-id|touch-id|passcode|double-click", "success"?, "passcode"?}`.
+public struct AuthenticationEvidenceBody: Codable, Sendable, Hashable, CustomStringConvertible,
+    CustomDebugStringConvertible, CustomReflectable
+{
+    /// `face-id`, `touch-id`, `passcode` or `double-click`.
+    public let method: String
+    /// Whether a biometric matched (biometrics only).
+    public let success: Bool?
+    /// The passcode (method `passcode` only).
+    public let passcode: String?
+
+    public init(method: String, success: Bool? = nil, passcode: String? = nil) {
+        self.method = method
+        self.success = success
+        self.passcode = passcode
+    }
+
+    public var description: String {
+        "\(method)" + (success.map { $0 ? " (match)" : " (no match)" } ?? "") + (passcode == nil ? "" : " <redacted>")
+    }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["method": method, "success": success as Any]) }
+}
+
+/// An amount in minor units of an ISO 4217 numeric currency.
+public struct AmountBody: Codable, Sendable, Hashable {
+    public let minorUnits: Int64
+    /// ISO 4217 numeric code (840 for USD).
+    public let currency: UInt16
+    public init(minorUnits: Int64, currency: UInt16) {
+        self.minorUnits = minorUnits
+        self.currency = currency
+    }
+}
+
+/// `POST /authenticate`: the user authenticates for a payment (contactless by default: the authorization goes to
+/// the Secure Element for the next field).
+public struct Authenticate: DeviceControlRequest, Codable, Hashable, CustomStringConvertible,
+    CustomDebugStringConvertible, CustomReflectable
+{
+    public typealias Answer = AuthenticationOutcomeAnswer
+    /// `face-id`, `touch-id`, `passcode` or `double-click`.
+    public let method: String
+    public let success: Bool?
+    public let passcode: String?
+    /// `contactless` (default), `in-app` or `web`.
+    public let type: String?
+    /// The card (default: the one the wallet offers).
+    public let card: String?
+    public let amount: AmountBody?
+
+    public init(
+        _ evidence: AuthenticationEvidenceBody, type: String? = nil, card: String? = nil, amount: AmountBody? = nil
+    ) {
+        method = evidence.method
+        success = evidence.success
+        passcode = evidence.passcode
+        self.type = type
+        self.card = card
+        self.amount = amount
+    }
+
+    /// The evidence alone.
+    public var evidence: AuthenticationEvidenceBody {
+        AuthenticationEvidenceBody(method: method, success: success, passcode: passcode)
+    }
+    public var route: DeviceControlRoute { .authenticate }
+    public var body: Self { self }
+    public var description: String { "Authenticate(\(evidence), type: \(type ?? "contactless"))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["evidence": evidence, "type": type as Any, "card": card as Any])
+    }
+}
+
+/// `POST /lock`: answered `{"outcome": "locked"}`.
+public struct Lock: DeviceControlRequest, Hashable {
+    public typealias Answer = AuthenticationOutcomeAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .lock }
+}
+
+/// `POST /unlock` with the evidence: `{"outcome": "unlocked|rejected", "offered"?}`.
+public struct Unlock: DeviceControlRequest, Hashable {
+    public typealias Answer = AuthenticationOutcomeAnswer
+    public let evidence: AuthenticationEvidenceBody
+    public init(_ evidence: AuthenticationEvidenceBody) { self.evidence = evidence }
+    public var route: DeviceControlRoute { .unlock }
+    public var body: AuthenticationEvidenceBody { evidence }
+}
+
+/// `POST /wrist` `{"on"}`: a watch put on the wrist or taken off.
+public struct SetWrist: DeviceControlRequest, Codable, Hashable {
+    public typealias Answer = Acknowledgement
+    public let on: Bool
+    public init(on: Bool) { self.on = on }
+    public var route: DeviceControlRoute { .wrist }
+    public var body: Self { self }
+}
+
+/// `POST /double-click`: a watch authorizes its default card (an outcome), a phone presents it (`presented`).
+public struct DoubleClick: DeviceControlRequest, Hashable {
+    public typealias Answer = AuthenticationOutcomeAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .doubleClick }
+}
+
+/// `POST /field/on` `{"networks"?}`: a terminal's field comes on, asking for these networks.
+public struct FieldOn: DeviceControlRequest, Codable, Hashable {
+    public typealias Answer = Acknowledgement
+    public let networks: [String]?
+    public init(networks: [String]? = nil) { self.networks = networks }
+    public var route: DeviceControlRoute { .fieldOn }
+    public var body: Self { self }
+}
+
+/// `POST /field/off`.
+public struct FieldOff: DeviceControlRequest, Hashable {
+    public typealias Answer = Acknowledgement
+    public init() {}
+    public var route: DeviceControlRoute { .fieldOff }
+}
+
+/// `POST /field/apdu` `{"command": hex}`: one command APDU from the terminal in the field.
+public struct SendAPDU: DeviceControlRequest, Codable, Hashable {
+    public typealias Answer = APDUAnswer
+    /// The command APDU in hex.
+    public let command: String
+    public init(command: String) { self.command = command }
+    /// The command from its bytes.
+    public init(bytes: [UInt8]) { command = DeviceControlHex.encode(bytes) }
+    public var route: DeviceControlRoute { .fieldAPDU }
+    public var body: Self { self }
+}
+
+/// `POST /passcode` `{"passcode", "current"?}`: sets or changes the passcode.
+public struct SetPasscode: DeviceControlRequest, Codable, Hashable, CustomStringConvertible,
+    CustomDebugStringConvertible, CustomReflectable
+{
+    public typealias Answer = Acknowledgement
+    public let passcode: String
+    public let current: String?
+    public init(passcode: String, current: String? = nil) {
+        self.passcode = passcode
+        self.current = current
+    }
+    public var route: DeviceControlRoute { .setPasscode }
+    public var body: Self { self }
+    public var description: String { "SetPasscode(<redacted>)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
+}
+
+/// `POST /passcode/remove` `{"current"}`: turns the passcode off, which terminates every card.
+public struct RemovePasscode: DeviceControlRequest, Codable, Hashable, CustomStringConvertible,
+    CustomDebugStringConvertible, CustomReflectable
+{
+    public typealias Answer = TerminatedCardsAnswer
+    public let current: String
+    public init(current: String) { self.current = current }
+    public var route: DeviceControlRoute { .removePasscode }
+    public var body: Self { self }
+    public var description: String { "RemovePasscode(<redacted>)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
+}
+
+/// `POST /reset` `{"reason"}`: discards the Authorization Random, which terminates every card.
+public struct ResetAuthorizationRandom: DeviceControlRequest, Codable, Hashable {
+    public typealias Answer = TerminatedCardsAnswer
+    /// `passcode-disabled`, `sign-out`, `erase`, `recovery-restore` or `watch-unpaired`.
+    public let reason: String
+    public init(reason: String) { self.reason = reason }
+    public var route: DeviceControlRoute { .reset }
+    public var body: Self { self }
+}
+
+/// `GET /settings`.
+public struct GetSettings: DeviceControlRequest, Hashable {
+    public typealias Answer = DeviceSettingsBody
+    public init() {}
+    public var route: DeviceControlRoute { .settings }
+}
+
+/// `PUT /settings`: changes the settings given, answers all of them.
+public struct UpdateSettings: DeviceControlRequest, Hashable {
+    public typealias Answer = DeviceSettingsBody
+    public let settings: DeviceSettingsBody
+    public init(_ settings: DeviceSettingsBody) { self.settings = settings }
+    public var route: DeviceControlRoute { .updateSettings }
+    public var body: DeviceSettingsBody { settings }
+}
+
+/// The wallet's and the Secure Enclave's settings; in a change, a missing one stays as it is.
+public struct DeviceSettingsBody: Codable, Sendable, Hashable {
+    /// Websites may ask whether the device can pay (the privacy switch).
+    public var allowWebsiteQueries: Bool?
+    /// A double-click presents the default card.
+    public var doubleClickPresentsCards: Bool?
+    /// Biometrics authorize payments (off: the passcode only).
+    public var biometricsForPayments: Bool?
+
+    public init(
+        allowWebsiteQueries: Bool? = nil, doubleClickPresentsCards: Bool? = nil, biometricsForPayments: Bool? = nil
+    ) {
+        self.allowWebsiteQueries = allowWebsiteQueries
+        self.doubleClickPresentsCards = doubleClickPresentsCards
+        self.biometricsForPayments = biometricsForPayments
+    }
+}
+
+/// Hex as the APDU routes write it (uppercase, two digits a byte).
+public enum DeviceControlHex {
+    /// `bytes` in uppercase hex.
+    public static func encode(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The bytes of `text`, or nil when it is not an even number of hex digits.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(chars.count / 2)
+        var index = 0
+        while index < chars.count {
+            guard let high = nibble(chars[index]), let low = nibble(chars[index + 1]) else { return nil }
+            out.append(high << 4 | low)
+            index += 2
+        }
+        return out
+    }
+
+    private static func nibble(_ char: UInt8) -> UInt8? {
+        switch char {
+        case 0x30...0x39: char - 0x30
+        case 0x41...0x46: char - 0x37
+        case 0x61...0x66: char - 0x57
+        default: nil
+        }
+    }
+}
