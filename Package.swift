@@ -186,9 +186,9 @@ let package = Package(
         // The wire format between the Pay server and the network's token-requestor routes (no dependencies: both
         // sides import it, the network converts to and from its token service's types).
         .target(name: "TokenRequestorAPI", swiftSettings: strict),
-        // The wire format of the device's control socket (AppPayments only: the payment sheet carries its types; the
-        // device process serves it, the CLI, apps and tests send it).
-        .target(name: "DeviceControlAPI", dependencies: ["AppPayments"], swiftSettings: strict),
+        // The wire format of the device's control socket (the payment sheet carries AppPayments' types, APDUs
+        // travel as OrchardCrypto's hex): the device process serves it, the CLI, apps and tests send it.
+        .target(name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto"], swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
         // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.

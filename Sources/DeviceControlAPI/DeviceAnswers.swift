@@ -1,4 +1,5 @@
 public import Foundation
+import OrchardCrypto
 
 /// A wallet card as the control API shows it: display data only (no DPAN, no key).
 public struct WalletCardAnswer: Codable, Sendable, Hashable {
@@ -120,7 +121,7 @@ public struct APDUAnswer: Codable, Sendable, Hashable {
     public let response: String
     public init(response: String) { self.response = response }
     /// The answer's bytes, or nil when it is not hex.
-    public var bytes: [UInt8]? { DeviceControlHex.decode(response) }
+    public var bytes: [UInt8]? { Hex.decode(response) }
 }
 
 /// The cards a passcode removal or an Authorization Random reset terminated (their identifiers).

@@ -1,4 +1,5 @@
 public import Foundation
+import OrchardCrypto
 
 // The device's own routes: cards, lifecycle, authentication, the NFC field, passcode and settings.
 // Requests that carry a secret (a personalisation envelope, a passcode) print and mirror without it.
@@ -238,7 +239,7 @@ public struct SendAPDU: DeviceControlRequest, Codable, Hashable {
     public let command: String
     public init(command: String) { self.command = command }
     /// The command from its bytes.
-    public init(bytes: [UInt8]) { command = DeviceControlHex.encode(bytes) }
+    public init(bytes: [UInt8]) { command = Hex.encode(bytes) }
     public var route: DeviceControlRoute { .fieldAPDU }
     public var body: Self { self }
 }
@@ -316,44 +317,5 @@ public struct DeviceSettingsBody: Codable, Sendable, Hashable {
         self.allowWebsiteQueries = allowWebsiteQueries
         self.doubleClickPresentsCards = doubleClickPresentsCards
         self.biometricsForPayments = biometricsForPayments
-    }
-}
-
-/// Hex as the APDU routes write it (uppercase, two digits a byte).
-public enum DeviceControlHex {
-    /// `bytes` in uppercase hex.
-    public static func encode(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// The bytes of `text`, or nil when it is not an even number of hex digits.
-    public static func decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(chars.count / 2)
-        var index = 0
-        while index < chars.count {
-            guard let high = nibble(chars[index]), let low = nibble(chars[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ char: UInt8) -> UInt8? {
-        switch char {
-        case 0x30...0x39: char - 0x30
-        case 0x41...0x46: char - 0x37
-        case 0x61...0x66: char - 0x57
-        default: nil
-        }
     }
 }

@@ -162,9 +162,9 @@ public struct DeviceControl: Sendable {
         case .fieldOff:
             try await device.fieldOff()
         case .fieldAPDU:
-            guard let command = DeviceControlHex.decode(try decode(SendAPDU.self, body).command), !command.isEmpty
+            guard let command = Hex.decode(try decode(SendAPDU.self, body).command), !command.isEmpty
             else { throw DeviceError(.invalidArgument, "command is a hex APDU") }
-            return .json(APDUAnswer(response: DeviceControlHex.encode(try await device.transceive(command))))
+            return .json(APDUAnswer(response: Hex.encode(try await device.transceive(command))))
         case .setPasscode:
             let request = try decode(SetPasscode.self, body)
             try await device.secureEnclave.setPasscode(

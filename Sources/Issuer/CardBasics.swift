@@ -1,5 +1,5 @@
 public import Foundation
-public import OrchardCrypto
+package import OrchardCrypto
 
 /// A primary account number (a card's FPAN or a token's DPAN): 12 to 19 decimal digits with a valid Luhn
 /// check digit.

@@ -1,7 +1,7 @@
 internal import CHTTPShims
 internal import COpenSSL
 import Foundation
-public import OrchardCrypto
+package import OrchardCrypto
 
 /// A blocking TLS client socket that sends exactly the bytes it is given: for tests that must
 /// misbehave on purpose (stall in the headers, hold connections open, present odd certificates).

@@ -1,6 +1,6 @@
 internal import COpenSSL
 internal import CShims
-public import Foundation
+package import Foundation
 import OrchardCrypto
 
 /// OpenSSL's own reading of certificates, CSRs and CMS signatures: the reference the Swift code is

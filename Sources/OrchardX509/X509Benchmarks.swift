@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import OrchardCrypto
 
 /// Entry points for `orchard bench crypto`: each runs one operation so the benchmark can time it.
