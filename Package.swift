@@ -263,6 +263,15 @@ let package = Package(
             name: "OrchardBenchmarksTests", dependencies: ["OrchardBenchmarks", "OrchardCrypto"], swiftSettings: strict),
         // Test doubles (cryptogram check, device CA) and the in-memory network, shared by the network's tests.
         .target(name: "CommandTestSupport", path: "Tests/CommandTestSupport", swiftSettings: strict),
+        // Test cards and devices for the device and device-process tests.
+        .target(
+            name: "DeviceTestSupport",
+            dependencies: [
+                "Device", "EMV", "OrchardCrypto", "OrchardRuntime", "PaymentCredential", "SecureElement", "Wallet",
+            ],
+            path: "Tests/DeviceTestSupport",
+            swiftSettings: strict
+        ),
         .target(
             name: "NetworkTestSupport",
             dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "PaymentCredential"],
@@ -332,6 +341,7 @@ let package = Package(
         .testTarget(
             name: "DeviceProcessTests",
             dependencies: [
+                "DeviceTestSupport",
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
                 "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard",
             ],
@@ -364,6 +374,7 @@ let package = Package(
         .testTarget(
             name: "DeviceTests",
             dependencies: [
+                "DeviceTestSupport",
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
                 "OrchardCrypto", "orchard-device-crasher",
             ],

@@ -2,6 +2,7 @@ import AppPayments
 import Device
 import DeviceControlAPI
 import DeviceProcess
+import DeviceTestSupport
 import Foundation
 import OrchardCrypto
 import SecureElement
@@ -26,8 +27,9 @@ struct DeviceControlAPIContractTests {
 
         init() async throws {
             directory = try TemporaryDirectory()
-            (phone, phoneIdentity) = try await makeDevice(directory)
-            (watch, _) = try await makeDevice(directory, name: "alice-watch", kind: .watch, biometry: .none)
+            (phone, phoneIdentity) = try await makeDevice(in: directory.deployment)
+            (watch, _) = try await makeDevice(
+                in: directory.deployment, name: "alice-watch", kind: .watch, biometry: .none)
             let sheets = PaymentSheetService(
                 device: phone, connect: { throw DeviceError(.unsupported, "no Pay server in this test") })
             phoneSocket = directory.path + "/phone.sock"

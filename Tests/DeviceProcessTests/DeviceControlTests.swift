@@ -1,6 +1,7 @@
 import Device
 import DeviceControlAPI
 import DeviceProcess
+import DeviceTestSupport
 import EMV
 import Foundation
 import SecureElement
@@ -52,7 +53,7 @@ struct DeviceControlTests {
     @Test("A phone through the control API: add a card, fail and pass Face ID, pay at a terminal")
     func phoneFlow() async throws {
         let directory = try TemporaryDirectory()
-        let (device, identity) = try await makeDevice(directory)
+        let (device, identity) = try await makeDevice(in: directory.deployment)
         let control = DeviceControl(device: device)
         let client = Client(control: control)
         let envelope = try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN)
@@ -107,7 +108,8 @@ struct DeviceControlTests {
     @Test("A watch through the control API: wrist, unlock, double-click")
     func watchFlow() async throws {
         let directory = try TemporaryDirectory()
-        let (device, identity) = try await makeDevice(directory, name: "alice-watch", kind: .watch, biometry: .none)
+        let (device, identity) = try await makeDevice(
+            in: directory.deployment, name: "alice-watch", kind: .watch, biometry: .none)
         let client = Client(control: DeviceControl(device: device))
         _ = try await device.installCard(
             envelope: try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN), display: TestCards.display)
@@ -129,7 +131,7 @@ struct DeviceControlTests {
     @Test("Malformed requests and unknown routes are JSON errors")
     func errors() async throws {
         let directory = try TemporaryDirectory()
-        let (device, _) = try await makeDevice(directory)
+        let (device, _) = try await makeDevice(in: directory.deployment)
         let control = DeviceControl(device: device)
         let client = Client(control: control)
         for (method, path) in [("GET", "/nothing"), ("DELETE", "/status"), ("GET", "/payment-sheets/current")] {

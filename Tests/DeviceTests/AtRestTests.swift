@@ -1,4 +1,5 @@
 import Device
+import DeviceTestSupport
 import EMV
 import Foundation
 import OrchardCrypto
@@ -20,7 +21,7 @@ struct AtRestTests {
     @Test("The .sqlite, -wal and -shm files hold no DPAN, card key, storage key, passcode or address in clear")
     func noSecretsOnDisk() async throws {
         let directory = try TemporaryDirectory()
-        let (device, identity) = try await makeDevice(directory)
+        let (device, identity) = try await makeDevice(in: directory.deployment)
         let visa = try await device.installCard(
             envelope: try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN), display: TestCards.display)
         _ = try await device.installCard(

@@ -1,4 +1,5 @@
 import Device
+import DeviceTestSupport
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
@@ -11,7 +12,7 @@ struct CertificateTests {
     @Test("The factory certifies the Secure Element key with the deployment's device CA")
     func selfSignedDeviceCA() async throws {
         let directory = try TemporaryDirectory()
-        let (_, identity) = try await makeDevice(directory)
+        let (_, identity) = try await makeDevice(in: directory.deployment)
         let authority = try #require(try DeviceCertificateAuthority.load(from: directory.deployment))
         #expect(SecureFile.mode(of: try directory.deployment.privateKeyPath(named: "device-ca")) == 0o600)
         #expect(try identity.certificate.secureElementKey == identity.elementPublicKey)
@@ -22,10 +23,11 @@ struct CertificateTests {
             return
         }
         // A second device reuses the same CA; a device of another deployment does not chain to it.
-        let (_, second) = try await makeDevice(directory, name: "alice-watch", kind: .watch, biometry: .none)
+        let (_, second) = try await makeDevice(
+            in: directory.deployment, name: "alice-watch", kind: .watch, biometry: .none)
         #expect(second.certificate.issuer == identity.certificate.issuer)
         let elsewhere = try TemporaryDirectory()
-        let (_, foreign) = try await makeDevice(elsewhere)
+        let (_, foreign) = try await makeDevice(in: elsewhere.deployment)
         guard case .invalid = verifier.verify(leaf: foreign.certificate, at: Date()) else {
             Issue.record("a device of another deployment must not chain to this device CA")
             return
@@ -46,7 +48,7 @@ struct CertificateTests {
             notValidAfter: now.addingTimeInterval(86_400 * 365), extensions: [.basicConstraints(isCA: true)])
         let authority = try DeviceCertificateAuthority.create(
             in: directory.deployment, issuer: .certificate(root, key: rootKey))
-        let (_, identity) = try await makeDevice(directory)
+        let (_, identity) = try await makeDevice(in: directory.deployment)
         let verifier = try CertificateChainVerifier(trustRoots: [root])
         guard
             case .valid(let chain) = verifier.verify(
@@ -59,7 +61,7 @@ struct CertificateTests {
         // The certificate file is public; changing it makes the device refuse to open.
         let path = Device.certificatePath(of: "alice-phone", in: directory.deployment)
         #expect(SecureFile.mode(of: path) == 0o644)
-        let (_, other) = try await makeDevice(directory, name: "bob-phone")
+        let (_, other) = try await makeDevice(in: directory.deployment, name: "bob-phone")
         try SecureFile.write(Array(other.certificate.pemRepresentation.utf8), to: path, mode: 0o644)
         await expectError(code(DeviceError.Code.storageFailure)) {
             try await Device.open(in: directory.deployment, name: "alice-phone")

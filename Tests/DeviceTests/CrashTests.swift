@@ -1,4 +1,5 @@
 import Device
+import DeviceTestSupport
 import EMV
 import Foundation
 import OrchardCrypto
@@ -65,7 +66,7 @@ struct DeviceCrashTests {
     func tenThousandCryptograms() async throws {
         let directory = try TemporaryDirectory()
         let name = "crash-phone"
-        let (device, identity) = try await makeDevice(directory, name: name)
+        let (device, identity) = try await makeDevice(in: directory.deployment, name: name)
         let card = try await device.installCard(
             envelope: try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN), display: TestCards.display)
         let cardID = try CardIdentifier(hex: card.id)

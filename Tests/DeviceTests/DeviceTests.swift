@@ -1,4 +1,5 @@
 import Device
+import DeviceTestSupport
 import EMV
 import Foundation
 import OrchardCrypto
@@ -12,7 +13,7 @@ struct DeviceTests {
     @Test("The factory writes the store and a 0600 storage key, once per name")
     func factory() async throws {
         let directory = try TemporaryDirectory()
-        let (_, identity) = try await makeDevice(directory)
+        let (_, identity) = try await makeDevice(in: directory.deployment)
         let keyPath = Device.storageKeyPath(of: "alice-phone", in: directory.deployment)
         #expect(SecureFile.mode(of: keyPath) == 0o600)
         #expect(SecureFile.mode(of: Device.directory(of: "alice-phone", in: directory.deployment)) == 0o700)
@@ -43,7 +44,7 @@ struct DeviceTests {
     @Test("A card is installed, shown in the wallet with display data only, and pays after Face ID")
     func provisionAndPay() async throws {
         let directory = try TemporaryDirectory()
-        let (device, identity) = try await makeDevice(directory)
+        let (device, identity) = try await makeDevice(in: directory.deployment)
         let card = try await device.installCard(
             envelope: try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN), display: TestCards.display)
         #expect(card.network == "visa" && card.deviceAccountSuffix == "0119" && card.suffix == "4242")
@@ -68,7 +69,7 @@ struct DeviceTests {
     @Test("Automatic selection and a hand-made choice decide which card the terminal gets")
     func cardChoice() async throws {
         let directory = try TemporaryDirectory()
-        let (device, identity) = try await makeDevice(directory)
+        let (device, identity) = try await makeDevice(in: directory.deployment)
         let visa = try await device.installCard(
             envelope: try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN), display: TestCards.display)
         let mastercard = try await device.installCard(
@@ -96,7 +97,8 @@ struct DeviceTests {
     @Test("A watch pays by double-click only while unlocked on the wrist")
     func watchDoubleClick() async throws {
         let directory = try TemporaryDirectory()
-        let (watch, identity) = try await makeDevice(directory, name: "alice-watch", kind: .watch, biometry: .none)
+        let (watch, identity) = try await makeDevice(
+            in: directory.deployment, name: "alice-watch", kind: .watch, biometry: .none)
         _ = try await watch.installCard(
             envelope: try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN), display: TestCards.display)
         await expectError(code(SecureElementError.Code.deviceLocked)) { try await watch.doubleClick() }
@@ -120,14 +122,15 @@ struct DeviceTests {
         try await watch.secureEnclave.takeOffWrist()
         await expectError(code(SecureElementError.Code.deviceLocked)) { try await watch.doubleClick() }
         // An iPad never joins a field.
-        let (ipad, _) = try await makeDevice(directory, name: "alice-ipad", kind: .ipad, biometry: .touch)
+        let (ipad, _) = try await makeDevice(
+            in: directory.deployment, name: "alice-ipad", kind: .ipad, biometry: .touch)
         await expectError(code(DeviceError.Code.unsupported)) { try await ipad.fieldOn() }
     }
 
     @Test("Turning the passcode off, signing out or erasing terminates every card, in the wallet too")
     func resets() async throws {
         let directory = try TemporaryDirectory()
-        let (device, identity) = try await makeDevice(directory)
+        let (device, identity) = try await makeDevice(in: directory.deployment)
         let card = try await device.installCard(
             envelope: try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN), display: TestCards.display)
         let terminated = try await device.removePasscode(current: SecureBytes(Array(TestCards.passcode.utf8)))
@@ -135,7 +138,7 @@ struct DeviceTests {
         #expect(try await device.wallet.card(id: card.id).state == .terminated)
         #expect(await device.wallet.defaultCard == nil)
 
-        let (other, otherIdentity) = try await makeDevice(directory, name: "bob-phone")
+        let (other, otherIdentity) = try await makeDevice(in: directory.deployment, name: "bob-phone")
         let otherCard = try await other.installCard(
             envelope: try TestCards.envelope(for: otherIdentity, dpan: TestCards.visaDPAN), display: TestCards.display)
         try await other.wallet.recordUse(Contact(name: "Bob", emailAddress: "bob@example.com"), as: .contact)
@@ -152,7 +155,7 @@ struct DeviceTests {
     func resetWhileClosed() async throws {
         let directory = try TemporaryDirectory()
         let clock = ManualClock(now: Date(timeIntervalSince1970: 1_750_000_000))
-        var (device, identity) = try await makeDevice(directory, clock: clock)
+        var (device, identity) = try await makeDevice(in: directory.deployment, clock: clock)
         let card = try await device.installCard(
             envelope: try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN), display: TestCards.display)
         try await device.secureEnclave.resetAuthorizationRandom(reason: .signOut)  // the SE is not told now
@@ -166,7 +169,7 @@ struct DeviceTests {
     func restart() async throws {
         let directory = try TemporaryDirectory()
         let clock = ManualClock(now: Date(timeIntervalSince1970: 1_750_000_000))
-        var (device, identity) = try await makeDevice(directory, clock: clock)
+        var (device, identity) = try await makeDevice(in: directory.deployment, clock: clock)
         let card = try await device.installCard(
             envelope: try TestCards.envelope(for: identity, dpan: TestCards.visaDPAN), display: TestCards.display)
         for _ in 0..<2 {
