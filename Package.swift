@@ -304,7 +304,7 @@ let package = Package(
         .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
-            dependencies: ["OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
+            dependencies: ["CommandTestSupport", "OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -326,7 +326,7 @@ let package = Package(
         ),
         .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging"], swiftSettings: strict),
         // The layer check (scripts/check-layers, run by CI on the real manifest) refuses each kind of violation.
-        .testTarget(name: "LayerCheckTests", swiftSettings: strict),
+        .testTarget(name: "LayerCheckTests", dependencies: ["CommandTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "OrchardHTTPTests",
             dependencies: ["CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
@@ -374,7 +374,7 @@ let package = Package(
         .testTarget(
             name: "DeviceTests",
             dependencies: [
-                "DeviceTestSupport",
+                "DeviceTestSupport", "CommandTestSupport",
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
                 "OrchardCrypto", "orchard-device-crasher",
             ],

@@ -35,51 +35,11 @@ public struct CommandOutput: Sendable {
 }
 
 /// Runs `orchard arguments` to completion, stdin empty (so it never prompts), `environment` added to this
-/// process's. Waits on threads of its own, never the concurrency pool's: the command may be talking to services
-/// this test process serves. Both pipes are drained at once, so a command that writes much to one of them
-/// cannot block on the other.
+/// process's. The child's output is read and its exit awaited on threads of their own (``ChildProcess``), never
+/// the concurrency pool's: the command may be talking to services this test process serves.
 public func orchard(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandOutput {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread {
-            continuation.resume(with: Result { try runToCompletion(arguments, environment: environment) })
-        }.start()
-    }
-}
-
-private func runToCompletion(_ arguments: [String], environment: [String: String]) throws -> CommandOutput {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try orchardExecutable())
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    process.standardInput = FileHandle.nullDevice
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let errors = Drain(err.fileHandleForReading)
-    let output = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CommandOutput(
-        status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-        stderr: String(decoding: errors.wait(), as: UTF8.self))
-}
-
-/// Reads a pipe to its end on a thread of its own.
-private final class Drain: @unchecked Sendable {
-    // @unchecked: `data` is written by the reading thread before `done` is signalled and read after.
-    private var data = Data()
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ handle: FileHandle) {
-        Thread { [self] in
-            data = handle.readDataToEndOfFile()
-            done.signal()
-        }.start()
-    }
-
-    func wait() -> Data {
-        done.wait()
-        return data
-    }
+    let child = try ChildProcess(
+        try orchardExecutable(), arguments, environment: environment, stdout: .capture, stderr: .capture)
+    let ended = await child.exit()
+    return CommandOutput(status: ended.status ?? -1, stdout: child.stdout, stderr: child.stderr)
 }

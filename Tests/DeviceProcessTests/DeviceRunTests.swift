@@ -58,13 +58,8 @@ struct DeviceRunTests {
                 bytes, to: try identity.certificate.secureElementKey, purpose: PersonalisationData.envelopePurpose)
         }
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try orchardExecutable())
-        process.arguments = ["device", "run", "--data-dir", directory.path, "--name", "p"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            try orchardExecutable(), ["device", "run", "--data-dir", directory.path, "--name", "p"], stdout: .capture)
         let socket = Device.controlSocketPath(of: "p", in: deployment)
         var waited = 0
         while !ControlSocketClient.isRunning(at: socket), waited < 200 {
@@ -103,9 +98,8 @@ struct DeviceRunTests {
         #expect(refused == 1 && refusal.contains("methodUnavailable"))
 
         process.terminate()  // SIGTERM
-        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(process.terminationStatus == 0)
-        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(await process.exit() == .exited(0))
+        let printed = process.stdout
         #expect(printed.contains(#""event":"listening""#) && printed.contains(#""event":"stopped""#))
         #expect(!FileManager.default.fileExists(atPath: socket))
         // Without the process, commands act on the store: the card and its ATC are there.

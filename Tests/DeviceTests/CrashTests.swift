@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Device
 import DeviceTestSupport
 import EMV
@@ -29,37 +30,18 @@ struct DeviceCrashTests {
     }
 
     /// A running crasher and the lines it printed.
-    final class Child: @unchecked Sendable {
-        let process = Process()
-        private let output = Pipe()
-        private var buffer = Data()
+    final class Child: Sendable {
+        let process: ChildProcess
 
         init(directory: String, name: String, count: Int) throws {
-            process.executableURL = URL(fileURLWithPath: try DeviceCrashTests.crasherPath())
-            process.arguments = [directory, name, String(count)]
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            process = try ChildProcess(
+                try DeviceCrashTests.crasherPath(), [directory, name, String(count)], stdout: .capture)
         }
 
         /// The next line, or nil when the output ended.
-        func nextLine() -> String? {
-            while true {
-                if let newline = buffer.firstIndex(of: 0x0A) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    return line
-                }
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { return nil }
-                buffer.append(chunk)
-            }
-        }
+        func nextLine() -> String? { process.nextLine() }
 
-        func kill() {
-            Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        func kill() { process.kill() }
     }
 
     @Test("10,000 cryptograms with SIGKILLs in between: the ATC strictly increases and is never reused")

@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import Testing
 
@@ -14,7 +15,7 @@ struct LayerCheckTests {
     }
 
     /// The layer map's targets as a `dump-package` manifest with the given dependencies.
-    func check(adding extra: [String: [String]] = [:], extraTargets: [String] = []) throws -> Outcome {
+    func check(adding extra: [String: [String]] = [:], extraTargets: [String] = []) async throws -> Outcome {
         let layersURL = Self.root.appendingPathComponent("Sources/layers.json")
         let layers = try JSONSerialization.jsonObject(with: Data(contentsOf: layersURL)) as? [String: Any]
         let entries = try #require(layers?["targets"] as? [String: Any])
@@ -28,22 +29,16 @@ struct LayerCheckTests {
         try JSONSerialization.data(withJSONObject: ["targets": targets]).write(to: manifest)
         defer { try? FileManager.default.removeItem(at: manifest) }
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", Self.root.appendingPathComponent("scripts/check-layers").path, "--manifest", manifest.path,
-        ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: output)
+        let process = try ChildProcess(
+            "/usr/bin/env",
+            ["python3", Self.root.appendingPathComponent("scripts/check-layers").path, "--manifest", manifest.path],
+            stdout: .capture)
+        let ended = await process.exit()
+        return Outcome(status: ended.status ?? -1, output: process.stdout)
     }
 
-    @Test func theMapWithNoForbiddenDependencyPasses() throws {
-        let outcome = try check(adding: [
+    @Test func theMapWithNoForbiddenDependencyPasses() async throws {
+        let outcome = try await check(adding: [
             "PayServer": ["PayAPI", "OrchardHTTP"], "Terminal": ["NFCLink", "AcquirerAPI"],
         ])
         #expect(outcome.status == 0, "\(outcome.output)")
@@ -60,14 +55,14 @@ struct LayerCheckTests {
             ("PayServer", "NetworkTestSupport", "depends on test support"),
             ("PayAPI", "PayServer", "a higher layer"),
         ])
-    func violation(from: String, to: String, says: String) throws {
-        let outcome = try check(adding: [from: [to]])
+    func violation(from: String, to: String, says: String) async throws {
+        let outcome = try await check(adding: [from: [to]])
         #expect(outcome.status == 1)
         #expect(outcome.output.contains(from) && outcome.output.contains(says), "\(outcome.output)")
     }
 
-    @Test func aTargetWithoutALayerFailsTheCheck() throws {
-        let outcome = try check(extraTargets: ["SomethingNew"])
+    @Test func aTargetWithoutALayerFailsTheCheck() async throws {
+        let outcome = try await check(extraTargets: ["SomethingNew"])
         #expect(outcome.status == 1)
         #expect(outcome.output.contains("SomethingNew: no entry in Sources/layers.json"))
     }

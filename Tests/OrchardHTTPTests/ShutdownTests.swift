@@ -6,26 +6,6 @@ import Testing
 
 @testable import OrchardHTTP
 
-/// Collects what a child process writes to one of its pipes.
-final class PipeText: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-
-    init(_ pipe: Pipe) {
-        pipe.fileHandleForReading.readabilityHandler = { [self] handle in
-            let chunk = handle.availableData
-            if chunk.isEmpty {
-                handle.readabilityHandler = nil
-            } else {
-                lock.withLock { data.append(chunk) }
-            }
-        }
-    }
-
-    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
-    func count(_ needle: String) -> Int { text.components(separatedBy: needle).count - 1 }
-}
-
 /// Holds requests until the test opens it: in-flight work that surely outlasts the start of a drain, however
 /// loaded the machine.
 final class Gate: @unchecked Sendable {
@@ -133,34 +113,30 @@ struct ShutdownTests {
     /// Issue 4, item 6: SIGTERM during requests, in the real executable started as a child process.
     @Test func sigtermLetsInFlightRequestsFinishRefusesNewOnesAndExitsZero() async throws {
         let binary = try Self.orchardBinary()
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = [
-            "http", "echo-server", "--port", "0", "--threads", "2", "--cert", try PKI.file("server.pem"), "--key",
-            try PKI.file("server.key"), "--shutdown-deadline", "20",
-        ]
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        let out = PipeText(stdout)
-        let err = PipeText(stderr)
-        try process.run()
-        defer {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
+        let process = try ChildProcess(
+            binary.path,
+            [
+                "http", "echo-server", "--port", "0", "--threads", "2", "--cert", try PKI.file("server.pem"), "--key",
+                try PKI.file("server.key"), "--shutdown-deadline", "20",
+            ], stdout: .capture, stderr: .capture)
+        defer { process.kill() }
+        func count(_ needle: String) -> Int { process.stderr.components(separatedBy: needle).count - 1 }
 
-        #expect(await eventually { out.text.contains(#""event":"listening""#) }, "the server never announced its port")
-        let line = try #require(out.text.split(separator: "\n").first { $0.contains("listening") })
+        #expect(
+            await eventually { process.stdout.contains(#""event":"listening""#) }, "the server never announced its port"
+        )
+        let line = try #require(process.stdout.split(separator: "\n").first { $0.contains("listening") })
         let port = try #require(Int(line.split(separator: ":").last?.dropLast() ?? ""))
         let base = "https://localhost:\(port)"
         let client = try PKI.client(configure: { $0.maxAttempts = 1 })
         #expect(try await client.get(base + "/health").status == .ok)
 
         let inFlight = (0..<3).map { _ in Task { try await client.get(base + "/slow?ms=1500") } }
-        #expect(await eventually { err.count("slow request started") == 3 }, "the requests never reached the server")
-        kill(process.processIdentifier, SIGTERM)
-        #expect(await eventually { err.text.contains("no longer accepting") }, "no sign of the shutdown: \(err.text)")
+        #expect(await eventually { count("slow request started") == 3 }, "the requests never reached the server")
+        process.terminate()
+        #expect(
+            await eventually { process.stderr.contains("no longer accepting") },
+            "no sign of the shutdown: \(process.stderr)")
 
         let fresh = try PKI.client(configure: { $0.maxAttempts = 1 })
         do {
@@ -175,10 +151,9 @@ struct ShutdownTests {
             #expect(response.text == #"{"slept_ms":1500}"#)
         }
         #expect(await eventually { !process.isRunning }, "the server did not exit")
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 0)
-        #expect(out.text.contains(#"{"event":"stopped"}"#))
-        #expect(err.text.contains("received SIGTERM"))
+        #expect(process.ended == .exited(0))
+        #expect(process.stdout.contains(#"{"event":"stopped"}"#))
+        #expect(process.stderr.contains("received SIGTERM"))
     }
 
     /// The `orchard` executable built next to this test bundle (`swift build` / `swift test` build it).

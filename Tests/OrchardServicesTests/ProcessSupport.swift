@@ -12,46 +12,29 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// A child `orchard` process with its stdout and stderr collected.
-final class OrchardChild: @unchecked Sendable {
-    // Thread-safety: `out` and `err` are guarded by `lock`; the pipes' handlers run on their own threads.
-    let process = Process()
-    private let lock = NSLock()
-    private var out = Data()
-    private var err = Data()
+final class OrchardChild: Sendable {
+    let process: ChildProcess
 
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = URL(fileURLWithPath: try orchardExecutable())
-        process.arguments = arguments
         // The child reads no configuration overrides from the test's environment, only `environment`'s.
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ORCHARD_") }
-            .merging(environment) { _, new in new }
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        stdout.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            self?.lock.withLock { self?.out.append(data) }
-        }
-        stderr.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            self?.lock.withLock { self?.err.append(data) }
-        }
-        try process.run()
+        var variables: [String: String?] = [:]
+        for key in ProcessInfo.processInfo.environment.keys where key.hasPrefix("ORCHARD_") { variables[key] = nil }
+        for (key, value) in environment { variables[key] = value }
+        process = try ChildProcess(
+            try orchardExecutable(), arguments, environment: variables, stdout: .capture, stderr: .capture)
     }
 
-    var pid: Int32 { process.processIdentifier }
-    var standardOutput: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
-    var standardError: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+    var pid: Int32 { process.pid }
+    var standardOutput: String { process.stdout }
+    var standardError: String { process.stderr }
 
     /// The first complete stdout line, waiting up to `seconds`; fails if the process ends first.
     func firstLine(within seconds: Double = 60) async throws -> String {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let newline = standardOutput.firstIndex(of: "\n") { return String(standardOutput[..<newline]) }
-            if !process.isRunning {
-                throw TestFailure("orchard exited (\(process.terminationStatus)) before printing: \(standardError)")
+            if let ended = process.ended {
+                throw TestFailure("orchard ended (\(ended)) before printing: \(standardError)")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -59,26 +42,25 @@ final class OrchardChild: @unchecked Sendable {
     }
 
     /// Sends `signal`.
-    func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
+    func send(_ signal: Int32) { process.send(signal) }
 
-    /// The exit status, waiting up to `seconds` (then SIGKILL and a failure).
+    /// The exit status, waiting up to `seconds` (then SIGKILL and a failure); a signal's end is -signal.
     func exitStatus(within seconds: Double = 60) async throws -> Int32 {
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning {
             if Date() > deadline {
-                kill(process.processIdentifier, SIGKILL)
+                process.kill()
                 throw TestFailure("orchard did not exit within \(seconds) s; stderr: \(standardError)")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        // Let the pipe handlers collect the last bytes.
-        try await Task.sleep(for: .milliseconds(100))
-        return process.terminationStatus
+        switch process.waitUntilExit() {
+        case .exited(let status): return status
+        case .signalled(let signal): return -signal
+        }
     }
 
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
+    deinit { process.send(SIGKILL) }
 }
 
 /// Runs `orchard arguments` to completion.

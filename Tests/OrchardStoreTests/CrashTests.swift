@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import OrchardStore
 import Testing
@@ -37,41 +38,27 @@ struct CrashTests {
     }
 
     /// A running crasher and the lines it printed.
-    final class Child: @unchecked Sendable {
-        let process = Process()
-        private let output = Pipe()
-        private var buffer = Data()
+    final class Child: Sendable {
+        let process: ChildProcess
 
         init(database: String, mode: String) throws {
-            process.executableURL = URL(fileURLWithPath: try CrashTests.crasherPath())
-            process.arguments = [database, mode]
-            process.standardOutput = output
-            try process.run()
+            process = try ChildProcess(try CrashTests.crasherPath(), [database, mode], stdout: .capture)
         }
 
         /// Reads lines until one satisfies `done`; returns them all. Nil when the child's output ended first.
         func lines(until done: (String) -> Bool) -> [String]? {
             var seen: [String] = []
-            while true {
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    seen.append(line)
-                    if done(line) { return seen }
-                }
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { return nil }
-                buffer.append(chunk)
+            while let line = process.nextLine() {
+                seen.append(line)
+                if done(line) { return seen }
             }
+            return nil
         }
 
         // A test that failed half-way must not leave the child running.
-        deinit { if process.isRunning { killHard() } }
+        deinit { process.send(SIGKILL) }
 
-        func killHard() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        func killHard() { process.kill() }
     }
 
     struct Ledger {
@@ -112,7 +99,7 @@ struct CrashTests {
         let lines = try await blocking { child.lines { $0 == "READY" } }
         #expect(lines == ["COMMITTED 10", "READY"])
         child.killHard()
-        #expect(child.process.terminationReason == .uncaughtSignal)
+        #expect(child.process.waitUntilExit() == .signalled(SIGKILL))
         // The 200 transfers of the open transaction reached the WAL uncommitted; none of them may count.
         let wal = try FileManager.default.attributesOfItem(atPath: path + "-wal")
         let walSize = (wal[.size] as? NSNumber)?.intValue ?? 0

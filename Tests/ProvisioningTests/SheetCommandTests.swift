@@ -8,21 +8,16 @@ import Testing
 
 /// `orchard device run` as a child process, its log in a file (the services it starts for a sheet may log more than
 /// a pipe holds).
-final class DeviceProcessChild: @unchecked Sendable {
-    let process = Process()
+final class DeviceProcessChild: Sendable {
+    let process: ChildProcess
     let log: String
     let socket: String
 
     init(dataDirectory: String, name: String, options: [String] = []) async throws {
         log = dataDirectory + "/device-run-\(UUID().uuidString).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.executableURL = me.deletingLastPathComponent().appendingPathComponent("orchard")
-        process.arguments = ["device", "run", "--data-dir", dataDirectory, "--name", name] + options
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: log)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        try process.run()
+        process = try ChildProcess(
+            try orchardExecutable(), ["device", "run", "--data-dir", dataDirectory, "--name", name] + options,
+            stdout: .file(log), stderr: .file(log))
         socket = Device.controlSocketPath(of: name, in: DeploymentDirectory(path: dataDirectory))
         for _ in 0..<400 where !ControlSocketClient.isRunning(at: socket) {
             try await Task.sleep(for: .milliseconds(25))
@@ -32,8 +27,8 @@ final class DeviceProcessChild: @unchecked Sendable {
     /// SIGTERM, then waits for the exit; returns its exit status.
     func stop() async throws -> Int32 {
         process.terminate()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-        return process.terminationStatus
+        let ended = await process.exit()
+        return ended.status ?? -1
     }
 
     var output: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }

@@ -59,19 +59,15 @@ struct DeployedNetworkTests {
 }
 
 /// `orchard serve <service>` as a child process, stopped with SIGTERM.
-final class ServiceProcess: @unchecked Sendable {
+final class ServiceProcess: Sendable {
     let deployment: DeploymentDirectory
     let service: String
-    private let process = Process()
+    private let process: ChildProcess
 
     init(_ deployment: DeploymentDirectory, service: String) throws {
         self.deployment = deployment
         self.service = service
-        process.executableURL = URL(fileURLWithPath: try orchardExecutable())
-        process.arguments = ["serve", service, "--data-dir", deployment.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(try orchardExecutable(), ["serve", service, "--data-dir", deployment.path])
     }
 
     deinit { stop() }
@@ -86,9 +82,7 @@ final class ServiceProcess: @unchecked Sendable {
     }
 
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        process.terminate()
+        process.waitUntilExit()
     }
 }

@@ -27,26 +27,23 @@ import struct Issuer.PrimaryAccountNumber
 @Suite("In store: each hop killed in the middle of a transaction", .serialized)
 struct HopFailureTests {
     /// `orchard serve <service>` with its pid, for signals.
-    final class ServiceChild: @unchecked Sendable {
-        let process = Process()
+    final class ServiceChild: Sendable {
+        let process: ChildProcess
         let deployment: DeploymentDirectory
         let service: ServiceName
 
         init(_ deployment: DeploymentDirectory, _ service: ServiceName) throws {
             self.deployment = deployment
             self.service = service
-            process.executableURL = URL(fileURLWithPath: try orchardExecutable())
-            process.arguments = ["serve", service.rawValue, "--data-dir", deployment.path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            process = try ChildProcess(
+                try orchardExecutable(), ["serve", service.rawValue, "--data-dir", deployment.path])
         }
 
         deinit { kill() }
 
         func baseURL() async throws -> String {
             for _ in 0..<2400 {
-                if let record = try? deployment.runningService(service), record.pid == process.processIdentifier {
+                if let record = try? deployment.runningService(service), record.pid == process.pid {
                     return record.baseURL
                 }
                 try await Task.sleep(for: .milliseconds(25))
@@ -56,17 +53,12 @@ struct HopFailureTests {
 
         /// SIGKILL: no drain, no cleanup (its run record stays until a reader finds the process gone).
         func kill() {
-            if process.isRunning {
-                Foundation.kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
+            process.kill()
         }
 
         func stop() {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
+            process.terminate()
+            process.waitUntilExit()
         }
     }
 
@@ -282,22 +274,17 @@ struct HopFailureTests {
     }
 
     /// `orchard terminal charge` as a child this test can kill.
-    func startCharge(_ setup: Setup, _ amount: String, extra: [String] = []) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try orchardExecutable())
-        process.arguments =
+    func startCharge(_ setup: Setup, _ amount: String, extra: [String] = []) throws -> ChildProcess {
+        try ChildProcess(
+            try orchardExecutable(),
             [
                 "terminal", "charge", "--data-dir", setup.directory.path, "--amount", amount, "--device", "phone",
                 "--wait", "5", "--json",
-            ] + extra
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+            ] + extra)
     }
 
     /// Waits for a child without blocking a thread of the cooperative pool.
-    func exited(_ process: Process) async throws {
+    func exited(_ process: ChildProcess) async throws {
         try await waitFor("the terminal to exit") { !process.isRunning }
     }
 
@@ -326,7 +313,7 @@ struct HopFailureTests {
         s.relay.set(.holdAnswer)
         let terminal = try startCharge(s, "1.00", extra: ["--timeout", "20"])
         try await waitFor("the network's decision") { s.relay.seen.contains("held-answer") }
-        kill(terminal.processIdentifier, SIGKILL)
+        terminal.send(SIGKILL)
         try await exited(terminal)
         let before = try await ledger(s.deployment)
         #expect(before.balance == 550 && before.held == 2)

@@ -23,11 +23,10 @@ import TokenService
 
 /// `orchard device run` as a child process: the device, its control socket and (phones and watches) its
 /// NFC antenna. Stopped with SIGTERM when released or by ``stop()``.
-final class DeviceProcessHandle: @unchecked Sendable {
+final class DeviceProcessHandle: Sendable {
     let name: String
     let deployment: DeploymentDirectory
-    private let process = Process()
-    private let output = Pipe()
+    private let process: ChildProcess
 
     init(
         _ deployment: DeploymentDirectory, name: String, autoAuth: String? = nil, expectAntenna: Bool = true,
@@ -35,16 +34,10 @@ final class DeviceProcessHandle: @unchecked Sendable {
     ) async throws {
         self.name = name
         self.deployment = deployment
-        process.executableURL = URL(fileURLWithPath: try orchardExecutable())
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
-        process.arguments =
+        process = try ChildProcess(
+            try orchardExecutable(),
             ["device", "run", "--data-dir", deployment.path, "--name", name]
-            + (autoAuth.map { ["--auto-auth", $0] } ?? [])
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+                + (autoAuth.map { ["--auto-auth", $0] } ?? []), environment: environment, stdout: .capture)
         for _ in 0..<2400 {
             if ControlSocketClient.isRunning(at: controlSocket),
                 !expectAntenna || NFCAntenna.isListening(at: antenna)
@@ -64,11 +57,9 @@ final class DeviceProcessHandle: @unchecked Sendable {
     /// SIGTERM, then wait; returns what the process printed (its events).
     @discardableResult
     func stop() -> String {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.terminate()
+        process.waitUntilExit()
+        return process.stdout
     }
 
     /// One control API call; returns the typed answer, or throws the device's refusal.
