@@ -5,7 +5,7 @@ public import OrchardCrypto
 public import OrchardRuntime
 import PaymentCredential
 public import SecureElement
-public import Wallet
+import Wallet
 
 /// Test cards for a device: personalisation envelopes as a token service seals them, with keys derived from a
 /// known issuer master key (shared by the device and device-process tests).
