@@ -159,7 +159,7 @@ let package = Package(
         .executableTarget(
             name: "orchard-store-crasher",
             dependencies: ["OrchardStore"],
-            path: "Sources/OrchardStoreCrasher",
+            path: "Tests/OrchardStoreCrasher",
             swiftSettings: strict
         ),
 
@@ -216,7 +216,7 @@ let package = Package(
         .executableTarget(
             name: "orchard-device-crasher",
             dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto"],
-            path: "Sources/DeviceCrasher",
+            path: "Tests/DeviceCrasher",
             swiftSettings: strict
         ),
 
