@@ -62,7 +62,9 @@ let package = Package(
         // The service runtime: HTTPS server and client with mutual TLS, routing, error mapping, shutdown.
         .target(
             name: "OrchardHTTP",
-            dependencies: ["OrchardCrypto", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims"],
+            dependencies: [
+                "OrchardCrypto", "OrchardX509", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims",
+            ],
             swiftSettings: strict
         ),
 
@@ -329,7 +331,10 @@ let package = Package(
         .testTarget(name: "LayerCheckTests", swiftSettings: strict),
         .testTarget(
             name: "OrchardHTTPTests",
-            dependencies: ["CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
+            dependencies: [
+                "CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardX509",
+                "OrchardFixtures",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
