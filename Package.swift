@@ -74,13 +74,16 @@ let package = Package(
         .target(
             name: "MerchantKit", dependencies: ["PaymentToken", "OrchardCrypto", "OrchardX509"], swiftSettings: strict),
 
-        // Benchmarks: each figure through the Swift API and through the same EVP calls written in C.
+        // Benchmarks: each figure through the Swift API and through the same EVP calls written in C, and the
+        // end-to-end harnesses (HTTP with wrk, in store, in app) over real parties; `orchard bench` runs them.
         .target(name: "CBenchmarks", dependencies: ["COpenSSL"]),
         .target(
             name: "OrchardBenchmarks",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
-                "PaymentCredential",
+                "PaymentCredential", "OrchardHTTP", "OrchardLogging", "OrchardRuntime", "OrchardServices", "PayAPI",
+                "PayServer", "MerchantServer", "NetworkService", "Issuer", "TokenService", "TokenRequestorAPI",
+                "Device", "DeviceProcess", "NFCLink", "SecureElement", "Wallet", "Terminal",
             ],
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
