@@ -82,7 +82,7 @@ let package = Package(
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
                 "PaymentCredential", "OrchardHTTP", "OrchardLogging", "OrchardRuntime", "OrchardServices", "PayAPI",
-                "PayServer", "MerchantServer", "NetworkService", "Issuer", "TokenService", "TokenRequestorAPI",
+                "PayServer", "MerchantServer", "Issuer", "TokenService", "TokenRequestorAPI",
                 "Device", "DeviceProcess", "NFCLink", "SecureElement", "Wallet", "Terminal",
             ],
             swiftSettings: strict),

@@ -3,7 +3,6 @@ import DeviceProcess
 import Foundation
 import Issuer
 import NFCLink
-import NetworkService
 import OrchardCrypto
 import OrchardHTTP
 public import OrchardRuntime
