@@ -62,7 +62,9 @@ let package = Package(
         // The service runtime: HTTPS server and client with mutual TLS, routing, error mapping, shutdown.
         .target(
             name: "OrchardHTTP",
-            dependencies: ["OrchardCrypto", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims"],
+            dependencies: [
+                "OrchardCrypto", "OrchardX509", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims",
+            ],
             swiftSettings: strict
         ),
 
@@ -72,13 +74,16 @@ let package = Package(
         .target(
             name: "MerchantKit", dependencies: ["PaymentToken", "OrchardCrypto", "OrchardX509"], swiftSettings: strict),
 
-        // Benchmarks: each figure through the Swift API and through the same EVP calls written in C.
+        // Benchmarks: each figure through the Swift API and through the same EVP calls written in C, and the
+        // end-to-end harnesses (HTTP with wrk, in store, in app) over real parties; `orchard bench` runs them.
         .target(name: "CBenchmarks", dependencies: ["COpenSSL"]),
         .target(
             name: "OrchardBenchmarks",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
-                "PaymentCredential",
+                "PaymentCredential", "OrchardHTTP", "OrchardLogging", "OrchardRuntime", "OrchardServices", "PayAPI",
+                "PayServer", "MerchantServer", "Issuer", "TokenService", "TokenRequestorAPI",
+                "Device", "DeviceProcess", "NFCLink", "SecureElement", "Wallet", "Terminal",
             ],
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
@@ -159,7 +164,7 @@ let package = Package(
         .executableTarget(
             name: "orchard-store-crasher",
             dependencies: ["OrchardStore"],
-            path: "Sources/OrchardStoreCrasher",
+            path: "Tests/OrchardStoreCrasher",
             swiftSettings: strict
         ),
 
@@ -216,7 +221,7 @@ let package = Package(
         .executableTarget(
             name: "orchard-device-crasher",
             dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto"],
-            path: "Sources/DeviceCrasher",
+            path: "Tests/DeviceCrasher",
             swiftSettings: strict
         ),
 
@@ -329,7 +334,10 @@ let package = Package(
         .testTarget(name: "LayerCheckTests", dependencies: ["CommandTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "OrchardHTTPTests",
-            dependencies: ["CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
+            dependencies: [
+                "CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardX509",
+                "OrchardFixtures",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -69,8 +69,16 @@ package final class MemoryBIO {
 /// must never do. Returns nil when no unencrypted private key is found, with OpenSSL's reasons left queued
 /// for the caller's ``CryptoError``.
 package func readPrivateKeyPEM(_ pem: String) throws(CryptoError) -> EVPKey? {
-    let bio = try MemoryBIO(copying: Array(pem.utf8))
-    return PEM_read_bio_PrivateKey(bio.pointer, nil, { _, _, _, _ in 0 }, nil).map { EVPKey(owning: $0) }
+    readPrivateKey(try MemoryBIO(copying: Array(pem.utf8)))
+}
+
+/// The same for a PEM held in ``SecureBytes`` (a server's key file), read without a `String` copy of the key.
+package func readPrivateKeyPEM(_ pem: SecureBytes) throws(CryptoError) -> EVPKey? {
+    readPrivateKey(try pem.withUnsafeBytes { bytes throws(CryptoError) in try MemoryBIO(copying: bytes) })
+}
+
+private func readPrivateKey(_ bio: MemoryBIO) -> EVPKey? {
+    PEM_read_bio_PrivateKey(bio.pointer, nil, { _, _, _, _ in 0 }, nil).map { EVPKey(owning: $0) }
 }
 
 /// C strings that must outlive a call (OSSL_PARAM keeps the pointers it is given). Allocated once, never freed.

@@ -2,6 +2,7 @@ internal import CHTTPShims
 internal import COpenSSL
 import Foundation
 package import OrchardCrypto
+import OrchardX509
 
 /// A blocking TLS client socket that sends exactly the bytes it is given: for tests that must
 /// misbehave on purpose (stall in the headers, hold connections open, present odd certificates).
@@ -19,24 +20,27 @@ package final class RawTLSConnection: @unchecked Sendable {  // used by one thre
         host: String = "127.0.0.1", port: Int, trustedRootPEM: String, certificatePEM: String? = nil,
         privateKeyPEM: SecureBytes? = nil, timeout: Duration = .seconds(10)
     ) throws(HTTPError) {
+        // Everything is parsed before the SSL_CTX exists, so a bad PEM cannot leak it.
+        let roots = try PEMObjects.certificates(trustedRootPEM, what: "trusted root")
+        var identity: (certificate: OpenSSLCertificate, key: EVPKey)?
+        if let certificatePEM, let privateKeyPEM {
+            guard let certificate = try PEMObjects.certificates(certificatePEM, what: "client certificate").first
+            else { throw HTTPError(.invalidConfiguration, "no client certificate") }
+            identity = (certificate, try PEMObjects.privateKey(privateKeyPEM))
+        }
         guard let context = SSL_CTX_new(TLS_client_method()) else {
             throw TLSErrors.make(.tlsFailure, "SSL_CTX_new failed")
         }
         self.context = context
         let store = SSL_CTX_get_cert_store(context)
-        for root in try PEMObjects.certificates(trustedRootPEM, what: "trusted root") {
-            X509_STORE_add_cert(store, root.pointer)
+        for root in roots where X509_STORE_add_cert(store, root.pointer) != 1 {
+            SSL_CTX_free(context)
+            throw TLSErrors.make(.tlsFailure, "a trusted root was refused")
         }
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-        if let certificatePEM, let privateKeyPEM {
-            guard let certificate = try PEMObjects.certificates(certificatePEM, what: "client certificate").first
-            else {
-                SSL_CTX_free(context)
-                throw HTTPError(.invalidConfiguration, "no client certificate")
-            }
-            let key = try PEMObjects.privateKey(privateKeyPEM)
-            guard SSL_CTX_use_certificate(context, certificate.pointer) == 1,
-                SSL_CTX_use_PrivateKey(context, key.pointer) == 1
+        if let identity {
+            guard SSL_CTX_use_certificate(context, identity.certificate.pointer) == 1,
+                SSL_CTX_use_PrivateKey(context, identity.key.pointer) == 1
             else {
                 SSL_CTX_free(context)
                 throw TLSErrors.make(.tlsFailure, "the client certificate or key was refused")
@@ -69,11 +73,15 @@ package final class RawTLSConnection: @unchecked Sendable {  // used by one thre
             throw HTTPError(.connectionFailed, "cannot connect to \(host):\(port): \(reason)")
         }
         self.ssl = ssl
-        SSL_set_fd(ssl, fd)
-        _ = "localhost".withCString { name in  // OpenSSL copies the name
+        let named = "localhost".withCString { name in  // OpenSSL copies the name
             SSL_ctrl(
                 ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name),
                 UnsafeMutableRawPointer(mutating: name))
+        }
+        guard SSL_set_fd(ssl, fd) == 1, named == 1 else {
+            let error = TLSErrors.make(.tlsFailure, "the TLS connection could not be set up")
+            close()
+            throw error
         }
         guard SSL_connect(ssl) == 1 else {
             let error = TLSErrors.make(.connectionFailed, "the TLS handshake failed")

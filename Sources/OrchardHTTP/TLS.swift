@@ -2,6 +2,7 @@ internal import CHTTPShims
 internal import COpenSSL
 import Foundation
 public import OrchardCrypto
+import OrchardX509
 
 /// Whether a listener asks for client certificates.
 public enum ClientCertificatePolicy: String, Sendable, CaseIterable {
@@ -127,7 +128,10 @@ final class ServerTLSContext: @unchecked Sendable {
                     throw TLSErrors.make(.tlsFailure, "a trusted client root was refused")
                 }
                 // Tells clients which roots we accept (the certificate_authorities list).
-                _ = SSL_CTX_add_client_CA(ctx, root.pointer)
+                guard SSL_CTX_add_client_CA(ctx, root.pointer) == 1 else {
+                    X509_STORE_free(store)
+                    throw TLSErrors.make(.tlsFailure, "a trusted client root could not be announced")
+                }
             }
             SSL_CTX_set_cert_store(ctx, store)  // the context now owns the store
             var mode = SSL_VERIFY_PEER
@@ -140,53 +144,41 @@ final class ServerTLSContext: @unchecked Sendable {
     deinit { SSL_CTX_free(pointer) }
 }
 
-/// Owned certificates and keys parsed from PEM.
+/// Certificates and keys parsed from PEM into the crypto modules' owners of OpenSSL objects
+/// (OrchardX509's `OpenSSLCertificate`, OrchardCrypto's `EVPKey`), so this module frees nothing itself.
 enum PEMObjects {
-    final class Certificate {
-        let pointer: OpaquePointer
-        init(owning pointer: OpaquePointer) { self.pointer = pointer }
-        deinit { X509_free(pointer) }
-    }
-
-    final class PrivateKey {
-        let pointer: OpaquePointer
-        init(owning pointer: OpaquePointer) { self.pointer = pointer }
-        deinit { EVP_PKEY_free(pointer) }
-    }
-
     /// Every CERTIFICATE block of `pem`, in order.
-    static func certificates(_ pem: String, what: String) throws(HTTPError) -> [Certificate] {
+    static func certificates(_ pem: String, what: String) throws(HTTPError) -> [OpenSSLCertificate] {
         let blocks: [(label: String, der: [UInt8])]
         do {
             blocks = try pemBlocks(pem)
         } catch {
             throw HTTPError(.invalidConfiguration, "the \(what) is not valid PEM: \(error.message)")
         }
-        var out: [Certificate] = []
+        var out: [OpenSSLCertificate] = []
         for block in blocks where block.label == "CERTIFICATE" {
-            let parsed: OpaquePointer? = block.der.withUnsafeBufferPointer { buffer in
-                var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-                return d2i_X509(nil, &cursor, buffer.count)
+            do {
+                out.append(try OpenSSLCertificate(der: block.der))
+            } catch {
+                throw HTTPError(
+                    .invalidConfiguration, "a certificate in the \(what) is not valid DER: \(error.message)")
             }
-            guard let parsed else {
-                throw TLSErrors.make(.invalidConfiguration, "a certificate in the \(what) is not valid DER")
-            }
-            out.append(Certificate(owning: parsed))
         }
         return out
     }
 
-    static func privateKey(_ pem: SecureBytes) throws(HTTPError) -> PrivateKey {
-        let bio: MemoryBIO
+    /// The first unencrypted private key in `pem` (an encrypted one is refused, never prompted for).
+    static func privateKey(_ pem: SecureBytes) throws(HTTPError) -> EVPKey {
+        let key: EVPKey?
         do {
-            bio = try pem.withUnsafeBytes { bytes throws(CryptoError) in try MemoryBIO(copying: bytes) }
+            key = try readPrivateKeyPEM(pem)
         } catch {
-            throw HTTPError(.internalFailure, "could not buffer the private key")
+            throw HTTPError(.internalFailure, "could not buffer the private key: \(error.message)")
         }
-        guard let key = PEM_read_bio_PrivateKey(bio.pointer, nil, nil, nil) else {
+        guard let key else {
             throw TLSErrors.make(.invalidConfiguration, "the private key is not a valid unencrypted PEM key")
         }
-        return PrivateKey(owning: key)
+        return key
     }
 }
 
@@ -235,13 +227,15 @@ enum PeerCertificate {
     }
 
     static func rfc2253(_ name: OpaquePointer?) -> String {
-        guard let name, let bio = BIO_new(BIO_s_mem()) else { return "" }
-        defer { BIO_free(bio) }
-        guard X509_NAME_print_ex(bio, name, 0, orchard_xn_flag_rfc2253()) >= 0 else { return "" }
-        var data: UnsafeMutablePointer<CChar>?
-        let count = BIO_ctrl(bio, BIO_CTRL_INFO, 0, &data)
-        guard count > 0, let data else { return "" }
-        return String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
+        guard let name, let bio = try? MemoryBIO() else {
+            _ = drainOpenSSLErrors()
+            return ""
+        }
+        guard X509_NAME_print_ex(bio.pointer, name, 0, orchard_xn_flag_rfc2253()) >= 0 else {
+            _ = drainOpenSSLErrors()
+            return ""
+        }
+        return String(decoding: bio.contents(), as: UTF8.self)
     }
 
     /// The last entry of `nid` in `name`, as UTF-8.

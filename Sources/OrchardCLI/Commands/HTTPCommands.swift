@@ -1,4 +1,5 @@
 import Foundation
+import OrchardBenchmarks
 import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging

@@ -1,5 +1,3 @@
-import Foundation
-import MerchantServer
 import OrchardBenchmarks
 import OrchardCrypto
 import OrchardHTTP
@@ -11,8 +9,7 @@ import PayServer
 import PaymentCredential
 import PaymentToken
 
-/// `orchard bench inapp`: sealed credentials → signed tokens per second through the Pay server over
-/// keep-alive HTTPS with mutual TLS, next to the crypto ceiling of the same work measured in the same run.
+/// `orchard bench inapp`: its options and its summary line; the harness is ``InAppBenchmark`` in OrchardBenchmarks.
 enum InAppBenchCommand {
     static let command = Command(
         name: "inapp",
@@ -32,13 +29,9 @@ enum InAppBenchCommand {
         ]
     ) { arguments, context in
         let (requests, connections, ceilingSeconds) = try options(arguments)
-        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "orchard-bench-inapp-\(UUID().uuidString)"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: temporary) }
-        let result = try await run(
-            directory: DeploymentDirectory(path: temporary), requests: requests, connections: connections,
-            ceilingSeconds: Double(ceilingSeconds), trace: context.trace)
+        let result = try await InAppBenchmark.run(
+            requests: requests, connections: connections, ceilingSeconds: Double(ceilingSeconds),
+            trace: context.trace)
         context.trace(
             "\(Int(result.tokensPerSecond)) tokens/s through the Pay server (p50 \(result.p50Milliseconds) ms, "
                 + "p99 \(result.p99Milliseconds) ms, \(Int(result.processCPUMicrosecondsPerToken)) µs CPU per token "
@@ -48,248 +41,11 @@ enum InAppBenchCommand {
         try context.outputJSON(result)
     }
 
-    struct Result: Encodable {
-        let requests: Int
-        let connections: Int
-        let cores: Int
-        let build: String
-        let tokensPerSecond: Double
-        let p50Milliseconds: Double
-        let p99Milliseconds: Double
-        /// CPU time of this whole process (Pay server and load generator) per token.
-        let processCPUMicrosecondsPerToken: Double
-        /// The crypto ceiling: one core's exchanges per CPU second times the cores.
-        let ceilingPerSecond: Double
-        let ceilingCPUMicrosecondsPerToken: Double
-        /// CPU microseconds of each step of the ceiling.
-        let ceilingBreakdownMicroseconds: [String: Double]
-        let fractionOfCeiling: Double
-        let target: Double
-        /// The 1-minute load average at the end: other work on the machine lowers the wall-clock figures.
-        let loadAverage: Double
-    }
-
-    static func loadAverage() -> Double {
-        var values = [Double](repeating: 0, count: 3)
-        guard getloadavg(&values, 3) > 0 else { return -1 }
-        return (values[0] * 100).rounded() / 100
-    }
-
-    /// A device of the deployment: its TLS client and its Secure Element key (a software stand-in).
-    struct BenchDevice {
-        let identity: TLSIdentity
-        let secureElementKey: P256.Signing.PrivateKey
-        let certificate: Certificate
-    }
-
-    static func run(
-        directory: DeploymentDirectory, requests: Int, connections: Int, ceilingSeconds: Double,
-        trace: @escaping @Sendable (String) -> Void
-    ) async throws -> Result {
-        let registry = try ServiceRegistry([PayService(), MerchantService()])
-        _ = try await DeploymentInitializer.initialize(directory, registry: registry)
-        let services = try await ServiceConnections.connect([.pay], directory: directory, registry: registry)
-        do {
-            let result = try await measure(
-                directory: directory, services: services, requests: requests, connections: connections,
-                ceilingSeconds: ceilingSeconds, trace: trace)
-            await services.close()
-            return result
-        } catch {
-            await services.close()
-            throw error
-        }
-    }
-
-    static func measure(
-        directory: DeploymentDirectory, services: ServiceConnections, requests: Int, connections: Int,
-        ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
-    ) async throws -> Result {
-        let base = try services.baseURL(of: .pay)
-        let device = try makeDevice(directory)
-        let clients = try (0..<connections).map { _ in try services.client(identity: device.identity) }
-        defer { for client in clients { client.shutdown() } }
-        let registration = try await post(
-            clients[0], base + PayAPI.Route.register,
-            DeviceRegistrationRequest(
-                secureElementCertificate: Data(device.certificate.derRepresentation).base64EncodedString()))
-        guard registration.status == .ok else { throw CLIError.failure("the bench device could not register") }
-        let credentialKey = try credentialPublicKey(directory)
-
-        trace("preparing \(requests) nonces and sealed credentials…")
-        let bodies = try await prepare(
-            requests: requests, clients: clients, base: base, device: device, credentialKey: credentialKey)
-
-        trace("exchanging \(requests) credentials over \(connections) keep-alive connections…")
-        let clock = SystemClock()
-        let cpuStart = InAppCeiling.processCPUSeconds()
-        let start = clock.nanoseconds()
-        let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
-            for (index, client) in clients.enumerated() {
-                let share = stride(from: index, to: bodies.count, by: clients.count).map { bodies[$0] }
-                group.addTask {
-                    var out: [UInt64] = []
-                    for body in share {
-                        let begin = clock.nanoseconds()
-                        let response = try await post(client, base + PayAPI.Route.paymentCredential, body)
-                        guard response.status == .ok else {
-                            throw CLIError.failure(
-                                "an exchange failed: \(String(decoding: response.body, as: UTF8.self))")
-                        }
-                        out.append(clock.nanoseconds() - begin)
-                    }
-                    return out
-                }
-            }
-            var all: [UInt64] = []
-            for try await part in group { all += part }
-            return all
-        }
-        let elapsed = Double(clock.nanoseconds() - start) / 1e9
-        let cpu = InAppCeiling.processCPUSeconds() - cpuStart
-        let sorted = latencies.sorted()
-        func percentile(_ p: Double) -> Double {
-            let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
-            return (Double(sorted[max(0, index)]) / 1e6 * 100).rounded() / 100
-        }
-
-        trace("measuring the crypto ceiling for \(Int(ceilingSeconds)) s…")
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        let inputs = try ceilingInputs(directory: directory, device: device, sealed: try sealedSample(bodies[0]))
-        let perCore = try InAppCeiling.measure(inputs, seconds: ceilingSeconds)
-        let breakdown = try InAppCeiling.breakdown(inputs, seconds: 0.5)
-        let ceiling = perCore * Double(cores)
-        let rate = Double(latencies.count) / elapsed
-        return Result(
-            requests: latencies.count, connections: clients.count, cores: cores,
-            build: BenchmarkReport.buildConfiguration, tokensPerSecond: rate.rounded(),
-            p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99),
-            processCPUMicrosecondsPerToken: (cpu / Double(latencies.count) * 1e6).rounded(),
-            ceilingPerSecond: ceiling.rounded(), ceilingCPUMicrosecondsPerToken: (1e6 / perCore).rounded(),
-            ceilingBreakdownMicroseconds: breakdown, fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
-            target: 1500,
-            loadAverage: loadAverage())
-    }
-
-    /// One nonce per request (asked over the clients in parallel), then the credentials sealed to the Pay server.
-    static func prepare(
-        requests: Int, clients: [HTTPClient], base: String, device: BenchDevice,
-        credentialKey: P256.KeyAgreement.PublicKey
-    ) async throws -> [PaymentCredentialExchange] {
-        let nonces = try await withThrowingTaskGroup(of: [[UInt8]].self) { group in
-            for (index, client) in clients.enumerated() {
-                let count = requests / clients.count + (index < requests % clients.count ? 1 : 0)
-                group.addTask {
-                    var out: [[UInt8]] = []
-                    for _ in 0..<count {
-                        let response = try await post(client, base + PayAPI.Route.paymentNonce, [String: String]())
-                        out.append(try nonce(response))
-                    }
-                    return out
-                }
-            }
-            var all: [[UInt8]] = []
-            for try await part in group { all += part }
-            return all
-        }
-        return try nonces.enumerated().map { index, nonce in
-            try exchangeBody(
-                nonce: nonce, atc: UInt16(truncatingIfNeeded: index + 1), device: device, to: credentialKey)
-        }
-    }
-
-    // MARK: Synchronous helpers (Swift 6.3 release builds crash on typed-throws calls in async closures)
-
     static func options(_ arguments: ParsedArguments) throws -> (Int, Int, Int) {
         (
             try arguments.integer("requests", default: 6000, in: 10...50_000),
             try arguments.integer("connections", default: 16, in: 1...256),
             try arguments.integer("ceiling-seconds", default: 3, in: 1...60)
         )
-    }
-
-    /// `POST url` with `body` as JSON; a plain async function around the client's typed-throws call.
-    static func post(
-        _ client: HTTPClient, _ url: String, _ body: some Encodable & Sendable
-    ) async throws
-        -> HTTPResponse
-    {
-        try await client.post(url, json: body)
-    }
-
-    static let merchant = "merchant.dev.orchard.demo"
-    static let app = "dev.orchard.demo-app"
-
-    static func nonce(_ response: HTTPResponse) throws -> [UInt8] {
-        guard response.status == .ok,
-            let bytes = Data(base64Encoded: try response.decodeJSON(PaymentNonceResponse.self).nonce)
-        else { throw CLIError.failure("the Pay server gave no nonce") }
-        return Array(bytes)
-    }
-
-    static func exchangeBody(
-        nonce: [UInt8], atc: UInt16, device: BenchDevice, to key: P256.KeyAgreement.PublicKey
-    ) throws -> PaymentCredentialExchange {
-        let masterKey = SymmetricKey(data: [UInt8](repeating: 0x5A, count: 16))
-        let credential = try PaymentCredential(
-            nonce: nonce, merchantIdentifier: merchant, applicationIdentifier: app,
-            dpan: SecureBytes(Array("4895370000000017".utf8)), expiry: "301231",
-            cryptogram: try RemoteCryptogram.generate(
-                masterKey: masterKey, atc: atc, amount: 1999, currency: 840, nonce: nonce, merchantIdentifier: merchant),
-            eci: "05", amount: 1999, currency: 840, applicationDataHash: SHA256.hash(Array("bench order".utf8)),
-            channel: .inApp)
-        let sealed = try SealedPaymentCredential.seal(credential, signingKey: device.secureElementKey, to: key)
-        return PaymentCredentialExchange(credential: Data(sealed).base64EncodedString(), paymentMethod: nil)
-    }
-
-    static func sealedSample(_ body: PaymentCredentialExchange) throws -> [UInt8] {
-        guard let bytes = Data(base64Encoded: body.credential) else { throw CLIError.failure("bad sample") }
-        return Array(bytes)
-    }
-
-    static func makeDevice(_ directory: DeploymentDirectory) throws -> BenchDevice {
-        let deviceCA = try CertificateAuthority.load(named: PKIFiles.deviceCA, from: directory)
-        let now = Date()
-        let subject = DistinguishedName([
-            .organization("Orchard device"), .organizationalUnit("phone"), .userID("demo"), .commonName("bench-phone"),
-        ])
-        let tlsKey = try P256.Signing.PrivateKey()
-        let tlsCertificate = try Certificate.issue(
-            subject: subject, publicKey: CertificatePublicKey(tlsKey.publicKey), issuer: deviceCA.issuer,
-            notValidBefore: now.addingTimeInterval(-60), notValidAfter: now.addingTimeInterval(3600),
-            extensions: [.basicConstraints(isCA: false), .extendedKeyUsage([.clientAuth])])
-        let seKey = try P256.Signing.PrivateKey()
-        let seCertificate = try Certificate.issue(
-            subject: subject, publicKey: CertificatePublicKey(seKey.publicKey), issuer: deviceCA.issuer,
-            notValidBefore: now.addingTimeInterval(-60), notValidAfter: now.addingTimeInterval(3600),
-            extensions: [.basicConstraints(isCA: false), .keyUsage([.keyAgreement])])
-        return BenchDevice(
-            identity: TLSIdentity(
-                certificateChainPEM: tlsCertificate.pemRepresentation + deviceCA.certificate.pemRepresentation,
-                privateKeyPEM: SecureBytes(Array(try tlsKey.pemRepresentation.utf8))),
-            secureElementKey: seKey, certificate: seCertificate)
-    }
-
-    static func credentialPrivateKey(_ directory: DeploymentDirectory) throws -> P256.KeyAgreement.PrivateKey {
-        let pem = try directory.readPrivateKey(named: InAppPKI.Files.credential)
-        return try pem.withUnsafeBytes { bytes in
-            try P256.KeyAgreement.PrivateKey(pemRepresentation: String(decoding: bytes, as: UTF8.self))
-        }
-    }
-
-    static func credentialPublicKey(_ directory: DeploymentDirectory) throws -> P256.KeyAgreement.PublicKey {
-        try credentialPrivateKey(directory).publicKey
-    }
-
-    static func ceilingInputs(
-        directory: DeploymentDirectory, device: BenchDevice, sealed: [UInt8]
-    ) throws -> InAppCeiling.Inputs {
-        let tokenSigning = try PayService.loadTokenSigningPKI(from: directory)
-        let processing = try DeploymentPKI.readCertificate(named: MerchantService.Files.processing, from: directory)
-        return InAppCeiling.Inputs(
-            sealedCredential: sealed, credentialKey: try credentialPrivateKey(directory),
-            secureElementKey: device.secureElementKey.publicKey,
-            recipient: try MerchantProcessingPublicKey(processingCertificate: processing),
-            encoder: PaymentTokenEncoder(signer: try tokenSigning.signer()))
     }
 }

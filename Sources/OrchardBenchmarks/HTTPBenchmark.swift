@@ -1,5 +1,5 @@
-internal import CHTTPShims
 import Foundation
+import OrchardHTTP
 import OrchardLogging
 
 /// What ``runHTTPBenchmark(seconds:connections:)`` measured.
@@ -29,7 +29,7 @@ public struct HTTPBenchmarkResult: Sendable, Codable {
 /// for `seconds`. Needs `wrk` on the PATH (scripts/bootstrap installs it).
 public func runHTTPBenchmark(seconds: Int = 10, connections: Int = 64) async throws -> HTTPBenchmarkResult {
     guard let wrk = Executables.find("wrk") else {
-        throw HTTPError(.invalidConfiguration, "wrk is not installed; run scripts/bootstrap")
+        throw BenchmarkError(.invalidConfiguration, "wrk is not installed; run scripts/bootstrap")
     }
     struct Payment: Codable, Sendable {
         let amount: Int
@@ -87,33 +87,26 @@ public func runHTTPBenchmark(seconds: Int = 10, connections: Int = 64) async thr
         executable = taskset
     }
     let output: String
-    let cpuBefore = processCPUMicroseconds()
+    // wrk runs as a child, so this process's CPU time is the server's.
+    let cpuBefore = InAppCeiling.processCPUSeconds()
     do {
         output = try await Executables.run(executable, arguments)
     } catch {
         await server.shutdown()
         throw error
     }
-    let cpuUsed = processCPUMicroseconds() - cpuBefore
+    let cpuUsed = (InAppCeiling.processCPUSeconds() - cpuBefore) * 1e6
     await server.shutdown()
     return try WrkOutput.parse(
         output, seconds: seconds, connections: connections, serverCPUMicroseconds: cpuUsed,
         command: ([URL(fileURLWithPath: executable).lastPathComponent] + arguments).joined(separator: " "))
 }
 
-/// User plus system CPU time of this process so far (wrk runs as a child, so it is not counted).
-func processCPUMicroseconds() -> Double {
-    var usage = rusage()
-    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
-        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
-}
-
 /// Reads wrk's report.
 enum WrkOutput {
     static func parse(
         _ text: String, seconds: Int, connections: Int, serverCPUMicroseconds: Double, command: String
-    ) throws(HTTPError) -> HTTPBenchmarkResult {
+    ) throws(BenchmarkError) -> HTTPBenchmarkResult {
         func number(after label: String) -> Double? {
             guard let range = text.range(of: label) else { return nil }
             let rest = text[range.upperBound...].drop { $0 == " " }
@@ -132,7 +125,7 @@ enum WrkOutput {
             return nil
         }
         guard let rate = number(after: "Requests/sec:"), let p50 = latency("50%"), let p99 = latency("99%") else {
-            throw HTTPError(.internalFailure, "cannot read wrk's report: \(text.prefix(400))")
+            throw BenchmarkError(.operationFailed, "cannot read wrk's report: \(text.prefix(400))")
         }
         let requests = Int(
             text.split(separator: "\n").first { $0.contains("requests in") }?
@@ -184,7 +177,8 @@ enum Executables {
             return data
         }
         guard process.terminationStatus == 0 else {
-            throw HTTPError(.internalFailure, "\(executable) exited with status \(process.terminationStatus)")
+            throw BenchmarkError(
+                .operationFailed, "\(executable) exited with status \(process.terminationStatus)")
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -1,48 +1,49 @@
-package import Foundation
+import Foundation
 import OrchardCrypto
+import OrchardX509
 
 /// Entry points for `orchard bench crypto`: each runs one operation so the benchmark can time it.
-package enum X509Benchmarks {
+enum X509Benchmarks {
     /// Parses a certificate with the Swift DER reader.
-    package static func parseCertificateSwift(_ der: [UInt8]) throws(X509Error) -> Certificate {
+    static func parseCertificateSwift(_ der: [UInt8]) throws(X509Error) -> Certificate {
         try Certificate(derEncoded: der)
     }
 
     /// Decodes a certificate with OpenSSL's `d2i_X509` (the baseline).
-    package static func parseCertificateOpenSSL(_ der: [UInt8]) throws(X509Error) -> OpenSSLCertificate {
+    static func parseCertificateOpenSSL(_ der: [UInt8]) throws(X509Error) -> OpenSSLCertificate {
         try OpenSSLCertificate(der: der)
     }
 
     /// An Apple-shaped detached CMS signature (BER, leaf + intermediate embedded, signingTime) over
     /// `contentSize` bytes, from a fresh P-256 PKI valid now, with a verifier whose chain cache is warm.
-    package struct AppleStyleSignature: Sendable {
-        package let verifier: CMSVerifier
-        package let roots: [Certificate]
-        package let signature: [UInt8]
-        package let content: [UInt8]
-        package let signingTime: Date
+    struct AppleStyleSignature: Sendable {
+        let verifier: CMSVerifier
+        let roots: [Certificate]
+        let signature: [UInt8]
+        let content: [UInt8]
+        let signingTime: Date
         /// The ceiling: the one ECDSA verification the fast path cannot avoid.
-        package let leafKey: P256.Signing.PublicKey
-        package let signedAttributes: [UInt8]
-        package let signatureValue: P256.Signing.ECDSASignature
+        let leafKey: P256.Signing.PublicKey
+        let signedAttributes: [UInt8]
+        let signatureValue: P256.Signing.ECDSASignature
 
         /// The fast path: Swift BER walk, cached chain, digest check, one ECDSA verify.
-        package func verifyFast() -> Bool {
+        func verifyFast() -> Bool {
             (try? verifier.verifyDetachedSignature(signature, content: content, at: .signingTime).isValid) ?? false
         }
 
         /// The OpenSSL path: `d2i_CMS_ContentInfo` + `CMS_verify` with a one-root store.
-        package func verifyOpenSSL() -> Bool {
+        func verifyOpenSSL() -> Bool {
             OpenSSLReference.cmsVerifyDetached(signature: signature, content: content, roots: roots, at: signingTime)
         }
 
         /// One ECDSA P-256 verification of the same signature over the same signed attributes.
-        package func verifyCeiling() -> Bool {
+        func verifyCeiling() -> Bool {
             leafKey.isValidSignature(signatureValue, for: signedAttributes)
         }
     }
 
-    package static func makeAppleStyleSignature(
+    static func makeAppleStyleSignature(
         contentSize: Int = 1024, clock: any WallClock = SystemClock()
     ) throws(X509Error) -> AppleStyleSignature {
         let now = clock.now()
@@ -85,10 +86,11 @@ package enum X509Benchmarks {
         guard case .valid = try verifier.verifyDetachedSignature(signature, content: content, at: .signingTime) else {
             throw X509Error(.cryptoFailure, "the benchmark signature does not verify")
         }
-        let view = try SignedDataView(signature[...], limits: ASN1Limits())
-        guard let signer = view.signers.first, let attributes = signer.attributes else {
-            throw X509Error(.cryptoFailure, "the benchmark signature has no signer")
-        }
+        guard let signer = try CMSSignedData(berEncoded: signature).signers.first,
+            var signedAttributes = signer.signedAttributesBytes
+        else { throw X509Error(.cryptoFailure, "the benchmark signature has no signer") }
+        // The signature covers the attributes' DER with their [0] IMPLICIT tag read as SET (RFC 5652 §5.4).
+        signedAttributes[0] = 0x31
         let value: P256.Signing.ECDSASignature
         do {
             value = try P256.Signing.ECDSASignature(derRepresentation: signer.signature)
@@ -98,6 +100,6 @@ package enum X509Benchmarks {
         return AppleStyleSignature(
             verifier: verifier, roots: [root], signature: signature, content: content,
             signingTime: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down)),
-            leafKey: leafPrivate.publicKey, signedAttributes: attributes.signedBytes, signatureValue: value)
+            leafKey: leafPrivate.publicKey, signedAttributes: signedAttributes, signatureValue: value)
     }
 }
