@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import OrchardCrypto
 import OrchardLogging
@@ -151,19 +152,14 @@ struct TLSObjectTests {
 
     /// The test server key in encrypted PKCS#8 (made by the `openssl` tool, as an operator would).
     static func encryptedServerKey() throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = [
-            "pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", try PKI.file("server.key"), "-passout", "pass:orchard",
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let pem = String(decoding: data, as: UTF8.self)
-        #expect(process.terminationStatus == 0)
+        let process = try ChildProcess(
+            "/usr/bin/openssl",
+            [
+                "pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", try PKI.file("server.key"), "-passout",
+                "pass:orchard",
+            ], stdout: .capture)
+        #expect(process.waitUntilExit() == .exited(0))
+        let pem = process.stdout
         #expect(pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
         return pem
     }
