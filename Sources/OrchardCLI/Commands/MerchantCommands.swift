@@ -47,8 +47,7 @@ enum MerchantCommands {
     static let keyTypeOption = Option<KeyType>.choice(
         "key-type", default: .p256, help: "The key (rsa only for processing).")
     static let outOption = Option.optional(
-        "out", "DIR",
-        help: "Where to write the key and CSR, or the issued certificates (default: the current directory).")
+        "out", "DIR", help: "Where to write the key and CSR (default: the current directory).")
 
     static let register = Command(
         name: "register",
@@ -58,7 +57,8 @@ enum MerchantCommands {
             OUT/<merchant>-processing.pem or -identity.pem (the certificate, then the merchant CA).
             """,
         options: [
-            registerMerchantOption, displayNameOption, processingCSROption, identityCSROption, appOption, outOption,
+            registerMerchantOption, displayNameOption, processingCSROption, identityCSROption, appOption,
+            issuedOutOption,
         ]
     ) { arguments, context in
         let request = registration(arguments)
@@ -102,6 +102,8 @@ enum MerchantCommands {
         "processing-csr", help: "A CSR for a payment processing certificate (P-256 or RSA-2048).")
     static let identityCSROption = csrOption(
         "identity-csr", help: "A CSR for a merchant identity (TLS client) certificate.")
+    static let issuedOutOption = Option.optional(
+        "out", "DIR", help: "Where to write issued certificates (default: the current directory).")
     static let appOption = Option.repeatable(
         "app", "APP-ID", help: "An app allowed to pay for this merchant ID.")
 
@@ -189,7 +191,7 @@ enum MerchantCommands {
         Registration(
             merchant: arguments[registerMerchantOption], displayName: arguments[displayNameOption],
             processing: arguments[processingCSROption], identity: arguments[identityCSROption],
-            apps: arguments[appOption], out: arguments[outOption] ?? FileManager.default.currentDirectoryPath)
+            apps: arguments[appOption], out: arguments[issuedOutOption] ?? FileManager.default.currentDirectoryPath)
     }
 
     static func initializedDeployment(_ context: CommandContext) throws -> DeploymentDirectory {
