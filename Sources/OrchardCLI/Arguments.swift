@@ -79,19 +79,18 @@ public struct ParsedArguments: Sendable {
     /// The converted values of the typed options, by name (see ``check(_:)``).
     private(set) var typed: [String: any Sendable] = [:]
 
-    /// Legacy (the bench commands read options by key): the value of a single-valued option, if given.
+    // The string-keyed reading below is the legacy path, kept for the bench commands (BenchCommands,
+    // InAppBenchCommand, InStoreBench) until their harnesses move; typed options read through them too.
+
+    /// The raw value of a single-valued option, if given (legacy for commands: read ``subscript(_:)``).
     public func value(_ name: String) -> String? { values[name]?.last }
-    /// All values of a repeatable option, in order.
+    /// All raw values of a repeatable option, in order (legacy for commands: read ``subscript(_:)``).
     public func values(_ name: String) -> [String] { values[name] ?? [] }
+    /// Whether a flag was given (legacy for commands: read ``subscript(_:)``).
     public func flag(_ name: String) -> Bool { flags.contains(name) }
 
-    /// Legacy: the value of a required option, or a usage error naming it.
-    public func require(_ name: String) throws(CLIError) -> String {
-        guard let value = value(name) else { throw CLIError.usage("missing required option --\(name)") }
-        return value
-    }
-
-    /// Legacy: an integer option within `range`, or `defaultValue` when absent.
+    /// Legacy, to be removed with the bench commands: an integer option within `range`, or `defaultValue` when
+    /// absent.
     public func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(CLIError) -> Int {
         guard let text = value(name) else { return defaultValue }
         guard let n = Int(text), range.contains(n) else {
@@ -101,7 +100,8 @@ public struct ParsedArguments: Sendable {
     }
 
     /// Converts and checks every typed option of `options` in declaration order, keeping the values for
-    /// ``subscript(_:)``; the first wrong one is a usage error.
+    /// ``subscript(_:)``; the first wrong one is the command's error (a usage error, unless its declaration says
+    /// otherwise).
     mutating func check(_ options: [OptionSpec]) throws(CLIError) {
         for option in options {
             guard let read = option.read else { continue }

@@ -3,10 +3,9 @@ import Foundation
 /// A typed command-line option, declared once: its name, the type of its value, its default or that it is
 /// required, the values it allows and its help text.
 ///
-/// A command lists its options (``Command/init(name:summary:discussion:options:positionals:run:)-typed``); the
-/// runner checks every one of them (unknown, repeated, missing, of the wrong type, out of range) before the
-/// command's body runs, and `--help` is written from the declarations. In the body, `arguments[option]` gives the
-/// value, already checked.
+/// A command lists its options (`Command(name:summary:options:...)`); the runner checks every one of them
+/// (unknown, repeated, missing, of the wrong type, out of range) before the command's body runs, and `--help` is
+/// written from the declarations. In the body, `arguments[option]` gives the value, already checked.
 public struct Option<Value: Sendable>: Sendable {
     /// The declaration the parser and `--help` read.
     public let spec: OptionSpec
