@@ -28,7 +28,7 @@ enum DemoCommand {
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
         // The deployment: --data-dir DIR is kept (initialised if empty); otherwise a temporary one, removed.
-        let kept = arguments[CommandContext.dataDirectory] != nil
+        let kept = arguments[CommandContext.dataDirectoryOption] != nil
         let path =
             kept
             ? context.dataDirectory.path
