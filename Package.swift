@@ -114,10 +114,14 @@ let package = Package(
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "PaymentCredential",
-                "MerchantAPI", "TokenRequestorAPI", "DeviceControlAPI",
+                "MerchantAPI", "TokenRequestorAPI", "DeviceControlAPI", "DemoApp",
             ],
             swiftSettings: strict
         ),
+        // The demo app's purchase: order at the merchant server, payment request, sheet, token, payment.
+        .target(
+            name: "DemoApp", dependencies: ["AppPayments", "MerchantAPI", "OrchardHTTP", "PaymentToken"],
+            swiftSettings: strict),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
 
         // SQLite: connections, cached statements, migrations, transactions, one writer thread, idempotency keys.

@@ -1,6 +1,8 @@
 import Foundation
 
-/// One option a command accepts.
+/// One option a command accepts, as the parser and `--help` see it. Typed options (``Option``) make one with a
+/// reader that converts and checks the value; one made by ``flag(_:help:)``, ``single(_:_:help:)`` or
+/// ``repeatable(_:_:help:)`` has none: that is the legacy path, where the command reads strings by key.
 public struct OptionSpec: Sendable {
     public enum Kind: Sendable {
         /// `--name`, no value.
@@ -15,15 +17,57 @@ public struct OptionSpec: Sendable {
     public let kind: Kind
     public let valueName: String
     public let help: String
+    /// Whether the command refuses to run without it.
+    public let required: Bool
+    /// The default as `--help` shows it, if there is one to show.
+    public let defaultText: String?
+    /// Converts and checks the option's value in parsed arguments (a usage error when it is wrong); nil for a
+    /// legacy option, which is not checked beyond its syntax.
+    let read: (@Sendable (ParsedArguments) throws(CLIError) -> any Sendable)?
 
+    init(
+        name: String, kind: Kind, valueName: String, help: String, required: Bool = false,
+        defaultText: String? = nil, read: (@Sendable (ParsedArguments) throws(CLIError) -> any Sendable)? = nil
+    ) {
+        self.name = name
+        self.kind = kind
+        self.valueName = valueName
+        self.help = help
+        self.required = required
+        self.defaultText = defaultText
+        self.read = read
+    }
+
+    /// Legacy, to be removed with the last string-keyed command (the bench commands): a flag read by
+    /// ``ParsedArguments/flag(_:)``.
     public static func flag(_ name: String, help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .flag, valueName: "", help: help)
     }
+    /// Legacy, to be removed with the last string-keyed command: an unchecked value read by
+    /// ``ParsedArguments/value(_:)``.
     public static func single(_ name: String, _ valueName: String = "VALUE", help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .single, valueName: valueName, help: help)
     }
+    /// Legacy, to be removed with the last string-keyed command: unchecked values read by
+    /// ``ParsedArguments/values(_:)``.
     public static func repeatable(_ name: String, _ valueName: String = "VALUE", help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .repeatable, valueName: valueName, help: help)
+    }
+
+    /// The left column of `--help`.
+    var usage: String {
+        switch kind {
+        case .flag: "--\(name)"
+        case .single: "--\(name) \(valueName)"
+        case .repeatable: "--\(name) \(valueName) (repeatable)"
+        }
+    }
+
+    /// The right column of `--help`: the help text, then whether it is required or its default.
+    var helpText: String {
+        if required { return help.isEmpty ? "Required." : "\(help) Required." }
+        guard let defaultText else { return help }
+        return help.isEmpty ? "Default: \(defaultText)." : "\(help) Default: \(defaultText)."
     }
 }
 
@@ -32,20 +76,21 @@ public struct ParsedArguments: Sendable {
     public private(set) var values: [String: [String]] = [:]
     public private(set) var flags: Set<String> = []
     public private(set) var positionals: [String] = []
+    /// The converted values of the typed options, by name (see ``check(_:)``).
+    private(set) var typed: [String: any Sendable] = [:]
 
-    /// The value of a single-valued option, if given.
+    // The string-keyed reading below is the legacy path, kept for the bench commands (BenchCommands,
+    // InAppBenchCommand, InStoreBench) until their harnesses move; typed options read through them too.
+
+    /// The raw value of a single-valued option, if given (legacy for commands: read ``subscript(_:)``).
     public func value(_ name: String) -> String? { values[name]?.last }
-    /// All values of a repeatable option, in order.
+    /// All raw values of a repeatable option, in order (legacy for commands: read ``subscript(_:)``).
     public func values(_ name: String) -> [String] { values[name] ?? [] }
+    /// Whether a flag was given (legacy for commands: read ``subscript(_:)``).
     public func flag(_ name: String) -> Bool { flags.contains(name) }
 
-    /// The value of a required option, or a usage error naming it.
-    public func require(_ name: String) throws(CLIError) -> String {
-        guard let value = value(name) else { throw CLIError.usage("missing required option --\(name)") }
-        return value
-    }
-
-    /// An integer option within `range`, or `defaultValue` when absent.
+    /// Legacy, to be removed with the bench commands: an integer option within `range`, or `defaultValue` when
+    /// absent.
     public func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(CLIError) -> Int {
         guard let text = value(name) else { return defaultValue }
         guard let n = Int(text), range.contains(n) else {
@@ -54,7 +99,19 @@ public struct ParsedArguments: Sendable {
         return n
     }
 
-    /// Parses `arguments` against `options`. `--` ends options; everything after it is positional.
+    /// Converts and checks every typed option of `options` in declaration order, keeping the values for
+    /// ``subscript(_:)``; the first wrong one is the command's error (a usage error, unless its declaration says
+    /// otherwise).
+    mutating func check(_ options: [OptionSpec]) throws(CLIError) {
+        for option in options {
+            guard let read = option.read else { continue }
+            typed[option.name] = try read(self)
+        }
+    }
+
+    /// Parses `arguments` against `options`: syntax first (unknown, repeated, a value missing), then every typed
+    /// option's value (missing when required, wrong type, out of range). `--` ends options; everything after it
+    /// is positional.
     static func parse(
         _ arguments: [String], options: [OptionSpec], maxPositionals: Int
     ) throws(CLIError)
@@ -113,6 +170,7 @@ public struct ParsedArguments: Sendable {
         if result.positionals.count > maxPositionals {
             throw CLIError.usage("unexpected argument \(result.positionals[maxPositionals])")
         }
+        try result.check(options)
         return result
     }
 }

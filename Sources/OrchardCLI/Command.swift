@@ -15,9 +15,20 @@ public struct Command: Sendable {
     public let subcommands: [Command]
     public let run: Run?
 
-    /// A leaf command that runs.
+    /// A leaf command that runs, with typed options: the runner converts and checks each of them before `run`,
+    /// which reads them as `arguments[option]`.
     public init(
-        name: String, summary: String, discussion: String = "", options: [OptionSpec] = [],
+        name: String, summary: String, discussion: String = "", options: [any CommandOption] = [],
+        positionals: [String] = [], run: @escaping Run
+    ) {
+        self.init(
+            name: name, summary: summary, discussion: discussion, options: options.map(\.spec),
+            positionals: positionals, run: run)
+    }
+
+    /// Legacy, to be removed with the bench commands: a leaf command whose options are read by key.
+    public init(
+        name: String, summary: String, discussion: String = "", options: [OptionSpec],
         positionals: [String] = [], run: @escaping Run
     ) {
         self.name = name
@@ -64,17 +75,11 @@ public struct Command: Sendable {
                 lines.append("  \(sub.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(sub.summary)")
             }
         }
-        let allOptions = options + CommandContext.commonOptions + [.flag("help", help: "Show this help.")]
+        let allOptions = options + CommandContext.commonOptions + [Option.flag("help", help: "Show this help.").spec]
         if subcommands.isEmpty {
             lines.append("")
             lines.append("options:")
-            let rendered = allOptions.map { option -> (String, String) in
-                switch option.kind {
-                case .flag: ("--\(option.name)", option.help)
-                case .single: ("--\(option.name) \(option.valueName)", option.help)
-                case .repeatable: ("--\(option.name) \(option.valueName) (repeatable)", option.help)
-                }
-            }
+            let rendered = allOptions.map { ($0.usage, $0.helpText) }
             let width = rendered.map(\.0.count).max() ?? 0
             for (left, right) in rendered {
                 lines.append("  \(left.padding(toLength: width, withPad: " ", startingAt: 0))  \(right)")
@@ -83,3 +88,10 @@ public struct Command: Sendable {
         return lines.joined(separator: "\n") + "\n"
     }
 }
+
+/// What a command's `options:` list holds: a typed ``Option`` of any value type.
+public protocol CommandOption: Sendable {
+    var spec: OptionSpec { get }
+}
+
+extension Option: CommandOption {}

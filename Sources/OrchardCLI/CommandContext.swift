@@ -6,9 +6,9 @@ public import Foundation
 /// never prompt unless ``isInteractive`` is true.
 public final class CommandContext: @unchecked Sendable {
     /// Options every command accepts.
-    static let commonOptions: [OptionSpec] = [
-        .single("data-dir", "DIR", help: "Deployment directory (default $ORCHARD_DATA_DIR, else ~/.orchard).")
-    ]
+    static let dataDirectoryOption = Option.optional(
+        "data-dir", "DIR", help: "Deployment directory (default $ORCHARD_DATA_DIR, else ~/.orchard).")
+    static let commonOptions: [OptionSpec] = [dataDirectoryOption.spec]
 
     public let environment: [String: String]
     /// The deployment directory after applying `--data-dir`, `$ORCHARD_DATA_DIR` and the default.

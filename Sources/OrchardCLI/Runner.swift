@@ -50,7 +50,8 @@ public enum CommandRunner {
                 Array(rest), options: command.options + CommandContext.commonOptions,
                 maxPositionals: command.positionals.count)
             let context = CommandContext(
-                environment: environment, dataDirectory: parsed.value("data-dir"), isInteractive: isInteractive,
+                environment: environment, dataDirectory: parsed[CommandContext.dataDirectoryOption],
+                isInteractive: isInteractive,
                 stdout: stdout, stderr: stderr)
             try await command.run!(parsed, context)
             return 0

@@ -1,4 +1,5 @@
 import AppPayments
+import DemoApp
 import Device
 import DeviceControlAPI
 import DeviceProcess
@@ -14,9 +15,8 @@ import PayServer
 import PaymentToken
 import SecureElement
 
-/// `orchard app buy`: an app buys from the demo merchant with Apple Pay (ARCHITECTURE §2, In an app). The app
-/// asks the merchant's server for an order, builds a PaymentRequest from it, and presents the device's payment
-/// sheet; the token goes to the merchant's server, which decrypts it and charges through the acquirer.
+/// `orchard app buy`: the demo app (``DemoApp``) buys from the demo merchant with Apple Pay (ARCHITECTURE §2, In an
+/// app): order at the merchant's server, payment request, the device's payment sheet, token, charge.
 enum AppCommands {
     static let command = Command(
         name: "app",
@@ -46,85 +46,76 @@ enum AppCommands {
             root of the token-signing chain), for any Apple-format verifier.
             """,
         options: [
-            .single("merchant", "ID", help: "The merchant ID (default: the deployment's demo merchant)."),
-            .single("item", "NAME", help: "What is bought."),
-            .single("amount", "DECIMAL", help: "The price, e.g. 9.99."),
-            .single("currency", "CODE", help: "ISO 4217 code (default USD)."),
-            .single("app", "ID", help: "The app identifier (default dev.orchard.demo-app)."),
-            .single("device", "NAME", help: "The device the app runs on."),
-            .single("passcode", "CODE", help: "A watch's passcode, to put it on the wrist unlocked."),
-            .single(
-                "application-data", "BASE64",
-                help: "The app's applicationData for the order (base64); the payment is bound to it."),
-            .single(
-                "tamper-application-data", "BASE64",
-                help: "Demonstrates a refusal: the payment request carries these bytes, not the order's."),
-            .single("out", "DIR2", help: "Write token.json, merchant.pem, merchant.key and root.pem there."),
+            merchantOption, itemOption, amountOption, currencyOption, appOption, deviceOption, passcodeOption,
+            applicationDataOption, tamperedApplicationDataOption, outOption,
         ]
     ) { arguments, context in
         try await AppBuy.run(arguments, context)
     }
+
+    static let merchantOption = Option.optional(
+        "merchant", "ID", help: "The merchant ID (default: the deployment's demo merchant).")
+    static let itemOption = Option.required("item", "NAME", help: "What is bought.")
+    static let amountOption = Option.required("amount", "DECIMAL", help: "The price, e.g. 9.99.")
+    static let currencyOption = Option.text("currency", "CODE", default: "USD", help: "ISO 4217 code.")
+    static let appOption = Option.text("app", "ID", default: DemoApp.identifier, help: "The app identifier.")
+    static let deviceOption = Option.optional("device", "NAME", help: "The device the app runs on.")
+    static let passcodeOption = Option.optional(
+        "passcode", "CODE", help: "A watch's passcode, to put it on the wrist unlocked.")
+    static let applicationDataOption = Option.optional(
+        "application-data", "BASE64",
+        help: "The app's applicationData for the order (base64); the payment is bound to it.")
+    static let tamperedApplicationDataOption: Option<Data?> = .optional(
+        "tamper-application-data", "BASE64",
+        help: "Demonstrates a refusal: the payment request carries these bytes, not the order's."
+    ) { text throws(CLIError) in
+        guard let bytes = StrictEncoding.base64Decode(text) else {
+            throw CLIError.usage("--tamper-application-data is canonical base64")
+        }
+        return Data(bytes)
+    }
+    static let outOption = Option.optional(
+        "out", "DIR2", help: "Write token.json, merchant.pem, merchant.key and root.pem there.")
 }
 
+/// The wiring of `orchard app buy` and of the demo's in-app payment: the services and the device the demo app
+/// (``DemoApp``) buys with, and what is printed or written.
 enum AppBuy {
-    static let demoApp = "dev.orchard.demo-app"
-
-    struct Result: Encodable {
-        let orderID: String
-        let merchantIdentifier: String
-        let item: String
-        let amount: String
-        let device: String
-        let card: String
-        /// The order's applicationData (base64), whose SHA-256 the token's header carries.
-        let applicationData: String
-        let outcome: String
-        let responseCode: String
-        let reason: String?
-        let transactionIdentifier: String?
-    }
-
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         guard (try? deployment.state()) == .deployment else {
             throw CLIError.failure("\(deployment.path) is not a deployment: run `orchard init --data-dir DIR` first")
         }
-        let item = try arguments.require("item")
-        let amount = try arguments.require("amount")
-        let currency = arguments.value("currency") ?? "USD"
-        let application = arguments.value("app") ?? demoApp
         // --application-data goes to the merchant as given: the merchant says what is wrong with it.
-        var tampered: Data?
-        if let text = arguments.value("tamper-application-data") {
-            guard let bytes = StrictEncoding.base64Decode(text) else {
-                throw CLIError.usage("--tamper-application-data is canonical base64")
-            }
-            tampered = Data(bytes)
-        }
+        let order = MerchantAPI.CreateOrder(
+            item: arguments[AppCommands.itemOption], amount: arguments[AppCommands.amountOption],
+            currency: arguments[AppCommands.currencyOption],
+            applicationDataBase64: arguments[AppCommands.applicationDataOption])
+        let application = arguments[AppCommands.appOption]
+        let tampered = arguments[AppCommands.tamperedApplicationDataOption]
+        let merchant = arguments[AppCommands.merchantOption]
+        let out = arguments[AppCommands.outOption]
         let connections = try await DeploymentCommands.connect(
             [.network, .pay, .merchant], of: deployment, context: context)
         do {
-            let order = MerchantAPI.CreateOrder(
-                item: item, amount: amount, currency: currency,
-                applicationDataBase64: arguments.value("application-data"))
-            let result: Result
+            let result: DemoApp.Purchase
             switch try await payingDevice(
-                deployment: deployment, connections: connections, name: arguments.value("device"),
-                passcode: arguments.value("passcode"), trace: { context.trace($0) })
+                deployment: deployment, connections: connections, name: arguments[AppCommands.deviceOption],
+                passcode: arguments[AppCommands.passcodeOption], trace: { context.trace($0) })
             {
             case .inProcess(let device):
                 result = try await buy(
                     deployment: deployment, connections: connections, order: order, application: application,
-                    device: device, tamperedApplicationData: tampered, merchant: arguments.value("merchant"),
-                    out: arguments.value("out"), trace: { context.trace($0) })
+                    device: device, tamperedApplicationData: tampered, merchant: merchant, out: out,
+                    trace: { context.trace($0) })
             case .running(let name):
                 let socket = Device.controlSocketPath(of: name, in: deployment)
                 context.trace("app → device process of \(name): the payment sheet is presented over \(socket)")
                 result = try await buy(
                     deployment: deployment, connections: connections, order: order, application: application,
                     host: ControlSocketSheetHost(socketPath: socket, deviceName: name, trace: { context.trace($0) }),
-                    deviceName: name, tamperedApplicationData: tampered, merchant: arguments.value("merchant"),
-                    out: arguments.value("out"), trace: { context.trace($0) })
+                    deviceName: name, tamperedApplicationData: tampered, merchant: merchant, out: out,
+                    trace: { context.trace($0) })
             }
             await connections.close()
             try context.outputJSON(result)
@@ -134,92 +125,12 @@ enum AppBuy {
         }
     }
 
-    /// A contact the user approved on the sheet, in the merchant's wire form (PassKit's nested form).
-    static func contact(_ contact: PaymentContact?) -> MerchantAPI.Contact? {
-        contact.map {
-            MerchantAPI.Contact(
-                name: $0.name.map(MerchantAPI.Contact.Name.init(full:)), emailAddress: $0.emailAddress,
-                phoneNumber: $0.phoneNumber,
-                postalAddress: $0.postalAddress.map {
-                    MerchantAPI.Contact.PostalAddress(
-                        street: $0.street, city: $0.city, state: $0.state, postalCode: $0.postalCode,
-                        country: $0.country)
-                })
-        }
-    }
-
-    /// `the merchant refused <what> (<status> <code>): <message>`, from the merchant's error body.
-    static func refusal(_ what: String, _ response: HTTPResponse) -> String {
-        let status = response.status.code
-        guard let body = try? JSONDecoder().decode(MerchantAPI.ErrorBody.self, from: response.body) else {
-            return "the merchant refused \(what) (\(status)): "
-                + String(decoding: response.body.prefix(300), as: UTF8.self)
-        }
-        return "the merchant refused \(what) (\(status) \(body.error.code)): \(body.error.message)"
-    }
-
-    /// The app's delegate: on authorization it sends the token to the merchant's server and reports its answer.
-    final class CheckoutDelegate: PaymentAuthorizationControllerDelegate, @unchecked Sendable {
-        let client: HTTPClient
-        let paymentURL: String
-        let trace: @Sendable (String) -> Void
-        private let lock = NSLock()
-        private var _answer: MerchantAPI.PaymentResult?
-        private var _token: Data?
-        private var _failure: String?
-        var answer: MerchantAPI.PaymentResult? { lock.withLock { _answer } }
-        var token: Data? { lock.withLock { _token } }
-        var failure: String? { lock.withLock { _failure } }
-
-        init(client: HTTPClient, paymentURL: String, trace: @escaping @Sendable (String) -> Void) {
-            self.client = client
-            self.paymentURL = paymentURL
-            self.trace = trace
-        }
-
-        func didSelectShippingContact(_ contact: PaymentContact, request: PaymentRequest) async -> PaymentRequestUpdate
-        {
-            trace(
-                "app: shipping region \(contact.postalAddress?.city ?? "?"), \(contact.postalAddress?.state ?? "?") "
-                    + "\(contact.postalAddress?.postalCode ?? "?") \(contact.postalAddress?.country ?? "?") (redacted)")
-            return PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems)
-        }
-
-        func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
-            lock.withLock { _token = payment.token }
-            do {
-                let submission = MerchantAPI.PaymentSubmission(
-                    token: payment.token, shippingContact: AppBuy.contact(payment.shippingContact),
-                    billingContact: AppBuy.contact(payment.billingContact),
-                    shippingMethod: payment.shippingMethod.map {
-                        MerchantAPI.ShippingMethod(
-                            identifier: $0.identifier, label: $0.label, detail: $0.detail, amount: $0.amount)
-                    })
-                let request = HTTPClientRequest(
-                    method: .post, url: paymentURL, headers: ["Content-Type": "application/json"],
-                    body: try submission.body())
-                let response = try await client.send(request)
-                guard response.status == .ok else {
-                    let refusal = AppBuy.refusal("the payment", response)
-                    lock.withLock { _failure = refusal }
-                    return PaymentAuthorizationResult(status: .failure, errors: [refusal])
-                }
-                let answer = try JSONDecoder().decode(MerchantAPI.PaymentResult.self, from: response.body)
-                lock.withLock { _answer = answer }
-                return PaymentAuthorizationResult(status: answer.isApproved ? .success : .failure)
-            } catch {
-                lock.withLock { _failure = "the merchant cannot be reached: \(error)" }
-                return PaymentAuthorizationResult(status: .failure, errors: ["\(error)"])
-            }
-        }
-    }
-
     /// Buys with the payment sheet of `device`, opened in this process.
     static func buy(
         deployment: DeploymentDirectory, connections: ServiceConnections, order: MerchantAPI.CreateOrder,
         application: String, device: Device, tamperedApplicationData: Data? = nil, merchant: String?, out: String?,
         trace: @escaping @Sendable (String) -> Void
-    ) async throws -> Result {
+    ) async throws -> DemoApp.Purchase {
         let sheet = DevicePaymentSheet(
             device: device,
             client: try PaySession.client(device: device.name, in: deployment, connections: connections),
@@ -231,63 +142,32 @@ enum AppBuy {
             trace: trace)
     }
 
-    /// Buys with the payment sheet `host` shows (in this process, or in the device's running process). The
-    /// payment request carries the order's applicationData, or `tamperedApplicationData` to demonstrate the
-    /// merchant's refusal of a token made for other data.
+    /// Buys with the payment sheet `host` shows (in this process, or in the device's running process); with `out`,
+    /// writes the token the merchant received and what verifies it there, even when the merchant refused it.
     static func buy(
-        deployment: DeploymentDirectory, connections: ServiceConnections, order orderRequest: MerchantAPI.CreateOrder,
+        deployment: DeploymentDirectory, connections: ServiceConnections, order: MerchantAPI.CreateOrder,
         application: String, host: any PaymentSheetHost, deviceName: String, tamperedApplicationData: Data? = nil,
         merchant: String?, out: String?, trace: @escaping @Sendable (String) -> Void
-    ) async throws -> Result {
+    ) async throws -> DemoApp.Purchase {
         let client = try connections.client()
         defer { client.shutdown() }
-        let base = try connections.baseURL(of: .merchant)
-        let created = try await client.send(
-            try HTTPClientRequest.json(.post, base + MerchantAPI.Route.orders, orderRequest))
-        guard created.status == .created else { throw CLIError.failure(refusal("the order", created)) }
-        let order = try JSONDecoder().decode(MerchantAPI.OrderCreated.self, from: created.body)
-        guard let orderData = StrictEncoding.base64Decode(order.applicationData) else {
-            throw CLIError.failure("the merchant's order carries no base64 applicationData")
-        }
-        if tamperedApplicationData != nil {
-            trace("app: DEMONSTRATION: the payment request carries other applicationData than the order's")
-        }
-        trace(
-            "app → merchant server: order \(order.orderID) for \(orderRequest.item), \(order.total) \(order.currency)")
-        let request = PaymentRequest(
-            merchantIdentifier: merchant ?? order.merchantIdentifier, countryCode: order.countryCode,
-            currencyCode: order.currency, supportedNetworks: order.supportedNetworks.map(PaymentNetwork.init),
-            merchantCapabilities: MerchantCapabilities(names: order.merchantCapabilities),
-            paymentSummaryItems: [
-                PaymentSummaryItem(label: orderRequest.item, amount: order.total),
-                PaymentSummaryItem(label: "Orchard Demo Store", amount: order.total),
-            ],
-            applicationData: tamperedApplicationData ?? Data(orderData),
-            requiredBillingContactFields: [.name], requiredShippingContactFields: [.name, .postalAddress])
-        let delegate = CheckoutDelegate(
-            client: client, paymentURL: base + MerchantAPI.Route.payment(order.orderID), trace: trace)
-        let controller = PaymentAuthorizationController(
-            paymentRequest: request, host: host, applicationIdentifier: application)
-        let outcome: PaymentSheetOutcome
+        let app = DemoApp(
+            client: client, merchantBaseURL: try connections.baseURL(of: .merchant), application: application,
+            trace: trace)
+        let purchase: DemoApp.Purchase
+        let token: Data?
         do {
-            outcome = try await controller.present(delegate: delegate)
-        } catch let error as PaymentSheetError {
-            throw CLIError.failure("the payment sheet refused: \(error)")
+            (purchase, token) = try await app.buy(
+                order, host: host, deviceName: deviceName, merchantIdentifier: merchant,
+                tamperedApplicationData: tamperedApplicationData)
+        } catch let failure as DemoApp.Failure {
+            if let out, let token = failure.token {
+                try writeArtifacts(token: token, deployment: deployment, to: out, trace: trace)
+            }
+            throw CLIError.failure(failure.message)
         }
-        guard case .completed = outcome else { throw CLIError.failure("the payment sheet was cancelled") }
-        if let out, let token = delegate.token {
-            try writeArtifacts(token: token, deployment: deployment, to: out, trace: trace)
-        }
-        if let failure = delegate.failure { throw CLIError.failure(failure) }
-        guard let answer = delegate.answer else { throw CLIError.failure("the merchant gave no answer") }
-        trace(
-            "merchant server → acquirer → token service → issuer: \(answer.outcome) \(answer.responseCode)"
-                + " (\(answer.maskedPAN))")
-        return Result(
-            orderID: order.orderID, merchantIdentifier: request.merchantIdentifier, item: orderRequest.item,
-            amount: "\(order.total) \(order.currency)", device: deviceName, card: answer.maskedPAN,
-            applicationData: order.applicationData, outcome: answer.outcome, responseCode: answer.responseCode,
-            reason: answer.reason, transactionIdentifier: answer.transactionIdentifier)
+        if let out, let token { try writeArtifacts(token: token, deployment: deployment, to: out, trace: trace) }
+        return purchase
     }
 
     /// The device the app runs on: opened in this process, or, while its process runs, reached through it.

@@ -1,3 +1,4 @@
+import DemoApp
 import Foundation
 import MerchantAPI
 import OrchardCrypto
@@ -27,7 +28,7 @@ enum DemoCommand {
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
         // The deployment: --data-dir DIR is kept (initialised if empty); otherwise a temporary one, removed.
-        let kept = arguments.value("data-dir") != nil
+        let kept = arguments[CommandContext.dataDirectoryOption] != nil
         let path =
             kept
             ? context.dataDirectory.path
@@ -75,7 +76,7 @@ enum DemoCommand {
             let bought = try await AppBuy.buy(
                 deployment: deployment, connections: connections,
                 order: MerchantAPI.CreateOrder(item: "Secret Roast Blend", amount: "9.99", currency: "USD"),
-                application: AppBuy.demoApp, device: phone, merchant: nil, out: nil,
+                application: DemoApp.identifier, device: phone, merchant: nil, out: nil,
                 trace: { context.trace("  " + $0) })
             payments =
                 inStore + [

@@ -49,19 +49,18 @@ enum DeploymentCommands {
             dev.orchard.demo-app entitled for it, and free ports (or --base-port N, N+1, ...) in config.json.
             Keys are written 0600 and DIR is 0700. Prints a JSON summary on stdout.
             """,
-        options: [
-            .flag("force", help: "Replace what DIR holds (its keys and databases are lost)."),
-            .single("base-port", "N", help: "Give the services fixed ports N, N+1, ... instead of free ones."),
-        ]
+        options: [forceOption, basePortOption]
     ) { arguments, context in
         let directory = DeploymentDirectory(path: context.dataDirectory.path)
-        let basePort: Int? =
-            arguments.value("base-port") == nil
-            ? nil : try arguments.integer("base-port", default: 0, in: 1...65535)
         let summary = try await initialize(
-            directory, options: .init(force: arguments.flag("force"), basePort: basePort), context: context)
+            directory, options: .init(force: arguments[forceOption], basePort: arguments[basePortOption]),
+            context: context)
         try context.outputJSON(summary)
     }
+
+    static let forceOption = Option.flag("force", help: "Replace what DIR holds (its keys and databases are lost).")
+    static let basePortOption: Option<Int?> = .integer(
+        "base-port", range: 1...65535, help: "Give the services fixed ports N, N+1, ... instead of free ones.")
 
     /// Initialises `directory` with the standard services, tracing each step on stderr.
     static func initialize(

@@ -24,7 +24,13 @@ enum DeviceCommands {
         ]
     )
 
-    static let nameOption = OptionSpec.single("name", "NAME", help: "The device name (lowercase letters, digits, '-').")
+    static let nameOption = Option.required("name", "NAME", help: "The device name (lowercase letters, digits, '-').")
+    static let kindOption: Option<DeviceKind> = .choice("kind", help: "The kind of device.")
+    static let biometryOption: Option<Biometry> = .choice("biometry", help: "Its biometric sensor (a watch has none).")
+    static let accountOption = Option.text(
+        "account", "NAME", default: "demo", help: "The account it belongs to (the one `init` makes).")
+    static let newPasscodeOption = Option.optional(
+        "passcode", "CODE", help: "Set this passcode (4 to 64 characters).")
 
     static let create = Command(
         name: "create",
@@ -35,37 +41,26 @@ enum DeviceCommands {
             Secure Element key certified by the deployment's device CA, pki/device-ca, made if missing). With
             --passcode the device's passcode is set, as a user does when setting up a device.
             """,
-        options: [
-            nameOption,
-            .single("kind", "phone|ipad|watch|mac", help: "The kind of device."),
-            .single("biometry", "face|touch|none", help: "Its biometric sensor (a watch has none)."),
-            .single("account", "NAME", help: "The account it belongs to (default: demo, the account `init` makes)."),
-            .single("passcode", "CODE", help: "Set this passcode (4 to 64 characters)."),
-        ]
+        options: [nameOption, kindOption, biometryOption, accountOption, newPasscodeOption]
     ) { arguments, context in
-        let name = try arguments.require("name")
-        guard let kind = DeviceKind(rawValue: try arguments.require("kind")) else {
-            throw CLIError.usage("--kind is phone, ipad, watch or mac")
-        }
-        guard let biometry = Biometry(rawValue: try arguments.require("biometry")) else {
-            throw CLIError.usage("--biometry is face, touch or none")
-        }
+        let name = arguments[nameOption]
         let profile: DeviceProfile
         do throws(SecureElementError) {
             profile = try DeviceProfile(
-                kind: kind, biometry: biometry, account: arguments.value("account") ?? "demo")
+                kind: arguments[kindOption], biometry: arguments[biometryOption], account: arguments[accountOption])
         } catch {
             throw CLIError.usage(error.message)
         }
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let identity = try Device.create(in: deployment, name: name, profile: profile)
-        if let passcode = arguments.value("passcode") {
+        let passcode = arguments[newPasscodeOption]
+        if let passcode {
             let device = try await Device.open(in: deployment, name: name)
             try await device.secureEnclave.setPasscode(SecureBytes(Array(passcode.utf8)), current: nil)
         }
         context.trace("created \(profile) as \(name) in \(deployment.path)")
         try context.outputJSON(
-            DeviceSummary(identity, deployment: deployment, passcode: arguments.value("passcode") != nil))
+            DeviceSummary(identity, deployment: deployment, passcode: passcode != nil))
     }
 
     static let list = Command(
@@ -85,7 +80,7 @@ enum DeviceCommands {
         options: [nameOption]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let name = try arguments.require("name")
+        let name = arguments[nameOption]
         if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: name, in: deployment)) {
             try await control(ListCards(), arguments, context)
             return
@@ -111,68 +106,41 @@ enum DeviceCommands {
             contact or a demo contact, the first shipping method); the device reaches the Pay server for it
             (docs/in-app.md).
             """,
-        options: [
-            nameOption,
-            .single(
-                "auto-auth", "STEPS",
-                help: "In a field or on a payment sheet, authenticate at once: face-id, touch-id, passcode:CODE, "
-                    + "double-click, or a list."),
-            .single(
-                "sheet-timeout", "SECONDS", help: "Cancel a payment sheet not completed in this time (default 120)."),
-            .single(
-                "sync-interval", "SECONDS",
-                help: "Apply the Pay server's token-status notifications this often (default 5; 0: never)."),
-        ]
+        options: [nameOption, autoAuthOption, sheetTimeoutOption, syncIntervalOption]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let name = try arguments.require("name")
-        var automatic: AutoAuthentication?
-        if let text = arguments.value("auto-auth") {
-            do {
-                automatic = try AutoAuthentication(parsing: text)
-            } catch let error as DeviceError {
-                throw CLIError.usage(error.message)
-            }
-        }
-        let device = try await Device.open(in: deployment, name: name)
-        let path = Device.controlSocketPath(of: name, in: deployment)
-        let antenna = try NFCFieldSession.startAntenna(
-            device: device, deployment: deployment, autoAuthentication: automatic,
-            events: { event in if let line = try? nfcEventLine(event) { context.output(line) } })
-        let sheetTimeout = Int(arguments.value("sheet-timeout") ?? "120") ?? -1
-        guard (1...3600).contains(sheetTimeout) else {
-            antenna?.stop()
-            throw CLIError.usage("--sheet-timeout is 1 to 3600 seconds")
-        }
-        let sheets = PaymentSheetService(
-            device: device, automatic: automatic, timeout: .seconds(sheetTimeout),
-            connect: { try await DeviceSheetCommands.payServer(device: name, in: deployment, context: context) },
-            events: { event in if let line = try? jsonLine(event) { context.output(line) } },
-            trace: { context.trace($0) })
-        let server: ControlSocketServer
-        do {
-            server = try ControlSocketServer(path: path, control: DeviceControl(device: device, sheets: sheets))
+        let name = arguments[nameOption]
+        let configuration: DeviceProcessConfiguration
+        do throws(DeviceError) {
+            configuration = try DeviceProcessConfiguration(
+                deployment: deployment, name: name, autoAuthentication: arguments[autoAuthOption],
+                sheetTimeout: arguments[sheetTimeoutOption], syncInterval: arguments[syncIntervalOption])
         } catch {
-            antenna?.stop()
-            throw error
+            throw CLIError.usage(error.message)
         }
-        let interval = Int(arguments.value("sync-interval") ?? "5") ?? -1
-        guard (0...3600).contains(interval) else { throw CLIError.usage("--sync-interval is 0 to 3600 seconds") }
-        let poller =
-            interval > 0
-            ? NotificationPoller(
-                device: device, deployment: deployment, interval: .seconds(interval), trace: { context.trace($0) })
-            : nil
-        context.trace("device \(name) (\(device.profile)) listening on \(path)")
-        context.output(#"{"event":"listening","socket":"\#(path)"}"#)
-        if let antenna { context.output(#"{"event":"antenna","socket":"\#(antenna.path)"}"#) }
-        let signal = await TerminationSignal.wait()
-        context.trace("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
-        poller?.stop()
-        antenna?.stop()
-        server.stop()
-        context.output(#"{"event":"stopped"}"#)
+        try await DeviceProcessRunner.run(
+            configuration: configuration,
+            connect: { try await DeviceSheetCommands.payServer(device: name, in: deployment, context: context) },
+            output: { context.output($0) }, trace: { context.trace($0) })
     }
+
+    static let autoAuthOption: Option<AutoAuthentication?> = .optional(
+        "auto-auth", "STEPS",
+        help: "In a field or on a payment sheet, authenticate at once: face-id, touch-id, passcode:CODE, "
+            + "double-click, or a list."
+    ) { text throws(CLIError) in
+        do throws(DeviceError) {
+            return try AutoAuthentication(parsing: text)
+        } catch {
+            throw CLIError.usage(error.message)
+        }
+    }
+    static let sheetTimeoutOption = Option<Duration>(
+        "sheet-timeout", default: .seconds(120), range: 1...3600,
+        help: "Cancel a payment sheet not completed in this time.")
+    static let syncIntervalOption = Option<Duration>(
+        "sync-interval", default: .seconds(5), range: 1...3600,
+        help: "Apply the Pay server's token-status notifications this often.")
 
     static let status = Command(
         name: "status", summary: "The device's state: lock, methods offered, cards, contactless interface.",
@@ -181,53 +149,55 @@ enum DeviceCommands {
         try await control(GetDeviceStatus(), arguments, context)
     }
 
-    static let cardOption = OptionSpec.single("card", "ID", help: "A card identifier (from `orchard device cards`).")
+    static let cardOption = Option.required("card", "ID", help: "A card identifier (from `orchard device cards`).")
 
     static let choose = Command(
         name: "choose", summary: "Choose a card by hand for the next payment.", options: [nameOption, cardOption]
     ) { arguments, context in
-        let card = try arguments.require("card")
+        let card = arguments[cardOption]
         try await control(ChooseCard(card: card), arguments, context)
     }
 
     static let setDefault = Command(
         name: "set-default", summary: "Make a card the default card.", options: [nameOption, cardOption]
     ) { arguments, context in
-        let card = try arguments.require("card")
+        let card = arguments[cardOption]
         try await control(SetDefaultCard(card: card), arguments, context)
     }
 
     static let autoSelect = Command(
         name: "auto-select", summary: "Turn automatic selection on or off for a card.",
-        options: [nameOption, cardOption, .single("enabled", "on|off", help: "on or off.")]
+        options: [nameOption, cardOption, enabledOption]
     ) { arguments, context in
-        let card = try arguments.require("card")
-        let enabled = try onOff(try arguments.require("enabled"), "--enabled")
-        try await control(SetAutomaticSelection(card: card, enabled: enabled), arguments, context)
+        try await control(
+            SetAutomaticSelection(card: arguments[cardOption], enabled: arguments[enabledOption]), arguments, context)
     }
 
-    static let evidenceOptions: [OptionSpec] = [
-        .single("method", "face-id|touch-id|passcode|double-click", help: "How the user authenticates."),
-        .flag("fail", help: "The biometric does not match (default: it matches)."),
-        .single("passcode", "CODE", help: "The passcode, for --method passcode."),
-    ]
+    static let enabledOption = Option.requiredOnOff("enabled", help: "on or off.")
 
-    static func evidence(_ arguments: ParsedArguments) throws -> AuthenticationEvidenceBody {
+    static let methodOption = Option.required(
+        "method", "face-id|touch-id|passcode|double-click", help: "How the user authenticates.")
+    static let failOption = Option.flag("fail", help: "The biometric does not match (default: it matches).")
+    static let passcodeOption = Option.optional("passcode", "CODE", help: "The passcode, for --method passcode.")
+    static let evidenceOptions: [any CommandOption] = [methodOption, failOption, passcodeOption]
+
+    static func evidence(_ arguments: ParsedArguments) -> AuthenticationEvidenceBody {
         AuthenticationEvidenceBody(
-            method: try arguments.require("method"), success: !arguments.flag("fail"),
-            passcode: arguments.value("passcode"))
+            method: arguments[methodOption], success: !arguments[failOption], passcode: arguments[passcodeOption])
     }
+
+    static let typeOption = Option.optional(
+        "type", "contactless|in-app|web", help: "The transaction type (default contactless).")
+    static let authenticationCardOption = Option.optional(
+        "card", "ID", help: "The card (default: the one the wallet offers).")
 
     static let authenticate = Command(
         name: "authenticate",
         summary: "Authenticate the user for a payment (a contactless authorization goes to the Secure Element).",
-        options: [nameOption] + evidenceOptions + [
-            .single("type", "contactless|in-app|web", help: "The transaction type (default contactless)."),
-            .single("card", "ID", help: "The card (default: the one the wallet offers)."),
-        ]
+        options: [nameOption] + evidenceOptions + [typeOption, authenticationCardOption]
     ) { arguments, context in
         let request = Authenticate(
-            try evidence(arguments), type: arguments.value("type"), card: arguments.value("card"))
+            evidence(arguments), type: arguments[typeOption], card: arguments[authenticationCardOption])
         try await control(request, arguments, context)
     }
 
@@ -240,16 +210,17 @@ enum DeviceCommands {
         name: "unlock", summary: "Unlock the device (a watch: with the passcode, on the wrist).",
         options: [nameOption] + evidenceOptions
     ) { arguments, context in
-        try await control(Unlock(try evidence(arguments)), arguments, context)
+        try await control(Unlock(evidence(arguments)), arguments, context)
     }
 
     static let wrist = Command(
         name: "wrist", summary: "Put a watch on the wrist or take it off.",
-        options: [nameOption, .single("on", "yes|no", help: "yes: put on; no: take off.")]
+        options: [nameOption, wristOnOption]
     ) { arguments, context in
-        let on = try onOff(try arguments.require("on"), "--on")
-        try await control(SetWrist(on: on), arguments, context)
+        try await control(SetWrist(on: arguments[wristOnOption]), arguments, context)
     }
+
+    static let wristOnOption = Option.requiredOnOff("on", "yes|no", help: "yes: put on; no: take off.")
 
     static let doubleClick = Command(
         name: "double-click",
@@ -262,19 +233,22 @@ enum DeviceCommands {
     static let field = Command(
         name: "field", summary: "A terminal's NFC field comes on or goes off.",
         options: [
-            nameOption, .repeatable("network", "NAME", help: "A network the terminal asks for (field on)."),
+            nameOption, networkOption,
         ],
         positionals: ["on|off"]
     ) { arguments, context in
         switch arguments.positionals.first {
         case "on":
-            try await control(FieldOn(networks: arguments.values("network")), arguments, context)
+            try await control(FieldOn(networks: arguments[networkOption]), arguments, context)
         case "off":
             try await control(FieldOff(), arguments, context)
         default:
             throw CLIError.usage("say `field on` or `field off`")
         }
     }
+
+    static let networkOption = Option.repeatable(
+        "network", "NAME", help: "A network the terminal asks for (field on).")
 
     static let apdu = Command(
         name: "apdu", summary: "Send one command APDU (hex) from the terminal in the field; prints the answer.",
@@ -286,59 +260,54 @@ enum DeviceCommands {
 
     static let passcode = Command(
         name: "passcode", summary: "Set, change or remove the passcode (removing it terminates every card).",
-        options: [
-            nameOption, .single("set", "CODE", help: "The new passcode."),
-            .single("current", "CODE", help: "The current passcode."),
-            .flag("remove", help: "Turn the passcode off."),
-        ]
+        options: [nameOption, setPasscodeOption, currentPasscodeOption, removePasscodeOption]
     ) { arguments, context in
-        if arguments.flag("remove") {
-            let current = try arguments.require("current")
+        if arguments[removePasscodeOption] {
+            guard let current = arguments[currentPasscodeOption] else {
+                throw CLIError.usage("missing required option --current")
+            }
             try await control(RemovePasscode(current: current), arguments, context)
             return
         }
-        let request = SetPasscode(passcode: try arguments.require("set"), current: arguments.value("current"))
-        try await control(request, arguments, context)
+        guard let passcode = arguments[setPasscodeOption] else { throw CLIError.usage("missing required option --set") }
+        try await control(
+            SetPasscode(passcode: passcode, current: arguments[currentPasscodeOption]), arguments, context)
     }
+
+    static let setPasscodeOption = Option.optional("set", "CODE", help: "The new passcode.")
+    static let currentPasscodeOption = Option.optional("current", "CODE", help: "The current passcode.")
+    static let removePasscodeOption = Option.flag("remove", help: "Turn the passcode off.")
 
     static let reset = Command(
         name: "reset",
         summary: "Discard the Authorization Random: every card is terminated.",
-        options: [
-            nameOption,
-            .single(
-                "reason", "REASON", help: "sign-out, erase, recovery-restore, watch-unpaired or passcode-disabled."),
-        ]
+        options: [nameOption, reasonOption]
     ) { arguments, context in
-        let reason = try arguments.require("reason")
-        try await control(ResetAuthorizationRandom(reason: reason), arguments, context)
+        try await control(ResetAuthorizationRandom(reason: arguments[reasonOption]), arguments, context)
     }
+
+    static let reasonOption = Option.required(
+        "reason", "REASON", help: "sign-out, erase, recovery-restore, watch-unpaired or passcode-disabled.")
 
     static let settings = Command(
         name: "settings", summary: "Show or change the wallet's settings.",
-        options: [
-            nameOption,
-            .single("website-queries", "on|off", help: "Let websites check for Apple Pay (privacy switch)."),
-            .single("double-click", "on|off", help: "A double-click presents the default card."),
-            .single("biometrics", "on|off", help: "Biometrics for payments (off: the passcode only)."),
-        ]
+        options: [nameOption, websiteQueriesOption, doubleClickOption, biometricsOption]
     ) { arguments, context in
         var change = DeviceSettingsBody()
-        if let value = arguments.value("website-queries") {
-            change.allowWebsiteQueries = try onOff(value, "--website-queries")
-        }
-        if let value = arguments.value("double-click") {
-            change.doubleClickPresentsCards = try onOff(value, "--double-click")
-        }
-        if let value = arguments.value("biometrics") {
-            change.biometricsForPayments = try onOff(value, "--biometrics")
-        }
+        change.allowWebsiteQueries = arguments[websiteQueriesOption]
+        change.doubleClickPresentsCards = arguments[doubleClickOption]
+        change.biometricsForPayments = arguments[biometricsOption]
         if change == DeviceSettingsBody() {
             try await control(GetSettings(), arguments, context)
         } else {
             try await control(UpdateSettings(change), arguments, context)
         }
     }
+
+    static let websiteQueriesOption = Option.onOff(
+        "website-queries", help: "Let websites check for Apple Pay (privacy switch).")
+    static let doubleClickOption = Option.onOff("double-click", help: "A double-click presents the default card.")
+    static let biometricsOption = Option.onOff("biometrics", help: "Biometrics for payments (off: the passcode only).")
 
     // MARK: Helpers
 
@@ -348,7 +317,7 @@ enum DeviceCommands {
         _ request: some DeviceControlRequest, _ arguments: ParsedArguments, _ context: CommandContext
     ) async throws {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        try output(try await send(request, to: try arguments.require("name"), in: deployment), context)
+        try output(try await send(request, to: arguments[nameOption], in: deployment), context)
     }
 
     /// Prints a typed answer as the device wrote it (dates in ISO 8601), pretty-printed with sorted keys.
@@ -382,23 +351,6 @@ enum DeviceCommands {
         }
     }
 
-    /// One line of JSON for what the device did in a field.
-    static func nfcEventLine(_ event: NFCFieldEvent) throws -> String { try jsonLine(event) }
-
-    /// One line of JSON for the device process's output.
-    static func jsonLine(_ event: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(event), as: UTF8.self)
-    }
-
-    static func onOff(_ value: String, _ option: String) throws -> Bool {
-        switch value {
-        case "on", "yes", "true": return true
-        case "off", "no", "false": return false
-        default: throw CLIError.usage("\(option) is on or off")
-        }
-    }
 }
 
 /// A device as the commands print it.
@@ -471,32 +423,28 @@ enum DeviceSheetCommands {
 
     static let chooseCard = Command(
         name: "choose-card", summary: "Pay with another eligible card.",
-        options: [nameOption, .single("card", "ID", help: "A card identifier among the sheet's cards.")]
+        options: [nameOption, cardOption]
     ) { arguments, context in
-        let card = try arguments.require("card")
-        try await sheet(ChoosePaymentSheetCard(card: card), arguments, context)
+        try await sheet(ChoosePaymentSheetCard(card: arguments[cardOption]), arguments, context)
     }
+
+    static let cardOption = Option.required("card", "ID", help: "A card identifier among the sheet's cards.")
 
     static let contact = Command(
         name: "contact",
         summary: "Give the shipping and/or billing contact (by default every contact the request asks for).",
         options: [
             nameOption,
-            .single("role", "shipping|billing", help: "Only this contact (default: each one the sheet needs)."),
-            .single("contact-name", "NAME", help: "The person's name."),
-            .single("email", "ADDRESS", help: "Email address."),
-            .single("phone", "NUMBER", help: "Phone number."),
-            .single("street", "STREET", help: "Street address."),
-            .single("city", "CITY", help: "City."),
-            .single("state", "STATE", help: "State or region."),
-            .single("postal-code", "CODE", help: "Postal code."),
-            .single("country", "CC", help: "ISO 3166 alpha-2 country code."),
+            roleOption, contactNameOption, emailOption, phoneOption, streetOption, cityOption, stateOption,
+            postalCodeOption, countryOption,
         ]
     ) { arguments, context in
         var contact = PaymentContact(
-            name: arguments.value("contact-name"), emailAddress: arguments.value("email"),
-            phoneNumber: arguments.value("phone"))
-        let address = ["street", "city", "state", "postal-code", "country"].compactMap { arguments.value($0) }
+            name: arguments[contactNameOption], emailAddress: arguments[emailOption],
+            phoneNumber: arguments[phoneOption])
+        let address = [streetOption, cityOption, stateOption, postalCodeOption, countryOption].compactMap {
+            arguments[$0]
+        }
         if !address.isEmpty {
             guard address.count == 5 else {
                 throw CLIError.usage("an address needs --street, --city, --state, --postal-code and --country")
@@ -506,17 +454,15 @@ enum DeviceSheetCommands {
         }
         guard contact != PaymentContact() else { throw CLIError.usage("give at least one contact field") }
         var roles: [GivePaymentSheetContact.Role]
-        switch arguments.value("role") {
-        case "shipping"?: roles = [.shipping]
-        case "billing"?: roles = [.billing]
-        case nil:
+        if let role = arguments[roleOption] {
+            roles = [role]
+        } else {
             let needs = try await send(GetPaymentSheet(), arguments, context).sheet?.needs ?? []
             roles = needs.compactMap {
                 $0.hasSuffix("Contact")
                     ? GivePaymentSheetContact.Role(rawValue: String($0.dropLast("Contact".count))) : nil
             }
             if roles.isEmpty { throw CLIError.failure("the sheet needs no contact now: say --role shipping|billing") }
-        default: throw CLIError.usage("--role is shipping or billing")
         }
         var last: PaymentSheetActionAnswer?
         for role in roles {
@@ -525,20 +471,33 @@ enum DeviceSheetCommands {
         if let last { try DeviceCommands.output(last, context) }
     }
 
+    static let roleOption: Option<GivePaymentSheetContact.Role?> = .choice(
+        "role", help: "Only this contact (default: each one the sheet needs).")
+    static let contactNameOption = Option.optional("contact-name", "NAME", help: "The person's name.")
+    static let emailOption = Option.optional("email", "ADDRESS", help: "Email address.")
+    static let phoneOption = Option.optional("phone", "NUMBER", help: "Phone number.")
+    static let streetOption = Option.optional("street", "STREET", help: "Street address.")
+    static let cityOption = Option.optional("city", "CITY", help: "City.")
+    static let stateOption = Option.optional("state", "STATE", help: "State or region.")
+    static let postalCodeOption = Option.optional("postal-code", "CODE", help: "Postal code.")
+    static let countryOption = Option.optional("country", "CC", help: "ISO 3166 alpha-2 country code.")
+
     static let shipping = Command(
         name: "shipping", summary: "Choose a shipping method.",
-        options: [nameOption, .single("method", "ID", help: "The shipping method's identifier.")]
+        options: [nameOption, shippingMethodOption]
     ) { arguments, context in
-        let method = try arguments.require("method")
-        try await sheet(ChoosePaymentSheetShippingMethod(identifier: method), arguments, context)
+        try await sheet(
+            ChoosePaymentSheetShippingMethod(identifier: arguments[shippingMethodOption]), arguments, context)
     }
+
+    static let shippingMethodOption = Option.required("method", "ID", help: "The shipping method's identifier.")
 
     static let authenticate = Command(
         name: "authenticate",
         summary: "Authenticate for the sheet's card and total; on success the device pays and the app is told.",
         options: [nameOption] + DeviceCommands.evidenceOptions
     ) { arguments, context in
-        try await sheet(AuthenticatePaymentSheet(try DeviceCommands.evidence(arguments)), arguments, context)
+        try await sheet(AuthenticatePaymentSheet(DeviceCommands.evidence(arguments)), arguments, context)
     }
 
     static let cancel = Command(
@@ -562,7 +521,7 @@ enum DeviceSheetCommands {
         _ request: Request, _ arguments: ParsedArguments, _ context: CommandContext
     ) async throws -> Request.Answer {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let name = try arguments.require("name")
+        let name = arguments[nameOption]
         let socket = Device.controlSocketPath(of: name, in: deployment)
         // An authentication returns once the device paid and the app gave its verdict (bounded by the device).
         let result = await ControlSocketClient.send(request, to: socket, timeoutSeconds: 90)

@@ -25,17 +25,18 @@ extension DeviceCommands {
             the first decision and never a second token.
             Test cards are listed in the README.
             """,
-        options: [
-            nameOption,
-            .single("pan", "DIGITS", help: "The card number."),
-            .single("expiry", "MM/YY", help: "The card's expiry."),
-            .single("cvv", "DIGITS", help: "The card verification value (checked by the issuer, stored nowhere)."),
-            .single("cardholder", "NAME", help: "The cardholder's name."),
-            .single("otp", "CODE", help: "The issuer's one-time code, for a step-up."),
-        ]
+        options: [nameOption, panOption, expiryOption, cvvOption, cardholderOption, otpOption]
     ) { arguments, context in
         try await addCard(arguments, context)
     }
+
+    static let panOption = Option.required("pan", "DIGITS", help: "The card number.")
+    static let expiryOption = Option.required("expiry", "MM/YY", help: "The card's expiry.")
+    static let cvvOption = Option.required(
+        "cvv", "DIGITS", help: "The card verification value (checked by the issuer, stored nowhere).")
+    static let cardholderOption = Option.required("cardholder", "NAME", help: "The cardholder's name.")
+    static let otpOption = Option.optional("otp", "CODE", help: "The issuer's one-time code, for a step-up.")
+    static let asOption = Option.optional("as", "NAME", help: "Another device of the same account to act from.")
 
     static let lostMode = lifecycleCommand(
         .lostMode, summary: "Lost mode (Find My): suspend every card of the device at the token service.")
@@ -61,9 +62,7 @@ extension DeviceCommands {
                 stopped; the device applies the change when it next reaches the Pay server (`orchard device run`
                 does at start and every few seconds, `orchard device sync` at once).
                 """,
-            options: [
-                nameOption, .single("as", "NAME", help: "Another device of the same account to act from."),
-            ]
+            options: [nameOption, asOption]
         ) { arguments, context in
             try await lifecycle(action, arguments, context)
         }
@@ -73,17 +72,17 @@ extension DeviceCommands {
 
     static func addCard(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let name = try arguments.require("name")
+        let name = arguments[nameOption]
         let card: CardEntry
-        do {
+        do throws(PayClientError) {
             card = try CardEntry(
-                number: try arguments.require("pan"), expiry: try arguments.require("expiry"),
-                verificationValue: try arguments.require("cvv"), cardholderName: try arguments.require("cardholder"))
-        } catch let error as PayClientError {
+                number: arguments[panOption], expiry: arguments[expiryOption],
+                verificationValue: arguments[cvvOption], cardholderName: arguments[cardholderOption])
+        } catch {
             throw CLIError.usage(error.message)
         }
         let identity = try Device.identity(of: name, in: deployment)
-        let otp = arguments.value("otp")
+        let otp = arguments[otpOption]
         let interactive = context.isInteractive
         let key = AddCardFlow.newIdempotencyKey()
         let outcome = try await PaySession.with(device: name, in: deployment, context: context) { session in
@@ -136,9 +135,8 @@ extension DeviceCommands {
         _ action: PayAPI.LifecycleAction, _ arguments: ParsedArguments, _ context: CommandContext
     ) async throws {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let name = try arguments.require("name")
-        let result = try await PaySession.with(device: arguments.value("as") ?? name, in: deployment, context: context)
-        {
+        let name = arguments[nameOption]
+        let result = try await PaySession.with(device: arguments[asOption] ?? name, in: deployment, context: context) {
             try await performLifecycle(action, device: name, client: $0.client)
         }
         context.trace(
@@ -161,7 +159,7 @@ extension DeviceCommands {
 
     static func syncNotifications(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let name = try arguments.require("name")
+        let name = arguments[nameOption]
         let applied = try await PaySession.with(device: name, in: deployment, context: context) {
             try await applyNotifications(device: name, in: deployment, client: $0.client)
         }

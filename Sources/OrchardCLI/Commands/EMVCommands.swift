@@ -19,22 +19,15 @@ enum EMVCommands {
         summary: "Derive a card master key from an issuer master key (EMV option A or B).",
         discussion: "Without --option: A for PANs of up to 16 digits, B above (EMV defines B as A up to 16 digits).",
         options: [
-            .single("imk", "HEX", help: "Issuer master key, 16 bytes (32 hex digits)."),
-            .single("pan", "DIGITS", help: "PAN, 12 to 19 digits."),
-            .single("psn", "HEX", help: "PAN sequence number, one byte as 2 digits (e.g. 00)."),
-            .single("option", "a|b", help: "Derivation option."),
+            keyOption("imk", help: "Issuer master key, 16 bytes (32 hex digits)."),
+            panOption(help: "PAN, 12 to 19 digits."),
+            psnOption(help: "PAN sequence number, one byte as 2 digits (e.g. 00)."), derivationOption,
         ]
     ) { arguments, context in
-        let imk = try key(arguments, "imk")
-        let pan = try panDigits(arguments)
-        let psn = try panSequenceNumber(arguments)
-        let option: EMVKeyDerivation.MasterKeyOption
-        switch arguments.value("option")?.lowercased() {
-        case nil: option = .automatic
-        case "a": option = .optionA
-        case "b": option = .optionB
-        default: throw CLIError.failure("--option is a or b")
-        }
+        let imk = arguments[keyOption("imk")]
+        let pan = arguments[panOption()]
+        let psn = arguments[psnOption()]
+        let option = arguments[derivationOption]
         let resolved = option.resolved(panLength: pan.count)
         let y = try EMVKeyDerivation.masterKeyDerivationData(pan: pan, panSequenceNumber: psn, option: option)
         let mk = try EMVKeyDerivation.masterKey(
@@ -47,22 +40,32 @@ enum EMVCommands {
         context.output(mk.bytes.unsafeCopyOfBytes().hex)
     }
 
+    static let derivationOption = Option.withDefault(
+        "option", "a|b", default: EMVKeyDerivation.MasterKeyOption.automatic, defaultText: "by the PAN's length",
+        help: "Derivation option."
+    ) { text throws(CLIError) in
+        switch text.lowercased() {
+        case "a": return .optionA
+        case "b": return .optionB
+        default: throw CLIError.failure("--option is a or b")
+        }
+    }
+
     static let sessionKey = Command(
         name: "session-key",
         summary: "Derive a session key: the EMV common session key, or Mastercard's (ATC and UN).",
         discussion: "The method defaults to mastercard when --un is given, common otherwise.",
         options: [
-            .single("mk", "HEX", help: "Card master key (MK-AC), 16 bytes."),
-            .single("atc", "HEX", help: "Application transaction counter, 2 bytes (4 hex digits)."),
-            .single("un", "HEX", help: "Unpredictable number, 4 bytes (Mastercard method only)."),
-            .single("method", "common|mastercard", help: "Derivation method."),
+            keyOption("mk", help: "Card master key (MK-AC), 16 bytes."),
+            hexOption("atc", bytes: 2, help: "Application transaction counter, 2 bytes (4 hex digits)."),
+            sessionUNOption, methodOption,
         ]
     ) { arguments, context in
-        let mk = try key(arguments, "mk")
-        let atcBytes = try hexOption(arguments, "atc", bytes: 2)
+        let mk = arguments[keyOption("mk")]
+        let atcBytes = arguments[hexOption("atc", bytes: 2)]
         let atc = UInt16(atcBytes[0]) << 8 | UInt16(atcBytes[1])
-        let un = try arguments.value("un").map { _ in try hexOption(arguments, "un", bytes: 4) }
-        let method = arguments.value("method")?.lowercased() ?? (un == nil ? "common" : "mastercard")
+        let un = arguments[sessionUNOption]
+        let method = arguments[methodOption]?.lowercased() ?? (un == nil ? "common" : "mastercard")
         let r: [UInt8]
         let sk: SymmetricKey
         switch method {
@@ -87,15 +90,19 @@ enum EMVCommands {
         context.output(sk.bytes.unsafeCopyOfBytes().hex)
     }
 
+    static let sessionUNOption = optionalHex(
+        "un", bytes: 4, help: "Unpredictable number, 4 bytes (Mastercard method only).")
+    static let methodOption = Option.optional("method", "common|mastercard", help: "Derivation method.")
+
     // MARK: MACs and cryptograms
 
     static let mac = Command(
         name: "mac",
         summary: "ISO/IEC 9797-1 MAC algorithm 3 (retail MAC) with a 16-byte key.",
         options: [
-            .single("key", "HEX", help: "MAC key K1 ‖ K2, 16 bytes."),
-            .single("data", "HEX", help: "The data (any number of bytes)."),
-            .single("pad", "1|2", help: "ISO/IEC 9797-1 padding method (default 2)."),
+            keyOption("key", help: "MAC key K1 ‖ K2, 16 bytes."),
+            hexOption("data", help: "The data (any number of bytes)."),
+            padOption(help: "ISO/IEC 9797-1 padding method."),
         ]
     ) { arguments, context in
         try runMAC(arguments, context, keyName: "key")
@@ -106,53 +113,53 @@ enum EMVCommands {
         summary: "An application cryptogram: MAC algorithm 3 under a session key over the MAC input.",
         discussion: "The data is the MAC input in the CVN's order (e.g. CVN 18: PDOL values, AIP, ATC, IAD).",
         options: [
-            .single("sk", "HEX", help: "Session key (or MK for CVN 10), 16 bytes."),
-            .single("data", "HEX", help: "The unpadded MAC input."),
-            .single("pad", "1|2", help: "Padding method: 1 for Visa CVN 10, 2 otherwise (default)."),
+            keyOption("sk", help: "Session key (or MK for CVN 10), 16 bytes."),
+            hexOption("data", help: "The unpadded MAC input."),
+            padOption(help: "Padding method: 1 for Visa CVN 10, 2 otherwise."),
         ]
     ) { arguments, context in
         try runMAC(arguments, context, keyName: "sk")
     }
 
     static func runMAC(_ arguments: ParsedArguments, _ context: CommandContext, keyName: String) throws {
-        let key = try key(arguments, keyName)
-        let data = try hexOption(arguments, "data")
-        let padding: RetailMAC.Padding
-        switch arguments.value("pad") ?? "2" {
-        case "1": padding = .method1
-        case "2": padding = .method2
-        default: throw CLIError.failure("--pad is 1 or 2")
-        }
+        let key = arguments[keyOption(keyName)]
+        let data = arguments[hexOption("data")]
+        let padding = arguments[padOption()]
         context.output("padded: \(RetailMAC.pad(data, padding).hex)")
         context.output("key KCV: \(try EMVKeyDerivation.keyCheckValue(key).hex)")
         context.output(try ApplicationCryptogram.mac(key: key, data: data, padding: padding).hex)
+    }
+
+    /// `--pad 1|2`, ISO/IEC 9797-1 padding method 1 or 2 (default).
+    static func padOption(help: String = "") -> Option<RetailMAC.Padding> {
+        .withDefault("pad", "1|2", default: .method2, defaultText: "2", help: help) { text throws(CLIError) in
+            switch text {
+            case "1": return .method1
+            case "2": return .method2
+            default: throw CLIError.failure("--pad is 1 or 2")
+            }
+        }
     }
 
     static let arpc = Command(
         name: "arpc",
         summary: "An authorization response cryptogram: method 1 with --arc, method 2 with --csu [--prop].",
         options: [
-            .single("sk", "HEX", help: "The ARPC key (session key, or MK for CVN 10 and Mastercard CVN 16), 16 bytes."),
-            .single("arqc", "HEX", help: "The ARQC, 8 bytes."),
-            .single("arc", "HEX", help: "Method 1: authorization response code, 2 bytes (e.g. 3030)."),
-            .single("csu", "HEX", help: "Method 2: card status update, 4 bytes."),
-            .single("prop", "HEX", help: "Method 2: proprietary authentication data, 0 to 8 bytes."),
+            keyOption("sk", help: "The ARPC key (session key, or MK for CVN 10 and Mastercard CVN 16), 16 bytes."),
+            hexOption("arqc", bytes: 8, help: "The ARQC, 8 bytes."), arcOption, csuOption, propOption,
         ]
     ) { arguments, context in
-        let sk = try key(arguments, "sk")
-        let arqc = try hexOption(arguments, "arqc", bytes: 8)
-        switch (arguments.value("arc"), arguments.value("csu")) {
-        case (.some, nil):
-            guard arguments.value("prop") == nil else { throw CLIError.failure("--prop belongs to method 2 (--csu)") }
-            let arc = try hexOption(arguments, "arc", bytes: 2)
+        let sk = arguments[keyOption("sk")]
+        let arqc = arguments[hexOption("arqc", bytes: 8)]
+        switch (arguments[arcOption], arguments[csuOption]) {
+        case (.some(let arc), nil):
+            guard arguments[propOption] == nil else { throw CLIError.failure("--prop belongs to method 2 (--csu)") }
             let arpc = try ApplicationCryptogram.arpcMethod1(key: sk, arqc: arqc, responseCode: arc)
             context.output("method: 1")
             context.output("tag 91: \((arpc + arc).hex)")
             context.output(arpc.hex)
-        case (nil, .some):
-            let csu = try hexOption(arguments, "csu", bytes: 4)
-            let prop = try arguments.value("prop").map { _ in try hexOption(arguments, "prop") } ?? []
-            guard prop.count <= 8 else { throw CLIError.failure("--prop is at most 8 bytes") }
+        case (nil, .some(let csu)):
+            let prop = arguments[propOption] ?? []
             let arpc = try ApplicationCryptogram.arpcMethod2(
                 key: sk, arqc: arqc, cardStatusUpdate: csu, proprietaryData: prop)
             context.output("method: 2")
@@ -162,6 +169,12 @@ enum EMVCommands {
             throw CLIError.failure("give either --arc (method 1) or --csu (method 2)")
         }
     }
+
+    static let arcOption = optionalHex(
+        "arc", bytes: 2, help: "Method 1: authorization response code, 2 bytes (e.g. 3030).")
+    static let csuOption = optionalHex("csu", bytes: 4, help: "Method 2: card status update, 4 bytes.")
+    static let propOption = optionalHex(
+        "prop", maximumBytes: 8, help: "Method 2: proprietary authentication data, 0 to 8 bytes.")
 
     // MARK: TLV
 
@@ -191,60 +204,34 @@ enum EMVCommands {
             result, and the cryptogram on the last line.
             """,
         options: [
-            .single("imk", "HEX", help: "Issuer master key, 16 bytes."),
-            .single("pan", "DIGITS", help: "The (D)PAN, 12 to 19 digits."),
-            .single("psn", "HEX", help: "PAN sequence number, 2 digits."),
-            .single("atc", "HEX", help: "The ATC of this transaction, 2 bytes (0001 to FFFF)."),
-            .single("amount", "MINOR", help: "Amount in minor units (e.g. 15000 for 150.00)."),
-            .single("currency", "NUM", help: "ISO 4217 numeric currency, 3 or 4 digits (e.g. 840 or 0840)."),
-            .single("country", "NUM", help: "ISO 3166 numeric terminal country, 3 or 4 digits."),
-            .single("date", "YYMMDD", help: "Transaction date."),
-            .single("un", "HEX", help: "Terminal unpredictable number, 4 bytes."),
-            .single(
-                "kernel", "visa|mastercard", help: "Visa-style (Kernel 3, default) or Mastercard-style (Kernel 2)."),
-            .single("expiry", "YYMM", help: "Card expiry (default 2812)."),
-            .single("cdcvm", "METHOD", help: "face (default), fingerprint, passcode, watch or none."),
-            .flag("no-authorization", help: "The host does not authorize the card: it releases nothing."),
+            keyOption("imk", help: "Issuer master key, 16 bytes."), panOption(help: "The (D)PAN, 12 to 19 digits."),
+            psnOption(help: "PAN sequence number, 2 digits."),
+            hexOption("atc", bytes: 2, help: "The ATC of this transaction, 2 bytes (0001 to FFFF)."), amountOption,
+            numericCodeOption("currency", help: "ISO 4217 numeric currency, 3 or 4 digits (e.g. 840 or 0840)."),
+            numericCodeOption("country", help: "ISO 3166 numeric terminal country, 3 or 4 digits."), dateOption,
+            hexOption("un", bytes: 4, help: "Terminal unpredictable number, 4 bytes."), kernelOption, expiryOption,
+            cdcvmOption, noAuthorizationOption,
         ]
     ) { arguments, context in
-        let imk = try key(arguments, "imk")
-        let pan = try panDigits(arguments)
-        let psn = try panSequenceNumber(arguments)
-        let atcBytes = try hexOption(arguments, "atc", bytes: 2)
+        let imk = arguments[keyOption("imk")]
+        let pan = arguments[panOption()]
+        let psn = arguments[psnOption()]
+        let atcBytes = arguments[hexOption("atc", bytes: 2)]
         let atc = UInt16(atcBytes[0]) << 8 | UInt16(atcBytes[1])
         guard atc > 0 else { throw CLIError.failure("--atc is 0001 to FFFF (a card never uses ATC 0000)") }
-        let amountText = try arguments.require("amount")
-        guard (1...12).contains(amountText.count), amountText.allSatisfy(\.isASCIIDigit),
-            let amount = UInt64(amountText)
-        else { throw CLIError.failure("--amount is 1 to 12 digits of minor units") }
-        let currency = try numericCode(arguments, "currency")
-        let country = try numericCode(arguments, "country")
-        let date: TransactionDate
-        do { date = try TransactionDate(yymmdd: try arguments.require("date")) } catch let error as EMVError {
-            throw CLIError.failure("--date: \(error.message)")
-        }
-        let un = try hexOption(arguments, "un", bytes: 4)
-        let scheme: PaymentScheme
-        switch arguments.value("kernel")?.lowercased() ?? "visa" {
-        case "visa": scheme = .visa
-        case "mastercard": scheme = .mastercard
-        default: throw CLIError.failure("--kernel is visa or mastercard")
-        }
-        let method: CDCVMResult
-        switch arguments.value("cdcvm")?.lowercased() ?? "face" {
-        case "face": method = CDCVMResult(performed: true, method: .face)
-        case "fingerprint", "touch": method = CDCVMResult(performed: true, method: .fingerprint)
-        case "passcode": method = CDCVMResult(performed: true, method: .passcode)
-        case "watch": method = CDCVMResult(performed: true, method: .wristDetection)
-        case "none": method = CDCVMResult(performed: false, method: .none)
-        default: throw CLIError.failure("--cdcvm is face, fingerprint, passcode, watch or none")
-        }
+        let amount = arguments[amountOption]
+        let currency = arguments[numericCodeOption("currency")]
+        let country = arguments[numericCodeOption("country")]
+        let date = arguments[dateOption]
+        let un = arguments[hexOption("un", bytes: 4)]
+        let scheme = arguments[kernelOption]
+        let method = arguments[cdcvmOption]
 
         let masterKey = try EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: pan, panSequenceNumber: psn)
         let profile: CardApplicationProfile
         do {
             profile = try CardApplicationProfile(
-                scheme: scheme, pan: pan, expiry: arguments.value("expiry") ?? "2812", panSequenceNumber: psn,
+                scheme: scheme, pan: pan, expiry: arguments[expiryOption], panSequenceNumber: psn,
                 masterKey: masterKey)
         } catch let error as EMVError {
             throw CLIError.failure(error.message)
@@ -253,7 +240,7 @@ enum EMVCommands {
             CardApplication(profile: profile, atcStore: InMemoryATCStore(lastUsed: atc - 1))
         ])
         let link = InProcessCardLink(card: card)
-        if !arguments.flag("no-authorization") { await link.authorize(CardholderAuthorization(cdcvm: method)) }
+        if !arguments[noAuthorizationOption] { await link.authorize(CardholderAuthorization(cdcvm: method)) }
         var configuration = TerminalConfiguration(countryCode: country, currencyCode: currency)
         configuration.preferredAID = scheme.aid
         let outcome = try await TerminalKernel(configuration: configuration).run(
@@ -280,17 +267,57 @@ enum EMVCommands {
         context.output(read.cryptogram.hex)
     }
 
+    static let amountOption = Option.required(
+        "amount", "MINOR", help: "Amount in minor units (e.g. 15000 for 150.00)."
+    ) { text throws(CLIError) in
+        guard (1...12).contains(text.count), text.allSatisfy(\.isASCIIDigit), let amount = UInt64(text) else {
+            throw CLIError.failure("--amount is 1 to 12 digits of minor units")
+        }
+        return amount
+    }
+    static let dateOption = Option.required("date", "YYMMDD", help: "Transaction date.") { text throws(CLIError) in
+        do throws(EMVError) {
+            return try TransactionDate(yymmdd: text)
+        } catch {
+            throw CLIError.failure("--date: \(error.message)")
+        }
+    }
+    static let kernelOption = Option.withDefault(
+        "kernel", "visa|mastercard", default: PaymentScheme.visa, defaultText: "visa",
+        help: "Visa-style (Kernel 3) or Mastercard-style (Kernel 2)."
+    ) { text throws(CLIError) in
+        switch text.lowercased() {
+        case "visa": return .visa
+        case "mastercard": return .mastercard
+        default: throw CLIError.failure("--kernel is visa or mastercard")
+        }
+    }
+    static let expiryOption = Option.text("expiry", "YYMM", default: "2812", help: "Card expiry.")
+    static let cdcvmOption = Option.withDefault(
+        "cdcvm", "METHOD", default: CDCVMResult(performed: true, method: .face), defaultText: "face",
+        help: "face, fingerprint, passcode, watch or none."
+    ) { text throws(CLIError) in
+        switch text.lowercased() {
+        case "face": return CDCVMResult(performed: true, method: .face)
+        case "fingerprint", "touch": return CDCVMResult(performed: true, method: .fingerprint)
+        case "passcode": return CDCVMResult(performed: true, method: .passcode)
+        case "watch": return CDCVMResult(performed: true, method: .wristDetection)
+        case "none": return CDCVMResult(performed: false, method: .none)
+        default: throw CLIError.failure("--cdcvm is face, fingerprint, passcode, watch or none")
+        }
+    }
+    static let noAuthorizationOption = Option.flag(
+        "no-authorization", help: "The host does not authorize the card: it releases nothing.")
+
     // MARK: bench
 
     static let bench = Command(
         name: "bench",
         summary: "Cryptogram verifications per second on one core, and the card's processing time per transaction.",
         discussion: "Run from a release build: swift build -c release && .build/release/orchard emv bench",
-        options: [.single("seconds", "N", help: "Seconds per figure (default 3).")]
+        options: [benchSecondsOption]
     ) { arguments, context in
-        guard let seconds = Double(arguments.value("seconds") ?? "3"), seconds >= 0.05, seconds <= 600 else {
-            throw CLIError.failure("--seconds is a number from 0.05 to 600")
-        }
+        let seconds = arguments[benchSecondsOption]
         let clock = SystemClock()
         let imk = SymmetricKey(data: [UInt8](hex: "0123456789ABCDEFFEDCBA9876543210")!)
         func measure(_ name: String, _ body: () throws -> Void) throws -> Double {
@@ -352,10 +379,36 @@ enum EMVCommands {
         context.output("target 20,000 verifications/s on one core: \(slowest >= 20_000 ? "met" : "NOT met")")
     }
 
-    // MARK: input checks
+    static let benchSecondsOption = Option.withDefault(
+        "seconds", "N", default: 3.0, defaultText: "3", help: "Seconds per figure."
+    ) { text throws(CLIError) in
+        guard let seconds = Double(text), seconds >= 0.05, seconds <= 600 else {
+            throw CLIError.failure("--seconds is a number from 0.05 to 600")
+        }
+        return seconds
+    }
 
-    static func hexOption(_ arguments: ParsedArguments, _ name: String, bytes count: Int? = nil) throws -> [UInt8] {
-        let text = try arguments.require(name)
+    // MARK: input checks (bad input is a failure, exit 1, as these tools have always answered)
+
+    /// Bytes in hex, `count` of them if given, required.
+    static func hexOption(_ name: String, bytes count: Int? = nil, help: String = "") -> Option<[UInt8]> {
+        .required(name, "HEX", help: help) { text throws(CLIError) in try hexBytes(text, name, count: count) }
+    }
+
+    /// Bytes in hex, `count` of them (or at most `maximumBytes`), nil when not given.
+    static func optionalHex(
+        _ name: String, bytes count: Int? = nil, maximumBytes: Int? = nil, help: String
+    ) -> Option<[UInt8]?> {
+        .optional(name, "HEX", help: help) { text throws(CLIError) in
+            let bytes = try hexBytes(text, name, count: count)
+            if let maximumBytes, bytes.count > maximumBytes {
+                throw CLIError.failure("--\(name) is at most \(maximumBytes) bytes")
+            }
+            return bytes
+        }
+    }
+
+    static func hexBytes(_ text: String, _ name: String, count: Int?) throws(CLIError) -> [UInt8] {
         guard let bytes = [UInt8](hex: text) else {
             throw CLIError.failure("--\(name) is not an even number of hex digits")
         }
@@ -365,32 +418,39 @@ enum EMVCommands {
         return bytes
     }
 
-    static func key(_ arguments: ParsedArguments, _ name: String) throws -> SymmetricKey {
-        SymmetricKey(data: try hexOption(arguments, name, bytes: 16))
+    /// A 16-byte key in hex, required.
+    static func keyOption(_ name: String, help: String = "") -> Option<SymmetricKey> {
+        .required(name, "HEX", help: help) { text throws(CLIError) in
+            SymmetricKey(data: try hexBytes(text, name, count: 16))
+        }
     }
 
-    static func panDigits(_ arguments: ParsedArguments) throws -> String {
-        let pan = try arguments.require("pan")
-        guard (12...19).contains(pan.count), pan.allSatisfy(\.isASCIIDigit) else {
-            throw CLIError.failure("--pan is 12 to 19 decimal digits")
+    static func panOption(help: String = "") -> Option<String> {
+        .required("pan", "DIGITS", help: help) { pan throws(CLIError) in
+            guard (12...19).contains(pan.count), pan.allSatisfy(\.isASCIIDigit) else {
+                throw CLIError.failure("--pan is 12 to 19 decimal digits")
+            }
+            return pan
         }
-        return pan
     }
 
-    static func panSequenceNumber(_ arguments: ParsedArguments) throws -> Int {
-        let text = try arguments.require("psn")
-        guard text.count == 2, text.allSatisfy(\.isASCIIDigit), let psn = Int(text) else {
-            throw CLIError.failure("--psn is one byte of two decimal digits, 00 to 99 (n2, e.g. 01)")
+    static func psnOption(help: String = "") -> Option<Int> {
+        .required("psn", "HEX", help: help) { text throws(CLIError) in
+            guard text.count == 2, text.allSatisfy(\.isASCIIDigit), let psn = Int(text) else {
+                throw CLIError.failure("--psn is one byte of two decimal digits, 00 to 99 (n2, e.g. 01)")
+            }
+            return psn
         }
-        return psn
     }
 
-    static func numericCode(_ arguments: ParsedArguments, _ name: String) throws -> Int {
-        let text = try arguments.require(name)
-        guard (3...4).contains(text.count), text.allSatisfy(\.isASCIIDigit), let value = Int(text), value <= 999 else {
-            throw CLIError.failure("--\(name) is an ISO numeric code of 3 or 4 digits (e.g. 840 or 0840)")
+    static func numericCodeOption(_ name: String, help: String = "") -> Option<Int> {
+        .required(name, "NUM", help: help) { text throws(CLIError) in
+            guard (3...4).contains(text.count), text.allSatisfy(\.isASCIIDigit), let value = Int(text), value <= 999
+            else {
+                throw CLIError.failure("--\(name) is an ISO numeric code of 3 or 4 digits (e.g. 840 or 0840)")
+            }
+            return value
         }
-        return value
     }
 }
 

@@ -24,40 +24,22 @@ enum HTTPCommands {
             Without --cert and --key it uses a throwaway self-signed certificate for localhost.
             """,
         options: [
-            .single("host", "ADDRESS", help: "Address to listen on (default 127.0.0.1)."),
-            .single("port", "PORT", help: "TCP port; 0 picks a free one (default 8443)."),
-            .single("threads", "N", help: "Event-loop threads (default: the number of cores)."),
-            .single("cert", "FILE", help: "Server certificate chain (PEM)."),
-            .single("key", "FILE", help: "Server private key (PEM)."),
-            .single("client-ca", "FILE", help: "Roots that client certificates must chain to (PEM)."),
-            .single(
-                "client-cert", "POLICY",
-                help: "Client certificate policy: none, optional or required (default: optional with --client-ca)."),
-            .single("shutdown-deadline", "SECONDS", help: "Time in-flight requests get on shutdown (default 10)."),
-            .single("header-timeout", "SECONDS", help: "Time a client has to send a complete request (default 10)."),
-            .single("max-body", "BYTES", help: "Largest request body (default 1048576)."),
-            .single("max-connections", "N", help: "Open connections allowed (default 4096)."),
-            .single(
-                "log-level", "LEVEL", help: "trace, debug, info, notice, warning, error or critical (default info)."),
+            hostOption, portOption, threadsOption, certOption, keyOption, clientCAOption, clientCertOption,
+            shutdownDeadlineOption, headerTimeoutOption, maxBodyOption, maxConnectionsOption, logLevelOption,
         ]
     ) { arguments, context in
         let level = try logLevel(arguments, context)
         let logger = Logger(label: "echo-server", level: level)
         let tls = try tlsConfiguration(arguments)
         var limits = HTTPServerConfiguration.Limits()
-        limits.headerTimeout = .seconds(try arguments.integer("header-timeout", default: 10, in: 1...3600))
-        limits.maxBodyBytes = try arguments.integer("max-body", default: 1 << 20, in: 1...(1 << 30))
-        limits.maxConnections = try arguments.integer("max-connections", default: 4096, in: 1...1_000_000)
+        limits.headerTimeout = .seconds(arguments[headerTimeoutOption])
+        limits.maxBodyBytes = arguments[maxBodyOption]
+        limits.maxConnections = arguments[maxConnectionsOption]
         let configuration = HTTPServerConfiguration(
-            listeners: [
-                .init(
-                    host: arguments.value("host") ?? "127.0.0.1",
-                    port: try arguments.integer("port", default: 8443, in: 0...65535), tls: tls)
-            ],
-            threads: try arguments.integer(
-                "threads", default: ProcessInfo.processInfo.activeProcessorCount, in: 1...256),
+            listeners: [.init(host: arguments[hostOption], port: arguments[portOption], tls: tls)],
+            threads: arguments[threadsOption] ?? ProcessInfo.processInfo.activeProcessorCount,
             limits: limits,
-            shutdownDeadline: .seconds(try arguments.integer("shutdown-deadline", default: 10, in: 0...3600)))
+            shutdownDeadline: .seconds(arguments[shutdownDeadlineOption]))
         let server = try HTTPServer(configuration: configuration, router: echoRoutes(), logger: logger)
         // Install the signal handlers before announcing the port, so a SIGTERM right after it is graceful.
         _ = ShutdownSignals.shared
@@ -67,6 +49,38 @@ enum HTTPCommands {
         context.output(#"{"event":"stopped"}"#)
     }
 
+    static let hostOption = Option.text("host", "ADDRESS", default: "127.0.0.1", help: "Address to listen on.")
+    static let portOption = Option.integer(
+        "port", "PORT", default: 8443, range: 0...65535, help: "TCP port; 0 picks a free one.")
+    static let threadsOption: Option<Int?> = .integer(
+        "threads", range: 1...256, help: "Event-loop threads (default: the number of cores).")
+    static let certOption = Option.optional("cert", "FILE", help: "Server certificate chain (PEM).")
+    static let keyOption = Option.optional("key", "FILE", help: "Server private key (PEM).")
+    static let clientCAOption = Option.optional(
+        "client-ca", "FILE", help: "Roots that client certificates must chain to (PEM).")
+    static let clientCertOption: Option<ClientCertificatePolicy?> = .optional(
+        "client-cert", "POLICY",
+        help: "Client certificate policy: none, optional or required (default: optional with --client-ca)."
+    ) { text throws(CLIError) in
+        guard let policy = ClientCertificatePolicy(rawValue: text) else {
+            throw CLIError.usage("--client-cert takes none, optional or required")
+        }
+        return policy
+    }
+    static let shutdownDeadlineOption = Option.integer(
+        "shutdown-deadline", "SECONDS", default: 10, range: 0...3600, help: "Time in-flight requests get on shutdown.")
+    static let headerTimeoutOption = Option.integer(
+        "header-timeout", "SECONDS", default: 10, range: 1...3600,
+        help: "Time a client has to send a complete request.")
+    static let maxBodyOption = Option.integer(
+        "max-body", "BYTES", default: 1 << 20, range: 1...(1 << 30), help: "Largest request body.")
+    static let maxConnectionsOption = Option.integer(
+        "max-connections", default: 4096, range: 1...1_000_000, help: "Open connections allowed.")
+    static let logLevelOption: Option<LogLevel?> = .optional(
+        "log-level", "LEVEL",
+        help: "trace, debug, info, notice, warning, error or critical (default $ORCHARD_LOG_LEVEL, else info)."
+    ) { text throws(CLIError) in try parseLogLevel(text) }
+
     static let bench = Command(
         name: "bench",
         summary: "Measure keep-alive HTTPS JSON POSTs per second on one server thread, with wrk on the other core.",
@@ -75,13 +89,10 @@ enum HTTPCommands {
             log level) and runs `wrk -t1 -c64 --latency` against POST /pay, pinned to another core when
             `taskset` exists. Prints requests per second and the p50 and p99 latency as JSON.
             """,
-        options: [
-            .single("seconds", "N", help: "Duration of the run (default 10)."),
-            .single("connections", "N", help: "Concurrent keep-alive connections (default 64)."),
-        ]
+        options: [benchSecondsOption, benchConnectionsOption]
     ) { arguments, context in
-        let seconds = try arguments.integer("seconds", default: 10, in: 1...600)
-        let connections = try arguments.integer("connections", default: 64, in: 1...10_000)
+        let seconds = arguments[benchSecondsOption]
+        let connections = arguments[benchConnectionsOption]
         context.trace("running wrk -t1 -c\(connections) for \(seconds) s against one server thread…")
         let result = try await runHTTPBenchmark(seconds: seconds, connections: connections)
         context.trace(
@@ -90,8 +101,19 @@ enum HTTPCommands {
         try context.outputJSON(result)
     }
 
+    static let benchSecondsOption = Option.integer(
+        "seconds", default: 10, range: 1...600, help: "Duration of the run.")
+    static let benchConnectionsOption = Option.integer(
+        "connections", default: 64, range: 1...10_000, help: "Concurrent keep-alive connections.")
+
+    /// `--log-level`, else `$ORCHARD_LOG_LEVEL`, else info.
     static func logLevel(_ arguments: ParsedArguments, _ context: CommandContext) throws -> LogLevel {
-        guard let text = arguments.value("log-level") ?? context.environment["ORCHARD_LOG_LEVEL"] else { return .info }
+        if let level = arguments[logLevelOption] { return level }
+        guard let text = context.environment["ORCHARD_LOG_LEVEL"] else { return .info }
+        return try parseLogLevel(text)
+    }
+
+    static func parseLogLevel(_ text: String) throws(CLIError) -> LogLevel {
         do {
             return try LogLevel(parsing: text)
         } catch {
@@ -102,7 +124,7 @@ enum HTTPCommands {
     static func tlsConfiguration(_ arguments: ParsedArguments) throws -> TLSServerConfiguration {
         let certificatePEM: String
         let keyPEM: SecureBytes
-        switch (arguments.value("cert"), arguments.value("key")) {
+        switch (arguments[certOption], arguments[keyOption]) {
         case (let cert?, let key?):
             certificatePEM = try readText(cert, what: "certificate")
             keyPEM = SecureBytes(try readBytes(key, what: "private key"))
@@ -113,16 +135,8 @@ enum HTTPCommands {
         default:
             throw CLIError.usage("--cert and --key go together")
         }
-        let roots = try arguments.value("client-ca").map { try readText($0, what: "client CA") }
-        let policy: ClientCertificatePolicy
-        if let text = arguments.value("client-cert") {
-            guard let parsed = ClientCertificatePolicy(rawValue: text) else {
-                throw CLIError.usage("--client-cert takes none, optional or required")
-            }
-            policy = parsed
-        } else {
-            policy = roots == nil ? .none : .optional
-        }
+        let roots = try arguments[clientCAOption].map { try readText($0, what: "client CA") }
+        let policy = arguments[clientCertOption] ?? (roots == nil ? .none : .optional)
         if policy != .none, roots == nil { throw CLIError.usage("--client-cert \(policy) needs --client-ca") }
         return TLSServerConfiguration(
             certificateChainPEM: certificatePEM, privateKeyPEM: keyPEM, clientCertificatePolicy: policy,

@@ -25,15 +25,29 @@ enum MerchantCommands {
             A processing key is P-256 (EC_v1 tokens) or, with --key-type rsa, RSA-2048 (RSA_v1 tokens); an
             identity key (the TLS client certificate for merchant sessions) is P-256.
             """,
-        options: [
-            .single("merchant", "ID", help: "The merchant ID, e.g. merchant.dev.orchard.shop."),
-            .single("kind", "processing|identity", help: "What the certificate is for (default processing)."),
-            .single("key-type", "p256|rsa", help: "The key (default p256; rsa only for processing)."),
-            .single("out", "DIR", help: "Where to write the key and CSR (default: the current directory)."),
-        ]
+        options: [csrMerchantOption, kindOption, keyTypeOption, outOption]
     ) { arguments, context in
         try runCSR(arguments, context)
     }
+
+    /// What a merchant certificate is for.
+    enum CertificateKind: String, CaseIterable, Sendable {
+        case processing, identity
+    }
+
+    /// The key a CSR is made for.
+    enum KeyType: String, CaseIterable, Sendable {
+        case p256, rsa
+    }
+
+    static let csrMerchantOption = Option.required(
+        "merchant", "ID", help: "The merchant ID, e.g. merchant.dev.orchard.shop.")
+    static let kindOption = Option<CertificateKind>.choice(
+        "kind", default: .processing, help: "What the certificate is for.")
+    static let keyTypeOption = Option<KeyType>.choice(
+        "key-type", default: .p256, help: "The key (rsa only for processing).")
+    static let outOption = Option.optional(
+        "out", "DIR", help: "Where to write the key and CSR (default: the current directory).")
 
     static let register = Command(
         name: "register",
@@ -43,15 +57,11 @@ enum MerchantCommands {
             OUT/<merchant>-processing.pem or -identity.pem (the certificate, then the merchant CA).
             """,
         options: [
-            .single("merchant", "ID", help: "The merchant ID (merchant.<reverse DNS>)."),
-            .single("display-name", "NAME", help: "The name shown on the payment sheet."),
-            .single("processing-csr", "FILE", help: "A CSR for a payment processing certificate (P-256 or RSA-2048)."),
-            .single("identity-csr", "FILE", help: "A CSR for a merchant identity (TLS client) certificate."),
-            .repeatable("app", "APP-ID", help: "An app allowed to pay for this merchant ID (repeatable)."),
-            .single("out", "DIR", help: "Where to write issued certificates (default: the current directory)."),
+            registerMerchantOption, displayNameOption, processingCSROption, identityCSROption, appOption,
+            issuedOutOption,
         ]
     ) { arguments, context in
-        let request = try registration(arguments)
+        let request = registration(arguments)
         let deployment = try initializedDeployment(context)
         let store = try openPayStore(deployment)
         do {
@@ -84,6 +94,30 @@ enum MerchantCommands {
         await store.close()
     }
 
+    static let registerMerchantOption = Option.required(
+        "merchant", "ID", help: "The merchant ID (merchant.<reverse DNS>).")
+    static let displayNameOption = Option.required(
+        "display-name", "NAME", help: "The name shown on the payment sheet.")
+    static let processingCSROption = csrOption(
+        "processing-csr", help: "A CSR for a payment processing certificate (P-256 or RSA-2048).")
+    static let identityCSROption = csrOption(
+        "identity-csr", help: "A CSR for a merchant identity (TLS client) certificate.")
+    static let issuedOutOption = Option.optional(
+        "out", "DIR", help: "Where to write issued certificates (default: the current directory).")
+    static let appOption = Option.repeatable(
+        "app", "APP-ID", help: "An app allowed to pay for this merchant ID.")
+
+    /// A PEM CSR read from the file the option names.
+    static func csrOption(_ name: String, help: String) -> Option<CertificateSigningRequest?> {
+        .optional(name, "FILE", help: help) { path throws(CLIError) in
+            do {
+                return try CertificateSigningRequest(pemEncoded: try String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                throw CLIError.usage("--\(name) \(path) is not a PEM certificate signing request")
+            }
+        }
+    }
+
     static let certs = Command(
         name: "certs",
         summary: "List the merchant certificates the Pay server issued, or revoke one.",
@@ -92,20 +126,17 @@ enum MerchantCommands {
             certificate is revoked first: the Pay server never encrypts a token to a revoked processing
             certificate.
             """,
-        options: [
-            .single("merchant", "ID", help: "Only this merchant's certificates."),
-            .single("revoke", "SERIAL", help: "Revoke the certificate with this serial number (hex)."),
-        ]
+        options: [certsMerchantOption, revokeOption]
     ) { arguments, context in
         let deployment = try initializedDeployment(context)
         let store = try openPayStore(deployment)
         let certificates = MerchantCertificates(store: store, clock: SystemClock())
         do {
-            if let serial = arguments.value("revoke") {
+            if let serial = arguments[revokeOption] {
                 try await certificates.revoke(serial: serial)
                 context.trace("revoked \(serial.uppercased())")
             }
-            let records = try await certificates.list(merchantIdentifier: arguments.value("merchant"))
+            let records = try await certificates.list(merchantIdentifier: arguments[certsMerchantOption])
             try context.outputJSON(records.map(CertificateLine.init))
         } catch {
             await store.close()
@@ -113,6 +144,10 @@ enum MerchantCommands {
         }
         await store.close()
     }
+
+    static let certsMerchantOption = Option.optional("merchant", "ID", help: "Only this merchant's certificates.")
+    static let revokeOption = Option.optional(
+        "revoke", "SERIAL", help: "Revoke the certificate with this serial number (hex).")
 
     // MARK: Synchronous helpers (Swift 6.3 release builds crash on typed-throws calls in async closures)
 
@@ -152,19 +187,11 @@ enum MerchantCommands {
         let out: String
     }
 
-    static func registration(_ arguments: ParsedArguments) throws -> Registration {
-        func request(_ option: String) throws -> CertificateSigningRequest? {
-            guard let path = arguments.value(option) else { return nil }
-            do {
-                return try CertificateSigningRequest(pemEncoded: try String(contentsOfFile: path, encoding: .utf8))
-            } catch {
-                throw CLIError.usage("--\(option) \(path) is not a PEM certificate signing request")
-            }
-        }
-        return Registration(
-            merchant: try arguments.require("merchant"), displayName: try arguments.require("display-name"),
-            processing: try request("processing-csr"), identity: try request("identity-csr"),
-            apps: arguments.values("app"), out: arguments.value("out") ?? FileManager.default.currentDirectoryPath)
+    static func registration(_ arguments: ParsedArguments) -> Registration {
+        Registration(
+            merchant: arguments[registerMerchantOption], displayName: arguments[displayNameOption],
+            processing: arguments[processingCSROption], identity: arguments[identityCSROption],
+            apps: arguments[appOption], out: arguments[issuedOutOption] ?? FileManager.default.currentDirectoryPath)
     }
 
     static func initializedDeployment(_ context: CommandContext) throws -> DeploymentDirectory {
@@ -190,18 +217,15 @@ enum MerchantCommands {
     }
 
     static func runCSR(_ arguments: ParsedArguments, _ context: CommandContext) throws {
-        let merchant = try arguments.require("merchant")
-        let kind = arguments.value("kind") ?? "processing"
-        guard kind == "processing" || kind == "identity" else {
-            throw CLIError.usage("--kind is processing or identity")
-        }
-        let keyType = arguments.value("key-type") ?? "p256"
-        guard keyType == "p256" || (keyType == "rsa" && kind == "processing") else {
+        let merchant = arguments[csrMerchantOption]
+        let kind = arguments[kindOption]
+        let keyType = arguments[keyTypeOption]
+        guard keyType == .p256 || kind == .processing else {
             throw CLIError.usage("--key-type is p256, or rsa for a processing key")
         }
         let key: CertificatePrivateKey
         let keyPEM: String
-        if keyType == "rsa" {
+        if keyType == .rsa {
             let rsa = try RSA.PrivateKey(keySize: 2048)
             key = CertificatePrivateKey(rsa)
             keyPEM = try rsa.pemRepresentation
@@ -212,7 +236,7 @@ enum MerchantCommands {
         }
         let request = try CertificateSigningRequest.create(
             subject: DistinguishedName([.userID(merchant), .commonName(merchant)]), key: key)
-        let directory = arguments.value("out") ?? FileManager.default.currentDirectoryPath
+        let directory = arguments[outOption] ?? FileManager.default.currentDirectoryPath
         let base = directory + "/\(merchant)-\(kind)"
         guard
             FileManager.default.createFile(
@@ -221,6 +245,8 @@ enum MerchantCommands {
         else { throw CLIError.failure("cannot write \(base).key") }
         try Data(request.pemRepresentation.utf8).write(to: URL(fileURLWithPath: base + ".csr"), options: .atomic)
         context.trace("wrote \(base).key (0600) and \(base).csr")
-        try context.outputJSON(["key": base + ".key", "csr": base + ".csr", "keyType": keyType, "kind": kind])
+        try context.outputJSON([
+            "key": base + ".key", "csr": base + ".csr", "keyType": keyType.rawValue, "kind": kind.rawValue,
+        ])
     }
 }

@@ -15,7 +15,7 @@ enum TerminalCommands {
         subcommands: [setup, show, charge, journal, recover]
     )
 
-    static let terminalOption = OptionSpec.single(
+    static let terminalOption = Option.optional(
         "terminal", "ID", help: "The terminal (default: the only one; `charge` makes T0001 if there is none).")
 
     static let setup = Command(
@@ -28,23 +28,14 @@ enum TerminalCommands {
             deployment's root CA (DIR/pki/root-ca.pem).
             """,
         options: [
-            terminalOption,
-            .single("merchant", "ID", help: "The merchant's account at the acquirer."),
-            .single("merchant-name", "NAME", help: "The name the reader announces in its polling."),
-            .single("country", "NNN", help: "ISO 3166 numeric country code (840 for the US)."),
-            .single("currency", "CODE", help: "The default currency (ISO 4217: USD, EUR, JPY, ...)."),
-            .repeatable("network", "NAME", help: "An accepted network, most preferred first: visa, masterCard."),
-            .single("ttq", "HEX", help: "Terminal Transaction Qualifiers, 4 bytes in hex."),
-            .single("contactless-limit", "AMOUNT", help: "Amounts above this are not taken contactless."),
-            .single("cvm-limit", "AMOUNT", help: "Amounts at or above this need a cardholder verification."),
-            .single("acquirer-url", "URL", help: "The acquirer's https:// base URL."),
-            .single("acquirer-roots", "FILE", help: "PEM roots the acquirer's certificate must chain to."),
+            terminalOption, merchantOption, merchantNameOption, countryOption, setupCurrencyOption, networkOption,
+            ttqOption, contactlessLimitOption, cvmLimitOption, acquirerURLOption, acquirerRootsOption,
         ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let store = try TerminalDatabase(deployment: deployment)
         var id = "T0001"
-        if let given = arguments.value("terminal") {
+        if let given = arguments[terminalOption] {
             id = given
         } else if let first = try await store.terminals().first {
             id = first.terminalID
@@ -52,27 +43,22 @@ enum TerminalCommands {
         let existing = try await store.terminal(id)
         var settings = try existing ?? usage { try TerminalSettings(terminalID: id) }
         try usage {
-            if let value = arguments.value("merchant") { settings.merchantID = value }
-            if let value = arguments.value("merchant-name") { settings.merchantName = value }
-            if let value = arguments.value("country") {
-                guard let country = Int(value) else { throw TerminalError(.invalidArgument, "--country is a number") }
-                settings.countryCode = country
-            }
-            if let value = arguments.value("currency") { settings.currency = try Currency(value).code }
-            if !arguments.values("network").isEmpty { settings.acceptedNetworks = arguments.values("network") }
-            if let value = arguments.value("ttq") {
-                guard let ttq = hexBytes(value) else { throw TerminalError(.invalidArgument, "--ttq is hex") }
-                settings.terminalTransactionQualifiers = ttq
-            }
+            if let value = arguments[merchantOption] { settings.merchantID = value }
+            if let value = arguments[merchantNameOption] { settings.merchantName = value }
+            if let country = arguments[countryOption] { settings.countryCode = country }
+            if let currency = arguments[setupCurrencyOption] { settings.currency = currency.code }
+            if !arguments[networkOption].isEmpty { settings.acceptedNetworks = arguments[networkOption] }
+            if let ttq = arguments[ttqOption] { settings.terminalTransactionQualifiers = ttq }
+            // Limits are amounts in the terminal's currency, known only once its settings are read.
             let currency = try Currency(settings.currency)
-            if let value = arguments.value("contactless-limit") {
+            if let value = arguments[contactlessLimitOption] {
                 settings.contactlessLimit = try Amount(parsing: value, currency: currency).minorUnits
             }
-            if let value = arguments.value("cvm-limit") {
+            if let value = arguments[cvmLimitOption] {
                 settings.cvmRequiredLimit = try Amount(parsing: value, currency: currency).minorUnits
             }
-            if let value = arguments.value("acquirer-url") { settings.acquirerURL = value }
-            if let value = arguments.value("acquirer-roots") { settings.acquirerRootsPath = value }
+            if let value = arguments[acquirerURLOption] { settings.acquirerURL = value }
+            if let value = arguments[acquirerRootsOption] { settings.acquirerRootsPath = value }
             try settings.validate()
         }
         try await store.saveTerminal(settings)
@@ -84,11 +70,48 @@ enum TerminalCommands {
         try context.outputJSON(settings)
     }
 
+    static let merchantOption = Option.optional("merchant", "ID", help: "The merchant's account at the acquirer.")
+    static let merchantNameOption = Option.optional(
+        "merchant-name", "NAME", help: "The name the reader announces in its polling.")
+    static let countryOption: Option<Int?> = .optional(
+        "country", "NNN", help: "ISO 3166 numeric country code (840 for the US)."
+    ) { text throws(CLIError) in
+        guard let country = Int(text) else { throw CLIError.usage("--country is a number") }
+        return country
+    }
+    static let setupCurrencyOption = currencyOption(help: "The default currency (ISO 4217: USD, EUR, JPY, ...).")
+    static let networkOption = Option.repeatable(
+        "network", "NAME", help: "An accepted network, most preferred first: visa, masterCard.")
+    static let ttqOption: Option<[UInt8]?> = .optional(
+        "ttq", "HEX", help: "Terminal Transaction Qualifiers, 4 bytes in hex."
+    ) { text throws(CLIError) in
+        guard let ttq = hexBytes(text) else { throw CLIError.usage("--ttq is hex") }
+        return ttq
+    }
+    static let contactlessLimitOption = Option.optional(
+        "contactless-limit", "AMOUNT", help: "Amounts above this are not taken contactless.")
+    static let cvmLimitOption = Option.optional(
+        "cvm-limit", "AMOUNT", help: "Amounts at or above this need a cardholder verification.")
+    static let acquirerURLOption = Option.optional("acquirer-url", "URL", help: "The acquirer's https:// base URL.")
+    static let acquirerRootsOption = Option.optional(
+        "acquirer-roots", "FILE", help: "PEM roots the acquirer's certificate must chain to.")
+
+    /// `--currency CODE`, an ISO 4217 code the terminal knows.
+    static func currencyOption(help: String) -> Option<Currency?> {
+        .optional("currency", "CODE", help: help) { text throws(CLIError) in
+            do throws(TerminalError) {
+                return try Currency(text)
+            } catch {
+                throw CLIError.usage(error.message)
+            }
+        }
+    }
+
     static let show = Command(
         name: "show", summary: "Print a terminal's settings (or all terminals).", options: [terminalOption]
     ) { arguments, context in
         let store = try TerminalDatabase(deployment: DeploymentDirectory(path: context.dataDirectory.path))
-        if let id = arguments.value("terminal") {
+        if let id = arguments[terminalOption] {
             guard let settings = try await store.terminal(id) else {
                 throw CLIError.failure("no terminal \(id) in \(store.path)")
             }
@@ -110,14 +133,8 @@ enum TerminalCommands {
             status is 0 either way (--json prints the result as JSON).
             """,
         options: [
-            terminalOption,
-            .single("amount", "DECIMAL", help: "The amount, e.g. 12.34 (at most the currency's decimals)."),
-            .single("currency", "CODE", help: "ISO 4217 code (default: the terminal's currency)."),
-            .single("device", "NAME", help: "The device held to the reader (default: the only one in range)."),
-            .single("wait", "SECONDS", help: "How long to wait for the user to authenticate (default 30)."),
-            .single("attempts", "N", help: "Authorization attempts before a reversal (default 3)."),
-            .single("timeout", "SECONDS", help: "How long one authorization attempt may take (default 10)."),
-            .flag("json", help: "Print the result as JSON."),
+            terminalOption, amountOption, chargeCurrencyOption, deviceOption, waitOption, attemptsOption,
+            timeoutOption, jsonOption,
         ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
@@ -125,14 +142,12 @@ enum TerminalCommands {
         let settings = try await terminal(arguments, store, createIfNone: true)
         let lock = try TerminalLock(terminalID: settings.terminalID, in: deployment)
         defer { withExtendedLifetime(lock) {} }
-        let currency = try usage { try Currency(arguments.value("currency") ?? settings.currency) }
-        let amount = try usage { try Amount(parsing: try arguments.require("amount"), currency: currency) }
+        let currency = try arguments[chargeCurrencyOption] ?? usage { try Currency(settings.currency) }
+        let amount = try usage { try Amount(parsing: arguments[amountOption], currency: currency) }
         let antenna = try antennaPath(arguments, deployment)
-        let wait = try arguments.integer("wait", default: 30, in: 0...600)
         let policy = TerminalPolicy(
-            readyTimeout: .seconds(wait),
-            authorizationAttempts: try arguments.integer("attempts", default: 3, in: 1...10),
-            attemptTimeout: .seconds(try arguments.integer("timeout", default: 10, in: 1...120)))
+            readyTimeout: .seconds(arguments[waitOption]), authorizationAttempts: arguments[attemptsOption],
+            attemptTimeout: .seconds(arguments[timeoutOption]))
         let logger = try TerminalLogFile.logger(for: deployment)
         let terminal = PaymentTerminal(
             settings: settings, store: store, gateway: try gateway(settings, deployment, policy: policy),
@@ -141,24 +156,39 @@ enum TerminalCommands {
         context.trace("terminal \(settings.terminalID): charging \(amount); hold the device to the reader")
         let result = try await terminal.charge(amount, antenna: antenna)
         await store.close()
-        if arguments.flag("json") {
+        if arguments[jsonOption] {
             try context.outputJSON(result)
         } else {
             context.output(result.description)
         }
     }
 
+    static let amountOption = Option.required(
+        "amount", "DECIMAL", help: "The amount, e.g. 12.34 (at most the currency's decimals).")
+    static let chargeCurrencyOption = currencyOption(help: "ISO 4217 code (default: the terminal's currency).")
+    static let deviceOption = Option.optional(
+        "device", "NAME", help: "The device held to the reader (default: the only one in range).")
+    static let waitOption = Option.integer(
+        "wait", "SECONDS", default: 30, range: 0...600, help: "How long to wait for the user to authenticate.")
+    static let attemptsOption = Option.integer(
+        "attempts", default: 3, range: 1...10, help: "Authorization attempts before a reversal.")
+    static let timeoutOption = Option.integer(
+        "timeout", "SECONDS", default: 10, range: 1...120, help: "How long one authorization attempt may take.")
+    static let jsonOption = Option.flag("json", help: "Print the result as JSON.")
+
     static let journal = Command(
         name: "journal",
         summary: "Print a terminal's last transactions (card numbers masked), newest first.",
-        options: [terminalOption, .single("limit", "N", help: "How many (default 20).")]
+        options: [terminalOption, limitOption]
     ) { arguments, context in
         let store = try TerminalDatabase(deployment: DeploymentDirectory(path: context.dataDirectory.path))
         let settings = try await terminal(arguments, store, createIfNone: false)
-        let limit = try arguments.integer("limit", default: 20, in: 1...10_000)
+        let limit = arguments[limitOption]
         try context.outputJSON(
             try await store.transactions(terminalID: settings.terminalID, limit: limit).map(JournalLine.init))
     }
+
+    static let limitOption = Option.integer("limit", default: 20, range: 1...10_000, help: "How many.")
 
     static let recover = Command(
         name: "recover",
@@ -184,7 +214,7 @@ enum TerminalCommands {
     ) async throws
         -> TerminalSettings
     {
-        if let id = arguments.value("terminal") {
+        if let id = arguments[terminalOption] {
             guard let settings = try await store.terminal(id) else {
                 throw CLIError.failure("no terminal \(id): run `orchard terminal setup --terminal \(id)`")
             }
@@ -206,7 +236,7 @@ enum TerminalCommands {
 
     /// The antenna of `--device`, else of the only device in range.
     static func antennaPath(_ arguments: ParsedArguments, _ deployment: DeploymentDirectory) throws -> String {
-        if let name = arguments.value("device") { return NFCAntenna.path(forDevice: name, in: deployment) }
+        if let name = arguments[deviceOption] { return NFCAntenna.path(forDevice: name, in: deployment) }
         let inRange = NFCAntenna.devicesInRange(of: deployment)
         switch inRange.count {
         case 1: return NFCAntenna.path(forDevice: inRange[0], in: deployment)

@@ -12,12 +12,40 @@ enum TokenCommands {
         subcommands: [decrypt, verify, inspect, make]
     )
 
-    static let evaluationOptions: [OptionSpec] = [
-        .repeatable("root", "ROOT.pem", help: "A trusted root certificate (default: Apple Root CA - G3)."),
-        .single("now", "ISO8601", help: "Evaluate as if it were this time (e.g. 2021-09-01T19:05:00Z)."),
-        .flag("signing-time", help: "Evaluate at the token's own signing time (old tokens whose chain expired)."),
-        .single("window", "SECONDS", help: "Freshness window for the signing time (default 300)."),
-    ]
+    static let rootOption = Option.repeatable(
+        "root", "ROOT.pem", help: "A trusted root certificate (default: Apple Root CA - G3).")
+    static let nowOption: Option<Date?> = .optional(
+        "now", "ISO8601", help: "Evaluate as if it were this time (e.g. 2021-09-01T19:05:00Z).", parse: isoDate)
+    static let signingTimeOption = Option.flag(
+        "signing-time", help: "Evaluate at the token's own signing time (old tokens whose chain expired).")
+    static let windowOption = Option.integer(
+        "window", "SECONDS", default: 300, range: 1...86_400, help: "Freshness window for the signing time.")
+    static let evaluationOptions: [any CommandOption] = [rootOption, nowOption, signingTimeOption, windowOption]
+
+    static let certOption = Option.required("cert", "CERT.pem", help: "The merchant payment processing certificate.")
+    static let keyOption = Option.required(
+        "key", "KEY.pem", help: "Its private key (SEC1 or PKCS#8; RSA PKCS#1 or PKCS#8).")
+    static let decryptApplicationDataOption = applicationDataOption(
+        help: "The applicationData the merchant sent (base64).")
+    static let traceOption = Option.flag("trace", help: "Print signer, chain and signing time on stderr.")
+
+    /// `--application-data BASE64`, its bytes.
+    static func applicationDataOption(help: String) -> Option<[UInt8]?> {
+        .optional("application-data", "BASE64", help: help) { text throws(CLIError) in
+            guard let bytes = StrictEncoding.base64Decode(text) else {
+                throw CLIError.usage("--application-data must be standard base64")
+            }
+            return bytes
+        }
+    }
+
+    /// An ISO 8601 time such as 2021-09-01T19:05:00Z.
+    @Sendable static func isoDate(_ text: String) throws(CLIError) -> Date {
+        guard let date = ISO8601DateFormatter().date(from: text) else {
+            throw CLIError.usage("--now takes an ISO 8601 time such as 2021-09-01T19:05:00Z")
+        }
+        return date
+    }
 
     static let decrypt = Command(
         name: "decrypt",
@@ -27,12 +55,7 @@ enum TokenCommands {
             processing certificate and key. With --application-data the header hash must match it (and a
             header hash without it is refused). --trace prints signer, chain and signing time on stderr.
             """,
-        options: evaluationOptions + [
-            .single("cert", "CERT.pem", help: "The merchant payment processing certificate."),
-            .single("key", "KEY.pem", help: "Its private key (SEC1 or PKCS#8; RSA PKCS#1 or PKCS#8)."),
-            .single("application-data", "BASE64", help: "The applicationData the merchant sent (base64)."),
-            .flag("trace", help: "Print signer, chain and signing time on stderr."),
-        ],
+        options: evaluationOptions + [certOption, keyOption, decryptApplicationDataOption, traceOption],
         positionals: ["TOKEN.json"]
     ) { arguments, context in
         try runDecrypt(arguments, context)
@@ -43,23 +66,19 @@ enum TokenCommands {
     private static func runDecrypt(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let token = try loadToken(arguments)
         let identity = try MerchantIdentity(
-            certificatePEM: try readText(try arguments.require("cert")),
-            privateKeyPEM: try readText(try arguments.require("key")))
+            certificatePEM: try readText(arguments[certOption]), privateKeyPEM: try readText(arguments[keyOption]))
         let decryptor = try PaymentTokenDecryptor(
-            identities: [identity], trustRoots: try roots(arguments), freshnessWindow: try window(arguments),
-            clock: try clock(arguments), evaluation: arguments.flag("signing-time") ? .insecureAtSigningTime : .clock)
+            identities: [identity], trustRoots: try roots(arguments), freshnessWindow: window(arguments),
+            clock: try clock(arguments), evaluation: arguments[signingTimeOption] ? .insecureAtSigningTime : .clock)
         var order: ExpectedOrder?
-        if let base64 = arguments.value("application-data") {
-            guard let bytes = StrictEncoding.base64Decode(base64) else {
-                throw CLIError.usage("--application-data must be standard base64")
-            }
+        if let bytes = arguments[decryptApplicationDataOption] {
             order = ExpectedOrder(applicationData: bytes, amount: nil, currencyCode: nil)
         } else if token.paymentData.header.applicationData != nil {
             throw CLIError.failure(
                 "the token carries an applicationData hash: pass the order's data with --application-data")
         }
         let result = try decryptor.decrypt(token, order: order)
-        if arguments.flag("trace") {
+        if arguments[traceOption] {
             context.trace(
                 "signature: valid, signed at \(iso(result.signature.signingTime)) by \(result.signature.signer.subject)"
             )
@@ -81,8 +100,8 @@ enum TokenCommands {
     private static func runVerify(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let token = try loadToken(arguments)
         let verifier = try PaymentTokenVerifier(
-            trustRoots: try roots(arguments), freshnessWindow: try window(arguments), clock: try clock(arguments),
-            evaluation: arguments.flag("signing-time") ? .insecureAtSigningTime : .clock)
+            trustRoots: try roots(arguments), freshnessWindow: window(arguments), clock: try clock(arguments),
+            evaluation: arguments[signingTimeOption] ? .insecureAtSigningTime : .clock)
         let info = try verifier.verifySignature(token).get()
         try context.outputJSON([
             "valid": JSONValueEncodable.bool(true),
@@ -105,24 +124,33 @@ enum TokenCommands {
         name: "make",
         summary: "Make an Apple-format token (EC_v1, or RSA_v1 for an RSA certificate) signed like Apple's.",
         options: [
-            .single("cert", "MERCHANT.pem", help: "The merchant payment processing certificate to encrypt to."),
-            .single("signer-cert", "LEAF.pem", help: "The token-signing leaf (marker 1.2.840.113635.100.6.29)."),
-            .single("signer-key", "LEAF_KEY.pem", help: "The leaf's private key."),
-            .single("intermediate", "INT.pem", help: "The intermediate CA (marker 1.2.840.113635.100.6.2.14)."),
-            .single("payment-data", "DATA.json", help: "The payment data object to encrypt, exactly as given."),
-            .single("application-data", "BASE64", help: "applicationData: its SHA-256 goes into the header."),
-            .single("now", "ISO8601", help: "The signing time (default: now)."),
-            .flag("bare", help: "Print only paymentData instead of the PKPaymentToken wrapper."),
+            makeCertOption, signerCertOption, signerKeyOption, intermediateOption, paymentDataOption,
+            makeApplicationDataOption, signingNowOption, bareOption,
         ]
     ) { arguments, context in
         try runMake(arguments, context)
     }
 
+    static let makeCertOption = Option.required(
+        "cert", "MERCHANT.pem", help: "The merchant payment processing certificate to encrypt to.")
+    static let signerCertOption = Option.required(
+        "signer-cert", "LEAF.pem", help: "The token-signing leaf (marker 1.2.840.113635.100.6.29).")
+    static let signerKeyOption = Option.required("signer-key", "LEAF_KEY.pem", help: "The leaf's private key.")
+    static let intermediateOption = Option.required(
+        "intermediate", "INT.pem", help: "The intermediate CA (marker 1.2.840.113635.100.6.2.14).")
+    static let paymentDataOption = Option.required(
+        "payment-data", "DATA.json", help: "The payment data object to encrypt, exactly as given.")
+    static let makeApplicationDataOption = applicationDataOption(
+        help: "applicationData: its SHA-256 goes into the header.")
+    static let signingNowOption: Option<Date?> = .optional(
+        "now", "ISO8601", help: "The signing time (default: now).", parse: isoDate)
+    static let bareOption = Option.flag("bare", help: "Print only paymentData instead of the PKPaymentToken wrapper.")
+
     private static func runMake(_ arguments: ParsedArguments, _ context: CommandContext) throws {
-        let merchant = try Certificate(pemEncoded: try readText(try arguments.require("cert")))
-        let leaf = try Certificate(pemEncoded: try readText(try arguments.require("signer-cert")))
-        let intermediate = try Certificate(pemEncoded: try readText(try arguments.require("intermediate")))
-        let keyPEM = try readText(try arguments.require("signer-key"))
+        let merchant = try Certificate(pemEncoded: try readText(arguments[makeCertOption]))
+        let leaf = try Certificate(pemEncoded: try readText(arguments[signerCertOption]))
+        let intermediate = try Certificate(pemEncoded: try readText(arguments[intermediateOption]))
+        let keyPEM = try readText(arguments[signerKeyOption])
         let key: CertificatePrivateKey
         if let ec = try? P256.Signing.PrivateKey(pemRepresentation: keyPEM) {
             key = CertificatePrivateKey(ec)
@@ -130,20 +158,14 @@ enum TokenCommands {
             key = CertificatePrivateKey(try RSA.PrivateKey(pemRepresentation: keyPEM))
         }
         let payment = try StrictJSONParser.parse(
-            try readFile(try arguments.require("payment-data")), limits: JSONLimits(maxBytes: 32 * 1024, maxDepth: 8))
+            try readFile(arguments[paymentDataOption]), limits: JSONLimits(maxBytes: 32 * 1024, maxDepth: 8))
         _ = try DecryptedPaymentData(json: payment)  // refuse what no verifier would accept
-        var applicationData: [UInt8]?
-        if let base64 = arguments.value("application-data") {
-            guard let bytes = StrictEncoding.base64Decode(base64) else {
-                throw CLIError.usage("--application-data must be standard base64")
-            }
-            applicationData = bytes
-        }
-        let signer = try CMSTokenSigner(leaf: leaf, key: key, intermediate: intermediate, clock: try clock(arguments))
+        let clock: any WallClock = arguments[signingNowOption].map { ManualClock(now: $0) } ?? SystemClock()
+        let signer = try CMSTokenSigner(leaf: leaf, key: key, intermediate: intermediate, clock: clock)
         let paymentData = try PaymentTokenEncoder(signer: signer).makePaymentData(
             payment: payment, recipient: try MerchantProcessingPublicKey(processingCertificate: merchant),
-            applicationData: applicationData)
-        if arguments.flag("bare") {
+            applicationData: arguments[makeApplicationDataOption])
+        if arguments[bareOption] {
             context.output(paymentData.json.serialized)
         } else {
             let method = PaymentMethod(displayName: "Card", network: "Orchard", type: "credit")
@@ -155,23 +177,19 @@ enum TokenCommands {
     }
 
     static func roots(_ arguments: ParsedArguments) throws -> [Certificate] {
-        let paths = arguments.values("root")
+        let paths = arguments[rootOption]
         if paths.isEmpty { return [AppleRootCertificates.rootCAG3] }
         return try paths.flatMap { try Certificate.certificates(fromPEM: try readText($0)) }
     }
 
-    static func window(_ arguments: ParsedArguments) throws -> TimeInterval {
-        TimeInterval(try arguments.integer("window", default: 300, in: 1...86_400))
-    }
+    static func window(_ arguments: ParsedArguments) -> TimeInterval { TimeInterval(arguments[windowOption]) }
 
+    /// The clock of an evaluation: `--now`, else the system's.
     static func clock(_ arguments: ParsedArguments) throws -> any WallClock {
-        if arguments.flag("signing-time"), arguments.value("now") != nil {
+        if arguments[signingTimeOption], arguments[nowOption] != nil {
             throw CLIError.usage("--now and --signing-time exclude each other")
         }
-        guard let text = arguments.value("now") else { return SystemClock() }
-        guard let date = ISO8601DateFormatter().date(from: text) else {
-            throw CLIError.usage("--now takes an ISO 8601 time such as 2021-09-01T19:05:00Z")
-        }
+        guard let date = arguments[nowOption] else { return SystemClock() }
         return ManualClock(now: date)
     }
 

@@ -1,0 +1,98 @@
+public import Device
+import Foundation
+import NFCLink
+public import OrchardRuntime
+import PayClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What one device process runs with, checked when it is made: a value of this type is a configuration the
+/// process can start from.
+public struct DeviceProcessConfiguration: Sendable {
+    /// The longest a payment sheet may wait for the user, and the longest interval between two syncs.
+    public static let longest: Duration = .seconds(3600)
+
+    public let deployment: DeploymentDirectory
+    /// The device's name in the deployment.
+    public let name: String
+    /// In a field or on a payment sheet, the user's actions the device plays at once; nil: a person drives it.
+    public let autoAuthentication: AutoAuthentication?
+    /// A payment sheet not completed in this time is cancelled.
+    public let sheetTimeout: Duration
+    /// How often the Pay server's token-status notifications are applied.
+    public let syncInterval: Duration
+
+    /// Throws ``DeviceError/Code/invalidArgument`` when a duration is not from 1 second to ``longest``.
+    public init(
+        deployment: DeploymentDirectory, name: String, autoAuthentication: AutoAuthentication? = nil,
+        sheetTimeout: Duration = .seconds(120), syncInterval: Duration = .seconds(5)
+    ) throws(DeviceError) {
+        for (label, duration) in [("sheet timeout", sheetTimeout), ("sync interval", syncInterval)]
+        where duration < .seconds(1) || duration > Self.longest {
+            throw DeviceError(.invalidArgument, "the \(label) is 1 to 3600 seconds")
+        }
+        self.deployment = deployment
+        self.name = name
+        self.autoAuthentication = autoAuthentication
+        self.sheetTimeout = sheetTimeout
+        self.syncInterval = syncInterval
+    }
+}
+
+/// The device process (`orchard device run`): the device's control API on DIR/devices/NAME/control.sock, its NFC
+/// antenna for terminals (a phone or a watch), the payment-sheet service apps present to, and the sync of the Pay
+/// server's token-status notifications, started together and stopped together.
+public enum DeviceProcessRunner {
+    /// Starts the device process for `configuration`, runs until SIGTERM or SIGINT, then stops every part and
+    /// removes its sockets. Either every part starts or none is left running: a failure stops what had started
+    /// before it is thrown.
+    ///
+    /// - Parameters:
+    ///   - connect: the device's connection to the Pay server, opened when an app presents a payment sheet.
+    ///   - output: one JSON line per event (`listening`, `antenna`, field and sheet events, `stopped`).
+    ///   - trace: human-readable progress.
+    public static func run(
+        configuration: DeviceProcessConfiguration,
+        connect: @escaping @Sendable () async throws -> PaymentSheetService.PayServerConnection,
+        output: @escaping @Sendable (String) -> Void, trace: @escaping @Sendable (String) -> Void
+    ) async throws {
+        let deployment = configuration.deployment
+        let name = configuration.name
+        let automatic = configuration.autoAuthentication
+        let device = try await Device.open(in: deployment, name: name)
+        let path = Device.controlSocketPath(of: name, in: deployment)
+        let antenna = try NFCFieldSession.startAntenna(
+            device: device, deployment: deployment, autoAuthentication: automatic,
+            events: { event in if let line = jsonLine(event) { output(line) } })
+        let sheets = PaymentSheetService(
+            device: device, automatic: automatic, timeout: configuration.sheetTimeout, connect: connect,
+            events: { event in if let line = jsonLine(event) { output(line) } }, trace: trace)
+        let server: ControlSocketServer
+        do {
+            server = try ControlSocketServer(path: path, control: DeviceControl(device: device, sheets: sheets))
+        } catch {
+            antenna?.stop()
+            throw error
+        }
+        let poller = NotificationPoller(
+            device: device, deployment: deployment, interval: configuration.syncInterval, trace: trace)
+        trace("device \(name) (\(device.profile)) listening on \(path)")
+        output(#"{"event":"listening","socket":"\#(path)"}"#)
+        if let antenna { output(#"{"event":"antenna","socket":"\#(antenna.path)"}"#) }
+        let signal = await TerminationSignal.wait()
+        trace("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
+        poller.stop()
+        antenna?.stop()
+        server.stop()
+        output(#"{"event":"stopped"}"#)
+    }
+
+    /// One line of JSON (sorted keys, slashes unescaped), or nil if the event does not encode.
+    static func jsonLine(_ event: some Encodable) -> String? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) }
+    }
+}
