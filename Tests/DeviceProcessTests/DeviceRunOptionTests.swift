@@ -11,29 +11,14 @@ import Testing
 struct DeviceRunOptionTests {
     /// Runs `orchard arguments`, killed after `seconds` (a device process that started would never end by itself):
     /// returns (exit status, stdout, stderr, whether it was killed).
-    static func bounded(_ arguments: [String], seconds: Double = 30) throws -> (Int32, String, String, Bool) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try orchardExecutable())
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            process.waitUntilExit()
-            done.signal()
-        }.start()
-        let killed = done.wait(timeout: .now() + seconds) == .timedOut
-        if killed {
-            process.terminate()
-            done.wait()
-        }
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, stdout, stderr, killed)
+    static func bounded(_ arguments: [String], seconds: Double = 30) async throws -> (Int32, String, String, Bool) {
+        let process = try ChildProcess(try orchardExecutable(), arguments, stdout: .capture, stderr: .capture)
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(25)) }
+        let killed = process.isRunning
+        if killed { process.terminate() }
+        let ended = await process.exit()
+        return (ended.status ?? -1, process.stdout, process.stderr, killed)
     }
 
     @Test(
@@ -53,7 +38,7 @@ struct DeviceRunOptionTests {
         #expect(made.status == 0, "\(made.stderr)")
         let before = try FileManager.default.subpathsOfDirectory(atPath: directory.path).sorted()
 
-        let (status, stdout, stderr, killed) = try Self.bounded(
+        let (status, stdout, stderr, killed) = try await Self.bounded(
             ["device", "run", "--data-dir", directory.path, "--name", "p"] + options)
         #expect(!killed, "the device process started")
         #expect(status == 2)
@@ -71,9 +56,9 @@ struct DeviceRunOptionTests {
     }
 
     @Test("Options are checked before the device is looked up")
-    func optionsBeforeTheDevice() throws {
+    func optionsBeforeTheDevice() async throws {
         let directory = try TemporaryDirectory()
-        let (status, _, stderr, killed) = try Self.bounded(
+        let (status, _, stderr, killed) = try await Self.bounded(
             ["device", "run", "--data-dir", directory.path, "--name", "absent", "--sync-interval", "0"])
         #expect(!killed)
         #expect(status == 2)
