@@ -91,15 +91,6 @@ let package = Package(
         .target(
             name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardLogging"],
             swiftSettings: strict),
-        // The network service: SQLite-backed stores for the three parties and their HTTPS routes.
-        .target(
-            name: "NetworkService",
-            dependencies: [
-                "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
-                "AcquirerAPI", "TokenRequestorAPI",
-            ],
-            swiftSettings: strict
-        ),
 
         // The command line: argument parser, command registry, one file per command group.
         .target(
@@ -108,7 +99,7 @@ let package = Package(
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
-                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "PaymentCredential",
+                "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential",
                 "MerchantAPI", "TokenRequestorAPI", "DeviceControlAPI",
             ],
             swiftSettings: strict
@@ -136,13 +127,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The card network (token service, issuer, acquirer) as one service over NetworkService's stores and routes.
+        // The card network as one service: the SQLite stores of token service, issuer and acquirer, their HTTPS
+        // routes, the notification outbox, the device-CA key check, configuration, `orchard init` and onboarding.
         .target(
             name: "NetworkServer",
             dependencies: [
-                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime",
-                "OrchardStore",
-                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI",
+                "OrchardServices", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
+                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI", "AcquirerAPI",
+                "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),
@@ -293,9 +285,9 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "NetworkServiceTests",
+            name: "NetworkServerTests",
             dependencies: [
-                "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
+                "NetworkServer", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
                 "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI",
             ],
@@ -311,7 +303,7 @@ let package = Package(
             name: "OrchardServicesTests",
             dependencies: [
                 "CommandTestSupport",
-                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
+                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
                 "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
@@ -354,7 +346,7 @@ let package = Package(
             dependencies: [
                 "CommandTestSupport",
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
-                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
+                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkServer", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
                 "DeviceControlAPI",
             ],
@@ -364,7 +356,7 @@ let package = Package(
             name: "ProvisioningTests",
             dependencies: [
                 "CommandTestSupport",
-                "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer", "NetworkService",
+                "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
                 "MerchantServer", "DeviceControlAPI", "orchard",

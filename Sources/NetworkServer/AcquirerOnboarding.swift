@@ -1,6 +1,5 @@
 import Acquirer
 import Foundation
-import NetworkService
 import OrchardServices
 import TokenService
 

@@ -3,7 +3,7 @@ import DeviceProcess
 import Foundation
 import Issuer
 import NFCLink
-import NetworkService
+import NetworkServer
 import OrchardBenchmarks
 import OrchardCrypto
 import OrchardHTTP

@@ -1,7 +1,7 @@
 import Acquirer
 import Foundation
 import Issuer
-import NetworkService
+import NetworkServer
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardHTTP

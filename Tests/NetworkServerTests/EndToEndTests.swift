@@ -3,7 +3,7 @@ import Device
 import EMV
 import Foundation
 import Issuer
-import NetworkService
+import NetworkServer
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardRuntime

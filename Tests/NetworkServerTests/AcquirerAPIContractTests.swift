@@ -2,7 +2,7 @@ import Acquirer
 import AcquirerAPI
 import Foundation
 import Issuer
-import NetworkService
+import NetworkServer
 import NetworkTestSupport
 import OrchardHTTP
 import Testing
