@@ -36,6 +36,7 @@ let package = Package(
         .library(name: "AcquirerAPI", targets: ["AcquirerAPI"]),
         .library(name: "MerchantAPI", targets: ["MerchantAPI"]),
         .library(name: "TokenRequestorAPI", targets: ["TokenRequestorAPI"]),
+        .library(name: "NetworkAuthorizationAPI", targets: ["NetworkAuthorizationAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
         .library(name: "AppPayments", targets: ["AppPayments"]),
         .library(name: "DeviceControlAPI", targets: ["DeviceControlAPI"]),
@@ -86,10 +87,13 @@ let package = Package(
         .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "TokenService",
-            dependencies: ["Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential"],
+            dependencies: [
+                "Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential", "NetworkAuthorizationAPI",
+            ],
             swiftSettings: strict),
+        // The acquirer reaches the network only through NetworkAuthorizationAPI's `AcquiringNetwork`.
         .target(
-            name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardLogging"],
+            name: "Acquirer", dependencies: ["NetworkAuthorizationAPI", "Issuer", "OrchardCrypto", "OrchardLogging"],
             swiftSettings: strict),
 
         // The command line: argument parser, command registry, one file per command group.
@@ -134,7 +138,7 @@ let package = Package(
             dependencies: [
                 "OrchardServices", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
                 "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI", "AcquirerAPI",
-                "TokenRequestorAPI",
+                "TokenRequestorAPI", "NetworkAuthorizationAPI",
             ],
             swiftSettings: strict
         ),
@@ -178,6 +182,9 @@ let package = Package(
         // The wire format between the Pay server and the network's token-requestor routes (no dependencies: both
         // sides import it, the network converts to and from its token service's types).
         .target(name: "TokenRequestorAPI", swiftSettings: strict),
+        // What the acquirer asks of the card network (authorize, reverse) as a protocol the token service
+        // implements, and the cryptogram both carry (no dependencies: the acquirer links no other network module).
+        .target(name: "NetworkAuthorizationAPI", swiftSettings: strict),
         // The wire format of the device's control socket (the payment sheet carries AppPayments' types, APDUs
         // travel as OrchardCrypto's hex): the device process serves it, the CLI, apps and tests send it.
         .target(name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto"], swiftSettings: strict),
@@ -266,7 +273,9 @@ let package = Package(
         ),
         .target(
             name: "NetworkTestSupport",
-            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "PaymentCredential"],
+            dependencies: [
+                "TokenService", "Issuer", "EMV", "OrchardCrypto", "PaymentCredential", "NetworkAuthorizationAPI",
+            ],
             path: "Tests/NetworkTestSupport",
             swiftSettings: strict
         ),
@@ -275,13 +284,15 @@ let package = Package(
             name: "TokenServiceTests",
             dependencies: [
                 "TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport",
-                "PaymentCredential", "SecureElement",
+                "PaymentCredential", "SecureElement", "NetworkAuthorizationAPI",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "AcquirerTests",
-            dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport"],
+            dependencies: [
+                "Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport", "NetworkAuthorizationAPI",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -289,7 +300,7 @@ let package = Package(
             dependencies: [
                 "NetworkServer", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
-                "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI",
+                "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI", "NetworkAuthorizationAPI",
             ],
             swiftSettings: strict
         ),
@@ -348,7 +359,7 @@ let package = Package(
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkServer", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
-                "DeviceControlAPI",
+                "DeviceControlAPI", "NetworkAuthorizationAPI",
             ],
             swiftSettings: strict
         ),

@@ -2,6 +2,7 @@ import Acquirer
 import AcquirerAPI
 import Foundation
 import Issuer
+import NetworkAuthorizationAPI
 import NetworkServer
 import NetworkTestSupport
 import OrchardHTTP

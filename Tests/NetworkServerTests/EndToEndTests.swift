@@ -3,6 +3,7 @@ import Device
 import EMV
 import Foundation
 import Issuer
+import NetworkAuthorizationAPI
 import NetworkServer
 import NetworkTestSupport
 import OrchardCrypto

@@ -1,6 +1,7 @@
 import Acquirer
 import Foundation
 import Issuer
+import NetworkAuthorizationAPI
 import NetworkServer
 import NetworkTestSupport
 import OrchardCrypto

@@ -6,6 +6,7 @@ import EMV
 import Foundation
 import Issuer
 import NFCLink
+import NetworkAuthorizationAPI
 import NetworkServer
 import OrchardCrypto
 import OrchardHTTP
