@@ -36,6 +36,7 @@ let package = Package(
         .library(name: "AcquirerAPI", targets: ["AcquirerAPI"]),
         .library(name: "MerchantAPI", targets: ["MerchantAPI"]),
         .library(name: "TokenRequestorAPI", targets: ["TokenRequestorAPI"]),
+        .library(name: "NetworkAuthorizationAPI", targets: ["NetworkAuthorizationAPI"]),
         .library(name: "PayClient", targets: ["PayClient"]),
         .library(name: "AppPayments", targets: ["AppPayments"]),
         .library(name: "DeviceControlAPI", targets: ["DeviceControlAPI"]),
@@ -91,20 +92,14 @@ let package = Package(
         .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "TokenService",
-            dependencies: ["Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential"],
-            swiftSettings: strict),
-        .target(
-            name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardLogging"],
-            swiftSettings: strict),
-        // The network service: SQLite-backed stores for the three parties and their HTTPS routes.
-        .target(
-            name: "NetworkService",
             dependencies: [
-                "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
-                "AcquirerAPI", "TokenRequestorAPI",
+                "Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential", "NetworkAuthorizationAPI",
             ],
-            swiftSettings: strict
-        ),
+            swiftSettings: strict),
+        // The acquirer reaches the network only through NetworkAuthorizationAPI's `AcquiringNetwork`.
+        .target(
+            name: "Acquirer", dependencies: ["NetworkAuthorizationAPI", "Issuer", "OrchardCrypto", "OrchardLogging"],
+            swiftSettings: strict),
 
         // The command line: argument parser, command registry, one file per command group.
         .target(
@@ -113,8 +108,8 @@ let package = Package(
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
-                "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "PaymentCredential",
-                "MerchantAPI", "TokenRequestorAPI", "DeviceControlAPI", "DemoApp",
+                "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
+                "TokenRequestorAPI", "DeviceControlAPI", "DemoApp",
             ],
             swiftSettings: strict
         ),
@@ -145,13 +140,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The card network (token service, issuer, acquirer) as one service over NetworkService's stores and routes.
+        // The card network as one service: the SQLite stores of token service, issuer and acquirer, their HTTPS
+        // routes, the notification outbox, the device-CA key check, configuration, `orchard init` and onboarding.
         .target(
             name: "NetworkServer",
             dependencies: [
-                "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime",
-                "OrchardStore",
-                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI",
+                "OrchardServices", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
+                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI", "AcquirerAPI",
+                "TokenRequestorAPI", "NetworkAuthorizationAPI",
             ],
             swiftSettings: strict
         ),
@@ -195,6 +191,9 @@ let package = Package(
         // The wire format between the Pay server and the network's token-requestor routes (no dependencies: both
         // sides import it, the network converts to and from its token service's types).
         .target(name: "TokenRequestorAPI", swiftSettings: strict),
+        // What the acquirer asks of the card network (authorize, reverse) as a protocol the token service
+        // implements, and the cryptogram both carry (no dependencies: the acquirer links no other network module).
+        .target(name: "NetworkAuthorizationAPI", swiftSettings: strict),
         // The wire format of the device's control socket (the payment sheet carries AppPayments' types, APDUs
         // travel as OrchardCrypto's hex): the device process serves it, the CLI, apps and tests send it.
         .target(name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto"], swiftSettings: strict),
@@ -283,7 +282,9 @@ let package = Package(
         ),
         .target(
             name: "NetworkTestSupport",
-            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "PaymentCredential"],
+            dependencies: [
+                "TokenService", "Issuer", "EMV", "OrchardCrypto", "PaymentCredential", "NetworkAuthorizationAPI",
+            ],
             path: "Tests/NetworkTestSupport",
             swiftSettings: strict
         ),
@@ -292,21 +293,23 @@ let package = Package(
             name: "TokenServiceTests",
             dependencies: [
                 "TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport",
-                "PaymentCredential", "SecureElement",
+                "PaymentCredential", "SecureElement", "NetworkAuthorizationAPI",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "AcquirerTests",
-            dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport"],
+            dependencies: [
+                "Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport", "NetworkAuthorizationAPI",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
-            name: "NetworkServiceTests",
+            name: "NetworkServerTests",
             dependencies: [
-                "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
+                "NetworkServer", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
-                "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI",
+                "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI", "NetworkAuthorizationAPI",
             ],
             swiftSettings: strict
         ),
@@ -320,7 +323,7 @@ let package = Package(
             name: "OrchardServicesTests",
             dependencies: [
                 "CommandTestSupport",
-                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
+                "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
                 "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
@@ -366,9 +369,9 @@ let package = Package(
             dependencies: [
                 "CommandTestSupport",
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
-                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
+                "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkServer", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
-                "DeviceControlAPI",
+                "DeviceControlAPI", "NetworkAuthorizationAPI",
             ],
             swiftSettings: strict
         ),
@@ -376,7 +379,7 @@ let package = Package(
             name: "ProvisioningTests",
             dependencies: [
                 "CommandTestSupport",
-                "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer", "NetworkService",
+                "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
                 "MerchantServer", "DeviceControlAPI", "orchard",

@@ -1,7 +1,7 @@
 import Foundation
 public import Issuer
+public import NetworkAuthorizationAPI
 public import OrchardCrypto
-public import TokenService
 
 import let OrchardLogging.cardNumberShapedKeyMessage
 import func OrchardLogging.containsCardNumberShape
@@ -50,13 +50,13 @@ public struct AcquirerAuthorizationRequest: Hashable, Sendable {
 public actor Acquirer {
     public nonisolated let acquirerID: String
     let store: any AcquirerStore
-    let network: any PaymentNetwork
+    let network: any AcquiringNetwork
     let clock: any WallClock
     let random: any RandomSource
     let serializer = KeyedSerializer()
 
     public init(
-        acquirerID: String, store: any AcquirerStore, network: any PaymentNetwork,
+        acquirerID: String, store: any AcquirerStore, network: any AcquiringNetwork,
         clock: any WallClock = SystemClock(), random: any RandomSource = SystemRandom()
     ) {
         self.acquirerID = acquirerID
@@ -130,11 +130,16 @@ public actor Acquirer {
         guard request.amount.minorUnits > 0 else {
             throw AcquirerError(.invalidRequest, "an authorization needs a positive amount")
         }
-        let networkRequest = NetworkAuthorizationRequest(
-            acquirerID: acquirerID, transactionID: Self.networkTransactionID(for: idempotencyKey), pan: request.pan,
-            expiry: request.expiry, amount: request.amount, channel: request.channel, merchant: merchant.info,
+        let networkRequest = NetworkAuthorizationAPI.AuthorizationRequest(
+            acquirerID: acquirerID, transactionID: Self.networkTransactionID(for: idempotencyKey),
+            pan: request.pan.digits,
+            expiry: request.expiry.map { NetworkAuthorizationAPI.Expiry(year: $0.year, month: $0.month) },
+            amount: Self.networkMoney(request.amount), channel: request.channel.rawValue,
+            merchant: NetworkAuthorizationAPI.Merchant(
+                merchantID: merchant.merchantID, name: merchant.name, categoryCode: merchant.categoryCode,
+                countryCode: merchant.countryCode),
             cryptogram: request.cryptogram, transmittedAt: clock.now())
-        let answer: NetworkAuthorizationResponse
+        let answer: NetworkAuthorizationAPI.AuthorizationAnswer
         do {
             answer = try await network.authorize(networkRequest)
         } catch {
@@ -142,8 +147,9 @@ public actor Acquirer {
         }
         let result = AcquirerAuthorizationResult(
             authorizationID: "auth_" + Self.hex(random.bytes(12)), merchantID: merchant.merchantID,
-            maskedPAN: request.pan.masked, amount: request.amount, responseCode: answer.responseCode,
-            approvalCode: answer.approvalCode, declineReason: answer.declineReason?.rawValue, decidedAt: clock.now())
+            maskedPAN: request.pan.masked, amount: request.amount,
+            responseCode: ResponseCode(rawValue: answer.responseCode),
+            approvalCode: answer.approvalCode, declineReason: answer.declineReason, decidedAt: clock.now())
         try await store.saveAuthorization(
             AcquirerAuthorizationRecord(idempotencyKey: idempotencyKey, requestFingerprint: fingerprint, result: result)
         )
@@ -195,6 +201,11 @@ public actor Acquirer {
             ]
         }
         return hex(SHA256.hash(Array(fields.joined(separator: "\u{1F}").utf8)))
+    }
+
+    /// The amount as the network contract carries it.
+    static func networkMoney(_ amount: Money) -> NetworkAuthorizationAPI.Money {
+        NetworkAuthorizationAPI.Money(minorUnits: amount.minorUnits, currency: amount.currency)
     }
 
     static func validateIdentifier(_ value: String, _ name: String) throws(AcquirerError) {

@@ -28,11 +28,6 @@ public struct MerchantAccount: Hashable, Sendable, Codable {
         self.terminalIDs = terminalIDs
         self.status = status
     }
-
-    /// The merchant as an authorization message describes it.
-    public var info: MerchantInfo {
-        MerchantInfo(merchantID: merchantID, name: name, categoryCode: categoryCode, countryCode: countryCode)
-    }
 }
 
 /// The outcome of an authorization as the acquirer reports and keeps it: the card number masked.

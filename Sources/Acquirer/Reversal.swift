@@ -1,7 +1,7 @@
 public import Foundation
 public import Issuer
+import NetworkAuthorizationAPI
 import OrchardCrypto
-import TokenService
 
 /// A reversal from a terminal (terminal ID + STAN of the authorization) or a merchant server (the
 /// authorization's idempotency key): cancel an authorization whose answer never arrived or is not wanted.
@@ -97,20 +97,23 @@ extension Acquirer {
         if let authorization, authorization.result.amount != request.amount {
             throw AcquirerError(.invalidRequest, "the reversal's amount or currency is not the authorization's")
         }
-        let answer: NetworkReversalResponse
+        let answer: NetworkAuthorizationAPI.ReversalAnswer
         do {
             answer = try await network.reverse(
-                NetworkReversalRequest(
-                    acquirerID: acquirerID, transactionID: Self.networkTransactionID(for: key), amount: request.amount,
-                    transmittedAt: clock.now()))
-        } catch let error as TokenServiceError where error.code == .invalidRequest {
-            throw AcquirerError(.invalidRequest, "the network refused the reversal")
-        } catch let error as TokenServiceError where error.code == .idempotencyConflict {
-            throw AcquirerError(.idempotencyConflict, "the network has this reversal with another amount")
+                NetworkAuthorizationAPI.ReversalRequest(
+                    acquirerID: acquirerID, transactionID: Self.networkTransactionID(for: key),
+                    amount: Self.networkMoney(request.amount), transmittedAt: clock.now()))
         } catch {
+            // The contract's refusals keep their meaning; anything else means the network did not decide.
+            if error.code == .invalidRequest {
+                throw AcquirerError(.invalidRequest, "the network refused the reversal")
+            }
+            if error.code == .idempotencyConflict {
+                throw AcquirerError(.idempotencyConflict, "the network has this reversal with another amount")
+            }
             throw AcquirerError(.networkUnavailable, "the network did not take the reversal; retry with the same key")
         }
-        var outcome = answer.outcome
+        var outcome = ReversalOutcome(rawValue: answer.outcome)
         if let authorization, !authorization.result.isApproved, outcome != .released { outcome = .notApproved }
         let result = AcquirerReversalResult(
             reversed: outcome.releasedFunds, outcome: outcome, authorizationID: authorization?.result.authorizationID,
@@ -127,7 +130,7 @@ extension Acquirer {
         AcquirerAuthorizationResult(
             authorizationID: "auth_" + Self.hex(random.bytes(12)), merchantID: merchantID,
             maskedPAN: request.pan.masked, amount: request.amount, responseCode: .invalidTransaction,
-            approvalCode: nil, declineReason: NetworkDeclineReason.reversedBeforeAuthorization.rawValue,
+            approvalCode: nil, declineReason: NetworkAuthorizationAPI.reversedBeforeAuthorization,
             decidedAt: clock.now())
     }
 }

@@ -1,8 +1,7 @@
 import Acquirer
 import Foundation
-import NetworkService
+import NetworkAuthorizationAPI
 import OrchardServices
-import TokenService
 
 /// The acquirer's onboarding over `acquirer.sqlite`, for `init`'s later steps (the merchant's).
 struct StoreAcquirerOnboarding: AcquirerOnboarding {
@@ -26,8 +25,16 @@ struct StoreAcquirerOnboarding: AcquirerOnboarding {
 }
 
 /// The network a merchant's onboarding never reaches during `init`: the acquirer only stores accounts then.
-struct OfflineNetwork: PaymentNetwork {
-    func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
-        throw AcquirerError(.networkUnavailable, "the network does not run during init")
+struct OfflineNetwork: AcquiringNetwork {
+    func authorize(
+        _ request: NetworkAuthorizationAPI.AuthorizationRequest
+    ) async throws(NetworkAuthorizationAPI.Failure) -> NetworkAuthorizationAPI.AuthorizationAnswer {
+        throw NetworkAuthorizationAPI.Failure(.unavailable, "the network does not run during init")
+    }
+
+    func reverse(
+        _ request: NetworkAuthorizationAPI.ReversalRequest
+    ) async throws(NetworkAuthorizationAPI.Failure) -> NetworkAuthorizationAPI.ReversalAnswer {
+        throw NetworkAuthorizationAPI.Failure(.unavailable, "the network does not run during init")
     }
 }

@@ -1,7 +1,6 @@
 import Acquirer
 import Foundation
 import Issuer
-import NetworkService
 import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging

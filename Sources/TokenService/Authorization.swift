@@ -1,8 +1,10 @@
 public import Foundation
 public import Issuer
+public import NetworkAuthorizationAPI
 import OrchardCrypto
 
-/// An authorization as the acquirer sends it to the network: the DPAN, never an FPAN.
+/// An authorization as the token service reads the acquirer's ``NetworkAuthorizationAPI/AuthorizationRequest``:
+/// the DPAN, never an FPAN.
 public struct NetworkAuthorizationRequest: Hashable, Sendable, Codable {
     public let acquirerID: String
     /// Unique per acquirer and transaction; a retry carries the same value and gets the first answer.
@@ -91,15 +93,7 @@ public struct NetworkAuthorizationResponse: Hashable, Sendable, Codable {
     }
 }
 
-/// What an acquirer routes authorizations to. The token service implements it.
-public protocol PaymentNetwork: Sendable {
-    func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse
-    /// Cancels an authorization this acquirer sent (see `Reversal.swift`); networks without reversals
-    /// inherit a default that throws.
-    func reverse(_ request: NetworkReversalRequest) async throws -> NetworkReversalResponse
-}
-
-extension TokenService: PaymentNetwork {
+extension TokenService {
     /// Authorizes a token transaction: token state and expiry, domain controls, cryptogram (through the HSM's
     /// verifier for its kind), the ATC window, then detokenisation, the issuer's decision, and the DPAN swapped
     /// back into the response. Idempotent per acquirer and transaction ID.

@@ -1,6 +1,7 @@
 public import EMV
 import Foundation
 public import Issuer
+public import NetworkAuthorizationAPI
 public import OrchardCrypto
 
 /// The proximity ARQC check: the EMV module's issuer-side verifier behind the token service's

@@ -1,5 +1,6 @@
 import Foundation
 public import Issuer
+public import NetworkAuthorizationAPI
 public import OrchardCrypto
 
 /// What a key held by the HSM may be used for. A key does exactly one job; the usage is bound to the
@@ -35,40 +36,13 @@ public struct KeyHandle: Hashable, Sendable, Codable, CustomStringConvertible {
     public var description: String { "KeyHandle(\(id), \(usage.rawValue))" }
 }
 
-/// What kind of cryptogram a transaction carries; each kind is checked with its own key family.
-public enum CryptogramKind: String, Hashable, Sendable, Codable {
-    /// An EMV application cryptogram (ARQC) from a contactless transaction, under the proximity key.
-    case proximityARQC
-    /// A remote-payment cryptogram (in-app, web), under the remote key.
-    case remote
-
+extension CryptogramKind {
     /// The only issuer-master-key usage that may verify this kind.
     public var requiredKeyUsage: HSMKeyUsage {
         switch self {
         case .proximityARQC: return .proximityIssuerMasterKey
         case .remote: return .remoteIssuerMasterKey
         }
-    }
-}
-
-/// A cryptogram as it arrived in an authorization.
-public struct CryptogramSubmission: Hashable, Sendable, Codable {
-    public let kind: CryptogramKind
-    /// The cryptogram itself (ARQC 9F26: 8 bytes; remote: the scheme's layout).
-    public let cryptogram: [UInt8]
-    /// The application transaction counter (9F36) the card used.
-    public let applicationTransactionCounter: UInt16
-    /// The data the cryptogram covers, in the form the verifier expects (for an ARQC: the DE 55 TLVs).
-    /// Opaque to the token service: only the verifier parses it.
-    public let transactionData: [UInt8]
-
-    public init(
-        kind: CryptogramKind, cryptogram: [UInt8], applicationTransactionCounter: UInt16, transactionData: [UInt8]
-    ) {
-        self.kind = kind
-        self.cryptogram = cryptogram
-        self.applicationTransactionCounter = applicationTransactionCounter
-        self.transactionData = transactionData
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 public import Issuer
+public import NetworkAuthorizationAPI
 public import OrchardCrypto
 import PaymentCredential
 

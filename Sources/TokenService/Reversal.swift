@@ -1,9 +1,10 @@
 public import Foundation
 public import Issuer
+import NetworkAuthorizationAPI
 import OrchardCrypto
 
-/// A reversal as the acquirer sends it to the network: cancel the authorization it sent with this
-/// transaction ID.
+/// A reversal as the token service reads the acquirer's ``NetworkAuthorizationAPI/ReversalRequest``: cancel the
+/// authorization it sent with this transaction ID.
 public struct NetworkReversalRequest: Hashable, Sendable, Codable {
     public let acquirerID: String
     /// The ``NetworkAuthorizationRequest/transactionID`` of the authorization to cancel.
@@ -33,14 +34,8 @@ public struct NetworkReversalResponse: Hashable, Sendable, Codable {
 
 extension NetworkDeclineReason {
     /// The authorization arrived after its own reversal (response code `12`).
-    public static let reversedBeforeAuthorization = NetworkDeclineReason(rawValue: "reversedBeforeAuthorization")
-}
-
-extension PaymentNetwork {
-    /// A network that does not implement reversals refuses them, so the acquirer keeps nothing it did not do.
-    public func reverse(_ request: NetworkReversalRequest) async throws -> NetworkReversalResponse {
-        throw TokenServiceError(.configuration, "this network does not take reversals")
-    }
+    public static let reversedBeforeAuthorization = NetworkDeclineReason(
+        rawValue: NetworkAuthorizationAPI.reversedBeforeAuthorization)
 }
 
 extension TokenService {

@@ -1,6 +1,7 @@
 import EMV
 import Foundation
 public import Issuer
+public import NetworkAuthorizationAPI
 public import OrchardCrypto
 import PaymentCredential
 

@@ -1,6 +1,7 @@
 import Acquirer
 import Foundation
 import Issuer
+import NetworkAuthorizationAPI
 import NetworkTestSupport
 import OrchardCrypto
 import Testing
@@ -14,7 +15,7 @@ struct AcquirerFixture {
     let phone: SimulatedDevice
     let card: InstalledCard
 
-    init(network: (any PaymentNetwork)? = nil) async throws {
+    init(network: (any AcquiringNetwork)? = nil) async throws {
         self.network = try await NetworkHarness()
         acquirer = Acquirer(
             acquirerID: "acq-1", store: store, network: network ?? self.network.tokenService, clock: self.network.clock,
@@ -185,7 +186,7 @@ struct AcquirerTests {
 }
 
 /// A network that forwards to the token service and can lose one answer on the way back.
-final class FlakyNetwork: PaymentNetwork, @unchecked Sendable {
+final class FlakyNetwork: AcquiringNetwork, @unchecked Sendable {
     private let lock = NSLock()
     private var _target: TokenService?
     private var _lose = false
@@ -201,20 +202,24 @@ final class FlakyNetwork: PaymentNetwork, @unchecked Sendable {
     }
     var transactionIDs: [String] { lock.withLock { _ids } }
 
-    func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
+    func authorize(
+        _ request: NetworkAuthorizationAPI.AuthorizationRequest
+    ) async throws(NetworkAuthorizationAPI.Failure) -> NetworkAuthorizationAPI.AuthorizationAnswer {
         lock.withLock { _ids.append(request.transactionID) }
-        guard let target else { throw TestDoubleError("no network") }
+        guard let target else { throw NetworkAuthorizationAPI.Failure(.unavailable, "no network") }
         let answer = try await target.authorize(request)
         let lose: Bool = lock.withLock {
             defer { _lose = false }
             return _lose
         }
-        if lose { throw TestDoubleError("connection reset") }
+        if lose { throw NetworkAuthorizationAPI.Failure(.unavailable, "connection reset") }
         return answer
     }
 
-    func reverse(_ request: NetworkReversalRequest) async throws -> NetworkReversalResponse {
-        guard let target else { throw TestDoubleError("no network") }
+    func reverse(
+        _ request: NetworkAuthorizationAPI.ReversalRequest
+    ) async throws(NetworkAuthorizationAPI.Failure) -> NetworkAuthorizationAPI.ReversalAnswer {
+        guard let target else { throw NetworkAuthorizationAPI.Failure(.unavailable, "no network") }
         return try await target.reverse(request)
     }
 }

@@ -1,6 +1,7 @@
 import Acquirer
 import Foundation
 import Issuer
+import NetworkAuthorizationAPI
 import NetworkTestSupport
 import OrchardCrypto
 import Testing
@@ -174,7 +175,7 @@ struct ReversalTests {
     }
 
     @Test func aNetworkThatCannotReverseKeepsTheReversalPending() async throws {
-        let f = try await AcquirerFixture(network: NoReversalNetwork())
+        let f = try await AcquirerFixture(network: DownNetwork())
         await #expect(throws: AcquirerError(.networkUnavailable, "")) {
             try await f.acquirer.reverse(try reversal(f, stan: "000108", amount: 10))
         }
@@ -204,9 +205,17 @@ struct IssuerReversalTests {
     }
 }
 
-/// A network without reversals (the protocol's default refuses them).
-struct NoReversalNetwork: PaymentNetwork {
-    func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
-        throw TestDoubleError("down")
+/// A network that is down: it decides nothing.
+struct DownNetwork: AcquiringNetwork {
+    func authorize(
+        _ request: NetworkAuthorizationAPI.AuthorizationRequest
+    ) async throws(NetworkAuthorizationAPI.Failure) -> NetworkAuthorizationAPI.AuthorizationAnswer {
+        throw NetworkAuthorizationAPI.Failure(.unavailable, "down")
+    }
+
+    func reverse(
+        _ request: NetworkAuthorizationAPI.ReversalRequest
+    ) async throws(NetworkAuthorizationAPI.Failure) -> NetworkAuthorizationAPI.ReversalAnswer {
+        throw NetworkAuthorizationAPI.Failure(.unavailable, "down")
     }
 }

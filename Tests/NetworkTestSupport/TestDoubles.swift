@@ -1,5 +1,6 @@
 import Foundation
 public import Issuer
+public import NetworkAuthorizationAPI
 public import OrchardCrypto
 public import TokenService
 
@@ -54,7 +55,7 @@ public struct TestDoubleCryptogramVerifier: TokenCryptogramVerifier {
 }
 
 /// A TEST DOUBLE for the device-CA certificate check (the real one is `DeviceCAKeyVerifier` in
-/// NetworkService): the "chain" is one element, the SE key's DER SubjectPublicKeyInfo, and it verifies only
+/// NetworkServer): the "chain" is one element, the SE key's DER SubjectPublicKeyInfo, and it verifies only
 /// if that key was registered for the device (as the device CA would have certified it).
 public final class TestDoubleDeviceKeyVerifier: DeviceKeyVerifier, @unchecked Sendable {
     // Guarded by `lock`.

@@ -4,7 +4,6 @@ import Issuer
 import MerchantKit
 import MerchantServer
 import NetworkServer
-import NetworkService
 import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime

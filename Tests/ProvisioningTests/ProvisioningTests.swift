@@ -1,7 +1,7 @@
 import Device
 import Foundation
 import Issuer
-import NetworkService
+import NetworkServer
 import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime

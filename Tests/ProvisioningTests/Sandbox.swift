@@ -2,7 +2,6 @@ import Device
 import Foundation
 import MerchantServer
 import NetworkServer
-import NetworkService
 import OrchardCrypto
 import OrchardRuntime
 import OrchardServices

@@ -1,7 +1,7 @@
 import Acquirer
 import CommandTestSupport
 import Foundation
-import NetworkService
+import NetworkServer
 import OrchardRuntime
 import OrchardStore
 import Terminal

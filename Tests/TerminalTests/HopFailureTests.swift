@@ -3,7 +3,7 @@ import Device
 import DeviceControlAPI
 import Foundation
 import Issuer
-import NetworkService
+import NetworkServer
 import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging

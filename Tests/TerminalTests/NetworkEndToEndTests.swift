@@ -5,7 +5,7 @@ import DeviceControlAPI
 import EMV
 import Foundation
 import Issuer
-import NetworkService
+import NetworkServer
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardHTTP

@@ -6,7 +6,8 @@ import EMV
 import Foundation
 import Issuer
 import NFCLink
-import NetworkService
+import NetworkAuthorizationAPI
+import NetworkServer
 import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging
@@ -108,7 +109,7 @@ final class AcquirerService: Sendable {
         router.add(.post, "/v1/acquirer/authorizations") { request in
             log.append(request.body)
             // The network service's own body type: the terminal's JSON must be what the real route takes.
-            let body = try request.decodeJSON(NetworkService.AuthorizationBody.self)
+            let body = try request.decodeJSON(AuthorizationBody.self)
             do {
                 let answer = try await acquirer.authorize(
                     try Self.request(body, idempotencyKey: request.headers["Idempotency-Key"]))
@@ -120,7 +121,7 @@ final class AcquirerService: Sendable {
         }
         router.add(.post, "/v1/acquirer/reversals") { request in
             // The network service's own body type here too.
-            let body = try request.decodeJSON(NetworkService.ReversalBody.self)
+            let body = try request.decodeJSON(ReversalBody.self)
             guard let terminal = body.terminalID, let stan = body.stan, body.idempotencyKey == nil else {
                 throw TerminalError(.gatewayRefused, "malformed reversal")
             }
@@ -145,7 +146,7 @@ final class AcquirerService: Sendable {
 
     /// The network's body as the terminal tests' acquirer takes it.
     static func request(
-        _ body: NetworkService.AuthorizationBody, idempotencyKey: String?
+        _ body: AuthorizationBody, idempotencyKey: String?
     ) throws -> Terminal.AuthorizationRequest {
         guard body.channel == .contactless, let terminal = body.terminalID, let stan = body.stan,
             body.idempotencyKey == nil, idempotencyKey == "terminal-\(terminal)-\(stan)",

@@ -1,6 +1,7 @@
 import EMV
 import Foundation
 import Issuer
+import NetworkAuthorizationAPI
 import NetworkTestSupport
 import OrchardCrypto
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Issuer
+import NetworkAuthorizationAPI
 import NetworkTestSupport
 import OrchardCrypto
 import PaymentCredential

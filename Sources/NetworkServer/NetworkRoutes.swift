@@ -2,6 +2,7 @@ public import Acquirer
 import AcquirerAPI
 import Foundation
 public import Issuer
+public import NetworkAuthorizationAPI
 import OrchardCrypto
 public import OrchardHTTP
 import TokenRequestorAPI

@@ -1,5 +1,5 @@
 import Foundation
-import NetworkService
+import NetworkServer
 import OrchardCrypto
 import OrchardX509
 import Testing

@@ -8,7 +8,7 @@ import Testing
 import TokenRequestorAPI
 import TokenService
 
-@testable import NetworkService
+@testable import NetworkServer
 
 /// The Pay server's side of the token-requestor routes (`TokenRequestorAPI`, the only thing it imports of the
 /// network) against the network's routes: what the Pay server writes the network reads field for field, what the

@@ -2,7 +2,8 @@ import Acquirer
 import AcquirerAPI
 import Foundation
 import Issuer
-import NetworkService
+import NetworkAuthorizationAPI
+import NetworkServer
 import NetworkTestSupport
 import OrchardHTTP
 import Testing

@@ -1,7 +1,8 @@
 import Acquirer
 import Foundation
 import Issuer
-import NetworkService
+import NetworkAuthorizationAPI
+import NetworkServer
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardStore

@@ -1,6 +1,6 @@
 import Foundation
 import Issuer
-import NetworkService
+import NetworkServer
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardX509

@@ -3,7 +3,8 @@ import Device
 import EMV
 import Foundation
 import Issuer
-import NetworkService
+import NetworkAuthorizationAPI
+import NetworkServer
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardRuntime
