@@ -1,8 +1,7 @@
 import Foundation
 
-/// One option a command accepts, as the parser and `--help` see it. Typed options (``Option``) make one with a
-/// reader that converts and checks the value; one made by ``flag(_:help:)``, ``single(_:_:help:)`` or
-/// ``repeatable(_:_:help:)`` has none: that is the legacy path, where the command reads strings by key.
+/// One option a command accepts, as the parser and `--help` see it. Typed options (``Option``) make one, with a
+/// reader that converts and checks the value.
 public struct OptionSpec: Sendable {
     public enum Kind: Sendable {
         /// `--name`, no value.
@@ -21,13 +20,12 @@ public struct OptionSpec: Sendable {
     public let required: Bool
     /// The default as `--help` shows it, if there is one to show.
     public let defaultText: String?
-    /// Converts and checks the option's value in parsed arguments (a usage error when it is wrong); nil for a
-    /// legacy option, which is not checked beyond its syntax.
-    let read: (@Sendable (ParsedArguments) throws(CLIError) -> any Sendable)?
+    /// Converts and checks the option's value in parsed arguments (a usage error when it is wrong).
+    let read: @Sendable (ParsedArguments) throws(CLIError) -> any Sendable
 
     init(
         name: String, kind: Kind, valueName: String, help: String, required: Bool = false,
-        defaultText: String? = nil, read: (@Sendable (ParsedArguments) throws(CLIError) -> any Sendable)? = nil
+        defaultText: String? = nil, read: @escaping @Sendable (ParsedArguments) throws(CLIError) -> any Sendable
     ) {
         self.name = name
         self.kind = kind
@@ -36,22 +34,6 @@ public struct OptionSpec: Sendable {
         self.required = required
         self.defaultText = defaultText
         self.read = read
-    }
-
-    /// Legacy, to be removed with the last string-keyed command (the bench commands): a flag read by
-    /// ``ParsedArguments/flag(_:)``.
-    public static func flag(_ name: String, help: String) -> OptionSpec {
-        OptionSpec(name: name, kind: .flag, valueName: "", help: help)
-    }
-    /// Legacy, to be removed with the last string-keyed command: an unchecked value read by
-    /// ``ParsedArguments/value(_:)``.
-    public static func single(_ name: String, _ valueName: String = "VALUE", help: String) -> OptionSpec {
-        OptionSpec(name: name, kind: .single, valueName: valueName, help: help)
-    }
-    /// Legacy, to be removed with the last string-keyed command: unchecked values read by
-    /// ``ParsedArguments/values(_:)``.
-    public static func repeatable(_ name: String, _ valueName: String = "VALUE", help: String) -> OptionSpec {
-        OptionSpec(name: name, kind: .repeatable, valueName: valueName, help: help)
     }
 
     /// The left column of `--help`.
@@ -79,34 +61,20 @@ public struct ParsedArguments: Sendable {
     /// The converted values of the typed options, by name (see ``check(_:)``).
     private(set) var typed: [String: any Sendable] = [:]
 
-    // The string-keyed reading below is the legacy path, kept for the bench commands (BenchCommands,
-    // InAppBenchCommand, InStoreBench) until their harnesses move; typed options read through them too.
+    // The raw reading below is what typed options convert from; commands read ``subscript(_:)``.
 
-    /// The raw value of a single-valued option, if given (legacy for commands: read ``subscript(_:)``).
-    public func value(_ name: String) -> String? { values[name]?.last }
-    /// All raw values of a repeatable option, in order (legacy for commands: read ``subscript(_:)``).
-    public func values(_ name: String) -> [String] { values[name] ?? [] }
-    /// Whether a flag was given (legacy for commands: read ``subscript(_:)``).
-    public func flag(_ name: String) -> Bool { flags.contains(name) }
-
-    /// Legacy, to be removed with the bench commands: an integer option within `range`, or `defaultValue` when
-    /// absent.
-    public func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(CLIError) -> Int {
-        guard let text = value(name) else { return defaultValue }
-        guard let n = Int(text), range.contains(n) else {
-            throw CLIError.usage("--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return n
-    }
+    /// The raw value of a single-valued option, if given.
+    func value(_ name: String) -> String? { values[name]?.last }
+    /// All raw values of a repeatable option, in order.
+    func values(_ name: String) -> [String] { values[name] ?? [] }
+    /// Whether a flag was given.
+    func flag(_ name: String) -> Bool { flags.contains(name) }
 
     /// Converts and checks every typed option of `options` in declaration order, keeping the values for
     /// ``subscript(_:)``; the first wrong one is the command's error (a usage error, unless its declaration says
     /// otherwise).
     mutating func check(_ options: [OptionSpec]) throws(CLIError) {
-        for option in options {
-            guard let read = option.read else { continue }
-            typed[option.name] = try read(self)
-        }
+        for option in options { typed[option.name] = try option.read(self) }
     }
 
     /// Parses `arguments` against `options`: syntax first (unknown, repeated, a value missing), then every typed

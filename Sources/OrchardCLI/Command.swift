@@ -26,8 +26,8 @@ public struct Command: Sendable {
             positionals: positionals, run: run)
     }
 
-    /// Legacy, to be removed with the bench commands: a leaf command whose options are read by key.
-    public init(
+    /// A leaf command from option declarations already made (a command offered under a second name).
+    init(
         name: String, summary: String, discussion: String = "", options: [OptionSpec],
         positionals: [String] = [], run: @escaping Run
     ) {

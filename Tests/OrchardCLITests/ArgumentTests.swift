@@ -5,7 +5,8 @@ import Testing
 @Suite("Argument parsing")
 struct ArgumentTests {
     let options: [OptionSpec] = [
-        .single("name", help: ""), .repeatable("tag", help: ""), .flag("verbose", help: ""),
+        Option.optional("name", "NAME", help: "").spec, Option.repeatable("tag", "TAG", help: "").spec,
+        Option.flag("verbose", help: "").spec,
     ]
 
     @Test func valuesInBothSpellings() throws {

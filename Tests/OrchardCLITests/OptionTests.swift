@@ -131,12 +131,4 @@ struct OptionTests {
         #expect(capture.stdout.contains("Cancel a payment sheet not completed in this time. Default: 120."))
         #expect(capture.stdout.contains("--name NAME"))
     }
-
-    @Test func legacyOptionsAreReadByKeyUnchecked() throws {
-        let parsed = try ParsedArguments.parse(
-            ["--seconds", "abc", "--require-targets"],
-            options: [.single("seconds", "N", help: ""), .flag("require-targets", help: "")], maxPositionals: 0)
-        #expect(parsed.value("seconds") == "abc")
-        #expect(parsed.flag("require-targets"))
-    }
 }

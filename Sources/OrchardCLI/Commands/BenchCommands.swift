@@ -33,21 +33,17 @@ enum BenchCommands {
                 the table reports median operations per second and the median Swift/raw ratio. By default the \
                 whole run takes at most about 2 minutes.
                 """,
-            options: [
-                .single("seconds", "N", help: "Seconds per figure (default: 110 s shared out, at most 10 each)."),
-                .repeatable("filter", "TEXT", help: "Only figures whose name contains TEXT (case-insensitive)."),
-                .flag("require-ratios", help: "Exit 1 when a gated figure's ratio is below its minimum."),
-            ]
+            options: [seconds, filter, requireRatios]
         ) { arguments, context in
             var figures = try suite.makeFigures()
-            let filters = arguments.values("filter").map { $0.lowercased() }
+            let filters = arguments[filter].map { $0.lowercased() }
             if !filters.isEmpty {
                 figures = figures.filter { figure in filters.contains { figure.name.lowercased().contains($0) } }
                 guard !figures.isEmpty else {
                     throw CLIError.usage("no figure matches \(filters.joined(separator: ", "))")
                 }
             }
-            let seconds = try secondsPerFigure(arguments.value("seconds"), figureCount: figures.count)
+            let seconds = arguments[Self.seconds] ?? min(10, defaultBudgetSeconds / Double(max(figures.count, 1)))
             let runner = BenchmarkRunner(secondsPerFigure: seconds)
             let nameWidth = BenchmarkReport.Table.nameWidth(for: figures.map(\.name))
             context.trace(
@@ -61,18 +57,23 @@ enum BenchCommands {
             let report = BenchmarkReport(suite: suite.name, secondsPerFigure: seconds, figures: results)
             context.trace(BenchmarkReport.Table.footer(report))
             try context.outputJSON(report)
-            if arguments.flag("require-ratios"), !report.failures.isEmpty {
+            if arguments[requireRatios], !report.failures.isEmpty {
                 throw CLIError.failure(
                     "below the minimum ratio: " + report.failures.map(\.name).joined(separator: ", "))
             }
         }
     }
 
-    static func secondsPerFigure(_ text: String?, figureCount: Int) throws(CLIError) -> Double {
-        guard let text else { return min(10, defaultBudgetSeconds / Double(max(figureCount, 1))) }
+    static let seconds = Option.optional(
+        "seconds", "N", help: "Seconds per figure (default: 110 s shared out, at most 10 each)."
+    ) { text throws(CLIError) in
         guard let seconds = Double(text), seconds.isFinite, seconds >= 0.01, seconds <= 600 else {
             throw CLIError.usage("--seconds takes a number of seconds from 0.01 to 600")
         }
         return seconds
     }
+    static let filter = Option.repeatable(
+        "filter", "TEXT", help: "Only figures whose name contains TEXT (case-insensitive).")
+    static let requireRatios = Option.flag(
+        "require-ratios", help: "Exit 1 when a gated figure's ratio is below its minimum.")
 }

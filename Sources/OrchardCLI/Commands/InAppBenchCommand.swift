@@ -22,15 +22,11 @@ enum InAppBenchCommand {
             crypto ceiling: the same cryptography per credential (open, verify, re-encrypt, sign) without HTTP or
             SQLite, in thread CPU time on one core times the cores. The load generator shares the cores with the server.
             """,
-        options: [
-            .single("requests", "N", help: "Credentials to exchange (default 6000; all must fit the 60 s nonce life)."),
-            .single("connections", "N", help: "Concurrent keep-alive connections (default 16)."),
-            .single("ceiling-seconds", "N", help: "Duration of the ceiling measurement (default 3)."),
-        ]
+        options: [requests, connections, ceilingSeconds]
     ) { arguments, context in
-        let (requests, connections, ceilingSeconds) = try options(arguments)
         let result = try await InAppBenchmark.run(
-            requests: requests, connections: connections, ceilingSeconds: Double(ceilingSeconds),
+            requests: arguments[requests], connections: arguments[connections],
+            ceilingSeconds: Double(arguments[ceilingSeconds]),
             trace: context.trace)
         context.trace(
             "\(Int(result.tokensPerSecond)) tokens/s through the Pay server (p50 \(result.p50Milliseconds) ms, "
@@ -41,11 +37,11 @@ enum InAppBenchCommand {
         try context.outputJSON(result)
     }
 
-    static func options(_ arguments: ParsedArguments) throws -> (Int, Int, Int) {
-        (
-            try arguments.integer("requests", default: 6000, in: 10...50_000),
-            try arguments.integer("connections", default: 16, in: 1...256),
-            try arguments.integer("ceiling-seconds", default: 3, in: 1...60)
-        )
-    }
+    static let requests = Option.integer(
+        "requests", default: 6000, range: 10...50_000,
+        help: "Credentials to exchange (all must fit the 60 s nonce life).")
+    static let connections = Option.integer(
+        "connections", default: 16, range: 1...256, help: "Concurrent keep-alive connections.")
+    static let ceilingSeconds = Option.integer(
+        "ceiling-seconds", default: 3, range: 1...60, help: "Duration of the ceiling measurement.")
 }

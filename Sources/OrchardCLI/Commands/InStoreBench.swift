@@ -14,15 +14,10 @@ enum InStoreBench {
             whole charge, target p99 ≤ 50 ms), and of a 4 KiB write + fsync in the device store's directory, \
             measured between the taps of the same run. A ratio is target / p99: 1 or more meets the target.
             """,
-        options: [
-            .single("seconds", "N", help: "How long to charge (default 10)."),
-            .single("taps", "N", help: "Stop after N taps (default 5000)."),
-            .flag("require-targets", help: "Exit 1 when a figure's p99 is above its target."),
-        ]
+        options: [seconds, taps, requireTargets]
     ) { arguments, context in
-        let (seconds, taps) = try limits(arguments)
         let report = try await InStoreBenchmark.run(
-            seconds: seconds, maxTaps: taps, registry: try DeploymentCommands.registry(),
+            seconds: arguments[seconds], maxTaps: arguments[taps], registry: try DeploymentCommands.registry(),
             terminalGateway: { settings, deployment, policy in
                 _ = try TerminalCommands.issueClientIdentity(settings, deployment)
                 return try TerminalCommands.gateway(settings, deployment, policy: policy)
@@ -34,16 +29,20 @@ enum InStoreBench {
         context.trace(LatencyFigure.header)
         for figure in report.figures { context.trace(figure.row) }
         try context.outputJSON(report)
-        if arguments.flag("require-targets"), !report.failures.isEmpty {
+        if arguments[requireTargets], !report.failures.isEmpty {
             throw CLIError.failure("above the target: " + report.failures.map(\.name).joined(separator: ", "))
         }
     }
 
-    static func limits(_ arguments: ParsedArguments) throws -> (Double, Int) {
-        guard let seconds = Double(arguments.value("seconds") ?? "10"), seconds >= 0.1, seconds <= 600 else {
+    static let seconds = Option.withDefault(
+        "seconds", "N", default: 10.0, defaultText: "10", help: "How long to charge."
+    ) { text throws(CLIError) in
+        guard let seconds = Double(text), seconds >= 0.1, seconds <= 600 else {
             throw CLIError.usage("--seconds takes a number of seconds from 0.1 to 600")
         }
-        let taps = try arguments.integer("taps", default: 5000, in: 1...1_000_000)
-        return (seconds, taps)
+        return seconds
     }
+    static let taps = Option.integer("taps", default: 5000, range: 1...1_000_000, help: "Stop after N taps.")
+    static let requireTargets = Option.flag(
+        "require-targets", help: "Exit 1 when a figure's p99 is above its target.")
 }
