@@ -164,9 +164,11 @@ public actor PaymentTerminal {
     }
 
     /// Charges `amount` to the device whose antenna listens at `antenna`. First sends the reversals an
-    /// earlier run left pending.
+    /// earlier run left pending. An amount in a currency the terminal does not charge in (see
+    /// ``TerminalSettings/kernelConfiguration(for:)``) throws before anything is journaled or sent.
     public func charge(_ amount: Amount, antenna: String) async throws -> ChargeResult {
         guard !charging else { throw TerminalError(.invalidArgument, "a charge is already in progress") }
+        let configuration = try settings.kernelConfiguration(for: amount.currency)
         charging = true
         defer { charging = false }
         _ = try await recover()
@@ -205,8 +207,7 @@ public actor PaymentTerminal {
         let outcome: TerminalOutcome
         let parameters = TransactionParameters(amount: UInt64(amount.minorUnits), date: try transactionDate())
         do throws(EMVError) {
-            let kernel = TerminalKernel(
-                configuration: settings.kernelConfiguration(for: amount.currency), random: random)
+            let kernel = TerminalKernel(configuration: configuration, random: random)
             outcome = try await kernel.run(parameters, card: session)
         } catch {
             await session.close()

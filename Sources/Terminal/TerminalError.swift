@@ -7,7 +7,8 @@ public struct TerminalError: Error, Hashable, CustomStringConvertible, Sendable 
     /// What went wrong, as a value a caller can branch on.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidArgument, invalidAmount, unknownCurrency, notConfigured, alreadyExists, storeFailure
+            case invalidArgument, invalidAmount, unknownCurrency, currencyNotAccepted, notConfigured, alreadyExists
+            case storeFailure
             case gatewayTimedOut, gatewayUnreachable, gatewayRefused, protocolViolation
         }
         private let base: Base
@@ -19,6 +20,8 @@ public struct TerminalError: Error, Hashable, CustomStringConvertible, Sendable 
         public static let invalidAmount = Code(.invalidAmount)
         /// A currency code that is not in the terminal's ISO 4217 table.
         public static let unknownCurrency = Code(.unknownCurrency)
+        /// A charge in a currency the terminal does not charge in (its limits are in its own currency).
+        public static let currencyNotAccepted = Code(.currencyNotAccepted)
         /// No terminal with this ID is set up (run `orchard terminal setup`).
         public static let notConfigured = Code(.notConfigured)
         /// A terminal with this ID already exists.

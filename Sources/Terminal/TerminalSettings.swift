@@ -96,21 +96,28 @@ public struct TerminalSettings: Sendable, Hashable, Codable {
         }
     }
 
-    /// The EMV kernel's configuration for a charge in `currency`. The limits apply to the terminal's own
-    /// currency only (a charge in another currency has none).
-    public func kernelConfiguration(for currency: Currency) -> TerminalConfiguration {
+    /// The EMV kernel's configuration for a charge in `currency`, with the terminal's limits.
+    ///
+    /// The limits are amounts in the terminal's ``currency`` and the terminal keeps no exchange rates, so a
+    /// terminal with a contactless or CVM limit charges only in its own currency: another throws
+    /// ``TerminalError/Code/currencyNotAccepted`` (a charge in another currency would otherwise
+    /// escape the limits). A terminal without limits charges in any currency it knows.
+    public func kernelConfiguration(for currency: Currency) throws(TerminalError) -> TerminalConfiguration {
         let applications = acceptedNetworks.compactMap { name in
             Self.supportedNetworks.first { $0.name == name }.map {
                 TerminalConfiguration.SupportedApplication(aid: $0.scheme.aid, scheme: $0.scheme)
             }
         }
-        let ownCurrency = currency.code == self.currency
+        guard currency.code == self.currency || (contactlessLimit == nil && cvmRequiredLimit == nil) else {
+            throw TerminalError(
+                .currencyNotAccepted,
+                "this terminal's limits are in \(self.currency); it charges only in \(self.currency), not \(currency)")
+        }
         return TerminalConfiguration(
             countryCode: countryCode, currencyCode: currency.numericCode,
             terminalTransactionQualifiers: terminalTransactionQualifiers, supportedApplications: applications,
-            preferredAID: applications.first?.aid,
-            contactlessTransactionLimit: ownCurrency ? contactlessLimit.map { UInt64($0) } : nil,
-            cvmRequiredLimit: ownCurrency ? cvmRequiredLimit.map { UInt64($0) } : nil)
+            preferredAID: applications.first?.aid, contactlessTransactionLimit: contactlessLimit.map { UInt64($0) },
+            cvmRequiredLimit: cvmRequiredLimit.map { UInt64($0) })
     }
 
     /// What the reader's polling reveals: the accepted AIDs and networks in order of preference, and the

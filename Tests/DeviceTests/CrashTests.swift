@@ -44,7 +44,7 @@ struct DeviceCrashTests {
         func kill() { process.kill() }
     }
 
-    @Test("10,000 cryptograms with SIGKILLs in between: the ATC strictly increases and is never reused")
+    @Test("D5: 10,000 cryptograms with SIGKILLs in between: the ATC strictly increases and is never reused")
     func tenThousandCryptograms() async throws {
         let directory = try TemporaryDirectory()
         let name = "crash-phone"

@@ -127,7 +127,7 @@ struct DeviceTests {
         await expectError(code(DeviceError.Code.unsupported)) { try await ipad.fieldOn() }
     }
 
-    @Test("Turning the passcode off, signing out or erasing terminates every card, in the wallet too")
+    @Test("D4: Turning the passcode off, signing out or erasing terminates every card, in the wallet too")
     func resets() async throws {
         let directory = try TemporaryDirectory()
         let (device, identity) = try await makeDevice(in: directory.deployment)

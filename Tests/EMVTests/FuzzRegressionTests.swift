@@ -13,7 +13,8 @@ struct EMVFuzzRegressionTests {
         return try names.sorted().map { ($0, Array(try Fixtures.data("fuzz-regressions/\(target)/\($0)"))) }
     }
 
-    @Test func tlvInputsAreRefusedWithTypedErrors() throws {
+    @Test("F1: the TLV fuzz corpus gives typed errors")
+    func tlvInputsAreRefusedWithTypedErrors() throws {
         let inputs = try Self.inputs("FuzzEMVTLV")
         #expect(inputs.count >= 5)
         for (name, bytes) in inputs {
@@ -26,7 +27,8 @@ struct EMVFuzzRegressionTests {
         #expect(throws: EMVError(.limitExceeded, "")) { try TLV.decode(deep.1) }
     }
 
-    @Test func apduInputsNeverBreakTheParserOrTheCard() throws {
+    @Test("F1: the APDU fuzz corpus never breaks the parser or the card")
+    func apduInputsNeverBreakTheParserOrTheCard() throws {
         let inputs = try Self.inputs("FuzzEMVAPDU")
         #expect(inputs.count >= 4)
         let lastStatus: [String: String] = [

@@ -98,7 +98,8 @@ struct TLVTests {
         #expect(throws: EMVError(.malformedTLV, "")) { try TLV.decodeSingle(hex("5A01015A0102")) }
     }
 
-    @Test func tenThousandLevelsOfNestingAreRefusedSafely() {
+    @Test("F1: ten thousand levels of TLV nesting are refused safely")
+    func tenThousandLevelsOfNestingAreRefusedSafely() {
         // 70 82 LL LL ( 70 82 ... ) — each level a valid header, 10,000 deep.
         let depth = 10_000
         var bytes: [UInt8] = []

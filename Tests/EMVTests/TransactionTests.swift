@@ -111,7 +111,9 @@ struct TransactionTests {
         return nil
     }
 
-    @Test(arguments: [PaymentScheme.visa, .mastercard])
+    @Test(
+        "N2/N3: a changed UN, amount, currency, ATC, date, AIP, CDCVM bit or cryptogram is rejected",
+        arguments: [PaymentScheme.visa, .mastercard])
     func changedDataIsRejected(scheme: PaymentScheme) async throws {
         let profile = scheme == .visa ? try V9.visaProfile() : try V9.mastercardProfile()
         let card = try #require(try await V9.run(try V9.card([profile])).card)
@@ -143,7 +145,8 @@ struct TransactionTests {
         #expect(reason(try verifier.verify(good, issuerMasterKey: otherIMK, lastSeenATC: nil)) == .cryptogramMismatch)
     }
 
-    @Test func theATCWindow() async throws {
+    @Test("N1: the ATC window: replayed, out of window, and a wider window")
+    func theATCWindow() async throws {
         let card = try #require(try await V9.run(try V9.card([try V9.visaProfile()], lastATC: 0x03E8)).card)
         #expect(card.atc == 0x03E9)  // 1001
         let data = ChipAuthorizationData(card)
@@ -157,7 +160,8 @@ struct TransactionTests {
         #expect(try wider.verify(data, issuerMasterKey: V9.imk, lastSeenATC: 0).isValid)
     }
 
-    @Test func replayedTransactionsAreRejected() async throws {
+    @Test("N1: ten transactions verify in order; each one replayed is rejected")
+    func replayedTransactionsAreRejected() async throws {
         // Ten transactions verified in order, then each one replayed.
         let link = InProcessCardLink(card: try V9.card([try V9.visaProfile()], lastATC: 0))
         let kernel = TerminalKernel(configuration: V9.terminal, random: InsecureDeterministicRandom(seed: [1]))

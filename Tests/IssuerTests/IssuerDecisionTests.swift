@@ -154,7 +154,8 @@ struct IssuerAuthorizationTests {
         #expect(try await f.issuer.account(id: "acct-3")?.balance == 249_000)  // debit: funds
     }
 
-    @Test func retryReturnsTheFirstAnswerAndMovesNoMoneyTwice() async throws {
+    @Test("R3: a retry returns the first answer and moves no money twice")
+    func retryReturnsTheFirstAnswerAndMovesNoMoneyTwice() async throws {
         let f = try await IssuerFixture()
         let first = try await f.authorize("4111111111111111", amount: 700, id: "same")
         let second = try await f.authorize("4111111111111111", amount: 700, id: "same")

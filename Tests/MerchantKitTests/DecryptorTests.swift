@@ -65,7 +65,7 @@ struct AppleTokenTests {
         #expect(decoded == expected as NSDictionary)
     }
 
-    @Test(arguments: names)
+    @Test("A7: the real tokens are stale today", arguments: names)
     func staleAtTodaysDate(name: String) throws {
         let decryptor = try PaymentTokenDecryptor(identities: [Self.identity(name)])
         #expect(throws: MerchantKitError(.signingTimeTooOld, "")) { try decryptor.decrypt(Self.token(name)) }
@@ -88,7 +88,8 @@ struct AppleTokenTests {
         #expect(throws: MerchantKitError(.signatureInvalid, "")) { try decryptor.decrypt(token) }
     }
 
-    @Test func everySignedFieldBitFlipIsRejected() throws {
+    @Test("A8: every bit flip of a signed field is rejected")
+    func everySignedFieldBitFlipIsRejected() throws {
         let name = "gala-2023"
         let decryptor = try PaymentTokenDecryptor(
             identities: [Self.identity(name)], clock: ManualClock(now: try Self.signingTime(name) + 60))
@@ -124,7 +125,8 @@ struct AppleTokenTests {
         }
     }
 
-    @Test func wycheproofInvalidEphemeralKeysAreRefused() throws {
+    @Test("A8: Wycheproof's invalid ephemeral keys are refused")
+    func wycheproofInvalidEphemeralKeysAreRefused() throws {
         struct File: Decodable {
             struct Group: Decodable { let tests: [Case] }
             struct Case: Decodable { let `public`: String; let result: String; let flags: [String] }
@@ -183,7 +185,8 @@ struct DecryptorTests {
         #expect(result.payment.credential == .emv(emvData: "nwIGAAAAAAEA", encryptedPINData: "0011"))
     }
 
-    @Test func freshnessWindowOnBothSides() throws {
+    @Test("A7: the signing time must be within the window on both sides")
+    func freshnessWindowOnBothSides() throws {
         let pki = try TestPKI()
         let old = try pki.token(signedAt: TestPKI.now - 301)
         #expect(throws: MerchantKitError(.signingTimeTooOld, "")) { try pki.decryptor().decrypt(old) }
@@ -193,7 +196,8 @@ struct DecryptorTests {
         #expect(try pki.decryptor().decrypt(edge).payment.transactionAmount == 1999)
     }
 
-    @Test func foreignRootAndMissingMarkers() throws {
+    @Test("A6: a foreign root and missing certificate markers are refused")
+    func foreignRootAndMissingMarkers() throws {
         let pki = try TestPKI()
         let token = try pki.token()
         let other = try TestPKI()
@@ -207,7 +211,8 @@ struct DecryptorTests {
         }
     }
 
-    @Test func extraOrRepeatedCertificatesAreRefused() throws {
+    @Test("A6: extra or repeated certificates are refused")
+    func extraOrRepeatedCertificatesAreRefused() throws {
         let pki = try TestPKI()
         var token = try pki.token()
         let signedBytes = token.paymentData.signedBytes
@@ -221,7 +226,8 @@ struct DecryptorTests {
         }
     }
 
-    @Test func wrongMerchantAndKeyRotation() throws {
+    @Test("A4: the wrong merchant is refused; key rotation keeps both keys")
+    func wrongMerchantAndKeyRotation() throws {
         let pki = try TestPKI()
         let token = try pki.token()
         let stranger = try MerchantIdentity(
@@ -235,7 +241,8 @@ struct DecryptorTests {
         #expect(try rotated.decrypt(try pki.token(for: pki.rsaCertificate)).version == .rsaV1)
     }
 
-    @Test func applicationDataAmountAndCurrencyMismatches() throws {
+    @Test("A5/A10: applicationData, amount and currency mismatches are refused")
+    func applicationDataAmountAndCurrencyMismatches() throws {
         let pki = try TestPKI()
         let decryptor = try pki.decryptor()
         let withData = try pki.token(applicationData: Array("order-1".utf8))
@@ -252,7 +259,8 @@ struct DecryptorTests {
         }
     }
 
-    @Test func replayGuardRefusesASecondUse() throws {
+    @Test("A10: the replay guard refuses a second use")
+    func replayGuardRefusesASecondUse() throws {
         let pki = try TestPKI()
         let clock = ManualClock(now: TestPKI.now)
         let decryptor = try pki.decryptor(replayGuard: InMemoryReplayGuard(clock: clock))

@@ -38,7 +38,7 @@ struct FixtureDecryptionTests {
         return try MerchantIdentity(key: .ec(key), merchantIdentifierHash: hash)
     }
 
-    @Test(arguments: ["gala-2015", "gala-2023"])
+    @Test("A1: the real EC_v1 tokens decrypt to their published values", arguments: ["gala-2015", "gala-2023"])
     func ecV1(name: String) throws {
         let expected = try #require(try Self.expected()[name])
         let token = try PaymentToken(jsonBytes: Fixtures.data("apple-pay/\(name)/token.json"))
@@ -71,7 +71,8 @@ struct FixtureDecryptionTests {
         #expect(payload.credential == expectedPayload.credential)
     }
 
-    @Test func wrongMerchantKeyHasNoMatchingHash() throws {
+    @Test("A4: another merchant's key has no matching hash; forced, the GCM tag fails")
+    func wrongMerchantKeyHasNoMatchingHash() throws {
         let token = try PaymentToken(jsonBytes: Fixtures.data("apple-pay/gala-2015/token.json"))
         let other = try Self.galaIdentity("gala-2023")
         #expect(throws: MerchantKitError(.unknownPublicKeyHash, "")) {

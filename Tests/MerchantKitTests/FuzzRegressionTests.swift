@@ -11,7 +11,8 @@ struct FuzzRegressionTests {
         return try names.sorted().map { ($0, try Fixtures.data("fuzz-regressions/\(target)/\($0)")) }
     }
 
-    @Test func tokenJSON() throws {
+    @Test("F1: the token JSON fuzz corpus gives typed errors")
+    func tokenJSON() throws {
         let inputs = try Self.inputs("FuzzTokenJSON")
         #expect(!inputs.isEmpty)
         for (name, data) in inputs {

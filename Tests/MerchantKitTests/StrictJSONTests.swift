@@ -18,7 +18,8 @@ struct StrictJSONTests {
 
     /// The writer escapes exactly what JSON requires, copies everything else (non-ASCII included) as is, and
     /// its output parses back to the same value.
-    @Test func serializationEscapesAndRoundTrips() throws {
+    @Test("F2: JSON serialization escapes and round-trips")
+    func serializationEscapesAndRoundTrips() throws {
         let value = JSONValue.object([
             ("plain", .string("AgAAAAAABk4DWZ4C28yUQAAAAAA=")),
             ("escapes", .string("a\"b\\c\nd\re\tf\u{01}g\u{1F}h/")),
@@ -33,7 +34,8 @@ struct StrictJSONTests {
         #expect(try StrictJSONParser.parse(value.serializedBytes, limits: .paymentToken) == value)
     }
 
-    @Test func duplicateKeysAreRejectedAnywhere() throws {
+    @Test("A9: duplicate keys are rejected anywhere")
+    func duplicateKeysAreRejectedAnywhere() throws {
         let text = try Fixtures.string("apple-pay/gala-2015/token.json")
         let duplicatedVersion = text.replacingOccurrences(
             of: "\"version\"", with: "\"version\": \"EC_v1\", \"version\"")
@@ -47,7 +49,8 @@ struct StrictJSONTests {
         }
     }
 
-    @Test func exactFieldSets() throws {
+    @Test("A9: exact field sets and the version")
+    func exactFieldSets() throws {
         let text = try Fixtures.string("apple-pay/gala-2015/token.json")
         let unknown = text.replacingOccurrences(of: "\"version\"", with: "\"extra\": 1, \"version\"")
         #expect(throws: PaymentTokenError(.unknownField, "")) { try PaymentToken(jsonBytes: Array(unknown.utf8)) }

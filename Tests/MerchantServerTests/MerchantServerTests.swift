@@ -107,7 +107,7 @@ struct MerchantServerTests {
         await s.close()
     }
 
-    @Test("A token made for merchant B is refused by merchant A (it decrypts only for B)")
+    @Test("A4: A token made for merchant B is refused by merchant A (it decrypts only for B)")
     func otherMerchant() async throws {
         let s = try await MerchantSandbox()
         try await s.provisionPhone()
@@ -143,7 +143,7 @@ struct MerchantServerTests {
         await s.close()
     }
 
-    @Test("applicationData, amount or currency other than the order's: orderMismatch, nothing charged")
+    @Test("A5/A10: applicationData, amount or currency other than the order's: orderMismatch, nothing charged")
     func orderMismatch() async throws {
         let s = try await MerchantSandbox()
         try await s.provisionPhone()
@@ -385,7 +385,7 @@ struct MerchantServerTests {
         await s.close()
     }
 
-    @Test("Another token with a transactionId already on record (unsigned fields changed): tokenAlreadyUsed")
+    @Test("A10: Another token with a transactionId already on record (unsigned fields changed): tokenAlreadyUsed")
     func sameTransactionIDOtherBytes() async throws {
         let s = try await MerchantSandbox()
         try await s.provisionPhone()

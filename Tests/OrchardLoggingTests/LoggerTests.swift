@@ -62,7 +62,8 @@ struct LoggerTests {
     }
 
     /// Issue 4, item 6: logging a value that holds a card number writes it masked.
-    @Test func aValueHoldingACardNumberIsWrittenMasked() throws {
+    @Test("V2: a value holding a card number is written masked")
+    func aValueHoldingACardNumberIsWrittenMasked() throws {
         struct Payment {
             let pan: PrimaryAccountNumber
             let amount: Int

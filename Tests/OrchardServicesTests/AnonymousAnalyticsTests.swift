@@ -43,7 +43,8 @@ struct AnonymousAnalyticsTests {
         return out
     }
 
-    @Test func noAnalyticsColumnCanBeJoinedToAnotherTable() async throws {
+    @Test("V1: no analytics column can be joined to another table")
+    func noAnalyticsColumnCanBeJoinedToAnotherTable() async throws {
         _ = try await initialise()
         let store = try PayStore.open(in: directory)
         let tables = try await columns(of: store)
@@ -141,7 +142,8 @@ struct AnonymousAnalyticsTests {
         #expect(summary.byAmountBucket["250+"] == 1 && summary.byRegion["392"] == 1)
     }
 
-    @Test func amountBucketsFollowTheCurrencyExponent() {
+    @Test("V1: amount buckets follow the currency exponent")
+    func amountBucketsFollowTheCurrencyExponent() {
         let date = Date(timeIntervalSince1970: 0)
         let cases: [(UInt64, UInt16, String)] = [
             (0, 840, "0-5"), (499, 840, "0-5"), (500, 840, "5-10"), (2_499, 978, "10-25"), (4_999, 840, "25-50"),

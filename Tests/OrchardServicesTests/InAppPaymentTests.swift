@@ -147,7 +147,7 @@ final class InAppFixture: @unchecked Sendable {
 
 @Suite("Pay server: in-app credentials over mutual TLS", .serialized)
 struct InAppPaymentTests {
-    @Test("A credential becomes an EC_v1 token the merchant verifies and decrypts; the same nonce again is refused")
+    @Test("A2: A credential becomes an EC_v1 token the merchant verifies and decrypts; the same nonce again is refused")
     func exchangeAndReplay() async throws {
         let f = try await InAppFixture()
         let phone = try await f.device("phone-a")
@@ -203,7 +203,7 @@ struct InAppPaymentTests {
         await f.close()
     }
 
-    @Test("The token decrypts for its merchant and for no other")
+    @Test("A4: The token decrypts for its merchant and for no other")
     func onlyForItsMerchant() async throws {
         let f = try await InAppFixture()
         let phone = try await f.device("phone-a")
@@ -219,7 +219,7 @@ struct InAppPaymentTests {
         await f.close()
     }
 
-    @Test("An unknown nonce and an expired nonce (monotonic clock) are refused")
+    @Test("A2/R6: An unknown nonce and an expired nonce (monotonic clock) are refused")
     func unknownAndExpired() async throws {
         let f = try await InAppFixture()
         let phone = try await f.device("phone-a")
@@ -301,7 +301,7 @@ struct InAppPaymentTests {
         await f.close()
     }
 
-    @Test("64 concurrent redemptions of one nonce: exactly one token, 63 refusals, one record")
+    @Test("A3: 64 concurrent redemptions of one nonce: exactly one token, 63 refusals, one record")
     func concurrentRedemptions() async throws {
         let f = try await InAppFixture()
         let phone = try await f.device("phone-a")
@@ -329,7 +329,7 @@ struct InAppPaymentTests {
         await f.close()
     }
 
-    @Test("An app without the entitlement is refused (and the nonce stays usable)")
+    @Test("A11: An app without the entitlement is refused (and the nonce stays usable)")
     func entitlement() async throws {
         let f = try await InAppFixture()
         let phone = try await f.device("phone-a")
@@ -395,7 +395,9 @@ struct InAppPaymentTests {
         await f.close()
     }
 
-    @Test("The Pay server's files and logs hold no DPAN, applicationData, item or nonce; no device next to an amount")
+    @Test(
+        "V1/V2: The Pay server's files and logs hold no DPAN, applicationData, item or nonce; no device next to an amount"
+    )
     func nothingRetained() async throws {
         let f = try await InAppFixture()
         let phone = try await f.device("phone-secret-name")

@@ -111,7 +111,8 @@ struct CrashTests {
         #expect(ledger.incomplete == 0)
     }
 
-    @Test func killedAtRandomMomentsKeepsWholeAcknowledgedTransfers() async throws {
+    @Test("R1: killed at random moments, whole acknowledged transfers are kept")
+    func killedAtRandomMomentsKeepsWholeAcknowledgedTransfers() async throws {
         let path = directory.file("loop.sqlite")
         var acknowledged = 0
         for round in 1...4 {

@@ -54,7 +54,8 @@ struct IdempotencyTests {
                 != RequestFingerprint(method: "POST", path: "/ab", body: [UInt8]()))
     }
 
-    @Test func sameKeySameBodyReplaysTheStoredResponse() async throws {
+    @Test("R2: the same key and body replay the stored response")
+    func sameKeySameBodyReplaysTheStoredResponse() async throws {
         let runs = Counter()
         let first = try await keys.perform(
             scope: "merchant-1", key: "k-1", fingerprint: Self.payment, Self.createOrder(runs))
@@ -71,7 +72,8 @@ struct IdempotencyTests {
         #expect(try await orderCount() == 1)
     }
 
-    @Test func sameKeyAnotherRequestIsAMismatch() async throws {
+    @Test("R2: the same key with another request is a mismatch")
+    func sameKeyAnotherRequestIsAMismatch() async throws {
         let runs = Counter()
         _ = try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         for other in [
@@ -91,7 +93,8 @@ struct IdempotencyTests {
         #expect(runs.value == 2)
     }
 
-    @Test func concurrentRequestsWithOneKeyRunOnce() async throws {
+    @Test("R2: concurrent requests with one key run once")
+    func concurrentRequestsWithOneKeyRunOnce() async throws {
         let runs = Counter()
         let keys = self.keys
         let outcomes = try await withThrowingTaskGroup(of: IdempotencyOutcome.self) { group in
@@ -123,7 +126,8 @@ struct IdempotencyTests {
         #expect(IdempotencyOutcome.inProgress.httpStatus == 409)
     }
 
-    @Test func aRunningRequestIsInProgressUntilItCompletes() async throws {
+    @Test("R2: a running request is in progress until it completes")
+    func aRunningRequestIsInProgressUntilItCompletes() async throws {
         let runs = Counter()
         guard case .proceed(let ticket) = try await keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("a fresh key should proceed")
@@ -171,7 +175,8 @@ struct IdempotencyTests {
         #expect(try await orderCount() == 1)
     }
 
-    @Test func theResponseAndTheSideEffectCommitTogether() async throws {
+    @Test("R4: the response and the side effect commit together")
+    func theResponseAndTheSideEffectCommitTogether() async throws {
         // Make storing the response fail after the side effect ran: the side effect must roll back with it.
         try await store.write { database in
             try database.executeScript(
@@ -201,7 +206,8 @@ struct IdempotencyTests {
         #expect(try await orderCount() == 0)
     }
 
-    @Test func keysAreKeptTwentyFourHoursThenExpire() async throws {
+    @Test("R2: keys are kept 24 hours, then expire")
+    func keysAreKeptTwentyFourHoursThenExpire() async throws {
         let runs = Counter()
         let first = try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         clock.advance(by: 24 * 3600 - 1)

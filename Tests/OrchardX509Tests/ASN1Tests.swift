@@ -101,7 +101,8 @@ struct ASN1Tests {
         #expect(throws: X509Error(.invalidTag, "")) { try ASN1.parse([0x00, 0x00], rules: .ber) }
     }
 
-    @Test func tenThousandLevelsOfNestingGiveATypedError() throws {
+    @Test("F1: ten thousand levels of DER nesting give a typed error")
+    func tenThousandLevelsOfNestingGiveATypedError() throws {
         let depth = 10_000
         // Definite lengths: each level wraps the next; lengths grow, so build from the inside out.
         var definite: [UInt8] = [0x05, 0x00]

@@ -43,7 +43,8 @@ struct CertificateParsingTests {
         #expect(try root.subjectKeyIdentifier == bytes("BBB0DEA15833889AA48A99DEBEBDEBAFDACB24AB"))
     }
 
-    @Test func swiftParserAgreesWithOpenSSLOnEveryRealCertificate() throws {
+    @Test("F2: the Swift parser agrees with OpenSSL on every real certificate")
+    func swiftParserAgreesWithOpenSSLOnEveryRealCertificate() throws {
         let certificates = try Self.realCertificates()
         #expect(certificates.count == 10)
         for (name, c) in certificates {

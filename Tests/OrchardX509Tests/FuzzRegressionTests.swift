@@ -6,7 +6,8 @@ import Testing
 /// Replays Tests/Fixtures/fuzz-regressions/FuzzCMS through every entry point the FuzzCMS target drives.
 @Suite("Fuzz regressions (DER/BER, X.509, CMS)")
 struct FuzzRegressionTests {
-    @Test func hostileInputsGiveTypedErrors() throws {
+    @Test("F1: the DER/X.509/CMS fuzz corpus gives typed errors")
+    func hostileInputsGiveTypedErrors() throws {
         let folder = try Fixtures.path("fuzz-regressions/FuzzCMS")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
         #expect(!names.isEmpty)

@@ -248,7 +248,7 @@ struct PaymentSheetControlTests {
         }
     }
 
-    @Test("Through the socket the app sees only the redacted shipping contact, then only the fields it required")
+    @Test("A11: Through the socket the app sees only the redacted shipping contact, then only the fields it required")
     func redactedContact() async throws {
         try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
             let delegate = RecordingDelegate()

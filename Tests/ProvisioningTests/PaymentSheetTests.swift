@@ -149,7 +149,7 @@ struct PaymentSheetTests {
         await sandbox.close()
     }
 
-    @Test("An app entitled for one merchant asking for another is refused before the sheet")
+    @Test("A11: An app entitled for one merchant asking for another is refused before the sheet")
     func entitlement() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)

@@ -18,7 +18,7 @@ import Wallet
 /// Provisioning and lifecycle through the real Pay server and network over HTTPS (issue 10; cases P1–P4, L1–L3).
 @Suite("Provisioning through the Pay server", .serialized)
 struct ProvisioningTests {
-    @Test("Approve, step-up (no code: refused; with the code: added), decline: nothing installed on a decline")
+    @Test("P4: Approve, step-up (no code: refused; with the code: added), decline: nothing installed on a decline")
     func decisions() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
@@ -41,7 +41,7 @@ struct ProvisioningTests {
         await sandbox.close()
     }
 
-    @Test("One card on a phone and a watch: two DPANs; lost mode on the phone leaves the watch working")
+    @Test("P2: One card on a phone and a watch: two DPANs; lost mode on the phone leaves the watch working")
     func twoDevices() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
@@ -59,7 +59,7 @@ struct ProvisioningTests {
         await sandbox.close()
     }
 
-    @Test("Lost mode while the device is offline blocks its tokens at once; the device learns it later; resume")
+    @Test("L1: Lost mode while the device is offline blocks its tokens at once; the device learns it later; resume")
     func lostModeOffline() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
@@ -91,7 +91,7 @@ struct ProvisioningTests {
         await sandbox.close()
     }
 
-    @Test("Erase deletes the tokens at the token service and terminates the cards on the device")
+    @Test("L2: Erase deletes the tokens at the token service and terminates the cards on the device")
     func erase() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
@@ -144,7 +144,7 @@ struct ProvisioningTests {
         await sandbox.close()
     }
 
-    @Test("No key the Pay server owns opens the card data; a certificate not from the root is refused")
+    @Test("P3: No key the Pay server owns opens the card data; a certificate not from the root is refused")
     func payServerCannotRead() async throws {
         let sandbox = try await Sandbox()
         try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
@@ -191,7 +191,7 @@ struct ProvisioningTests {
         await sandbox.close()
     }
 
-    @Test("At rest: the FPAN only in issuer.sqlite and (encrypted) nowhere else; no DPAN or CVV at the Pay server")
+    @Test("P1: At rest: the FPAN only in issuer.sqlite and (encrypted) nowhere else; no DPAN or CVV at the Pay server")
     func atRest() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)

@@ -51,7 +51,7 @@ struct SecureElementTests {
         #expect(verified.cdcvm == CDCVMResult(performed: true, method: .passcode))
     }
 
-    @Test("Without an authorization the card answers SELECT and releases nothing")
+    @Test("D1: Without an authorization the card answers SELECT and releases nothing")
     func nothingWithoutAuthorization() async throws {
         let h = try await Harness()
         let card = try await h.provision(dpan: visaDPAN)
@@ -72,7 +72,7 @@ struct SecureElementTests {
         #expect(try await h.element.lastATC(card.card) == 0)
     }
 
-    @Test("A replayed authorization is refused, also after a restart")
+    @Test("D2: A replayed authorization is refused, also after a restart")
     func replay() async throws {
         let h = try await Harness()
         let card = try await h.provision(dpan: visaDPAN)
@@ -92,7 +92,7 @@ struct SecureElementTests {
         await expectCode(.authorizationReplayed) { try await h.element.authorizeContactless(unsolicited) }
     }
 
-    @Test("An authorization is valid only for its transaction type")
+    @Test("D3: An authorization is valid only for its transaction type")
     func transactionTypes() async throws {
         let h = try await Harness()
         let card = try await h.provision(dpan: visaDPAN)
@@ -132,7 +132,7 @@ struct SecureElementTests {
         #expect(try await h.tap(amount: 1000).card == nil)  // the terminal charges USD
     }
 
-    @Test("Commands must come from the NFC field, while a field is present")
+    @Test("D3: Commands must come from the NFC field, while a field is present")
     func fieldRules() async throws {
         let h = try await Harness()
         let card = try await h.provision(dpan: visaDPAN)
@@ -191,7 +191,7 @@ struct SecureElementTests {
         await expectCode(.invalidAuthorization) { try await h.element.authorizeContactless(status) }
     }
 
-    @Test("Resetting the Authorization Random terminates every card; old authorizations fail")
+    @Test("D4: Resetting the Authorization Random terminates every card; old authorizations fail")
     func authorizationRandomReset() async throws {
         for reason in AuthorizationRandomResetReason.allCases {
             let h = try await Harness()
@@ -240,7 +240,7 @@ struct SecureElementTests {
         #expect(try await other.element.card(card.card).state == .terminated)
     }
 
-    @Test("A Secure Enclave restored from an older snapshot is detected and the cards terminated")
+    @Test("D4: A Secure Enclave restored from an older snapshot is detected and the cards terminated")
     func rollback() async throws {
         let h = try await Harness()
         let card = try await h.provision(dpan: visaDPAN)
@@ -264,7 +264,7 @@ struct SecureElementTests {
         #expect(try await restored.element.card(card.card).state == .terminated)
     }
 
-    @Test("A tampered, misaddressed or mislabelled personalisation envelope is refused and installs nothing")
+    @Test("P3: A tampered, misaddressed or mislabelled personalisation envelope is refused and installs nothing")
     func envelopes() async throws {
         let h = try await Harness()
         let data = try Harness.personalisation(dpan: visaDPAN)
@@ -365,7 +365,7 @@ struct SecureElementTests {
         }
     }
 
-    @Test("The ATC is stored before a cryptogram leaves: a failing store releases nothing")
+    @Test("R4: The ATC is stored before a cryptogram leaves: a failing store releases nothing")
     func atcStoredFirst() async throws {
         let storage = FlakyStorage()
         let h = try await Harness()

@@ -25,7 +25,7 @@ struct SecureEnclaveTests {
             transactionType: type, card: card, amount: nil, challenge: await harness.element.challenge())
     }
 
-    @Test("Face ID: passcode offered after 2 failures, the only method after 5, counters reset by the passcode")
+    @Test("D1: Face ID: passcode offered after 2 failures, the only method after 5, counters reset by the passcode")
     func faceLimits() async throws {
         let (h, card) = try await Self.provisioned(.phone, .face)
         #expect(await h.enclave.paymentMethods() == [.faceID])
@@ -53,7 +53,7 @@ struct SecureEnclaveTests {
         #expect(await h.enclave.status.failedBiometricAttempts == 0)
     }
 
-    @Test("Touch ID: passcode offered after 3 failures, not after 2; only passcode after 5")
+    @Test("D1: Touch ID: passcode offered after 3 failures, not after 2; only passcode after 5")
     func touchLimits() async throws {
         let (h, card) = try await Self.provisioned(.phone, .touch)
         for _ in 0..<2 {

@@ -13,7 +13,7 @@ import Testing
 /// The terminal's charge against a card behind a real antenna in this process, and a scripted acquirer.
 @Suite("Charges")
 struct ChargeTests {
-    @Test("Approved: the ARQC verifies; STAN and terminal ID are the key; the journal and log hold the DPAN masked")
+    @Test("V2: Approved: the ARQC verifies; STAN and terminal ID are the key; the journal and log hold the DPAN masked")
     func approved() async throws {
         let directory = try TemporaryDirectory()
         let target = try CardTarget()
@@ -84,7 +84,7 @@ struct ChargeTests {
         #expect(empty.responseCode == "Z1" && empty.reason == "no device in the field" && empty.deviceKind == nil)
     }
 
-    @Test("No answer: the retry carries the same STAN and gets the first decision; the issuer decides once")
+    @Test("R3: No answer: the retry carries the same STAN and gets the first decision; the issuer decides once")
     func retry() async throws {
         let directory = try TemporaryDirectory()
         let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: try CardTarget())
@@ -220,7 +220,7 @@ struct ChargeTests {
         #expect(await acquirer.requests.isEmpty)
     }
 
-    @Test("Above the contactless limit the reader asks for another interface; nothing goes online")
+    @Test("I20-6: Above the contactless limit the reader asks for another interface; nothing goes online")
     func limits() async throws {
         let directory = try TemporaryDirectory()
         let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: try CardTarget())
@@ -231,10 +231,6 @@ struct ChargeTests {
         let result = try await terminal.charge(try usd("100.01"), antenna: directory.antenna)
         #expect(result.responseCode == "Z1" && result.reason.contains("contactless limit"))
         #expect(try await terminal.charge(try usd("100.00"), antenna: directory.antenna).isApproved)
-        // In another currency the limit does not apply.
-        let euros = try await terminal.charge(
-            try Amount(parsing: "150.00", currency: try Currency("EUR")), antenna: directory.antenna)
-        #expect(euros.isApproved)
-        #expect(await acquirer.requests.last?.amount.currency.code == "EUR")
+        #expect(await acquirer.requests.count == 1)
     }
 }

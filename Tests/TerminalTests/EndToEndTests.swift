@@ -99,7 +99,7 @@ struct EndToEndTests {
         await acquirer.shutdown()
     }
 
-    @Test("A replayed APDU transcript meets a new unpredictable number: its old cryptogram fails (88)")
+    @Test("N2: A replayed APDU transcript meets a new unpredictable number: its old cryptogram fails (88)")
     func replayedTranscript() async throws {
         let directory = try TemporaryDirectory()
         let acquirer = try AcquirerService(TestAcquirer(), directory: directory.path)
@@ -131,7 +131,7 @@ struct EndToEndTests {
         await acquirer.shutdown()
     }
 
-    @Test("An amount changed on its way to the device: the cryptogram covers another amount (88)")
+    @Test("N3: An amount changed on its way to the device: the cryptogram covers another amount (88)")
     func amountChangedInFlight() async throws {
         let directory = try TemporaryDirectory()
         let acquirer = try AcquirerService(TestAcquirer(), directory: directory.path)

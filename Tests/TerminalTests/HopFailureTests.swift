@@ -296,7 +296,7 @@ struct HopFailureTests {
         throw TerminalError(.notConfigured, "timed out waiting for \(what)")
     }
 
-    @Test("approved through the deployed network; the terminal killed after the network decided → reversed once")
+    @Test("R1: approved through the deployed network; the terminal killed after the network decided → reversed once")
     func terminalKilled() async throws {
         let s = try await setUp()
         defer {
@@ -363,7 +363,7 @@ struct HopFailureTests {
         #expect(scanned >= 4)
     }
 
-    @Test("the network killed before it saw the authorization, and after it decided → at most one, then none held")
+    @Test("R1: the network killed before it saw the authorization, and after it decided → at most one, then none held")
     func networkKilled() async throws {
         let s = try await setUp()
         defer {

@@ -48,19 +48,23 @@ struct AmountTests {
 
 @Suite("Terminal settings")
 struct SettingsTests {
-    @Test("Settings give the kernel's configuration and the polling; every field's form is checked")
+    @Test("I20-6: Settings give the kernel's configuration and the polling; every field's form is checked")
     func settings() throws {
         let settings = try TerminalSettings(
             terminalID: "T-1", merchantName: "Orchard Coffee", countryCode: 250, currency: "EUR",
             contactlessLimit: 5000,
             cvmRequiredLimit: 2500, acceptedNetworks: ["masterCard", "visa"])
-        let kernel = settings.kernelConfiguration(for: try Currency("EUR"))
+        let kernel = try settings.kernelConfiguration(for: try Currency("EUR"))
         #expect(kernel.countryCode == 250 && kernel.currencyCode == 978)
         #expect(kernel.preferredAID == PaymentScheme.mastercard.aid)
         #expect(kernel.supportedApplications.map(\.scheme) == [.mastercard, .visa])
         #expect(kernel.contactlessTransactionLimit == 5000 && kernel.cvmRequiredLimit == 2500)
-        // Limits are in the terminal's currency: a charge in another has none.
-        #expect(settings.kernelConfiguration(for: try Currency("USD")).contactlessTransactionLimit == nil)
+        // Limits are in the terminal's currency: a terminal with limits charges in no other; one without does.
+        #expect(throws: TerminalError(.currencyNotAccepted, "")) {
+            try settings.kernelConfiguration(for: try Currency("USD"))
+        }
+        let unlimited = try TerminalSettings(terminalID: "T-2", currency: "EUR")
+        #expect(try unlimited.kernelConfiguration(for: try Currency("USD")).currencyCode == 840)
         let polling = try settings.polling()
         #expect(polling.networks == ["masterCard", "visa"] && polling.merchantName == "Orchard Coffee")
         #expect(polling.applicationIdentifiers == [PaymentScheme.mastercard.aid, PaymentScheme.visa.aid])

@@ -46,7 +46,8 @@ struct AuthorizationTests {
         #expect(response.declineReason == .cryptogramInvalid)
     }
 
-    @Test func theATCWindow() async throws {
+    @Test("N1: the token service's ATC window")
+    func theATCWindow() async throws {
         let h = try await NetworkHarness(atcPolicy: ATCPolicy(lookBehind: 16, maxForwardJump: 1000))
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
@@ -83,7 +84,8 @@ struct AuthorizationTests {
         #expect(approved.responseCode == .approved)
     }
 
-    @Test func amountOrCurrencyChangedAfterTheCryptogramIsDeclined() async throws {
+    @Test("N3: an amount or currency changed after the cryptogram is declined")
+    func amountOrCurrencyChangedAfterTheCryptogramIsDeclined() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
@@ -111,7 +113,8 @@ struct AuthorizationTests {
         #expect(response.declineReason == .cryptogramInvalid)
     }
 
-    @Test func domainControlsAndCardNotPresentEntryModes() async throws {
+    @Test("N4: domain controls, magstripe and manual entry, no cryptogram: declined")
+    func domainControlsAndCardNotPresentEntryModes() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let inAppOnly = try await h.provision("4111111111111111", on: phone, domainControls: [.inApp])
@@ -163,7 +166,8 @@ struct AuthorizationTests {
         #expect(try await h.authorize(card, on: phone, amount: 1).declineReason == .tokenExpired)
     }
 
-    @Test func retriesReturnTheFirstAnswer() async throws {
+    @Test("R3: retries return the first answer")
+    func retriesReturnTheFirstAnswer() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)

@@ -50,7 +50,8 @@ struct EMVVerifierTests {
         #expect(response.responseCode == .approved)
     }
 
-    @Test func changedFieldsAreRefused() async throws {
+    @Test("N2/N3: changed fields of field 55 are refused")
+    func changedFieldsAreRefused() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)

@@ -7,7 +7,8 @@ import TokenService
 
 @Suite("Token lifecycle, FPAN update and notifications")
 struct LifecycleTests {
-    @Test func suspendedTokenIsDeclinedAndApprovedAfterResume() async throws {
+    @Test("N5: a suspended token is declined, and approved after resume")
+    func suspendedTokenIsDeclinedAndApprovedAfterResume() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
@@ -20,7 +21,8 @@ struct LifecycleTests {
         #expect(try await h.authorize(card, on: phone, amount: 100).responseCode == .approved)
     }
 
-    @Test func onlyTheIssuerResumesWhatTheIssuerSuspended() async throws {
+    @Test("L3: only the issuer resumes what the issuer suspended")
+    func onlyTheIssuerResumesWhatTheIssuerSuspended() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
@@ -42,7 +44,8 @@ struct LifecycleTests {
         #expect(try await h.authorize(card, on: phone, amount: 1).responseCode == .approved)
     }
 
-    @Test func deletedIsFinal() async throws {
+    @Test("N5/L3: a deleted token is declined forever")
+    func deletedIsFinal() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
@@ -67,7 +70,8 @@ struct LifecycleTests {
     }
 
     /// P2 / L1: lost mode on the phone suspends the phone's tokens only; the watch keeps paying.
-    @Test func lostModeSuspendsOneDeviceOnly() async throws {
+    @Test("P2/L1: lost mode suspends one device's tokens only")
+    func lostModeSuspendsOneDeviceOnly() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let watch = try h.makeDevice("watch-1", kind: "watch")

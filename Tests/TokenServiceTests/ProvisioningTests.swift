@@ -123,7 +123,8 @@ struct ProvisioningTests {
         }
     }
 
-    @Test func declinesMakeNoSessionNoTokenAndRepeatOnRetry() async throws {
+    @Test("P4: declines make no session and no token, and repeat on a retry")
+    func declinesMakeNoSessionNoTokenAndRepeatOnRetry() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let envelope = try phone.sealCardData(
@@ -147,7 +148,8 @@ struct ProvisioningTests {
         #expect(snapshot.sessions.isEmpty && snapshot.tokens.isEmpty && snapshot.cards.isEmpty)
     }
 
-    @Test func refusedTermsDeclineAndTheRetryRepeatsIt() async throws {
+    @Test("P4: refused terms decline, and the retry repeats it")
+    func refusedTermsDeclineAndTheRetryRepeatsIt() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let sessionID = try #require(try await h.checkCard("4111111111111111", on: phone).sessionID)
@@ -160,7 +162,8 @@ struct ProvisioningTests {
         #expect(h.vault.snapshot().tokens.isEmpty)
     }
 
-    @Test func twoDevicesForOneCardGetDifferentDPANsAndKeys() async throws {
+    @Test("P2: two devices for one card get different DPANs and keys")
+    func twoDevicesForOneCardGetDifferentDPANsAndKeys() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let watch = try h.makeDevice("watch-1", kind: "watch")
@@ -178,7 +181,8 @@ struct ProvisioningTests {
         #expect(snapshot.cards[0].paymentAccountReference.hasPrefix("O001"))
     }
 
-    @Test func personalisationOpensOnlyOnTheRightSecureElement() async throws {
+    @Test("P3: the personalisation opens only on the Secure Element it was sealed to")
+    func personalisationOpensOnlyOnTheRightSecureElement() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let other = try h.makeDevice("phone-2")

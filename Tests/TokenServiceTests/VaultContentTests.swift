@@ -23,7 +23,8 @@ struct VaultContentTests {
         }
     }
 
-    @Test func noFPANOrCVVExceptEncrypted() async throws {
+    @Test("P1: the vault holds no FPAN or CVV except encrypted")
+    func noFPANOrCVVExceptEncrypted() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let watch = try h.makeDevice("watch-1", kind: "watch")

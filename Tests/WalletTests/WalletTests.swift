@@ -126,7 +126,7 @@ struct WalletTests {
         #expect(try await wallet.recentContacts(.shipping).isEmpty)
     }
 
-    @Test("Website queries: off answers false without asking; on answers only after the merchant check")
+    @Test("W6: Website queries: off answers false without asking; on answers only after the merchant check")
     func websiteQueries() async throws {
         let wallet = try Wallet(storage: InMemoryWalletStorage(), deviceCanPay: true)
         try await wallet.add(try Self.card(1, type: .debit))

@@ -4,7 +4,9 @@ public import OrchardCrypto
 /// Visa-style (Kernel 3) or Mastercard-style (Kernel 2) flow, and an outcome with what the acquirer needs.
 ///
 /// Card misbehaviour (refusals, malformed or missing data) ends in an outcome value with the transcript;
-/// only a failing link or an unusable configuration throws.
+/// only a failing link or an unusable configuration throws. The authorization's chip data is built from the
+/// terminal's own amount, currency, date and unpredictable number; a card that answers with other values for
+/// any of the terminal's data objects ends the application (no cryptogram goes online).
 public struct TerminalKernel: Sendable {
     public let configuration: TerminalConfiguration
     private let random: any RandomSource
@@ -176,6 +178,15 @@ public struct TerminalKernel: Sendable {
         session: Session<some CardTransport>, scheme: PaymentScheme, aid: [UInt8], card: [TLVTag: [UInt8]],
         terminal: [TLVTag: [UInt8]]
     ) -> TerminalOutcome {
+        // What the terminal sent (unpredictable number, amount, currency, date, TVR...) is the terminal's. A
+        // card that answers with other values for it computed its cryptogram over data the terminal never
+        // sent (a relay substituted them, or a pre-played cryptogram is being passed off): refused here.
+        let substituted = terminal.keys.filter { tag in card[tag].map { $0 != terminal[tag] } ?? false }.sorted()
+        guard substituted.isEmpty else {
+            let tags = substituted.map(\.description).joined(separator: ", ")
+            return session.outcome(
+                .endApplication, "the card answered with other values for the terminal's data (\(tags))")
+        }
         guard let cid = card[.cryptogramInformationData], cid.count == 1, let type = CryptogramType(cid: cid[0]),
             let ac = card[.applicationCryptogram], ac.count == 8, let atcBytes = card[.applicationTransactionCounter],
             atcBytes.count == 2, let iad = card[.issuerApplicationData], (1...32).contains(iad.count)
@@ -205,6 +216,8 @@ public struct TerminalKernel: Sendable {
             }
         }
 
+        // Field 55 carries the terminal's own data, never the card's copy: a cryptogram computed over
+        // substituted values then fails at the issuer even when the card does not echo them.
         var field55: [TLV] = []
         let order: [TLVTag] = [
             .applicationCryptogram, .cryptogramInformationData, .issuerApplicationData, .unpredictableNumber,
@@ -216,11 +229,11 @@ public struct TerminalKernel: Sendable {
         for tag in order {
             if tag == .dedicatedFileName {
                 field55.append(TLV(tag, aid))
-            } else if let value = card[tag] {
-                field55.append(TLV(tag, value))
             } else if let value = terminal[tag] {
                 if scheme == .visa && tag == .cvmResults { continue }
                 if scheme == .mastercard && tag == .terminalTransactionQualifiers { continue }
+                field55.append(TLV(tag, value))
+            } else if let value = card[tag] {
                 field55.append(TLV(tag, value))
             }
         }

@@ -30,7 +30,8 @@ public struct CardReadData: Hashable, Sendable, CustomStringConvertible {
     public let issuerApplicationData: [UInt8]
     public let cardholderVerification: CardholderVerification
     /// The chip data for field 55, in the usual order (9F26 9F27 9F10 9F37 9F36 95 9A 9C 9F02 5F2A 82 9F1A
-    /// 9F03 9F34 9F35 84 9F66 9F6C, each when present).
+    /// 9F03 9F34 9F35 84 9F66 9F6C, each when present). The terminal's data objects (9F37, 9F02, 9F03, 5F2A,
+    /// 9A, 9C, 95, 9F1A, 9F34, 9F35, 9F66) are always the values the terminal sent, never the card's copy.
     public let field55: [TLV]
 
     /// The encoded field 55.

@@ -23,7 +23,8 @@ enum TerminalCommands {
         summary: "Create a terminal or change its settings.",
         discussion: """
             Settings not given keep their value (for a new terminal: merchant merchant.dev.orchard.demo, country 840,
-            USD, Visa then Mastercard, TTQ 36C04000, no limits). Limits are amounts in the terminal's currency.
+            USD, Visa then Mastercard, TTQ 36C04000, no limits). Limits are amounts in the terminal's currency, and a
+            terminal with limits charges only in that currency.
             Without --acquirer-url the terminal uses the deployment's running acquirer (DIR/run) and trusts the
             deployment's root CA (DIR/pki/root-ca.pem).
             """,
@@ -165,7 +166,8 @@ enum TerminalCommands {
 
     static let amountOption = Option.required(
         "amount", "DECIMAL", help: "The amount, e.g. 12.34 (at most the currency's decimals).")
-    static let chargeCurrencyOption = currencyOption(help: "ISO 4217 code (default: the terminal's currency).")
+    static let chargeCurrencyOption = currencyOption(
+        help: "ISO 4217 code (default: the terminal's currency; a terminal with limits charges only in its own).")
     static let deviceOption = Option.optional(
         "device", "NAME", help: "The device held to the reader (default: the only one in range).")
     static let waitOption = Option.integer(
