@@ -301,6 +301,7 @@ let package = Package(
             name: "AcquirerTests",
             dependencies: [
                 "Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport", "NetworkAuthorizationAPI",
+                "PaymentCredential",
             ],
             swiftSettings: strict
         ),

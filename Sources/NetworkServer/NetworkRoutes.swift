@@ -41,11 +41,13 @@ public struct AuthorizationBody: Codable, Sendable {
     public let amount: Money
     public let channel: PaymentChannel
     public let cryptogram: CryptogramSubmission?
+    /// From merchant servers: the Apple merchant ID the payment is for.
+    public let appleMerchantID: String?
 
     public init(
         merchantID: String, terminalID: String? = nil, stan: String? = nil, idempotencyKey: String? = nil,
         pan: PrimaryAccountNumber, expiry: CardExpiry?, amount: Money, channel: PaymentChannel,
-        cryptogram: CryptogramSubmission?
+        cryptogram: CryptogramSubmission?, appleMerchantID: String? = nil
     ) {
         self.merchantID = merchantID
         self.terminalID = terminalID
@@ -56,13 +58,14 @@ public struct AuthorizationBody: Codable, Sendable {
         self.amount = amount
         self.channel = channel
         self.cryptogram = cryptogram
+        self.appleMerchantID = appleMerchantID
     }
 
     func request() throws(AcquirerError) -> AcquirerAuthorizationRequest {
         AcquirerAuthorizationRequest(
             origin: try .from(terminalID: terminalID, stan: stan, idempotencyKey: idempotencyKey),
             merchantID: merchantID, pan: pan, expiry: expiry, amount: amount, channel: channel,
-            cryptogram: cryptogram)
+            cryptogram: cryptogram, appleMerchantID: appleMerchantID)
     }
 }
 
@@ -198,7 +201,7 @@ extension AcquirerError: HTTPResponseError {
         switch code {
         case .invalidRequest: return .badRequest
         case .unknownMerchant, .unknownTerminal: return .notFound
-        case .merchantNotActive: return .forbidden
+        case .merchantNotActive, .merchantIDNotAllowed: return .forbidden
         case .idempotencyConflict: return .unprocessableContent
         case .duplicate: return .conflict
         case .networkUnavailable: return .badGateway
