@@ -315,7 +315,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures", "NetworkServer", "OrchardStore"],
+            swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
             dependencies: ["CommandTestSupport", "OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
