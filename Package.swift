@@ -301,6 +301,7 @@ let package = Package(
             name: "AcquirerTests",
             dependencies: [
                 "Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport", "NetworkAuthorizationAPI",
+                "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -310,10 +311,13 @@ let package = Package(
                 "NetworkServer", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
                 "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI", "NetworkAuthorizationAPI",
+                "OrchardServices",
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures", "NetworkServer", "OrchardStore"],
+            swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
             dependencies: ["CommandTestSupport", "OrchardStore", "OrchardCrypto", "orchard-store-crasher"],

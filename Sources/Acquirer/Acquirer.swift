@@ -25,10 +25,14 @@ public struct AcquirerAuthorizationRequest: Hashable, Sendable {
     public let amount: Money
     public let channel: PaymentChannel
     public let cryptogram: CryptogramSubmission?
+    /// The Apple-style merchant ID (`merchant.…`) an in-app or web payment is for: required from a merchant
+    /// server, and refused unless the merchant's account may charge for it
+    /// (``Acquirer/allowAppleMerchantID(_:forMerchant:)``).
+    public let appleMerchantID: String?
 
     public init(
         origin: Origin, merchantID: String, pan: PrimaryAccountNumber, expiry: CardExpiry?, amount: Money,
-        channel: PaymentChannel, cryptogram: CryptogramSubmission?
+        channel: PaymentChannel, cryptogram: CryptogramSubmission?, appleMerchantID: String? = nil
     ) {
         self.origin = origin
         self.merchantID = merchantID
@@ -37,6 +41,7 @@ public struct AcquirerAuthorizationRequest: Hashable, Sendable {
         self.amount = amount
         self.channel = channel
         self.cryptogram = cryptogram
+        self.appleMerchantID = appleMerchantID
     }
 }
 
@@ -78,6 +83,23 @@ public actor Acquirer {
             throw AcquirerError(.duplicate, "a merchant with this identifier already exists")
         }
         try await store.saveMerchant(merchant)
+    }
+
+    /// Lets the account `merchantID` charge in-app and web payments made for `appleMerchantID` (`merchant.` and
+    /// a reverse-DNS name). Allowing it again is a no-op. Throws ``AcquirerError/Code/unknownMerchant`` for no
+    /// such account, ``AcquirerError/Code/duplicate`` when another account already charges for it (one Apple
+    /// merchant ID, one account: otherwise that account could charge this merchant's tokens), and
+    /// ``AcquirerError/Code/invalidRequest`` for a malformed ID; nothing is stored then.
+    public func allowAppleMerchantID(_ appleMerchantID: String, forMerchant merchantID: String) async throws {
+        try Self.validateAppleMerchantID(appleMerchantID)
+        guard try await store.merchant(id: merchantID) != nil else {
+            throw AcquirerError(.unknownMerchant, "no merchant account with this identifier")
+        }
+        switch try await store.merchantID(forAppleMerchantID: appleMerchantID) {
+        case merchantID: return
+        case nil: try await store.saveAppleMerchantID(appleMerchantID, merchantID: merchantID)
+        case _?: throw AcquirerError(.duplicate, "another merchant account already charges for this merchant ID")
+        }
     }
 
     /// Changes a merchant's status (suspend, reactivate).
@@ -126,6 +148,13 @@ public actor Acquirer {
             guard [.inApp, .web].contains(request.channel) else {
                 throw AcquirerError(.invalidRequest, "a merchant server sends in-app or web payments only")
             }
+            guard let appleMerchantID = request.appleMerchantID else {
+                throw AcquirerError(.invalidRequest, "an in-app or web payment names its Apple merchant ID")
+            }
+            guard try await store.merchantID(forAppleMerchantID: appleMerchantID) == merchant.merchantID else {
+                throw AcquirerError(
+                    .merchantIDNotAllowed, "this merchant account may not charge for the payment's merchant ID")
+            }
         }
         guard request.amount.minorUnits > 0 else {
             throw AcquirerError(.invalidRequest, "an authorization needs a positive amount")
@@ -137,7 +166,7 @@ public actor Acquirer {
             amount: Self.networkMoney(request.amount), channel: request.channel.rawValue,
             merchant: NetworkAuthorizationAPI.Merchant(
                 merchantID: merchant.merchantID, name: merchant.name, categoryCode: merchant.categoryCode,
-                countryCode: merchant.countryCode),
+                countryCode: merchant.countryCode, appleMerchantID: request.appleMerchantID),
             cryptogram: request.cryptogram, transmittedAt: clock.now())
         let answer: NetworkAuthorizationAPI.AuthorizationAnswer
         do {
@@ -194,6 +223,8 @@ public actor Acquirer {
             request.merchantID, request.pan.masked, request.expiry?.yymm ?? "", String(request.amount.minorUnits),
             request.amount.currency, request.channel.rawValue,
         ]
+        // Only when present, so that the fingerprints of card-present requests stay as they were.
+        if let appleMerchantID = request.appleMerchantID { fields.append(appleMerchantID) }
         if let cryptogram = request.cryptogram {
             fields += [
                 cryptogram.kind.rawValue, hex(cryptogram.cryptogram), String(cryptogram.applicationTransactionCounter),
@@ -212,6 +243,20 @@ public actor Acquirer {
         let bytes = Array(value.utf8)
         guard (1...64).contains(bytes.count), bytes.allSatisfy({ (0x21...0x7E).contains($0) && $0 != 0x3A }) else {
             throw AcquirerError(.invalidRequest, "a \(name) is 1 to 64 printable ASCII characters without ':'")
+        }
+    }
+
+    /// `merchant.` and a reverse-DNS name: letters, digits, `.`, `-` and `_`, at most 128 characters.
+    static func validateAppleMerchantID(_ value: String) throws(AcquirerError) {
+        let bytes = Array(value.utf8)
+        guard bytes.count <= 128, value.hasPrefix("merchant."), bytes.count > 9,
+            bytes.allSatisfy({ byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == 0x2E || byte == 0x2D || byte == 0x5F
+            })
+        else {
+            throw AcquirerError(
+                .invalidRequest, "an Apple merchant ID is merchant.<reverse DNS>: letters, digits, '.', '-', '_'")
         }
     }
 

@@ -15,6 +15,8 @@ public struct AcquirerError: Error, Hashable, CustomStringConvertible, Sendable 
         public static let merchantNotActive = Code("merchantNotActive")
         /// The terminal is not registered to this merchant.
         public static let unknownTerminal = Code("unknownTerminal")
+        /// The merchant's account may not charge for the payment's Apple merchant ID.
+        public static let merchantIDNotAllowed = Code("merchantIDNotAllowed")
         /// The idempotency key (or terminal ID + STAN) was used for a different request.
         public static let idempotencyConflict = Code("idempotencyConflict")
         /// The network could not be reached or failed; nothing was recorded, so a retry is safe.

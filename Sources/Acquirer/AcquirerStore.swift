@@ -67,6 +67,10 @@ public struct AcquirerAuthorizationRecord: Hashable, Sendable, Codable {
 public protocol AcquirerStore: Sendable {
     func merchant(id: String) async throws -> MerchantAccount?
     func saveMerchant(_ merchant: MerchantAccount) async throws
+    /// The account that may charge for the Apple-style merchant ID `appleMerchantID`, if any.
+    func merchantID(forAppleMerchantID appleMerchantID: String) async throws -> String?
+    /// Lets `merchantID` charge for `appleMerchantID`; throws if another account already does.
+    func saveAppleMerchantID(_ appleMerchantID: String, merchantID: String) async throws
     func authorization(idempotencyKey: String) async throws -> AcquirerAuthorizationRecord?
     func saveAuthorization(_ record: AcquirerAuthorizationRecord) async throws
     func reversal(idempotencyKey: String) async throws -> AcquirerReversalRecord?
@@ -78,6 +82,7 @@ public final class InMemoryAcquirerStore: AcquirerStore, @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var merchants: [String: MerchantAccount] = [:]
+    private var appleMerchantIDs: [String: String] = [:]
     private var authorizations: [String: AcquirerAuthorizationRecord] = [:]
     private var reversals: [String: AcquirerReversalRecord] = [:]
 
@@ -86,6 +91,17 @@ public final class InMemoryAcquirerStore: AcquirerStore, @unchecked Sendable {
     public func merchant(id: String) async throws -> MerchantAccount? { lock.withLock { merchants[id] } }
     public func saveMerchant(_ merchant: MerchantAccount) async throws {
         lock.withLock { merchants[merchant.merchantID] = merchant }
+    }
+    public func merchantID(forAppleMerchantID appleMerchantID: String) async throws -> String? {
+        lock.withLock { appleMerchantIDs[appleMerchantID] }
+    }
+    public func saveAppleMerchantID(_ appleMerchantID: String, merchantID: String) async throws {
+        try lock.withLock {
+            if let owner = appleMerchantIDs[appleMerchantID], owner != merchantID {
+                throw AcquirerError(.duplicate, "another merchant account already charges for this merchant ID")
+            }
+            appleMerchantIDs[appleMerchantID] = merchantID
+        }
     }
     public func authorization(idempotencyKey: String) async throws -> AcquirerAuthorizationRecord? {
         lock.withLock { authorizations[idempotencyKey] }

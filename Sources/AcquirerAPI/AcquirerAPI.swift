@@ -73,6 +73,10 @@ public enum AcquirerAPI {
         public let posEntryMode: String?
         /// The token's ECI, from merchant servers, for an acquirer that reads it.
         public let eci: String?
+        /// From merchant servers: the Apple-style merchant ID (`merchant.…`) the token was made for. The acquirer
+        /// refuses (403, `merchantIDNotAllowed`) one the merchant's account may not charge for, and the network
+        /// declines (`03`, `merchantMismatch`) a cryptogram made for another merchant ID.
+        public let appleMerchantID: String?
 
         /// A terminal's authorization: its terminal ID and STAN are the acquirer's idempotency key.
         public init(
@@ -91,12 +95,13 @@ public enum AcquirerAPI {
             self.panSequenceNumber = panSequenceNumber
             self.posEntryMode = posEntryMode
             eci = nil
+            appleMerchantID = nil
         }
 
         /// A merchant server's in-app charge, identified by its idempotency key.
         public init(
             merchantID: String, idempotencyKey: String, pan: String, expiry: Expiry, amount: Money,
-            cryptogram: Cryptogram, eci: String?
+            cryptogram: Cryptogram, eci: String?, appleMerchantID: String? = nil
         ) {
             self.merchantID = merchantID
             terminalID = nil
@@ -110,6 +115,7 @@ public enum AcquirerAPI {
             panSequenceNumber = nil
             posEntryMode = nil
             self.eci = eci
+            self.appleMerchantID = appleMerchantID
         }
 
         public var description: String {

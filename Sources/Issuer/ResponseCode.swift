@@ -5,6 +5,7 @@
 /// | code | meaning | who answers it |
 /// |---|---|---|
 /// | `00` | approved | issuer |
+/// | `03` | invalid merchant (a remote cryptogram made for another merchant than the one charging) | token service |
 /// | `05` | do not honour (card or account closed, generic refusal) | issuer |
 /// | `14` | invalid card number (no such card, no such token) | issuer, token service |
 /// | `51` | insufficient funds (balance or credit line) | issuer |
@@ -26,6 +27,8 @@ public struct ResponseCode: Hashable, Sendable, Codable, CustomStringConvertible
     public init(rawValue: String) { self.rawValue = rawValue }
 
     public static let approved = ResponseCode(rawValue: "00")
+    /// Invalid merchant: the payment was made for another merchant than the one charging it.
+    public static let invalidMerchant = ResponseCode(rawValue: "03")
     public static let doNotHonour = ResponseCode(rawValue: "05")
     public static let invalidCardNumber = ResponseCode(rawValue: "14")
     public static let insufficientFunds = ResponseCode(rawValue: "51")

@@ -26,6 +26,9 @@ struct AcquirerCharge: Sendable, CustomStringConvertible, CustomDebugStringConve
     let transactionData: [UInt8]
     /// The token's ECI (`05` Visa, `02` Mastercard), passed on for an acquirer that reads it.
     let eci: String?
+    /// The Apple merchant ID the token was made for (the merchant's own: it decrypted the token with the key of
+    /// its processing certificate for this ID); the network declines a cryptogram made for another.
+    let appleMerchantID: String
 
     var maskedDPAN: String { PaymentProcessor.mask(dpan) }
     var description: String { "charge \(idempotencyKey) \(maskedDPAN) \(amountMinorUnits) \(currency)" }
@@ -90,7 +93,7 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
                 kind: "remote", cryptogram: charge.cryptogram,
                 applicationTransactionCounter: charge.applicationTransactionCounter,
                 transactionData: charge.transactionData),
-            eci: charge.eci)
+            eci: charge.eci, appleMerchantID: charge.appleMerchantID)
         switch await post(AcquirerAPI.Route.authorizations, body, idempotencyKey: charge.idempotencyKey) {
         case .answered(let data):
             guard let decision = try? JSONDecoder().decode(AcquirerDecision.self, from: data),

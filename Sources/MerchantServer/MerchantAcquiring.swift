@@ -11,7 +11,8 @@ extension MerchantService {
     /// The merchant's TLS client certificate for the network's acquiring routes (`pki/merchant-acquiring`).
     public static let acquiringClientFile = "merchant-acquiring"
 
-    /// `init`: the merchant opens its account at the acquirer with its terminal, and gets the client
+    /// `init`: the merchant opens its account at the acquirer with its terminal, allowed to charge for its own
+    /// merchant ID (the account and the Apple merchant ID share the name in the demo), and gets the client
     /// certificate (role `acquiring`, CN the merchant ID, from the root) its server charges with. Without a
     /// network in the deployment there is no acquirer to onboard at, and only the certificate is issued.
     static func onboardAtAcquirer(
@@ -20,10 +21,10 @@ extension MerchantService {
         if let acquirer = context.acquirer() {
             try await acquirer.onboardMerchant(
                 identifier: merchantID, name: displayName, categoryCode: demoCategoryCode, countryCode: demoCountryCode,
-                terminalIDs: demoTerminalIDs)
+                terminalIDs: demoTerminalIDs, appleMerchantIDs: [merchantID])
             context.trace(
                 "merchant: account at the acquirer for \(merchantID) with terminal "
-                    + demoTerminalIDs.joined(separator: ", "))
+                    + demoTerminalIDs.joined(separator: ", ") + ", charging for merchant ID \(merchantID)")
         }
         try ServiceAccess.issueClientIdentity(
             named: acquiringClientFile, role: .acquiring, commonName: merchantID, by: context.rootCA,

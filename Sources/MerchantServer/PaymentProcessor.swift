@@ -276,7 +276,7 @@ final class PaymentProcessor: Sendable {
                 merchantIdentifier: merchantIdentifier, amount: order.amount.minorUnits,
                 currency: order.amount.currency.numericCode
             ).encoded,
-            eci: verified.eci)
+            eci: verified.eci, appleMerchantID: merchantIdentifier)
         return try await charge(request, order: order, submission: submission)
     }
 

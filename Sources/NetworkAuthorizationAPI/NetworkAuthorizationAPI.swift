@@ -40,12 +40,19 @@ public enum NetworkAuthorizationAPI {
         public let categoryCode: String
         /// ISO 3166-1 numeric country code, three digits.
         public let countryCode: String
+        /// The Apple-style merchant ID (`merchant.…`) an in-app or web payment is charged for, which the acquirer
+        /// has checked this merchant's account may charge for; nil for card-present payments. The token service
+        /// declines a remote cryptogram made for another merchant ID.
+        public let appleMerchantID: String?
 
-        public init(merchantID: String, name: String, categoryCode: String, countryCode: String) {
+        public init(
+            merchantID: String, name: String, categoryCode: String, countryCode: String, appleMerchantID: String? = nil
+        ) {
             self.merchantID = merchantID
             self.name = name
             self.categoryCode = categoryCode
             self.countryCode = countryCode
+            self.appleMerchantID = appleMerchantID
         }
     }
 

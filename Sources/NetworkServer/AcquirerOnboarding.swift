@@ -1,7 +1,9 @@
 import Acquirer
 import Foundation
 import NetworkAuthorizationAPI
+public import OrchardRuntime
 import OrchardServices
+import OrchardStore
 
 /// The acquirer's onboarding over `acquirer.sqlite`, for `init`'s later steps (the merchant's).
 struct StoreAcquirerOnboarding: AcquirerOnboarding {
@@ -10,21 +12,50 @@ struct StoreAcquirerOnboarding: AcquirerOnboarding {
 
     func onboardMerchant(
         identifier merchantIdentifier: String, name: String, categoryCode: String, countryCode: String,
-        terminalIDs: [String]
+        terminalIDs: [String], appleMerchantIDs: [String]
     ) async throws {
         if var existing = try await store.merchant(id: merchantIdentifier) {
             existing.terminalIDs.formUnion(terminalIDs)
             try await store.saveMerchant(existing)
-            return
+        } else {
+            try await acquirer.registerMerchant(
+                MerchantAccount(
+                    merchantID: merchantIdentifier, name: name, categoryCode: categoryCode, countryCode: countryCode,
+                    terminalIDs: Set(terminalIDs)))
         }
-        try await acquirer.registerMerchant(
-            MerchantAccount(
-                merchantID: merchantIdentifier, name: name, categoryCode: categoryCode, countryCode: countryCode,
-                terminalIDs: Set(terminalIDs)))
+        for appleMerchantID in appleMerchantIDs {
+            try await acquirer.allowAppleMerchantID(appleMerchantID, forMerchant: merchantIdentifier)
+        }
     }
 }
 
-/// The network a merchant's onboarding never reaches during `init`: the acquirer only stores accounts then.
+extension NetworkServerService {
+    /// `orchard merchant register --acquiring-account`: lets the acquiring account `merchantID` of the deployment
+    /// in `directory` charge in-app and web payments made for `appleMerchantID`, in `acquirer.sqlite` directly
+    /// (the running network reads it per authorization). Allowing it again is a no-op; an unknown account, a
+    /// malformed ID or one another account already charges for throws `AcquirerError` and stores nothing
+    /// (a deployment without a network has no acquirer: ``AcquirerError/Code/unknownMerchant``).
+    public static func allowAppleMerchantID(
+        _ appleMerchantID: String, forAcquiringAccount merchantID: String, in directory: DeploymentDirectory
+    ) async throws {
+        let path = directory.databasePath(for: .acquirer)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw AcquirerError(.unknownMerchant, "this deployment has no acquirer: `orchard init` with a network")
+        }
+        let store = try SQLiteAcquirerStore(path: path)
+        let acquirer = Acquirer(acquirerID: acquirerID, store: store, network: OfflineNetwork())
+        do {
+            try await acquirer.allowAppleMerchantID(appleMerchantID, forMerchant: merchantID)
+        } catch {
+            await store.store.close()
+            throw error
+        }
+        await store.store.close()
+    }
+}
+
+/// The network a merchant's onboarding never reaches (during `init`, or from the command line): the acquirer
+/// only stores accounts then.
 struct OfflineNetwork: AcquiringNetwork {
     func authorize(
         _ request: NetworkAuthorizationAPI.AuthorizationRequest

@@ -17,14 +17,30 @@ public struct NetworkAccess: Sendable {
     public var acquiring: ClientCertificateRequirement
     /// The issuer: its lifecycle actions on tokens.
     public var issuer: ClientCertificateRequirement
+    /// The token requestor ID a caller of the token requestor's routes acts for, from its client certificate
+    /// (nil: none, and the call is refused). The routes act only on that requestor's sessions, tokens and
+    /// notifications, whatever the body says.
+    public var tokenRequestorID: @Sendable (ClientCertificate?) -> String?
 
+    /// `tokenRequestorID` defaults to the certificate's common name: `orchard init` issues the token requestor's
+    /// certificate with its requestor ID as CN.
     public init(
         tokenRequestor: ClientCertificateRequirement, acquiring: ClientCertificateRequirement,
-        issuer: ClientCertificateRequirement
+        issuer: ClientCertificateRequirement,
+        tokenRequestorID: @escaping @Sendable (ClientCertificate?) -> String? = { $0?.commonName }
     ) {
         self.tokenRequestor = tokenRequestor
         self.acquiring = acquiring
         self.issuer = issuer
+        self.tokenRequestorID = tokenRequestorID
+    }
+
+    /// The calling token requestor, or `requestorNotPermitted` (403) when its certificate names none.
+    func tokenRequestor(of request: HTTPRequest) throws(TokenServiceError) -> String {
+        guard let requestor = tokenRequestorID(request.clientCertificate), !requestor.isEmpty else {
+            throw TokenServiceError(.requestorNotPermitted, "the client certificate names no token requestor")
+        }
+        return requestor
     }
 }
 
@@ -41,11 +57,13 @@ public struct AuthorizationBody: Codable, Sendable {
     public let amount: Money
     public let channel: PaymentChannel
     public let cryptogram: CryptogramSubmission?
+    /// From merchant servers: the Apple merchant ID the payment is for.
+    public let appleMerchantID: String?
 
     public init(
         merchantID: String, terminalID: String? = nil, stan: String? = nil, idempotencyKey: String? = nil,
         pan: PrimaryAccountNumber, expiry: CardExpiry?, amount: Money, channel: PaymentChannel,
-        cryptogram: CryptogramSubmission?
+        cryptogram: CryptogramSubmission?, appleMerchantID: String? = nil
     ) {
         self.merchantID = merchantID
         self.terminalID = terminalID
@@ -56,13 +74,14 @@ public struct AuthorizationBody: Codable, Sendable {
         self.amount = amount
         self.channel = channel
         self.cryptogram = cryptogram
+        self.appleMerchantID = appleMerchantID
     }
 
     func request() throws(AcquirerError) -> AcquirerAuthorizationRequest {
         AcquirerAuthorizationRequest(
             origin: try .from(terminalID: terminalID, stan: stan, idempotencyKey: idempotencyKey),
             merchantID: merchantID, pan: pan, expiry: expiry, amount: amount, channel: channel,
-            cryptogram: cryptogram)
+            cryptogram: cryptogram, appleMerchantID: appleMerchantID)
     }
 }
 
@@ -84,6 +103,10 @@ extension AcquirerAuthorizationRequest.Origin {
 ///
 /// The token-requestor and issuer routes speak `TokenRequestorAPI` (paths, bodies, errors; converted to and from the
 /// token service's types in TokenRequestorWire.swift); the acquiring routes read `AcquirerAPI`'s JSON.
+///
+/// A token requestor acts only as itself (``NetworkAccess/tokenRequestorID``): a Check Card naming another
+/// requestor is refused (403), another requestor's session or token answers 404 as if it did not exist, device
+/// actions reach only its own tokens on the device, and it reads only its own notifications.
 ///
 /// | route | caller | |
 /// |---|---|---|
@@ -117,16 +140,20 @@ public enum NetworkRoutes {
                 guard let after = Int64(request.queryValue("after") ?? "0"), after >= 0 else {
                     throw TokenServiceError(.invalidRequest, "after is a sequence number (0 or more)")
                 }
-                let items = try await outbox.notifications(after: after)
+                let items = try await outbox.notifications(for: try access.tokenRequestor(of: request), after: after)
                 return try HTTPResponse.json(API.NotificationFeed(notifications: items.map(API.TokenNotification.init)))
             }
         }
         router.post(API.Route.checkCard, requirement: access.tokenRequestor) { request in
             let body = try request.tokenRequestorBody(API.CheckCardRequest.self)
+            guard body.tokenRequestorID == (try access.tokenRequestor(of: request)) else {
+                throw TokenServiceError(.requestorNotPermitted, "the body names another token requestor")
+            }
             return try HTTPResponse.json(API.CheckCardAnswer(try await tokenService.checkCard(try body.domain)))
         }
         router.post(API.Route.oneTimeCode, requirement: access.tokenRequestor) { request in
             let body = try request.tokenRequestorBody(API.OneTimeCodeRequest.self)
+            try await tokenService.requireSession(body.sessionID, ownedBy: try access.tokenRequestor(of: request))
             return try HTTPResponse.json(
                 API.CheckCardAnswer(
                     try await tokenService.submitOneTimeCode(
@@ -134,16 +161,19 @@ public enum NetworkRoutes {
         }
         router.post(API.Route.link, requirement: access.tokenRequestor) { request in
             let body = try request.tokenRequestorBody(API.LinkRequest.self)
+            try await tokenService.requireSession(body.sessionID, ownedBy: try access.tokenRequestor(of: request))
             return try HTTPResponse.json(API.LinkAnswer(try await tokenService.linkAndProvision(try body.domain)))
         }
         router.get(API.Route.token(":reference"), requirement: access.tokenRequestor) { request in
-            try HTTPResponse.json(
-                API.TokenStatus(try await tokenService.status(tokenReference: try request.parameter("reference"))))
+            let reference = try request.parameter("reference")
+            try await tokenService.requireToken(reference, ownedBy: try access.tokenRequestor(of: request))
+            return try HTTPResponse.json(API.TokenStatus(try await tokenService.status(tokenReference: reference)))
         }
         for action in API.LifecycleAction.allCases {
             router.post(API.Route.token(":reference", action), requirement: access.tokenRequestor) { request in
                 let actor = try request.tokenRequestorBody(API.LifecycleRequest.self).actor.domain
                 let reference = try request.parameter("reference")
+                try await tokenService.requireToken(reference, ownedBy: try access.tokenRequestor(of: request))
                 let status: TokenStatus
                 switch action {
                 case .suspend: status = try await tokenService.suspend(tokenReference: reference, by: actor)
@@ -155,11 +185,15 @@ public enum NetworkRoutes {
             router.post(API.Route.device(":id", action), requirement: access.tokenRequestor) { request in
                 let actor = try request.tokenRequestorBody(API.LifecycleRequest.self).actor.domain
                 let device = try request.parameter("id")
+                let requestor = try access.tokenRequestor(of: request)
                 let statuses: [TokenStatus]
                 switch action {
-                case .suspend: statuses = try await tokenService.suspendDevice(device, by: actor)
-                case .resume: statuses = try await tokenService.resumeDevice(device, by: actor)
-                case .delete: statuses = try await tokenService.deleteDevice(device, by: actor)
+                case .suspend:
+                    statuses = try await tokenService.suspendDevice(device, by: actor, tokenRequestorID: requestor)
+                case .resume:
+                    statuses = try await tokenService.resumeDevice(device, by: actor, tokenRequestorID: requestor)
+                case .delete:
+                    statuses = try await tokenService.deleteDevice(device, by: actor, tokenRequestorID: requestor)
                 }
                 return try HTTPResponse.json(API.DeviceLifecycleAnswer(tokens: statuses.map(API.TokenStatus.init)))
             }
@@ -182,7 +216,7 @@ extension TokenServiceError: HTTPResponseError {
         switch code {
         case .invalidRequest, .envelopeRejected: return .badRequest
         case .notFound: return .notFound
-        case .lifecycleNotPermitted, .deviceNotTrusted: return .forbidden
+        case .lifecycleNotPermitted, .deviceNotTrusted, .requestorNotPermitted: return .forbidden
         case .sessionState: return .conflict
         case .idempotencyConflict: return .unprocessableContent
         case .issuerUnavailable: return .badGateway
@@ -198,7 +232,7 @@ extension AcquirerError: HTTPResponseError {
         switch code {
         case .invalidRequest: return .badRequest
         case .unknownMerchant, .unknownTerminal: return .notFound
-        case .merchantNotActive: return .forbidden
+        case .merchantNotActive, .merchantIDNotAllowed: return .forbidden
         case .idempotencyConflict: return .unprocessableContent
         case .duplicate: return .conflict
         case .networkUnavailable: return .badGateway

@@ -5,7 +5,7 @@ public import TokenService
 /// Token-status notifications kept durably in `network.sqlite` until the token requestor fetches them
 /// (`GET /v1/notifications?after=N`): the Pay server may be down when the issuer suspends a token, and the
 /// notification must still reach the wallet afterwards. Each has an increasing sequence number; the token
-/// requestor remembers the last one it processed.
+/// requestor remembers the last one it processed. Each requestor reads only its own tokens' notifications.
 ///
 /// A notification carries the token reference, never the DPAN.
 public final class SQLiteNotificationOutbox: TokenStatusNotifier {
@@ -25,12 +25,18 @@ public final class SQLiteNotificationOutbox: TokenStatusNotifier {
         }
     }
 
-    /// Notifications with a sequence above `after`, oldest first, at most `limit`.
-    public func notifications(after: Int64, limit: Int = 100) async throws -> [SequencedNotification] {
+    /// `tokenRequestorID`'s notifications with a sequence above `after`, oldest first, at most `limit`. The
+    /// sequence is shared by all requestors, so a requestor sees gaps where another's notifications are.
+    public func notifications(
+        for tokenRequestorID: String, after: Int64, limit: Int = 100
+    ) async throws -> [SequencedNotification] {
         try await store.read { database in
             try database.query(
-                "SELECT sequence, record FROM token_notifications WHERE sequence > ? ORDER BY sequence LIMIT ?",
-                [.integer(after), .integer(Int64(limit))]
+                """
+                SELECT sequence, record FROM token_notifications WHERE token_requestor_id = ? AND sequence > ?
+                ORDER BY sequence LIMIT ?
+                """,
+                [.text(tokenRequestorID), .integer(after), .integer(Int64(limit))]
             ) { row in
                 SequencedNotification(
                     sequence: try row.int64(0),

@@ -228,6 +228,13 @@ public final class SQLiteAcquirerStore: AcquirerStore {
             sql: """
                 CREATE TABLE reversals (idempotency_key TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
                 """),
+        // The primary key keeps one Apple merchant ID to one account.
+        Migration(
+            version: 3, name: "acquirer Apple merchant IDs",
+            sql: """
+                CREATE TABLE apple_merchant_ids (
+                    apple_merchant_id TEXT PRIMARY KEY, merchant_id TEXT NOT NULL) STRICT;
+                """),
     ]
 
     public init(path: String) throws {
@@ -246,6 +253,28 @@ public final class SQLiteAcquirerStore: AcquirerStore {
                 INSERT INTO merchants (merchant_id, record) VALUES (?, ?)
                 ON CONFLICT (merchant_id) DO UPDATE SET record = excluded.record
                 """, [.text(merchant.merchantID), .blob(record)])
+        }
+    }
+
+    public func merchantID(forAppleMerchantID appleMerchantID: String) async throws -> String? {
+        try await store.read { database in
+            try database.queryFirst(
+                "SELECT merchant_id FROM apple_merchant_ids WHERE apple_merchant_id = ?", [.text(appleMerchantID)]
+            ) { row in try row.string(0) }
+        }
+    }
+
+    public func saveAppleMerchantID(_ appleMerchantID: String, merchantID: String) async throws {
+        let owner: String? = try await store.write { database in
+            try database.execute(
+                "INSERT INTO apple_merchant_ids (apple_merchant_id, merchant_id) VALUES (?, ?) "
+                    + "ON CONFLICT (apple_merchant_id) DO NOTHING", [.text(appleMerchantID), .text(merchantID)])
+            return try database.queryFirst(
+                "SELECT merchant_id FROM apple_merchant_ids WHERE apple_merchant_id = ?", [.text(appleMerchantID)]
+            ) { row in try row.string(0) }
+        }
+        guard owner == merchantID else {
+            throw AcquirerError(.duplicate, "another merchant account already charges for this merchant ID")
         }
     }
 

@@ -8,9 +8,10 @@ import Foundation
 /// none, and the merchant's step skips it.
 public protocol AcquirerOnboarding: Sendable {
     /// Opens the account `merchantIdentifier` (name on statements, ISO 18245 category code, ISO 3166-1 numeric
-    /// country) with `terminalIDs`; onboarding an existing merchant again adds the terminals it lacks.
+    /// country) with `terminalIDs`, allowed to charge in-app and web payments made for `appleMerchantIDs`
+    /// (`merchant.…`); onboarding an existing merchant again adds the terminals and merchant IDs it lacks.
     func onboardMerchant(
         identifier merchantIdentifier: String, name: String, categoryCode: String, countryCode: String,
-        terminalIDs: [String]
+        terminalIDs: [String], appleMerchantIDs: [String]
     ) async throws
 }

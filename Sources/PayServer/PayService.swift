@@ -56,7 +56,8 @@ public struct PayService: OrchardService {
         context.trace("pay: merchant CA pki/\(Files.merchantCA).pem (issued by the root)")
 
         try ServiceAccess.issueClientIdentity(
-            named: Files.client, role: .tokenRequestor, commonName: "Orchard Pay", by: context.rootCA, to: directory,
+            named: Files.client, role: .tokenRequestor, commonName: PayServer.tokenRequestorID, by: context.rootCA,
+            to: directory,
             clock: context.clock, random: context.random)
         context.trace("pay: client certificate pki/\(Files.client).pem (token requestor) for calls to the network")
 

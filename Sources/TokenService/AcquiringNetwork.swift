@@ -26,7 +26,8 @@ extension TokenService: AcquiringNetwork {
                 merchant: MerchantInfo(
                     merchantID: request.merchant.merchantID, name: request.merchant.name,
                     categoryCode: request.merchant.categoryCode, countryCode: request.merchant.countryCode),
-                cryptogram: request.cryptogram, transmittedAt: request.transmittedAt)
+                appleMerchantID: request.merchant.appleMerchantID, cryptogram: request.cryptogram,
+                transmittedAt: request.transmittedAt)
         } catch {
             throw NetworkAuthorizationAPI.Failure(.invalidRequest, "the authorization's card number, expiry or amount")
         }

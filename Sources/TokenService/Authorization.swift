@@ -16,12 +16,17 @@ public struct NetworkAuthorizationRequest: Hashable, Sendable, Codable {
     public let amount: Money
     public let channel: PaymentChannel
     public let merchant: MerchantInfo
+    /// The Apple-style merchant ID (`merchant.…`) the acquirer charges an in-app or web payment for, having
+    /// checked that the merchant's account may charge for it. A cryptogram that covers a merchant ID is declined
+    /// unless it is this one.
+    public let appleMerchantID: String?
     public let cryptogram: CryptogramSubmission?
     public let transmittedAt: Date
 
     public init(
         acquirerID: String, transactionID: String, pan: PrimaryAccountNumber, expiry: CardExpiry?, amount: Money,
-        channel: PaymentChannel, merchant: MerchantInfo, cryptogram: CryptogramSubmission?, transmittedAt: Date
+        channel: PaymentChannel, merchant: MerchantInfo, appleMerchantID: String? = nil,
+        cryptogram: CryptogramSubmission?, transmittedAt: Date
     ) {
         self.acquirerID = acquirerID
         self.transactionID = transactionID
@@ -30,6 +35,7 @@ public struct NetworkAuthorizationRequest: Hashable, Sendable, Codable {
         self.amount = amount
         self.channel = channel
         self.merchant = merchant
+        self.appleMerchantID = appleMerchantID
         self.cryptogram = cryptogram
         self.transmittedAt = transmittedAt
     }
@@ -53,6 +59,9 @@ public struct NetworkDeclineReason: Hashable, Sendable, Codable, CustomStringCon
     public static let cryptogramInvalid = NetworkDeclineReason(rawValue: "cryptogramInvalid")
     /// The cryptogram verified but covers another amount, currency or ATC than the request.
     public static let cryptogramDataMismatch = NetworkDeclineReason(rawValue: "cryptogramDataMismatch")
+    /// The cryptogram verified but was made for another merchant than the one charging (response code `03`): a
+    /// token made for merchant A, charged through merchant B's acquiring account.
+    public static let merchantMismatch = NetworkDeclineReason(rawValue: "merchantMismatch")
     public static let atcReplayed = NetworkDeclineReason(rawValue: "atcReplayed")
     public static let atcStale = NetworkDeclineReason(rawValue: "atcStale")
     public static let atcTooFarAhead = NetworkDeclineReason(rawValue: "atcTooFarAhead")
@@ -103,6 +112,8 @@ extension TokenService {
             Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.utf8),
             Array(request.channel.rawValue.utf8), Array(request.merchant.merchantID.utf8),
         ]
+        // Only when present, so that the fingerprints of requests without it stay as they were.
+        if let appleMerchantID = request.appleMerchantID { fields.append(Array(appleMerchantID.utf8)) }
         if let cryptogram = request.cryptogram {
             fields += [
                 Array(cryptogram.kind.rawValue.utf8), cryptogram.cryptogram,
@@ -175,6 +186,13 @@ extension TokenService {
         }
         guard covered.amount == request.amount, covered.applicationTransactionCounter == atc else {
             return decline(.cryptographicFailure, .cryptogramDataMismatch)
+        }
+        // A genuine cryptogram for another merchant: declined before its ATC is used, so the merchant it was made
+        // for can still charge it.
+        if let coveredMerchant = covered.merchantIdentifierHash {
+            guard let appleMerchantID = request.appleMerchantID,
+                constantTimeEquals(coveredMerchant, SHA256.hash(Array(appleMerchantID.utf8)))
+            else { return decline(.invalidMerchant, .merchantMismatch) }
         }
         // The counter is used from here on, whatever the issuer answers: record it before asking.
         token.atcWindow.record(atc)

@@ -51,10 +51,14 @@ extension CryptogramKind {
 public struct AuthenticatedTransaction: Hashable, Sendable {
     public let amount: Money
     public let applicationTransactionCounter: UInt16
+    /// SHA-256 of the merchant ID the cryptogram covers, for a kind that binds one (remote: the Apple-style
+    /// merchant ID); nil when the kind binds none (a contactless ARQC).
+    public let merchantIdentifierHash: [UInt8]?
 
-    public init(amount: Money, applicationTransactionCounter: UInt16) {
+    public init(amount: Money, applicationTransactionCounter: UInt16, merchantIdentifierHash: [UInt8]? = nil) {
         self.amount = amount
         self.applicationTransactionCounter = applicationTransactionCounter
+        self.merchantIdentifierHash = merchantIdentifierHash
     }
 }
 

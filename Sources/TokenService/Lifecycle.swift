@@ -114,22 +114,36 @@ extension TokenService {
         }
     }
 
-    /// Suspends every token of a device (lost mode), even while the device is offline.
+    /// Suspends every token of a device (lost mode), even while the device is offline; with `tokenRequestorID`,
+    /// only that requestor's tokens on it.
     @discardableResult
-    public func suspendDevice(_ deviceID: String, by actor: LifecycleActor) async throws -> [TokenStatus] {
-        try await forDevice(deviceID) { reference in try await suspend(tokenReference: reference, by: actor) }
+    public func suspendDevice(
+        _ deviceID: String, by actor: LifecycleActor, tokenRequestorID: String? = nil
+    ) async throws -> [TokenStatus] {
+        try await forDevice(deviceID, tokenRequestorID) { reference in
+            try await suspend(tokenReference: reference, by: actor)
+        }
     }
 
-    /// Lifts `actor`'s suspension of every token of a device (leaving lost mode).
+    /// Lifts `actor`'s suspension of every token of a device (leaving lost mode); with `tokenRequestorID`, only
+    /// that requestor's tokens on it.
     @discardableResult
-    public func resumeDevice(_ deviceID: String, by actor: LifecycleActor) async throws -> [TokenStatus] {
-        try await forDevice(deviceID) { reference in try await resume(tokenReference: reference, by: actor) }
+    public func resumeDevice(
+        _ deviceID: String, by actor: LifecycleActor, tokenRequestorID: String? = nil
+    ) async throws -> [TokenStatus] {
+        try await forDevice(deviceID, tokenRequestorID) { reference in
+            try await resume(tokenReference: reference, by: actor)
+        }
     }
 
-    /// Deletes every token of a device (erase).
+    /// Deletes every token of a device (erase); with `tokenRequestorID`, only that requestor's tokens on it.
     @discardableResult
-    public func deleteDevice(_ deviceID: String, by actor: LifecycleActor) async throws -> [TokenStatus] {
-        try await forDevice(deviceID) { reference in try await delete(tokenReference: reference, by: actor) }
+    public func deleteDevice(
+        _ deviceID: String, by actor: LifecycleActor, tokenRequestorID: String? = nil
+    ) async throws -> [TokenStatus] {
+        try await forDevice(deviceID, tokenRequestorID) { reference in
+            try await delete(tokenReference: reference, by: actor)
+        }
     }
 
     /// The token's current state.
@@ -140,15 +154,31 @@ extension TokenService {
         return Self.status(of: token)
     }
 
+    /// Returns when the token `tokenReference` belongs to `tokenRequestorID`. Throws
+    /// ``TokenServiceError/Code/notFound`` otherwise, the same answer as for no such token: a requestor does not
+    /// learn that another's token exists.
+    public func requireToken(_ tokenReference: String, ownedBy tokenRequestorID: String) async throws {
+        guard let token = try await vault.token(reference: tokenReference), token.tokenRequestorID == tokenRequestorID
+        else { throw TokenServiceError(.notFound, "no such token") }
+    }
+
+    /// Returns when the provisioning session `sessionID` belongs to `tokenRequestorID`; throws
+    /// ``TokenServiceError/Code/notFound`` otherwise, as for no such session.
+    public func requireSession(_ sessionID: String, ownedBy tokenRequestorID: String) async throws {
+        guard let session = try await vault.session(id: sessionID), session.tokenRequestorID == tokenRequestorID
+        else { throw TokenServiceError(.notFound, "no such provisioning session") }
+    }
+
     // MARK: - Internals
 
     private func forDevice(
-        _ deviceID: String, _ body: (String) async throws -> TokenStatus
+        _ deviceID: String, _ tokenRequestorID: String?, _ body: (String) async throws -> TokenStatus
     ) async throws
         -> [TokenStatus]
     {
         var out: [TokenStatus] = []
-        for token in try await vault.tokens(deviceID: deviceID) where !token.deleted {
+        for token in try await vault.tokens(deviceID: deviceID)
+        where !token.deleted && (tokenRequestorID == nil || token.tokenRequestorID == tokenRequestorID) {
             out.append(try await body(token.tokenReference))
         }
         return out

@@ -11,7 +11,8 @@ import PaymentCredential
 /// The submission carries the 20-byte cryptogram, its ATC, and as transaction data the 42-byte
 /// ``RemoteTransactionData`` the acquirer built from the merchant's Apple-style merchant ID and the amount it
 /// charges. The cryptogram verifies only for that merchant, amount, currency and ATC; the token service then
-/// compares the amount with the authorization and keeps the ATC window (a second use or a stale ATC is
+/// compares the amount and the merchant (the Apple merchant ID the acquirer vouches for) with the authorization
+/// and keeps the ATC window (a second use or a stale ATC is
 /// declined). Every failure here becomes response code `88` (``ResponseCode/cryptographicFailure``) with
 /// reason `cryptogramInvalid`.
 public struct RemoteCryptogramVerifier: TokenCryptogramVerifier {
@@ -49,6 +50,9 @@ public struct RemoteCryptogramVerifier: TokenCryptogramVerifier {
         guard let amount = try? Money(minorUnits: data.amount, currency: padded) else {
             return .invalid(reason: "the remote transaction data holds no usable amount")
         }
-        return .valid(AuthenticatedTransaction(amount: amount, applicationTransactionCounter: cryptogram.atc))
+        return .valid(
+            AuthenticatedTransaction(
+                amount: amount, applicationTransactionCounter: cryptogram.atc,
+                merchantIdentifierHash: data.merchantIdentifierHash))
     }
 }

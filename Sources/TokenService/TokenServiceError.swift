@@ -24,6 +24,8 @@ public struct TokenServiceError: Error, Hashable, CustomStringConvertible, Senda
         public static let notFound = Code("notFound")
         /// The lifecycle change is not allowed: a deleted token, or an actor resuming what another suspended.
         public static let lifecycleNotPermitted = Code("lifecycleNotPermitted")
+        /// The caller acts for another token requestor than the one its client certificate names (or names none).
+        public static let requestorNotPermitted = Code("requestorNotPermitted")
         /// An idempotency key was reused with a different request.
         public static let idempotencyConflict = Code("idempotencyConflict")
         /// The provisioning session is in the wrong state (expired, declined, already linked, another device).

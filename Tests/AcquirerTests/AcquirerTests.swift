@@ -26,6 +26,7 @@ struct AcquirerFixture {
                 terminalIDs: ["T0001", "T0002"]))
         try await acquirer.registerMerchant(
             MerchantAccount(merchantID: "m-web", name: "Orchard Store", categoryCode: "5732", countryCode: "840"))
+        try await acquirer.allowAppleMerchantID(Self.webMerchantID, forMerchant: "m-web")
         phone = try self.network.makeDevice("phone-1")
         card = try await self.network.provision("4111111111111111", on: phone)
     }
@@ -41,6 +42,9 @@ struct AcquirerFixture {
             cryptogram: try await phone.cryptogram(for: card, kind: .proximityARQC, amount: money))
     }
 
+    /// The Apple merchant ID `m-web` charges for.
+    static let webMerchantID = "merchant.dev.orchard.web"
+
     func onlineRequest(
         key: String, amount: Int64, channel: PaymentChannel = .inApp
     ) async throws -> AcquirerAuthorizationRequest {
@@ -48,7 +52,8 @@ struct AcquirerFixture {
         return AcquirerAuthorizationRequest(
             origin: .merchantServer(idempotencyKey: key), merchantID: "m-web", pan: card.data.dpan,
             expiry: card.data.tokenExpiry, amount: money, channel: channel,
-            cryptogram: try await phone.cryptogram(for: card, kind: .remote, amount: money))
+            cryptogram: try await phone.cryptogram(for: card, kind: .remote, amount: money),
+            appleMerchantID: Self.webMerchantID)
     }
 }
 

@@ -204,7 +204,7 @@ struct MerchantServerTests {
             transactionData: RemoteTransactionData(
                 merchantIdentifier: "merchant.dev.orchard.demo", amount: 999, currency: 840
             )
-            .encoded, eci: eci)
+            .encoded, eci: eci, appleMerchantID: "merchant.dev.orchard.demo")
         guard case .answered(let decision) = await gateway.authorize(replay) else {
             Issue.record("the acquirer did not decide")
             return await s.close()

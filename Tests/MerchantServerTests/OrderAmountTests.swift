@@ -57,7 +57,7 @@ struct OrderAmountTests {
         let charge = AcquirerCharge(
             merchantID: "m", idempotencyKey: "k", dpan: "4895370012345678", expiryYear: 2030, expiryMonth: 1,
             amountMinorUnits: 1, currency: "840", cryptogram: [1, 2], applicationTransactionCounter: 1,
-            transactionData: [], eci: "05")
+            transactionData: [], eci: "05", appleMerchantID: "merchant.m")
         let verified = PaymentProcessor.VerifiedPayment(
             dpan: "4895370012345678", expiryYear: 2030, expiryMonth: 1, cryptogram: [9, 9], atc: 1, eci: nil)
         var dumped = ""

@@ -25,9 +25,11 @@ struct AcquirerAPIContractTests {
     @Test func aMerchantServersChargeIsReadAsSent() throws {
         let sent = AcquirerAPI.AuthorizationRequest(
             merchantID: "m-shop", idempotencyKey: "merchant-order-1-1", pan: "4895370012345671",
-            expiry: AcquirerAPI.Expiry(year: 2029, month: 12), amount: amount, cryptogram: cryptogram, eci: "05")
+            expiry: AcquirerAPI.Expiry(year: 2029, month: 12), amount: amount, cryptogram: cryptogram, eci: "05",
+            appleMerchantID: "merchant.dev.shop")
         let read = try read(AuthorizationBody.self, from: sent)
         #expect(read.merchantID == "m-shop" && read.idempotencyKey == "merchant-order-1-1")
+        #expect(read.appleMerchantID == "merchant.dev.shop")
         #expect(read.terminalID == nil && read.stan == nil)
         #expect(read.pan.digits == "4895370012345671")
         #expect(read.expiry?.year == 2029 && read.expiry?.month == 12)
@@ -49,6 +51,7 @@ struct AcquirerAPIContractTests {
             amount: amount, cryptogram: arqc, panSequenceNumber: 1, posEntryMode: "07")
         let read = try read(AuthorizationBody.self, from: sent)
         #expect(read.terminalID == "T0001" && read.stan == "000042" && read.idempotencyKey == nil)
+        #expect(read.appleMerchantID == nil)
         #expect(read.expiry == nil && read.channel == .contactless)
         #expect(read.cryptogram?.kind == .proximityARQC && read.cryptogram?.transactionData == arqc.transactionData)
     }

@@ -15,7 +15,9 @@ import TokenService
 /// The network's routes over a real HTTPS server on loopback (an ephemeral certificate the client trusts).
 @Suite("Network routes over HTTPS")
 struct NetworkRoutesTests {
-    static let open = NetworkAccess(tokenRequestor: .none, acquiring: .none, issuer: .none)
+    /// No certificates: every token-requestor call acts for Orchard Pay.
+    static let open = NetworkAccess(
+        tokenRequestor: .none, acquiring: .none, issuer: .none, tokenRequestorID: { _ in TokenRequestor.orchardPay.id })
 
     /// `outbox`, when given, serves `GET /v1/notifications`.
     func withNetwork<T: Sendable>(

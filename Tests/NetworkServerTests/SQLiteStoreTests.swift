@@ -98,6 +98,34 @@ struct SQLiteStoreTests {
         #expect(try await reopened.authorization(idempotencyKey: "k") == nil)
     }
 
+    @Test("The Apple merchant IDs an account charges for survive a restart; a file from before them is migrated")
+    func appleMerchantIDsSurviveReopening() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/acquirer.sqlite"
+        do {
+            // A file as the acquirer left it before Apple merchant IDs (migrations 1 and 2), with a merchant.
+            let old = try Store(
+                path: path, options: StoreOptions(durability: .full),
+                migrations: Array(SQLiteAcquirerStore.migrations.prefix(2)))
+            await old.close()
+            let store = try SQLiteAcquirerStore(path: path)
+            try await store.saveMerchant(
+                MerchantAccount(merchantID: "m1", name: "Shop", categoryCode: "5814", countryCode: "840"))
+            try await store.saveAppleMerchantID("merchant.dev.shop", merchantID: "m1")
+            // Again for the same account: no change; for another: refused, and the first keeps it.
+            try await store.saveAppleMerchantID("merchant.dev.shop", merchantID: "m1")
+            await #expect(throws: AcquirerError(.duplicate, "")) {
+                try await store.saveAppleMerchantID("merchant.dev.shop", merchantID: "m2")
+            }
+            await store.store.close()
+        }
+        let reopened = try SQLiteAcquirerStore(path: path)
+        #expect(try await reopened.merchantID(forAppleMerchantID: "merchant.dev.shop") == "m1")
+        #expect(try await reopened.merchantID(forAppleMerchantID: "merchant.dev.other") == nil)
+        #expect(try await reopened.merchant(id: "m1")?.name == "Shop")
+        await reopened.store.close()
+    }
+
     /// Issue 8 item 5 at the library level: after a full run on SQLite files, a full FPAN is only in
     /// `issuer.sqlite` (and encrypted in `network.sqlite`), a full DPAN only in `network.sqlite`, no CVV in
     /// any file, and the acquirer's file holds masked numbers only. Every byte of every file (database,

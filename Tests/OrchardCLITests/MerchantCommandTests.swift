@@ -1,4 +1,6 @@
 import Foundation
+import NetworkServer
+import OrchardStore
 import Testing
 
 @testable import OrchardCLI
@@ -69,6 +71,34 @@ struct MerchantCommandTests {
             ]) == 2)
         let empty = Capture()
         #expect(await empty.run(["merchant", "certs", "--data-dir", directory + "/nothing"]) == 1)
+    }
+
+    @Test("init lets the demo account charge for its merchant ID; register --acquiring-account adds one, durably")
+    func acquiringAccount() async throws {
+        let directory = NSTemporaryDirectory() + "orchard-merchant-acquiring-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let deployment = directory + "/deployment"
+        let initialize = Capture()
+        #expect(await initialize.run(["init", "--data-dir", deployment]) == 0, "\(initialize.stderr)")
+        func register(_ merchant: String, account: String) async -> Int32 {
+            await Capture().run([
+                "merchant", "register", "--data-dir", deployment, "--merchant", merchant, "--display-name", "Shop",
+                "--acquiring-account", account,
+            ])
+        }
+        #expect(await register("merchant.dev.shop", account: "merchant.dev.orchard.demo") == 0)
+        #expect(await register("merchant.dev.shop", account: "merchant.dev.orchard.demo") == 0)
+        // No such account, or a malformed merchant ID: refused.
+        #expect(await register("merchant.dev.other", account: "m-nope") == 1)
+        #expect(await register("shop.example", account: "merchant.dev.orchard.demo") != 0)
+
+        let store = try SQLiteAcquirerStore(path: deployment + "/acquirer.sqlite")
+        let demo = "merchant.dev.orchard.demo"
+        #expect(try await store.merchantID(forAppleMerchantID: demo) == demo)
+        #expect(try await store.merchantID(forAppleMerchantID: "merchant.dev.shop") == demo)
+        #expect(try await store.merchantID(forAppleMerchantID: "merchant.dev.other") == nil)
+        await store.store.close()
     }
 }
 

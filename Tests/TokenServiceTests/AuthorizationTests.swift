@@ -205,10 +205,10 @@ struct AuthorizationTests {
 
 func request(
     _ card: InstalledCard, amount: Int64, channel: PaymentChannel = .contactless, cryptogram: CryptogramSubmission?,
-    id: String, clock: ManualClock
+    id: String, clock: ManualClock, appleMerchantID: String? = nil
 ) throws -> NetworkAuthorizationRequest {
     NetworkAuthorizationRequest(
         acquirerID: "acq-1", transactionID: id, pan: card.data.dpan, expiry: card.data.tokenExpiry,
         amount: try Money(minorUnits: amount, currency: "840"), channel: channel, merchant: NetworkHarness.merchant,
-        cryptogram: cryptogram, transmittedAt: clock.now())
+        appleMerchantID: appleMerchantID, cryptogram: cryptogram, transmittedAt: clock.now())
 }

@@ -30,12 +30,15 @@ struct RemoteCryptogramAuthorizationTests {
             ).encoded)
     }
 
+    /// Sends `submission` as the acquirer does; `charging` is the Apple merchant ID the acquirer vouches for.
     func authorize(
         _ h: NetworkHarness, _ card: InstalledCard, _ submission: CryptogramSubmission, amount: Int64 = 1999,
-        id: String
+        id: String, charging: String? = Self.merchant
     ) async throws -> NetworkAuthorizationResponse {
         try await h.tokenService.authorize(
-            request(card, amount: amount, channel: .inApp, cryptogram: submission, id: id, clock: h.clock))
+            request(
+                card, amount: amount, channel: .inApp, cryptogram: submission, id: id, clock: h.clock,
+                appleMerchantID: charging))
     }
 
     func harness() async throws -> (NetworkHarness, InstalledCard) {
@@ -53,6 +56,24 @@ struct RemoteCryptogramAuthorizationTests {
         #expect(try await h.issuer.account(id: "acct-1")?.balance == 1999)
         let replayed = try await authorize(h, card, good, id: "t2")
         #expect(replayed.responseCode == .cryptographicFailure && replayed.declineReason == .atcReplayed)
+    }
+
+    @Test("A cryptogram made for merchant A, charged through merchant B, is declined with 03 and stays A's")
+    func madeForAChargedThroughB() async throws {
+        let (h, card) = try await harness()
+        // B submits A's cryptogram and A's transaction data unchanged: the MAC verifies, the merchant does not.
+        let forA = try submission(card, atc: 3)
+        let throughB = try await authorize(h, card, forA, id: "b", charging: "merchant.dev.elsewhere")
+        #expect(throughB.responseCode == .invalidMerchant && throughB.declineReason == .merchantMismatch)
+        #expect(throughB.approvalCode == nil)
+        // An acquirer that names no merchant ID cannot charge a cryptogram that is bound to one.
+        let unnamed = try await authorize(h, card, forA, id: "n", charging: nil)
+        #expect(unnamed.responseCode == .invalidMerchant && unnamed.declineReason == .merchantMismatch)
+        #expect(try await h.issuer.account(id: "acct-1")?.balance == 0)
+        // Nothing was used up: A still charges it.
+        let throughA = try await authorize(h, card, forA, id: "a")
+        #expect(throughA.responseCode == .approved)
+        #expect(try await h.issuer.account(id: "acct-1")?.balance == 1999)
     }
 
     @Test("Every flipped bit of the cryptogram is declined with 88, and does not use up the ATC")

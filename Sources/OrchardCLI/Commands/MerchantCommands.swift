@@ -1,4 +1,5 @@
 import Foundation
+import NetworkServer
 import OrchardCrypto
 import OrchardRuntime
 import OrchardServices
@@ -54,15 +55,24 @@ enum MerchantCommands {
         summary: "Register a merchant ID, issue its certificates from CSRs, and entitle apps to pay for it.",
         discussion: """
             Idempotent for the registration and entitlements; each CSR given gets a new certificate, written as
-            OUT/<merchant>-processing.pem or -identity.pem (the certificate, then the merchant CA).
+            OUT/<merchant>-processing.pem or -identity.pem (the certificate, then the merchant CA). With
+            --acquiring-account the network's acquirer lets that account charge payments made for the merchant ID
+            (one account per merchant ID; `init` does it for the demo merchant); without it the acquirer refuses
+            the merchant ID's payments.
             """,
         options: [
             registerMerchantOption, displayNameOption, processingCSROption, identityCSROption, appOption,
-            issuedOutOption,
+            acquiringAccountOption, issuedOutOption,
         ]
     ) { arguments, context in
         let request = registration(arguments)
         let deployment = try initializedDeployment(context)
+        if let account = request.acquiringAccount {
+            // First, so that a refused merchant ID leaves the Pay server unchanged too.
+            try await NetworkServerService.allowAppleMerchantID(
+                request.merchant, forAcquiringAccount: account, in: deployment)
+            context.trace("acquirer: account \(account) charges for \(request.merchant)")
+        }
         let store = try openPayStore(deployment)
         do {
             let registry = MerchantRegistry(
@@ -86,7 +96,7 @@ enum MerchantCommands {
             try context.outputJSON(
                 RegistrationSummary(
                     merchantIdentifier: request.merchant, displayName: request.displayName, certificates: written,
-                    entitledApps: request.apps))
+                    entitledApps: request.apps, acquiringAccount: request.acquiringAccount))
         } catch {
             await store.close()
             throw error
@@ -106,6 +116,8 @@ enum MerchantCommands {
         "out", "DIR", help: "Where to write issued certificates (default: the current directory).")
     static let appOption = Option.repeatable(
         "app", "APP-ID", help: "An app allowed to pay for this merchant ID.")
+    static let acquiringAccountOption = Option.optional(
+        "acquiring-account", "ID", help: "The merchant account at the acquirer that charges for this merchant ID.")
 
     /// A PEM CSR read from the file the option names.
     static func csrOption(_ name: String, help: String) -> Option<CertificateSigningRequest?> {
@@ -176,6 +188,7 @@ enum MerchantCommands {
         let displayName: String
         let certificates: [String]
         let entitledApps: [String]
+        let acquiringAccount: String?
     }
 
     struct Registration {
@@ -184,6 +197,7 @@ enum MerchantCommands {
         let processing: CertificateSigningRequest?
         let identity: CertificateSigningRequest?
         let apps: [String]
+        let acquiringAccount: String?
         let out: String
     }
 
@@ -191,7 +205,8 @@ enum MerchantCommands {
         Registration(
             merchant: arguments[registerMerchantOption], displayName: arguments[displayNameOption],
             processing: arguments[processingCSROption], identity: arguments[identityCSROption],
-            apps: arguments[appOption], out: arguments[issuedOutOption] ?? FileManager.default.currentDirectoryPath)
+            apps: arguments[appOption], acquiringAccount: arguments[acquiringAccountOption],
+            out: arguments[issuedOutOption] ?? FileManager.default.currentDirectoryPath)
     }
 
     static func initializedDeployment(_ context: CommandContext) throws -> DeploymentDirectory {
