@@ -93,7 +93,7 @@ struct TokenRequestorScopeTests {
         await vault.store.close()
     }
 
-    @Test("Another requestor's token answers 404 to status and lifecycle calls, and stays as it was")
+    @Test("I20-4: Another requestor's token answers 404 to status and lifecycle calls, and stays as it was")
     func anotherRequestorsToken() async throws {
         try await withNetwork { n in
             let card = try await n.h.provision("4111111111111111", on: try n.h.makeDevice("phone-1"))
@@ -119,7 +119,7 @@ struct TokenRequestorScopeTests {
         }
     }
 
-    @Test("A device action reaches only the caller's tokens on the device")
+    @Test("I20-4: A device action reaches only the caller's tokens on the device")
     func deviceActionsAreScoped() async throws {
         try await withNetwork { n in
             let card = try await n.h.provision("4111111111111111", on: try n.h.makeDevice("phone-1"))
@@ -136,7 +136,7 @@ struct TokenRequestorScopeTests {
         }
     }
 
-    @Test("Check Card naming another requestor is refused (403); another's session answers 404")
+    @Test("I20-4: Check Card naming another requestor is refused (403); another's session answers 404")
     func provisioningIsScoped() async throws {
         try await withNetwork { n in
             let phone = try n.h.makeDevice("phone-2")
@@ -172,7 +172,7 @@ struct TokenRequestorScopeTests {
         }
     }
 
-    @Test("Each requestor reads only its own notifications")
+    @Test("I20-4: Each requestor reads only its own notifications")
     func notificationsAreFiltered() async throws {
         try await withNetwork { n in
             let card = try await n.h.provision("4111111111111111", on: try n.h.makeDevice("phone-1"))
