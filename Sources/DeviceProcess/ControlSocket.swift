@@ -5,8 +5,10 @@ import Foundation
     import Glibc
 #endif
 
-/// Serves a device's control API (``DeviceControl``) as HTTP/1.1 JSON on a Unix socket, mode 0600:
-/// one request per connection, each connection on its own thread, at most ``maximumConnections`` at
+/// Serves a device's control API (``DeviceControl``) as HTTP/1.1 JSON on a Unix socket, mode 0600, to
+/// processes of this user only (each connection's peer is checked with `SO_PEERCRED`, which also covers the
+/// moment between `bind` and `chmod` and a socket file whose mode was widened later; another user's
+/// connection is answered 403 and closed): one request per connection, each connection on its own thread, at most ``maximumConnections`` at
 /// once (more are answered 503), 5-second read and write timeouts, bounded heads and bodies.
 public final class ControlSocketServer: @unchecked Sendable {
     // @unchecked: `listener`, `active` and `stopped` are guarded by `lock`; the rest is immutable.
@@ -14,6 +16,7 @@ public final class ControlSocketServer: @unchecked Sendable {
 
     public let path: String
     private let handler: @Sendable (ControlRequest) async -> ControlResponse
+    private let peerUserID = geteuid()
     private let lock = NSLock()
     private var listener: Int32 = -1
     private var active = 0
@@ -61,6 +64,14 @@ public final class ControlSocketServer: @unchecked Sendable {
             if connection < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 return  // the listening socket was closed
+            }
+            guard UnixSocket.peerUserID(connection) == peerUserID else {
+                UnixSocket.setTimeouts(connection, seconds: 1)
+                try? UnixSocket.writeAll(
+                    connection,
+                    HTTPMessage.response(Self.error(403, "forbidden", "the control socket serves its own user only")))
+                close(connection)
+                continue
             }
             let admitted = lock.withLock { () -> Bool in
                 guard active < Self.maximumConnections else { return false }

@@ -1,3 +1,4 @@
+import AccessPolicy
 import Foundation
 import NFCLink
 import OrchardCrypto
@@ -285,7 +286,7 @@ enum TerminalCommands {
     static func clientIdentityName(_ terminalID: String) -> String { "terminal-\(terminalID.lowercased())-client" }
 
     /// In a deployment with a root CA, issues the terminal's client certificate (role `acquiring`, CN the
-    /// terminal ID) the network's acquiring route requires, unless it exists. Returns its name when issued.
+    /// terminal ID, UID `terminal:<ID>`) the network's acquiring route requires, unless it exists. Returns its name when issued.
     static func issueClientIdentity(_ settings: TerminalSettings, _ deployment: DeploymentDirectory) throws -> String? {
         let name = clientIdentityName(settings.terminalID)
         let rootKey = try deployment.privateKeyPath(named: PKIFiles.rootCA)
@@ -294,7 +295,9 @@ enum TerminalCommands {
         else { return nil }
         let root = try CertificateAuthority.load(named: PKIFiles.rootCA, from: deployment)
         try ServiceAccess.issueClientIdentity(
-            named: name, role: .acquiring, commonName: settings.terminalID, by: root, to: deployment,
+            named: name, role: .acquiring, commonName: settings.terminalID,
+            identity: CallerIdentity(kind: CallerIdentity.terminal, identifier: settings.terminalID), by: root,
+            to: deployment,
             clock: SystemClock(), random: SystemRandom())
         return name
     }
