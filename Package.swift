@@ -185,15 +185,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The wire formats between devices and the Pay server (no dependencies: both sides import it).
+        // The wire formats between devices and the Pay server (only AccessPolicy, for its routes' policies: both sides
+        // import it).
         .target(name: "PayAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
-        // The wire format of the network's acquiring routes (no dependencies: terminals and merchant servers import
+        // The wire format of the network's acquiring routes (only AccessPolicy: terminals and merchant servers import
         // it, the network reads the same JSON into its own types).
         .target(name: "AcquirerAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
-        // The wire format between apps and the merchant server (no dependencies: apps import it, the merchant
+        // The wire format between apps and the merchant server (only AccessPolicy: apps import it, the merchant
         // server registers its routes from it and reads and writes its types).
         .target(name: "MerchantAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
-        // The wire format between the Pay server and the network's token-requestor routes (no dependencies: both
+        // The wire format between the Pay server and the network's token-requestor routes (only AccessPolicy: both
         // sides import it, the network converts to and from its token service's types).
         .target(name: "TokenRequestorAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
         // What the acquirer asks of the card network (authorize, reverse) as a protocol the token service

@@ -10,7 +10,7 @@ public import OrchardRuntime
 ///
 /// The main listener requests a client certificate but does not require one (policy `optional`, trusting the
 /// Orchard root CA, under which the device CA and the Pay server's merchant CA issue), so a route that needs
-/// mutual TLS says so itself with `requirement: .required` and gets 401 without a certificate.
+/// mutual TLS says so in its declared policy (a role) and answers 401 without a certificate.
 public final class HTTPServiceInstance: ServiceInstance {
     /// `GET /health`: every service answers it, to anyone.
     public static let health = DeclaredRoute("GET", "/health", .anyone)
