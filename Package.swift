@@ -420,7 +420,7 @@ let package = Package(
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
-                "AcquirerAPI", "TokenRequestorAPI", "OrchardLogging",
+                "AcquirerAPI", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),

@@ -63,14 +63,20 @@ public struct IdentityBinding: Sendable, Hashable, CustomStringConvertible {
     public let bodyFields: [String]
     /// Path parameters (a pattern's `:name`) that must equal the caller's identifier.
     public let pathParameters: [String]
+    /// Top-level fields of the JSON body that must be present and equal the caller's ``CallerIdentity/owner``
+    /// (a terminal's merchant); a certificate that names no owner is refused.
+    public let ownerBodyFields: [String]
     /// Top-level fields of the JSON body that must be absent (or null).
     public let absentBodyFields: [String]
 
-    public init(kind: String, bodyFields: [String] = [], pathParameters: [String] = [], absentBodyFields: [String] = [])
-    {
+    public init(
+        kind: String, bodyFields: [String] = [], pathParameters: [String] = [], ownerBodyFields: [String] = [],
+        absentBodyFields: [String] = []
+    ) {
         self.kind = kind
         self.bodyFields = bodyFields
         self.pathParameters = pathParameters
+        self.ownerBodyFields = ownerBodyFields
         self.absentBodyFields = absentBodyFields
     }
 
@@ -80,11 +86,12 @@ public struct IdentityBinding: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Who a client certificate names: a kind (``CallerIdentity/terminal``, ``CallerIdentity/merchant``, …) and the
-/// identifier the parties know it by.
+/// Who a client certificate names: a kind (``CallerIdentity/terminal``, ``CallerIdentity/merchant``, …), the
+/// identifier the parties know it by, and the party it acts for when that is someone else (a terminal's merchant).
 ///
-/// Service certificates carry it in their subject's UID as `kind:identifier` (``subjectUserID``); the kind keeps
-/// a terminal whose ID happens to equal a merchant's from acting as that merchant.
+/// Service certificates carry it in their subject's UID as `kind:identifier` or `kind:identifier@owner`
+/// (``subjectUserID``); the kind keeps a terminal whose ID happens to equal a merchant's from acting as that
+/// merchant, the owner keeps a terminal from charging for another merchant that has a terminal of the same ID.
 public struct CallerIdentity: Sendable, Hashable, CustomStringConvertible {
     public static let terminal = "terminal"
     public static let merchant = "merchant"
@@ -92,23 +99,35 @@ public struct CallerIdentity: Sendable, Hashable, CustomStringConvertible {
 
     public let kind: String
     public let identifier: String
+    /// The party the holder acts for, when it is not itself: a terminal's merchant.
+    public let owner: String?
 
-    public init(kind: String, identifier: String) {
+    public init(kind: String, identifier: String, owner: String? = nil) {
         self.kind = kind
         self.identifier = identifier
+        self.owner = owner
     }
 
-    /// Reads `kind:identifier`; nil when either part is empty.
+    /// Reads `kind:identifier` or `kind:identifier@owner`; nil when a part is empty.
     public init?(subjectUserID: String) {
         guard let colon = subjectUserID.firstIndex(of: ":") else { return nil }
         let kind = String(subjectUserID[..<colon])
-        let identifier = String(subjectUserID[subjectUserID.index(after: colon)...])
+        let rest = subjectUserID[subjectUserID.index(after: colon)...]
+        let identifier: String
+        var owner: String?
+        if let at = rest.firstIndex(of: "@") {
+            identifier = String(rest[..<at])
+            owner = String(rest[rest.index(after: at)...])
+            guard owner?.isEmpty == false else { return nil }
+        } else {
+            identifier = String(rest)
+        }
         guard !kind.isEmpty, !identifier.isEmpty else { return nil }
-        self.init(kind: kind, identifier: identifier)
+        self.init(kind: kind, identifier: identifier, owner: owner)
     }
 
-    /// `kind:identifier`, the subject UID that ``init(subjectUserID:)`` reads.
-    public var subjectUserID: String { kind + ":" + identifier }
+    /// `kind:identifier` or `kind:identifier@owner`, the subject UID that ``init(subjectUserID:)`` reads.
+    public var subjectUserID: String { kind + ":" + identifier + (owner.map { "@" + $0 } ?? "") }
 
     public var description: String { subjectUserID }
 }

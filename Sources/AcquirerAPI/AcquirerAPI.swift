@@ -16,15 +16,16 @@ public enum AcquirerAPI {
         public static let reversals = "/v1/acquirer/reversals"
     }
 
-    /// Who may call the acquiring routes: a client certificate with role `acquiring` that names a terminal or a
-    /// merchant. A terminal's body names that terminal (`terminalID`, the acquirer then checks it belongs to
-    /// `merchantID`) and carries no idempotency key; a merchant server's body names that merchant (`merchantID`)
+    /// Who may call the acquiring routes: a client certificate with role `acquiring` that names a terminal (and
+    /// its merchant) or a merchant. A terminal's body names that terminal (`terminalID`) and its merchant
+    /// (`merchantID`; the acquirer also checks the terminal belongs to it) and carries no idempotency key; a merchant server's body names that merchant (`merchantID`)
     /// and no terminal or STAN. So each caller's idempotency keys (a terminal's ID + STAN, a merchant's key under
     /// its merchant ID) are its own: nobody can replay or preempt another's.
     public static let callers = AccessPolicy.identified(
         role: CallerRoles.acquiring,
         IdentityBinding(
-            kind: CallerIdentity.terminal, bodyFields: ["terminalID"], absentBodyFields: ["idempotencyKey"]),
+            kind: CallerIdentity.terminal, bodyFields: ["terminalID"], ownerBodyFields: ["merchantID"],
+            absentBodyFields: ["idempotencyKey"]),
         IdentityBinding(
             kind: CallerIdentity.merchant, bodyFields: ["merchantID"], absentBodyFields: ["terminalID", "stan"]))
 

@@ -65,14 +65,6 @@ public final class ControlSocketServer: @unchecked Sendable {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 return  // the listening socket was closed
             }
-            guard UnixSocket.peerUserID(connection) == peerUserID else {
-                UnixSocket.setTimeouts(connection, seconds: 1)
-                try? UnixSocket.writeAll(
-                    connection,
-                    HTTPMessage.response(Self.error(403, "forbidden", "the control socket serves its own user only")))
-                close(connection)
-                continue
-            }
             let admitted = lock.withLock { () -> Bool in
                 guard active < Self.maximumConnections else { return false }
                 active += 1
@@ -86,7 +78,11 @@ public final class ControlSocketServer: @unchecked Sendable {
                 continue
             }
             let thread = Thread { [self] in
-                serve(connection)
+                if UnixSocket.peerUserID(connection) == peerUserID {
+                    serve(connection)
+                } else {
+                    refuse(connection)
+                }
                 lock.withLock { active -= 1 }
             }
             thread.name = "orchard-device-connection"
@@ -114,6 +110,16 @@ public final class ControlSocketServer: @unchecked Sendable {
             return  // timed out or reset: nothing to answer
         }
         try? UnixSocket.writeAll(fd, HTTPMessage.response(response))
+    }
+
+    /// Answers another user's connection 403 without handling its request (read first, with a short timeout, so
+    /// the peer is sending no more when it reads the answer).
+    private func refuse(_ fd: Int32) {
+        defer { close(fd) }
+        UnixSocket.setTimeouts(fd, seconds: 1)
+        _ = try? HTTPMessage.read(fd)
+        try? UnixSocket.writeAll(
+            fd, HTTPMessage.response(Self.error(403, "forbidden", "the control socket serves its own user only")))
     }
 
     /// Runs `body` on the concurrency pool and blocks this (non-pool) connection thread until it returns.

@@ -143,7 +143,8 @@ public struct Router: Sendable {
         for name in binding.pathParameters where request.pathParameters[name] != identity.identifier {
             throw HTTPError(.callerMismatch, "the path names another \(identity.kind) than the client certificate")
         }
-        guard !binding.bodyFields.isEmpty || !binding.absentBodyFields.isEmpty else { return }
+        guard !binding.bodyFields.isEmpty || !binding.ownerBodyFields.isEmpty || !binding.absentBodyFields.isEmpty
+        else { return }
         // Read with the decoder the handler's `decodeJSON` uses, so a body that repeats a key is read the same
         // way here and there: the value checked is the value acted on.
         let fields: [String: BodyField]
@@ -154,6 +155,10 @@ public struct Router: Sendable {
         }
         for field in binding.bodyFields where fields[field] != .string(identity.identifier) {
             throw HTTPError(.callerMismatch, "\(field) names another \(identity.kind) than the client certificate")
+        }
+        for field in binding.ownerBodyFields where identity.owner.map(BodyField.string) != fields[field] {
+            throw HTTPError(
+                .callerMismatch, "\(field) names another party than the client certificate's \(identity.kind)")
         }
         for field in binding.absentBodyFields where !(fields[field] == nil || fields[field] == .null) {
             throw HTTPError(.callerMismatch, "a \(identity.kind) does not send \(field)")

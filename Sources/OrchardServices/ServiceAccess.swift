@@ -27,8 +27,8 @@ public struct ServiceRole: Hashable, Sendable, CustomStringConvertible {
 /// Client certificates between services: issuing them at `init`, and the per-route requirement that checks them.
 public enum ServiceAccess {
     /// Issues a TLS client certificate for `role` directly from the root CA (EKU clientAuth, O=Orchard,
-    /// OU=role, CN=`commonName`, and UID=`kind:identifier` when it names a caller: a terminal or a merchant for
-    /// role `acquiring`) and writes it and its key as `pki/<name>.pem` and `pki/<name>.key`.
+    /// OU=role, CN=`commonName`, and UID=``CallerIdentity/subjectUserID`` when it names a caller: a terminal and its
+    /// merchant, or a merchant, for role `acquiring`) and writes it and its key as `pki/<name>.pem` and `pki/<name>.key`.
     @discardableResult
     public static func issueClientIdentity(
         named name: String, role: ServiceRole, commonName: String, identity: CallerIdentity? = nil,

@@ -227,6 +227,7 @@ extension AccessMatrixTests {
         let others = [
             MatrixCaller(name: "terminal T0002", client: clients.terminal2),
             MatrixCaller(name: "another merchant", client: clients.otherMerchant),
+            MatrixCaller(name: "another merchant's terminal T0001", client: clients.otherMerchantsTerminal),
             // The demo merchant itself, sending a terminal's ID and STAN.
             MatrixCaller(name: "the merchant as its terminal", client: clients.merchant),
         ]
@@ -316,6 +317,8 @@ struct MatrixClients {
     let terminal2: HTTPClient
     let merchant: HTTPClient
     let otherMerchant: HTTPClient
+    /// Terminal T0001 of another merchant.
+    let otherMerchantsTerminal: HTTPClient
 
     init(_ access: AccessDeployment) throws {
         anonymous = try HTTPClient(
@@ -327,16 +330,38 @@ struct MatrixClients {
         foreign = try access.client(
             subject: DistinguishedName([
                 .organization("Orchard"), .organizationalUnit(CallerRoles.acquiring), .commonName("T0001"),
-                .userID("terminal:T0001"),
+                .userID("terminal:T0001@merchant.dev.orchard.demo"),
             ]), by: foreignCA)
         terminal1 = try access.client(
-            role: .acquiring, identity: CallerIdentity(kind: CallerIdentity.terminal, identifier: "T0001"))
+            role: .acquiring,
+            identity: CallerIdentity(
+                kind: CallerIdentity.terminal, identifier: "T0001", owner: AccessMatrixTests.demoMerchant))
         terminal2 = try access.client(
-            role: .acquiring, identity: CallerIdentity(kind: CallerIdentity.terminal, identifier: "T0002"))
+            role: .acquiring,
+            identity: CallerIdentity(
+                kind: CallerIdentity.terminal, identifier: "T0002", owner: AccessMatrixTests.demoMerchant))
         merchant = try access.client(
             role: .acquiring,
             identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: AccessMatrixTests.demoMerchant))
+        otherMerchantsTerminal = try access.client(
+            role: .acquiring,
+            identity: CallerIdentity(kind: CallerIdentity.terminal, identifier: "T0001", owner: "merchant.dev.other"))
         otherMerchant = try access.client(
             role: .acquiring, identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: "merchant.dev.other"))
+    }
+}
+
+@Suite("Caller identities in a certificate's UID")
+struct CallerIdentityTests {
+    @Test("kind:identifier[@owner] round-trips; a missing part names nobody")
+    func subjectUserID() {
+        let terminal = CallerIdentity(kind: "terminal", identifier: "T0001", owner: "merchant.dev.orchard.demo")
+        #expect(terminal.subjectUserID == "terminal:T0001@merchant.dev.orchard.demo")
+        #expect(CallerIdentity(subjectUserID: terminal.subjectUserID) == terminal)
+        let merchant = CallerIdentity(kind: "merchant", identifier: "merchant.dev.orchard.demo")
+        #expect(CallerIdentity(subjectUserID: merchant.subjectUserID) == merchant)
+        for malformed in ["", "T0001", ":T0001", "terminal:", "terminal:@m", "terminal:T0001@"] {
+            #expect(CallerIdentity(subjectUserID: malformed) == nil, "\(malformed)")
+        }
     }
 }
