@@ -18,9 +18,10 @@ public enum AcquirerAPI {
 
     /// Who may call the acquiring routes: a client certificate with role `acquiring` that names a terminal (and
     /// its merchant) or a merchant. A terminal's body names that terminal (`terminalID`) and its merchant
-    /// (`merchantID`; the acquirer also checks the terminal belongs to it) and carries no idempotency key; a merchant server's body names that merchant (`merchantID`)
-    /// and no terminal or STAN. So each caller's idempotency keys (a terminal's ID + STAN, a merchant's key under
-    /// its merchant ID) are its own: nobody can replay or preempt another's.
+    /// (`merchantID`; the acquirer also checks the terminal belongs to it) and carries no idempotency key; a
+    /// merchant server's body names that merchant (`merchantID`) and no terminal or STAN. So each caller's
+    /// idempotency keys (a terminal's ID + STAN, a merchant's key under its merchant ID) are its own: nobody can
+    /// replay or preempt another's.
     public static let callers = AccessPolicy.identified(
         role: CallerRoles.acquiring,
         IdentityBinding(

@@ -8,8 +8,9 @@ import Foundation
 /// Serves a device's control API (``DeviceControl``) as HTTP/1.1 JSON on a Unix socket, mode 0600, to
 /// processes of this user only (each connection's peer is checked with `SO_PEERCRED`, which also covers the
 /// moment between `bind` and `chmod` and a socket file whose mode was widened later; another user's
-/// connection is answered 403 and closed): one request per connection, each connection on its own thread, at most ``maximumConnections`` at
-/// once (more are answered 503), 5-second read and write timeouts, bounded heads and bodies.
+/// connection is answered 403 and closed): one request per connection, each connection on its own thread, at
+/// most ``maximumConnections`` at once (more are answered 503), 5-second read and write timeouts, bounded heads
+/// and bodies.
 public final class ControlSocketServer: @unchecked Sendable {
     // @unchecked: `listener`, `active` and `stopped` are guarded by `lock`; the rest is immutable.
     public static let maximumConnections = 32

@@ -15,11 +15,11 @@ public struct ServiceRole: Hashable, Sendable, CustomStringConvertible {
     public init(_ rawValue: String) { self.rawValue = rawValue }
 
     /// The token requestor (the Pay server): provisioning and the cardholder's lifecycle actions at the network.
-    public static let tokenRequestor = ServiceRole("token-requestor")
+    public static let tokenRequestor = ServiceRole(CallerRoles.tokenRequestor)
     /// Terminals and merchant servers sending authorizations to the acquirer.
-    public static let acquiring = ServiceRole("acquiring")
+    public static let acquiring = ServiceRole(CallerRoles.acquiring)
     /// The issuer's lifecycle actions at the network.
-    public static let issuer = ServiceRole("issuer")
+    public static let issuer = ServiceRole(CallerRoles.issuer)
 
     public var description: String { rawValue }
 }
@@ -27,8 +27,9 @@ public struct ServiceRole: Hashable, Sendable, CustomStringConvertible {
 /// Client certificates between services: issuing them at `init`, and the per-route requirement that checks them.
 public enum ServiceAccess {
     /// Issues a TLS client certificate for `role` directly from the root CA (EKU clientAuth, O=Orchard,
-    /// OU=role, CN=`commonName`, and UID=``CallerIdentity/subjectUserID`` when it names a caller: a terminal and its
-    /// merchant, or a merchant, for role `acquiring`) and writes it and its key as `pki/<name>.pem` and `pki/<name>.key`.
+    /// OU=role, CN=`commonName`, and UID=``CallerIdentity/subjectUserID`` when it names a caller: a terminal and
+    /// its merchant, or a merchant, for role `acquiring`) and writes it and its key as `pki/<name>.pem` and
+    /// `pki/<name>.key`.
     @discardableResult
     public static func issueClientIdentity(
         named name: String, role: ServiceRole, commonName: String, identity: CallerIdentity? = nil,
