@@ -88,7 +88,7 @@ struct AccessMatrixTests {
     }
 }
 
-/// Who a matrix test presents: a name for the failure messages and a client (nil: no certificate).
+/// Who a matrix test plays: a name for the failure messages and a client presenting its certificate.
 struct MatrixCaller: Sendable {
     let name: String
     let client: HTTPClient
