@@ -60,11 +60,15 @@ let package = Package(
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         // Structured JSON-line logging and typed redaction (card numbers, keys, cryptograms); no C imports.
         .target(name: "OrchardLogging", swiftSettings: strict),
+        // Access policies as plain values: who may call a route and which request fields must name the caller.
+        // Contract modules declare them, OrchardHTTP's router enforces them (no dependencies).
+        .target(name: "AccessPolicy", swiftSettings: strict),
         // The service runtime: HTTPS server and client with mutual TLS, routing, error mapping, shutdown.
         .target(
             name: "OrchardHTTP",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims",
+                "AccessPolicy",
             ],
             swiftSettings: strict
         ),
@@ -109,7 +113,7 @@ let package = Package(
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
-                "TokenRequestorAPI", "DeviceControlAPI", "DemoApp",
+                "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy",
             ],
             swiftSettings: strict
         ),
@@ -128,6 +132,7 @@ let package = Package(
             name: "OrchardServices",
             dependencies: [
                 "OrchardRuntime", "OrchardCrypto", "OrchardX509", "OrchardStore", "OrchardHTTP", "OrchardLogging",
+                "AccessPolicy",
             ],
             swiftSettings: strict
         ),
@@ -136,7 +141,7 @@ let package = Package(
             name: "PayServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
-                "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI",
+                "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI", "AccessPolicy",
             ],
             swiftSettings: strict
         ),
@@ -147,7 +152,7 @@ let package = Package(
             dependencies: [
                 "OrchardServices", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
                 "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI", "AcquirerAPI",
-                "TokenRequestorAPI", "NetworkAuthorizationAPI",
+                "TokenRequestorAPI", "NetworkAuthorizationAPI", "AccessPolicy",
             ],
             swiftSettings: strict
         ),
@@ -156,7 +161,7 @@ let package = Package(
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
                 "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "ISO4217", "AcquirerAPI",
-                "MerchantAPI",
+                "MerchantAPI", "AccessPolicy",
             ],
             swiftSettings: strict
         ),
@@ -180,17 +185,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The wire formats between devices and the Pay server (no dependencies: both sides import it).
-        .target(name: "PayAPI", swiftSettings: strict),
-        // The wire format of the network's acquiring routes (no dependencies: terminals and merchant servers import
+        // The wire formats between devices and the Pay server (only AccessPolicy, for its routes' policies: both sides
+        // import it).
+        .target(name: "PayAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
+        // The wire format of the network's acquiring routes (only AccessPolicy: terminals and merchant servers import
         // it, the network reads the same JSON into its own types).
-        .target(name: "AcquirerAPI", swiftSettings: strict),
-        // The wire format between apps and the merchant server (no dependencies: apps import it, the merchant
+        .target(name: "AcquirerAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
+        // The wire format between apps and the merchant server (only AccessPolicy: apps import it, the merchant
         // server registers its routes from it and reads and writes its types).
-        .target(name: "MerchantAPI", swiftSettings: strict),
-        // The wire format between the Pay server and the network's token-requestor routes (no dependencies: both
+        .target(name: "MerchantAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
+        // The wire format between the Pay server and the network's token-requestor routes (only AccessPolicy: both
         // sides import it, the network converts to and from its token service's types).
-        .target(name: "TokenRequestorAPI", swiftSettings: strict),
+        .target(name: "TokenRequestorAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
         // What the acquirer asks of the card network (authorize, reverse) as a protocol the token service
         // implements, and the cryptogram both carry (no dependencies: the acquirer links no other network module).
         .target(name: "NetworkAuthorizationAPI", swiftSettings: strict),
@@ -417,7 +423,8 @@ let package = Package(
                 "MerchantServer", "MerchantKit", "PaymentToken", "PaymentCredential", "PayServer", "PayClient",
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
-                "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI",
+                "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
+                "AcquirerAPI", "TokenRequestorAPI",
             ],
             swiftSettings: strict
         ),

@@ -1,3 +1,5 @@
+public import AccessPolicy
+
 /// The wire format of the network's acquiring routes (JSON over HTTPS, the caller presenting a client
 /// certificate with role `acquiring`), for its two kinds of callers: terminals, which send their terminal ID
 /// and STAN, and merchant servers, which send an idempotency key.
@@ -12,6 +14,27 @@ public enum AcquirerAPI {
         public static let authorizations = "/v1/acquirer/authorizations"
         /// `POST`: ``ReversalRequest`` → ``ReversalAnswer``.
         public static let reversals = "/v1/acquirer/reversals"
+    }
+
+    /// Who may call the acquiring routes: a client certificate with role `acquiring` that names a terminal (and
+    /// its merchant) or a merchant. A terminal's body names that terminal (`terminalID`) and its merchant
+    /// (`merchantID`; the acquirer also checks the terminal belongs to it) and carries no idempotency key; a
+    /// merchant server's body names that merchant (`merchantID`) and no terminal or STAN. So each caller's
+    /// idempotency keys (a terminal's ID + STAN, a merchant's key under its merchant ID) are its own: nobody can
+    /// replay or preempt another's.
+    public static let callers = AccessPolicy.identified(
+        role: CallerRoles.acquiring,
+        IdentityBinding(
+            kind: CallerIdentity.terminal, bodyFields: ["terminalID"], ownerBodyFields: ["merchantID"],
+            absentBodyFields: ["idempotencyKey"]),
+        IdentityBinding(
+            kind: CallerIdentity.merchant, bodyFields: ["merchantID"], absentBodyFields: ["terminalID", "stan"]))
+
+    /// The acquiring routes with their policy, as the network registers them.
+    public enum Declared {
+        public static let authorizations = DeclaredRoute("POST", Route.authorizations, callers)
+        public static let reversals = DeclaredRoute("POST", Route.reversals, callers)
+        public static let all = [authorizations, reversals]
     }
 
     /// An amount in minor units with its ISO 4217 numeric currency (three digits).

@@ -5,15 +5,19 @@ import Foundation
     import Glibc
 #endif
 
-/// Serves a device's control API (``DeviceControl``) as HTTP/1.1 JSON on a Unix socket, mode 0600:
-/// one request per connection, each connection on its own thread, at most ``maximumConnections`` at
-/// once (more are answered 503), 5-second read and write timeouts, bounded heads and bodies.
+/// Serves a device's control API (``DeviceControl``) as HTTP/1.1 JSON on a Unix socket, mode 0600, to
+/// processes of this user only (each connection's peer is checked with `SO_PEERCRED`, which also covers the
+/// moment between `bind` and `chmod` and a socket file whose mode was widened later; another user's
+/// connection is answered 403 and closed): one request per connection, each connection on its own thread, at
+/// most ``maximumConnections`` at once (more are answered 503), 5-second read and write timeouts, bounded heads
+/// and bodies.
 public final class ControlSocketServer: @unchecked Sendable {
     // @unchecked: `listener`, `active` and `stopped` are guarded by `lock`; the rest is immutable.
     public static let maximumConnections = 32
 
     public let path: String
     private let handler: @Sendable (ControlRequest) async -> ControlResponse
+    private let peerUserID = geteuid()
     private let lock = NSLock()
     private var listener: Int32 = -1
     private var active = 0
@@ -75,7 +79,11 @@ public final class ControlSocketServer: @unchecked Sendable {
                 continue
             }
             let thread = Thread { [self] in
-                serve(connection)
+                if UnixSocket.peerUserID(connection) == peerUserID {
+                    serve(connection)
+                } else {
+                    refuse(connection)
+                }
                 lock.withLock { active -= 1 }
             }
             thread.name = "orchard-device-connection"
@@ -103,6 +111,16 @@ public final class ControlSocketServer: @unchecked Sendable {
             return  // timed out or reset: nothing to answer
         }
         try? UnixSocket.writeAll(fd, HTTPMessage.response(response))
+    }
+
+    /// Answers another user's connection 403 without handling its request (read first, with a short timeout, so
+    /// the peer is sending no more when it reads the answer).
+    private func refuse(_ fd: Int32) {
+        defer { close(fd) }
+        UnixSocket.setTimeouts(fd, seconds: 1)
+        _ = try? HTTPMessage.read(fd)
+        try? UnixSocket.writeAll(
+            fd, HTTPMessage.response(Self.error(403, "forbidden", "the control socket serves its own user only")))
     }
 
     /// Runs `body` on the concurrency pool and blocks this (non-pool) connection thread until it returns.

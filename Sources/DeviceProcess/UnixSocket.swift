@@ -35,6 +35,19 @@ enum UnixSocket {
         }
     }
 
+    /// The user ID of the process at the other end of a connected socket (`SO_PEERCRED`: the kernel's record
+    /// of who connected, which the peer cannot forge); nil when the kernel does not say.
+    static func peerUserID(_ fd: Int32) -> uid_t? {
+        // Linux's `struct ucred` is { pid_t pid; uid_t uid; gid_t gid; }; Glibc exports it only under
+        // _GNU_SOURCE, which Swift's module does not define, so it is read as its three 32-bit fields.
+        var credentials: (pid: pid_t, uid: uid_t, gid: gid_t) = (0, 0, 0)
+        var size = socklen_t(MemoryLayout<(pid_t, uid_t, gid_t)>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0,
+            size == socklen_t(MemoryLayout<(pid_t, uid_t, gid_t)>.size)
+        else { return nil }
+        return credentials.uid
+    }
+
     /// Sets receive and send timeouts on a connected socket.
     static func setTimeouts(_ fd: Int32, seconds: Int) {
         var value = timeval(tv_sec: seconds, tv_usec: 0)

@@ -1,3 +1,4 @@
+public import AccessPolicy
 public import Foundation
 
 /// The wire format between an app and the merchant server (JSON over HTTPS; apps present no client certificate),
@@ -23,6 +24,15 @@ public enum MerchantAPI {
         public static func order(_ orderID: String) -> String { orders + "/" + orderID }
         /// `POST`: a ``PaymentSubmission`` for the order → ``PaymentResult``.
         public static func payment(_ orderID: String) -> String { order(orderID) + "/payment" }
+    }
+
+    /// The routes with their policy, as the merchant server registers them: apps present no client certificate
+    /// (an order's ID is its capability).
+    public enum Declared {
+        public static let orders = DeclaredRoute("POST", Route.orders, .anyone)
+        public static let order = DeclaredRoute("GET", Route.orderPattern, .anyone)
+        public static let payment = DeclaredRoute("POST", Route.paymentPattern, .anyone)
+        public static let all = [orders, order, payment]
     }
 
     /// The most applicationData an order takes, in bytes (decoded): 64 KiB.

@@ -1,3 +1,4 @@
+import AccessPolicy
 import Foundation
 import OrchardServices
 
@@ -13,7 +14,8 @@ extension MerchantService {
 
     /// `init`: the merchant opens its account at the acquirer with its terminal, allowed to charge for its own
     /// merchant ID (the account and the Apple merchant ID share the name in the demo), and gets the client
-    /// certificate (role `acquiring`, CN the merchant ID, from the root) its server charges with. Without a
+    /// certificate (role `acquiring`, CN the merchant ID, UID `merchant:<ID>`, from the root) its server charges
+    /// with (the acquirer charges only in the name it carries). Without a
     /// network in the deployment there is no acquirer to onboard at, and only the certificate is issued.
     static func onboardAtAcquirer(
         _ context: InitializationContext, merchantID: String, displayName: String
@@ -27,7 +29,8 @@ extension MerchantService {
                     + demoTerminalIDs.joined(separator: ", ") + ", charging for merchant ID \(merchantID)")
         }
         try ServiceAccess.issueClientIdentity(
-            named: acquiringClientFile, role: .acquiring, commonName: merchantID, by: context.rootCA,
+            named: acquiringClientFile, role: .acquiring, commonName: merchantID,
+            identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: merchantID), by: context.rootCA,
             to: context.directory, clock: context.clock, random: context.random)
         context.trace("merchant: client certificate pki/\(acquiringClientFile).pem (acquiring) for its charges")
     }

@@ -106,7 +106,8 @@ public final class MerchantServer: Sendable {
 /// The merchant's HTTPS service, which also reverses, once it listens, the charges a stopped process left
 /// without an outcome.
 final class MerchantServiceInstance: ServiceInstance {
-    private let http: HTTPServiceInstance
+    /// Internal for the access matrix test, which reads the routes its server registered.
+    let http: HTTPServiceInstance
     private let payments: PaymentProcessor
 
     init(http: HTTPServiceInstance, payments: PaymentProcessor) {

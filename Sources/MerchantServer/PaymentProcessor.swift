@@ -53,11 +53,11 @@ final class PaymentProcessor: Sendable {
     // MARK: Routes
 
     func addRoutes(to router: inout Router) {
-        router.post(MerchantAPI.Route.orders) { [self] request in try await createOrder(request.body) }
-        router.post(MerchantAPI.Route.paymentPattern) { [self] request in
+        router.add(MerchantAPI.Declared.orders) { [self] request in try await createOrder(request.body) }
+        router.add(MerchantAPI.Declared.payment) { [self] request in
             try await pay(orderID: try Self.parameter(request), body: request.body)
         }
-        router.get(MerchantAPI.Route.orderPattern) { [self] request in
+        router.add(MerchantAPI.Declared.order) { [self] request in
             try await orderStatus(try Self.parameter(request))
         }
     }

@@ -1,3 +1,4 @@
+import AccessPolicy
 public import Acquirer
 import AcquirerAPI
 import Foundation
@@ -8,12 +9,15 @@ public import OrchardHTTP
 import TokenRequestorAPI
 public import TokenService
 
-/// Who may call which group of the network's routes. The groups map to callers, and a caller's lifecycle
-/// role comes from the group it was let into, never from the request body.
+/// How the network recognizes, in a client certificate, the roles its routes' declared policies name
+/// (`TokenRequestorAPI.Declared`, `AcquirerAPI.Declared`). A caller's lifecycle role comes from the group it was
+/// let into, and an acquiring caller's terminal or merchant from its certificate, never from the request body.
 public struct NetworkAccess: Sendable {
     /// The token requestor (the Pay server): provisioning and the cardholder's lifecycle actions.
     public var tokenRequestor: ClientCertificateRequirement
-    /// Terminals and merchant servers: authorizations through the acquirer.
+    /// Terminals and merchant servers: authorizations through the acquirer. Its identity (the certificate's
+    /// terminal or merchant) is what the acquiring routes bind the body to; `.none` waives that (in-process
+    /// wiring without certificates only).
     public var acquiring: ClientCertificateRequirement
     /// The issuer: its lifecycle actions on tokens.
     public var issuer: ClientCertificateRequirement
@@ -129,14 +133,17 @@ public enum NetworkRoutes {
         access: NetworkAccess, provisioningCertificate: [UInt8]? = nil, outbox: SQLiteNotificationOutbox? = nil
     ) {
         typealias API = TokenRequestorAPI
-        router.get(API.Route.provisioningKey, requirement: access.tokenRequestor) { _ in
+        router.roles[CallerRoles.tokenRequestor] = access.tokenRequestor
+        router.roles[CallerRoles.acquiring] = access.acquiring
+        router.roles[CallerRoles.issuer] = access.issuer
+        router.add(API.Declared.provisioningKey) { _ in
             try HTTPResponse.json(
                 API.ProvisioningKey(
                     publicKey: Data(tokenService.provisioningPublicKey.derRepresentation).base64EncodedString(),
                     certificate: provisioningCertificate.map { Data($0).base64EncodedString() }))
         }
         if let outbox {
-            router.get(API.Route.notifications, requirement: access.tokenRequestor) { request in
+            router.add(API.Declared.notifications) { request in
                 guard let after = Int64(request.queryValue("after") ?? "0"), after >= 0 else {
                     throw TokenServiceError(.invalidRequest, "after is a sequence number (0 or more)")
                 }
@@ -144,14 +151,14 @@ public enum NetworkRoutes {
                 return try HTTPResponse.json(API.NotificationFeed(notifications: items.map(API.TokenNotification.init)))
             }
         }
-        router.post(API.Route.checkCard, requirement: access.tokenRequestor) { request in
+        router.add(API.Declared.checkCard) { request in
             let body = try request.tokenRequestorBody(API.CheckCardRequest.self)
             guard body.tokenRequestorID == (try access.tokenRequestor(of: request)) else {
                 throw TokenServiceError(.requestorNotPermitted, "the body names another token requestor")
             }
             return try HTTPResponse.json(API.CheckCardAnswer(try await tokenService.checkCard(try body.domain)))
         }
-        router.post(API.Route.oneTimeCode, requirement: access.tokenRequestor) { request in
+        router.add(API.Declared.oneTimeCode) { request in
             let body = try request.tokenRequestorBody(API.OneTimeCodeRequest.self)
             try await tokenService.requireSession(body.sessionID, ownedBy: try access.tokenRequestor(of: request))
             return try HTTPResponse.json(
@@ -159,18 +166,18 @@ public enum NetworkRoutes {
                     try await tokenService.submitOneTimeCode(
                         sessionID: body.sessionID, deviceID: body.deviceID, code: body.code)))
         }
-        router.post(API.Route.link, requirement: access.tokenRequestor) { request in
+        router.add(API.Declared.link) { request in
             let body = try request.tokenRequestorBody(API.LinkRequest.self)
             try await tokenService.requireSession(body.sessionID, ownedBy: try access.tokenRequestor(of: request))
             return try HTTPResponse.json(API.LinkAnswer(try await tokenService.linkAndProvision(try body.domain)))
         }
-        router.get(API.Route.token(":reference"), requirement: access.tokenRequestor) { request in
+        router.add(API.Declared.token) { request in
             let reference = try request.parameter("reference")
             try await tokenService.requireToken(reference, ownedBy: try access.tokenRequestor(of: request))
             return try HTTPResponse.json(API.TokenStatus(try await tokenService.status(tokenReference: reference)))
         }
         for action in API.LifecycleAction.allCases {
-            router.post(API.Route.token(":reference", action), requirement: access.tokenRequestor) { request in
+            router.add(API.Declared.token(action)) { request in
                 let actor = try request.tokenRequestorBody(API.LifecycleRequest.self).actor.domain
                 let reference = try request.parameter("reference")
                 try await tokenService.requireToken(reference, ownedBy: try access.tokenRequestor(of: request))
@@ -182,7 +189,7 @@ public enum NetworkRoutes {
                 }
                 return try HTTPResponse.json(API.TokenStatus(status))
             }
-            router.post(API.Route.device(":id", action), requirement: access.tokenRequestor) { request in
+            router.add(API.Declared.device(action)) { request in
                 let actor = try request.tokenRequestorBody(API.LifecycleRequest.self).actor.domain
                 let device = try request.parameter("id")
                 let requestor = try access.tokenRequestor(of: request)
@@ -197,17 +204,17 @@ public enum NetworkRoutes {
                 }
                 return try HTTPResponse.json(API.DeviceLifecycleAnswer(tokens: statuses.map(API.TokenStatus.init)))
             }
-            router.post(API.Route.issuerToken(":reference", action), requirement: access.issuer) { request in
+            router.add(API.Declared.issuerToken(action)) { request in
                 try HTTPResponse.json(
                     API.TokenStatus(
                         try await tokenService.applyIssuerAction(
                             action.domain, issuerID: issuerID, tokenReference: try request.parameter("reference"))))
             }
         }
-        router.post(AcquirerAPI.Route.authorizations, requirement: access.acquiring) {
-            (body: AuthorizationBody, _) in try await acquirer.authorize(try body.request())
+        router.add(AcquirerAPI.Declared.authorizations) { (body: AuthorizationBody, _) in
+            try await acquirer.authorize(try body.request())
         }
-        installReversals(into: &router, acquirer: acquirer, access: access)
+        installReversals(into: &router, acquirer: acquirer)
     }
 }
 

@@ -38,8 +38,8 @@ public struct ReversalBody: Codable, Sendable {
 extension NetworkRoutes {
     /// `POST /v1/acquirer/reversals` (callers of the acquiring group): ``ReversalBody`` →
     /// ``AcquirerReversalResult``, idempotent per terminal ID + STAN or merchant key.
-    static func installReversals(into router: inout Router, acquirer: Acquirer, access: NetworkAccess) {
-        router.post(AcquirerAPI.Route.reversals, requirement: access.acquiring) { (body: ReversalBody, _) in
+    static func installReversals(into router: inout Router, acquirer: Acquirer) {
+        router.add(AcquirerAPI.Declared.reversals) { (body: ReversalBody, _) in
             try await acquirer.reverse(try body.request())
         }
     }

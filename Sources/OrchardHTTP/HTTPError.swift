@@ -65,6 +65,7 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
             case methodNotAllowed = "method_not_allowed"
             case clientCertificateRequired = "client_certificate_required"
             case clientCertificateNotAllowed = "client_certificate_not_allowed"
+            case callerMismatch = "caller_mismatch"
             case payloadTooLarge = "payload_too_large"
             case invalidConfiguration = "invalid_configuration"
             case tlsFailure = "tls_failure"
@@ -93,6 +94,9 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         public static let clientCertificateRequired = Code(.clientCertificateRequired)
         /// The client certificate is verified but the route does not accept it (403).
         public static let clientCertificateNotAllowed = Code(.clientCertificateNotAllowed)
+        /// The client certificate names one caller and the request another (a body's terminal or merchant, a
+        /// path's device), or sends a field that caller may not (403).
+        public static let callerMismatch = Code(.callerMismatch)
         /// The body is larger than the route accepts (413).
         public static let payloadTooLarge = Code(.payloadTooLarge)
         /// A server or client configuration is unusable (bad PEM, missing trust roots, bad limits).
@@ -141,7 +145,7 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         case .notFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .clientCertificateRequired: .unauthorized
-        case .clientCertificateNotAllowed: .forbidden
+        case .clientCertificateNotAllowed, .callerMismatch: .forbidden
         case .payloadTooLarge: .payloadTooLarge
         default: .internalServerError
         }

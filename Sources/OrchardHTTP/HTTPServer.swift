@@ -97,6 +97,9 @@ public final class HTTPServer: @unchecked Sendable {
     public let configuration: HTTPServerConfiguration
     let router: Router
     let logger: Logger
+
+    /// The routes this server serves, with the policy each was registered with.
+    public var registeredRoutes: [Router.RegisteredRoute] { router.registeredRoutes }
     private let tlsContexts: [ServerTLSContext]
     private let lock = NSLock()
     private var state = State.created

@@ -1,17 +1,29 @@
+public import AccessPolicy
 import Foundation
 
-/// What a route asks of the connection's client certificate, on top of the listener's policy.
+/// What a route asks of the connection's client certificate, on top of the listener's policy; as a server's
+/// recognizer of a role (``Router/roles``), also who the certificate names.
 public struct ClientCertificateRequirement: Sendable {
     let check: (@Sendable (ClientCertificate) -> Bool)?
+    let identify: (@Sendable (ClientCertificate) -> CallerIdentity?)?
     let required: Bool
 
-    /// Anyone the listener lets in.
-    public static let none = ClientCertificateRequirement(check: nil, required: false)
+    /// Anyone the listener lets in. As a role's recognizer, it also waives the policy's identity bindings: for
+    /// in-process wiring without certificates only.
+    public static let none = ClientCertificateRequirement(check: nil, identify: nil, required: false)
     /// A client certificate the listener verified (401 without one).
-    public static let required = ClientCertificateRequirement(check: nil, required: true)
+    public static let required = ClientCertificateRequirement(check: nil, identify: nil, required: true)
     /// A verified client certificate that `predicate` accepts (401 without one, 403 if refused).
     public static func required(where predicate: @escaping @Sendable (ClientCertificate) -> Bool) -> Self {
-        ClientCertificateRequirement(check: predicate, required: true)
+        ClientCertificateRequirement(check: predicate, identify: nil, required: true)
+    }
+    /// A verified client certificate that `predicate` accepts, whose holder `identity` reads (nil: it names
+    /// nobody, and routes that bind an identity refuse it with 403).
+    public static func required(
+        where predicate: @escaping @Sendable (ClientCertificate) -> Bool,
+        identity: @escaping @Sendable (ClientCertificate) -> CallerIdentity?
+    ) -> Self {
+        ClientCertificateRequirement(check: predicate, identify: identity, required: true)
     }
 
     /// Throws the 401 or 403 the request deserves, if any.
@@ -41,6 +53,8 @@ public struct Router: Sendable {
         let method: HTTPMethod
         let segments: [Segment]
         let requirement: ClientCertificateRequirement
+        /// The declared policy; nil for a route added with a bare requirement.
+        let policy: AccessPolicy?
         let handler: Handler
         /// Literal segments count: more specific routes are tried first.
         var specificity: Int {
@@ -50,18 +64,143 @@ public struct Router: Sendable {
 
     private(set) var routes: [Route] = []
 
+    /// How this server recognizes each role that declared policies name, in the client certificate. A role
+    /// without an entry admits nobody (403).
+    public var roles: [String: ClientCertificateRequirement] = [:]
+
     public init() {}
+
+    /// A registered route: what the matrix of callers is run against.
+    public struct RegisteredRoute: Sendable, Hashable, CustomStringConvertible {
+        public let method: String
+        public let pattern: String
+        /// The policy the route was registered with; nil for a bare requirement (no declared policy).
+        public let policy: AccessPolicy?
+
+        public var description: String {
+            "\(method) \(pattern): \(policy.map(String.init(describing:)) ?? "no policy")"
+        }
+    }
+
+    /// Every route, in match order.
+    public var registeredRoutes: [RegisteredRoute] {
+        routes.map { route in
+            RegisteredRoute(
+                method: route.method.rawValue,
+                pattern: "/"
+                    + route.segments.map { segment in
+                        switch segment {
+                        case .literal(let literal): literal
+                        case .parameter(let name): ":" + name
+                        }
+                    }.joined(separator: "/"),
+                policy: route.policy)
+        }
+    }
+
+    /// Adds a route as its contract declares it; the router enforces `declared.policy` before `handler` runs.
+    public mutating func add(_ declared: DeclaredRoute, _ handler: @escaping Handler) {
+        insert(HTTPMethod(declared.method), declared.pattern, requirement: .none, policy: declared.policy, handler)
+    }
+
+    /// JSON in, JSON out, as ``post(_:requirement:status:json:)``, for a declared route.
+    public mutating func add<Input: Decodable & Sendable, Output: Encodable & Sendable>(
+        _ declared: DeclaredRoute, status: HTTPStatus = .ok,
+        json handler: @escaping @Sendable (Input, HTTPRequest) async throws -> Output
+    ) {
+        add(declared) { request in
+            let input = try request.decodeJSON(Input.self)
+            return try HTTPResponse.json(try await handler(input, request), status: status)
+        }
+    }
+
+    /// Throws the 401 or 403 `request` deserves on `route`, if any: the route's bare requirement, or its
+    /// declared policy with the role recognized by ``roles`` and the identity bindings checked against the
+    /// certificate's holder.
+    func authorize(_ route: Route, _ request: HTTPRequest) throws(HTTPError) {
+        guard let policy = route.policy else { return try route.requirement.verify(request.clientCertificate) }
+        guard let role = policy.role else { return }
+        guard let recognizer = roles[role] else {
+            throw HTTPError(.clientCertificateNotAllowed, "this server admits no \(role) caller")
+        }
+        try recognizer.verify(request.clientCertificate)
+        guard case .identified = policy.caller, recognizer.required else { return }
+        guard let certificate = request.clientCertificate, let identity = recognizer.identify?(certificate),
+            let binding = policy.binding(for: identity.kind)
+        else {
+            throw HTTPError(
+                .clientCertificateNotAllowed, "this client certificate names no caller this endpoint accepts")
+        }
+        try Self.check(binding, of: identity, request)
+    }
+
+    /// The request names `identity` and nobody else, as `binding` says.
+    static func check(
+        _ binding: IdentityBinding, of identity: CallerIdentity, _ request: HTTPRequest
+    )
+        throws(HTTPError)
+    {
+        for name in binding.pathParameters where request.pathParameters[name] != identity.identifier {
+            throw HTTPError(.callerMismatch, "the path names another \(identity.kind) than the client certificate")
+        }
+        guard !binding.bodyFields.isEmpty || !binding.ownerBodyFields.isEmpty || !binding.absentBodyFields.isEmpty
+        else { return }
+        // Read with the decoder the handler's `decodeJSON` uses, so a body that repeats a key is read the same
+        // way here and there: the value checked is the value acted on.
+        let fields: [String: BodyField]
+        do {
+            fields = try JSONCoding.decoder.decode([String: BodyField].self, from: request.body)
+        } catch {
+            throw HTTPError(.invalidJSON, "the request body is not a JSON object")
+        }
+        for field in binding.bodyFields where fields[field] != .string(identity.identifier) {
+            throw HTTPError(.callerMismatch, "\(field) names another \(identity.kind) than the client certificate")
+        }
+        for field in binding.ownerBodyFields where identity.owner.map(BodyField.string) != fields[field] {
+            throw HTTPError(
+                .callerMismatch, "\(field) names another party than the client certificate's \(identity.kind)")
+        }
+        for field in binding.absentBodyFields where !(fields[field] == nil || fields[field] == .null) {
+            throw HTTPError(.callerMismatch, "a \(identity.kind) does not send \(field)")
+        }
+    }
+
+    /// A top-level body field as far as a binding cares: a string, null, or anything else.
+    enum BodyField: Decodable, Equatable {
+        case string(String)
+        case null
+        case other
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if let string = try? container.decode(String.self) {
+                self = .string(string)
+            } else {
+                self = .other
+            }
+        }
+    }
 
     /// Adds a route. `pattern` starts with `/`; `:name` segments are parameters.
     public mutating func add(
         _ method: HTTPMethod, _ pattern: String, requirement: ClientCertificateRequirement = .none,
         _ handler: @escaping Handler
     ) {
+        insert(method, pattern, requirement: requirement, policy: nil, handler)
+    }
+
+    private mutating func insert(
+        _ method: HTTPMethod, _ pattern: String, requirement: ClientCertificateRequirement, policy: AccessPolicy?,
+        _ handler: @escaping Handler
+    ) {
         precondition(pattern.hasPrefix("/"), "route patterns start with /: \(pattern)")
         let segments = Self.split(pattern).map { part -> Route.Segment in
             part.hasPrefix(":") && part.count > 1 ? .parameter(String(part.dropFirst())) : .literal(part)
         }
-        let route = Route(method: method, segments: segments, requirement: requirement, handler: handler)
+        let route = Route(
+            method: method, segments: segments, requirement: requirement, policy: policy, handler: handler)
         // Stable insertion by specificity, so literals beat parameters whatever the order of calls.
         let index = routes.firstIndex { $0.segments.count == segments.count && $0.specificity < route.specificity }
         routes.insert(route, at: index ?? routes.endIndex)

@@ -155,14 +155,14 @@ final class ListenerInstance: @unchecked Sendable {
 
         switch server.router.match(parsed.method, path: parsed.path) {
         case .found(let route, let parameters):
+            var request = parsed
+            request.pathParameters = parameters
             do {
-                try route.requirement.verify(parsed.clientCertificate)
+                try server.router.authorize(route, request)
             } catch {
                 inFlight.complete(ErrorMapping.response(for: error, requestID: parsed.requestID, logger: server.logger))
                 return
             }
-            var request = parsed
-            request.pathParameters = parameters
             let handler = route.handler
             let logger = server.logger
             inFlight.task = Task(executorPreference: loop) { [request] in

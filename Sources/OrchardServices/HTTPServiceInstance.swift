@@ -1,3 +1,4 @@
+public import AccessPolicy
 import Foundation
 public import OrchardHTTP
 public import OrchardLogging
@@ -9,8 +10,11 @@ public import OrchardRuntime
 ///
 /// The main listener requests a client certificate but does not require one (policy `optional`, trusting the
 /// Orchard root CA, under which the device CA and the Pay server's merchant CA issue), so a route that needs
-/// mutual TLS says so itself with `requirement: .required` and gets 401 without a certificate.
+/// mutual TLS says so in its declared policy (a role) and answers 401 without a certificate.
 public final class HTTPServiceInstance: ServiceInstance {
+    /// `GET /health`: every service answers it, to anyone.
+    public static let health = DeclaredRoute("GET", "/health", .anyone)
+
     public let name: ServiceName
     public let server: HTTPServer
     private let onStop: @Sendable () async -> Void
@@ -30,7 +34,7 @@ public final class HTTPServiceInstance: ServiceInstance {
         }
         var routes = router
         let serviceName = name.rawValue
-        routes.get("/health") { _ in
+        routes.add(Self.health) { _ in
             try HTTPResponse.json(["status": "ok", "service": serviceName])
         }
         let tls = TLSServerConfiguration(

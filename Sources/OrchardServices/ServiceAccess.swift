@@ -1,3 +1,4 @@
+public import AccessPolicy
 import Foundation
 public import OrchardCrypto
 public import OrchardHTTP
@@ -14,11 +15,11 @@ public struct ServiceRole: Hashable, Sendable, CustomStringConvertible {
     public init(_ rawValue: String) { self.rawValue = rawValue }
 
     /// The token requestor (the Pay server): provisioning and the cardholder's lifecycle actions at the network.
-    public static let tokenRequestor = ServiceRole("token-requestor")
+    public static let tokenRequestor = ServiceRole(CallerRoles.tokenRequestor)
     /// Terminals and merchant servers sending authorizations to the acquirer.
-    public static let acquiring = ServiceRole("acquiring")
+    public static let acquiring = ServiceRole(CallerRoles.acquiring)
     /// The issuer's lifecycle actions at the network.
-    public static let issuer = ServiceRole("issuer")
+    public static let issuer = ServiceRole(CallerRoles.issuer)
 
     public var description: String { rawValue }
 }
@@ -26,19 +27,24 @@ public struct ServiceRole: Hashable, Sendable, CustomStringConvertible {
 /// Client certificates between services: issuing them at `init`, and the per-route requirement that checks them.
 public enum ServiceAccess {
     /// Issues a TLS client certificate for `role` directly from the root CA (EKU clientAuth, O=Orchard,
-    /// OU=role, CN=`commonName`) and writes it and its key as `pki/<name>.pem` and `pki/<name>.key`.
+    /// OU=role, CN=`commonName`, and UID=``CallerIdentity/subjectUserID`` when it names a caller: a terminal and
+    /// its merchant, or a merchant, for role `acquiring`) and writes it and its key as `pki/<name>.pem` and
+    /// `pki/<name>.key`.
     @discardableResult
     public static func issueClientIdentity(
-        named name: String, role: ServiceRole, commonName: String, by root: CertificateAuthority,
-        to directory: DeploymentDirectory, clock: any WallClock, random: any RandomSource
+        named name: String, role: ServiceRole, commonName: String, identity: CallerIdentity? = nil,
+        by root: CertificateAuthority, to directory: DeploymentDirectory, clock: any WallClock,
+        random: any RandomSource
     ) throws(ServicesError) -> Certificate {
         let key = try DeploymentPKI.newSigningKey()
         let now = clock.now()
+        var subject: [DistinguishedName.Attribute] = [
+            .organization("Orchard"), .organizationalUnit(role.rawValue), .commonName(commonName),
+        ]
+        if let identity { subject.append(.userID(identity.subjectUserID)) }
         do {
             let certificate = try Certificate.issue(
-                subject: DistinguishedName([
-                    .organization("Orchard"), .organizationalUnit(role.rawValue), .commonName(commonName),
-                ]),
+                subject: DistinguishedName(subject),
                 publicKey: CertificatePublicKey(key.publicKey), issuer: root.issuer,
                 notValidBefore: now.addingTimeInterval(-300),
                 notValidAfter: now.addingTimeInterval(DeploymentPKI.leafLifetime),
@@ -55,15 +61,21 @@ public enum ServiceAccess {
 
     /// A route requirement: a verified client certificate issued directly by `root` whose OU is one of `roles`
     /// and whose extended key usage allows client authentication (401 without a certificate, 403 otherwise).
+    /// The caller it names is its subject UID read as ``CallerIdentity/init(subjectUserID:)``.
     public static func requirement(_ roles: Set<ServiceRole>, root: Certificate) -> ClientCertificateRequirement {
         let rootKey = try? root.publicKey
-        return .required(where: { presented in
-            guard let rootKey, let certificate = try? Certificate(derEncoded: presented.derRepresentation),
-                certificate.issuer == root.subject, certificate.isSignature(validUnder: rootKey),
-                (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true,
-                let unit = certificate.subject.organizationalUnit
-            else { return false }
-            return roles.contains(ServiceRole(unit))
-        })
+        return .required(
+            where: { presented in
+                guard let rootKey, let certificate = try? Certificate(derEncoded: presented.derRepresentation),
+                    certificate.issuer == root.subject, certificate.isSignature(validUnder: rootKey),
+                    (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true,
+                    let unit = certificate.subject.organizationalUnit
+                else { return false }
+                return roles.contains(ServiceRole(unit))
+            },
+            identity: { presented in
+                (try? Certificate(derEncoded: presented.derRepresentation))?.subject.userID.flatMap(
+                    CallerIdentity.init(subjectUserID:))
+            })
     }
 }

@@ -88,7 +88,7 @@ extension PayServer {
     /// identify the device.
     func installAnonymousAnalytics(into router: inout Router) {
         let store = self.store
-        router.post(PayAPI.Route.anonymousPurchases, status: .accepted) {
+        router.add(PayAPI.Declared.anonymousPurchases, status: .accepted) {
             (report: AnonymousPurchase, request: HTTPRequest) -> AnonymousPurchaseAccepted in
             guard request.clientCertificate == nil else {
                 throw HTTPError(.invalidRequest, "anonymous data is sent without a client certificate")

@@ -29,16 +29,15 @@ extension PayServer {
         let network = self.network
         let store = self.store
         let clock = self.clock
-        let requirement = devices.requirement
 
-        router.post(PayAPI.Route.register, requirement: requirement) { (body: DeviceRegistrationRequest, request) in
+        router.add(PayAPI.Declared.register) { (body: DeviceRegistrationRequest, request) in
             guard let der = Data(base64Encoded: body.secureElementCertificate) else {
                 throw PayServerError(.invalidRequest, "secureElementCertificate is base64 DER")
             }
             return try await devices.register(try devices.subject(of: request), secureElementCertificate: Array(der))
         }
 
-        router.get(PayAPI.Route.provisioningKey, requirement: requirement) { request in
+        router.add(PayAPI.Declared.provisioningKey) { request in
             _ = try await devices.registeredDevice(request)
             let key: TokenRequestorAPI.ProvisioningKey = try await network.get(TokenRequestorAPI.Route.provisioningKey)
             guard let certificate = key.certificate else {
@@ -47,7 +46,7 @@ extension PayServer {
             return try HTTPResponse.json(ProvisioningKeyResponse(certificate: certificate))
         }
 
-        router.post(PayAPI.Route.checkCard, requirement: requirement) { (body: CheckCardBody, request) in
+        router.add(PayAPI.Declared.checkCard) { (body: CheckCardBody, request) in
             let device = try await devices.registeredDevice(request)
             try Self.checkIdempotencyKey(body.idempotencyKey)
             let answer: TokenRequestorAPI.CheckCardAnswer = try await network.post(
@@ -59,7 +58,7 @@ extension PayServer {
             return try await Self.relay(answer, for: device.deviceID, at: clock.now(), store: store)
         }
 
-        router.post(PayAPI.Route.oneTimeCode, requirement: requirement) { (body: OneTimeCodeBody, request) in
+        router.add(PayAPI.Declared.oneTimeCode) { (body: OneTimeCodeBody, request) in
             let device = try await devices.registeredDevice(request)
             try await Self.checkSession(body.sessionID, belongsTo: device.deviceID, store: store)
             let answer: TokenRequestorAPI.CheckCardAnswer = try await network.post(
@@ -69,13 +68,13 @@ extension PayServer {
             return try await Self.relay(answer, for: device.deviceID, at: clock.now(), store: store)
         }
 
-        router.get(PayAPI.Route.terms + ":id", requirement: requirement) { request in
+        router.add(PayAPI.Declared.terms) { request in
             let termsID = try request.parameter("id")
             guard let text = Self.terms[termsID] else { throw PayServerError(.notFound, "no terms \(termsID)") }
             return try HTTPResponse.json(TermsResponse(termsID: termsID, text: text))
         }
 
-        router.post(PayAPI.Route.link, requirement: requirement) { (body: LinkBody, request) in
+        router.add(PayAPI.Declared.link) { (body: LinkBody, request) in
             let device = try await devices.registeredDevice(request)
             try Self.checkIdempotencyKey(body.idempotencyKey)
             try await Self.checkSession(body.sessionID, belongsTo: device.deviceID, store: store)
@@ -113,13 +112,13 @@ extension PayServer {
                 card: display, personalisation: token.personalisation)
         }
 
-        router.get(PayAPI.Route.cards, requirement: requirement) { request in
+        router.add(PayAPI.Declared.cards) { request in
             let subject = try devices.subject(of: request)
             await self.pullNetworkNotifications()
             return try HTTPResponse.json(try await Self.cards(of: subject.deviceID, store: store))
         }
 
-        router.get(PayAPI.Route.notifications, requirement: requirement) { request in
+        router.add(PayAPI.Declared.notifications) { request in
             // An erased device still learns of its deletion when it comes back online.
             let subject = try devices.subject(of: request)
             guard let after = Int64(request.queryValue("after") ?? "0"), after >= 0 else {
@@ -145,7 +144,7 @@ extension PayServer {
         }
 
         let merchants = self.merchants
-        router.get(PayAPI.Route.appEntitlements(":app"), requirement: requirement) { request in
+        router.add(PayAPI.Declared.appEntitlements) { request in
             _ = try await devices.registeredDevice(request)
             let application = try request.parameter("app")
             return try HTTPResponse.json(
@@ -155,7 +154,7 @@ extension PayServer {
         }
 
         for action in PayAPI.LifecycleAction.allCases {
-            router.post(PayAPI.Route.lifecycle(device: ":device", action: action), requirement: requirement) {
+            router.add(PayAPI.Declared.lifecycle(action)) {
                 request in
                 let owner = try devices.subject(of: request)
                 let target = try request.parameter("device")

@@ -73,11 +73,10 @@ final class InAppPayments: Sendable {
     // MARK: Routes
 
     func addRoutes(to router: inout Router) {
-        let requirement = devices.requirement
-        router.get(PayAPI.Route.credentialCertificate, requirement: requirement) { [pki] _ in
+        router.add(PayAPI.Declared.credentialCertificate) { [pki] _ in
             try Self.json(CredentialCertificateResponse(certificate: pki.credentialCertificate.pemRepresentation))
         }
-        router.post(PayAPI.Route.paymentNonce, requirement: requirement) { [self] request in
+        router.add(PayAPI.Declared.paymentNonce) { [self] request in
             let device = try await payingDevice(request)
             let nonce = try await nonces.issue(to: device.deviceID)
             return try Self.json(
@@ -85,7 +84,7 @@ final class InAppPayments: Sendable {
                     nonce: StrictEncoding.base64Encode(nonce),
                     expiresInSeconds: Int(PaymentNonces.lifetime / 1_000_000_000)))
         }
-        router.post(PayAPI.Route.paymentCredential, requirement: requirement) { [self] request in
+        router.add(PayAPI.Declared.paymentCredential) { [self] request in
             // About half a millisecond of public-key work: on the shared pool, where every core can take it,
             // rather than on the event loop that happens to hold this connection (and the device lookup and the
             // nonce's write resume there too, instead of hopping back to the loop in between).

@@ -1,3 +1,4 @@
+import AccessPolicy
 import Foundation
 import OrchardHTTP
 import OrchardLogging
@@ -5,6 +6,7 @@ public import OrchardRuntime
 public import OrchardServices
 public import OrchardStore
 public import OrchardX509
+import PayAPI
 public import PaymentToken
 
 /// The Orchard Pay server: its state (store, token-signing chain, merchant registry) and its routes.
@@ -79,9 +81,12 @@ public final class PayServer: Sendable {
     func routes() -> Router {
         var router = Router()
         let merchants = self.merchants
-        // The listener already verified the certificate chains to the Orchard root; this route accepts only
-        // the merchant CA's identity certificates (a device certificate gets 403).
-        router.get("/v1/merchant/identity", requirement: .required(where: isMerchantIdentity)) { request in
+        // The listener already verified the certificate chains to the Orchard root; the device role accepts only
+        // the device CA's certificates, the merchant-identity role only the merchant CA's (each gets 403 on the
+        // other's routes).
+        router.roles[CallerRoles.device] = devices.requirement
+        router.roles[CallerRoles.merchantIdentity] = .required(where: isMerchantIdentity)
+        router.add(PayAPI.Declared.merchantIdentity) { request in
             guard let presented = request.clientCertificate,
                 let merchantIdentifier = Self.merchantIdentifier(presented.derRepresentation),
                 let displayName = try await merchants.merchant(merchantIdentifier)

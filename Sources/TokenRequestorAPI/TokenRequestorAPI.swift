@@ -1,3 +1,4 @@
+public import AccessPolicy
 public import Foundation
 
 /// The wire format of the network's token-requestor routes (JSON over HTTPS, the caller presenting a client
@@ -53,6 +54,34 @@ public enum TokenRequestorAPI {
             var allowed = CharacterSet.urlPathAllowed
             allowed.remove("/")
             return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+        }
+    }
+
+    /// The routes with their policy, as the network registers them: the token requestor's need a client
+    /// certificate with role `token-requestor`, the issuer's one with role `issuer`.
+    public enum Declared {
+        static let tokenRequestor = AccessPolicy.role(CallerRoles.tokenRequestor)
+
+        public static let provisioningKey = DeclaredRoute("GET", Route.provisioningKey, tokenRequestor)
+        public static let notifications = DeclaredRoute("GET", Route.notifications, tokenRequestor)
+        public static let checkCard = DeclaredRoute("POST", Route.checkCard, tokenRequestor)
+        public static let oneTimeCode = DeclaredRoute("POST", Route.oneTimeCode, tokenRequestor)
+        public static let link = DeclaredRoute("POST", Route.link, tokenRequestor)
+        public static let token = DeclaredRoute("GET", Route.token(":reference"), tokenRequestor)
+        public static func token(_ action: LifecycleAction) -> DeclaredRoute {
+            DeclaredRoute("POST", Route.token(":reference", action), tokenRequestor)
+        }
+        public static func device(_ action: LifecycleAction) -> DeclaredRoute {
+            DeclaredRoute("POST", Route.device(":id", action), tokenRequestor)
+        }
+        public static func issuerToken(_ action: LifecycleAction) -> DeclaredRoute {
+            DeclaredRoute("POST", Route.issuerToken(":reference", action), .role(CallerRoles.issuer))
+        }
+
+        /// Every route of the contract.
+        public static var all: [DeclaredRoute] {
+            [provisioningKey, notifications, checkCard, oneTimeCode, link, token]
+                + LifecycleAction.allCases.flatMap { [token($0), device($0), issuerToken($0)] }
         }
     }
 

@@ -152,3 +152,45 @@ struct ControlSocketTests {
         #expect(throws: DeviceProcessError(.invalidPath, "")) { try Self.echoServer(long) }
     }
 }
+
+@Suite("The control socket serves its own user only")
+struct ControlSocketAccessTests {
+    @Test("The socket file is 0600 and owned by this user")
+    func socketFileIsPrivate() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/control.sock"
+        let server = try ControlSocketServer(path: path) { _ in ControlResponse(status: 200, body: Data("{}".utf8)) }
+        defer { server.stop() }
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        #expect(info.st_uid == geteuid())
+    }
+
+    /// Another user (nobody, through setpriv) connects to a socket whose mode was widened: the peer check
+    /// refuses it with 403, while this user is still served.
+    @Test(
+        "Another user's process is refused by SO_PEERCRED even when the file mode lets it connect",
+        .enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func anotherUserIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/control.sock"
+        let server = try ControlSocketServer(path: path) { _ in ControlResponse(status: 200, body: Data("{}".utf8)) }
+        defer { server.stop() }
+        #expect(chmod(directory.path, 0o755) == 0 && chmod(path, 0o666) == 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/curl", "-s", "-o", "/dev/null", "-w",
+            "%{http_code}", "--unix-socket", path, "http://device/v1/state",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        process.waitUntilExit()
+        let status = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(status == "403")
+        let own = try await rawExchange(path, Array("GET /v1/state HTTP/1.1\r\nHost: device\r\n\r\n".utf8))
+        #expect(own.hasPrefix("HTTP/1.1 200"))
+    }
+}

@@ -1,9 +1,11 @@
+import AccessPolicy
 import Foundation
 import NFCLink
 import OrchardCrypto
 import OrchardLogging
 import OrchardRuntime
 import OrchardServices
+import OrchardX509
 import Terminal
 
 /// `orchard terminal ...`: the point-of-sale terminal of a deployment (settings, STAN and journal in
@@ -287,17 +289,24 @@ enum TerminalCommands {
     static func clientIdentityName(_ terminalID: String) -> String { "terminal-\(terminalID.lowercased())-client" }
 
     /// In a deployment with a root CA, issues the terminal's client certificate (role `acquiring`, CN the
-    /// terminal ID) the network's acquiring route requires, unless it exists. Returns its name when issued.
+    /// terminal ID, UID `terminal:<ID>@<merchant ID>`) the network's acquiring route requires, unless one naming
+    /// this terminal of this merchant exists (a terminal moved to another merchant gets a new one: the acquirer
+    /// accepts it only in its merchant's name). Returns its name when issued.
     static func issueClientIdentity(_ settings: TerminalSettings, _ deployment: DeploymentDirectory) throws -> String? {
         let name = clientIdentityName(settings.terminalID)
+        let identity = CallerIdentity(
+            kind: CallerIdentity.terminal, identifier: settings.terminalID, owner: settings.merchantID)
         let rootKey = try deployment.privateKeyPath(named: PKIFiles.rootCA)
-        guard FileManager.default.fileExists(atPath: rootKey),
-            !FileManager.default.fileExists(atPath: try deployment.certificatePath(named: name))
-        else { return nil }
+        guard FileManager.default.fileExists(atPath: rootKey) else { return nil }
+        if FileManager.default.fileExists(atPath: try deployment.certificatePath(named: name)),
+            try DeploymentPKI.readCertificate(named: name, from: deployment).subject.userID == identity.subjectUserID
+        {
+            return nil
+        }
         let root = try CertificateAuthority.load(named: PKIFiles.rootCA, from: deployment)
         try ServiceAccess.issueClientIdentity(
-            named: name, role: .acquiring, commonName: settings.terminalID, by: root, to: deployment,
-            clock: SystemClock(), random: SystemRandom())
+            named: name, role: .acquiring, commonName: settings.terminalID, identity: identity, by: root,
+            to: deployment, clock: SystemClock(), random: SystemRandom())
         return name
     }
 
