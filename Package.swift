@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "EMV", targets: ["EMV"]),
         .library(name: "PaymentToken", targets: ["PaymentToken"]),
         .library(name: "MerchantKit", targets: ["MerchantKit"]),
+        .library(name: "CardBasics", targets: ["CardBasics"]),
         .library(name: "Issuer", targets: ["Issuer"]),
         .library(name: "TokenService", targets: ["TokenService"]),
         .library(name: "Acquirer", targets: ["Acquirer"]),
@@ -57,8 +58,10 @@ let package = Package(
         .target(name: "OrchardX509", dependencies: ["OrchardCrypto", "COpenSSL", "CShims"], swiftSettings: strict),
         // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // The card basics every party shares: card number, expiry, CVV, network, ISO 4217 currencies, amounts.
+        .target(name: "CardBasics", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         // Structured JSON-line logging and typed redaction (card numbers, keys, cryptograms); no C imports.
-        .target(name: "OrchardLogging", swiftSettings: strict),
+        .target(name: "OrchardLogging", dependencies: ["CardBasics"], swiftSettings: strict),
         // The service runtime: HTTPS server and client with mutual TLS, routing, error mapping, shutdown.
         .target(
             name: "OrchardHTTP",
@@ -83,19 +86,20 @@ let package = Package(
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
         // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
-        .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(name: "Issuer", dependencies: ["CardBasics", "OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "TokenService",
-            dependencies: ["Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential"],
+            dependencies: ["CardBasics", "Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential"],
             swiftSettings: strict),
         .target(
-            name: "Acquirer", dependencies: ["TokenService", "Issuer", "OrchardCrypto", "OrchardLogging"],
+            name: "Acquirer", dependencies: ["CardBasics", "TokenService", "Issuer", "OrchardCrypto", "OrchardLogging"],
             swiftSettings: strict),
         // The network service: SQLite-backed stores for the three parties and their HTTPS routes.
         .target(
             name: "NetworkService",
             dependencies: [
-                "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP", "OrchardCrypto",
+                "CardBasics", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardHTTP",
+                "OrchardCrypto",
                 "AcquirerAPI", "TokenRequestorAPI",
             ],
             swiftSettings: strict
@@ -105,7 +109,8 @@ let package = Package(
         .target(
             name: "OrchardCLI",
             dependencies: [
-                "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
+                "CardBasics", "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP",
+                "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "NetworkService", "PaymentCredential",
@@ -142,7 +147,7 @@ let package = Package(
             dependencies: [
                 "OrchardServices", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardRuntime",
                 "OrchardStore",
-                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI",
+                "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI", "CardBasics",
             ],
             swiftSettings: strict
         ),
@@ -150,7 +155,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
-                "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "ISO4217", "AcquirerAPI",
+                "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "CardBasics", "AcquirerAPI",
                 "MerchantAPI",
             ],
             swiftSettings: strict
@@ -190,15 +195,14 @@ let package = Package(
         // travel as OrchardCrypto's hex): the device process serves it, the CLI, apps and tests send it.
         .target(name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto"], swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
-        .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
-        // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.
-        .target(name: "ISO4217", swiftSettings: strict),
+        .target(name: "AppPayments", swiftSettings: strict),
         // The device's client of the Pay server: registration, adding a card, the owner's lifecycle actions and
         // token-status notifications.
         .target(
             name: "PayClient",
             dependencies: [
-                "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
+                "CardBasics", "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime",
+                "OrchardServices",
                 "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI",
             ],
             swiftSettings: strict
@@ -208,7 +212,7 @@ let package = Package(
             name: "DeviceProcess",
             dependencies: [
                 "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
-                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "ISO4217", "PayAPI", "DeviceControlAPI",
+                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "CardBasics", "PayAPI", "DeviceControlAPI",
             ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
@@ -229,7 +233,7 @@ let package = Package(
             name: "Terminal",
             dependencies: [
                 "EMV", "NFCLink", "OrchardCrypto", "OrchardLogging", "OrchardStore", "OrchardRuntime", "OrchardHTTP",
-                "ISO4217", "AcquirerAPI",
+                "CardBasics", "AcquirerAPI",
             ],
             swiftSettings: strict
         ),
@@ -274,28 +278,31 @@ let package = Package(
         ),
         .target(
             name: "NetworkTestSupport",
-            dependencies: ["TokenService", "Issuer", "EMV", "OrchardCrypto", "PaymentCredential"],
+            dependencies: ["CardBasics", "TokenService", "Issuer", "EMV", "OrchardCrypto", "PaymentCredential"],
             path: "Tests/NetworkTestSupport",
             swiftSettings: strict
         ),
-        .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "IssuerTests", dependencies: ["Issuer", "CardBasics", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(name: "CardBasicsTests", dependencies: ["CardBasics"], swiftSettings: strict),
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [
-                "TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport",
+                "CardBasics", "TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport",
                 "PaymentCredential", "SecureElement",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "AcquirerTests",
-            dependencies: ["Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport"],
+            dependencies: ["CardBasics", "Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "NetworkServiceTests",
             dependencies: [
-                "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
+                "CardBasics", "NetworkService", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509",
+                "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
                 "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI",
             ],
@@ -310,7 +317,7 @@ let package = Package(
         .testTarget(
             name: "OrchardServicesTests",
             dependencies: [
-                "CommandTestSupport",
+                "CardBasics", "CommandTestSupport",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NetworkService", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
@@ -324,12 +331,14 @@ let package = Package(
             dependencies: ["OrchardRuntime", "OrchardCrypto"],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging"], swiftSettings: strict),
+        .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging", "CardBasics"], swiftSettings: strict),
         // The layer check (scripts/check-layers, run by CI on the real manifest) refuses each kind of violation.
         .testTarget(name: "LayerCheckTests", swiftSettings: strict),
         .testTarget(
             name: "OrchardHTTPTests",
-            dependencies: ["CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardFixtures"],
+            dependencies: [
+                "CommandTestSupport", "OrchardHTTP", "OrchardLogging", "CardBasics", "OrchardCrypto", "OrchardFixtures",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -352,7 +361,7 @@ let package = Package(
         .testTarget(
             name: "TerminalTests",
             dependencies: [
-                "CommandTestSupport",
+                "CardBasics", "CommandTestSupport",
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkService", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
@@ -363,7 +372,7 @@ let package = Package(
         .testTarget(
             name: "ProvisioningTests",
             dependencies: [
-                "CommandTestSupport",
+                "CardBasics", "CommandTestSupport",
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer", "NetworkService",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
@@ -395,7 +404,8 @@ let package = Package(
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
-                "MerchantServer", "MerchantKit", "PaymentToken", "PaymentCredential", "PayServer", "PayClient",
+                "CardBasics", "MerchantServer", "MerchantKit", "PaymentToken", "PaymentCredential", "PayServer",
+                "PayClient",
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI",

@@ -1,3 +1,4 @@
+public import CardBasics
 import Foundation
 public import Issuer
 public import OrchardCrypto
@@ -127,9 +128,6 @@ public actor Acquirer {
                 throw AcquirerError(.invalidRequest, "a merchant server sends in-app or web payments only")
             }
         }
-        guard request.amount.minorUnits > 0 else {
-            throw AcquirerError(.invalidRequest, "an authorization needs a positive amount")
-        }
         let networkRequest = NetworkAuthorizationRequest(
             acquirerID: acquirerID, transactionID: Self.networkTransactionID(for: idempotencyKey), pan: request.pan,
             expiry: request.expiry, amount: request.amount, channel: request.channel, merchant: merchant.info,
@@ -186,7 +184,7 @@ public actor Acquirer {
     static func fingerprint(_ request: AcquirerAuthorizationRequest) -> String {
         var fields = [
             request.merchantID, request.pan.masked, request.expiry?.yymm ?? "", String(request.amount.minorUnits),
-            request.amount.currency, request.channel.rawValue,
+            request.amount.currency.numericString, request.channel.rawValue,
         ]
         if let cryptogram = request.cryptogram {
             fields += [
@@ -209,7 +207,6 @@ public actor Acquirer {
         return bytes.count == count && bytes.allSatisfy { (0x30...0x39).contains($0) }
     }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
-    }
+    /// Lower-case hex, as the acquirer's identifiers and fingerprints have always been written.
+    static func hex(_ bytes: some Sequence<UInt8>) -> String { Hex.encode(bytes, lowercase: true) }
 }

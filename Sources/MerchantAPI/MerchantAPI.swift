@@ -68,8 +68,8 @@ public enum MerchantAPI {
         public let countryCode: String
         /// ISO 4217 alphabetic.
         public let currency: String
-        public let amountMinor: Int64
-        /// The total as a decimal string (`9.99`).
+        /// The total as a decimal string with the currency's decimals (`9.99`): the one form the amount travels
+        /// in to the app's payment request, as PassKit's summary items take it.
         public let total: String
         public let supportedNetworks: [String]
         public let merchantCapabilities: [String]
@@ -79,14 +79,13 @@ public enum MerchantAPI {
         public let applicationData: String
 
         public init(
-            orderID: String, merchantIdentifier: String, countryCode: String, currency: String, amountMinor: Int64,
-            total: String, supportedNetworks: [String], merchantCapabilities: [String], applicationData: String
+            orderID: String, merchantIdentifier: String, countryCode: String, currency: String, total: String,
+            supportedNetworks: [String], merchantCapabilities: [String], applicationData: String
         ) {
             self.orderID = orderID
             self.merchantIdentifier = merchantIdentifier
             self.countryCode = countryCode
             self.currency = currency
-            self.amountMinor = amountMinor
             self.total = total
             self.supportedNetworks = supportedNetworks
             self.merchantCapabilities = merchantCapabilities

@@ -1,5 +1,6 @@
 public import Acquirer
 import AcquirerAPI
+public import CardBasics
 import Foundation
 public import Issuer
 import OrchardCrypto

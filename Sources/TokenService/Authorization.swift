@@ -1,3 +1,4 @@
+public import CardBasics
 public import Foundation
 public import Issuer
 import OrchardCrypto
@@ -106,7 +107,7 @@ extension TokenService: PaymentNetwork {
     public func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
         var fields: [[UInt8]] = [
             Array(request.pan.digits.utf8), Array((request.expiry?.yymm ?? "").utf8),
-            Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.utf8),
+            Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.numericString.utf8),
             Array(request.channel.rawValue.utf8), Array(request.merchant.merchantID.utf8),
         ]
         if let cryptogram = request.cryptogram {

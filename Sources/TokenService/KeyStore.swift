@@ -1,5 +1,6 @@
+public import CardBasics
 import Foundation
-public import Issuer
+import Issuer
 public import OrchardCrypto
 
 /// What a key held by the HSM may be used for. A key does exactly one job; the usage is bound to the

@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import MerchantAPI
 import OrchardCrypto
@@ -41,9 +42,9 @@ struct MerchantAPIContractTests {
             try Self.encoded(
                 MerchantAPI.OrderCreated(
                     orderID: "ord_a", merchantIdentifier: "merchant.x", countryCode: "US", currency: "USD",
-                    amountMinor: 999, total: "9.99", supportedNetworks: ["visa"], merchantCapabilities: ["supports3DS"],
+                    total: "9.99", supportedNetworks: ["visa"], merchantCapabilities: ["supports3DS"],
                     applicationData: "YXBw"))
-                == #"{"amountMinor":999,"applicationData":"YXBw","countryCode":"US","currency":"USD","#
+                == #"{"applicationData":"YXBw","countryCode":"US","currency":"USD","#
                 + #""merchantCapabilities":["supports3DS"],"merchantIdentifier":"merchant.x","orderID":"ord_a","#
                 + #""supportedNetworks":["visa"],"total":"9.99"}"#)
         let result = MerchantAPI.PaymentResult(
@@ -177,12 +178,12 @@ struct MerchantAPIContractTests {
         try #require(createdResponse.status == .created)
         #expect(
             Self.keys(createdResponse) == [
-                "orderID", "merchantIdentifier", "countryCode", "currency", "amountMinor", "total",
-                "supportedNetworks", "merchantCapabilities", "applicationData",
+                "orderID", "merchantIdentifier", "countryCode", "currency", "total", "supportedNetworks",
+                "merchantCapabilities", "applicationData",
             ])
         let created = try JSONDecoder().decode(MerchantAPI.OrderCreated.self, from: createdResponse.body)
         #expect(created.applicationData == appData.base64EncodedString())
-        #expect(created.amountMinor == 999 && created.total == "9.99" && created.currency == "USD")
+        #expect(created.total == "9.99" && created.currency == "USD")
         #expect(try s.storedOrders()[created.orderID] == Array(appData))
 
         // A token for other data: refused, typed; nothing charged, the order stays open with no payment.

@@ -1,3 +1,4 @@
+import CardBasics
 import EMV
 import Foundation
 import NFCLink
@@ -233,7 +234,7 @@ struct ChargeTests {
         #expect(try await terminal.charge(try usd("100.00"), antenna: directory.antenna).isApproved)
         // In another currency the limit does not apply.
         let euros = try await terminal.charge(
-            try Amount(parsing: "150.00", currency: try Currency("EUR")), antenna: directory.antenna)
+            try Money(parsing: "150.00", currency: try Currency("EUR")), antenna: directory.antenna)
         #expect(euros.isApproved)
         #expect(await acquirer.requests.last?.amount.currency.code == "EUR")
     }

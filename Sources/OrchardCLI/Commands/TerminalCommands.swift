@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import NFCLink
 import OrchardCrypto
@@ -61,15 +62,15 @@ enum TerminalCommands {
             if let value = arguments.value("currency") { settings.currency = try Currency(value).code }
             if !arguments.values("network").isEmpty { settings.acceptedNetworks = arguments.values("network") }
             if let value = arguments.value("ttq") {
-                guard let ttq = hexBytes(value) else { throw TerminalError(.invalidArgument, "--ttq is hex") }
+                guard let ttq = Hex.decode(value) else { throw TerminalError(.invalidArgument, "--ttq is hex") }
                 settings.terminalTransactionQualifiers = ttq
             }
             let currency = try Currency(settings.currency)
             if let value = arguments.value("contactless-limit") {
-                settings.contactlessLimit = try Amount(parsing: value, currency: currency).minorUnits
+                settings.contactlessLimit = try Money(parsing: value, currency: currency).minorUnits
             }
             if let value = arguments.value("cvm-limit") {
-                settings.cvmRequiredLimit = try Amount(parsing: value, currency: currency).minorUnits
+                settings.cvmRequiredLimit = try Money(parsing: value, currency: currency).minorUnits
             }
             if let value = arguments.value("acquirer-url") { settings.acquirerURL = value }
             if let value = arguments.value("acquirer-roots") { settings.acquirerRootsPath = value }
@@ -126,7 +127,7 @@ enum TerminalCommands {
         let lock = try TerminalLock(terminalID: settings.terminalID, in: deployment)
         defer { withExtendedLifetime(lock) {} }
         let currency = try usage { try Currency(arguments.value("currency") ?? settings.currency) }
-        let amount = try usage { try Amount(parsing: try arguments.require("amount"), currency: currency) }
+        let amount = try usage { try Money(parsing: try arguments.require("amount"), currency: currency) }
         let antenna = try antennaPath(arguments, deployment)
         let wait = try arguments.integer("wait", default: 30, in: 0...600)
         let policy = TerminalPolicy(
@@ -275,16 +276,8 @@ enum TerminalCommands {
             return try body()
         } catch let error as TerminalError {
             throw CLIError.usage(error.message)
-        }
-    }
-
-    static func hexBytes(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0, chars.allSatisfy({ $0 < 0x80 && Character(Unicode.Scalar($0)).isHexDigit }) else {
-            return nil
-        }
-        return stride(from: 0, to: chars.count, by: 2).compactMap {
-            UInt8(String(decoding: chars[$0..<$0 + 2], as: UTF8.self), radix: 16)
+        } catch let error as CardBasicsError {
+            throw CLIError.usage(error.message)
         }
     }
 }
@@ -314,7 +307,7 @@ struct JournalLine: Encodable {
         updatedAt = formatter.string(from: record.updatedAt)
         let currency = try? Currency(record.currency)
         amount =
-            currency.flatMap { try? Amount(minorUnits: record.amountMinorUnits, currency: $0) }?.description
+            currency.flatMap { try? Money(minorUnits: record.amountMinorUnits, currency: $0) }?.description
             ?? "\(record.amountMinorUnits) \(record.currency)"
         deviceKind = record.deviceKind
         maskedPan = record.maskedPAN
