@@ -60,8 +60,8 @@ let package = Package(
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         // The card basics every party shares: card number, expiry, CVV, network, ISO 4217 currencies, amounts.
         .target(name: "CardBasics", dependencies: ["OrchardCrypto"], swiftSettings: strict),
-        // Structured JSON-line logging and typed redaction (card numbers, keys, cryptograms); no C imports.
-        .target(name: "OrchardLogging", dependencies: ["CardBasics"], swiftSettings: strict),
+        // Structured JSON-line logging and typed redaction (keys, cryptograms; card numbers are CardBasics'); no C imports.
+        .target(name: "OrchardLogging", dependencies: ["CardBasics", "OrchardCrypto"], swiftSettings: strict),
         // The service runtime: HTTPS server and client with mutual TLS, routing, error mapping, shutdown.
         .target(
             name: "OrchardHTTP",

@@ -125,7 +125,7 @@ public struct CardIdentifier: Sendable, Hashable, Comparable, Codable, CustomStr
 
     /// Parses the 32-hex-digit form.
     public init(hex: String) throws(SecureElementError) {
-        guard let bytes = decodeHex(hex), bytes.count == 16 else {
+        guard let bytes = Hex.decode(hex), bytes.count == 16 else {
             throw SecureElementError(.invalidArgument, "a card identifier is 32 hex digits")
         }
         self.bytes = bytes
@@ -134,7 +134,7 @@ public struct CardIdentifier: Sendable, Hashable, Comparable, Codable, CustomStr
     /// A fresh identifier from `random`.
     public init(random: any RandomSource) { bytes = random.bytes(16) }
 
-    public var hex: String { encodeHex(bytes) }
+    public var hex: String { Hex.encode(bytes, lowercase: true) }
     public var description: String { hex }
 
     public static func < (lhs: CardIdentifier, rhs: CardIdentifier) -> Bool {
@@ -345,36 +345,4 @@ func bigEndian(_ value: UInt64, _ count: Int) -> [UInt8] {
 
 func readBigEndian(_ bytes: [UInt8]) -> UInt64 {
     bytes.reduce(0) { $0 << 8 | UInt64($1) }
-}
-
-func encodeHex(_ bytes: some Sequence<UInt8>) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for byte in bytes {
-        out.append(digits[Int(byte >> 4)])
-        out.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
-
-func decodeHex(_ text: String) -> [UInt8]? {
-    let chars = Array(text.utf8)
-    guard chars.count % 2 == 0 else { return nil }
-    func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x61...0x66: return c - 0x61 + 10
-        case 0x41...0x46: return c - 0x41 + 10
-        default: return nil
-        }
-    }
-    var out: [UInt8] = []
-    out.reserveCapacity(chars.count / 2)
-    var index = 0
-    while index < chars.count {
-        guard let high = nibble(chars[index]), let low = nibble(chars[index + 1]) else { return nil }
-        out.append(high << 4 | low)
-        index += 2
-    }
-    return out
 }
