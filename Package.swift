@@ -171,7 +171,8 @@ let package = Package(
         // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
         // and the wiring of both to the device's SQLite file and storage key.
         .target(
-            name: "SecureElement", dependencies: ["OrchardCrypto", "EMV", "PaymentCredential"], swiftSettings: strict),
+            name: "SecureElement", dependencies: ["CardBasics", "OrchardCrypto", "EMV", "PaymentCredential"],
+            swiftSettings: strict),
         .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
@@ -392,7 +393,7 @@ let package = Package(
 
         // The in-app and web payment credential: the format the Secure Element seals to the Pay server and the
         // remote cryptogram inside it (docs/in-app.md). No dependency on TokenService, PayServer or Device.
-        .target(name: "PaymentCredential", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .target(name: "PaymentCredential", dependencies: ["CardBasics", "OrchardCrypto", "EMV"], swiftSettings: strict),
         .testTarget(
             name: "PaymentCredentialTests",
             dependencies: ["PaymentCredential", "OrchardCrypto", "EMV"],

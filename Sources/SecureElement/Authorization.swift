@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 public import OrchardCrypto
 
@@ -93,18 +94,20 @@ public enum TransactionType: UInt8, Sendable, Hashable, CaseIterable, Codable, C
     }
 }
 
-/// An amount in minor units of an ISO 4217 currency, as EMV carries it (at most 12 digits).
+/// An amount in minor units of an ISO 4217 currency, within CardBasics' one rule for amounts: 1 to
+/// 999,999,999,999 (what EMV's 12 digits carry).
 public struct PaymentAmount: Sendable, Hashable, Codable, CustomStringConvertible {
     public let minorUnits: Int64
     /// The ISO 4217 numeric currency code (e.g. 840 for USD, 978 for EUR).
     public let currency: UInt16
 
     public init(minorUnits: Int64, currency: UInt16) throws(SecureElementError) {
-        guard (0...999_999_999_999).contains(minorUnits) else {
-            throw SecureElementError(.invalidArgument, "an amount is 0 to 999,999,999,999 minor units")
+        guard let known = Currency(numericCode: Int(currency)) else {
+            throw SecureElementError(.invalidArgument, "a currency is an ISO 4217 numeric code")
         }
-        guard (1...999).contains(currency) else {
-            throw SecureElementError(.invalidArgument, "a currency is an ISO 4217 numeric code, 1 to 999")
+        // CardBasics' one rule for an amount's bounds.
+        guard (try? Money(minorUnits: minorUnits, currency: known)) != nil else {
+            throw SecureElementError(.invalidArgument, "an amount is 1 to 999,999,999,999 minor units")
         }
         self.minorUnits = minorUnits
         self.currency = currency
