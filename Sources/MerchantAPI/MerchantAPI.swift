@@ -339,7 +339,7 @@ public enum MerchantAPI {
         public let merchantIdentifier: String
         public let item: String
         public let currency: String
-        public let amountMinor: Int64
+        /// The total as a decimal string (as in ``OrderCreated``).
         public let total: String
         /// The order's applicationData, base64 (as in ``OrderCreated``).
         public let applicationData: String
@@ -356,15 +356,14 @@ public enum MerchantAPI {
         public let fulfilment: Fulfilment?
 
         public init(
-            orderID: String, merchantIdentifier: String, item: String, currency: String, amountMinor: Int64,
-            total: String, applicationData: String, status: String, createdAt: String, paymentStatus: String?,
+            orderID: String, merchantIdentifier: String, item: String, currency: String, total: String,
+            applicationData: String, status: String, createdAt: String, paymentStatus: String?,
             payment: PaymentResult?, fulfilment: Fulfilment?
         ) {
             self.orderID = orderID
             self.merchantIdentifier = merchantIdentifier
             self.item = item
             self.currency = currency
-            self.amountMinor = amountMinor
             self.total = total
             self.applicationData = applicationData
             self.status = status

@@ -225,8 +225,8 @@ final class PaymentProcessor: Sendable {
         return try Self.json(
             MerchantAPI.OrderStatus(
                 orderID: order.orderID, merchantIdentifier: merchantIdentifier, item: order.item,
-                currency: order.amount.currency.code, amountMinor: order.amount.minorUnits,
-                total: order.amount.decimalString, applicationData: Data(order.applicationData).base64EncodedString(),
+                currency: order.amount.currency.code, total: order.amount.decimalString,
+                applicationData: Data(order.applicationData).base64EncodedString(),
                 status: status, createdAt: Self.rfc3339(order.createdAt), paymentStatus: paymentStatus,
                 payment: result, fulfilment: fulfilment))
     }

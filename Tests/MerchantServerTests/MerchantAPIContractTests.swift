@@ -66,9 +66,9 @@ struct MerchantAPIContractTests {
             try Self.encoded(
                 MerchantAPI.OrderStatus(
                     orderID: "ord_a", merchantIdentifier: "merchant.x", item: "Coffee", currency: "USD",
-                    amountMinor: 999, total: "9.99", applicationData: "YXBw", status: "open", createdAt: "t",
+                    total: "9.99", applicationData: "YXBw", status: "open", createdAt: "t",
                     paymentStatus: nil, payment: nil, fulfilment: nil))
-                == #"{"amountMinor":999,"applicationData":"YXBw","createdAt":"t","currency":"USD","item":"Coffee","#
+                == #"{"applicationData":"YXBw","createdAt":"t","currency":"USD","item":"Coffee","#
                 + #""merchantIdentifier":"merchant.x","orderID":"ord_a","status":"open","total":"9.99"}"#)
         #expect(
             try Self.encoded(MerchantAPI.ErrorBody(code: MerchantAPI.ErrorCode.orderMismatch, message: "m"))
@@ -227,8 +227,8 @@ struct MerchantAPIContractTests {
         let statusResponse = try await s.order(created.orderID)
         #expect(
             Self.keys(statusResponse) == [
-                "orderID", "merchantIdentifier", "item", "currency", "amountMinor", "total", "applicationData",
-                "status", "createdAt", "paymentStatus", "payment", "fulfilment",
+                "orderID", "merchantIdentifier", "item", "currency", "total", "applicationData", "status",
+                "createdAt", "paymentStatus", "payment", "fulfilment",
             ])
         let status = try JSONDecoder().decode(MerchantAPI.OrderStatus.self, from: statusResponse.body)
         #expect(status.status == "paid" && status.paymentStatus == "approved" && status.payment == result)
