@@ -173,11 +173,11 @@ let package = Package(
         .target(
             name: "SecureElement", dependencies: ["CardBasics", "OrchardCrypto", "EMV", "PaymentCredential"],
             swiftSettings: strict),
-        .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(name: "Wallet", dependencies: ["CardBasics", "OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
             dependencies: [
-                "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto",
+                "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto", "CardBasics",
             ],
             swiftSettings: strict
         ),
@@ -273,6 +273,7 @@ let package = Package(
             name: "DeviceTestSupport",
             dependencies: [
                 "Device", "EMV", "OrchardCrypto", "OrchardRuntime", "PaymentCredential", "SecureElement", "Wallet",
+                "CardBasics",
             ],
             path: "Tests/DeviceTestSupport",
             swiftSettings: strict
@@ -347,13 +348,13 @@ let package = Package(
             dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures", "PaymentCredential", "EMV"],
             swiftSettings: strict
         ),
-        .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
+        .testTarget(name: "WalletTests", dependencies: ["Wallet", "CardBasics"], swiftSettings: strict),
         .testTarget(
             name: "DeviceProcessTests",
             dependencies: [
                 "DeviceTestSupport",
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
-                "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard",
+                "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard", "CardBasics",
             ],
             swiftSettings: strict
         ),
@@ -386,7 +387,7 @@ let package = Package(
             dependencies: [
                 "DeviceTestSupport",
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
-                "OrchardCrypto", "orchard-device-crasher",
+                "OrchardCrypto", "orchard-device-crasher", "CardBasics",
             ],
             swiftSettings: strict
         ),

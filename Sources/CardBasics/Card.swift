@@ -88,9 +88,11 @@ public struct CardNetwork: Hashable, Sendable, Codable, CustomStringConvertible 
     public var description: String { name }
 }
 
-/// How a card is funded.
-public enum CardType: String, Hashable, Sendable, Codable, CaseIterable {
+/// How a card is funded: what the issuer records and the wallet shows.
+public enum CardType: String, Hashable, Sendable, Codable, CaseIterable, CustomStringConvertible {
     case credit, debit, prepaid
+
+    public var description: String { rawValue }
 }
 
 /// A card verification value (CVV2 / CVC2 / CID) as the cardholder typed it: 3 or 4 digits.

@@ -1,3 +1,4 @@
+import CardBasics
 public import Device
 import EMV
 public import Foundation
@@ -5,7 +6,7 @@ public import OrchardCrypto
 public import OrchardRuntime
 import PaymentCredential
 public import SecureElement
-public import Wallet
+import Wallet
 
 /// Test cards for a device: personalisation envelopes as a token service seals them, with keys derived from a
 /// known issuer master key (shared by the device and device-process tests).
