@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "EMV", targets: ["EMV"]),
         .library(name: "PaymentToken", targets: ["PaymentToken"]),
         .library(name: "MerchantKit", targets: ["MerchantKit"]),
+        .library(name: "CardBasics", targets: ["CardBasics"]),
         .library(name: "Issuer", targets: ["Issuer"]),
         .library(name: "TokenService", targets: ["TokenService"]),
         .library(name: "Acquirer", targets: ["Acquirer"]),
@@ -58,8 +59,10 @@ let package = Package(
         .target(name: "OrchardX509", dependencies: ["OrchardCrypto", "COpenSSL", "CShims"], swiftSettings: strict),
         // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
         .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
-        // Structured JSON-line logging and typed redaction (card numbers, keys, cryptograms); no C imports.
-        .target(name: "OrchardLogging", swiftSettings: strict),
+        // The card basics every party shares: card number, expiry, CVV, network, ISO 4217 currencies, amounts.
+        .target(name: "CardBasics", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        // Structured JSON-line logging and typed redaction (keys, cryptograms; card numbers are CardBasics').
+        .target(name: "OrchardLogging", dependencies: ["CardBasics", "OrchardCrypto"], swiftSettings: strict),
         // Access policies as plain values: who may call a route and which request fields must name the caller.
         // Contract modules declare them, OrchardHTTP's router enforces them (no dependencies).
         .target(name: "AccessPolicy", swiftSettings: strict),
@@ -85,6 +88,7 @@ let package = Package(
         .target(
             name: "OrchardBenchmarks",
             dependencies: [
+                "CardBasics",
                 "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
                 "PaymentCredential", "OrchardHTTP", "OrchardLogging", "OrchardRuntime", "OrchardServices", "PayAPI",
                 "PayServer", "MerchantServer", "Issuer", "TokenService", "TokenRequestorAPI",
@@ -93,22 +97,25 @@ let package = Package(
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
         // Pure domain libraries: persistence, transport and cryptogram checks come in through protocols.
-        .target(name: "Issuer", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(name: "Issuer", dependencies: ["CardBasics", "OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "TokenService",
             dependencies: [
+                "CardBasics",
                 "Issuer", "EMV", "OrchardCrypto", "OrchardLogging", "PaymentCredential", "NetworkAuthorizationAPI",
             ],
             swiftSettings: strict),
         // The acquirer reaches the network only through NetworkAuthorizationAPI's `AcquiringNetwork`.
         .target(
-            name: "Acquirer", dependencies: ["NetworkAuthorizationAPI", "Issuer", "OrchardCrypto", "OrchardLogging"],
+            name: "Acquirer",
+            dependencies: ["CardBasics", "NetworkAuthorizationAPI", "Issuer", "OrchardCrypto", "OrchardLogging"],
             swiftSettings: strict),
 
         // The command line: argument parser, command registry, one file per command group.
         .target(
             name: "OrchardCLI",
             dependencies: [
+                "CardBasics",
                 "OrchardCrypto", "OrchardX509", "EMV", "PaymentToken", "MerchantKit", "OrchardHTTP", "OrchardLogging",
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
@@ -140,6 +147,7 @@ let package = Package(
         .target(
             name: "PayServer",
             dependencies: [
+                "CardBasics",
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
                 "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI", "AccessPolicy",
             ],
@@ -150,6 +158,7 @@ let package = Package(
         .target(
             name: "NetworkServer",
             dependencies: [
+                "CardBasics",
                 "OrchardServices", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
                 "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI", "AcquirerAPI",
                 "TokenRequestorAPI", "NetworkAuthorizationAPI", "AccessPolicy",
@@ -160,7 +169,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
-                "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "ISO4217", "AcquirerAPI",
+                "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "CardBasics", "AcquirerAPI",
                 "MerchantAPI", "AccessPolicy",
             ],
             swiftSettings: strict
@@ -176,11 +185,13 @@ let package = Package(
         // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
         // and the wiring of both to the device's SQLite file and storage key.
         .target(
-            name: "SecureElement", dependencies: ["OrchardCrypto", "EMV", "PaymentCredential"], swiftSettings: strict),
-        .target(name: "Wallet", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+            name: "SecureElement", dependencies: ["CardBasics", "OrchardCrypto", "EMV", "PaymentCredential"],
+            swiftSettings: strict),
+        .target(name: "Wallet", dependencies: ["CardBasics", "OrchardCrypto"], swiftSettings: strict),
         .target(
             name: "Device",
             dependencies: [
+                "CardBasics",
                 "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto",
             ],
             swiftSettings: strict
@@ -204,14 +215,13 @@ let package = Package(
         // travel as OrchardCrypto's hex): the device process serves it, the CLI, apps and tests send it.
         .target(name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto"], swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
-        .target(name: "AppPayments", dependencies: ["ISO4217"], swiftSettings: strict),
-        // ISO 4217 currencies and decimal amounts, shared by the terminal, the merchant server and apps.
-        .target(name: "ISO4217", swiftSettings: strict),
+        .target(name: "AppPayments", swiftSettings: strict),
         // The device's client of the Pay server: registration, adding a card, the owner's lifecycle actions and
         // token-status notifications.
         .target(
             name: "PayClient",
             dependencies: [
+                "CardBasics",
                 "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
                 "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI",
             ],
@@ -222,7 +232,7 @@ let package = Package(
             name: "DeviceProcess",
             dependencies: [
                 "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
-                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "ISO4217", "PayAPI", "DeviceControlAPI",
+                "AppPayments", "SecureElement", "Wallet", "OrchardX509", "CardBasics", "PayAPI", "DeviceControlAPI",
             ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
@@ -243,7 +253,7 @@ let package = Package(
             name: "Terminal",
             dependencies: [
                 "EMV", "NFCLink", "OrchardCrypto", "OrchardLogging", "OrchardStore", "OrchardRuntime", "OrchardHTTP",
-                "ISO4217", "AcquirerAPI",
+                "CardBasics", "AcquirerAPI",
             ],
             swiftSettings: strict
         ),
@@ -281,6 +291,7 @@ let package = Package(
         .target(
             name: "DeviceTestSupport",
             dependencies: [
+                "CardBasics",
                 "Device", "EMV", "OrchardCrypto", "OrchardRuntime", "PaymentCredential", "SecureElement", "Wallet",
             ],
             path: "Tests/DeviceTestSupport",
@@ -289,15 +300,18 @@ let package = Package(
         .target(
             name: "NetworkTestSupport",
             dependencies: [
+                "CardBasics",
                 "TokenService", "Issuer", "EMV", "OrchardCrypto", "PaymentCredential", "NetworkAuthorizationAPI",
             ],
             path: "Tests/NetworkTestSupport",
             swiftSettings: strict
         ),
-        .testTarget(name: "IssuerTests", dependencies: ["Issuer", "OrchardCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "IssuerTests", dependencies: ["CardBasics", "Issuer", "OrchardCrypto"], swiftSettings: strict),
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [
+                "CardBasics",
                 "TokenService", "Issuer", "EMV", "OrchardCrypto", "OrchardFixtures", "NetworkTestSupport",
                 "PaymentCredential", "SecureElement", "NetworkAuthorizationAPI",
             ],
@@ -306,6 +320,7 @@ let package = Package(
         .testTarget(
             name: "AcquirerTests",
             dependencies: [
+                "CardBasics",
                 "Acquirer", "TokenService", "Issuer", "OrchardCrypto", "NetworkTestSupport", "NetworkAuthorizationAPI",
                 "PaymentCredential",
             ],
@@ -314,6 +329,7 @@ let package = Package(
         .testTarget(
             name: "NetworkServerTests",
             dependencies: [
+                "CardBasics",
                 "NetworkServer", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
                 "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI", "NetworkAuthorizationAPI",
@@ -332,6 +348,7 @@ let package = Package(
         .testTarget(
             name: "OrchardServicesTests",
             dependencies: [
+                "CardBasics",
                 "CommandTestSupport",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "TokenService",
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
@@ -346,12 +363,14 @@ let package = Package(
             dependencies: ["OrchardRuntime", "OrchardCrypto"],
             swiftSettings: strict
         ),
-        .testTarget(name: "OrchardLoggingTests", dependencies: ["OrchardLogging"], swiftSettings: strict),
+        .testTarget(
+            name: "OrchardLoggingTests", dependencies: ["CardBasics", "OrchardLogging"], swiftSettings: strict),
         // The layer check (scripts/check-layers, run by CI on the real manifest) refuses each kind of violation.
         .testTarget(name: "LayerCheckTests", dependencies: ["CommandTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "OrchardHTTPTests",
             dependencies: [
+                "CardBasics",
                 "CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardX509",
                 "OrchardFixtures",
             ],
@@ -362,10 +381,11 @@ let package = Package(
             dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures", "PaymentCredential", "EMV"],
             swiftSettings: strict
         ),
-        .testTarget(name: "WalletTests", dependencies: ["Wallet"], swiftSettings: strict),
+        .testTarget(name: "WalletTests", dependencies: ["CardBasics", "Wallet"], swiftSettings: strict),
         .testTarget(
             name: "DeviceProcessTests",
             dependencies: [
+                "CardBasics",
                 "DeviceTestSupport",
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
                 "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard",
@@ -377,6 +397,7 @@ let package = Package(
         .testTarget(
             name: "TerminalTests",
             dependencies: [
+                "CardBasics",
                 "CommandTestSupport",
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkServer", "NetworkTestSupport",
@@ -388,6 +409,7 @@ let package = Package(
         .testTarget(
             name: "ProvisioningTests",
             dependencies: [
+                "CardBasics",
                 "CommandTestSupport",
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
@@ -399,6 +421,7 @@ let package = Package(
         .testTarget(
             name: "DeviceTests",
             dependencies: [
+                "CardBasics",
                 "DeviceTestSupport", "CommandTestSupport",
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
                 "OrchardCrypto", "orchard-device-crasher",
@@ -408,7 +431,8 @@ let package = Package(
 
         // The in-app and web payment credential: the format the Secure Element seals to the Pay server and the
         // remote cryptogram inside it (docs/in-app.md). No dependency on TokenService, PayServer or Device.
-        .target(name: "PaymentCredential", dependencies: ["OrchardCrypto", "EMV"], swiftSettings: strict),
+        .target(
+            name: "PaymentCredential", dependencies: ["CardBasics", "OrchardCrypto", "EMV"], swiftSettings: strict),
         .testTarget(
             name: "PaymentCredentialTests",
             dependencies: ["PaymentCredential", "OrchardCrypto", "EMV"],
@@ -420,6 +444,7 @@ let package = Package(
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
+                "CardBasics",
                 "MerchantServer", "MerchantKit", "PaymentToken", "PaymentCredential", "PayServer", "PayClient",
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",

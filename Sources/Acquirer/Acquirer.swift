@@ -1,3 +1,4 @@
+public import CardBasics
 import Foundation
 public import Issuer
 public import NetworkAuthorizationAPI
@@ -156,9 +157,6 @@ public actor Acquirer {
                     .merchantIDNotAllowed, "this merchant account may not charge for the payment's merchant ID")
             }
         }
-        guard request.amount.minorUnits > 0 else {
-            throw AcquirerError(.invalidRequest, "an authorization needs a positive amount")
-        }
         let networkRequest = NetworkAuthorizationAPI.AuthorizationRequest(
             acquirerID: acquirerID, transactionID: Self.networkTransactionID(for: idempotencyKey),
             pan: request.pan.digits,
@@ -221,7 +219,7 @@ public actor Acquirer {
     static func fingerprint(_ request: AcquirerAuthorizationRequest) -> String {
         var fields = [
             request.merchantID, request.pan.masked, request.expiry?.yymm ?? "", String(request.amount.minorUnits),
-            request.amount.currency, request.channel.rawValue,
+            request.amount.currency.numericString, request.channel.rawValue,
         ]
         // Only when present, so that the fingerprints of card-present requests stay as they were.
         if let appleMerchantID = request.appleMerchantID { fields.append(appleMerchantID) }
@@ -236,7 +234,7 @@ public actor Acquirer {
 
     /// The amount as the network contract carries it.
     static func networkMoney(_ amount: Money) -> NetworkAuthorizationAPI.Money {
-        NetworkAuthorizationAPI.Money(minorUnits: amount.minorUnits, currency: amount.currency)
+        NetworkAuthorizationAPI.Money(minorUnits: amount.minorUnits, currency: amount.currency.numericString)
     }
 
     static func validateIdentifier(_ value: String, _ name: String) throws(AcquirerError) {
@@ -265,7 +263,6 @@ public actor Acquirer {
         return bytes.count == count && bytes.allSatisfy { (0x30...0x39).contains($0) }
     }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
-    }
+    /// Lower-case hex, as the acquirer's identifiers and fingerprints have always been written.
+    static func hex(_ bytes: some Sequence<UInt8>) -> String { Hex.encode(bytes, lowercase: true) }
 }

@@ -1,3 +1,4 @@
+public import CardBasics
 public import Foundation
 public import Issuer
 import NetworkAuthorizationAPI
@@ -77,7 +78,7 @@ extension Acquirer {
         let fingerprint = Self.hex(
             SHA256.hash(
                 Array(
-                    [request.merchantID, String(request.amount.minorUnits), request.amount.currency]
+                    [request.merchantID, String(request.amount.minorUnits), request.amount.currency.numericString]
                         .joined(separator: "\u{1F}").utf8)))
         await serializer.acquire(key)
         defer { serializer.release(key) }

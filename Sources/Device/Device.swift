@@ -1,3 +1,4 @@
+public import CardBasics
 public import Foundation
 public import OrchardCrypto
 public import OrchardRuntime

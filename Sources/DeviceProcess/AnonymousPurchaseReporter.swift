@@ -1,6 +1,6 @@
+import CardBasics
 import EMV
 public import Foundation
-import ISO4217
 public import OrchardCrypto
 import OrchardHTTP
 public import OrchardRuntime
@@ -17,9 +17,9 @@ public protocol PurchaseAnalyticsSink: Sendable {
 /// How a device makes `PayAPI`'s anonymous record from what it saw in the reader's field.
 extension AnonymousPurchase {
     /// Buckets in whole units of the currency: `0-5`, `5-10`, `10-25`, `25-50`, `50-100`, `100-250`, `250+`.
-    /// The currency's exponent comes from ISO 4217 (``ISO4217Currency``; 2 for a currency it does not list).
+    /// The currency's exponent comes from ISO 4217 (``Currency``; 2 for a currency it does not list).
     public init(amountMinorUnits: UInt64, currency: UInt16, country: UInt16, at date: Date) {
-        let exponent = ISO4217Currency(numericCode: Int(currency))?.exponent ?? 2
+        let exponent = Currency(numericCode: Int(currency))?.exponent ?? 2
         var scale: UInt64 = 1
         for _ in 0..<exponent { scale *= 10 }
         let whole = amountMinorUnits / scale

@@ -1,3 +1,4 @@
+import CardBasics
 public import Device
 public import DeviceControlAPI
 public import Foundation

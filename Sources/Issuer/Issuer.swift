@@ -1,3 +1,4 @@
+public import CardBasics
 public import Foundation
 public import OrchardCrypto
 
@@ -272,7 +273,7 @@ public actor Issuer: IssuerHost {
         guard !account.blockedCategoryCodes.contains(request.merchant.categoryCode) else {
             return (.notPermittedToCardholder, "the account blocks this merchant category")
         }
-        guard request.amount.currency == account.currency else {
+        guard request.amount.currency.numericString == account.currency else {
             return (.notPermittedToCardholder, "the account does not pay in this currency")
         }
         if let limit = account.perTransactionLimit, request.amount.minorUnits > limit {
@@ -307,7 +308,7 @@ public actor Issuer: IssuerHost {
     }
 
     private func randomReference() -> String {
-        random.bytes(16).map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+        Hex.encode(random.bytes(16), lowercase: true)
     }
 
     /// Six characters from digits and upper-case letters, drawn without modulo bias.
@@ -326,9 +327,9 @@ public actor Issuer: IssuerHost {
     static func fingerprint(of request: IssuerAuthorizationRequest) -> String {
         let fields = [
             request.networkTransactionID, request.pan.digits, String(request.amount.minorUnits),
-            request.amount.currency, request.channel.rawValue, request.merchant.merchantID,
+            request.amount.currency.numericString, request.channel.rawValue, request.merchant.merchantID,
         ]
         let digest = SHA256.hash(Array(fields.joined(separator: "\u{1F}").utf8))
-        return digest.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+        return Hex.encode(digest, lowercase: true)
     }
 }

@@ -8,7 +8,7 @@ public struct IssuerError: Error, Hashable, CustomStringConvertible, Sendable {
         private let name: String
         private init(_ name: String) { self.name = name }
 
-        /// A field is malformed: not a Luhn-valid PAN, an impossible expiry, a CVV of the wrong length.
+        /// A field is malformed: a service code or CVV length, a reversal that names another amount.
         public static let invalidInput = Code("invalidInput")
         /// The card, account or step-up reference is not known to this issuer.
         public static let notFound = Code("notFound")

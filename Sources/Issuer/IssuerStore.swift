@@ -1,3 +1,4 @@
+public import CardBasics
 public import Foundation
 
 /// A cardholder's account at the issuer.

@@ -1,3 +1,4 @@
+public import CardBasics
 public import Foundation
 
 // The messages between the card network (token service) and an issuer. They live in the Issuer module

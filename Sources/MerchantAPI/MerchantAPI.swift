@@ -78,8 +78,8 @@ public enum MerchantAPI {
         public let countryCode: String
         /// ISO 4217 alphabetic.
         public let currency: String
-        public let amountMinor: Int64
-        /// The total as a decimal string (`9.99`).
+        /// The total as a decimal string with the currency's decimals (`9.99`): the one form the amount travels
+        /// in to the app's payment request, as PassKit's summary items take it.
         public let total: String
         public let supportedNetworks: [String]
         public let merchantCapabilities: [String]
@@ -89,14 +89,13 @@ public enum MerchantAPI {
         public let applicationData: String
 
         public init(
-            orderID: String, merchantIdentifier: String, countryCode: String, currency: String, amountMinor: Int64,
-            total: String, supportedNetworks: [String], merchantCapabilities: [String], applicationData: String
+            orderID: String, merchantIdentifier: String, countryCode: String, currency: String, total: String,
+            supportedNetworks: [String], merchantCapabilities: [String], applicationData: String
         ) {
             self.orderID = orderID
             self.merchantIdentifier = merchantIdentifier
             self.countryCode = countryCode
             self.currency = currency
-            self.amountMinor = amountMinor
             self.total = total
             self.supportedNetworks = supportedNetworks
             self.merchantCapabilities = merchantCapabilities
@@ -350,7 +349,7 @@ public enum MerchantAPI {
         public let merchantIdentifier: String
         public let item: String
         public let currency: String
-        public let amountMinor: Int64
+        /// The total as a decimal string (as in ``OrderCreated``).
         public let total: String
         /// The order's applicationData, base64 (as in ``OrderCreated``).
         public let applicationData: String
@@ -367,15 +366,14 @@ public enum MerchantAPI {
         public let fulfilment: Fulfilment?
 
         public init(
-            orderID: String, merchantIdentifier: String, item: String, currency: String, amountMinor: Int64,
-            total: String, applicationData: String, status: String, createdAt: String, paymentStatus: String?,
+            orderID: String, merchantIdentifier: String, item: String, currency: String, total: String,
+            applicationData: String, status: String, createdAt: String, paymentStatus: String?,
             payment: PaymentResult?, fulfilment: Fulfilment?
         ) {
             self.orderID = orderID
             self.merchantIdentifier = merchantIdentifier
             self.item = item
             self.currency = currency
-            self.amountMinor = amountMinor
             self.total = total
             self.applicationData = applicationData
             self.status = status

@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 public import OrchardStore
 
@@ -66,7 +67,7 @@ public enum MerchantOrderStore {
     struct Order: Sendable {
         let orderID: String
         let item: String
-        let amount: OrderAmount
+        let amount: Money
         let applicationData: [UInt8]
         let createdAt: Date
         let state: OrderState
@@ -107,13 +108,12 @@ public enum MerchantOrderStore {
             FROM orders WHERE order_id = ?
             """, [.text(orderID)]
         ) { row in
-            let currency = try OrderCurrency(code: try row.string(3))
             guard let state = OrderState(rawValue: try row.string(6)) else {
                 throw MerchantServerError(.internalFailure, "an order row has an unknown state")
             }
             return Order(
                 orderID: try row.string(0), item: try row.string(1),
-                amount: try OrderAmount(minorUnits: try row.int64(2), currency: currency),
+                amount: try Money(minorUnits: try row.int64(2), currency: try Currency(try row.string(3))),
                 applicationData: try row.blob(4), createdAt: try row.date(5), state: state,
                 chargeAttempts: try row.int(7), fulfilment: try row.optionalString(8))
         }

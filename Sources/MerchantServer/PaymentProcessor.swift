@@ -1,4 +1,5 @@
 import AcquirerAPI
+import CardBasics
 import Foundation
 import MerchantAPI
 import MerchantKit
@@ -100,15 +101,15 @@ final class PaymentProcessor: Sendable {
     func created(_ order: MerchantOrderStore.Order) -> MerchantAPI.OrderCreated {
         MerchantAPI.OrderCreated(
             orderID: order.orderID, merchantIdentifier: merchantIdentifier, countryCode: Self.countryCode,
-            currency: order.amount.currency.code, amountMinor: order.amount.minorUnits,
-            total: order.amount.decimalString, supportedNetworks: Self.supportedNetworks,
+            currency: order.amount.currency.code, total: order.amount.decimalString,
+            supportedNetworks: Self.supportedNetworks,
             merchantCapabilities: Self.merchantCapabilities,
             applicationData: Data(order.applicationData).base64EncodedString())
     }
 
     struct NewOrder {
         let item: String
-        let amount: OrderAmount
+        let amount: Money
         /// The app's applicationData, if it sent one.
         let applicationData: [UInt8]?
     }
@@ -133,10 +134,14 @@ final class PaymentProcessor: Sendable {
         else {
             throw MerchantServerError(.malformedRequest, "an item is 1 to 128 characters without control characters")
         }
-        let currency = try OrderCurrency(code: input.currency ?? "USD")
+        let amount: Money
+        do {
+            amount = try Money(parsing: input.amount, currency: try Currency(input.currency ?? "USD"))
+        } catch {
+            throw MerchantServerError(.malformedRequest, error.message)
+        }
         return NewOrder(
-            item: item, amount: try OrderAmount(parsing: input.amount, currency: currency),
-            applicationData: try input.applicationData.map(decodeApplicationData))
+            item: item, amount: amount, applicationData: try input.applicationData.map(decodeApplicationData))
     }
 
     /// The app's applicationData: canonical base64 (the standard alphabet, padded, no whitespace, zero padding
@@ -220,8 +225,8 @@ final class PaymentProcessor: Sendable {
         return try Self.json(
             MerchantAPI.OrderStatus(
                 orderID: order.orderID, merchantIdentifier: merchantIdentifier, item: order.item,
-                currency: order.amount.currency.code, amountMinor: order.amount.minorUnits,
-                total: order.amount.decimalString, applicationData: Data(order.applicationData).base64EncodedString(),
+                currency: order.amount.currency.code, total: order.amount.decimalString,
+                applicationData: Data(order.applicationData).base64EncodedString(),
                 status: status, createdAt: Self.rfc3339(order.createdAt), paymentStatus: paymentStatus,
                 payment: result, fulfilment: fulfilment))
     }

@@ -1,6 +1,7 @@
 import AccessPolicy
 public import Acquirer
 import AcquirerAPI
+public import CardBasics
 import Foundation
 public import Issuer
 public import NetworkAuthorizationAPI

@@ -1,7 +1,8 @@
 import Acquirer
 import AcquirerAPI
+public import CardBasics
 import Foundation
-public import Issuer
+import Issuer
 import OrchardHTTP
 
 /// Body of `POST /v1/acquirer/reversals` (the network's reading of `AcquirerAPI.ReversalRequest`): a terminal

@@ -1,4 +1,5 @@
 public import Acquirer
+public import CardBasics
 import Foundation
 public import Issuer
 public import OrchardStore

@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import Issuer
 import OrchardHTTP

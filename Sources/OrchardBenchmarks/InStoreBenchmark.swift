@@ -1,3 +1,4 @@
+import CardBasics
 import Device
 import DeviceProcess
 import Foundation
@@ -90,7 +91,7 @@ public enum InStoreBenchmark {
             gateway: try terminalGateway(settings, deployment, policy),
             policy: policy)
         let probe = try FsyncProbe(directory: Device.directory(of: deviceName, in: deployment))
-        let amount = try Amount(minorUnits: 100, currency: try Currency("USD"))
+        let amount = try Money(minorUnits: 100, currency: try Currency("USD"))
         let antennaPath = NFCAntenna.path(forDevice: deviceName, in: deployment)
 
         // Warm-up (connections, caches); then the measured taps.

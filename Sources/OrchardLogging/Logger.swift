@@ -1,4 +1,5 @@
 public import Foundation
+import OrchardCrypto
 
 /// How important an event is. Ordered: `trace < debug < info < notice < warning < error < critical`.
 public struct LogLevel: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -187,8 +188,7 @@ enum JSON {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                out += "\\u" + Hex.encode([UInt8(scalar.value >> 8), UInt8(scalar.value & 0xFF)], lowercase: true)
             default: out.unicodeScalars.append(scalar)
             }
         }

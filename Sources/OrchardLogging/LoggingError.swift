@@ -6,13 +6,11 @@ public struct LoggingError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, as a value a caller can branch on.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidCardNumber, invalidLevel
+            case invalidLevel
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
-        /// A card number is not 12 to 19 ASCII digits.
-        public static let invalidCardNumber = Code(.invalidCardNumber)
         /// A log level name is not one of trace, debug, info, notice, warning, error, critical.
         public static let invalidLevel = Code(.invalidLevel)
 

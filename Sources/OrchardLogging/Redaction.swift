@@ -1,130 +1,10 @@
 // Typed redaction: values that must never reach a log print masked or `<redacted>` through every
 // path Swift offers for turning a value into text: `description` (print, "\(x)", String(describing:)),
 // `debugDescription` (debugPrint, String(reflecting:), and the synthesized description of any struct
-// or enum that contains one) and the mirror (`dump`, and anything else that walks children).
+// or enum that contains one) and the mirror (`dump`, and anything else that walks children). Card numbers
+// have their own type, CardBasics' `PrimaryAccountNumber`, masked the same way.
 
-/// The digits of a card number, validated once: 12 to 19 ASCII digits.
-struct CardDigits: Hashable, Sendable {
-    let digits: String
-
-    init(_ text: String, what: String) throws(LoggingError) {
-        let utf8 = text.utf8
-        guard (12...19).contains(utf8.count), utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-            throw LoggingError(.invalidCardNumber, "a \(what) is 12 to 19 digits with no spaces or other characters")
-        }
-        digits = text
-    }
-
-    /// The first six and last four digits, every other digit replaced by `*`.
-    var masked: String {
-        let chars = Array(digits)
-        return String(chars.prefix(6)) + String(repeating: "*", count: chars.count - 10) + String(chars.suffix(4))
-    }
-
-    var isLuhnValid: Bool { Luhn.isValid(digits.utf8.map { $0 - 0x30 }) }
-}
-
-enum Luhn {
-    /// The Luhn (mod 10) check over decimal digit values, most significant first.
-    static func isValid(_ digits: some BidirectionalCollection<UInt8>) -> Bool {
-        var sum = 0
-        for (index, digit) in digits.reversed().enumerated() {
-            var d = Int(digit)
-            if index % 2 == 1 {
-                d *= 2
-                if d > 9 { d -= 9 }
-            }
-            sum += d
-        }
-        return sum % 10 == 0
-    }
-}
-
-/// A funding card number (FPAN). Prints as its first six and last four digits (`411111******1111`)
-/// through `description`, `debugDescription`, interpolation and `dump`, so no log line can carry it.
-///
-/// The full number leaves the value only through ``unmaskedDigits`` and `Codable` (wire formats);
-/// the logger never encodes values with `Codable`.
-public struct PrimaryAccountNumber: Hashable, Sendable, Codable, CustomStringConvertible,
-    CustomDebugStringConvertible, CustomReflectable
-{
-    private let value: CardDigits
-
-    /// Accepts 12 to 19 ASCII digits and nothing else. The Luhn check is not enforced here (see
-    /// ``isLuhnValid``); the error never repeats the input.
-    public init(_ digits: String) throws(LoggingError) {
-        value = try CardDigits(digits, what: "card number")
-    }
-
-    /// The full number. Only for wire formats and cryptography, never for display or logs.
-    public var unmaskedDigits: String { value.digits }
-    /// The first six and last four digits with the rest masked, e.g. `411111******1111`.
-    public var masked: String { value.masked }
-    /// The last four digits (what a wallet shows as the card's suffix).
-    public var lastFour: String { String(value.digits.suffix(4)) }
-    /// Whether the number passes the Luhn check, as every issued card number does.
-    public var isLuhnValid: Bool { value.isLuhnValid }
-
-    public var description: String { value.masked }
-    public var debugDescription: String { "PrimaryAccountNumber(\(value.masked))" }
-    public var customMirror: Mirror { Mirror(self, children: []) }
-
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        do {
-            value = try CardDigits(text, what: "card number")
-        } catch {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: error.message))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(value.digits)
-    }
-}
-
-/// A device account number (DPAN, the token the network issues for one card on one device). Masked
-/// exactly like ``PrimaryAccountNumber``, and a distinct type so the two can never be confused.
-public struct DeviceAccountNumber: Hashable, Sendable, Codable, CustomStringConvertible,
-    CustomDebugStringConvertible, CustomReflectable
-{
-    private let value: CardDigits
-
-    /// Accepts 12 to 19 ASCII digits and nothing else; the error never repeats the input.
-    public init(_ digits: String) throws(LoggingError) {
-        value = try CardDigits(digits, what: "device account number")
-    }
-
-    /// The full number. Only for wire formats and cryptography, never for display or logs.
-    public var unmaskedDigits: String { value.digits }
-    /// The first six and last four digits with the rest masked.
-    public var masked: String { value.masked }
-    /// The last four digits.
-    public var lastFour: String { String(value.digits.suffix(4)) }
-    /// Whether the number passes the Luhn check.
-    public var isLuhnValid: Bool { value.isLuhnValid }
-
-    public var description: String { value.masked }
-    public var debugDescription: String { "DeviceAccountNumber(\(value.masked))" }
-    public var customMirror: Mirror { Mirror(self, children: []) }
-
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        do {
-            value = try CardDigits(text, what: "device account number")
-        } catch {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: error.message))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(value.digits)
-    }
-}
+import CardBasics
 
 /// A value that must never be printed: a key, a cryptogram, a CVV, a one-time code. Prints as
 /// `<redacted>` through `description`, `debugDescription`, interpolation and `dump`.
@@ -226,7 +106,7 @@ public enum CardNumberScrubber {
             var matched: Int?
             for last in stride(from: groups.count - 1, through: first, by: -1) {
                 let positions = groups[first...last].flatMap { $0 }
-                if (12...19).contains(positions.count), Luhn.isValid(positions.map { bytes[$0] - 0x30 }) {
+                if (12...19).contains(positions.count), Luhn.isValid(positions.map { Int(bytes[$0] - 0x30) }) {
                     for position in positions.dropFirst(6).dropLast(4) { bytes[position] = 0x2A }
                     matched = last
                     break

@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import OrchardCrypto
 import PaymentCredential
@@ -28,7 +29,7 @@ public struct CardEntry: Sendable, CustomStringConvertible, CustomDebugStringCon
         guard (12...19).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }) else {
             throw PayClientError(.invalidCard, "a card number is 12 to 19 digits")
         }
-        guard Self.luhnValid(digits) else {
+        guard Luhn.isValid(digits.map { Int($0 - 0x30) }) else {
             throw PayClientError(.invalidCard, "the card number fails its check digit (Luhn); check for a typo")
         }
         let parts = expiry.split(separator: "/", omittingEmptySubsequences: false)
@@ -60,19 +61,6 @@ public struct CardEntry: Sendable, CustomStringConvertible, CustomDebugStringCon
         } catch {
             throw PayClientError(.invalidCard, "cannot encode the card data: \(error.message)")
         }
-    }
-
-    static func luhnValid(_ digits: [UInt8]) -> Bool {
-        var sum = 0
-        for (index, digit) in digits.reversed().enumerated() {
-            var value = Int(digit - 0x30)
-            if index % 2 == 1 {
-                value *= 2
-                if value > 9 { value -= 9 }
-            }
-            sum += value
-        }
-        return sum % 10 == 0
     }
 
     public var description: String { "CardEntry(•••• \(suffix), <redacted>)" }

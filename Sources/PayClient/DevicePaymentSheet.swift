@@ -1,4 +1,5 @@
 public import AppPayments
+import CardBasics
 public import Device
 import DeviceControlAPI
 import Foundation
@@ -163,7 +164,12 @@ public final class DevicePaymentSheet: PaymentSheetHost {
     public func present(
         _ request: PaymentRequest, applicationIdentifier: String, delegate: any PaymentAuthorizationControllerDelegate
     ) async throws -> PaymentSheetOutcome {
-        let currency = try CurrencyCode(request.currencyCode)
+        let currency: Currency
+        do {
+            currency = try Currency(request.currencyCode)
+        } catch {
+            throw PaymentSheetError(.invalidRequest, error.message)
+        }
         guard request.merchantCapabilities.contains(.threeDSecure) else {
             throw PaymentSheetError(.invalidRequest, "the merchant must support 3-D Secure (supports3DS)")
         }
@@ -273,8 +279,15 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                     throw PaymentSheetError(
                         .invalidRequest, "a payment request needs summary items (the last is the total)")
                 }
-                let amount = try PaymentAmount(
-                    minorUnits: try currency.minorUnits(total.amount), currency: currency.numeric)
+                // The one conversion of the app's decimal total into minor units (the Secure Element's form).
+                let money: Money
+                do {
+                    money = try Money(parsing: total.amount, currency: currency)
+                } catch {
+                    throw PaymentSheetError(
+                        .invalidRequest, "the total \"\(total.amount.prefix(24))\": \(error.message)")
+                }
+                let amount = try PaymentAmount(minorUnits: money.minorUnits, currency: money.currency.numericCode)
                 // Authentication for this card and amount, in-app.
                 let outcome: AuthenticationOutcome
                 do {

@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import OrchardCrypto
 import OrchardHTTP
@@ -124,7 +125,7 @@ final class InAppPayments: Sendable {
         let nonces = self.nonces
         let cache = self.cache
         let (channel, currency, amount, day) = (
-            credential.channel.name, Self.currencyCode(credential.currency), credential.amount, Self.day(now)
+            credential.channel.name, try Self.currencyCode(credential.currency), credential.amount, Self.day(now)
         )
         let certificate = try await store.write { db in
             try nonces.consume(credential.nonce, device: device.deviceID, in: db)
@@ -195,7 +196,7 @@ final class InAppPayments: Sendable {
         let payment = JSONValue.object([
             ("applicationPrimaryAccountNumber", .string(credential.dpanString)),
             ("applicationExpirationDate", .string(credential.expiry)),
-            ("currencyCode", .string(Self.currencyCode(credential.currency))),
+            ("currencyCode", .string(try Self.currencyCode(credential.currency))),
             ("transactionAmount", .number(String(credential.amount))),
             ("deviceManufacturerIdentifier", .string(Self.deviceManufacturerIdentifier)),
             ("paymentDataType", .string("3DSecure")),
@@ -220,12 +221,16 @@ final class InAppPayments: Sendable {
             paymentMethod: paymentMethod.map {
                 PaymentMethod(displayName: $0.displayName, network: $0.network, type: $0.type)
             },
-            transactionIdentifier: StrictEncoding.hexEncode(paymentData.header.transactionId).uppercased())
+            transactionIdentifier: Hex.encode(paymentData.header.transactionId))
     }
 
-    static func currencyCode(_ numeric: UInt16) -> String {
-        let digits = String(numeric)
-        return String(repeating: "0", count: max(0, 3 - digits.count)) + digits
+    /// The credential's currency as ISO 4217's three digits (`"036"`). PaymentCredential admits only CardBasics'
+    /// currencies, so this refuses only a credential that did not come through it.
+    static func currencyCode(_ numeric: UInt16) throws(PayServerError) -> String {
+        guard let currency = Currency(numericCode: Int(numeric)) else {
+            throw PayServerError(.credentialRejected, "the credential's currency is not an ISO 4217 currency")
+        }
+        return currency.numericString
     }
 
     static func day(_ date: Date) -> String { CivilTime.dayStamp(date) ?? "0000-01-01" }

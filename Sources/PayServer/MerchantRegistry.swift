@@ -136,7 +136,7 @@ public final class MerchantRegistry: MerchantOnboarding {
         } catch {
             throw ServicesError(.pkiFailure, "cannot issue the \(kind) certificate", underlying: error)
         }
-        let serial = certificate.serialNumber.map { String(format: "%02X", $0) }.joined()
+        let serial = Hex.encode(certificate.serialNumber)
         try await store.write { db in
             try db.execute(
                 """

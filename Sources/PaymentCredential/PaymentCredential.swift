@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 public import OrchardCrypto
 
@@ -65,8 +66,13 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
         guard (1...2).contains(eci.utf8.count), eci.utf8.allSatisfy(Self.isDigit) else {
             throw bad("the ECI is 1 or 2 digits")
         }
-        guard (0...999_999_999_999).contains(amount) else { throw bad("the amount is 0 to 999,999,999,999") }
-        guard (1...999).contains(currency) else { throw bad("the currency is an ISO 4217 numeric code, 1 to 999") }
+        guard let known = Currency(numericCode: Int(currency)) else {
+            throw bad("the currency is an ISO 4217 numeric code")
+        }
+        // CardBasics' one rule for an amount's bounds.
+        guard (try? Money(minorUnits: amount, currency: known)) != nil else {
+            throw bad("the amount is 1 to 999,999,999,999 minor units")
+        }
         guard applicationDataHash == nil || applicationDataHash?.count == 32 else {
             throw bad("the applicationData hash is 32 bytes")
         }
@@ -169,7 +175,7 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
             let channel = Channel(rawValue: channelBytes[0])
         else { throw bad("the amount, currency or transaction type has the wrong form") }
         let rawAmount = amountBytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        guard rawAmount <= 999_999_999_999 else { throw bad("the amount is out of range") }
+        guard rawAmount <= UInt64(Money.maximumMinorUnits) else { throw bad("the amount is out of range") }
         do {
             try self.init(
                 nonce: try required(Tag.nonce, "nonce"), merchantIdentifier: try text(Tag.merchant, "merchant ID"),

@@ -1,3 +1,4 @@
+import CardBasics
 import EMV
 public import Foundation
 public import OrchardCrypto
@@ -107,11 +108,12 @@ public struct RemoteCryptogram: Sendable, Hashable, CustomStringConvertible {
         masterKey: SymmetricKey, keyIndex: UInt8, atc: UInt16, amount: Int64, currency: UInt16,
         nonceBinding: [UInt8], merchantIdentifierHash: [UInt8]
     ) throws(PaymentCredentialError) -> [UInt8] {
-        guard (0...999_999_999_999).contains(amount) else {
-            throw PaymentCredentialError(.invalidArgument, "an amount is 0 to 999,999,999,999 minor units")
+        guard let known = Currency(numericCode: Int(currency)) else {
+            throw PaymentCredentialError(.invalidArgument, "a currency is an ISO 4217 numeric code")
         }
-        guard (1...999).contains(currency) else {
-            throw PaymentCredentialError(.invalidArgument, "a currency is an ISO 4217 numeric code, 1 to 999")
+        // CardBasics' one rule for an amount's bounds.
+        guard (try? Money(minorUnits: amount, currency: known)) != nil else {
+            throw PaymentCredentialError(.invalidArgument, "an amount is 1 to 999,999,999,999 minor units")
         }
         guard merchantIdentifierHash.count == 32, nonceBinding.count == 8 else {
             throw PaymentCredentialError(.invalidArgument, "the merchant hash is 32 bytes and the nonce binding 8")
@@ -167,7 +169,7 @@ public struct RemoteTransactionData: Sendable, Hashable {
         }
         merchantIdentifierHash = Array(b[0..<32])
         let raw = b[32..<40].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        guard raw <= 999_999_999_999 else {
+        guard raw <= UInt64(Money.maximumMinorUnits) else {
             throw PaymentCredentialError(.malformed, "the amount in remote transaction data is out of range")
         }
         amount = Int64(raw)

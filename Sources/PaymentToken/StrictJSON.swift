@@ -95,8 +95,8 @@ public enum JSONValue: Sendable, Equatable {
                 case 0x0D: out.append(UInt8(ascii: "r"))
                 case 0x09: out.append(UInt8(ascii: "t"))
                 default:
-                    let hex = Array("0123456789abcdef".utf8)
-                    out.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+                    out.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30])
+                    out.append(contentsOf: Hex.encode([byte], lowercase: true).utf8)
                 }
             }
             out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))

@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 public import OrchardCrypto
 
@@ -93,18 +94,20 @@ public enum TransactionType: UInt8, Sendable, Hashable, CaseIterable, Codable, C
     }
 }
 
-/// An amount in minor units of an ISO 4217 currency, as EMV carries it (at most 12 digits).
+/// An amount in minor units of an ISO 4217 currency, within CardBasics' one rule for amounts: 1 to
+/// 999,999,999,999 (what EMV's 12 digits carry).
 public struct PaymentAmount: Sendable, Hashable, Codable, CustomStringConvertible {
     public let minorUnits: Int64
     /// The ISO 4217 numeric currency code (e.g. 840 for USD, 978 for EUR).
     public let currency: UInt16
 
     public init(minorUnits: Int64, currency: UInt16) throws(SecureElementError) {
-        guard (0...999_999_999_999).contains(minorUnits) else {
-            throw SecureElementError(.invalidArgument, "an amount is 0 to 999,999,999,999 minor units")
+        guard let known = Currency(numericCode: Int(currency)) else {
+            throw SecureElementError(.invalidArgument, "a currency is an ISO 4217 numeric code")
         }
-        guard (1...999).contains(currency) else {
-            throw SecureElementError(.invalidArgument, "a currency is an ISO 4217 numeric code, 1 to 999")
+        // CardBasics' one rule for an amount's bounds.
+        guard (try? Money(minorUnits: minorUnits, currency: known)) != nil else {
+            throw SecureElementError(.invalidArgument, "an amount is 1 to 999,999,999,999 minor units")
         }
         self.minorUnits = minorUnits
         self.currency = currency
@@ -125,7 +128,7 @@ public struct CardIdentifier: Sendable, Hashable, Comparable, Codable, CustomStr
 
     /// Parses the 32-hex-digit form.
     public init(hex: String) throws(SecureElementError) {
-        guard let bytes = decodeHex(hex), bytes.count == 16 else {
+        guard let bytes = Hex.decode(hex), bytes.count == 16 else {
             throw SecureElementError(.invalidArgument, "a card identifier is 32 hex digits")
         }
         self.bytes = bytes
@@ -134,7 +137,7 @@ public struct CardIdentifier: Sendable, Hashable, Comparable, Codable, CustomStr
     /// A fresh identifier from `random`.
     public init(random: any RandomSource) { bytes = random.bytes(16) }
 
-    public var hex: String { encodeHex(bytes) }
+    public var hex: String { Hex.encode(bytes, lowercase: true) }
     public var description: String { hex }
 
     public static func < (lhs: CardIdentifier, rhs: CardIdentifier) -> Bool {
@@ -345,36 +348,4 @@ func bigEndian(_ value: UInt64, _ count: Int) -> [UInt8] {
 
 func readBigEndian(_ bytes: [UInt8]) -> UInt64 {
     bytes.reduce(0) { $0 << 8 | UInt64($1) }
-}
-
-func encodeHex(_ bytes: some Sequence<UInt8>) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for byte in bytes {
-        out.append(digits[Int(byte >> 4)])
-        out.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
-
-func decodeHex(_ text: String) -> [UInt8]? {
-    let chars = Array(text.utf8)
-    guard chars.count % 2 == 0 else { return nil }
-    func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x61...0x66: return c - 0x61 + 10
-        case 0x41...0x46: return c - 0x41 + 10
-        default: return nil
-        }
-    }
-    var out: [UInt8] = []
-    out.reserveCapacity(chars.count / 2)
-    var index = 0
-    while index < chars.count {
-        guard let high = nibble(chars[index]), let low = nibble(chars[index + 1]) else { return nil }
-        out.append(high << 4 | low)
-        index += 2
-    }
-    return out
 }

@@ -1,4 +1,5 @@
 import AcquirerAPI
+import CardBasics
 import EMV
 import Foundation
 public import OrchardCrypto
@@ -77,7 +78,7 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
         let mm = Int(request.expiry.suffix(2))
         return AcquirerAPI.AuthorizationRequest(
             merchantID: request.merchantID, terminalID: request.terminalID, stan: request.systemTraceAuditNumber,
-            pan: request.pan.unmaskedDigits,
+            pan: request.pan.digits,
             expiry: yy.flatMap { year in mm.map { AcquirerAPI.Expiry(year: 2000 + year, month: $0) } },
             amount: AcquirerAPI.Money(
                 minorUnits: request.amount.minorUnits, currency: request.amount.currency.numericString),

@@ -1,6 +1,6 @@
+public import CardBasics
 public import EMV
 public import Foundation
-public import OrchardLogging
 
 /// The terminal's connection to its acquirer: online authorizations and reversals.
 ///
@@ -17,17 +17,17 @@ public protocol AuthorizationGateway: Sendable {
 /// An online authorization from the terminal: the card data the kernel read (the DPAN, never an FPAN),
 /// the chip data for field 55, and the terminal ID and STAN that make it idempotent.
 ///
-/// The DPAN is a ``DeviceAccountNumber``: it prints masked through `description`, interpolation and `dump`.
+/// The DPAN is a ``PrimaryAccountNumber``: it prints masked through `description`, interpolation and `dump`.
 public struct AuthorizationRequest: Sendable, CustomStringConvertible {
     public let terminalID: String
     /// The system trace audit number: six digits, unique per terminal (until it wraps after 999,999).
     public let systemTraceAuditNumber: String
     public let merchantID: String
-    public let pan: DeviceAccountNumber
+    public let pan: PrimaryAccountNumber
     /// `YYMM`.
     public let expiry: String
     public let panSequenceNumber: Int
-    public let amount: Amount
+    public let amount: Money
     public let scheme: PaymentScheme
     /// The ARQC (tag 9F26).
     public let cryptogram: [UInt8]
@@ -40,8 +40,8 @@ public struct AuthorizationRequest: Sendable, CustomStringConvertible {
     public let transmittedAt: Date
 
     public init(
-        terminalID: String, systemTraceAuditNumber: String, merchantID: String, pan: DeviceAccountNumber,
-        expiry: String, panSequenceNumber: Int, amount: Amount, scheme: PaymentScheme, cryptogram: [UInt8],
+        terminalID: String, systemTraceAuditNumber: String, merchantID: String, pan: PrimaryAccountNumber,
+        expiry: String, panSequenceNumber: Int, amount: Money, scheme: PaymentScheme, cryptogram: [UInt8],
         applicationTransactionCounter: UInt16, chipData: [UInt8], posEntryMode: String = "07", transmittedAt: Date
     ) {
         self.terminalID = terminalID

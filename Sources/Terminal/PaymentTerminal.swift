@@ -1,3 +1,4 @@
+public import CardBasics
 import EMV
 import Foundation
 public import NFCLink
@@ -57,7 +58,7 @@ public struct ChargeResult: Sendable, CustomStringConvertible, Encodable {
     public let reason: String
     public let terminalID: String
     public let systemTraceAuditNumber: String
-    public let amount: Amount
+    public let amount: Money
     public let approvalCode: String?
     /// The DPAN masked (first six, last four digits).
     public let maskedPAN: String?
@@ -166,7 +167,7 @@ public actor PaymentTerminal {
     /// Charges `amount` to the device whose antenna listens at `antenna`. First sends the reversals an
     /// earlier run left pending. An amount in a currency the terminal does not charge in (see
     /// ``TerminalSettings/kernelConfiguration(for:)``) throws before anything is journaled or sent.
-    public func charge(_ amount: Amount, antenna: String) async throws -> ChargeResult {
+    public func charge(_ amount: Money, antenna: String) async throws -> ChargeResult {
         guard !charging else { throw TerminalError(.invalidArgument, "a charge is already in progress") }
         let configuration = try settings.kernelConfiguration(for: amount.currency)
         charging = true
@@ -225,7 +226,7 @@ public actor PaymentTerminal {
             log.notice("declined at the tap", metadata: ["status": .string(outcome.status.description)])
             return try await finish(&record, amount, .declined, "Z1", reason, timings: tapTimings)
         }
-        guard let dpan = try? DeviceAccountNumber(card.pan) else {
+        guard let dpan = try? PrimaryAccountNumber(card.pan) else {
             return try await finish(
                 &record, amount, .declined, "Z1", "the card released an unusable PAN", timings: tapTimings)
         }
@@ -363,7 +364,7 @@ public actor PaymentTerminal {
     }
 
     private func finish(
-        _ record: inout TransactionRecord, _ amount: Amount, _ outcome: ChargeResult.Outcome, _ code: String,
+        _ record: inout TransactionRecord, _ amount: Money, _ outcome: ChargeResult.Outcome, _ code: String,
         _ reason: String, timings: ChargeTimings?, reversed: Bool? = nil
     ) async throws -> ChargeResult {
         let reason = CardNumberScrubber.scrub(reason)

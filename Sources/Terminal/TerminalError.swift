@@ -1,4 +1,4 @@
-/// The one error type of `Terminal` (the point-of-sale terminal): bad amounts and settings, its store, and
+/// The one error type of `Terminal` (the point-of-sale terminal): bad settings, its store, and
 /// the acquirer connection.
 ///
 /// A struct with an extensible code; equality compares the code only. Messages never hold a card number
@@ -7,8 +7,7 @@ public struct TerminalError: Error, Hashable, CustomStringConvertible, Sendable 
     /// What went wrong, as a value a caller can branch on.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidArgument, invalidAmount, unknownCurrency, currencyNotAccepted, notConfigured, alreadyExists
-            case storeFailure
+            case invalidArgument, unknownCurrency, currencyNotAccepted, notConfigured, alreadyExists, storeFailure
             case gatewayTimedOut, gatewayUnreachable, gatewayRefused, protocolViolation
         }
         private let base: Base
@@ -16,8 +15,6 @@ public struct TerminalError: Error, Hashable, CustomStringConvertible, Sendable 
 
         /// A setting or option has the wrong form.
         public static let invalidArgument = Code(.invalidArgument)
-        /// An amount is not a positive decimal with at most the currency's decimals, or is too large.
-        public static let invalidAmount = Code(.invalidAmount)
         /// A currency code that is not in the terminal's ISO 4217 table.
         public static let unknownCurrency = Code(.unknownCurrency)
         /// A charge in a currency the terminal does not charge in (its limits are in its own currency).

@@ -8,7 +8,7 @@ public import OrchardRuntime
 
 /// The terminal's log, `DIR/logs/terminal.log`: JSON lines appended with `O_APPEND`, each in one
 /// `write(2)`, so lines of several terminal processes never interleave. Card numbers reach it only masked
-/// (``DeviceAccountNumber``) and every line passes `OrchardLogging`'s scrubber.
+/// (``PrimaryAccountNumber``) and every line passes `OrchardLogging`'s scrubber.
 public final class TerminalLogFile: LogSink, @unchecked Sendable {
     // @unchecked: the descriptor is written only under `lock` and closed in deinit.
     public let path: String

@@ -1,3 +1,4 @@
+public import CardBasics
 public import EMV
 import Foundation
 public import NFCLink
@@ -74,13 +75,17 @@ public struct TerminalSettings: Sendable, Hashable, Codable {
         guard (1...999).contains(countryCode) else {
             throw TerminalError(.invalidArgument, "a country code is ISO 3166 numeric, 1 to 999")
         }
-        _ = try Currency(currency)
+        do {
+            _ = try Currency(currency)
+        } catch {
+            throw TerminalError(.unknownCurrency, error.message)
+        }
         guard terminalTransactionQualifiers.count == 4 else {
             throw TerminalError(.invalidArgument, "the TTQ is 4 bytes (8 hex digits)")
         }
         for limit in [contactlessLimit, cvmRequiredLimit] {
-            if let limit, !(0...Amount.maximumMinorUnits).contains(limit) {
-                throw TerminalError(.invalidArgument, "a limit is 0 to \(Amount.maximumMinorUnits) minor units")
+            if let limit, !(0...Money.maximumMinorUnits).contains(limit) {
+                throw TerminalError(.invalidArgument, "a limit is 0 to \(Money.maximumMinorUnits) minor units")
             }
         }
         guard !acceptedNetworks.isEmpty, Set(acceptedNetworks).count == acceptedNetworks.count,
@@ -114,7 +119,7 @@ public struct TerminalSettings: Sendable, Hashable, Codable {
                 "this terminal's limits are in \(self.currency); it charges only in \(self.currency), not \(currency)")
         }
         return TerminalConfiguration(
-            countryCode: countryCode, currencyCode: currency.numericCode,
+            countryCode: countryCode, currencyCode: Int(currency.numericCode),
             terminalTransactionQualifiers: terminalTransactionQualifiers, supportedApplications: applications,
             preferredAID: applications.first?.aid, contactlessTransactionLimit: contactlessLimit.map { UInt64($0) },
             cvmRequiredLimit: cvmRequiredLimit.map { UInt64($0) })

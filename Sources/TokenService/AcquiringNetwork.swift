@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import Issuer
 public import NetworkAuthorizationAPI
@@ -18,10 +19,11 @@ extension TokenService: AcquiringNetwork {
             typed = NetworkAuthorizationRequest(
                 acquirerID: request.acquirerID, transactionID: request.transactionID,
                 pan: try PrimaryAccountNumber(request.pan),
-                expiry: try request.expiry.map { expiry throws(IssuerError) in
+                expiry: try request.expiry.map { expiry throws(CardBasicsError) in
                     try CardExpiry(year: expiry.year, month: expiry.month)
                 },
-                amount: try Money(minorUnits: request.amount.minorUnits, currency: request.amount.currency),
+                amount: try Money(
+                    minorUnits: request.amount.minorUnits, currency: try Currency(request.amount.currency)),
                 channel: channel,
                 merchant: MerchantInfo(
                     merchantID: request.merchant.merchantID, name: request.merchant.name,
@@ -48,7 +50,7 @@ extension TokenService: AcquiringNetwork {
     ) async throws(NetworkAuthorizationAPI.Failure) -> NetworkAuthorizationAPI.ReversalAnswer {
         let amount: Money
         do {
-            amount = try Money(minorUnits: request.amount.minorUnits, currency: request.amount.currency)
+            amount = try Money(minorUnits: request.amount.minorUnits, currency: try Currency(request.amount.currency))
         } catch {
             throw NetworkAuthorizationAPI.Failure(.invalidRequest, "the reversal's amount")
         }

@@ -1,3 +1,4 @@
+public import CardBasics
 public import Foundation
 public import Issuer
 public import NetworkAuthorizationAPI
@@ -109,7 +110,7 @@ extension TokenService {
     public func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
         var fields: [[UInt8]] = [
             Array(request.pan.digits.utf8), Array((request.expiry?.yymm ?? "").utf8),
-            Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.utf8),
+            Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.numericString.utf8),
             Array(request.channel.rawValue.utf8), Array(request.merchant.merchantID.utf8),
         ]
         // Only when present, so that the fingerprints of requests without it stay as they were.

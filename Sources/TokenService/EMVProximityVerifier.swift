@@ -1,6 +1,7 @@
+public import CardBasics
 public import EMV
 import Foundation
-public import Issuer
+import Issuer
 public import NetworkAuthorizationAPI
 public import OrchardCrypto
 
@@ -49,8 +50,9 @@ public struct EMVProximityCryptogramVerifier: TokenCryptogramVerifier {
             guard let amountBytes = data.value(.amountAuthorised),
                 let minorUnits = EMVNumeric.value(ofNumeric: amountBytes), minorUnits <= UInt64(Int64.max),
                 let currencyBytes = data.value(.transactionCurrencyCode),
-                let currencyDigits = EMVNumeric.digits(ofNumeric: currencyBytes), currencyDigits.count >= 3,
-                let amount = try? Money(minorUnits: Int64(minorUnits), currency: String(currencyDigits.suffix(3)))
+                let currencyCode = EMVNumeric.value(ofNumeric: currencyBytes), currencyCode <= 999,
+                let currency = Currency(numericCode: Int(currencyCode)),
+                let amount = try? Money(minorUnits: Int64(minorUnits), currency: currency)
             else { return .invalid(reason: "field 55 lacks a usable amount (9F02) or currency (5F2A)") }
             return .valid(AuthenticatedTransaction(amount: amount, applicationTransactionCounter: verified.atc))
         }

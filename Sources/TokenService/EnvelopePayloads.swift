@@ -1,4 +1,5 @@
-public import Issuer
+public import CardBasics
+import Issuer
 public import OrchardCrypto
 public import PaymentCredential
 

@@ -94,33 +94,12 @@ public struct HSMSelfTest: Sendable {
     }
 }
 
-/// Decodes hexadecimal text (upper or lower case, even length).
+/// Decodes hexadecimal text (upper or lower case, even length) with OrchardCrypto's ``Hex``, as the token
+/// service's typed error.
 func hexBytes(_ text: String) throws(TokenServiceError) -> [UInt8] {
-    let chars = Array(text.utf8)
-    guard chars.count % 2 == 0 else { throw TokenServiceError(.invalidRequest, "hex text has an odd length") }
-    var out: [UInt8] = []
-    out.reserveCapacity(chars.count / 2)
-    func nibble(_ c: UInt8) throws(TokenServiceError) -> UInt8 {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x41...0x46: return c - 0x41 + 10
-        case 0x61...0x66: return c - 0x61 + 10
-        default: throw TokenServiceError(.invalidRequest, "not hex text")
-        }
-    }
-    for index in stride(from: 0, to: chars.count, by: 2) {
-        out.append(try nibble(chars[index]) << 4 | nibble(chars[index + 1]))
-    }
-    return out
+    guard let bytes = Hex.decode(text) else { throw TokenServiceError(.invalidRequest, "not hex text of even length") }
+    return bytes
 }
 
-/// Lower-case hexadecimal text.
-func hexString(_ bytes: some Sequence<UInt8>) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for byte in bytes {
-        out.append(digits[Int(byte >> 4)])
-        out.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
+/// Lower-case hexadecimal text (OrchardCrypto's ``Hex``), the form of the token service's identifiers.
+func hexString(_ bytes: some Sequence<UInt8>) -> String { Hex.encode(bytes, lowercase: true) }

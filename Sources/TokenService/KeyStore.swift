@@ -1,5 +1,6 @@
+public import CardBasics
 import Foundation
-public import Issuer
+import Issuer
 public import NetworkAuthorizationAPI
 public import OrchardCrypto
 

@@ -1,3 +1,4 @@
+public import CardBasics
 import Foundation
 public import Issuer
 import OrchardCrypto

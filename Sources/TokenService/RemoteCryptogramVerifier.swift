@@ -1,5 +1,6 @@
+public import CardBasics
 import Foundation
-public import Issuer
+import Issuer
 public import NetworkAuthorizationAPI
 public import OrchardCrypto
 import PaymentCredential
@@ -45,9 +46,9 @@ public struct RemoteCryptogramVerifier: TokenCryptogramVerifier {
                 masterKey: cardMasterKey, amount: data.amount, currency: data.currency,
                 merchantIdentifierHash: data.merchantIdentifierHash)
         else { return .invalid(reason: "the remote cryptogram's MAC does not verify") }
-        let currency = String(data.currency)
-        let padded = String(repeating: "0", count: max(0, 3 - currency.count)) + currency
-        guard let amount = try? Money(minorUnits: data.amount, currency: padded) else {
+        guard let currency = Currency(numericCode: Int(data.currency)),
+            let amount = try? Money(minorUnits: data.amount, currency: currency)
+        else {
             return .invalid(reason: "the remote transaction data holds no usable amount")
         }
         return .valid(

@@ -1,3 +1,4 @@
+public import CardBasics
 public import Foundation
 public import Issuer
 import NetworkAuthorizationAPI
@@ -70,7 +71,7 @@ extension TokenService {
 
         let scope = Self.reversalScope(request.acquirerID)
         let fingerprint = Self.fingerprint([
-            Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.utf8),
+            Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.numericString.utf8),
         ])
         if let stored = try await vault.idempotencyRecord(scope: scope, key: key) {
             guard stored.requestFingerprint == fingerprint else {

@@ -1,6 +1,7 @@
+public import CardBasics
 import EMV
 import Foundation
-public import Issuer
+import Issuer
 public import NetworkAuthorizationAPI
 public import OrchardCrypto
 import PaymentCredential

@@ -1,3 +1,4 @@
+import CardBasics
 public import Foundation
 public import Issuer
 public import OrchardCrypto

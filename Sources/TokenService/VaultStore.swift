@@ -1,5 +1,6 @@
+public import CardBasics
 import Foundation
-public import Issuer
+import Issuer
 
 /// The token service's persistence: tokens, cards, provisioning sessions and idempotency records.
 ///

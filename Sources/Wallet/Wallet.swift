@@ -1,3 +1,4 @@
+public import CardBasics
 import Foundation
 
 /// Where a wallet keeps its cards, settings and recent contacts. Synchronous and durable: when a call

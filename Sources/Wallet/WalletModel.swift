@@ -1,11 +1,5 @@
+public import CardBasics
 public import Foundation
-
-/// How a card is funded.
-public enum CardType: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
-    case credit, debit, prepaid
-
-    public var description: String { rawValue }
-}
 
 /// A card's state as the wallet shows it.
 public enum CardState: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {

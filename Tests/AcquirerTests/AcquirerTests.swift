@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -35,7 +36,7 @@ struct AcquirerFixture {
         terminal: String = "T0001", stan: String, amount: Int64, merchant: String = "m-coffee",
         channel: PaymentChannel = .contactless
     ) async throws -> AcquirerAuthorizationRequest {
-        let money = try Money(minorUnits: amount, currency: "840")
+        let money = try Money(minorUnits: amount, currency: Currency("840"))
         return AcquirerAuthorizationRequest(
             origin: .terminal(terminalID: terminal, systemTraceAuditNumber: stan), merchantID: merchant,
             pan: card.data.dpan, expiry: card.data.tokenExpiry, amount: money, channel: channel,
@@ -48,7 +49,7 @@ struct AcquirerFixture {
     func onlineRequest(
         key: String, amount: Int64, channel: PaymentChannel = .inApp
     ) async throws -> AcquirerAuthorizationRequest {
-        let money = try Money(minorUnits: amount, currency: "840")
+        let money = try Money(minorUnits: amount, currency: Currency("840"))
         return AcquirerAuthorizationRequest(
             origin: .merchantServer(idempotencyKey: key), merchantID: "m-web", pan: card.data.dpan,
             expiry: card.data.tokenExpiry, amount: money, channel: channel,
@@ -126,7 +127,8 @@ struct AcquirerTests {
         await #expect(throws: AcquirerError(.invalidRequest, "")) {
             try await f.acquirer.authorize(try await f.terminalRequest(stan: "4", amount: 1))
         }
-        await #expect(throws: AcquirerError(.invalidRequest, "")) {
+        // A zero amount cannot reach the acquirer: CardBasics' Money refuses it.
+        await #expect(throws: CardBasicsError(.invalidAmount, "")) {
             try await f.acquirer.authorize(try await f.terminalRequest(stan: "000005", amount: 0))
         }
         // A terminal does not send in-app payments, a merchant server does not send contactless ones.

@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -29,7 +30,7 @@ struct AcquiringNetworkTests {
         AcquirerAuthorizationRequest(
             origin: .terminal(terminalID: "T0009", systemTraceAuditNumber: stan), merchantID: "m-tea",
             pan: try PrimaryAccountNumber(Self.dpan), expiry: try CardExpiry(year: 2031, month: 7),
-            amount: try Money(minorUnits: amount, currency: "826"), channel: .contactless,
+            amount: try Money(minorUnits: amount, currency: Currency("826")), channel: .contactless,
             cryptogram: CryptogramSubmission(
                 kind: .proximityARQC, cryptogram: [1, 2, 3, 4, 5, 6, 7, 8], applicationTransactionCounter: 5,
                 transactionData: [0x9F, 0x02]))
@@ -38,7 +39,7 @@ struct AcquiringNetworkTests {
     func reversal(stan: String, amount: Int64 = 420) throws -> AcquirerReversalRequest {
         AcquirerReversalRequest(
             origin: .terminal(terminalID: "T0009", systemTraceAuditNumber: stan), merchantID: "m-tea",
-            amount: try Money(minorUnits: amount, currency: "826"), reason: "timeout")
+            amount: try Money(minorUnits: amount, currency: Currency("826")), reason: "timeout")
     }
 
     @Test func theIssuersDeclineIsPassedThroughAndKeptAsTheKeysAnswer() async throws {

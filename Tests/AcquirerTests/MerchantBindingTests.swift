@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -44,7 +45,8 @@ struct MerchantBindingTests {
                 nonce: [UInt8](repeating: 7, count: 32), merchantIdentifier: madeFor)
             return AcquirerAuthorizationRequest(
                 origin: .merchantServer(idempotencyKey: key), merchantID: account, pan: card.data.dpan,
-                expiry: card.data.tokenExpiry, amount: try Money(minorUnits: 1999, currency: "840"), channel: .inApp,
+                expiry: card.data.tokenExpiry, amount: try Money(minorUnits: 1999, currency: Currency("840")),
+                channel: .inApp,
                 cryptogram: CryptogramSubmission(
                     kind: .remote, cryptogram: cryptogram.bytes, applicationTransactionCounter: atc,
                     transactionData: RemoteTransactionData(merchantIdentifier: madeFor, amount: 1999, currency: 840)
@@ -55,7 +57,8 @@ struct MerchantBindingTests {
         func balance() async throws -> Int64? { try await network.issuer.account(id: "acct-1")?.balance }
     }
 
-    @Test("I20-3: A token made for merchant A, charged through merchant B's account, is declined (03, merchantMismatch)")
+    @Test(
+        "I20-3: A token made for merchant A, charged through merchant B's account, is declined (03, merchantMismatch)")
     func madeForAChargedThroughB() async throws {
         let f = try await Fixture()
         // B names its own merchant ID, which its account may charge for: the network sees A's cryptogram.

@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -15,7 +16,7 @@ struct ReversalTests {
     ) throws -> AcquirerReversalRequest {
         AcquirerReversalRequest(
             origin: .terminal(terminalID: terminal, systemTraceAuditNumber: stan), merchantID: merchant,
-            amount: try Money(minorUnits: amount, currency: "840"), reason: reason)
+            amount: try Money(minorUnits: amount, currency: Currency("840")), reason: reason)
     }
 
     func balance(_ f: AcquirerFixture) async throws -> Int64? {
@@ -130,7 +131,7 @@ struct ReversalTests {
         let f = try await AcquirerFixture()
         let approved = try await f.acquirer.authorize(try await f.onlineRequest(key: "order-77", amount: 1_999))
         #expect(approved.isApproved)
-        let money = try Money(minorUnits: 1_999, currency: "840")
+        let money = try Money(minorUnits: 1_999, currency: Currency("840"))
         let result = try await f.acquirer.reverse(
             AcquirerReversalRequest(
                 origin: .merchantServer(idempotencyKey: "order-77"), merchantID: "m-web", amount: money,
@@ -191,7 +192,7 @@ struct IssuerReversalTests {
     @Test func theIssuerReleasesOnceBlocksUnknownIDsAndChecksTheAmount() async throws {
         let h = try await NetworkHarness()
         let issuer = h.issuer
-        let money = try Money(minorUnits: 700, currency: "840")
+        let money = try Money(minorUnits: 700, currency: Currency("840"))
         func request(_ id: String, _ amount: Money = money) -> IssuerReversalRequest {
             IssuerReversalRequest(networkTransactionID: id, amount: amount, transmittedAt: Date())
         }
@@ -199,7 +200,7 @@ struct IssuerReversalTests {
         #expect(try await issuer.reverse(request("x:1")).outcome == .preempted)
         #expect(try await issuer.reverse(request("x:1")).outcome == .preempted)
         await #expect(throws: IssuerError(.invalidInput, "")) {
-            try await issuer.reverse(request("x:1", try Money(minorUnits: 701, currency: "840")))
+            try await issuer.reverse(request("x:1", try Money(minorUnits: 701, currency: Currency("840"))))
         }
         await #expect(throws: IssuerError(.invalidInput, "")) { try await issuer.reverse(request("")) }
     }

@@ -11,6 +11,7 @@
 import Device
 import EMV
 import Foundation
+import OrchardCrypto
 import OrchardRuntime
 import SecureElement
 
@@ -42,7 +43,7 @@ do {
             say("FAILED \(outcome)")
             exit(1)
         }
-        say("ATC \(card.atc) \(card.cryptogram.map { String(format: "%02X", $0) }.joined())")
+        say("ATC \(card.atc) \(Hex.encode(card.cryptogram))")
     }
     say("DONE")
 } catch {

@@ -1,3 +1,4 @@
+import CardBasics
 public import Device
 import EMV
 public import Foundation

@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import Issuer
 import OrchardCrypto
@@ -38,7 +39,7 @@ struct IssuerFixture {
         try await issuer.authorize(
             IssuerAuthorizationRequest(
                 networkTransactionID: id, pan: try PrimaryAccountNumber(pan), expiry: expiry,
-                amount: try Money(minorUnits: amount, currency: currency), channel: channel,
+                amount: try Money(minorUnits: amount, currency: Currency(currency)), channel: channel,
                 merchant: MerchantInfo(merchantID: "m1", name: "Shop", categoryCode: category, countryCode: "840"),
                 token: token
                     ? TokenContext(

@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import MerchantAPI
 import OrchardCrypto
@@ -41,9 +42,9 @@ struct MerchantAPIContractTests {
             try Self.encoded(
                 MerchantAPI.OrderCreated(
                     orderID: "ord_a", merchantIdentifier: "merchant.x", countryCode: "US", currency: "USD",
-                    amountMinor: 999, total: "9.99", supportedNetworks: ["visa"], merchantCapabilities: ["supports3DS"],
+                    total: "9.99", supportedNetworks: ["visa"], merchantCapabilities: ["supports3DS"],
                     applicationData: "YXBw"))
-                == #"{"amountMinor":999,"applicationData":"YXBw","countryCode":"US","currency":"USD","#
+                == #"{"applicationData":"YXBw","countryCode":"US","currency":"USD","#
                 + #""merchantCapabilities":["supports3DS"],"merchantIdentifier":"merchant.x","orderID":"ord_a","#
                 + #""supportedNetworks":["visa"],"total":"9.99"}"#)
         let result = MerchantAPI.PaymentResult(
@@ -65,9 +66,9 @@ struct MerchantAPIContractTests {
             try Self.encoded(
                 MerchantAPI.OrderStatus(
                     orderID: "ord_a", merchantIdentifier: "merchant.x", item: "Coffee", currency: "USD",
-                    amountMinor: 999, total: "9.99", applicationData: "YXBw", status: "open", createdAt: "t",
+                    total: "9.99", applicationData: "YXBw", status: "open", createdAt: "t",
                     paymentStatus: nil, payment: nil, fulfilment: nil))
-                == #"{"amountMinor":999,"applicationData":"YXBw","createdAt":"t","currency":"USD","item":"Coffee","#
+                == #"{"applicationData":"YXBw","createdAt":"t","currency":"USD","item":"Coffee","#
                 + #""merchantIdentifier":"merchant.x","orderID":"ord_a","status":"open","total":"9.99"}"#)
         #expect(
             try Self.encoded(MerchantAPI.ErrorBody(code: MerchantAPI.ErrorCode.orderMismatch, message: "m"))
@@ -177,12 +178,12 @@ struct MerchantAPIContractTests {
         try #require(createdResponse.status == .created)
         #expect(
             Self.keys(createdResponse) == [
-                "orderID", "merchantIdentifier", "countryCode", "currency", "amountMinor", "total",
-                "supportedNetworks", "merchantCapabilities", "applicationData",
+                "orderID", "merchantIdentifier", "countryCode", "currency", "total", "supportedNetworks",
+                "merchantCapabilities", "applicationData",
             ])
         let created = try JSONDecoder().decode(MerchantAPI.OrderCreated.self, from: createdResponse.body)
         #expect(created.applicationData == appData.base64EncodedString())
-        #expect(created.amountMinor == 999 && created.total == "9.99" && created.currency == "USD")
+        #expect(created.total == "9.99" && created.currency == "USD")
         #expect(try s.storedOrders()[created.orderID] == Array(appData))
 
         // A token for other data: refused, typed; nothing charged, the order stays open with no payment.
@@ -226,8 +227,8 @@ struct MerchantAPIContractTests {
         let statusResponse = try await s.order(created.orderID)
         #expect(
             Self.keys(statusResponse) == [
-                "orderID", "merchantIdentifier", "item", "currency", "amountMinor", "total", "applicationData",
-                "status", "createdAt", "paymentStatus", "payment", "fulfilment",
+                "orderID", "merchantIdentifier", "item", "currency", "total", "applicationData", "status",
+                "createdAt", "paymentStatus", "payment", "fulfilment",
             ])
         let status = try JSONDecoder().decode(MerchantAPI.OrderStatus.self, from: statusResponse.body)
         #expect(status.status == "paid" && status.paymentStatus == "approved" && status.payment == result)

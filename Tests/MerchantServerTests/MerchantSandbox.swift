@@ -1,3 +1,4 @@
+import CardBasics
 import Device
 import Foundation
 import MerchantAPI
@@ -141,7 +142,6 @@ final class MerchantSandbox: @unchecked Sendable {
 
     struct Order {
         let id: String
-        let amountMinor: Int64
         let applicationData: [UInt8]
         let created: MerchantAPI.OrderCreated
     }
@@ -155,8 +155,7 @@ final class MerchantSandbox: @unchecked Sendable {
         try #require(response.status == .created, "order: \(String(decoding: response.body, as: UTF8.self))")
         let created = try JSONDecoder().decode(MerchantAPI.OrderCreated.self, from: response.body)
         let data = try #require(Data(base64Encoded: created.applicationData))
-        return Order(
-            id: created.orderID, amountMinor: created.amountMinor, applicationData: Array(data), created: created)
+        return Order(id: created.orderID, applicationData: Array(data), created: created)
     }
 
     /// `POST /v1/orders` with `order`, whatever the answer.

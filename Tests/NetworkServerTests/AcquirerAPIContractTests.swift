@@ -1,5 +1,6 @@
 import Acquirer
 import AcquirerAPI
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -33,7 +34,7 @@ struct AcquirerAPIContractTests {
         #expect(read.terminalID == nil && read.stan == nil)
         #expect(read.pan.digits == "4895370012345671")
         #expect(read.expiry?.year == 2029 && read.expiry?.month == 12)
-        #expect(read.amount.minorUnits == 1999 && read.amount.currency == "840")
+        #expect(read.amount.minorUnits == 1999 && read.amount.currency.numericString == "840")
         #expect(read.channel == .inApp)
         #expect(read.cryptogram?.kind == .remote && read.cryptogram?.cryptogram == cryptogram.cryptogram)
         #expect(read.cryptogram?.applicationTransactionCounter == 7)
@@ -74,7 +75,7 @@ struct AcquirerAPIContractTests {
         try await NetworkRoutesTests().withNetwork { h, client, base in
             let phone = try h.makeDevice("phone-1")
             let card = try await h.provision("4111111111111111", on: phone)
-            let money = try Money(minorUnits: 450, currency: "840")
+            let money = try Money(minorUnits: 450, currency: Currency("840"))
             let submission = try await phone.cryptogram(for: card, kind: .proximityARQC, amount: money)
             let sent = AcquirerAPI.AuthorizationRequest(
                 merchantID: "m-coffee", terminalID: "T0001", stan: "000042", pan: card.data.dpan.digits,

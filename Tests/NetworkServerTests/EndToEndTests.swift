@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import Device
 import EMV
 import Foundation
@@ -99,7 +100,7 @@ struct EndToEndTests {
             let request = AcquirerAuthorizationRequest(
                 origin: .terminal(terminalID: "T0001", systemTraceAuditNumber: stan), merchantID: "m-coffee",
                 pan: try PrimaryAccountNumber(read.pan), expiry: try CardExpiry(yymm: read.expiry),
-                amount: try Money(minorUnits: Int64(amount), currency: "840"), channel: .contactless,
+                amount: try Money(minorUnits: Int64(amount), currency: Currency("840")), channel: .contactless,
                 cryptogram: submission)
             return (try await acquirer.authorize(request), request)
         }

@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -112,7 +113,7 @@ struct NetworkRoutesTests {
             let card = try phone.install(token, from: h.tokenService)
 
             // A terminal's authorization through the acquirer route.
-            let amount = try Money(minorUnits: 725, currency: "840")
+            let amount = try Money(minorUnits: 725, currency: Currency("840"))
             let body = AuthorizationBody(
                 merchantID: "m-coffee", terminalID: "T0001", stan: "000001", pan: card.data.dpan,
                 expiry: card.data.tokenExpiry, amount: amount, channel: .contactless,
@@ -164,7 +165,7 @@ struct NetworkRoutesTests {
                     headers: ["Content-Type": "application/json"],
                     body: Data("{".utf8)))
             #expect(garbage.status.code == 400)
-            let amount = try Money(minorUnits: 1, currency: "840")
+            let amount = try Money(minorUnits: 1, currency: Currency("840"))
             let both = AuthorizationBody(
                 merchantID: "m-coffee", terminalID: "T0001", stan: "000001", idempotencyKey: "k", pan: card.data.dpan,
                 expiry: nil, amount: amount, channel: .contactless, cryptogram: nil)

@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -24,7 +25,7 @@ struct ReversalServiceTests {
                 merchantID: "m1", name: "Shop", categoryCode: "5814", countryCode: "840", terminalIDs: ["T1"]))
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
-        let amount = try Money(minorUnits: 990, currency: "840")
+        let amount = try Money(minorUnits: 990, currency: Currency("840"))
         let approved = try await acquirer.authorize(
             AcquirerAuthorizationRequest(
                 origin: .terminal(terminalID: "T1", systemTraceAuditNumber: "000001"), merchantID: "m1",
@@ -78,7 +79,7 @@ struct ReversalServiceTests {
         try await NetworkRoutesTests().withNetwork { h, client, base in
             let phone = try h.makeDevice("phone-1")
             let card = try await h.provision("4111111111111111", on: phone)
-            let amount = try Money(minorUnits: 450, currency: "840")
+            let amount = try Money(minorUnits: 450, currency: Currency("840"))
             let body = AuthorizationBody(
                 merchantID: "m-coffee", terminalID: "T0001", stan: "000042", pan: card.data.dpan,
                 expiry: card.data.tokenExpiry, amount: amount, channel: .contactless,
@@ -105,7 +106,7 @@ struct ReversalServiceTests {
             #expect(try await client.post(base + "/v1/acquirer/reversals", json: both).status.code == 400)
             let other = ReversalBody(
                 merchantID: "m-coffee", terminalID: "T0001", stan: "000042",
-                amount: try Money(minorUnits: 1, currency: "840"), reason: "timeout")
+                amount: try Money(minorUnits: 1, currency: Currency("840")), reason: "timeout")
             #expect(try await client.post(base + "/v1/acquirer/reversals", json: other).status.code == 422)
             let unknown = ReversalBody(
                 merchantID: "m-coffee", terminalID: "T0009", stan: "000042", amount: amount, reason: "timeout")
@@ -119,7 +120,7 @@ struct ReversalServiceTests {
         try await NetworkRoutesTests().withNetwork(access: access) { _, client, base in
             let reversal = ReversalBody(
                 merchantID: "m-coffee", terminalID: "T0001", stan: "000043",
-                amount: try Money(minorUnits: 1, currency: "840"), reason: "timeout")
+                amount: try Money(minorUnits: 1, currency: Currency("840")), reason: "timeout")
             let refused = try await client.post(base + "/v1/acquirer/reversals", json: reversal)
             #expect(refused.status.code == 401)
         }

@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -154,7 +155,7 @@ struct SQLiteStoreTests {
         _ = try await h.checkCard("4000000000000002", on: phone)
         _ = try await h.checkCard("4111111111111111", on: phone, cvv: "000")
         for (index, (card, device)) in installed.enumerated() {
-            let amount = try Money(minorUnits: 100 + Int64(index), currency: "840")
+            let amount = try Money(minorUnits: 100 + Int64(index), currency: Currency("840"))
             let result = try await acquirer.authorize(
                 AcquirerAuthorizationRequest(
                     origin: .terminal(terminalID: "T1", systemTraceAuditNumber: String(format: "%06d", index + 1)),

@@ -1,3 +1,4 @@
+public import CardBasics
 import EMV
 public import Foundation
 public import Issuer
@@ -141,10 +142,11 @@ public final class NetworkHarness: Sendable {
         channel: PaymentChannel = .contactless,
         atc: UInt16? = nil, cryptogramAmount: Int64? = nil, transactionID: String? = nil, withCryptogram: Bool = true
     ) async throws -> NetworkAuthorizationResponse {
-        let amount = try Money(minorUnits: minorUnits, currency: TestCards.currency)
+        let amount = try Money(minorUnits: minorUnits, currency: Currency(TestCards.currency))
         let kind: CryptogramKind = channel == .contactless ? .proximityARQC : .remote
         let cryptogram = try await device.cryptogram(
-            for: card, kind: kind, amount: try Money(minorUnits: cryptogramAmount ?? minorUnits, currency: "840"),
+            for: card, kind: kind,
+            amount: try Money(minorUnits: cryptogramAmount ?? minorUnits, currency: Currency("840")),
             atc: atc)
         return try await tokenService.authorize(
             NetworkAuthorizationRequest(
@@ -307,9 +309,8 @@ public final class SimulatedDevice: @unchecked Sendable {
             applications: [CardApplication(profile: profile, atcStore: InMemoryATCStore(lastUsed: atc &- 1))])
         let link = InProcessCardLink(card: applet)
         await link.authorize(CardholderAuthorization(verifiedBy: .fingerprint))
-        guard let currency = Int(amount.currency) else { throw TestDoubleError("bad currency") }
         let kernel = TerminalKernel(
-            configuration: TerminalConfiguration(countryCode: 840, currencyCode: currency),
+            configuration: TerminalConfiguration(countryCode: 840, currencyCode: Int(amount.currency.numericCode)),
             random: InsecureDeterministicRandom(seed: Array((deviceID + String(atc)).utf8)))
         let outcome = try await kernel.run(
             TransactionParameters(amount: UInt64(amount.minorUnits), date: try TransactionDate(yymmdd: "260301")),

@@ -1,3 +1,4 @@
+public import CardBasics
 import Foundation
 public import Issuer
 public import NetworkAuthorizationAPI
@@ -26,9 +27,11 @@ public struct TestDoubleCryptogramVerifier: TokenCryptogramVerifier {
         let expected = Self.cryptogram(kind: kind, transactionData: data, cardMasterKey: cardMasterKey)
         guard constantTimeEquals(expected, submission.cryptogram) else { return .invalid(reason: "MAC mismatch") }
         let minor = data[0..<8].reduce(Int64(0)) { $0 << 8 | Int64($1) }
-        let currency = String(decoding: data[8..<11], as: UTF8.self)
         let atc = UInt16(data[15]) << 8 | UInt16(data[16])
-        guard let amount = try? Money(minorUnits: minor, currency: currency) else {
+        guard
+            let amount = try? Money(
+                minorUnits: minor, currency: Currency(String(decoding: data[8..<11], as: UTF8.self)))
+        else {
             return .invalid(reason: "bad amount")
         }
         return .valid(AuthenticatedTransaction(amount: amount, applicationTransactionCounter: atc))
@@ -48,7 +51,7 @@ public struct TestDoubleCryptogramVerifier: TokenCryptogramVerifier {
     public static func transactionData(amount: Money, unpredictableNumber: [UInt8], atc: UInt16) -> [UInt8] {
         var out: [UInt8] = []
         withUnsafeBytes(of: amount.minorUnits.bigEndian) { out.append(contentsOf: $0) }
-        out += Array(amount.currency.utf8) + unpredictableNumber.prefix(4)
+        out += Array(amount.currency.numericString.utf8) + unpredictableNumber.prefix(4)
         out += [UInt8(atc >> 8), UInt8(atc & 0xFF)]
         return out
     }

@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import OrchardLogging
 import Testing

@@ -1,3 +1,4 @@
+import CardBasics
 import Device
 import Foundation
 import Issuer

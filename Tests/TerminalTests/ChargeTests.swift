@@ -1,3 +1,4 @@
+import CardBasics
 import EMV
 import Foundation
 import NFCLink

@@ -1,3 +1,4 @@
+import CardBasics
 import CommandTestSupport
 import Device
 import DeviceControlAPI

@@ -1,3 +1,4 @@
+import CardBasics
 import CommandTestSupport
 import Device
 import DeviceControlAPI
@@ -15,8 +16,6 @@ import Terminal
 import Testing
 import TokenRequestorAPI
 import TokenService
-
-import struct Issuer.PrimaryAccountNumber
 
 /// Issue 11 item 5 across real processes: a deployment (`orchard init`), `orchard serve network` and
 /// `orchard serve pay`, the phone as `orchard device run` provisioned by the deployed token service (the

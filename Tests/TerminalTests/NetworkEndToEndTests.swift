@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import CommandTestSupport
 import Device
 import DeviceControlAPI
@@ -17,8 +18,6 @@ import SecureElement
 import Terminal
 import Testing
 import TokenService
-
-import struct Issuer.PrimaryAccountNumber
 
 /// Every party real and in its own place: the phone as `orchard device run` (provisioned by the token
 /// service through its device certificate), the terminal as `orchard terminal charge`, the two talking only

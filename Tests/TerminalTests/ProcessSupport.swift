@@ -1,3 +1,4 @@
+import CardBasics
 import CommandTestSupport
 import Device
 import DeviceControlAPI
@@ -127,7 +128,8 @@ final class AcquirerService: Sendable {
             }
             let reversal = ReversalRequest(
                 terminalID: terminal, systemTraceAuditNumber: stan, merchantID: body.merchantID,
-                amountMinorUnits: body.amount.minorUnits, currency: body.amount.currency, reason: body.reason)
+                amountMinorUnits: body.amount.minorUnits, currency: body.amount.currency.numericString,
+                reason: body.reason)
             return try HTTPResponse.json(try await acquirer.reverse(reversal))
         }
         server = try HTTPServer(
@@ -154,8 +156,8 @@ final class AcquirerService: Sendable {
         else { throw TerminalError(.gatewayRefused, "malformed authorization") }
         return Terminal.AuthorizationRequest(
             terminalID: terminal, systemTraceAuditNumber: stan, merchantID: body.merchantID,
-            pan: try DeviceAccountNumber(body.pan.digits), expiry: expiry.yymm, panSequenceNumber: 0,
-            amount: try Amount(minorUnits: body.amount.minorUnits, currency: try Currency(body.amount.currency)),
+            pan: try PrimaryAccountNumber(body.pan.digits), expiry: expiry.yymm, panSequenceNumber: 0,
+            amount: try Money(minorUnits: body.amount.minorUnits, currency: body.amount.currency),
             scheme: body.pan.digits.hasPrefix("4") ? .visa : .mastercard, cryptogram: submission.cryptogram,
             applicationTransactionCounter: submission.applicationTransactionCounter,
             chipData: submission.transactionData, transmittedAt: Date())

@@ -1,3 +1,4 @@
+import CardBasics
 import EMV
 import Foundation
 import NFCLink
@@ -128,8 +129,8 @@ struct SubstitutedDataTests {
         let directory = try TemporaryDirectory()
         let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: try CardTarget())
         defer { antenna.stop() }
-        let euros = try Amount(parsing: "150.00", currency: try Currency("EUR"))
-        let yen = try Amount(parsing: "15000", currency: try Currency("JPY"))
+        let euros = try Money(parsing: "150.00", currency: try Currency("EUR"))
+        let yen = try Money(parsing: "15000", currency: try Currency("JPY"))
         for settings in [
             try TerminalSettings(terminalID: "T-TEST-1", contactlessLimit: 10000),
             try TerminalSettings(terminalID: "T-TEST-1", cvmRequiredLimit: 5000),

@@ -1,3 +1,4 @@
+import CardBasics
 import EMV
 import Foundation
 import NFCLink
@@ -133,10 +134,10 @@ actor TestAcquirer: AuthorizationGateway {
 
     /// The issuer's decision: `88` with the verifier's reason for a cryptogram that fails.
     func decide(_ request: AuthorizationRequest) throws -> AuthorizationResponse {
-        let verdict = Self.verify(request, lastATC: lastATC[request.pan.unmaskedDigits])
+        let verdict = Self.verify(request, lastATC: lastATC[request.pan.digits])
         switch verdict {
         case .success(let atc):
-            lastATC[request.pan.unmaskedDigits] = atc
+            lastATC[request.pan.digits] = atc
             return try AuthorizationResponse(
                 responseCode: "00", approvalCode: "A1B2C3", authorizationID: "auth-\(request.systemTraceAuditNumber)")
         case .failure(let reason):
@@ -154,7 +155,7 @@ actor TestAcquirer: AuthorizationGateway {
     static func verify(_ request: AuthorizationRequest, lastATC: UInt16?) -> Result<UInt16, Rejection> {
         do {
             let data = try ChipAuthorizationData(
-                pan: request.pan.unmaskedDigits, panSequenceNumber: request.panSequenceNumber, field55: request.chipData
+                pan: request.pan.digits, panSequenceNumber: request.panSequenceNumber, field55: request.chipData
             )
             switch try CryptogramVerifier().verify(data, issuerMasterKey: TestIssuer.masterKey, lastSeenATC: lastATC) {
             case .invalid(let rejection):
@@ -197,7 +198,7 @@ func makeTerminal(
         logger: Logger(label: "test", level: .debug, sink: log))
 }
 
-func usd(_ text: String) throws -> Amount { try Amount(parsing: text, currency: try Currency("USD")) }
+func usd(_ text: String) throws -> Money { try Money(parsing: text, currency: try Currency("USD")) }
 
 extension Array where Element == UInt8 {
     func containsSequence(_ needle: [UInt8]) -> Bool {

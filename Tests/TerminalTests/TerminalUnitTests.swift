@@ -1,3 +1,4 @@
+import CardBasics
 import EMV
 import Foundation
 import NFCLink
@@ -7,44 +8,6 @@ import OrchardRuntime
 import OrchardStore
 import Terminal
 import Testing
-
-@Suite("Amounts and currencies")
-struct AmountTests {
-    @Test("Decimal strings become minor units with the currency's exponent")
-    func parsing() throws {
-        let cases: [(String, String, Int64)] = [
-            ("12.34", "USD", 1234), ("12.3", "USD", 1230), ("12", "USD", 1200), ("0.01", "EUR", 1),
-            ("007.50", "EUR", 750),
-            ("1500", "JPY", 1500), ("1.234", "BHD", 1234), ("9999999999.99", "USD", 999_999_999_999),
-        ]
-        for (text, code, minor) in cases {
-            let amount = try Amount(parsing: text, currency: try Currency(code))
-            #expect(amount.minorUnits == minor, "\(text) \(code)")
-        }
-        #expect(try usd("12.34").description == "12.34 USD")
-        #expect(try usd("0.05").description == "0.05 USD")
-        #expect(try Amount(parsing: "1500", currency: try Currency("JPY")).description == "1500 JPY")
-        #expect(try Amount(parsing: "1.5", currency: try Currency("KWD")).description == "1.500 KWD")
-    }
-
-    @Test("More decimals than the currency has, signs, grouping, zero and overflow are refused")
-    func refusals() throws {
-        let cases: [(String, String)] = [
-            ("12.345", "USD"), ("12.5", "JPY"), ("1.2345", "BHD"), ("-1.00", "USD"), ("+1", "USD"), ("1,000.00", "USD"),
-            ("1e3", "USD"), ("", "USD"), (".50", "USD"), ("12.", "USD"), ("1.2.3", "USD"), ("0", "USD"),
-            ("0.00", "EUR"),
-            ("10000000000.00", "USD"), (" 1", "USD"), ("１２", "USD"),
-        ]
-        for (text, code) in cases {
-            #expect(throws: TerminalError(.invalidAmount, ""), "\(text) \(code)") {
-                try Amount(parsing: text, currency: try Currency(code))
-            }
-        }
-        #expect(throws: TerminalError(.unknownCurrency, "")) { try Currency("XYZ") }
-        #expect(try Currency("usd").numericCode == 840 && Currency(numericCode: 978)?.code == "EUR")
-        #expect(try Currency("036").code == "AUD" && Currency("AUD").numericString == "036")
-    }
-}
 
 @Suite("Terminal settings")
 struct SettingsTests {

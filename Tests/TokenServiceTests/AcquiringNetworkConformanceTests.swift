@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -26,7 +27,7 @@ struct AcquiringNetworkConformanceTests {
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
         let network: any AcquiringNetwork = h.tokenService
-        let money = try Money(minorUnits: 450, currency: "840")
+        let money = try Money(minorUnits: 450, currency: Currency("840"))
         let cryptogram = try await phone.cryptogram(for: card, kind: .proximityARQC, amount: money)
         let request = contractRequest(
             pan: card.data.dpan.digits, amount: 450, cryptogram: cryptogram, id: "c-1", clock: h.clock)

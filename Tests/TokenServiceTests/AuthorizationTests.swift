@@ -1,3 +1,4 @@
+import CardBasics
 import Foundation
 import Issuer
 import NetworkAuthorizationAPI
@@ -29,13 +30,13 @@ struct AuthorizationTests {
         #expect(try await h.authorize(card, on: phone, amount: 999, channel: .web).responseCode == .approved)
         // A proximity cryptogram sent for an in-app payment is the wrong kind.
         let proximity = try await phone.cryptogram(
-            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 5, currency: "840"))
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 5, currency: Currency("840")))
         let wrongKind = try await h.tokenService.authorize(
             request(card, amount: 5, channel: .inApp, cryptogram: proximity, id: "wk", clock: h.clock))
         #expect(wrongKind.responseCode == .cryptographicFailure && wrongKind.declineReason == .cryptogramKindMismatch)
         // A remote-kind cryptogram computed with the proximity key does not verify.
         let data = TestDoubleCryptogramVerifier.transactionData(
-            amount: try Money(minorUnits: 5, currency: "840"), unpredictableNumber: [0, 0, 0, 0], atc: 40)
+            amount: try Money(minorUnits: 5, currency: Currency("840")), unpredictableNumber: [0, 0, 0, 0], atc: 40)
         let forged = CryptogramSubmission(
             kind: .remote,
             cryptogram: TestDoubleCryptogramVerifier.cryptogram(
@@ -71,7 +72,7 @@ struct AuthorizationTests {
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
         let good = try await phone.cryptogram(
-            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "840"), atc: 7)
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: Currency("840")), atc: 7)
         var bad = good.cryptogram
         bad[0] ^= 1
         let forged = CryptogramSubmission(
@@ -92,7 +93,7 @@ struct AuthorizationTests {
         let changed = try await h.authorize(card, on: phone, amount: 10_000, cryptogramAmount: 100)
         #expect(changed.responseCode == .cryptographicFailure && changed.declineReason == .cryptogramDataMismatch)
         let cryptogram = try await phone.cryptogram(
-            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "978"))
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: Currency("978")))
         let otherCurrency = try await h.tokenService.authorize(
             request(card, amount: 100, cryptogram: cryptogram, id: "c", clock: h.clock))
         #expect(otherCurrency.declineReason == .cryptogramDataMismatch)
@@ -107,7 +108,7 @@ struct AuthorizationTests {
         let onWatch = try await h.provision("4111111111111111", on: watch)
         // The watch's cryptogram presented with the phone's DPAN.
         let cryptogram = try await watch.cryptogram(
-            for: onWatch, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: "840"))
+            for: onWatch, kind: .proximityARQC, amount: try Money(minorUnits: 100, currency: Currency("840")))
         let response = try await h.tokenService.authorize(
             request(onPhone, amount: 100, cryptogram: cryptogram, id: "x", clock: h.clock))
         #expect(response.declineReason == .cryptogramInvalid)
@@ -144,15 +145,17 @@ struct AuthorizationTests {
         let card = try await h.provision("4000056655665556", on: phone)
         let unknown = NetworkAuthorizationRequest(
             acquirerID: "acq-1", transactionID: "u", pan: try PrimaryAccountNumber("4895370012345671"), expiry: nil,
-            amount: try Money(minorUnits: 1, currency: "840"), channel: .contactless, merchant: NetworkHarness.merchant,
+            amount: try Money(minorUnits: 1, currency: Currency("840")), channel: .contactless,
+            merchant: NetworkHarness.merchant,
             cryptogram: nil, transmittedAt: h.clock.now())
         #expect(try await h.tokenService.authorize(unknown).responseCode == .invalidCardNumber)
         // The card's expiry is not the token's: presenting it is a mismatch.
         let cryptogram = try await phone.cryptogram(
-            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 1, currency: "840"))
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 1, currency: Currency("840")))
         let cardExpiry = NetworkAuthorizationRequest(
             acquirerID: "acq-1", transactionID: "e", pan: card.data.dpan, expiry: try h.testCardExpiry(),
-            amount: try Money(minorUnits: 1, currency: "840"), channel: .contactless, merchant: NetworkHarness.merchant,
+            amount: try Money(minorUnits: 1, currency: Currency("840")), channel: .contactless,
+            merchant: NetworkHarness.merchant,
             cryptogram: cryptogram, transmittedAt: h.clock.now())
         #expect(try await h.tokenService.authorize(cardExpiry).declineReason == .expiryMismatch)
         // Debit balance 2,500.00: the issuer answers 51 and the network passes it on.
@@ -172,7 +175,7 @@ struct AuthorizationTests {
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
         let cryptogram = try await phone.cryptogram(
-            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 300, currency: "840"))
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 300, currency: Currency("840")))
         let first = try await h.tokenService.authorize(
             request(card, amount: 300, cryptogram: cryptogram, id: "r1", clock: h.clock))
         let retry = try await h.tokenService.authorize(
@@ -180,7 +183,7 @@ struct AuthorizationTests {
         #expect(first == retry && first.responseCode == .approved)
         // Acquirer transaction IDs are machine-made and may hold long digit runs (hex): they are accepted.
         let digits = try await phone.cryptogram(
-            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 300, currency: "840"))
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 300, currency: Currency("840")))
         let hexLike = try await h.tokenService.authorize(
             request(card, amount: 300, cryptogram: digits, id: "7a41234567890123456789ab", clock: h.clock))
         #expect(hexLike.responseCode == .approved)
@@ -209,6 +212,7 @@ func request(
 ) throws -> NetworkAuthorizationRequest {
     NetworkAuthorizationRequest(
         acquirerID: "acq-1", transactionID: id, pan: card.data.dpan, expiry: card.data.tokenExpiry,
-        amount: try Money(minorUnits: amount, currency: "840"), channel: channel, merchant: NetworkHarness.merchant,
-        appleMerchantID: appleMerchantID, cryptogram: cryptogram, transmittedAt: clock.now())
+        amount: try Money(minorUnits: amount, currency: Currency("840")), channel: channel,
+        merchant: NetworkHarness.merchant, appleMerchantID: appleMerchantID, cryptogram: cryptogram,
+        transmittedAt: clock.now())
 }

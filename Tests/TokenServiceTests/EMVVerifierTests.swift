@@ -1,3 +1,4 @@
+import CardBasics
 import EMV
 import Foundation
 import Issuer
@@ -40,7 +41,7 @@ struct EMVVerifierTests {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision(pan, on: phone)
-        let amount = try Money(minorUnits: 1_234, currency: "840")
+        let amount = try Money(minorUnits: 1_234, currency: Currency("840"))
         let good = try await phone.cryptogram(for: card, kind: .proximityARQC, amount: amount, atc: 7)
         #expect(
             try verify(h, card, good)
@@ -56,7 +57,7 @@ struct EMVVerifierTests {
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
         let good = try await phone.cryptogram(
-            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 500, currency: "840"), atc: 3)
+            for: card, kind: .proximityARQC, amount: try Money(minorUnits: 500, currency: Currency("840")), atc: 3)
         // N2: another unpredictable number; N3: another amount or currency inside field 55.
         for (tag, change) in [
             (TLVTag.unpredictableNumber, { (v: [UInt8]) in v.map { $0 ^ 0x01 } }),
@@ -123,7 +124,7 @@ struct EMVVerifierTests {
         let response = try await h.tokenService.authorize(
             NetworkAuthorizationRequest(
                 acquirerID: "acq-1", transactionID: "no-cdcvm", pan: card.data.dpan, expiry: card.data.tokenExpiry,
-                amount: try Money(minorUnits: 100, currency: "840"), channel: .contactless,
+                amount: try Money(minorUnits: 100, currency: Currency("840")), channel: .contactless,
                 merchant: NetworkHarness.merchant, cryptogram: submission, transmittedAt: h.clock.now()))
         #expect(response.responseCode == .cryptographicFailure && response.declineReason == .cryptogramInvalid)
     }

@@ -1,3 +1,4 @@
+import CardBasics
 import Device
 import DeviceProcess
 import Foundation
@@ -59,7 +60,7 @@ enum DemoInStore {
                 _ = try await device.unlock(.passcode(SecureBytes(Array("123456".utf8))))
                 trace("user: puts \(payment.device) on the wrist and unlocks it with the passcode")
             }
-            let amount = try Amount(parsing: payment.amount, currency: try Currency(settings.currency))
+            let amount = try Money(parsing: payment.amount, currency: try Currency(settings.currency))
             guard
                 let antenna = try NFCFieldSession.startAntenna(
                     device: device, deployment: deployment,

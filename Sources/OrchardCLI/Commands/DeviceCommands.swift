@@ -1,4 +1,5 @@
 import AppPayments
+import CardBasics
 import Device
 import DeviceControlAPI
 import DeviceProcess

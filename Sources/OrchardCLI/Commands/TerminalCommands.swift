@@ -1,4 +1,5 @@
 import AccessPolicy
+import CardBasics
 import Foundation
 import NFCLink
 import OrchardCrypto
@@ -55,10 +56,10 @@ enum TerminalCommands {
             // Limits are amounts in the terminal's currency, known only once its settings are read.
             let currency = try Currency(settings.currency)
             if let value = arguments[contactlessLimitOption] {
-                settings.contactlessLimit = try Amount(parsing: value, currency: currency).minorUnits
+                settings.contactlessLimit = try Money(parsing: value, currency: currency).minorUnits
             }
             if let value = arguments[cvmLimitOption] {
-                settings.cvmRequiredLimit = try Amount(parsing: value, currency: currency).minorUnits
+                settings.cvmRequiredLimit = try Money(parsing: value, currency: currency).minorUnits
             }
             if let value = arguments[acquirerURLOption] { settings.acquirerURL = value }
             if let value = arguments[acquirerRootsOption] { settings.acquirerRootsPath = value }
@@ -88,7 +89,7 @@ enum TerminalCommands {
     static let ttqOption: Option<[UInt8]?> = .optional(
         "ttq", "HEX", help: "Terminal Transaction Qualifiers, 4 bytes in hex."
     ) { text throws(CLIError) in
-        guard let ttq = hexBytes(text) else { throw CLIError.usage("--ttq is hex") }
+        guard let ttq = Hex.decode(text) else { throw CLIError.usage("--ttq is hex") }
         return ttq
     }
     static let contactlessLimitOption = Option.optional(
@@ -102,7 +103,7 @@ enum TerminalCommands {
     /// `--currency CODE`, an ISO 4217 code the terminal knows.
     static func currencyOption(help: String) -> Option<Currency?> {
         .optional("currency", "CODE", help: help) { text throws(CLIError) in
-            do throws(TerminalError) {
+            do throws(CardBasicsError) {
                 return try Currency(text)
             } catch {
                 throw CLIError.usage(error.message)
@@ -146,7 +147,7 @@ enum TerminalCommands {
         let lock = try TerminalLock(terminalID: settings.terminalID, in: deployment)
         defer { withExtendedLifetime(lock) {} }
         let currency = try arguments[chargeCurrencyOption] ?? usage { try Currency(settings.currency) }
-        let amount = try usage { try Amount(parsing: arguments[amountOption], currency: currency) }
+        let amount = try usage { try Money(parsing: arguments[amountOption], currency: currency) }
         let antenna = try antennaPath(arguments, deployment)
         let policy = TerminalPolicy(
             readyTimeout: .seconds(arguments[waitOption]), authorizationAttempts: arguments[attemptsOption],
@@ -316,16 +317,8 @@ enum TerminalCommands {
             return try body()
         } catch let error as TerminalError {
             throw CLIError.usage(error.message)
-        }
-    }
-
-    static func hexBytes(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0, chars.allSatisfy({ $0 < 0x80 && Character(Unicode.Scalar($0)).isHexDigit }) else {
-            return nil
-        }
-        return stride(from: 0, to: chars.count, by: 2).compactMap {
-            UInt8(String(decoding: chars[$0..<$0 + 2], as: UTF8.self), radix: 16)
+        } catch let error as CardBasicsError {
+            throw CLIError.usage(error.message)
         }
     }
 }
@@ -355,7 +348,7 @@ struct JournalLine: Encodable {
         updatedAt = formatter.string(from: record.updatedAt)
         let currency = try? Currency(record.currency)
         amount =
-            currency.flatMap { try? Amount(minorUnits: record.amountMinorUnits, currency: $0) }?.description
+            currency.flatMap { try? Money(minorUnits: record.amountMinorUnits, currency: $0) }?.description
             ?? "\(record.amountMinorUnits) \(record.currency)"
         deviceKind = record.deviceKind
         maskedPan = record.maskedPAN
