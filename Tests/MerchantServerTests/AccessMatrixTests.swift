@@ -51,7 +51,7 @@ final class AccessDeployment: @unchecked Sendable {
 struct AccessMatrixTests {
     /// The attack of issue 20: with T0002's certificate, a reversal naming T0001 and a STAN it has not used
     /// yet answered 200 `preempted`, declining T0001's future payment. Now 403, and T0001 itself still may.
-    @Test("A terminal cannot preempt another terminal's future STAN")
+    @Test("I20-1: A terminal cannot preempt another terminal's future STAN")
     func terminalCannotPreemptAnother() async throws {
         let access = try await AccessDeployment()
         let (network, _, base) = try await access.start(.network)
@@ -213,7 +213,7 @@ extension AccessMatrixTests {
         }
     }
 
-    @Test("The network's routes × {no certificate, foreign CA, wrong role, another identity, the right caller}")
+    @Test("I20-1/I20-2: The network's routes × {no certificate, foreign CA, wrong role, another identity, the right caller}")
     func networkMatrix() async throws {
         let access = try await AccessDeployment()
         let (network, server, base) = try await access.start(.network)
@@ -238,7 +238,7 @@ extension AccessMatrixTests {
         await network.shutdown()
     }
 
-    @Test("The Pay server's routes × {no certificate, foreign CA, wrong role, the right caller}")
+    @Test("I20-2: The Pay server's routes × {no certificate, foreign CA, wrong role, the right caller}")
     func payMatrix() async throws {
         let access = try await AccessDeployment()
         let (pay, server, base) = try await access.start(.pay)
@@ -267,7 +267,7 @@ extension AccessMatrixTests {
         await pay.shutdown()
     }
 
-    @Test("The merchant server's routes × {no certificate, foreign CA, any certificate}")
+    @Test("I20-2: The merchant server's routes × {no certificate, foreign CA, any certificate}")
     func merchantMatrix() async throws {
         let access = try await AccessDeployment()
         let (merchant, server, base) = try await access.start(.merchant)
@@ -280,7 +280,7 @@ extension AccessMatrixTests {
         await merchant.shutdown()
     }
 
-    @Test("A merchant charges only in its own name: its key never reaches another merchant's record")
+    @Test("I20-2: A merchant charges only in its own name: its key never reaches another merchant's record")
     func merchantKeysAreScoped() async throws {
         let access = try await AccessDeployment()
         let (network, _, base) = try await access.start(.network)
