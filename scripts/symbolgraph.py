@@ -1,4 +1,5 @@
-"""Reads the symbol graphs scripts/symbol-graphs writes; shared by scripts/check-doc-comments and scripts/api-surface."""
+"""Reads the symbol graphs scripts/symbol-graphs writes (shared by scripts/check-doc-comments and
+scripts/api-surface)."""
 import glob
 import json
 import os
