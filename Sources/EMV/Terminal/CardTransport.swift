@@ -12,7 +12,7 @@ public actor InProcessCardLink: CardTransport {
     /// The card, with the state its last APDU left it in.
     public private(set) var card: ContactlessCard
 
-    /// A link to `card`, which the link now owns: its state changes only through this actor.
+    /// A link to its own copy of `card`: the copy's state changes only through this actor.
     public init(card: ContactlessCard) { self.card = card }
 
     /// Lets the card process `command`; never throws, since nothing lies between reader and card.
