@@ -4,6 +4,7 @@
 /// A struct with an extensible code; equality compares the code only. Messages say what was wrong and
 /// where, never a key, a cryptogram input that holds a card number, or the PAN itself.
 public struct EMVError: Error, Hashable, CustomStringConvertible, Sendable {
+    /// What kind of failure an `EMVError` is; new codes may be added, so a `switch` over them needs a default.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private let name: String
         private init(_ name: String) { self.name = name }
@@ -32,10 +33,12 @@ public struct EMVError: Error, Hashable, CustomStringConvertible, Sendable {
         public var description: String { name }
     }
 
+    /// The kind of failure: what callers branch on.
     public let code: Code
     /// What happened and, where it helps, where in the input.
     public let message: String
 
+    /// An error of kind `code`; `message` must hold no key, PAN or cryptogram input.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

@@ -20,6 +20,9 @@ extension MerchantIdentity {
         try self.init(certificate: certificate, privateKeyPEM: privateKeyPEM)
     }
 
+    /// An identity from a parsed processing certificate and its PEM private key; throws `invalidConfiguration` when the
+    /// certificate names no merchant identifier (extension or subject UID), the PEM holds no P-256 or RSA key, or the
+    /// key is not the certificate's.
     public init(certificate: Certificate, privateKeyPEM: String) throws(MerchantKitError) {
         let merchantHash: [UInt8]
         do {

@@ -6,10 +6,13 @@ public import OrchardCrypto
 public struct MerchantIdentity: Sendable {
     /// The processing private key: P-256 for EC_v1, RSA-2048 or larger for RSA_v1.
     public enum ProcessingKey: Sendable {
+        /// A P-256 key: the merchant decrypts EC_v1 tokens.
         case ec(P256.KeyAgreement.PrivateKey)
+        /// An RSA key: the merchant decrypts RSA_v1 tokens.
         case rsa(RSA.PrivateKey)
     }
 
+    /// The processing private key tokens are encrypted to; never printed.
     public let key: ProcessingKey
     /// SHA-256 of the processing certificate's SubjectPublicKeyInfo (DER).
     public let publicKeyHash: [UInt8]

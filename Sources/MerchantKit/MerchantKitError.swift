@@ -1,6 +1,7 @@
 /// Why a payment token was refused. One error type for MerchantKit, a struct with an extensible code;
 /// equality compares the code. Messages say what failed and what to check, never a key or card number.
 public struct MerchantKitError: Error, Hashable, CustomStringConvertible, Sendable {
+    /// What kind of refusal a `MerchantKitError` is; new codes may be added, so a `switch` over them needs a default.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private let name: String
         private init(_ name: String) { self.name = name }
@@ -35,11 +36,14 @@ public struct MerchantKitError: Error, Hashable, CustomStringConvertible, Sendab
         public var description: String { name }
     }
 
+    /// Why the token was refused: what callers branch on.
     public let code: Code
+    /// What failed and what to check, without keys, card numbers or cryptograms.
     public let message: String
     /// The lower-level error (token parsing, crypto), if any.
     public let underlying: (any Error & Sendable)?
 
+    /// An error of kind `code`; `message` must hold no key or card number.
     public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message

@@ -11,6 +11,8 @@ public struct ExpectedOrder: Sendable {
     /// ISO 4217 numeric, e.g. "840"; nil skips the currency check.
     public var currencyCode: String?
 
+    /// The order a token must pay for; a nil field skips its check (`applicationData` nil requires a token without
+    /// one).
     public init(applicationData: [UInt8]?, amount: Int64?, currencyCode: String?) {
         self.applicationData = applicationData
         self.amount = amount

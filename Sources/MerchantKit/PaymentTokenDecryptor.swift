@@ -15,18 +15,28 @@ public import PaymentToken
 /// charge(dpan: result.payment.applicationPrimaryAccountNumber, credential: result.payment.credential)
 /// ```
 public final class PaymentTokenDecryptor: Sendable {
+    /// How signatures are evaluated: at the current time (live payments) or at the signing time (old fixtures only).
     public typealias Evaluation = PaymentTokenVerifier.Evaluation
+    /// Who signed a token and when.
     public typealias SignatureInfo = PaymentTokenVerifier.SignatureInfo
 
+    /// The processing identities tokens may be encrypted to; never empty.
     public let identities: [MerchantIdentity]
+    /// The signature check every token passes before decryption.
     public let verifier: PaymentTokenVerifier
     private let replayGuard: (any TransactionReplayGuard)?
 
+    /// A decryptor for tokens encrypted to any of `identities`; throws `invalidConfiguration` for no identity or
+    /// unusable trust roots.
+    ///
     /// - Parameters:
     ///   - identities: the merchant's processing identities (several during a key rotation).
     ///   - trustRoots: default Apple Root CA - G3.
     ///   - freshnessWindow: how far the CMS signing time may lie from now, either way (default 5 minutes).
+    ///   - clock: the time signatures and the freshness window are checked at (the system clock).
     ///   - replayGuard: refuses a transactionId seen before (Step 5 of Apple's reference).
+    ///   - evaluation: `.clock` for live payments; `.insecureAtSigningTime` only for replaying old tokens.
+    ///   - chainCacheCapacity: verified signer chains kept (0 verifies every chain again: only for measuring).
     public init(
         identities: [MerchantIdentity], trustRoots: [Certificate] = [AppleRootCertificates.rootCAG3],
         freshnessWindow: TimeInterval = 300, clock: any WallClock = SystemClock(),
@@ -45,8 +55,11 @@ public final class PaymentTokenDecryptor: Sendable {
 
     /// A verified and decrypted token.
     public struct Result: Sendable {
+        /// The decrypted payment data: the DPAN, expiry, amount, currency and cryptogram to send to the processor.
         public let payment: DecryptedPaymentData
+        /// Who signed the token and when.
         public let signature: SignatureInfo
+        /// The token's version (EC_v1 or RSA_v1).
         public let version: PaymentData.Version
         /// `header.transactionId`'s bytes.
         public let transactionIdBytes: [UInt8]

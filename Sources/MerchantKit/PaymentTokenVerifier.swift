@@ -17,14 +17,19 @@ public final class PaymentTokenVerifier: Sendable {
         case insecureAtSigningTime
     }
 
+    /// How far the CMS signing time may lie from the clock, either way, under `.clock` evaluation.
     public let freshnessWindow: TimeInterval
     private let clock: any WallClock
     private let verifier: CMSVerifier
     private let evaluation: Evaluation
 
+    /// A verifier trusting `trustRoots`; throws `invalidConfiguration` when they are unusable.
+    ///
     /// - Parameters:
     ///   - trustRoots: default Apple Root CA - G3.
     ///   - freshnessWindow: how far the CMS signing time may lie from now, either way (default 5 minutes).
+    ///   - clock: the time signatures and the freshness window are checked at (the system clock).
+    ///   - evaluation: `.clock` for live payments; `.insecureAtSigningTime` only for replaying old tokens.
     ///   - chainCacheCapacity: verified signer chains kept (0 verifies every chain again: only for measuring).
     public init(
         trustRoots: [Certificate] = [AppleRootCertificates.rootCAG3], freshnessWindow: TimeInterval = 300,
@@ -47,9 +52,11 @@ public final class PaymentTokenVerifier: Sendable {
 
     /// Who signed a token and when.
     public struct SignatureInfo: Sendable {
+        /// The CMS signing time, checked against the freshness window.
         public let signingTime: Date
         /// Leaf first, root last.
         public let chain: [Certificate]
+        /// The leaf certificate that signed the token (the chain's first).
         public var signer: Certificate { chain[0] }
     }
 

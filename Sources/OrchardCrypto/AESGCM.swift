@@ -17,6 +17,7 @@ extension AES {
             /// ``AES/GCM/open(_:using:iv:authenticating:)`` then refuses.
             @usableFromInline let tagCount: Int
 
+            /// A box of `ciphertext` followed by `tag`; opening it refuses a tag that is not 16 bytes.
             public init(ciphertext: [UInt8], tag: [UInt8]) {
                 combined = ciphertext + tag
                 tagCount = tag.count
@@ -43,6 +44,7 @@ extension AES {
             public var tag: [UInt8] { Array(combined[(combined.count - tagCount)...]) }
         }
 
+        /// The authentication tag's length in bytes: 16, the only length Orchard produces or accepts.
         public static let tagByteCount = 16
         /// The longest IV OpenSSL 3.0's GCM accepts (its `GCM_IV_MAX_SIZE`).
         public static let maximumIVByteCount = 128

@@ -36,12 +36,15 @@ public struct CryptoError: Error, Hashable, CustomStringConvertible, Sendable {
         public var description: String { base.rawValue }
     }
 
+    /// The kind of failure: what callers branch on.
     public let code: Code
     /// What happened and, where it helps, what to do about it.
     public let message: String
     /// OpenSSL's error strings, drained from its per-thread queue when this error was made.
     public let openSSLErrors: [String]
 
+    /// An error of kind `code`, with OpenSSL's pending error strings drained into `openSSLErrors`; `message` must hold
+    /// no key material.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

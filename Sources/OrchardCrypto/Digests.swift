@@ -66,17 +66,20 @@ public enum SHA384: HashFunction {
 public struct IncrementalHasher<H: HashFunction>: ~Copyable {
     private let context: OpaquePointer
 
+    /// A hasher with nothing hashed yet.
     public init() {
         context = EVP_MD_CTX_new()!
         precondition(EVP_DigestInit_ex2(context, H.md, nil) == 1, "EVP_DigestInit_ex2 failed")
     }
 
+    /// Adds `data` to what is hashed.
     public mutating func update(_ data: some DataProtocol) {
         withContiguousBytes(data) { b in
             precondition(EVP_DigestUpdate(context, b.baseAddress, b.count) == 1, "EVP_DigestUpdate failed")
         }
     }
 
+    /// The digest of everything added, `H.byteCount` bytes; consumes the hasher, so nothing can be added after it.
     public consuming func finalize() -> [UInt8] {
         var out = [UInt8](repeating: 0, count: H.byteCount)
         var length: UInt32 = 0
@@ -125,9 +128,12 @@ public enum HMAC<H: HashFunction> {
 public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
+    /// The key's bytes, wiped when the last copy is released.
     public let bytes: SecureBytes
 
+    /// A key holding a copy of `data`.
     public init(data: some DataProtocol) { bytes = SecureBytes(data) }
+    /// A key holding `bytes`.
     public init(_ bytes: SecureBytes) { self.bytes = bytes }
 
     /// A fresh random key of `bitCount` bits.
@@ -136,9 +142,12 @@ public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, Custom
         bytes = SecureBytes(randomCount: bitCount / 8, using: random)
     }
 
+    /// The key's length in bits.
     public var bitCount: Int { bytes.count * 8 }
+    /// The key's length in bytes.
     public var byteCount: Int { bytes.count }
 
+    /// Calls `body` with the key's bytes; the pointer is valid only inside `body` and must not escape.
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try bytes.withUnsafeBytes(body)
     }

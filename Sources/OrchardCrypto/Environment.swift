@@ -18,6 +18,7 @@ extension RandomSource {
 
 /// OpenSSL's CSPRNG (`RAND_bytes`).
 public struct SystemRandom: RandomSource {
+    /// OpenSSL's CSPRNG; it has no state of its own.
     public init() {}
     public func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
@@ -35,6 +36,7 @@ public final class InsecureDeterministicRandom: RandomSource, @unchecked Sendabl
     private var counter: UInt64 = 0
     private let lock = NSLock()
 
+    /// A generator whose output is fixed by `seed`: the same seed gives the same bytes.
     public init(seed: some DataProtocol) { self.seed = Array(seed) }
 
     public func fill(_ buffer: UnsafeMutableRawBufferPointer) {
@@ -55,18 +57,23 @@ public final class InsecureDeterministicRandom: RandomSource, @unchecked Sendabl
 
 /// Wall-clock time: for validity periods, signing times and anything compared with other parties.
 public protocol WallClock: Sendable {
+    /// The current wall-clock time.
     func now() -> Date
 }
 
 /// Monotonic time in nanoseconds: for TTLs and timeouts, which must not move when the wall clock is set.
 public protocol MonotonicClock: Sendable {
+    /// Nanoseconds since an arbitrary start; never decreases.
     func nanoseconds() -> UInt64
 }
 
 /// The machine's clocks (`CLOCK_REALTIME` via `Date`, `CLOCK_MONOTONIC`).
 public struct SystemClock: WallClock, MonotonicClock {
+    /// The machine's clocks; it has no state of its own.
     public init() {}
+    /// The current time from `CLOCK_REALTIME`.
     public func now() -> Date { Date() }
+    /// `CLOCK_MONOTONIC` in nanoseconds; unaffected by setting the wall clock.
     public func nanoseconds() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -80,12 +87,15 @@ public final class ManualClock: WallClock, MonotonicClock, @unchecked Sendable {
     private var wall: Date
     private var mono: UInt64
 
+    /// A clock reading `now` and `monotonicNanoseconds` until a test moves it.
     public init(now: Date, monotonicNanoseconds: UInt64 = 1_000_000_000) {
         wall = now
         mono = monotonicNanoseconds
     }
 
+    /// The wall-clock time the clock was last set to.
     public func now() -> Date { lock.withLock { wall } }
+    /// The monotonic time the clock was last set to.
     public func nanoseconds() -> UInt64 { lock.withLock { mono } }
 
     /// Moves both clocks forward.

@@ -347,8 +347,11 @@ extension P256.KeyAgreement {
         }
         package init(impl: P256PublicKeyImpl) { self.impl = impl }
 
+        /// The uncompressed point `04 ‖ X ‖ Y`, 65 bytes.
         public var x963Representation: [UInt8] { impl.x963 }
+        /// The DER SubjectPublicKeyInfo (named curve prime256v1, uncompressed point).
         public var derRepresentation: [UInt8] { impl.spki }
+        /// The SubjectPublicKeyInfo as a PEM `PUBLIC KEY` block.
         public var pemRepresentation: String { impl.pem }
 
         public static func == (a: Self, b: Self) -> Bool { a.impl.x963 == b.impl.x963 }
@@ -378,7 +381,9 @@ extension P256.KeyAgreement {
         }
         package init(impl: P256PrivateKeyImpl) { self.impl = impl }
 
+        /// The public key of this private key.
         public var publicKey: PublicKey { PublicKey(impl: impl.publicKey) }
+        /// The private scalar, 32 bytes big-endian, in wiped storage.
         public var rawRepresentation: SecureBytes { get throws(CryptoError) { try impl.raw } }
         /// PKCS#8 DER.
         public var derRepresentation: SecureBytes { get throws(CryptoError) { try impl.pkcs8 } }
@@ -403,19 +408,25 @@ extension P256.Signing {
     public struct PublicKey: Sendable, Equatable {
         package let impl: P256PublicKeyImpl
 
+        /// A key from the uncompressed point `04 ‖ X ‖ Y`; throws when the point is not on the curve.
         public init(x963Representation: some DataProtocol) throws(CryptoError) {
             impl = try P256PublicKeyImpl(x963: Array(x963Representation))
         }
+        /// A key from a DER SubjectPublicKeyInfo with the named curve prime256v1; throws for any other key.
         public init(derRepresentation: some DataProtocol) throws(CryptoError) {
             impl = try P256PublicKeyImpl(spki: Array(derRepresentation))
         }
+        /// A key from a PEM `PUBLIC KEY` block; throws for any other key.
         public init(pemRepresentation: String) throws(CryptoError) {
             impl = try P256PublicKeyImpl(spki: pemDecode(pemRepresentation, label: "PUBLIC KEY"))
         }
         package init(impl: P256PublicKeyImpl) { self.impl = impl }
 
+        /// The uncompressed point `04 ‖ X ‖ Y`, 65 bytes.
         public var x963Representation: [UInt8] { impl.x963 }
+        /// The DER SubjectPublicKeyInfo (named curve prime256v1, uncompressed point).
         public var derRepresentation: [UInt8] { impl.spki }
+        /// The SubjectPublicKeyInfo as a PEM `PUBLIC KEY` block.
         public var pemRepresentation: String { impl.pem }
 
         /// Whether `signature` is a valid ECDSA-SHA256 signature of `data` under this key.
@@ -432,25 +443,34 @@ extension P256.Signing {
     public struct PrivateKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         package let impl: P256PrivateKeyImpl
 
+        /// A fresh random key from OpenSSL's CSPRNG.
         public init() throws(CryptoError) { impl = try P256PrivateKeyImpl() }
+        /// A key from the 32-byte big-endian scalar; throws when it is zero or not below the group order. The input
+        /// copy is wiped.
         public init(rawRepresentation: some DataProtocol) throws(CryptoError) {
             impl = try withWipedCopy(rawRepresentation) { (bytes) throws(CryptoError) in
                 try P256PrivateKeyImpl(raw: bytes)
             }
         }
+        /// A key from PKCS#8 or SEC 1 DER; throws for another curve or algorithm. The input copy is wiped.
         public init(derRepresentation: some DataProtocol) throws(CryptoError) {
             impl = try withWipedCopy(derRepresentation) { (bytes) throws(CryptoError) in
                 try P256PrivateKeyImpl(der: bytes)
             }
         }
+        /// A key from PEM (`EC PRIVATE KEY` or `PRIVATE KEY`); throws for another curve or algorithm.
         public init(pemRepresentation: String) throws(CryptoError) {
             impl = try P256PrivateKeyImpl(pem: pemRepresentation)
         }
         package init(impl: P256PrivateKeyImpl) { self.impl = impl }
 
+        /// The public key to verify this key's signatures with.
         public var publicKey: PublicKey { PublicKey(impl: impl.publicKey) }
+        /// The private scalar, 32 bytes big-endian, in wiped storage.
         public var rawRepresentation: SecureBytes { get throws(CryptoError) { try impl.raw } }
+        /// PKCS#8 DER, in wiped storage.
         public var derRepresentation: SecureBytes { get throws(CryptoError) { try impl.pkcs8 } }
+        /// PKCS#8 PEM (`PRIVATE KEY`).
         public var pemRepresentation: String {
             get throws(CryptoError) { try impl.pkcs8.withUnsafeBytes { pemEncode(Array($0), label: "PRIVATE KEY") } }
         }
@@ -522,8 +542,10 @@ extension P256.Signing {
             der = Array(UnsafeBufferPointer(start: out, count: Int(n)))
         }
 
+        /// The DER `ECDSA-Sig-Value` (SEQUENCE of r and s).
         public var derRepresentation: [UInt8] { der }
 
+        /// `r ‖ s`, 32 bytes each, big-endian.
         public var rawRepresentation: [UInt8] {
             let sig = der.withUnsafeBufferPointer { b -> OpaquePointer? in
                 var p: UnsafePointer<UInt8>? = b.baseAddress

@@ -7,10 +7,12 @@ public enum RSA {
     /// The digest used by OAEP or by MGF1. Apple's RSA_v1 uses SHA-256 for both; Java's default for
     /// "OAEPWithSHA256AndMGF1Padding" is MGF1 with SHA-1, hence the explicit choice.
     public enum Digest: Sendable {
+        /// SHA-1 (only for interoperating with OAEP peers that use it) or SHA-256.
         case sha1, sha256
         var md: OpaquePointer { self == .sha1 ? Fetched.sha1 : Fetched.sha256 }
     }
 
+    /// The smallest modulus accepted, in bits: smaller keys are refused when parsed or generated.
     public static let minimumKeySize = 2048
 
     /// An RSA public key.
@@ -41,8 +43,10 @@ public enum RSA {
             try self.init(derRepresentation: pemDecode(pemRepresentation, label: "PUBLIC KEY"))
         }
 
+        /// The modulus length in bits (2048 or more).
         public var keySizeInBits: Int { key.bits }
 
+        /// The DER SubjectPublicKeyInfo.
         public var derRepresentation: [UInt8] {
             var out: UnsafeMutablePointer<UInt8>?
             let n = i2d_PUBKEY(key.pointer, &out)
@@ -51,6 +55,7 @@ public enum RSA {
             return Array(UnsafeBufferPointer(start: out, count: Int(n)))
         }
 
+        /// The SubjectPublicKeyInfo as a PEM `PUBLIC KEY` block.
         public var pemRepresentation: String { pemEncode(derRepresentation, label: "PUBLIC KEY") }
 
         /// RSAES-OAEP encryption. `label` is OAEP's optional label (empty in Apple's RSA_v1); decryption
@@ -126,7 +131,9 @@ public enum RSA {
             self.key = key
         }
 
+        /// The public key of this private key.
         public var publicKey: PublicKey { try! PublicKey(key: key) }  // checked at init
+        /// The modulus length in bits (2048 or more).
         public var keySizeInBits: Int { key.bits }
 
         /// PKCS#8 DER.
@@ -142,6 +149,7 @@ public enum RSA {
             }
         }
 
+        /// PKCS#8 PEM (`PRIVATE KEY`).
         public var pemRepresentation: String {
             get throws(CryptoError) {
                 try derRepresentation.withUnsafeBytes { pemEncode(Array($0), label: "PRIVATE KEY") }

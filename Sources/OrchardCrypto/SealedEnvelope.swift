@@ -10,6 +10,7 @@ public import Foundation
 /// The purpose names both parties and the use (e.g. `"token-service>secure-element:personalisation"`), so an
 /// envelope made for one use cannot be opened as another.
 public enum SealedEnvelope {
+    /// The format version, the envelope's first byte; `open` refuses any other.
     public static let version: UInt8 = 1
     static let overhead = 1 + 65 + 16
 

@@ -50,6 +50,7 @@ public struct SecureBytes: Sendable, Equatable, CustomStringConvertible, CustomD
         try body(UnsafeMutableRawBufferPointer(rebasing: storage.buffer[0..<count]))
     }
 
+    /// The number of bytes held.
     public var count: Int { storage.count }
 
     /// Lends the bytes for the duration of `body`; do not let the pointer escape.

@@ -5,7 +5,9 @@ public import OrchardX509
 /// Signs tokens as Apple does: detached CMS SignedData, BER with indefinite lengths, SHA-256 with the
 /// leaf's key, signingTime from the injected clock, and the leaf and intermediate embedded (not the root).
 public struct CMSTokenSigner: TokenSigner {
+    /// The signing leaf, embedded in every signature.
     public let leaf: Certificate
+    /// The intermediate CA, embedded after the leaf.
     public let intermediate: Certificate
     private let key: CertificatePrivateKey
     private let clock: any WallClock

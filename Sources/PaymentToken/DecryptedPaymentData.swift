@@ -9,7 +9,9 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
 {
     /// `paymentDataType`.
     public enum PaymentDataType: String, Sendable {
+        /// `"3DSecure"`: the credential is an online payment cryptogram (in-app and web payments).
         case threeDSecure = "3DSecure"
+        /// `"EMV"`: the credential is EMV data.
         case emv = "EMV"
     }
 
@@ -23,8 +25,11 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
 
     /// One entry of `authenticationResponses` (multi-token requests).
     public struct AuthenticationResponse: Sendable, Equatable {
+        /// The merchant identifier this response is for.
         public var merchantIdentifier: String
+        /// The authentication data (base64) for that merchant.
         public var authenticationData: String
+        /// The amount for that merchant, as Apple wrote it.
         public var transactionAmount: String
     }
 
@@ -38,11 +43,17 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
     public let currencyCode: String
     /// In minor units, as Apple writes it (a JSON number).
     public let transactionAmount: Int64
+    /// The cardholder's name, when the payment data has one.
     public let cardholderName: String?
+    /// Identifies the device that made the payment (hex).
     public let deviceManufacturerIdentifier: String
+    /// Which kind of credential `credential` is.
     public let paymentDataType: PaymentDataType
+    /// The cryptogram to send to the processor; its case always matches `paymentDataType`.
     public let credential: Credential
+    /// The per-merchant responses of a multi-token request, when present.
     public let authenticationResponses: [AuthenticationResponse]?
+    /// The merchant token's identifier, for merchant tokens (recurring and automatic reload payments).
     public let merchantTokenIdentifier: String?
 
     /// Parses and validates a decrypted plaintext.
@@ -55,6 +66,8 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
         try self.init(json: StrictJSONParser.parse(plaintext, limits: JSONLimits(maxBytes: 32 * 1024, maxDepth: 8)))
     }
 
+    /// Validates an already parsed object: every required key with the documented type, no unknown key; keeps `json` as
+    /// given.
     public init(json: JSONValue) throws(PaymentTokenError) {
         guard case .object(let members) = json else {
             throw PaymentTokenError(.invalidField, "the payment data is not a JSON object")

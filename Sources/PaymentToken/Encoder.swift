@@ -26,9 +26,12 @@ public enum MerchantProcessingPublicKey: Sendable {
 
 /// Builds Apple-format payment tokens: the bytes any Apple-format verifier accepts.
 public struct PaymentTokenEncoder: Sendable {
+    /// Signs each token's signed bytes (a detached CMS signature).
     public let signer: any TokenSigner
+    /// Draws ephemeral keys, AES keys and transaction ids.
     public let random: any RandomSource
 
+    /// An encoder signing with `signer`; `random` is the system CSPRNG unless a test fixes it.
     public init(signer: any TokenSigner, random: any RandomSource = SystemRandom()) {
         self.signer = signer
         self.random = random
@@ -37,6 +40,8 @@ public struct PaymentTokenEncoder: Sendable {
     /// Encrypts `payment` (the plaintext object, encrypted exactly as given) to `recipient` and signs the result.
     ///
     /// - Parameters:
+    ///   - payment: the decrypted payment data object the merchant will read (``DecryptedPaymentData``'s form).
+    ///   - recipient: the merchant's processing public key: P-256 gives EC_v1, RSA gives RSA_v1.
     ///   - transactionId: 32 bytes identifying the transaction (random when nil).
     ///   - applicationData: the merchant's raw applicationData; the header then carries its SHA-256 in hex.
     ///   - applicationDataHash: the SHA-256 of applicationData, for a caller that has only the hash (the Pay

@@ -3,6 +3,7 @@
 /// A struct with an extensible code; equality compares the code. Messages name the offending field,
 /// never its value when the value could be secret.
 public struct PaymentTokenError: Error, Hashable, CustomStringConvertible, Sendable {
+    /// What kind of failure a `PaymentTokenError` is; new codes may be added, so a `switch` over them needs a default.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private let name: String
         private init(_ name: String) { self.name = name }
@@ -25,9 +26,12 @@ public struct PaymentTokenError: Error, Hashable, CustomStringConvertible, Senda
         public var description: String { name }
     }
 
+    /// The kind of failure: what callers branch on.
     public let code: Code
+    /// Names the offending field, never a secret value.
     public let message: String
 
+    /// An error of kind `code`; `message` must hold no secret value.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

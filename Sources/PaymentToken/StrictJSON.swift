@@ -9,12 +9,17 @@ import OrchardCrypto
 // Not `indirect`: objects and arrays already hold their children in array storage, and an indirect enum
 // would put every value, strings and numbers included, in a box of its own.
 public enum JSONValue: Sendable, Equatable {
+    /// An object's members, in source order (keys are unique).
     case object([(String, JSONValue)])
+    /// An array's elements, in order.
     case array([JSONValue])
+    /// A string, escapes decoded.
     case string(String)
     /// The number's source text (validated JSON number syntax).
     case number(String)
+    /// `true` or `false`.
     case bool(Bool)
+    /// `null`.
     case null
 
     public static func == (a: JSONValue, b: JSONValue) -> Bool {
@@ -36,6 +41,7 @@ public enum JSONValue: Sendable, Equatable {
         return members.first { $0.0 == key }?.1
     }
 
+    /// The string, when the value is a string; nil otherwise.
     public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
@@ -107,9 +113,12 @@ public enum JSONValue: Sendable, Equatable {
 
 /// Limits for ``StrictJSONParser``.
 public struct JSONLimits: Sendable {
+    /// The most input bytes accepted.
     public var maxBytes: Int
+    /// The deepest nesting of objects and arrays accepted.
     public var maxDepth: Int
 
+    /// Limits of `maxBytes` input bytes and `maxDepth` nesting levels.
     public init(maxBytes: Int, maxDepth: Int) {
         self.maxBytes = maxBytes
         self.maxDepth = maxDepth
@@ -121,6 +130,8 @@ public struct JSONLimits: Sendable {
 
 /// A strict, non-recursive-beyond-the-limit JSON parser.
 public enum StrictJSONParser {
+    /// Parses `bytes` as one RFC 8259 JSON value; throws for bad syntax, a duplicate key, invalid UTF-8 or input beyond
+    /// `limits`.
     public static func parse(_ bytes: some Collection<UInt8>, limits: JSONLimits) throws(PaymentTokenError) -> JSONValue
     {
         try parse(Array(bytes), limits: limits)
@@ -453,6 +464,7 @@ public enum StrictEncoding {
         return out
     }
 
+    /// Standard base64 with padding.
     public static func base64Encode(_ bytes: some Collection<UInt8>) -> String {
         Data(bytes).base64EncodedString()
     }

@@ -7,12 +7,14 @@ import Foundation
 /// sizes beyond the limits (token 64 KiB, signature 16 KiB, data 32 KiB, depth 16) are rejected before any
 /// cryptography runs.
 public struct PaymentToken: Sendable, Equatable {
+    /// The encrypted payment data, its header and Apple's signature.
     public var paymentData: PaymentData
     /// The card the user chose (display data only); absent in a bare `paymentData`.
     public var paymentMethod: PaymentMethod?
     /// Equal to `header.transactionId` up to case (Apple writes it in upper case).
     public var transactionIdentifier: String?
 
+    /// A token from its parts (a bare `paymentData` has no method and no transaction identifier).
     public init(paymentData: PaymentData, paymentMethod: PaymentMethod?, transactionIdentifier: String?) {
         self.paymentData = paymentData
         self.paymentMethod = paymentMethod
@@ -74,11 +76,14 @@ public struct PaymentToken: Sendable, Equatable {
 
 /// The card the user chose, as the merchant may see it: display name, network and type.
 public struct PaymentMethod: Sendable, Equatable {
+    /// The card's display name (e.g. "Visa 1234"), empty when absent.
     public var displayName: String
+    /// The card's network (e.g. "Visa"), empty when absent.
     public var network: String
     /// debit, credit, prepaid, store or eMoney.
     public var type: String
 
+    /// A payment method from its display fields.
     public init(displayName: String, network: String, type: String) {
         self.displayName = displayName
         self.network = network
@@ -96,6 +101,7 @@ public struct PaymentMethod: Sendable, Equatable {
         type = try Fields.string(json, "type", in: "paymentMethod", required: false) ?? ""
     }
 
+    /// The `paymentMethod` object, members in Apple's order.
     public var json: JSONValue {
         .object([("displayName", .string(displayName)), ("network", .string(network)), ("type", .string(type))])
     }
@@ -103,6 +109,7 @@ public struct PaymentMethod: Sendable, Equatable {
 
 /// `paymentData`: the encrypted payment data, its header and Apple's detached CMS signature.
 public struct PaymentData: Sendable, Equatable {
+    /// The token format: which key agreement and cipher protect `data`.
     public enum Version: String, Sendable {
         /// Elliptic-curve: ephemeral P-256 ECDH, the single-step KDF, AES-256-GCM.
         case ecV1 = "EC_v1"
@@ -110,16 +117,21 @@ public struct PaymentData: Sendable, Equatable {
         case rsaV1 = "RSA_v1"
     }
 
+    /// The largest `data` accepted, in bytes.
     public static let maxDataBytes = 32 * 1024
+    /// The largest `signature` accepted, in bytes.
     public static let maxSignatureBytes = 16 * 1024
 
+    /// The token format; it matches the header's key material.
     public var version: Version
     /// Ciphertext ‖ 16-byte GCM tag.
     public var data: [UInt8]
     /// CMS SignedData (BER or DER), detached.
     public var signature: [UInt8]
+    /// The header: key material, key hash, transaction id and application data hash.
     public var header: Header
 
+    /// Payment data from its parts; nothing is checked until it is verified or decrypted.
     public init(version: Version, data: [UInt8], signature: [UInt8], header: Header) {
         self.version = version
         self.data = data
@@ -127,6 +139,8 @@ public struct PaymentData: Sendable, Equatable {
         self.header = header
     }
 
+    /// Validates a parsed `paymentData` object: exact keys, standard base64, sizes within the limits, a header matching
+    /// the version.
     public init(json: JSONValue) throws(PaymentTokenError) {
         guard case .object(let members) = json else {
             throw PaymentTokenError(.malformedJSON, "paymentData must be an object")
@@ -146,6 +160,7 @@ public struct PaymentData: Sendable, Equatable {
         header = try Header(json: json["header"]!, version: version)
     }
 
+    /// The `paymentData` object, members in Apple's order.
     public var json: JSONValue {
         .object([
             ("version", .string(version.rawValue)),
@@ -180,6 +195,7 @@ public struct Header: Sendable, Equatable {
         case wrappedKey([UInt8])
     }
 
+    /// The ephemeral public key (EC_v1) or the wrapped key (RSA_v1).
     public var keyMaterial: KeyMaterial
     /// SHA-256 of the merchant payment processing certificate's SubjectPublicKeyInfo (32 bytes).
     public var publicKeyHash: [UInt8]
@@ -188,6 +204,7 @@ public struct Header: Sendable, Equatable {
     /// SHA-256 of the merchant's applicationData (hex-decoded), when the request had some.
     public var applicationData: [UInt8]?
 
+    /// A header from its parts.
     public init(keyMaterial: KeyMaterial, publicKeyHash: [UInt8], transactionId: [UInt8], applicationData: [UInt8]?) {
         self.keyMaterial = keyMaterial
         self.publicKeyHash = publicKeyHash
@@ -222,6 +239,7 @@ public struct Header: Sendable, Equatable {
         }
     }
 
+    /// The token format the key material implies: EC_v1 for an ephemeral key, RSA_v1 for a wrapped key.
     public var version: PaymentData.Version {
         if case .ephemeralPublicKey = keyMaterial { return .ecV1 }
         return .rsaV1
@@ -237,6 +255,7 @@ public struct Header: Sendable, Equatable {
     /// Lower-case hex of ``transactionId``.
     public var transactionIdHex: String { StrictEncoding.hexEncode(transactionId) }
 
+    /// The `header` object, members in Apple's order.
     public var json: JSONValue {
         var members: [(String, JSONValue)] = []
         if let applicationData {

@@ -26,6 +26,7 @@ public enum TokenCrypto {
         try AES.GCM.open(AES.GCM.SealedBox(combined: data), using: key, iv: iv)
     }
 
+    /// AES-GCM with the zero IV: ciphertext ‖ tag. The zero IV is safe only because every token has a fresh key.
     public static func seal(_ plaintext: [UInt8], key: SymmetricKey) throws(CryptoError) -> [UInt8] {
         try AES.GCM.seal(plaintext, using: key, iv: iv).combined
     }

@@ -6,13 +6,20 @@ public import OrchardX509
 /// 1.2.840.113635.100.6.2.14, and a signing leaf carrying 1.2.840.113635.100.6.29 (both markers ASN.1 NULL,
 /// non-critical). The Pay server signs tokens with the leaf; merchants trust the root.
 public struct TokenSigningPKI: Sendable {
+    /// The self-signed root merchants trust.
     public let root: Certificate
+    /// The root's private key, which signs the intermediate.
     public let rootKey: CertificatePrivateKey
+    /// The integration CA, carrying marker 1.2.840.113635.100.6.2.14.
     public let intermediate: Certificate
+    /// The intermediate's private key, which signs the leaf.
     public let intermediateKey: CertificatePrivateKey
+    /// The token-signing leaf, carrying marker 1.2.840.113635.100.6.29.
     public let leaf: Certificate
+    /// The leaf's private key, which signs tokens.
     public let leafKey: CertificatePrivateKey
 
+    /// A PKI from existing certificates and keys (loaded from a deployment); nothing is checked here.
     public init(
         root: Certificate, rootKey: CertificatePrivateKey, intermediate: Certificate,
         intermediateKey: CertificatePrivateKey, leaf: Certificate, leafKey: CertificatePrivateKey

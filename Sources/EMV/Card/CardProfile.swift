@@ -6,6 +6,7 @@ public import OrchardCrypto
 public struct CardApplicationProfile: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
+    /// The payment scheme whose kernel and cryptogram versions the application follows.
     public let scheme: PaymentScheme
     /// The application identifier (tag 4F / 84).
     public let aid: [UInt8]
@@ -25,6 +26,7 @@ public struct CardApplicationProfile: Sendable, CustomStringConvertible, CustomD
     public let masterKey: SymmetricKey
     /// The derivation key index in the IAD: which issuer master key the verifier should use.
     public let derivationKeyIndex: UInt8
+    /// The cryptogram version (CVN) the card computes its application cryptograms with; it belongs to `scheme`.
     public let cryptogramVersion: CryptogramVersion
     /// The issuer's ISO 3166 numeric country code (tag 5F28).
     public let issuerCountryCode: Int

@@ -1,19 +1,24 @@
 /// What the card's host (the Secure Element, after checking the Secure Enclave's signed authorization)
 /// tells the card about the user's verification. Single use: the next transaction consumes it.
 public struct CardholderAuthorization: Hashable, Sendable {
+    /// The CDCVM result the card puts into the issuer application data of the next cryptogram.
     public let cdcvm: CDCVMResult
 
     /// The user was verified on the device by `method`.
     public init(verifiedBy method: CDCVMMethod) { cdcvm = CDCVMResult(performed: true, method: method) }
 
+    /// An authorization carrying `cdcvm` as given, including a result that says no verification was performed.
     public init(cdcvm: CDCVMResult) { self.cdcvm = cdcvm }
 }
 
 /// One payment application on the card: its personalisation data and its ATC store.
 public struct CardApplication: Sendable {
+    /// The application's personalisation data (scheme, PAN, keys, cryptogram version).
     public let profile: CardApplicationProfile
+    /// Where the application's transaction counter persists: the card increments it before it releases a cryptogram.
     public let atcStore: any ATCStore
 
+    /// Pairs a personalisation with its counter store; nothing is read or written until the card runs a transaction.
     public init(profile: CardApplicationProfile, atcStore: any ATCStore) {
         self.profile = profile
         self.atcStore = atcStore
@@ -56,6 +61,7 @@ public struct ContactlessCard: Sendable {
         case completed(Int)
     }
 
+    /// The card's payment applications, in the order the PPSE lists them.
     public let applications: [CardApplication]
     private var state: State = .idle
     /// The host's authorization waiting for the next transaction.

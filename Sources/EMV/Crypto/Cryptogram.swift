@@ -53,9 +53,13 @@ public struct CryptogramVersion: Hashable, Sendable, CustomStringConvertible {
         self.number = number
     }
 
+    /// Visa CVN 10: the master key computes the cryptogram, ISO 9797-1 padding method 1.
     public static let visa10 = CryptogramVersion(.visa, 0x0A)
+    /// Visa CVN 18: EMV common session key, the whole IAD in the MAC, ARPC method 2.
     public static let visa18 = CryptogramVersion(.visa, 0x12)
+    /// Mastercard CVN 16: Mastercard's session key from the ATC and the unpredictable number.
     public static let mastercard16 = CryptogramVersion(.mastercard, 0x10)
+    /// Mastercard CVN 20: EMV common session key, ARPC method 1 with the session key.
     public static let mastercard20 = CryptogramVersion(.mastercard, 0x14)
 
     /// Every version Orchard implements.
@@ -87,6 +91,7 @@ public struct CryptogramVersion: Hashable, Sendable, CustomStringConvertible {
         case method2
     }
 
+    /// How this version derives the key that computes the cryptogram from the card's master key.
     public var sessionKeyMethod: SessionKeyMethod {
         switch number {
         case 0x0A where scheme == .visa: .none
@@ -98,6 +103,7 @@ public struct CryptogramVersion: Hashable, Sendable, CustomStringConvertible {
     /// The ISO/IEC 9797-1 padding method of the MAC input.
     public var padding: RetailMAC.Padding { self == .visa10 ? .method1 : .method2 }
 
+    /// How an issuer computes the ARPC answering a cryptogram of this version, and with which key.
     public var arpcMethod: ARPCMethod {
         switch self {
         case .visa18: .method2

@@ -16,6 +16,7 @@ public struct CDCVMMethod: Hashable, Sendable, CustomStringConvertible {
     /// An unlocked watch on the wrist, authorized with a double-click of its side button.
     public static let wristDetection = CDCVMMethod(4)
 
+    /// Every defined method, in code order: what decoding accepts.
     public static let all: [CDCVMMethod] = [.none, .passcode, .fingerprint, .face, .wristDetection]
 
     /// The method with this code, or nil for a code Orchard does not define.
@@ -39,14 +40,18 @@ public struct CDCVMMethod: Hashable, Sendable, CustomStringConvertible {
 /// The CDCVM outcome the card puts into the MAC'd issuer application data: whether a verification was
 /// performed and succeeded, and by which method. One byte: b8 performed, b4–b1 the method code.
 public struct CDCVMResult: Hashable, Sendable, CustomStringConvertible {
+    /// Whether a verification was performed and succeeded (bit 8 of the byte).
     public let performed: Bool
+    /// The method the device verified the user with.
     public let method: CDCVMMethod
 
+    /// A result from its parts; `byte` encodes it and `init?(byte:)` decodes it back.
     public init(performed: Bool, method: CDCVMMethod) {
         self.performed = performed
         self.method = method
     }
 
+    /// The one-byte encoding: b8 set when performed, b4–b1 the method code.
     public var byte: UInt8 { (performed ? 0x80 : 0) | method.code }
 
     /// Decodes the byte; nil for reserved bits or an unknown method.
@@ -97,13 +102,16 @@ public enum CryptogramType: UInt8, Hashable, Sendable, CustomStringConvertible {
 /// Orchard's issuer discretionary data is `01 <CDCVM byte>` (format 1): Visa's 4-byte CVR has no
 /// CDCVM bits, and under CVN 18 the whole IAD is MAC'd, so the CDCVM result cannot be altered unseen.
 public struct VisaIssuerApplicationData: Hashable, Sendable {
+    /// The derivation key index (DKI): which issuer master key derived the card's key.
     public var derivationKeyIndex: UInt8
+    /// The cryptogram version number (CVN) byte.
     public var cryptogramVersionNumber: UInt8
     /// The three CVR bytes after the CVR's length byte.
     public var cardVerificationResults: [UInt8]
     /// Orchard's issuer discretionary data, if present.
     public var cdcvm: CDCVMResult?
 
+    /// An IAD from its fields; `cardVerificationResults` must be the three CVR bytes for `encoded` to be a valid IAD.
     public init(
         derivationKeyIndex: UInt8, cryptogramVersionNumber: UInt8, cardVerificationResults: [UInt8],
         cdcvm: CDCVMResult?
@@ -137,6 +145,7 @@ public struct VisaIssuerApplicationData: Hashable, Sendable {
         }
     }
 
+    /// The IAD bytes: `06 DKI CVN 03 CVR`, then `02 01 <CDCVM byte>` when `cdcvm` is set.
     public var encoded: [UInt8] {
         var out: [UInt8] = [0x06, derivationKeyIndex, cryptogramVersionNumber, 0x03] + cardVerificationResults
         if let cdcvm { out += [0x02, 0x01, cdcvm.byte] }
@@ -150,12 +159,18 @@ public struct VisaIssuerApplicationData: Hashable, Sendable {
 /// Orchard puts the CDCVM byte in the CVR's last byte (the CVR is what CVN 16 and 20 MAC); Mastercard's
 /// own assignments for mobile CDCVM are not public.
 public struct MastercardIssuerApplicationData: Hashable, Sendable {
+    /// The key derivation index: which issuer master key derived the card's key.
     public var keyDerivationIndex: UInt8
+    /// The cryptogram version number (CVN) byte.
     public var cryptogramVersionNumber: UInt8
+    /// The six card verification results bytes; the last carries Orchard's CDCVM byte.
     public var cardVerificationResults: [UInt8]
+    /// The two-byte data authentication code or ICC dynamic number (zeros when the card computes neither).
     public var dataAuthenticationCode: [UInt8]
+    /// The eight bytes of counters (zeros in Orchard's cards).
     public var counters: [UInt8]
 
+    /// An IAD with a zero DAC and zero counters; `cardVerificationResults` must be six bytes.
     public init(keyDerivationIndex: UInt8, cryptogramVersionNumber: UInt8, cardVerificationResults: [UInt8]) {
         self.keyDerivationIndex = keyDerivationIndex
         self.cryptogramVersionNumber = cryptogramVersionNumber
@@ -164,6 +179,7 @@ public struct MastercardIssuerApplicationData: Hashable, Sendable {
         self.counters = [UInt8](repeating: 0, count: 8)
     }
 
+    /// Parses an 18-byte Mastercard IAD; throws `invalidArgument` for any other length.
     public init(bytes: [UInt8]) throws(EMVError) {
         guard bytes.count == 18 else { throw EMVError(.invalidArgument, "a Mastercard IAD is 18 bytes") }
         keyDerivationIndex = bytes[0]
@@ -184,6 +200,7 @@ public struct MastercardIssuerApplicationData: Hashable, Sendable {
         [type.cvrFirstByte, 0x00, 0x00, 0x20 | (domestic ? 0x02 : 0x04), 0x00, cdcvm.byte]
     }
 
+    /// The 18 IAD bytes: KDI, CVN, CVR, DAC and counters.
     public var encoded: [UInt8] {
         [keyDerivationIndex, cryptogramVersionNumber] + cardVerificationResults + dataAuthenticationCode + counters
     }

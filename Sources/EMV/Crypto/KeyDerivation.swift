@@ -38,6 +38,7 @@ public enum EMVKeyDerivation {
     /// - Parameters:
     ///   - pan: 12 to 19 decimal digits (not checked for Luhn: published vectors use PANs that fail it).
     ///   - panSequenceNumber: 0 to 99 (tag 5F34; 0 when the card has none).
+    ///   - option: how Y is made; `.automatic` uses option A up to 16 digits and option B above.
     public static func masterKeyDerivationData(
         pan: String, panSequenceNumber: Int, option: MasterKeyOption = .automatic
     ) throws(EMVError) -> [UInt8] {

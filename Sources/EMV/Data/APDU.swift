@@ -1,17 +1,24 @@
 /// An ISO/IEC 7816-4 status word (SW1 SW2).
 public struct StatusWord: Hashable, Sendable, CustomStringConvertible {
+    /// The two bytes as one number, SW1 in the high byte.
     public let rawValue: UInt16
 
+    /// The status word with this value (SW1 in the high byte).
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+    /// The status word made of `sw1` and `sw2`.
     public init(sw1: UInt8, sw2: UInt8) { rawValue = UInt16(sw1) << 8 | UInt16(sw2) }
 
+    /// The first status byte.
     public var sw1: UInt8 { UInt8(rawValue >> 8) }
+    /// The second status byte.
     public var sw2: UInt8 { UInt8(rawValue & 0xFF) }
+    /// `[sw1, sw2]`, as the status word ends a response APDU.
     public var bytes: [UInt8] { [sw1, sw2] }
 
     /// `9000` (or `61xx`, more data available).
     public var isSuccess: Bool { rawValue == 0x9000 || sw1 == 0x61 }
 
+    /// `9000` the command succeeded.
     public static let success = StatusWord(0x9000)
     /// `6581` the card's memory failed (here: the ATC could not be stored).
     public static let memoryFailure = StatusWord(0x6581)
@@ -44,14 +51,20 @@ public struct StatusWord: Hashable, Sendable, CustomStringConvertible {
 /// Short form (Lc ≤ 255, Le ≤ 256) and extended form (Lc ≤ 65535, Le ≤ 65536) are both parsed and encoded;
 /// encoding picks the short form whenever it fits. An Le of 256 (short) or 65536 (extended) is sent as zeros.
 public struct CommandAPDU: Hashable, Sendable, CustomStringConvertible {
+    /// The class byte (CLA).
     public var cla: UInt8
+    /// The instruction byte (INS).
     public var ins: UInt8
+    /// The first parameter byte (P1).
     public var p1: UInt8
+    /// The second parameter byte (P2).
     public var p2: UInt8
+    /// The command data (Lc is its length; empty for none).
     public var data: [UInt8]
     /// The maximum response length expected, or nil when the command has no Le field.
     public var le: Int?
 
+    /// A command from its fields; nothing is checked until it is encoded (data up to 65535 bytes, Le up to 65536).
     public init(cla: UInt8, ins: UInt8, p1: UInt8, p2: UInt8, data: [UInt8] = [], le: Int? = nil) {
         self.cla = cla
         self.ins = ins
@@ -164,14 +177,18 @@ public struct CommandAPDU: Hashable, Sendable, CustomStringConvertible {
 
 /// An ISO/IEC 7816-4 response APDU: data followed by the status word.
 public struct ResponseAPDU: Hashable, Sendable, CustomStringConvertible {
+    /// The response data before the status word (empty for none).
     public var data: [UInt8]
+    /// The status word ending the response.
     public var statusWord: StatusWord
 
+    /// A response with `data` followed by `statusWord`.
     public init(data: [UInt8] = [], statusWord: StatusWord) {
         self.data = data
         self.statusWord = statusWord
     }
 
+    /// A response with no data: only the status word (a refusal or a bare success).
     public init(_ statusWord: StatusWord) { self.init(data: [], statusWord: statusWord) }
 
     /// Splits response bytes into data and the trailing status word.
@@ -182,6 +199,7 @@ public struct ResponseAPDU: Hashable, Sendable, CustomStringConvertible {
         statusWord = StatusWord(sw1: b[b.count - 2], sw2: b[b.count - 1])
     }
 
+    /// The response's bytes: `data` followed by SW1 SW2.
     public var encoded: [UInt8] { data + statusWord.bytes }
     public var description: String { encoded.hexString }
 }

@@ -3,7 +3,9 @@
 public struct DataObjectList: Hashable, Sendable, CustomStringConvertible {
     /// One requested data object: its tag and the length the card wants.
     public struct Entry: Hashable, Sendable {
+        /// The tag of the requested data object.
         public let tag: TLVTag
+        /// The number of bytes the card wants for it (values are padded or truncated to it).
         public let length: Int
 
         /// An entry made in code; `length` is 0 to 127 (one DOL length byte).
@@ -14,8 +16,10 @@ public struct DataObjectList: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The requested data objects, in the order their values must be concatenated.
     public let entries: [Entry]
 
+    /// A list of the given entries, in order.
     public init(_ entries: [Entry]) { self.entries = entries }
 
     /// Parses the value of a DOL tag (`9F38`, `8C`, `8D`): tag, one-byte length, repeated.

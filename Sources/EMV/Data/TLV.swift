@@ -9,7 +9,9 @@ public struct TLV: Hashable, Sendable {
         case constructed([TLV])
     }
 
+    /// The data object's tag.
     public let tag: TLVTag
+    /// The value bytes or, for a constructed object decoded from bytes, the objects inside it.
     public let content: Content
 
     /// A primitive object (the bytes are kept as given, even under a constructed tag).
@@ -155,6 +157,7 @@ public struct TLVDecoder: Sendable {
     /// The most data objects accepted in one input, all levels together.
     public var maximumElementCount: Int
 
+    /// A decoder with these limits; input beyond them throws `limitExceeded` and returns nothing.
     public init(maximumDepth: Int = 16, maximumElementCount: Int = 4096) {
         self.maximumDepth = maximumDepth
         self.maximumElementCount = maximumElementCount

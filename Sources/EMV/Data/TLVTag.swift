@@ -61,47 +61,89 @@ public struct TLVTag: Hashable, Sendable, Comparable, ExpressibleByIntegerLitera
 }
 
 extension TLVTag {
+    /// `4F` Application Identifier (AID), as the card lists it.
     public static let applicationIdentifier: TLVTag = 0x4F
+    /// `50` Application Label.
     public static let applicationLabel: TLVTag = 0x50
+    /// `57` Track 2 Equivalent Data.
     public static let track2EquivalentData: TLVTag = 0x57
+    /// `5A` Application Primary Account Number (PAN).
     public static let pan: TLVTag = 0x5A
+    /// `61` Directory Entry (a PPSE entry).
     public static let directoryEntry: TLVTag = 0x61
+    /// `6F` File Control Information (FCI) Template.
     public static let fciTemplate: TLVTag = 0x6F
+    /// `70` READ RECORD Response Message Template.
     public static let recordTemplate: TLVTag = 0x70
+    /// `77` Response Message Template Format 2.
     public static let responseMessageTemplateFormat2: TLVTag = 0x77
+    /// `80` Response Message Template Format 1.
     public static let responseMessageTemplateFormat1: TLVTag = 0x80
+    /// `82` Application Interchange Profile (AIP).
     public static let applicationInterchangeProfile: TLVTag = 0x82
+    /// `83` Command Template (the PDOL data in GET PROCESSING OPTIONS).
     public static let commandTemplate: TLVTag = 0x83
+    /// `84` Dedicated File (DF) Name.
     public static let dedicatedFileName: TLVTag = 0x84
+    /// `87` Application Priority Indicator.
     public static let applicationPriorityIndicator: TLVTag = 0x87
+    /// `8C` Card Risk Management Data Object List 1 (CDOL1).
     public static let cdol1: TLVTag = 0x8C
+    /// `8D` Card Risk Management Data Object List 2 (CDOL2).
     public static let cdol2: TLVTag = 0x8D
+    /// `91` Issuer Authentication Data (ARPC and response code).
     public static let issuerAuthenticationData: TLVTag = 0x91
+    /// `94` Application File Locator (AFL).
     public static let applicationFileLocator: TLVTag = 0x94
+    /// `95` Terminal Verification Results (TVR).
     public static let terminalVerificationResults: TLVTag = 0x95
+    /// `9A` Transaction Date, `YYMMDD`.
     public static let transactionDate: TLVTag = 0x9A
+    /// `9C` Transaction Type.
     public static let transactionType: TLVTag = 0x9C
+    /// `A5` FCI Proprietary Template.
     public static let fciProprietaryTemplate: TLVTag = 0xA5
+    /// `5F20` Cardholder Name.
     public static let cardholderName: TLVTag = 0x5F20
+    /// `5F24` Application Expiration Date, `YYMMDD`.
     public static let expirationDate: TLVTag = 0x5F24
+    /// `5F28` Issuer Country Code (ISO 3166).
     public static let issuerCountryCode: TLVTag = 0x5F28
+    /// `5F2A` Transaction Currency Code (ISO 4217).
     public static let transactionCurrencyCode: TLVTag = 0x5F2A
+    /// `5F34` PAN Sequence Number (PSN).
     public static let panSequenceNumber: TLVTag = 0x5F34
+    /// `9F02` Amount, Authorised (numeric).
     public static let amountAuthorised: TLVTag = 0x9F02
+    /// `9F03` Amount, Other (numeric).
     public static let amountOther: TLVTag = 0x9F03
+    /// `9F07` Application Usage Control.
     public static let applicationUsageControl: TLVTag = 0x9F07
+    /// `9F10` Issuer Application Data (IAD).
     public static let issuerApplicationData: TLVTag = 0x9F10
+    /// `9F1A` Terminal Country Code (ISO 3166).
     public static let terminalCountryCode: TLVTag = 0x9F1A
+    /// `9F26` Application Cryptogram (AC).
     public static let applicationCryptogram: TLVTag = 0x9F26
+    /// `9F27` Cryptogram Information Data (CID).
     public static let cryptogramInformationData: TLVTag = 0x9F27
+    /// `9F34` Cardholder Verification Method (CVM) Results.
     public static let cvmResults: TLVTag = 0x9F34
+    /// `9F35` Terminal Type.
     public static let terminalType: TLVTag = 0x9F35
+    /// `9F36` Application Transaction Counter (ATC).
     public static let applicationTransactionCounter: TLVTag = 0x9F36
+    /// `9F37` Unpredictable Number.
     public static let unpredictableNumber: TLVTag = 0x9F37
+    /// `9F38` Processing Options Data Object List (PDOL).
     public static let pdol: TLVTag = 0x9F38
+    /// `9F66` Terminal Transaction Qualifiers (TTQ).
     public static let terminalTransactionQualifiers: TLVTag = 0x9F66
+    /// `9F6C` Card Transaction Qualifiers (CTQ).
     public static let cardTransactionQualifiers: TLVTag = 0x9F6C
+    /// `9F6E` Form Factor Indicator.
     public static let formFactorIndicator: TLVTag = 0x9F6E
+    /// `BF0C` FCI Issuer Discretionary Data.
     public static let fciIssuerDiscretionaryData: TLVTag = 0xBF0C
 }
 

@@ -3,11 +3,14 @@ public import OrchardCrypto
 /// The chip data of an online authorization as the token service receives it: the PAN (a DPAN), the PAN
 /// sequence number, and the field 55 data objects.
 public struct ChipAuthorizationData: Sendable, CustomStringConvertible {
+    /// The primary account number (for a device, the DPAN): the card master key is derived from it.
     public let pan: String
+    /// The PAN sequence number (tag 5F34), 0 to 99; it enters the master key derivation.
     public let panSequenceNumber: Int
     /// The primitive data objects of field 55, in order.
     public let elements: [TLV]
 
+    /// Keeps only the primitive data objects of `elements` (constructed ones are flattened), in order.
     public init(pan: String, panSequenceNumber: Int, elements: [TLV]) {
         self.pan = pan
         self.panSequenceNumber = panSequenceNumber
@@ -58,6 +61,7 @@ public struct ChipAuthorizationData: Sendable, CustomStringConvertible {
 
 /// Why a cryptogram was refused.
 public struct CryptogramRejection: Hashable, Sendable, CustomStringConvertible {
+    /// A kind of refusal; new reasons may be added, so a `switch` over them needs a default.
     public struct Reason: Hashable, Sendable, CustomStringConvertible {
         private let name: String
         private init(_ name: String) { self.name = name }
@@ -80,9 +84,12 @@ public struct CryptogramRejection: Hashable, Sendable, CustomStringConvertible {
         public var description: String { name }
     }
 
+    /// Why the cryptogram was refused: what callers branch on.
     public let reason: Reason
+    /// What exactly failed, without keys or card numbers.
     public let message: String
 
+    /// A refusal for `reason`; `message` must hold no key or card number.
     public init(_ reason: Reason, _ message: String) {
         self.reason = reason
         self.message = message
@@ -94,8 +101,11 @@ public struct CryptogramRejection: Hashable, Sendable, CustomStringConvertible {
 /// A cryptogram that verified, with what the issuer needs to answer: the CVN, the ATC to record as the
 /// last seen, the authenticated CDCVM result, and the key for the ARPC (held privately, never printed).
 public struct VerifiedCryptogram: Sendable, CustomStringConvertible, CustomReflectable {
+    /// The cryptogram version (CVN) the cryptogram was verified under.
     public let version: CryptogramVersion
+    /// The card's application transaction counter: the issuer records it as the last seen.
     public let atc: UInt16
+    /// The verified application cryptogram (the ARQC), 8 bytes.
     public let cryptogram: [UInt8]
     /// The CDCVM result, when the CVN's MAC covers it (Visa CVN 18 with Orchard's IAD; Mastercard CVN 16/20);
     /// nil when the cryptogram does not authenticate one.
@@ -144,9 +154,12 @@ public struct VerifiedCryptogram: Sendable, CustomStringConvertible, CustomRefle
 
 /// The verifier's answer, as a value callers branch on.
 public enum CryptogramVerification: Sendable, CustomStringConvertible {
+    /// The cryptogram matched and its ATC is fresh.
     case valid(VerifiedCryptogram)
+    /// The cryptogram was refused, and why.
     case invalid(CryptogramRejection)
 
+    /// True for `.valid`.
     public var isValid: Bool {
         if case .valid = self { return true }
         return false
@@ -171,6 +184,8 @@ public struct CryptogramVerifier: Sendable {
     /// How card master keys are derived from the issuer master key.
     public var masterKeyOption: EMVKeyDerivation.MasterKeyOption
 
+    /// A verifier accepting ATCs up to `atcWindow` above the last seen, the CVNs in `acceptedVersions`, and deriving
+    /// card master keys with `masterKeyOption`.
     public init(
         atcWindow: UInt16 = 1000, acceptedVersions: [CryptogramVersion] = CryptogramVersion.all,
         masterKeyOption: EMVKeyDerivation.MasterKeyOption = .automatic

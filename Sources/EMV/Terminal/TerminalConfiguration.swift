@@ -2,9 +2,12 @@
 public struct TerminalConfiguration: Sendable, Hashable {
     /// An application the reader accepts, and which kernel processes it.
     public struct SupportedApplication: Sendable, Hashable {
+        /// The application identifier the reader selects (5 to 16 bytes).
         public let aid: [UInt8]
+        /// The scheme whose kernel processes the application.
         public let scheme: PaymentScheme
 
+        /// An accepted application: `aid` processed by `scheme`'s kernel.
         public init(aid: [UInt8], scheme: PaymentScheme) {
             self.aid = aid
             self.scheme = scheme
@@ -52,8 +55,11 @@ public struct TerminalConfiguration: Sendable, Hashable {
 
 /// The date of a transaction as EMV carries it (tag 9A, `YYMMDD`).
 public struct TransactionDate: Hashable, Sendable, CustomStringConvertible {
+    /// The year within the century, 0 to 99.
     public let year: Int
+    /// The month, 1 to 12.
     public let month: Int
+    /// The day of the month, valid for `month` and `year`.
     public let day: Int
 
     /// Parses `YYMMDD`, checking the month and the day for that month.
@@ -84,12 +90,14 @@ public struct TransactionParameters: Sendable, Hashable {
     public var amount: UInt64
     /// Amount, other (cashback), in minor units (tag 9F03).
     public var otherAmount: UInt64
+    /// The transaction date (tag 9A).
     public var date: TransactionDate
     /// Transaction type (tag 9C): `00` purchase.
     public var type: UInt8
     /// The terminal's unpredictable number (tag 9F37); nil to draw it from the kernel's random source.
     public var unpredictableNumber: [UInt8]?
 
+    /// A purchase of `amount` (and `otherAmount` cashback) on `date`; the kernel checks the amounts against its limits.
     public init(
         amount: UInt64, otherAmount: UInt64 = 0, date: TransactionDate, type: UInt8 = 0x00,
         unpredictableNumber: [UInt8]? = nil

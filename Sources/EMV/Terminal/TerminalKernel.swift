@@ -8,10 +8,15 @@ public import OrchardCrypto
 /// terminal's own amount, currency, date and unpredictable number; a card that answers with other values for
 /// any of the terminal's data objects ends the application (no cryptogram goes online).
 public struct TerminalKernel: Sendable {
+    /// The reader's configuration: accepted applications, country, currency and limits.
     public let configuration: TerminalConfiguration
     private let random: any RandomSource
 
-    /// - Parameter random: the source of unpredictable numbers (tests and simulations fix it).
+    /// A kernel for a reader configured by `configuration`; it keeps no state between transactions.
+    ///
+    /// - Parameters:
+    ///   - configuration: the accepted applications, country, currency and limits.
+    ///   - random: the source of unpredictable numbers (tests and simulations fix it).
     public init(configuration: TerminalConfiguration, random: any RandomSource = SystemRandom()) {
         self.configuration = configuration
         self.random = random

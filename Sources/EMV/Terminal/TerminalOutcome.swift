@@ -17,17 +17,27 @@ public enum CardholderVerification: String, Hashable, Sendable, CustomStringConv
 /// What the card gave the reader, as the acquirer needs it: the PAN (a DPAN for a device), expiry, PSN,
 /// Track 2 equivalent data, and the chip data for ISO 8583 field 55.
 public struct CardReadData: Hashable, Sendable, CustomStringConvertible {
+    /// The scheme of the application the reader selected.
     public let scheme: PaymentScheme
+    /// The application identifier the reader selected.
     public let aid: [UInt8]
+    /// The card's PAN (tag 5A; a DPAN for a device). `description` shows only `maskedPAN`.
     public let pan: String
     /// `YYMM`.
     public let expiry: String
+    /// The PAN sequence number (tag 5F34), when the card gave one.
     public let panSequenceNumber: Int?
+    /// The Track 2 equivalent data (tag 57), when the card gave it.
     public let track2EquivalentData: [UInt8]?
+    /// The application cryptogram (tag 9F26), 8 bytes.
     public let cryptogram: [UInt8]
+    /// The cryptogram's type from the cryptogram information data (tag 9F27).
     public let cryptogramType: CryptogramType
+    /// The application transaction counter (tag 9F36).
     public let atc: UInt16
+    /// The issuer application data (tag 9F10), as the card sent it.
     public let issuerApplicationData: [UInt8]
+    /// How the cardholder was verified (on the device, or not at all).
     public let cardholderVerification: CardholderVerification
     /// The chip data for field 55, in the usual order (9F26 9F27 9F10 9F37 9F36 95 9A 9C 9F02 5F2A 82 9F1A
     /// 9F03 9F34 9F35 84 9F66 9F6C, each when present). The terminal's data objects (9F37, 9F02, 9F03, 5F2A,
@@ -51,6 +61,7 @@ public struct CardReadData: Hashable, Sendable, CustomStringConvertible {
 
 /// The end of a contactless transaction at the reader.
 public struct TerminalOutcome: Sendable, CustomStringConvertible {
+    /// How the transaction ended at the reader.
     public enum Status: String, Hashable, Sendable, CustomStringConvertible {
         /// The card produced an ARQC: send ``TerminalOutcome/card`` to the acquirer for online authorization.
         case onlineRequest = "online request"
@@ -64,6 +75,7 @@ public struct TerminalOutcome: Sendable, CustomStringConvertible {
         public var description: String { rawValue }
     }
 
+    /// How the transaction ended; only `onlineRequest` carries card data to send for authorization.
     public let status: Status
     /// Why, for every status but an online request.
     public let reason: String?
