@@ -25,6 +25,41 @@ struct TokenCommandTests {
         #expect(capture.stderr.isEmpty)
     }
 
+    @Test func decryptJSONIsOneObjectForScripts() async throws {
+        let f = Self.fixtures
+        let arguments = [
+            "token", "decrypt", "\(f)/gala-2023/token.json", "--cert", "\(f)/gala-2023/certificate.pem", "--key",
+            "\(f)/gala-2023/private_key.pem", "--now", "2021-09-01T19:05:00Z",
+        ]
+        let plain = Capture()
+        #expect(await plain.run(arguments) == 0)
+        let json = Capture()
+        #expect(await json.run(arguments + ["--json"]) == 0, "\(json.stderr)")
+        #expect(json.stderr.isEmpty)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(Set(object.keys) == ["version", "transactionId", "signingTime", "paymentData"])
+        #expect(object["version"] as? String == "EC_v1")
+        #expect(object["signingTime"] as? String == "2021-09-01T19:03:06Z")
+        let transactionId = try #require(object["transactionId"] as? String)
+        #expect(transactionId.count == 64 && transactionId.allSatisfy(\.isHexDigit))
+        // "paymentData" is the default output's object, byte for byte.
+        #expect(json.stdout.hasSuffix("\"paymentData\":" + plain.stdout.dropLast() + "}\n"))
+
+        // Refused: exit 1, nothing on stdout, the MerchantKitError code first on the one error line.
+        let refused = Capture()
+        #expect(
+            await refused.run([
+                "token", "decrypt", "\(f)/gala-2015/token.json", "--cert", "\(f)/gala-2023/certificate.pem", "--key",
+                "\(f)/gala-2023/private_key.pem", "--signing-time", "--json",
+            ]) == 1)
+        #expect(refused.stdout.isEmpty)
+        #expect(refused.stderr.hasPrefix("error: unknownPublicKeyHash: "))
+        // Usage (an out-of-range option): exit 2 before anything is read.
+        let usage = Capture()
+        #expect(await usage.run(arguments + ["--json", "--window", "0"]) == 2)
+        #expect(usage.stdout.isEmpty)
+    }
+
     @Test func staleTokenIsOneErrorLine() async {
         let f = Self.fixtures
         let capture = Capture()

@@ -28,6 +28,8 @@ enum TokenCommands {
     static let decryptApplicationDataOption = applicationDataOption(
         help: "The applicationData the merchant sent (base64).")
     static let traceOption = Option.flag("trace", help: "Print signer, chain and signing time on stderr.")
+    static let jsonOption = Option.flag(
+        "json", help: "Print one object for scripts: version, transactionId, signingTime and paymentData.")
 
     /// `--application-data BASE64`, its bytes.
     static func applicationDataOption(help: String) -> Option<[UInt8]?> {
@@ -54,8 +56,17 @@ enum TokenCommands {
             Checks the signature, Apple's chain and markers, the signing time, then decrypts with the merchant's
             processing certificate and key. With --application-data the header hash must match it (and a
             header hash without it is refused). --trace prints signer, chain and signing time on stderr.
+
+            stdout is the decrypted payment data object exactly as Apple encrypted it, DPAN and cryptogram in
+            full (what a processor needs; stderr never holds them). With --json it is one object instead:
+            {"version":"EC_v1","transactionId":HEX,"signingTime":ISO8601,"paymentData":{...}}, the same
+            payment data under "paymentData".
+
+            Exit status: 0 decrypted; 1 refused or failed, with nothing on stdout and one line "error: <reason>"
+            on stderr, which starts with the MerchantKitError code when the token was refused ("error:
+            signingTimeTooOld: ...", unknownPublicKeyHash, orderMismatch, ...); 2 usage error.
             """,
-        options: evaluationOptions + [certOption, keyOption, decryptApplicationDataOption, traceOption],
+        options: evaluationOptions + [certOption, keyOption, decryptApplicationDataOption, traceOption, jsonOption],
         positionals: ["TOKEN.json"]
     ) { arguments, context in
         try runDecrypt(arguments, context)
@@ -85,7 +96,18 @@ enum TokenCommands {
             for certificate in result.signature.chain { context.trace("  chain: \(certificate.subject)") }
             context.trace("\(result.version.rawValue), transactionId \(result.transactionId)")
         }
-        context.output(result.payment.plaintextJSON)
+        guard arguments[jsonOption] else {
+            context.output(result.payment.plaintextJSON)
+            return
+        }
+        // Built as PaymentToken's JSONValue, not re-encoded: the payment data keeps its key order and number text.
+        context.output(
+            JSONValue.object([
+                ("version", .string(result.version.rawValue)),
+                ("transactionId", .string(result.transactionId)),
+                ("signingTime", .string(iso(result.signature.signingTime))),
+                ("paymentData", result.payment.json),
+            ]).serialized)
     }
 
     static let verify = Command(
