@@ -117,7 +117,9 @@ public struct ParsedArguments: Sendable {
             switch spec.kind {
             case .flag:
                 if inlineValue != nil { throw CLIError.usage("--\(name) takes no value") }
-                result.flags.insert(name)
+                guard result.flags.insert(name).inserted else {
+                    throw CLIError.usage("--\(name) may be given only once")
+                }
             case .single, .repeatable:
                 let value: String
                 if let inlineValue {

@@ -25,7 +25,7 @@ struct ArgumentTests {
 
     @Test(arguments: [
         ["--unknown"], ["--name"], ["--name", "--verbose"], ["--verbose=1"], ["--name", "a", "--name", "b"],
-        ["stray"], ["-x"],
+        ["stray"], ["-x"], ["--verbose", "--verbose"],
     ])
     func usageErrors(arguments: [String]) {
         #expect(throws: CLIError.self) {
