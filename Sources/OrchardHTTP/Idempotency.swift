@@ -98,20 +98,25 @@ extension Router {
         }
     }
 
-    /// Who owns a key: the identity the route's role recognizes in the client certificate (its subject UID,
-    /// such as `merchant:M1`), else the certificate itself (its SHA-256), else the role when the server
-    /// recognizes it without certificates (in-process wiring). A caller without a certificate on a route open
-    /// to anyone shares the `anonymous` scope: nothing identifies it, so such clients must send random keys
-    /// (UUIDs), and since the body is part of the check a stranger can only replay a request it already knows
-    /// whole.
+    /// Who owns a key, and on which route: the identity the route's role recognizes in the client certificate
+    /// (its subject UID, such as `merchant:M1`), else the certificate itself (its SHA-256), else the role when
+    /// the server recognizes it without certificates (in-process wiring); then the route (`POST /v1/…/:id`). A
+    /// caller without a certificate on a route open to anyone shares the `anonymous` scope: nothing identifies
+    /// it, so such clients must send random keys (UUIDs), and since the body is part of the check a stranger
+    /// can only replay a request it already knows whole. Keys are per route because the parties' clients send an
+    /// authorization's key again on its reversal, which names the authorization by it.
     func idempotencyScope(_ route: Route, _ request: HTTPRequest) -> String {
         let role = route.policy?.role
+        let caller: String
         if let certificate = request.clientCertificate {
             if let role, let identity = roles[role]?.identify?(certificate) {
-                return role + "/" + identity.subjectUserID
+                caller = role + "/" + identity.subjectUserID
+            } else {
+                caller = (role ?? "any") + "/certificate:" + Data(certificate.sha256Fingerprint).base64EncodedString()
             }
-            return (role ?? "any") + "/certificate:" + Data(certificate.sha256Fingerprint).base64EncodedString()
+        } else {
+            caller = role ?? "anonymous"
         }
-        return role ?? "anonymous"
+        return caller + " " + route.method.rawValue + " " + pattern(of: route)
     }
 }

@@ -74,7 +74,7 @@ struct IdempotencyKeyEndToEndTests {
         // The merchant's records: the anonymous app's keys. The network's: the merchant server's own key for the
         // charge, scoped by the merchant's acquiring certificate.
         let merchant = try Self.records(s, "merchant")
-        #expect(merchant.count == 2 && merchant.allSatisfy { $0.scope == "anonymous" })
+        #expect(merchant.count == 2 && merchant.allSatisfy { $0.scope.hasPrefix("anonymous POST /v1/orders") })
         let network = try Self.records(s, "network")
         #expect(network.contains { $0.scope.hasPrefix("acquiring/") && $0.status == 200 })
         await s.close()
