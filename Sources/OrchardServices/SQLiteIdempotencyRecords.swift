@@ -65,14 +65,11 @@ public final class SQLiteIdempotencyRecords: IdempotencyRecords, @unchecked Send
         for name in ["Content-Type", "Location"] { kept[name] = response.headers[name] }
         let stored = IdempotentResponse(status: response.status.code, headers: kept, body: response.body)
         let outcome = try await keys.complete(ticket) { _ in stored }
-        try await purgeIfDue()
+        // The answer is kept; a purge that fails now is retried by a later write, and must not fail this one.
+        try? await purgeIfDue()
         // Superseded after the lease ran out: the other claim's answer is the key's.
         return outcome.response.map(Self.response) ?? response
     }
-
-    /// Deletes the expired records now; returns how many.
-    @discardableResult
-    public func purgeExpired() async throws -> Int { try await keys.purgeExpired() }
 
     /// Closes the file.
     public func close() async { await store.close() }
@@ -99,7 +96,11 @@ public final class SQLiteIdempotencyRecords: IdempotencyRecords, @unchecked Send
     }
 
     private static func reason(_ code: Int) -> String {
-        let known: [HTTPStatus] = [.ok, .created, .accepted, .noContent, .badRequest, .forbidden, .notFound, .conflict]
+        let known: [HTTPStatus] = [
+            .ok, .created, .accepted, .noContent, .badRequest, .unauthorized, .forbidden, .notFound,
+            .methodNotAllowed, .conflict, .gone, .payloadTooLarge, .unsupportedMediaType, .unprocessableContent,
+            .tooManyRequests,
+        ]
         return known.first { $0.code == code }?.reason ?? "Status \(code)"
     }
 }
