@@ -1,12 +1,15 @@
 import Device
 import Foundation
 import MerchantAPI
+import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
 import OrchardStore
 import PayAPI
+import PayServer
 import Testing
+import TokenRequestorAPI
 
 /// `Idempotency-Key` on the real routes of the three servers, each started from `orchard init`'s deployment in
 /// this process: the merchant's orders and payments, the Pay server's device routes, and the network's acquiring
@@ -101,6 +104,58 @@ struct IdempotencyKeyEndToEndTests {
         // Provisioning sent its keys too (check and link), under the device's identity.
         #expect(try Self.records(s, "pay").allSatisfy { $0.scope.hasPrefix("device/") })
         phone.shutdown()
+        await s.close()
+    }
+
+    /// A client of the network holding `role`, with a certificate issued here from the deployment's root.
+    func networkClient(_ s: MerchantSandbox, role: ServiceRole, name: String) throws -> HTTPClient {
+        let root = try CertificateAuthority.load(named: PKIFiles.rootCA, from: s.deployment)
+        try ServiceAccess.issueClientIdentity(
+            named: name, role: role, commonName: name, by: root, to: s.deployment, clock: SystemClock(),
+            random: SystemRandom())
+        return try s.connections.client(identity: try TLSIdentity.load(named: name, from: s.deployment))
+    }
+
+    @Test("The network: a replayed issuer action answers as before without acting again; another token: 422")
+    func network() async throws {
+        let s = try await MerchantSandbox()
+        try await s.provisionPhone()
+        let vault = try Database(
+            path: s.deployment.databasePath(for: .network), options: StoreOptions(durability: .full),
+            access: .readOnly)
+        let reference = try #require(try vault.queryFirst("SELECT token_reference FROM tokens") { try $0.string(0) })
+        let issuer = try networkClient(s, role: .issuer, name: "test-issuer")
+        // The token's own requestor (the Pay server's identity): a token is visible to its requestor only.
+        let requestor = try s.connections.client(
+            identity: try TLSIdentity.load(named: PayService.Files.client, from: s.deployment))
+        let base = try s.connections.baseURL(of: .network)
+        func act(_ action: TokenRequestorAPI.LifecycleAction, _ token: String, key: String) async throws -> HTTPResponse
+        {
+            try await issuer.send(
+                HTTPClientRequest(
+                    method: .post, url: base + TokenRequestorAPI.Route.issuerToken(token, action),
+                    headers: ["Idempotency-Key": key]))
+        }
+        func state() async throws -> TokenRequestorAPI.TokenState {
+            let answer = try await requestor.get(base + TokenRequestorAPI.Route.token(reference))
+            try #require(answer.status == .ok, "\(String(decoding: answer.body, as: UTF8.self))")
+            return try answer.decodeJSON(TokenRequestorAPI.TokenStatus.self).state
+        }
+
+        let suspended = try await act(.suspend, reference, key: "issuer-suspend-1")
+        #expect(suspended.status == .ok)
+        #expect(try await state() == .suspended)
+        #expect(try await act(.resume, reference, key: "issuer-resume-1").status == .ok)
+        #expect(try await state() == .active)
+        // The replay answers "suspended" again, and the token stays active: the action did not run.
+        let replay = try await act(.suspend, reference, key: "issuer-suspend-1")
+        #expect(replay.status == .ok && replay.body == suspended.body)
+        #expect(try await state() == .active)
+        // The same key for another token on the route: 422, nothing changes.
+        #expect(try await act(.suspend, "tok_other", key: "issuer-suspend-1").status.code == 422)
+        #expect(try await state() == .active)
+        issuer.shutdown()
+        requestor.shutdown()
         await s.close()
     }
 }
