@@ -53,12 +53,11 @@ public enum IdempotencyKeyHeader {
     }
 }
 
-/// Why a state-changing route does not honour `Idempotency-Key`, registered with
+/// A state-changing route that does not honour `Idempotency-Key`, registered with
 /// ``Router/exemptFromIdempotency(_:because:)``.
 struct IdempotencyExemption: Sendable, Hashable {
     let method: HTTPMethod
     let pattern: String
-    let reason: String
 }
 
 extension Router {
@@ -67,18 +66,14 @@ extension Router {
     static let stateChanging: Set<HTTPMethod> = [.post, .put, .patch, .delete]
 
     /// Declares that `declared` does not honour `Idempotency-Key`, and why (for instance, it is naturally
-    /// idempotent). The header is then ignored on it. Listed in ``idempotencyExemptions``.
+    /// idempotent). The header is then ignored on it. The reason, which must not be empty, is for the reader of
+    /// the route's code.
     public mutating func exemptFromIdempotency(_ declared: DeclaredRoute, because reason: String) {
         precondition(!reason.isEmpty, "an exemption from Idempotency-Key states its reason")
         exemptions.append(
             IdempotencyExemption(
-                method: HTTPMethod(declared.method), pattern: "/" + Self.split(declared.pattern).joined(separator: "/"),
-                reason: reason))
-    }
-
-    /// The exempt routes as `METHOD pattern: reason`.
-    public var idempotencyExemptions: [String] {
-        exemptions.map { "\($0.method.rawValue) \($0.pattern): \($0.reason)" }
+                method: HTTPMethod(declared.method), pattern: "/" + Self.split(declared.pattern).joined(separator: "/"))
+        )
     }
 
     /// The handler to run for `request` on `route`, after ``authorize(_:_:)``: the route's own, or, for a

@@ -73,6 +73,12 @@ struct IdempotencyKeyEndToEndTests {
         let other = try await pay(s, order.orderID, token: token, key: "pay-key-1", contact: true)
         #expect(other.status.code == 422)
         #expect(try s.issuerAuthorizations().count == 1)
+        // The kept answer holds the masked DPAN, as the order does; never the FPAN or the DPAN.
+        let masked = try #require(MerchantSandbox.json(first)["maskedPAN"] as? String)
+        #expect(try s.merchantFilesHolding(masked).contains { $0.hasPrefix("merchant-idempotency.sqlite") })
+        for secret in [MerchantSandbox.fpan, s.dpan] {
+            #expect(try s.merchantFilesHolding(secret).isEmpty, "found in the merchant's files")
+        }
 
         // The merchant's records: the anonymous app's keys. The network's: the merchant server's own key for the
         // charge, scoped by the merchant's acquiring certificate.
