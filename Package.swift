@@ -335,7 +335,7 @@ let package = Package(
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
                 "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
-                "TokenRequestorAPI",
+                "TokenRequestorAPI", "AccessPolicy",
             ],
             swiftSettings: strict
         ),

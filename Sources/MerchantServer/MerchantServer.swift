@@ -73,7 +73,7 @@ public final class MerchantServer: Sendable {
         do {
             let http = try HTTPServiceInstance(
                 name: .merchant, configuration: configuration, directory: directory, router: server.routes(),
-                logger: logger, onStop: { await store.close() })
+                logger: logger, clock: environment.wallClock, onStop: { await store.close() })
             return MerchantServiceInstance(http: http, payments: payments)
         } catch {
             await store.close()

@@ -70,6 +70,7 @@ public enum NetworkServer {
                 provisioningCertificate: provisioningCertificate.derRepresentation, outbox: outbox)
             return try HTTPServiceInstance(
                 name: .network, configuration: configuration, directory: directory, router: router, logger: logger,
+                clock: environment.wallClock,
                 onStop: closeStores)
         } catch {
             await closeStores()

@@ -78,6 +78,8 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
             case transportFailure = "transport_failure"
             case cancelled = "cancelled"
             case internalFailure = "internal_failure"
+            case idempotencyKeyInUse = "idempotency_key_in_use"
+            case idempotencyKeyReused = "idempotency_key_reused"
         }
         fileprivate let base: Base
         private init(_ base: Base) { self.base = base }
@@ -121,6 +123,10 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         public static let cancelled = Code(.cancelled)
         /// An internal failure (allocation, libevent or libcurl refusing a call).
         public static let internalFailure = Code(.internalFailure)
+        /// A request with the same Idempotency-Key is still running: retry later (409).
+        public static let idempotencyKeyInUse = Code(.idempotencyKeyInUse)
+        /// The Idempotency-Key was used for another request (another body, method or path) (422).
+        public static let idempotencyKeyReused = Code(.idempotencyKeyReused)
 
         public var description: String { base.rawValue }
     }
@@ -147,6 +153,8 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         case .clientCertificateRequired: .unauthorized
         case .clientCertificateNotAllowed, .callerMismatch: .forbidden
         case .payloadTooLarge: .payloadTooLarge
+        case .idempotencyKeyInUse: .conflict
+        case .idempotencyKeyReused: .unprocessableContent
         default: .internalServerError
         }
     }

@@ -63,6 +63,11 @@ public struct Router: Sendable {
     }
 
     private(set) var routes: [Route] = []
+    var exemptions: [IdempotencyExemption] = []
+
+    /// Where state-changing routes keep their `Idempotency-Key` answers (see ``IdempotencyRecords``); nil: the
+    /// header is ignored, as before the server had a store for it.
+    public var idempotency: (any IdempotencyRecords)?
 
     /// How this server recognizes each role that declared policies name, in the client certificate. A role
     /// without an entry admits nobody (403).
@@ -85,17 +90,19 @@ public struct Router: Sendable {
     /// Every route, in match order.
     public var registeredRoutes: [RegisteredRoute] {
         routes.map { route in
-            RegisteredRoute(
-                method: route.method.rawValue,
-                pattern: "/"
-                    + route.segments.map { segment in
-                        switch segment {
-                        case .literal(let literal): literal
-                        case .parameter(let name): ":" + name
-                        }
-                    }.joined(separator: "/"),
-                policy: route.policy)
+            RegisteredRoute(method: route.method.rawValue, pattern: pattern(of: route), policy: route.policy)
         }
+    }
+
+    /// The pattern `route` was added with.
+    func pattern(of route: Route) -> String {
+        "/"
+            + route.segments.map { segment in
+                switch segment {
+                case .literal(let literal): literal
+                case .parameter(let name): ":" + name
+                }
+            }.joined(separator: "/")
     }
 
     /// Adds a route as its contract declares it; the router enforces `declared.policy` before `handler` runs.

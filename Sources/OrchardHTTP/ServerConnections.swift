@@ -157,13 +157,14 @@ final class ListenerInstance: @unchecked Sendable {
         case .found(let route, let parameters):
             var request = parsed
             request.pathParameters = parameters
+            let handler: Router.Handler
             do {
                 try server.router.authorize(route, request)
+                handler = try server.router.handler(for: route, request)
             } catch {
                 inFlight.complete(ErrorMapping.response(for: error, requestID: parsed.requestID, logger: server.logger))
                 return
             }
-            let handler = route.handler
             let logger = server.logger
             inFlight.task = Task(executorPreference: loop) { [request] in
                 let response: HTTPResponse

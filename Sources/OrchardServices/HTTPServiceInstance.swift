@@ -1,12 +1,14 @@
 public import AccessPolicy
 import Foundation
+public import OrchardCrypto
 public import OrchardHTTP
 public import OrchardLogging
 public import OrchardRuntime
 
 /// An Orchard service served over HTTPS: its TLS identity from `pki/<service>-tls`, its address from its
 /// configuration section, `GET /health` answered without a client certificate, and whatever routes the
-/// service adds.
+/// service adds. Every state-changing route honours `Idempotency-Key` (``SQLiteIdempotencyRecords``, in
+/// `DIR/<service>-idempotency.sqlite`), scoped by the caller, unless the service exempted it with a reason.
 ///
 /// The main listener requests a client certificate but does not require one (policy `optional`, trusting the
 /// Orchard root CA, under which the device CA and the Pay server's merchant CA issue), so a route that needs
@@ -18,12 +20,13 @@ public final class HTTPServiceInstance: ServiceInstance {
     public let name: ServiceName
     public let server: HTTPServer
     private let onStop: @Sendable () async -> Void
+    private let idempotency: SQLiteIdempotencyRecords
 
     /// Builds the server (TLS contexts included) without binding. `onStop` runs after the server stopped,
-    /// to close the service's stores.
+    /// to close the service's stores. `clock` dates the Idempotency-Key records.
     public init(
         name: ServiceName, configuration: Configuration, directory: DeploymentDirectory, router: Router,
-        logger: Logger, onStop: @escaping @Sendable () async -> Void = {}
+        logger: Logger, clock: any WallClock, onStop: @escaping @Sendable () async -> Void = {}
     ) throws(ServicesError) {
         let identity = try TLSIdentity.load(named: PKIFiles.tlsServer(name), from: directory)
         let rootPEM: String
@@ -32,7 +35,14 @@ public final class HTTPServiceInstance: ServiceInstance {
         } catch {
             throw ServicesError(.pkiFailure, "cannot read the Orchard root CA", underlying: error)
         }
+        do {
+            idempotency = try SQLiteIdempotencyRecords(
+                path: directory.path + "/" + name.rawValue + "-idempotency.sqlite", clock: clock)
+        } catch {
+            throw ServicesError(.startFailed, "cannot open the \(name) Idempotency-Key records", underlying: error)
+        }
         var routes = router
+        routes.idempotency = idempotency
         let serviceName = name.rawValue
         routes.add(Self.health) { _ in
             try HTTPResponse.json(["status": "ok", "service": serviceName])
@@ -65,6 +75,7 @@ public final class HTTPServiceInstance: ServiceInstance {
     public func shutdown() async {
         await server.shutdown()
         await onStop()
+        await idempotency.close()
     }
 
     public func forceShutdown() { server.forceShutdown() }

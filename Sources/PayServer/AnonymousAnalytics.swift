@@ -88,6 +88,9 @@ extension PayServer {
     /// identify the device.
     func installAnonymousAnalytics(into router: inout Router) {
         let store = self.store
+        router.exemptFromIdempotency(
+            PayAPI.Declared.anonymousPurchases,
+            because: "the channel is anonymous: a kept key would link a device's reports; a repeat adds one to a tally")
         router.add(PayAPI.Declared.anonymousPurchases, status: .accepted) {
             (report: AnonymousPurchase, request: HTTPRequest) -> AnonymousPurchaseAccepted in
             guard request.clientCertificate == nil else {

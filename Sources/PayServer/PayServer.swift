@@ -70,7 +70,7 @@ public final class PayServer: Sendable {
                     environment: environment))
             return try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(),
-                logger: logger, onStop: { await store.close() })
+                logger: logger, clock: environment.wallClock, onStop: { await store.close() })
         } catch {
             await store.close()
             throw error

@@ -262,10 +262,12 @@ final class MerchantSandbox: @unchecked Sendable {
 
     // MARK: Files
 
-    /// The merchant's files: merchant.sqlite with its WAL and SHM, and logs/merchant.log.
+    /// The merchant's files: merchant.sqlite and merchant-idempotency.sqlite with their WAL and SHM, and
+    /// logs/merchant.log.
     func merchantFiles() throws -> [String: [UInt8]] {
         var result: [String: [UInt8]] = [:]
-        for relative in ["merchant.sqlite", "merchant.sqlite-wal", "merchant.sqlite-shm", "logs/merchant.log"] {
+        let databases = ["merchant.sqlite", "merchant-idempotency.sqlite"].flatMap { [$0, $0 + "-wal", $0 + "-shm"] }
+        for relative in databases + ["logs/merchant.log"] {
             let full = path + "/" + relative
             if FileManager.default.fileExists(atPath: full) {
                 result[relative] = Array(try Data(contentsOf: URL(fileURLWithPath: full)))

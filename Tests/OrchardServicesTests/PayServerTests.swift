@@ -18,19 +18,6 @@ struct PayServerTests {
         directory = DeploymentDirectory(path: temporary.child("deployment"))
     }
 
-    /// A TLS client identity issued by `authority` (clientAuth), written nowhere.
-    func clientIdentity(from authority: CertificateAuthority, uid: String) throws -> TLSIdentity {
-        let key = try P256.Signing.PrivateKey()
-        let certificate = try Certificate.issue(
-            subject: DistinguishedName([.userID(uid), .commonName("client")]),
-            publicKey: CertificatePublicKey(key.publicKey), issuer: authority.issuer,
-            notValidBefore: Date().addingTimeInterval(-60), notValidAfter: Date().addingTimeInterval(3600),
-            extensions: [.basicConstraints(isCA: false), .extendedKeyUsage([.clientAuth])])
-        return TLSIdentity(
-            certificateChainPEM: certificate.pemRepresentation + authority.certificate.pemRepresentation,
-            privateKeyPEM: SecureBytes(Array(try key.pemRepresentation.utf8)))
-    }
-
     @Test func merchantIdentityRouteNeedsTheMerchantsCertificate() async throws {
         let registry = try ServiceRegistry([PayService(), MerchantService()])
         _ = try await DeploymentInitializer.initialize(directory, registry: registry)
@@ -55,14 +42,14 @@ struct PayServerTests {
         // Chains to the Orchard root, but through the device CA: verified by TLS, refused by the route.
         let deviceCA = try CertificateAuthority.load(named: PKIFiles.deviceCA, from: directory)
         let device = try connections.client(
-            identity: try clientIdentity(from: deviceCA, uid: "merchant.dev.orchard.demo"))
+            identity: try issueClientIdentity(from: deviceCA, uid: "merchant.dev.orchard.demo"))
         #expect(try await device.get(url).status == .forbidden)
         device.shutdown()
 
         // A merchant CA certificate for an unregistered merchant ID.
         let merchantCA = try CertificateAuthority.load(named: PayService.Files.merchantCA, from: directory)
         let unknown = try connections.client(
-            identity: try clientIdentity(from: merchantCA, uid: "merchant.dev.unknown"))
+            identity: try issueClientIdentity(from: merchantCA, uid: "merchant.dev.unknown"))
         #expect(try await unknown.get(url).status == .forbidden)
         unknown.shutdown()
 
@@ -71,7 +58,7 @@ struct PayServerTests {
             subject: DistinguishedName([.commonName("Elsewhere CA")]), issuer: nil, lifetime: 3600,
             clock: SystemClock(), random: SystemRandom())
         let foreign = try connections.client(
-            identity: try clientIdentity(from: foreignCA, uid: "merchant.dev.orchard.demo"))
+            identity: try issueClientIdentity(from: foreignCA, uid: "merchant.dev.orchard.demo"))
         await #expect(throws: HTTPError.self) { try await foreign.get(url) }
         foreign.shutdown()
         await connections.close()

@@ -1,0 +1,106 @@
+public import Foundation
+public import OrchardCrypto
+public import OrchardHTTP
+import OrchardStore
+
+/// The router's ``IdempotencyRecords`` over OrchardStore's ``IdempotencyKeys``, in a SQLite file of the party's
+/// own (`DIR/<service>-idempotency.sqlite`).
+///
+/// Keys are kept ``IdempotencyKeys/minimumRetention`` (24 hours) by the injected clock; expired records are
+/// purged on write, at most once per ``purgeInterval``. The request's own side effects commit in the party's
+/// stores, in other transactions than the stored answer: a crash between the two leaves the key free and the
+/// retry runs the handler again, which the parties' own replay checks answer (issue 21, item 1, covers that).
+public final class SQLiteIdempotencyRecords: IdempotencyRecords, @unchecked Sendable {
+    /// How often, at most, a write also deletes the expired records.
+    public static let purgeInterval: Duration = .seconds(60 * 60)
+
+    private let store: Store
+    private let keys: IdempotencyKeys
+    private let clock: any WallClock
+    // Thread-safety: `lastPurge` is read and written under `lock` only.
+    private let lock = NSLock()
+    private var lastPurge: Int64?
+
+    /// Opens (creating if needed) the records at `path`, keeping keys 24 hours by `clock`.
+    public init(path: String, clock: any WallClock) throws {
+        store = try Store(
+            // Full: an answer acknowledged to a client must survive a power loss, or its retry would run again.
+            path: path, options: StoreOptions(durability: .full),
+            migrations: [
+                Migration(version: 1, name: "idempotency keys") { database in
+                    try IdempotencyKeys.install(in: database)
+                }
+            ])
+        keys = try IdempotencyKeys(store: store, clock: clock)
+        self.clock = clock
+    }
+
+    public func run(
+        scope: String, key: String, method: String, path: String, body: Data,
+        _ handler: @escaping @Sendable () async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        let fingerprint = RequestFingerprint(method: method, path: path, body: body)
+        let ticket: IdempotencyTicket
+        switch try await keys.begin(scope: scope, key: key, fingerprint: fingerprint) {
+        case .proceed(let claimed): ticket = claimed
+        case .replay(let stored): return Self.response(stored)
+        case .mismatch:
+            throw HTTPError(.idempotencyKeyReused, "this Idempotency-Key was used for another request; use a new key")
+        case .inProgress:
+            throw HTTPError(.idempotencyKeyInUse, "a request with this Idempotency-Key is still running; retry later")
+        }
+        let response: HTTPResponse
+        do {
+            response = try await handler()
+        } catch {
+            // A refused or failed request is not an answer to keep: the retry runs again.
+            try? await keys.abandon(ticket)
+            throw error
+        }
+        guard response.status.code < 500 else {
+            try? await keys.abandon(ticket)
+            return response
+        }
+        var kept: [String: String] = [:]
+        for name in ["Content-Type", "Location"] { kept[name] = response.headers[name] }
+        let stored = IdempotentResponse(status: response.status.code, headers: kept, body: response.body)
+        let outcome = try await keys.complete(ticket) { _ in stored }
+        // The answer is kept; a purge that fails now is retried by a later write, and must not fail this one.
+        try? await purgeIfDue()
+        // Superseded after the lease ran out: the other claim's answer is the key's.
+        return outcome.response.map(Self.response) ?? response
+    }
+
+    /// Closes the file.
+    public func close() async { await store.close() }
+
+    private func purgeIfDue() async throws {
+        let now = clock.now().orchardMilliseconds
+        let interval = Self.purgeInterval.components.seconds * 1000
+        let due = lock.withLock {
+            guard let lastPurge, now - lastPurge < interval else {
+                lastPurge = now
+                return true
+            }
+            return false
+        }
+        if due { try await keys.purgeExpired() }
+    }
+
+    private static func response(_ stored: IdempotentResponse) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        for (name, value) in stored.headers.sorted(by: { $0.key < $1.key }) { headers.add(name, value) }
+        return HTTPResponse(
+            status: HTTPStatus(code: stored.status, reason: reason(stored.status)), headers: headers,
+            body: Data(stored.body))
+    }
+
+    private static func reason(_ code: Int) -> String {
+        let known: [HTTPStatus] = [
+            .ok, .created, .accepted, .noContent, .badRequest, .unauthorized, .forbidden, .notFound,
+            .methodNotAllowed, .conflict, .gone, .payloadTooLarge, .unsupportedMediaType, .unprocessableContent,
+            .tooManyRequests,
+        ]
+        return known.first { $0.code == code }?.reason ?? "Status \(code)"
+    }
+}
