@@ -77,6 +77,14 @@ final class InAppPayments: Sendable {
         router.add(PayAPI.Declared.credentialCertificate) { [pki] _ in
             try Self.json(CredentialCertificateResponse(certificate: pki.credentialCertificate.pemRepresentation))
         }
+        // The Pay server keeps nothing that ties a payment to a device: a kept answer (a nonce issued to this device,
+        // a token) would. A lost answer is retried with a new nonce, which consumes nothing the first one did not.
+        router.exemptFromIdempotency(
+            PayAPI.Declared.paymentNonce,
+            because: "a kept nonce would tie a payment to the device; a nonce is single-use, a retry asks for another")
+        router.exemptFromIdempotency(
+            PayAPI.Declared.paymentCredential,
+            because: "a kept token would tie a payment to the device; the nonce inside makes a repeat fail, not pay")
         router.add(PayAPI.Declared.paymentNonce) { [self] request in
             let device = try await payingDevice(request)
             let nonce = try await nonces.issue(to: device.deviceID)
