@@ -213,7 +213,9 @@ extension AccessMatrixTests {
         }
     }
 
-    @Test("I20-1/I20-2: The network's routes × {no certificate, foreign CA, wrong role, another identity, the right caller}")
+    @Test(
+        "I20-1/I20-2: The network's routes × {no certificate, foreign CA, wrong role, another identity, the right caller}"
+    )
     func networkMatrix() async throws {
         let access = try await AccessDeployment()
         let (network, server, base) = try await access.start(.network)
