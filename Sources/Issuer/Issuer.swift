@@ -292,10 +292,11 @@ public actor Issuer: IssuerHost {
         let response = IssuerAuthorizationResponse(
             networkTransactionID: request.networkTransactionID, responseCode: code,
             approvalCode: code.isApproved ? approvalCode() : nil, reason: reason)
-        try await store.saveAuthorization(
-            IssuerAuthorizationEntry(
-                response: response, accountID: accountID, amount: request.amount, requestFingerprint: fingerprint,
-                decidedAt: clock.now()), account: account)
+        var entry = IssuerAuthorizationEntry(
+            response: response, accountID: accountID, amount: request.amount, requestFingerprint: fingerprint,
+            decidedAt: clock.now())
+        entry.maskedPAN = request.pan.masked
+        try await store.saveAuthorization(entry, account: account)
         return response
     }
 

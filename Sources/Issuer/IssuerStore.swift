@@ -107,6 +107,9 @@ public struct IssuerAuthorizationEntry: Hashable, Sendable, Codable {
     public let decidedAt: Date
     /// When a reversal cancelled this authorization (or, for a reversal that came first, blocked it).
     public var reversedAt: Date? = nil
+    /// The card number masked (first six, last four), so a reconciliation report can name the card without the
+    /// number. Nil for entries written before it was recorded and for reversal markers.
+    public var maskedPAN: String? = nil
 
     public init(
         response: IssuerAuthorizationResponse, accountID: String?, amount: Money, requestFingerprint: String,
@@ -159,6 +162,8 @@ public protocol IssuerStore: Sendable {
     /// Stores `entry` and, when given, `account` in one durable step (an authorization or a reversal and
     /// the balance it moves).
     func saveAuthorization(_ entry: IssuerAuthorizationEntry, account: IssuerAccount?) async throws
+    /// Every authorization entry decided before `date`, oldest first (reconciliation looks for open holds).
+    func authorizations(decidedBefore date: Date) async throws -> [IssuerAuthorizationEntry]
     func stepUp(reference: String) async throws -> StepUpRecord?
     func saveStepUp(_ record: StepUpRecord) async throws
 }
@@ -194,6 +199,9 @@ public final class InMemoryIssuerStore: IssuerStore, @unchecked Sendable {
             if let account { accounts[account.accountID] = account }
             authorizations[entry.response.networkTransactionID] = entry
         }
+    }
+    public func authorizations(decidedBefore date: Date) async throws -> [IssuerAuthorizationEntry] {
+        lock.withLock { authorizations.values.filter { $0.decidedAt < date }.sorted { $0.decidedAt < $1.decidedAt } }
     }
     public func stepUp(reference: String) async throws -> StepUpRecord? { lock.withLock { stepUps[reference] } }
     public func saveStepUp(_ record: StepUpRecord) async throws { lock.withLock { stepUps[record.reference] = record } }

@@ -134,3 +134,14 @@ extension Issuer {
         return answer(.released)
     }
 }
+
+extension Issuer {
+    /// The holds still open: approved authorizations decided before `date` that no reversal has cancelled.
+    /// Reconciliation asks the network which of them have no final answer.
+    public func openHolds(decidedBefore date: Date) async throws -> [IssuerAuthorizationEntry] {
+        try await store.authorizations(decidedBefore: date).filter { entry in
+            entry.response.responseCode.isApproved && entry.reversedAt == nil && entry.accountID != nil
+                && entry.requestFingerprint != Self.preemptedFingerprint
+        }
+    }
+}

@@ -1,6 +1,6 @@
 public import Acquirer
 public import CardBasics
-import Foundation
+public import Foundation
 public import Issuer
 public import OrchardStore
 public import TokenService
@@ -192,6 +192,13 @@ public final class SQLiteIssuerStore: IssuerStore {
                     + "ON CONFLICT (network_transaction_id) DO UPDATE SET record = excluded.record",
                 [.text(entry.response.networkTransactionID), .blob(record)])
         }
+    }
+
+    /// Reads every authorization and filters by date: records are opaque blobs without a date column, and
+    /// reconciliation runs minutes apart, so a scan is affordable at this scale.
+    public func authorizations(decidedBefore date: Date) async throws -> [IssuerAuthorizationEntry] {
+        try await store.records(IssuerAuthorizationEntry.self, "SELECT record FROM authorizations", [])
+            .filter { $0.decidedAt < date }.sorted { $0.decidedAt < $1.decidedAt }
     }
 
     public func stepUp(reference: String) async throws -> StepUpRecord? {

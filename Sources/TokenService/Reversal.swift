@@ -68,7 +68,13 @@ extension TokenService {
         // The same serializer key as `idempotent(scope:key:…)` takes for the authorization.
         await serializer.acquire(authorizationScope + "\u{0}" + key)
         defer { serializer.release(authorizationScope + "\u{0}" + key) }
+        return try await reverseHoldingKey(request)
+    }
 
+    /// The body of ``reverse(_:)``, for a caller that holds the transaction's serializer key.
+    func reverseHoldingKey(_ request: NetworkReversalRequest) async throws -> NetworkReversalResponse {
+        let key = request.transactionID
+        let authorizationScope = "authorization:" + request.acquirerID
         let scope = Self.reversalScope(request.acquirerID)
         let fingerprint = Self.fingerprint([
             Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.numericString.utf8),
