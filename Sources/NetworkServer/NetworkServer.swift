@@ -1,4 +1,5 @@
 import Acquirer
+import CardBasics
 import Foundation
 import Issuer
 import OrchardCrypto
@@ -8,7 +9,7 @@ public import OrchardRuntime
 public import OrchardServices
 import OrchardStore
 import OrchardX509
-import TokenService
+public import TokenService
 
 /// The network's parties wired for one process: token service, issuer and acquirer over their SQLite stores.
 ///
@@ -17,64 +18,125 @@ import TokenService
 public enum NetworkServer {
     /// Builds the network of `directory` without binding: opens the HSM with the local master key, the three
     /// stores, and the device CA the token service takes Secure Element keys from; sets up TLS and the routes.
+    /// Once started, the instance reconciles open holds at once and every `network.reconcileIntervalSeconds`.
     public static func build(
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
-    ) async throws -> HTTPServiceInstance {
-        let keyFile = try NetworkKeyFile.read(from: directory)
-        let localMasterKey = try directory.readPrivateKey(named: NetworkServerService.Files.localMasterKey)
-        guard localMasterKey.count == 32 else {
-            throw ServicesError(.pkiFailure, "pki/\(NetworkServerService.Files.localMasterKey).key is not 32 bytes")
-        }
-        let hsm = try SoftwareHSM(
-            localMasterKey: SymmetricKey(localMasterKey), verifiers: NetworkServerService.verifiers(),
-            random: environment.random)
-        let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
+    ) async throws -> any ServiceInstance {
         let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
         let provisioningCertificate = try DeploymentPKI.readCertificate(
             named: NetworkServerService.Files.provisioningCertificate, from: directory)
         let logger = try ServiceLogging.logger(for: .network, configuration: configuration, directory: directory)
-
-        let vault = try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))
-        let issuerStore = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
-        let acquirerStore = try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer))
-        let closeStores: @Sendable () async -> Void = {
-            await vault.store.close()
-            await issuerStore.store.close()
-            await acquirerStore.store.close()
-        }
+        let parties = try await Parties.open(directory: directory, environment: environment)
         do {
-            let issuer = Issuer(
-                configuration: TestCards.configuration, store: issuerStore,
-                cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: environment.wallClock,
-                random: environment.random)
-            let outbox = SQLiteNotificationOutbox(vault: vault)
-            let tokenService = try TokenService(
-                keyStore: hsm, keys: keyFile.keys, ranges: keyFile.ranges,
-                issuers: [
-                    IssuerRoute(issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes, host: issuer)
-                ],
-                vault: vault,
-                deviceKeys: try Self.deviceKeyVerifier(deviceCA: deviceCA, root: root, clock: environment.wallClock),
-                notifier: outbox, clock: environment.wallClock, random: environment.random)
-            await issuer.connect(to: tokenService)
-            let acquirer = Acquirer(
-                acquirerID: NetworkServerService.acquirerID, store: acquirerStore, network: tokenService,
-                clock: environment.wallClock, random: environment.random)
             var router = Router()
             NetworkRoutes.install(
-                into: &router, tokenService: tokenService, acquirer: acquirer, issuerID: TestCards.issuerID,
+                into: &router, tokenService: parties.tokenService, acquirer: parties.acquirer,
+                issuerID: TestCards.issuerID,
                 access: NetworkAccess(
                     tokenRequestor: ServiceAccess.requirement([.tokenRequestor], root: root),
                     acquiring: ServiceAccess.requirement([.acquiring], root: root),
                     issuer: ServiceAccess.requirement([.issuer], root: root)),
-                provisioningCertificate: provisioningCertificate.derRepresentation, outbox: outbox)
-            return try HTTPServiceInstance(
+                provisioningCertificate: provisioningCertificate.derRepresentation, outbox: parties.outbox)
+            let http = try HTTPServiceInstance(
                 name: .network, configuration: configuration, directory: directory, router: router, logger: logger,
                 clock: environment.wallClock,
-                onStop: closeStores)
+                onStop: parties.close)
+            return NetworkServiceInstance(
+                http: http, reconciler: parties.reconciler(configuration: configuration, clock: environment.wallClock),
+                interval: configuration[NetworkServerService.reconcileIntervalSeconds], logger: logger)
         } catch {
-            await closeStores()
+            await parties.close()
             throw error
+        }
+    }
+
+    /// Runs one reconciliation pass over the stores of `directory` (`orchard network reconcile`). Refuses with
+    /// ``ServicesError/Code/startFailed`` while the network service runs for `directory`: its token service and
+    /// issuer serialize each transaction in memory, which a second process would bypass, and the running
+    /// service reconciles by itself.
+    public static func reconcileOnce(
+        configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
+    ) async throws -> ReconciliationReport {
+        if let running = try directory.runningService(.network) {
+            throw ServicesError(
+                .startFailed,
+                "the network service runs for \(directory) (pid \(running.pid)) and reconciles by itself; stop it "
+                    + "to reconcile from the command line")
+        }
+        let parties = try await Parties.open(directory: directory, environment: environment)
+        do {
+            let report = try await parties.reconciler(configuration: configuration, clock: environment.wallClock)
+                .run()
+            await parties.close()
+            return report
+        } catch {
+            await parties.close()
+            throw error
+        }
+    }
+
+    /// The token service, issuer and acquirer over the deployment's SQLite stores.
+    struct Parties {
+        let tokenService: TokenService
+        let issuer: Issuer
+        let acquirer: Acquirer
+        let outbox: SQLiteNotificationOutbox
+        let close: @Sendable () async -> Void
+
+        static func open(directory: DeploymentDirectory, environment: ServiceEnvironment) async throws -> Parties {
+            let keyFile = try NetworkKeyFile.read(from: directory)
+            let localMasterKey = try directory.readPrivateKey(named: NetworkServerService.Files.localMasterKey)
+            guard localMasterKey.count == 32 else {
+                throw ServicesError(
+                    .pkiFailure, "pki/\(NetworkServerService.Files.localMasterKey).key is not 32 bytes")
+            }
+            let hsm = try SoftwareHSM(
+                localMasterKey: SymmetricKey(localMasterKey), verifiers: NetworkServerService.verifiers(),
+                random: environment.random)
+            let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
+            let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
+
+            let vault = try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))
+            let issuerStore = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+            let acquirerStore = try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer))
+            let closeStores: @Sendable () async -> Void = {
+                await vault.store.close()
+                await issuerStore.store.close()
+                await acquirerStore.store.close()
+            }
+            do {
+                let issuer = Issuer(
+                    configuration: TestCards.configuration, store: issuerStore,
+                    cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: environment.wallClock,
+                    random: environment.random)
+                let outbox = SQLiteNotificationOutbox(vault: vault)
+                let tokenService = try TokenService(
+                    keyStore: hsm, keys: keyFile.keys, ranges: keyFile.ranges,
+                    issuers: [
+                        IssuerRoute(
+                            issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes, host: issuer)
+                    ],
+                    vault: vault,
+                    deviceKeys: try NetworkServer.deviceKeyVerifier(
+                        deviceCA: deviceCA, root: root, clock: environment.wallClock),
+                    notifier: outbox, clock: environment.wallClock, random: environment.random)
+                await issuer.connect(to: tokenService)
+                let acquirer = Acquirer(
+                    acquirerID: NetworkServerService.acquirerID, store: acquirerStore, network: tokenService,
+                    clock: environment.wallClock, random: environment.random)
+                return Parties(
+                    tokenService: tokenService, issuer: issuer, acquirer: acquirer, outbox: outbox,
+                    close: closeStores)
+            } catch {
+                await closeStores()
+                throw error
+            }
+        }
+
+        func reconciler(configuration: Configuration, clock: any WallClock) -> NetworkReconciler {
+            NetworkReconciler(
+                tokenService: tokenService, issuer: issuer,
+                reconcileAfter: TimeInterval(configuration[NetworkServerService.reconcileAfterSeconds]), clock: clock)
         }
     }
 
@@ -88,5 +150,67 @@ public enum NetworkServer {
             return try DeviceCAKeyVerifier(deviceCARoots: [deviceCA], clock: clock)
         }
         return try DeviceCAKeyVerifier(deviceCA: deviceCA, root: root, clock: clock)
+    }
+}
+
+/// The network's HTTPS service plus its reconciliation loop: a pass right after the listener starts (holds a
+/// crash left behind), then one every `interval` seconds until shutdown. Each reversed hold is logged with the
+/// card masked.
+final class NetworkServiceInstance: ServiceInstance, @unchecked Sendable {
+    let http: HTTPServiceInstance
+    let reconciler: NetworkReconciler
+    let interval: Int
+    let logger: Logger
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var loop: Task<Void, Never>?
+
+    init(http: HTTPServiceInstance, reconciler: NetworkReconciler, interval: Int, logger: Logger) {
+        self.http = http
+        self.reconciler = reconciler
+        self.interval = interval
+        self.logger = logger
+    }
+
+    func start() async throws -> ServiceEndpoint {
+        let endpoint = try await http.start()
+        let reconciler = self.reconciler
+        let interval = self.interval
+        let logger = self.logger
+        let task = Task {
+            while !Task.isCancelled {
+                await Self.pass(reconciler, logger: logger)
+                try? await Task.sleep(for: .seconds(interval))
+            }
+        }
+        lock.withLock { loop = task }
+        return endpoint
+    }
+
+    /// One pass, logged: a line per hold it acted on, and a warning when the stores could not be read.
+    static func pass(_ reconciler: NetworkReconciler, logger: Logger) async {
+        do {
+            for hold in try await reconciler.run().holds {
+                logger.notice(
+                    "reconciliation: hold without a final answer \(hold.outcome)",
+                    metadata: [
+                        "network_transaction_id": .string(hold.networkTransactionID),
+                        "card": .string(hold.maskedPAN ?? "unknown"), "amount": .integer(Int(hold.amount.minorUnits)),
+                        "currency": .string(hold.amount.currency.numericString), "age_seconds": .integer(hold.ageSeconds),
+                    ])
+            }
+        } catch {
+            logger.warning("reconciliation: the pass failed; the next one retries")
+        }
+    }
+
+    func shutdown() async {
+        lock.withLock { loop }?.cancel()
+        await http.shutdown()
+    }
+
+    func forceShutdown() {
+        lock.withLock { loop }?.cancel()
+        http.forceShutdown()
     }
 }

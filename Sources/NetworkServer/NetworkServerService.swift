@@ -38,9 +38,22 @@ public struct NetworkServerService: OrchardService {
     /// The acquirer's identifier.
     public static let acquirerID = "orchard-acquirer"
 
+    /// `network.reconcileAfterSeconds`: how old an issuer hold with no answer recorded at the token service
+    /// must be before reconciliation reverses it (default 300: an authorization takes well under a second, so a
+    /// five-minute-old hold without an answer is one a crash left behind).
+    public static let reconcileAfterSeconds = ConfigurationKey<Int>.integer(
+        "network", "reconcileAfterSeconds", default: 300, range: 10...86_400)
+    /// `network.reconcileIntervalSeconds`: how often the running network reconciles (default 60; it also does at
+    /// start).
+    public static let reconcileIntervalSeconds = ConfigurationKey<Int>.integer(
+        "network", "reconcileIntervalSeconds", default: 60, range: 1...86_400)
+
     public init() {}
 
     public var name: ServiceName { .network }
+    public var configurationKeys: [AnyConfigurationKey] {
+        [Self.reconcileAfterSeconds.erased, Self.reconcileIntervalSeconds.erased]
+    }
 
     public func initialize(_ context: InitializationContext) async throws {
         let directory = context.directory
