@@ -196,7 +196,8 @@ final class NetworkServiceInstance: ServiceInstance, @unchecked Sendable {
                     metadata: [
                         "network_transaction_id": .string(hold.networkTransactionID),
                         "card": .string(hold.maskedPAN ?? "unknown"), "amount": .integer(Int(hold.amount.minorUnits)),
-                        "currency": .string(hold.amount.currency.numericString), "age_seconds": .integer(hold.ageSeconds),
+                        "currency": .string(hold.amount.currency.numericString),
+                        "age_seconds": .integer(hold.ageSeconds),
                     ])
             }
         } catch {
