@@ -17,6 +17,7 @@ public enum CommandRegistry {
         AnalyticsCommands.command,
         AppCommands.command,
         MerchantCommands.command,
+        NetworkCommands.command,
     ]
 
     public static let root = Command(
