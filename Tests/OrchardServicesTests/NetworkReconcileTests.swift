@@ -55,7 +55,8 @@ struct NetworkReconcileTests {
         return account?.balance
     }
 
-    @Test func reconcileReversesOldHoldsOncePrintsJSONAndRefusesWhileTheNetworkRuns() async throws {
+    @Test("R3: `orchard network reconcile` reverses old unanswered holds once as JSON; the network does at start")
+    func reconcileReversesOldHoldsOncePrintsJSONAndRefusesWhileTheNetworkRuns() async throws {
         #expect(try await runOrchard(["init", "--data-dir", directory.path]).status == 0)
         let start = try #require(try await balance())
         try await orphanHold("lost-old", amount: 700, age: 3600)

@@ -19,7 +19,8 @@ struct ReconciliationTests {
         #expect(answer.responseCode.isApproved)
     }
 
-    @Test func anUnansweredHoldIsReversedOnceAfterTheBoundAndNotBefore() async throws {
+    @Test("R3: a hold with no answer at the network is reversed once after the bound, not before, and not again")
+    func anUnansweredHoldIsReversedOnceAfterTheBoundAndNotBefore() async throws {
         let h = try await NetworkHarness()
         let before = try #require(try await h.issuer.account(id: "acct-1")).balance
         try await Self.orphanHold(h, id: "lost-1", amount: 700)
@@ -46,7 +47,8 @@ struct ReconciliationTests {
         #expect(try await h.issuer.account(id: "acct-1")?.balance == before)
     }
 
-    @Test func aCompletedAuthorizationIsNeverTouched() async throws {
+    @Test("R3: a completed authorization is never touched; a late authorization of a reversed hold is declined (12)")
+    func aCompletedAuthorizationIsNeverTouched() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
         let card = try await h.provision("4111111111111111", on: phone)
