@@ -2,7 +2,6 @@ import AccessPolicy
 import AcquirerAPI
 import Foundation
 import MerchantAPI
-import NetworkServer
 import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
@@ -14,6 +13,7 @@ import Testing
 import TokenRequestorAPI
 
 @testable import MerchantServer
+@testable import NetworkServer
 
 /// A deployment as `orchard init` makes it, its network served in this process over HTTPS, and client
 /// certificates issued from its root for whoever a test plays.
@@ -42,7 +42,9 @@ final class AccessDeployment: @unchecked Sendable {
             from: deployment, environment: ["ORCHARD_\(service.rawValue.uppercased())_PORT": "0"])
         let built = try await registry.service(named: service.rawValue).build(
             configuration: configuration, directory: deployment, environment: environment)
-        let http = try #require((built as? MerchantServiceInstance)?.http ?? built as? HTTPServiceInstance)
+        let http = try #require(
+            (built as? MerchantServiceInstance)?.http ?? (built as? NetworkServiceInstance)?.http
+                ?? built as? HTTPServiceInstance)
         return (built, http.server, try await built.start().baseURL)
     }
 }
