@@ -206,7 +206,11 @@ final class NetworkServiceInstance: ServiceInstance, @unchecked Sendable {
     }
 
     func shutdown() async {
-        lock.withLock { loop }?.cancel()
+        // A pass in progress finishes before the stores close under it.
+        if let loop = lock.withLock({ loop }) {
+            loop.cancel()
+            await loop.value
+        }
         await http.shutdown()
     }
 

@@ -39,10 +39,12 @@ public struct ReconciliationReport: Hashable, Sendable, Codable {
 }
 
 extension TokenService {
-    /// Reverses the issuer hold `entry` when the network recorded no answer for its authorization, through
+    /// Reverses the issuer hold `entry` when the network recorded no approval for its authorization, through
     /// the reversal path (``reverse(_:)``'s body, under the same serializer key as the authorization, so an
-    /// authorization still in flight finishes first). Returns nil, touching nothing, when the answer is on
-    /// record (the authorization completed) or when the transaction ID is not one the network made.
+    /// authorization still in flight finishes first). Returns nil, touching nothing, when an approval is on
+    /// record (the authorization completed) or when the transaction ID is not one the network made. A recorded
+    /// decline does not protect the hold: the issuer approved but its answer was lost (the network answered
+    /// `issuerUnavailable`), so nobody was told of the money held.
     public func reconcileHold(_ entry: IssuerAuthorizationEntry) async throws -> ReversalOutcome? {
         let id = entry.response.networkTransactionID
         guard let separator = id.firstIndex(of: ":") else { return nil }
@@ -54,7 +56,14 @@ extension TokenService {
         let authorizationScope = "authorization:" + acquirerID
         await serializer.acquire(authorizationScope + "\u{0}" + transactionID)
         defer { serializer.release(authorizationScope + "\u{0}" + transactionID) }
-        if try await vault.idempotencyRecord(scope: authorizationScope, key: transactionID) != nil { return nil }
+        if let record = try await vault.idempotencyRecord(scope: authorizationScope, key: transactionID) {
+            // An answer that cannot be read is left alone: reversing an approval the acquirer was given would
+            // take money back from a completed payment.
+            guard
+                let answer = try? JSONDecoder().decode(NetworkAuthorizationResponse.self, from: Data(record.response)),
+                !answer.responseCode.isApproved
+            else { return nil }
+        }
         let response = try await reverseHoldingKey(
             NetworkReversalRequest(
                 acquirerID: acquirerID, transactionID: transactionID, amount: entry.amount,

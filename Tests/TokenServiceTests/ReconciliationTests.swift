@@ -67,4 +67,26 @@ struct ReconciliationTests {
         #expect(late.responseCode == .invalidTransaction)
         #expect(try await h.issuer.account(id: "acct-1")?.balance == before + 450)
     }
+
+    @Test("R3: a hold whose recorded answer is a decline (the issuer's approval was lost) is reversed")
+    func aHoldBehindARecordedDeclineIsReversed() async throws {
+        let h = try await NetworkHarness()
+        let before = try #require(try await h.issuer.account(id: "acct-1")).balance
+        try await Self.orphanHold(h, id: "lost-3", amount: 90)
+        // What the token service records when the issuer's answer does not come back: a decline, 91.
+        let declined = NetworkAuthorizationResponse(
+            transactionID: "lost-3", pan: try PrimaryAccountNumber("4895370000000007"),
+            responseCode: .issuerUnavailable, approvalCode: nil, declineReason: .issuerUnavailable,
+            cardSuffix: "1111")
+        try await h.vault.saveIdempotencyRecord(
+            IdempotencyRecord(
+                scope: "authorization:acq-1", key: "lost-3", requestFingerprint: "f",
+                response: Array(try JSONEncoder().encode(declined)), createdAt: h.clock.now()))
+        h.clock.advance(by: 600)
+        let report = try await NetworkReconciler(
+            tokenService: h.tokenService, issuer: h.issuer, reconcileAfter: 300, clock: h.clock
+        ).run()
+        #expect(report.count == 1 && report.holds.first?.outcome == "released")
+        #expect(try await h.issuer.account(id: "acct-1")?.balance == before)
+    }
 }
