@@ -59,23 +59,12 @@ public enum InAppBenchmark {
     public static func run(
         requests: Int, connections: Int, ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
     ) async throws -> InAppBenchmarkResult {
-        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "orchard-bench-inapp-\(UUID().uuidString)"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: temporary) }
-        let directory = DeploymentDirectory(path: temporary)
-        let registry = try ServiceRegistry([PayService(), MerchantService()])
-        _ = try await DeploymentInitializer.initialize(directory, registry: registry)
-        let services = try await ServiceConnections.connect([.pay], directory: directory, registry: registry)
-        do {
-            let result = try await measure(
+        try await withThrowawayDeployment(
+            named: "inapp", registry: try ServiceRegistry([PayService(), MerchantService()]), services: [.pay]
+        ) { directory, services in
+            try await measure(
                 directory: directory, services: services, requests: requests, connections: connections,
                 ceilingSeconds: ceilingSeconds, trace: trace)
-            await services.close()
-            return result
-        } catch {
-            await services.close()
-            throw error
         }
     }
 

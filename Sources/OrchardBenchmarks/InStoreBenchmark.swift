@@ -41,22 +41,11 @@ public enum InStoreBenchmark {
         seconds: Double, maxTaps: Int, registry: ServiceRegistry, terminalGateway: TerminalGateway,
         trace: @escaping @Sendable (String) -> Void
     ) async throws -> InStoreBenchmarkReport {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "orchard-bench-instore-\(UUID().uuidString)"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let deployment = DeploymentDirectory(path: path)
-        _ = try await DeploymentInitializer.initialize(deployment, registry: registry)
-        let connections = try await ServiceConnections.connect([.network], directory: deployment, registry: registry)
-        do {
-            let report = try await charge(
+        try await withThrowawayDeployment(named: "instore", registry: registry, services: [.network]) {
+            deployment, connections in
+            try await charge(
                 deployment: deployment, connections: connections, seconds: seconds, maxTaps: maxTaps,
                 terminalGateway: terminalGateway, trace: trace)
-            await connections.close()
-            return report
-        } catch {
-            await connections.close()
-            throw error
         }
     }
 
