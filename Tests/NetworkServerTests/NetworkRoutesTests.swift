@@ -36,28 +36,16 @@ struct NetworkRoutesTests {
         NetworkRoutes.install(
             into: &router, tokenService: h.tokenService, acquirer: acquirer, issuerID: TestCards.issuerID,
             access: access, outbox: outbox)
-        let certificate = try EphemeralCertificate()
-        let server = try HTTPServer(
-            configuration: HTTPServerConfiguration(
-                listeners: [
-                    .init(
-                        port: 0,
-                        tls: TLSServerConfiguration(
-                            certificateChainPEM: certificate.certificatePEM, privateKeyPEM: certificate.privateKeyPEM,
-                            // Optional client certificates; no client here holds one, so the roots are moot.
-                            clientCertificatePolicy: .optional, trustedClientRootsPEM: certificate.certificatePEM))
-                ], threads: 1),
-            router: router, logger: Logger(label: "test", level: .warning, sink: NullLogSink()))
-        try server.start()
-        let client = try HTTPClient(configuration: HTTPClientConfiguration(trustedRootsPEM: certificate.certificatePEM))
+        let server = try LoopbackServer(router: router)
+        let client = try server.client()
         do {
-            let result = try await body(h, client, "https://localhost:\(server.port)")
+            let result = try await body(h, client, server.base)
             client.shutdown()
-            await server.shutdown()
+            await server.server.shutdown()
             return result
         } catch {
             client.shutdown()
-            await server.shutdown()
+            await server.server.shutdown()
             throw error
         }
     }

@@ -58,39 +58,25 @@ struct TokenRequestorScopeTests {
                 tokenRequestor: ServiceAccess.requirement([.tokenRequestor], root: root.certificate),
                 acquiring: .none, issuer: .none),
             outbox: outbox)
-        let serverCertificate = try EphemeralCertificate()
-        let server = try HTTPServer(
-            configuration: HTTPServerConfiguration(
-                listeners: [
-                    .init(
-                        port: 0,
-                        tls: TLSServerConfiguration(
-                            certificateChainPEM: serverCertificate.certificatePEM,
-                            privateKeyPEM: serverCertificate.privateKeyPEM, clientCertificatePolicy: .optional,
-                            trustedClientRootsPEM: root.certificate.pemRepresentation))
-                ], threads: 1),
-            router: router, logger: Logger(label: "test", level: .warning, sink: NullLogSink()))
-        try server.start()
+        let server = try LoopbackServer(router: router, clientRootsPEM: root.certificate.pemRepresentation)
         func client(_ name: String?) throws -> HTTPClient {
-            try HTTPClient(
-                configuration: HTTPClientConfiguration(
-                    trustedRootsPEM: serverCertificate.certificatePEM,
-                    clientCertificateChainPEM: try name.map { try deployment.readCertificate(named: $0) },
-                    clientPrivateKeyPEM: try name.map { try deployment.readPrivateKey(named: $0) }))
+            try server.client(
+                certificateChainPEM: try name.map { try deployment.readCertificate(named: $0) },
+                privateKeyPEM: try name.map { try deployment.readPrivateKey(named: $0) })
         }
         let network = Network(
             h: h, outbox: outbox, pay: try client("pay-client"), other: try client("other-client"),
-            anonymous: try client(nil), base: "https://localhost:\(server.port)")
+            anonymous: try client(nil), base: server.base)
         do {
             try await body(network)
         } catch {
             for client in [network.pay, network.other, network.anonymous] { client.shutdown() }
-            await server.shutdown()
+            await server.server.shutdown()
             await vault.store.close()
             throw error
         }
         for client in [network.pay, network.other, network.anonymous] { client.shutdown() }
-        await server.shutdown()
+        await server.server.shutdown()
         await vault.store.close()
     }
 
