@@ -155,6 +155,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Test support, not a product: `orchard serve network` that kills itself at a chosen step of an
+        // authorization (the exactly-once tests).
+        .executableTarget(
+            name: "orchard-network-crasher",
+            dependencies: [
+                "NetworkServer", "NetworkAuthorizationAPI", "OrchardServices", "OrchardRuntime", "OrchardLogging",
+                "OrchardHTTP", "PayServer", "MerchantServer",
+            ],
+            path: "Tests/NetworkCrasher",
+            swiftSettings: strict
+        ),
         // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
         .executableTarget(
             name: "orchard-store-crasher",
@@ -386,7 +397,7 @@ let package = Package(
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkServer", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
-                "DeviceControlAPI", "NetworkAuthorizationAPI",
+                "DeviceControlAPI", "NetworkAuthorizationAPI", "orchard-network-crasher", "AcquirerAPI",
             ],
             swiftSettings: strict
         ),

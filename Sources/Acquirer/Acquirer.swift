@@ -60,16 +60,20 @@ public actor Acquirer {
     let clock: any WallClock
     let random: any RandomSource
     let serializer = KeyedSerializer()
+    /// Told when an authorization's result is recorded (crash tests); nil in a deployment.
+    let probe: (any AuthorizationProbe)?
 
     public init(
         acquirerID: String, store: any AcquirerStore, network: any AcquiringNetwork,
-        clock: any WallClock = SystemClock(), random: any RandomSource = SystemRandom()
+        clock: any WallClock = SystemClock(), random: any RandomSource = SystemRandom(),
+        authorizationProbe: (any AuthorizationProbe)? = nil
     ) {
         self.acquirerID = acquirerID
         self.store = store
         self.network = network
         self.clock = clock
         self.random = random
+        self.probe = authorizationProbe
     }
 
     /// Opens a merchant account.
@@ -180,6 +184,7 @@ public actor Acquirer {
         try await store.saveAuthorization(
             AcquirerAuthorizationRecord(idempotencyKey: idempotencyKey, requestFingerprint: fingerprint, result: result)
         )
+        await probe?.reached(.acquirerAnswerRecorded, transactionID: networkRequest.transactionID)
         return result
     }
 

@@ -2,6 +2,7 @@ import Acquirer
 import CardBasics
 import Foundation
 import Issuer
+public import NetworkAuthorizationAPI
 import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging
@@ -19,14 +20,19 @@ public enum NetworkServer {
     /// Builds the network of `directory` without binding: opens the HSM with the local master key, the three
     /// stores, and the device CA the token service takes Secure Element keys from; sets up TLS and the routes.
     /// Once started, the instance reconciles open holds at once and every `network.reconcileIntervalSeconds`.
+    ///
+    /// `authorizationProbe` is told at each durable step of every authorization (crash tests kill the process
+    /// there); a deployment passes none.
     public static func build(
-        configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
+        configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment,
+        authorizationProbe: (any AuthorizationProbe)? = nil
     ) async throws -> any ServiceInstance {
         let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
         let provisioningCertificate = try DeploymentPKI.readCertificate(
             named: NetworkServerService.Files.provisioningCertificate, from: directory)
         let logger = try ServiceLogging.logger(for: .network, configuration: configuration, directory: directory)
-        let parties = try await Parties.open(directory: directory, environment: environment)
+        let parties = try await Parties.open(
+            directory: directory, environment: environment, authorizationProbe: authorizationProbe)
         do {
             var router = Router()
             NetworkRoutes.install(
@@ -83,7 +89,10 @@ public enum NetworkServer {
         let outbox: SQLiteNotificationOutbox
         let close: @Sendable () async -> Void
 
-        static func open(directory: DeploymentDirectory, environment: ServiceEnvironment) async throws -> Parties {
+        static func open(
+            directory: DeploymentDirectory, environment: ServiceEnvironment,
+            authorizationProbe: (any AuthorizationProbe)? = nil
+        ) async throws -> Parties {
             let keyFile = try NetworkKeyFile.read(from: directory)
             let localMasterKey = try directory.readPrivateKey(named: NetworkServerService.Files.localMasterKey)
             guard localMasterKey.count == 32 else {
@@ -119,11 +128,12 @@ public enum NetworkServer {
                     vault: vault,
                     deviceKeys: try NetworkServer.deviceKeyVerifier(
                         deviceCA: deviceCA, root: root, clock: environment.wallClock),
-                    notifier: outbox, clock: environment.wallClock, random: environment.random)
+                    notifier: outbox, clock: environment.wallClock, random: environment.random,
+                    authorizationProbe: authorizationProbe)
                 await issuer.connect(to: tokenService)
                 let acquirer = Acquirer(
                     acquirerID: NetworkServerService.acquirerID, store: acquirerStore, network: tokenService,
-                    clock: environment.wallClock, random: environment.random)
+                    clock: environment.wallClock, random: environment.random, authorizationProbe: authorizationProbe)
                 return Parties(
                     tokenService: tokenService, issuer: issuer, acquirer: acquirer, outbox: outbox,
                     close: closeStores)

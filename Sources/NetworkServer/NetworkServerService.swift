@@ -2,6 +2,7 @@ import Acquirer
 import CardBasics
 import Foundation
 import Issuer
+public import NetworkAuthorizationAPI
 import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging
@@ -48,7 +49,14 @@ public struct NetworkServerService: OrchardService {
     public static let reconcileIntervalSeconds = ConfigurationKey<Int>.integer(
         "network", "reconcileIntervalSeconds", default: 60, range: 1...86_400)
 
-    public init() {}
+    /// Told at each durable step of every authorization; only crash tests pass one.
+    let authorizationProbe: (any AuthorizationProbe)?
+
+    public init() { authorizationProbe = nil }
+
+    /// A network service that tells `authorizationProbe` at each durable step of every authorization: the seam
+    /// crash tests kill the process at (`Tests/NetworkCrasher`).
+    public init(authorizationProbe: any AuthorizationProbe) { self.authorizationProbe = authorizationProbe }
 
     public var name: ServiceName { .network }
     public var configurationKeys: [AnyConfigurationKey] {
@@ -133,7 +141,9 @@ public struct NetworkServerService: OrchardService {
     public func build(
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
     ) async throws -> any ServiceInstance {
-        try await NetworkServer.build(configuration: configuration, directory: directory, environment: environment)
+        try await NetworkServer.build(
+            configuration: configuration, directory: directory, environment: environment,
+            authorizationProbe: authorizationProbe)
     }
 
     /// The HSM's cryptogram checks: the EMV module's ARQC check for proximity. Remote cryptograms have no

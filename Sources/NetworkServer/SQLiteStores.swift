@@ -81,18 +81,37 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
 
     public func saveToken(_ token: TokenRecord) async throws {
         let record = try RecordCoding.encode(token)
+        try await store.write { database in try Self.upsert(token, record, in: database) }
+    }
+
+    public func saveToken(_ token: TokenRecord, with idempotencyRecord: IdempotencyRecord) async throws {
+        let record = try RecordCoding.encode(token)
+        let bytes = try RecordCoding.encode(idempotencyRecord)
         try await store.write { database in
-            try database.execute(
-                """
-                INSERT INTO tokens (token_reference, dpan, card_id, device_id, created_at, record)
-                VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (token_reference) DO UPDATE SET card_id = excluded.card_id, record = excluded.record
-                """,
-                [
-                    .text(token.tokenReference), .text(token.dpan.digits), .text(token.cardID), .text(token.deviceID),
-                    .milliseconds(token.createdAt), .blob(record),
-                ])
+            try Self.upsert(token, record, in: database)
+            try Self.upsert(idempotencyRecord, bytes, in: database)
         }
+    }
+
+    static func upsert(_ token: TokenRecord, _ record: [UInt8], in database: Database) throws {
+        try database.execute(
+            """
+            INSERT INTO tokens (token_reference, dpan, card_id, device_id, created_at, record)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (token_reference) DO UPDATE SET card_id = excluded.card_id, record = excluded.record
+            """,
+            [
+                .text(token.tokenReference), .text(token.dpan.digits), .text(token.cardID), .text(token.deviceID),
+                .milliseconds(token.createdAt), .blob(record),
+            ])
+    }
+
+    static func upsert(_ record: IdempotencyRecord, _ bytes: [UInt8], in database: Database) throws {
+        try database.execute(
+            """
+            INSERT INTO idempotency_records (scope, key, record) VALUES (?, ?, ?)
+            ON CONFLICT (scope, key) DO UPDATE SET record = excluded.record
+            """, [.text(record.scope), .text(record.key), .blob(bytes)])
     }
 
     public func session(id: String) async throws -> ProvisioningSession? {
@@ -119,13 +138,7 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
 
     public func saveIdempotencyRecord(_ record: IdempotencyRecord) async throws {
         let bytes = try RecordCoding.encode(record)
-        try await store.write { database in
-            try database.execute(
-                """
-                INSERT INTO idempotency_records (scope, key, record) VALUES (?, ?, ?)
-                ON CONFLICT (scope, key) DO UPDATE SET record = excluded.record
-                """, [.text(record.scope), .text(record.key), .blob(bytes)])
-        }
+        try await store.write { database in try Self.upsert(record, bytes, in: database) }
     }
 }
 

@@ -21,6 +21,7 @@ public final class HTTPServiceInstance: ServiceInstance {
     public let server: HTTPServer
     private let onStop: @Sendable () async -> Void
     private let idempotency: SQLiteIdempotencyRecords
+    private let logger: Logger
 
     /// Builds the server (TLS contexts included) without binding. `onStop` runs after the server stopped,
     /// to close the service's stores. `clock` dates the Idempotency-Key records.
@@ -61,9 +62,21 @@ public final class HTTPServiceInstance: ServiceInstance {
         }
         self.name = name
         self.onStop = onStop
+        self.logger = logger
     }
 
     public func start() async throws -> ServiceEndpoint {
+        do {
+            // Before the first request: claims a killed predecessor left would answer its retries 409.
+            let released = try await idempotency.releaseAbandonedClaims()
+            if released > 0 {
+                logger.notice(
+                    "idempotency keys of requests cut short by a stop released", metadata: ["count": .integer(released)]
+                )
+            }
+        } catch {
+            throw ServicesError(.startFailed, "\(name) cannot read its idempotency records", underlying: error)
+        }
         do {
             try server.start()
         } catch {

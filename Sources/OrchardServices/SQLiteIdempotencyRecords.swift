@@ -8,8 +8,9 @@ import OrchardStore
 ///
 /// Keys are kept ``IdempotencyKeys/minimumRetention`` (24 hours) by the injected clock; expired records are
 /// purged on write, at most once per ``purgeInterval``. The request's own side effects commit in the party's
-/// stores, in other transactions than the stored answer: a crash between the two leaves the key free and the
-/// retry runs the handler again, which the parties' own replay checks answer (issue 21, item 1, covers that).
+/// stores, in other transactions than the stored answer: a crash between the two leaves the key free (released at
+/// the next start, ``releaseAbandonedClaims()``) and the retry runs the handler again, which the parties' own
+/// records answer with the first answer (docs/network.md, "Exactly once").
 public final class SQLiteIdempotencyRecords: IdempotencyRecords, @unchecked Sendable {
     /// How often, at most, a write also deletes the expired records.
     public static let purgeInterval: Duration = .seconds(60 * 60)
@@ -69,6 +70,13 @@ public final class SQLiteIdempotencyRecords: IdempotencyRecords, @unchecked Send
         try? await purgeIfDue()
         // Superseded after the lease ran out: the other claim's answer is the key's.
         return outcome.response.map(Self.response) ?? response
+    }
+
+    /// Releases the keys a previous process of this service left marked running (it was killed mid-request):
+    /// their retries run again at once instead of getting 409 until the lease ends. Call it before listening;
+    /// one process serves a deployment's service at a time (`DIR/run/`), so no live request holds one.
+    public func releaseAbandonedClaims() async throws -> Int {
+        try await keys.releaseRunning()
     }
 
     /// Closes the file.

@@ -250,6 +250,16 @@ public final class IdempotencyKeys: Sendable {
         }
     }
 
+    /// Releases every key still marked running and returns how many. For a process that serves the file alone,
+    /// at its start: the requests behind those markers died with the previous process, and their retries must
+    /// not wait out the lease (answered 409 meanwhile) to run again.
+    @discardableResult
+    public func releaseRunning() async throws -> Int {
+        try await store.write { database in
+            try database.execute("DELETE FROM orchard_idempotency_keys WHERE state = 0")
+        }
+    }
+
     /// Releases the key of a request that will not complete, so a retry with the same key can run.
     public func abandon(_ ticket: IdempotencyTicket) async throws {
         _ = try await store.write { database in

@@ -106,8 +106,64 @@ public struct NetworkAuthorizationResponse: Hashable, Sendable, Codable {
 extension TokenService {
     /// Authorizes a token transaction: token state and expiry, domain controls, cryptogram (through the HSM's
     /// verifier for its kind), the ATC window, then detokenisation, the issuer's decision, and the DPAN swapped
-    /// back into the response. Idempotent per acquirer and transaction ID.
+    /// back into the response.
+    ///
+    /// Exactly once per acquirer and transaction ID, across crashes (``AuthorizationStep``): the ATC is recorded
+    /// in one transaction with a record that the authorization started; a retry of the same request that finds
+    /// that record resumes at the issuer, which answers a transaction ID it knows with its first answer; the
+    /// final answer then replaces the started record, and every later retry gets it. Another request with the
+    /// same transaction ID is refused (``TokenServiceError/Code/idempotencyConflict``).
     public func authorize(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
+        let scope = "authorization:" + request.acquirerID
+        let key = request.transactionID
+        guard (1...200).contains(key.utf8.count) else {
+            throw TokenServiceError(.invalidRequest, "an idempotency key is 1 to 200 bytes")
+        }
+        let fingerprint = Self.authorizationFingerprint(request)
+        // The same serializer key as the reversal and the reconciliation of this transaction take.
+        await serializer.acquire(scope + "\u{0}" + key)
+        defer { serializer.release(scope + "\u{0}" + key) }
+        var started: StartedAuthorization?
+        if let stored = try await vault.idempotencyRecord(scope: scope, key: key) {
+            guard stored.requestFingerprint == fingerprint else {
+                throw TokenServiceError(.idempotencyConflict, "this idempotency key was used for a different request")
+            }
+            guard let resumable = stored.started else {
+                do {
+                    return try JSONDecoder().decode(NetworkAuthorizationResponse.self, from: Data(stored.response))
+                } catch {
+                    throw TokenServiceError(.storeFailure, "a stored response could not be decoded")
+                }
+            }
+            started = resumable
+        }
+        let response: NetworkAuthorizationResponse
+        if try await reversalRecorded(acquirerID: request.acquirerID, transactionID: key) {
+            // A reversal came first (or reconciliation released a hold whose answer was lost): declined, nothing
+            // checked, nothing asked of the issuer again.
+            response = NetworkAuthorizationResponse(
+                transactionID: key, pan: request.pan, responseCode: .invalidTransaction, approvalCode: nil,
+                declineReason: .reversedBeforeAuthorization, cardSuffix: nil)
+        } else if let started {
+            response = try await resume(request, started)
+        } else {
+            await serializer.acquire("token:" + request.pan.digits)
+            defer { serializer.release("token:" + request.pan.digits) }
+            response = try await decide(request, scope: scope, fingerprint: fingerprint)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try await vault.saveIdempotencyRecord(
+            IdempotencyRecord(
+                scope: scope, key: key, requestFingerprint: fingerprint, response: Array(try encoder.encode(response)),
+                createdAt: clock.now()))
+        await probe?.reached(.networkAnswerRecorded, transactionID: key)
+        return response
+    }
+
+    /// SHA-256 over what defines the transaction; the acquirer's transmission time is not part of it, so a
+    /// retry sent later is the same request.
+    static func authorizationFingerprint(_ request: NetworkAuthorizationRequest) -> String {
         var fields: [[UInt8]] = [
             Array(request.pan.digits.utf8), Array((request.expiry?.yymm ?? "").utf8),
             Array(String(request.amount.minorUnits).utf8), Array(request.amount.currency.numericString.utf8),
@@ -125,23 +181,12 @@ extension TokenService {
                 cryptogram.transactionData,
             ]
         }
-        return try await idempotent(
-            scope: "authorization:" + request.acquirerID, key: request.transactionID,
-            fingerprint: Self.fingerprint(fields)
-        ) {
-            // A reversal that came first blocks the transaction: declined, nothing checked or recorded.
-            if try await reversalRecorded(acquirerID: request.acquirerID, transactionID: request.transactionID) {
-                return NetworkAuthorizationResponse(
-                    transactionID: request.transactionID, pan: request.pan, responseCode: .invalidTransaction,
-                    approvalCode: nil, declineReason: .reversedBeforeAuthorization, cardSuffix: nil)
-            }
-            await serializer.acquire("token:" + request.pan.digits)
-            defer { serializer.release("token:" + request.pan.digits) }
-            return try await decide(request)
-        }
+        return fingerprint(fields)
     }
 
-    private func decide(_ request: NetworkAuthorizationRequest) async throws -> NetworkAuthorizationResponse {
+    private func decide(
+        _ request: NetworkAuthorizationRequest, scope: String, fingerprint: String
+    ) async throws -> NetworkAuthorizationResponse {
         func decline(
             _ code: ResponseCode, _ reason: NetworkDeclineReason, suffix: String? = nil
         )
@@ -195,18 +240,45 @@ extension TokenService {
                 constantTimeEquals(coveredMerchant, SHA256.hash(Array(appleMerchantID.utf8)))
             else { return decline(.invalidMerchant, .merchantMismatch) }
         }
-        // The counter is used from here on, whatever the issuer answers: record it before asking.
+        // The counter is used from here on, whatever the issuer answers: record it before asking, together with
+        // the record that this transaction started (a retry after a crash resumes instead of reading a replay).
         token.atcWindow.record(atc)
         token.updatedAt = clock.now()
-        try await vault.saveToken(token)
+        try await vault.saveToken(
+            token,
+            with: IdempotencyRecord(
+                scope: scope, key: request.transactionID, requestFingerprint: fingerprint, response: [],
+                createdAt: clock.now(),
+                started: StartedAuthorization(tokenReference: token.tokenReference, applicationTransactionCounter: atc)
+            ))
+        await probe?.reached(.counterRecorded, transactionID: request.transactionID)
+        return try await askIssuer(request, token: token)
+    }
 
+    /// A retry of an authorization whose counter is recorded: the checks passed then, and the cryptogram is the
+    /// same (the fingerprint covers it), so it goes on at the issuer.
+    private func resume(
+        _ request: NetworkAuthorizationRequest, _ started: StartedAuthorization
+    ) async throws -> NetworkAuthorizationResponse {
+        guard let token = try await vault.token(reference: started.tokenReference), token.dpan == request.pan else {
+            throw TokenServiceError(.storeFailure, "the token a started authorization used is missing")
+        }
+        return try await askIssuer(request, token: token)
+    }
+
+    /// Detokenises, asks the token's issuer (which answers a transaction ID it knows with its first answer) and
+    /// swaps the DPAN back into the answer. An issuer that does not answer is a `91` decline.
+    private func askIssuer(
+        _ request: NetworkAuthorizationRequest, token: TokenRecord
+    ) async throws -> NetworkAuthorizationResponse {
         guard let card = try await vault.card(id: token.cardID) else {
             throw TokenServiceError(.storeFailure, "the token's card record is missing")
         }
         let (fpan, cardExpiry) = try openCard(card.encryptedCard, context: "card:" + card.cardID)
-        guard let issuer = issuers[token.issuerID] else {
-            return decline(.issuerUnavailable, .issuerUnavailable, suffix: card.profile.suffix)
-        }
+        let unavailable = NetworkAuthorizationResponse(
+            transactionID: request.transactionID, pan: request.pan, responseCode: .issuerUnavailable,
+            approvalCode: nil, declineReason: .issuerUnavailable, cardSuffix: card.profile.suffix)
+        guard let issuer = issuers[token.issuerID] else { return unavailable }
         let issuerRequest = IssuerAuthorizationRequest(
             networkTransactionID: request.acquirerID + ":" + request.transactionID, pan: fpan, expiry: cardExpiry,
             amount: request.amount, channel: request.channel, merchant: request.merchant,
@@ -218,8 +290,9 @@ extension TokenService {
         do {
             answer = try await issuer.host.authorize(issuerRequest)
         } catch {
-            return decline(.issuerUnavailable, .issuerUnavailable, suffix: card.profile.suffix)
+            return unavailable
         }
+        await probe?.reached(.issuerAnswered, transactionID: request.transactionID)
         // The issuer saw the FPAN; the acquirer gets the DPAN back.
         return NetworkAuthorizationResponse(
             transactionID: request.transactionID, pan: request.pan, responseCode: answer.responseCode,

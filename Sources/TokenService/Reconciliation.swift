@@ -39,7 +39,7 @@ public struct ReconciliationReport: Hashable, Sendable, Codable {
 }
 
 extension TokenService {
-    /// Reverses the issuer hold `entry` when the network recorded no approval for its authorization, through
+    /// Reverses the issuer hold `entry` when the network recorded no final approval for its authorization, through
     /// the reversal path (``reverse(_:)``'s body, under the same serializer key as the authorization, so an
     /// authorization still in flight finishes first). Returns nil, touching nothing, when an approval is on
     /// record (the authorization completed) or when the transaction ID is not one the network made. A recorded
@@ -56,9 +56,12 @@ extension TokenService {
         let authorizationScope = "authorization:" + acquirerID
         await serializer.acquire(authorizationScope + "\u{0}" + transactionID)
         defer { serializer.release(authorizationScope + "\u{0}" + transactionID) }
-        if let record = try await vault.idempotencyRecord(scope: authorizationScope, key: transactionID) {
-            // An answer that cannot be read is left alone: reversing an approval the acquirer was given would
-            // take money back from a completed payment.
+        // A started record has no final answer: nobody was told of the hold, and the retry that would resume it
+        // has not come within the bound. A final answer that cannot be read is left alone: reversing an approval
+        // the acquirer was given would take money back from a completed payment.
+        if let record = try await vault.idempotencyRecord(scope: authorizationScope, key: transactionID),
+            record.started == nil
+        {
             guard
                 let answer = try? JSONDecoder().decode(NetworkAuthorizationResponse.self, from: Data(record.response)),
                 !answer.responseCode.isApproved

@@ -90,15 +90,19 @@ extension TokenService {
             }
         }
         var authorization: NetworkAuthorizationResponse?
+        var token: TokenRecord?
         if let record = try await vault.idempotencyRecord(scope: authorizationScope, key: key) {
-            authorization = try? JSONDecoder().decode(NetworkAuthorizationResponse.self, from: Data(record.response))
+            if let started = record.started {
+                // Started without a final answer: the token is known, the issuer's answer is not.
+                token = try await vault.token(reference: started.tokenReference)
+            } else {
+                authorization = try? JSONDecoder().decode(
+                    NetworkAuthorizationResponse.self, from: Data(record.response))
+                if let authorization { token = try await vault.token(dpan: authorization.pan) }
+            }
         }
         var targets = Array(issuers.values).sorted { $0.issuerID < $1.issuerID }
-        if let authorization, let token = try await vault.token(dpan: authorization.pan),
-            let route = issuers[token.issuerID]
-        {
-            targets = [route]
-        }
+        if let token, let route = issuers[token.issuerID] { targets = [route] }
         let issuerRequest = IssuerReversalRequest(
             networkTransactionID: request.acquirerID + ":" + key, amount: request.amount,
             transmittedAt: request.transmittedAt)

@@ -249,15 +249,37 @@ public struct IdempotencyRecord: Hashable, Sendable, Codable {
     public let key: String
     /// SHA-256 of the request, hex: a retry must be the same request.
     public let requestFingerprint: String
-    /// The JSON of the first response.
+    /// The JSON of the first response; empty while ``started`` is set.
     public let response: [UInt8]
     public let createdAt: Date
+    /// Set while an authorization has its counter recorded and no final answer yet: what a retry of the same
+    /// request needs to resume it (``NetworkAuthorizationAPI/AuthorizationStep/counterRecorded``). Nil for every
+    /// answered request.
+    public let started: StartedAuthorization?
 
-    public init(scope: String, key: String, requestFingerprint: String, response: [UInt8], createdAt: Date) {
+    public init(
+        scope: String, key: String, requestFingerprint: String, response: [UInt8], createdAt: Date,
+        started: StartedAuthorization? = nil
+    ) {
         self.scope = scope
         self.key = key
         self.requestFingerprint = requestFingerprint
         self.response = response
         self.createdAt = createdAt
+        self.started = started
+    }
+}
+
+/// An authorization whose ATC the token service recorded, waiting for the issuer's answer (held in the
+/// transaction's ``IdempotencyRecord`` until the answer replaces it).
+public struct StartedAuthorization: Hashable, Sendable, Codable {
+    /// The token the counter was recorded on.
+    public let tokenReference: String
+    /// The counter this transaction used.
+    public let applicationTransactionCounter: UInt16
+
+    public init(tokenReference: String, applicationTransactionCounter: UInt16) {
+        self.tokenReference = tokenReference
+        self.applicationTransactionCounter = applicationTransactionCounter
     }
 }

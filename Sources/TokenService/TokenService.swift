@@ -1,6 +1,7 @@
 import CardBasics
 public import Foundation
 public import Issuer
+public import NetworkAuthorizationAPI
 public import OrchardCrypto
 import PaymentCredential
 
@@ -103,6 +104,8 @@ public actor TokenService {
     let random: any RandomSource
     let serializer = KeyedSerializer()
     let requestors: [String: TokenRequestor]
+    /// Told at each durable step of an authorization (crash tests); nil in a deployment.
+    let probe: (any AuthorizationProbe)?
 
     /// The key wallets seal card data to (``CardDataPayload``).
     public nonisolated let provisioningPublicKey: P256.KeyAgreement.PublicKey
@@ -113,7 +116,7 @@ public actor TokenService {
         configuration: TokenServiceConfiguration = TokenServiceConfiguration(), keyStore: any KeyStore,
         keys: TokenServiceKeys, ranges: [TokenRange], issuers: [IssuerRoute], vault: any TokenVaultStore,
         deviceKeys: any DeviceKeyVerifier, notifier: any TokenStatusNotifier, clock: any WallClock = SystemClock(),
-        random: any RandomSource = SystemRandom()
+        random: any RandomSource = SystemRandom(), authorizationProbe: (any AuthorizationProbe)? = nil
     ) throws(TokenServiceError) {
         var routes: [String: IssuerRoute] = [:]
         for issuer in issuers {
@@ -154,6 +157,7 @@ public actor TokenService {
         self.notifier = notifier
         self.clock = clock
         self.random = random
+        self.probe = authorizationProbe
         self.requestors = Dictionary(configuration.tokenRequestors.map { ($0.id, $0) }) { first, _ in first }
         self.provisioningPublicKey = try keyStore.publicKey(of: keys.provisioningKey)
     }

@@ -17,6 +17,10 @@ public protocol TokenVaultStore: Sendable {
     func tokens(cardID: String) async throws -> [TokenRecord]
     func tokens(deviceID: String) async throws -> [TokenRecord]
     func saveToken(_ token: TokenRecord) async throws
+    /// Saves `token` and `record` in one transaction: both or neither. An authorization records its ATC on the
+    /// token together with the record that says it started, so a crash never leaves a used counter that no
+    /// record explains (the retry would be declined as a replay).
+    func saveToken(_ token: TokenRecord, with record: IdempotencyRecord) async throws
 
     func session(id: String) async throws -> ProvisioningSession?
     func saveSession(_ session: ProvisioningSession) async throws
@@ -84,6 +88,17 @@ public final class InMemoryTokenVaultStore: TokenVaultStore, @unchecked Sendable
             }
             tokens[token.tokenReference] = token
             tokensByDPAN[token.dpan.digits] = token.tokenReference
+        }
+    }
+
+    public func saveToken(_ token: TokenRecord, with record: IdempotencyRecord) async throws {
+        try lock.withLock {
+            if let owner = tokensByDPAN[token.dpan.digits], owner != token.tokenReference {
+                throw TokenServiceError(.storeFailure, "another token has this DPAN")
+            }
+            tokens[token.tokenReference] = token
+            tokensByDPAN[token.dpan.digits] = token.tokenReference
+            idempotency[record.scope + "\u{0}" + record.key] = record
         }
     }
 

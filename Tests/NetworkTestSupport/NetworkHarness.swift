@@ -41,7 +41,8 @@ public final class NetworkHarness: Sendable {
         deviceKeyVerifier: (any DeviceKeyVerifier)? = nil,
         verifiers: [any TokenCryptogramVerifier] = [
             EMVProximityCryptogramVerifier(), TestDoubleCryptogramVerifier(kind: .remote),
-        ]
+        ],
+        authorizationProbe: (any AuthorizationProbe)? = nil
     ) async throws {
         clock = ManualClock(now: Self.start)
         random = InsecureDeterministicRandom(seed: Array("network-harness".utf8))
@@ -74,7 +75,7 @@ public final class NetworkHarness: Sendable {
                     host: issuerSwitch)
             ],
             vault: vaultStore ?? vault, deviceKeys: deviceKeyVerifier ?? deviceKeys, notifier: outbox, clock: clock,
-            random: random)
+            random: random, authorizationProbe: authorizationProbe)
         await issuer.connect(to: tokenService)
     }
 
