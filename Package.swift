@@ -101,7 +101,7 @@ let package = Package(
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
-                "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy",
+                "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy", "Acquirer",
             ],
             swiftSettings: strict
         ),
@@ -398,6 +398,7 @@ let package = Package(
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkServer", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
                 "DeviceControlAPI", "NetworkAuthorizationAPI", "orchard-network-crasher", "AcquirerAPI",
+                "OrchardServices", "PayServer", "MerchantServer",
             ],
             swiftSettings: strict
         ),

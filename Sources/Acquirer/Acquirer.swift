@@ -10,7 +10,7 @@ import func OrchardLogging.containsCardNumberShape
 /// An authorization as a terminal or a merchant server sends it to the acquirer.
 public struct AcquirerAuthorizationRequest: Hashable, Sendable {
     /// Where the request comes from; it fixes the idempotency key.
-    public enum Origin: Hashable, Sendable {
+    public enum Origin: Hashable, Sendable, Codable {
         /// A contactless terminal: the terminal ID and the system trace audit number (STAN, six digits)
         /// identify the transaction.
         case terminal(terminalID: String, systemTraceAuditNumber: String)
@@ -170,6 +170,12 @@ public actor Acquirer {
                 merchantID: merchant.merchantID, name: merchant.name, categoryCode: merchant.categoryCode,
                 countryCode: merchant.countryCode, appleMerchantID: request.appleMerchantID),
             cryptogram: request.cryptogram, transmittedAt: clock.now())
+        // Sent from here on: if no result follows (the network did not answer, or this process stopped) and the
+        // client never asks again, reconciliation reverses it (``reconcile(sentBefore:)``).
+        try await store.savePendingAuthorization(
+            AcquirerPendingAuthorization(
+                idempotencyKey: idempotencyKey, origin: request.origin, merchantID: merchant.merchantID,
+                maskedPAN: request.pan.masked, amount: request.amount, sentAt: clock.now()))
         let answer: NetworkAuthorizationAPI.AuthorizationAnswer
         do {
             answer = try await network.authorize(networkRequest)

@@ -76,6 +76,34 @@ public protocol AcquirerStore: Sendable {
     func saveAuthorization(_ record: AcquirerAuthorizationRecord) async throws
     func reversal(idempotencyKey: String) async throws -> AcquirerReversalRecord?
     func saveReversal(_ record: AcquirerReversalRecord) async throws
+    /// Records that an authorization was sent to the network. ``saveAuthorization(_:)`` and
+    /// ``saveReversal(_:)`` of the same key remove it, in their own transaction.
+    func savePendingAuthorization(_ pending: AcquirerPendingAuthorization) async throws
+    /// The authorizations sent before `date` that have neither a result nor a reversal, oldest first.
+    func pendingAuthorizations(sentBefore date: Date) async throws -> [AcquirerPendingAuthorization]
+}
+
+/// An authorization the acquirer sent to the network and holds no result for yet: what reconciliation
+/// reverses when its client never comes back for the answer. The card number only masked.
+public struct AcquirerPendingAuthorization: Hashable, Sendable, Codable {
+    public let idempotencyKey: String
+    public let origin: AcquirerAuthorizationRequest.Origin
+    public let merchantID: String
+    public let maskedPAN: String
+    public let amount: Money
+    public let sentAt: Date
+
+    public init(
+        idempotencyKey: String, origin: AcquirerAuthorizationRequest.Origin, merchantID: String, maskedPAN: String,
+        amount: Money, sentAt: Date
+    ) {
+        self.idempotencyKey = idempotencyKey
+        self.origin = origin
+        self.merchantID = merchantID
+        self.maskedPAN = maskedPAN
+        self.amount = amount
+        self.sentAt = sentAt
+    }
 }
 
 /// An ``AcquirerStore`` in memory.
@@ -86,6 +114,7 @@ public final class InMemoryAcquirerStore: AcquirerStore, @unchecked Sendable {
     private var appleMerchantIDs: [String: String] = [:]
     private var authorizations: [String: AcquirerAuthorizationRecord] = [:]
     private var reversals: [String: AcquirerReversalRecord] = [:]
+    private var pending: [String: AcquirerPendingAuthorization] = [:]
 
     public init() {}
 
@@ -108,14 +137,30 @@ public final class InMemoryAcquirerStore: AcquirerStore, @unchecked Sendable {
         lock.withLock { authorizations[idempotencyKey] }
     }
     public func saveAuthorization(_ record: AcquirerAuthorizationRecord) async throws {
-        lock.withLock { authorizations[record.idempotencyKey] = record }
+        lock.withLock {
+            authorizations[record.idempotencyKey] = record
+            pending[record.idempotencyKey] = nil
+        }
     }
 
     public func reversal(idempotencyKey: String) async throws -> AcquirerReversalRecord? {
         lock.withLock { reversals[idempotencyKey] }
     }
     public func saveReversal(_ record: AcquirerReversalRecord) async throws {
-        lock.withLock { reversals[record.idempotencyKey] = record }
+        lock.withLock {
+            reversals[record.idempotencyKey] = record
+            pending[record.idempotencyKey] = nil
+        }
+    }
+    public func savePendingAuthorization(_ record: AcquirerPendingAuthorization) async throws {
+        lock.withLock { pending[record.idempotencyKey] = record }
+    }
+    public func pendingAuthorizations(sentBefore date: Date) async throws -> [AcquirerPendingAuthorization] {
+        lock.withLock {
+            pending.values.filter { $0.sentAt < date }.sorted {
+                ($0.sentAt, $0.idempotencyKey) < ($1.sentAt, $1.idempotencyKey)
+            }
+        }
     }
 
     /// Every stored authorization, for inspection.

@@ -67,7 +67,15 @@ extension Acquirer {
     /// the same key reversed with another amount) and ``AcquirerError/Code/networkUnavailable`` when the network
     /// did not take it: nothing is recorded, so a retry is safe.
     public func reverse(_ request: AcquirerReversalRequest) async throws -> AcquirerReversalResult {
-        let key = try Self.idempotencyKey(origin: request.origin, merchantID: request.merchantID)
+        let (key, fingerprint) = try Self.reversalKey(request)
+        await serializer.acquire(key)
+        defer { serializer.release(key) }
+        return try await reverseHoldingKey(request, key: key, fingerprint: fingerprint)
+    }
+
+    /// The authorization's idempotency key and the reversal's fingerprint; refuses a malformed reason.
+    static func reversalKey(_ request: AcquirerReversalRequest) throws(AcquirerError) -> (String, String) {
+        let key = try idempotencyKey(origin: request.origin, merchantID: request.merchantID)
         let reasonBytes = Array(request.reason.utf8)
         guard (1...32).contains(reasonBytes.count),
             reasonBytes.allSatisfy({ byte in
@@ -75,13 +83,18 @@ extension Acquirer {
                     || byte == 0x2D || byte == 0x5F
             })
         else { throw AcquirerError(.invalidRequest, "a reversal reason is 1 to 32 letters, digits, '-' or '_'") }
-        let fingerprint = Self.hex(
+        let fingerprint = hex(
             SHA256.hash(
                 Array(
                     [request.merchantID, String(request.amount.minorUnits), request.amount.currency.numericString]
                         .joined(separator: "\u{1F}").utf8)))
-        await serializer.acquire(key)
-        defer { serializer.release(key) }
+        return (key, fingerprint)
+    }
+
+    /// The body of ``reverse(_:)``, for a caller that holds the key's serializer.
+    func reverseHoldingKey(
+        _ request: AcquirerReversalRequest, key: String, fingerprint: String
+    ) async throws -> AcquirerReversalResult {
         if let previous = try await store.reversal(idempotencyKey: key) {
             guard previous.requestFingerprint == fingerprint else {
                 throw AcquirerError(.idempotencyConflict, "this transaction was reversed with another amount")

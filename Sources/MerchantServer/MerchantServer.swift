@@ -74,7 +74,8 @@ public final class MerchantServer: Sendable {
             let http = try HTTPServiceInstance(
                 name: .merchant, configuration: configuration, directory: directory, router: server.routes(),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
-            return MerchantServiceInstance(http: http, payments: payments)
+            return MerchantServiceInstance(
+                http: http, payments: payments, interval: configuration[MerchantService.reconcileIntervalSeconds])
         } catch {
             await store.close()
             throw error
@@ -103,25 +104,48 @@ public final class MerchantServer: Sendable {
     }
 }
 
-/// The merchant's HTTPS service, which also reverses, once it listens, the charges a stopped process left
-/// without an outcome.
-final class MerchantServiceInstance: ServiceInstance {
+/// The merchant's HTTPS service, which also reverses the charges left without an outcome (by a stopped process,
+/// or a reversal the acquirer did not take): once it listens, then every `interval` seconds until shutdown.
+final class MerchantServiceInstance: ServiceInstance, @unchecked Sendable {
     /// Internal for the access matrix test, which reads the routes its server registered.
     let http: HTTPServiceInstance
     private let payments: PaymentProcessor
+    private let interval: Int
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var loop: Task<Void, Never>?
 
-    init(http: HTTPServiceInstance, payments: PaymentProcessor) {
+    init(http: HTTPServiceInstance, payments: PaymentProcessor, interval: Int) {
         self.http = http
         self.payments = payments
+        self.interval = interval
     }
 
     func start() async throws -> ServiceEndpoint {
         let endpoint = try await http.start()
         let payments = self.payments
-        Task { await payments.resolveUnfinished() }
+        let interval = self.interval
+        let task = Task {
+            while !Task.isCancelled {
+                await payments.resolveUnfinished()
+                try? await Task.sleep(for: .seconds(interval))
+            }
+        }
+        lock.withLock { loop = task }
         return endpoint
     }
 
-    func shutdown() async { await http.shutdown() }
-    func forceShutdown() { http.forceShutdown() }
+    func shutdown() async {
+        // A pass in progress finishes before the store closes under it.
+        if let loop = lock.withLock({ loop }) {
+            loop.cancel()
+            await loop.value
+        }
+        await http.shutdown()
+    }
+
+    func forceShutdown() {
+        lock.withLock { loop }?.cancel()
+        http.forceShutdown()
+    }
 }

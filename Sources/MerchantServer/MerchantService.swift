@@ -40,8 +40,16 @@ public struct MerchantService: OrchardService {
     public init() {}
 
     public var name: ServiceName { .merchant }
+    /// `merchant.reconcileIntervalSeconds`: how often the running server reverses the charges left without an
+    /// outcome (by a stopped process, or a reversal the acquirer did not take); it also does once it listens.
+    public static let reconcileIntervalSeconds = ConfigurationKey<Int>.integer(
+        "merchant", "reconcileIntervalSeconds", default: 60, range: 1...86_400)
+
     public var configurationKeys: [AnyConfigurationKey] {
-        [Self.merchantIdentifier.erased, Self.displayName.erased, Self.applicationIdentifier.erased]
+        [
+            Self.merchantIdentifier.erased, Self.displayName.erased, Self.applicationIdentifier.erased,
+            Self.reconcileIntervalSeconds.erased,
+        ]
     }
 
     public func initialize(_ context: InitializationContext) async throws {

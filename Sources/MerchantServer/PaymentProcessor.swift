@@ -571,15 +571,21 @@ final class PaymentProcessor: Sendable {
         return try await reverse(existing.transactionID, key: existing.idempotencyKey, order: order)
     }
 
-    /// Reverses every charge a stopped process left unresolved (run once the server listens).
+    /// Reverses every charge left `charging` or `reversing` that no request of this process drives: a stopped
+    /// process left it, or the acquirer did not take its reversal. Run once the server listens and then
+    /// periodically; a reversal that fails again stays `reversing` for the next pass.
     func resolveUnfinished() async {
         guard let pending = try? await store.read({ db in try MerchantOrderStore.unresolvedPayments(in: db) }) else {
+            logger.warning("reconciliation: the payments could not be read; the next pass retries")
             return
         }
         for payment in pending where claim(payment.transactionID) {
             defer { release(payment.transactionID) }
             guard let order = try? await store.read({ db in try MerchantOrderStore.order(payment.orderID, in: db) })
             else { continue }
+            logger.notice(
+                "reconciliation: a charge without an outcome is reversed",
+                metadata: ["order_id": .string(order.orderID), "state": .string(payment.state.rawValue)])
             _ = try? await reverse(payment.transactionID, key: payment.idempotencyKey, order: order)
         }
     }

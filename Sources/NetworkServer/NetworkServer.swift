@@ -10,7 +10,7 @@ public import OrchardRuntime
 public import OrchardServices
 import OrchardStore
 import OrchardX509
-public import TokenService
+import TokenService
 
 /// The network's parties wired for one process: token service, issuer and acquirer over their SQLite stores.
 ///
@@ -62,7 +62,7 @@ public enum NetworkServer {
     /// service reconciles by itself.
     public static func reconcileOnce(
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
-    ) async throws -> ReconciliationReport {
+    ) async throws -> NetworkReconciliationReport {
         if let running = try directory.runningService(.network) {
             throw ServicesError(
                 .startFailed,
@@ -143,10 +143,14 @@ public enum NetworkServer {
             }
         }
 
-        func reconciler(configuration: Configuration, clock: any WallClock) -> NetworkReconciler {
-            NetworkReconciler(
-                tokenService: tokenService, issuer: issuer,
-                reconcileAfter: TimeInterval(configuration[NetworkServerService.reconcileAfterSeconds]), clock: clock)
+        func reconciler(configuration: Configuration, clock: any WallClock) -> NetworkReconciliation {
+            NetworkReconciliation(
+                acquirer: acquirer,
+                holds: NetworkReconciler(
+                    tokenService: tokenService, issuer: issuer,
+                    reconcileAfter: TimeInterval(configuration[NetworkServerService.reconcileAfterSeconds]),
+                    clock: clock),
+                clock: clock)
         }
     }
 
@@ -163,19 +167,19 @@ public enum NetworkServer {
     }
 }
 
-/// The network's HTTPS service plus its reconciliation loop: a pass right after the listener starts (holds a
-/// crash left behind), then one every `interval` seconds until shutdown. Each reversed hold is logged with the
-/// card masked.
+/// The network's HTTPS service plus its reconciliation loop: a pass right after the listener starts (what a
+/// crash left behind), then one every `interval` seconds until shutdown. Each reversal is logged with the card
+/// masked.
 final class NetworkServiceInstance: ServiceInstance, @unchecked Sendable {
     let http: HTTPServiceInstance
-    let reconciler: NetworkReconciler
+    let reconciler: NetworkReconciliation
     let interval: Int
     let logger: Logger
     // Guarded by `lock`.
     private let lock = NSLock()
     private var loop: Task<Void, Never>?
 
-    init(http: HTTPServiceInstance, reconciler: NetworkReconciler, interval: Int, logger: Logger) {
+    init(http: HTTPServiceInstance, reconciler: NetworkReconciliation, interval: Int, logger: Logger) {
         self.http = http
         self.reconciler = reconciler
         self.interval = interval
@@ -198,9 +202,21 @@ final class NetworkServiceInstance: ServiceInstance, @unchecked Sendable {
     }
 
     /// One pass, logged: a line per hold it acted on, and a warning when the stores could not be read.
-    static func pass(_ reconciler: NetworkReconciler, logger: Logger) async {
+    static func pass(_ reconciler: NetworkReconciliation, logger: Logger) async {
         do {
-            for hold in try await reconciler.run().holds {
+            let report = try await reconciler.run()
+            for authorization in report.acquirer {
+                logger.notice(
+                    "reconciliation: acquirer authorization without a result \(authorization.outcome)",
+                    metadata: [
+                        "idempotency_key": .string(authorization.idempotencyKey),
+                        "card": .string(authorization.maskedPAN),
+                        "amount": .integer(Int(authorization.amount.minorUnits)),
+                        "currency": .string(authorization.amount.currency.numericString),
+                        "age_seconds": .integer(authorization.ageSeconds),
+                    ])
+            }
+            for hold in report.holds {
                 logger.notice(
                     "reconciliation: hold without a final answer \(hold.outcome)",
                     metadata: [

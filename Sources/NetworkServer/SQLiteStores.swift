@@ -256,6 +256,14 @@ public final class SQLiteAcquirerStore: AcquirerStore {
                 CREATE TABLE apple_merchant_ids (
                     apple_merchant_id TEXT PRIMARY KEY, merchant_id TEXT NOT NULL) STRICT;
                 """),
+        // Sent to the network, no result yet: what reconciliation reverses when the client never returns.
+        Migration(
+            version: 4, name: "acquirer pending authorizations",
+            sql: """
+                CREATE TABLE pending_authorizations (
+                    idempotency_key TEXT PRIMARY KEY, sent_at INTEGER NOT NULL, record BLOB NOT NULL) STRICT;
+                CREATE INDEX pending_authorizations_by_age ON pending_authorizations (sent_at);
+                """),
     ]
 
     public init(path: String) throws {
@@ -313,7 +321,27 @@ public final class SQLiteAcquirerStore: AcquirerStore {
                 INSERT INTO authorizations (idempotency_key, record) VALUES (?, ?)
                 ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
                 """, [.text(record.idempotencyKey), .blob(bytes)])
+            try database.execute(
+                "DELETE FROM pending_authorizations WHERE idempotency_key = ?", [.text(record.idempotencyKey)])
         }
+    }
+
+    public func savePendingAuthorization(_ pending: AcquirerPendingAuthorization) async throws {
+        let bytes = try RecordCoding.encode(pending)
+        try await store.write { database in
+            try database.execute(
+                """
+                INSERT INTO pending_authorizations (idempotency_key, sent_at, record) VALUES (?, ?, ?)
+                ON CONFLICT (idempotency_key) DO UPDATE SET sent_at = excluded.sent_at, record = excluded.record
+                """, [.text(pending.idempotencyKey), .milliseconds(pending.sentAt), .blob(bytes)])
+        }
+    }
+
+    public func pendingAuthorizations(sentBefore date: Date) async throws -> [AcquirerPendingAuthorization] {
+        try await store.records(
+            AcquirerPendingAuthorization.self,
+            "SELECT record FROM pending_authorizations WHERE sent_at < ? ORDER BY sent_at, idempotency_key",
+            [.milliseconds(date)])
     }
 
     public func reversal(idempotencyKey: String) async throws -> AcquirerReversalRecord? {
@@ -330,6 +358,8 @@ public final class SQLiteAcquirerStore: AcquirerStore {
                 INSERT INTO reversals (idempotency_key, record) VALUES (?, ?)
                 ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
                 """, [.text(record.idempotencyKey), .blob(bytes)])
+            try database.execute(
+                "DELETE FROM pending_authorizations WHERE idempotency_key = ?", [.text(record.idempotencyKey)])
         }
     }
 }

@@ -43,10 +43,11 @@ final class MerchantSandbox: @unchecked Sendable {
     private(set) var dpan = ""
 
     /// With `gateway`, the merchant server is built here with that acquirer gateway instead of the real one.
-    /// With `merchantClock`, that server reads the time from it (the other services use the system clock).
+    /// With `merchantClock`, that server reads the time from it (the other services use the system clock);
+    /// `merchantVariables` are its `ORCHARD_MERCHANT_*` overrides.
     init(
         gateway: (@Sendable (DeploymentDirectory, ServicePeers) throws -> any AcquirerGateway)? = nil,
-        merchantClock: ManualClock? = nil
+        merchantClock: ManualClock? = nil, merchantVariables: [String: String] = [:]
     ) async throws {
         path =
             FileManager.default.temporaryDirectory.appendingPathComponent("orchard-merchant-\(UUID().uuidString)")
@@ -60,7 +61,7 @@ final class MerchantSandbox: @unchecked Sendable {
                 [.network, .pay], directory: deployment, registry: registry, environment: environment)
             // The network started in this process registered itself with the shared peers.
             let configuration = try registry.loadConfiguration(
-                from: deployment, environment: ["ORCHARD_MERCHANT_PORT": "0"])
+                from: deployment, environment: merchantVariables.merging(["ORCHARD_MERCHANT_PORT": "0"]) { $1 })
             var merchantEnvironment = environment
             if let merchantClock { merchantEnvironment.wallClock = merchantClock }
             let merchant = try await MerchantServer.build(

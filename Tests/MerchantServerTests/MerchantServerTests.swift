@@ -428,6 +428,35 @@ struct MerchantServerTests {
         #expect(try s.acquirerReversals().count == 1)
         await s.close()
     }
+
+    @Test("R3: a reversal the acquirer did not take is sent again by the periodic pass, without a restart")
+    func reversedByThePeriodicPass() async throws {
+        let recorder = LossyGateway.Recorder()
+        let s = try await MerchantSandbox(
+            gateway: { directory, peers in
+                LossyGateway(real: try AcquirerHTTPSGateway(directory: directory, peers: peers), recorder: recorder)
+            }, merchantVariables: ["ORCHARD_MERCHANT_RECONCILE_INTERVAL_SECONDS": "1"])
+        try await s.provisionPhone()
+        let order = try await s.createOrder()
+        let token = try await s.token(amount: 999, applicationData: order.applicationData)
+        recorder.set(loseAuthorizationAnswers: true, loseReversals: 1_000)
+        let pending = try await s.pay(order.id, token: token)
+        #expect(MerchantSandbox.errorCode(pending) == "acquirerUnavailable")
+        #expect(MerchantSandbox.json(try await s.order(order.id))["status"] as? String == "processing")
+        #expect(try s.issuerAuthorizations().count == 1 && s.acquirerReversals().isEmpty)
+
+        // The acquirer takes reversals again; nobody resubmits the token and the server keeps running.
+        recorder.set(loseAuthorizationAnswers: false, loseReversals: 0)
+        var status = ""
+        for _ in 0..<200 {
+            status = MerchantSandbox.json(try await s.order(order.id))["status"] as? String ?? ""
+            if status == "open" { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(status == "open")
+        #expect(try s.acquirerReversals().count == 1 && s.issuerAuthorizations().count == 1)
+        await s.close()
+    }
 }
 
 /// The real acquirer gateway, with faults on demand: an authorization delivered and decided whose answer the

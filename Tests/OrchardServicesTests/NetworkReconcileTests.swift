@@ -67,6 +67,8 @@ struct NetworkReconcileTests {
         #expect(first.status == 0, "\(first.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
         #expect(report["count"] as? Int == 1)
+        // No acquirer authorization was left without a result.
+        #expect((report["acquirer"] as? [Any])?.isEmpty == true)
         let holds = try #require(report["holds"] as? [[String: Any]])
         // The young hold's authorization may still be in flight: left alone.
         #expect(holds.count == 1)

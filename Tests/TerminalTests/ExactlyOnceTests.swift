@@ -4,11 +4,14 @@ import Device
 import EMV
 import Foundation
 import Issuer
+import MerchantServer
 import NetworkAuthorizationAPI
 import NetworkServer
 import OrchardCrypto
 import OrchardRuntime
+import OrchardServices
 import OrchardStore
+import PayServer
 import SecureElement
 import Terminal
 import Testing
@@ -104,7 +107,8 @@ struct ExactlyOnceTests {
             requestTimeout: .seconds(10))
     }
 
-    @Test("R2: killed after the ATC, after the issuer's hold, after the network's record, before the reply")
+    @Test(
+        "R2, R3: killed after the ATC, the issuer's hold, the network's record, before the reply; nothing to reconcile")
     func killedAtEachStepThenRetried() async throws {
         let directory = try TemporaryDirectory()
         let deployment = directory.deployment
@@ -163,5 +167,14 @@ struct ExactlyOnceTests {
             (balance, entries) = (now.balance, now.entries)
         }
         #expect(entries.filter { $0.response.responseCode.isApproved && $0.reversedAt == nil }.count == 4)
+
+        // A day later, reconciliation finds nothing to reverse: every hold has its final answer at the network and
+        // every authorization its result at the acquirer.
+        let registry = try ServiceRegistry([NetworkServerService(), PayService(), MerchantService()])
+        let report = try await NetworkServer.reconcileOnce(
+            configuration: try registry.loadConfiguration(from: deployment, environment: [:]), directory: deployment,
+            environment: ServiceEnvironment(wallClock: ManualClock(now: Date().addingTimeInterval(86_400))))
+        #expect(report.count == 0 && report.holds.isEmpty && report.acquirer.isEmpty, "\(report)")
+        #expect(try await ledger(deployment).balance == balance)
     }
 }

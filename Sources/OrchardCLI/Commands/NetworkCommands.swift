@@ -1,3 +1,4 @@
+import Acquirer
 import Foundation
 import NetworkServer
 import OrchardRuntime
@@ -14,19 +15,21 @@ enum NetworkCommands {
 
     static let reconcile = Command(
         name: "reconcile",
-        summary: "Reverse the issuer's holds that have no final answer at the network (one pass; JSON on stdout).",
+        summary: "Reverse authorizations and holds that have no final answer (one pass; JSON on stdout).",
         discussion: """
-            A hold the issuer placed with no answer recorded at the token service (a crash or failed write in \
-            between) and older than network.reconcileAfterSeconds (default 300) is reversed through the \
-            network's reversal path: the amount goes back to the account once, and an authorization that arrives \
-            later is declined with 12. Prints {"count", "holds": [{"networkTransactionID", "maskedPAN", \
-            "amount", "ageSeconds", "outcome"}]}; count is the number of holds released. Works on DIR's \
-            network.sqlite and issuer.sqlite, and refuses while the network service runs for DIR: that service \
-            reconciles at start and every network.reconcileIntervalSeconds by itself.
+            Older than network.reconcileAfterSeconds (default 300), two kinds are reversed through the reversal \
+            path, so the amount goes back to the account once and a retry that arrives later is declined with 12: \
+            an authorization the acquirer sent with no result recorded (its client never came back, or the \
+            process stopped), then a hold the issuer placed with no final answer at the token service. Prints \
+            {"count", "acquirer": [{"idempotencyKey", "maskedPAN", "amount", "ageSeconds", "outcome"}], \
+            "holds": [{"networkTransactionID", "maskedPAN", "amount", "ageSeconds", "outcome"}]}; count is the \
+            number of holds released. Works on DIR's acquirer.sqlite, network.sqlite and issuer.sqlite, and \
+            refuses while the network service runs for DIR: that service reconciles at start and every \
+            network.reconcileIntervalSeconds by itself.
             """
     ) { _, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let report: ReconciliationReport
+        let report: NetworkReconciliationReport
         do {
             let configuration = try DeploymentCommands.registry().loadConfiguration(
                 from: deployment, environment: context.environment)
@@ -35,6 +38,11 @@ enum NetworkCommands {
                 environment: ServiceEnvironment(variables: context.environment))
         } catch let error as ServicesError {
             throw CLIError.failure(error.message)
+        }
+        for authorization in report.acquirer {
+            context.trace(
+                "reconcile: acquirer \(authorization.idempotencyKey) \(authorization.maskedPAN) "
+                    + "\(authorization.amount), \(authorization.ageSeconds) s old: \(authorization.outcome)")
         }
         for hold in report.holds {
             context.trace(
