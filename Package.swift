@@ -142,7 +142,7 @@ let package = Package(
                 "CardBasics",
                 "OrchardServices", "TokenService", "Issuer", "Acquirer", "OrchardRuntime", "OrchardStore",
                 "OrchardCrypto", "OrchardX509", "OrchardHTTP", "OrchardLogging", "PayAPI", "AcquirerAPI",
-                "TokenRequestorAPI", "NetworkAuthorizationAPI", "AccessPolicy",
+                "TokenRequestorAPI", "NetworkAuthorizationAPI", "AccessPolicy", "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -185,6 +185,7 @@ let package = Package(
             dependencies: [
                 "CardBasics",
                 "SecureElement", "Wallet", "OrchardStore", "OrchardRuntime", "OrchardX509", "OrchardCrypto",
+                "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -285,6 +286,7 @@ let package = Package(
             dependencies: [
                 "CardBasics",
                 "Device", "EMV", "OrchardCrypto", "OrchardRuntime", "PaymentCredential", "SecureElement", "Wallet",
+                "OrchardX509",
             ],
             path: "Tests/DeviceTestSupport",
             swiftSettings: strict
@@ -326,6 +328,7 @@ let package = Package(
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
                 "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI", "NetworkAuthorizationAPI",
                 "OrchardServices",
+                "DeviceTestSupport",
             ],
             swiftSettings: strict
         ),
@@ -384,6 +387,7 @@ let package = Package(
                 "DeviceTestSupport",
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
                 "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard",
+                "OrchardX509",
             ],
             swiftSettings: strict
         ),
@@ -398,7 +402,8 @@ let package = Package(
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkServer", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
                 "DeviceControlAPI", "NetworkAuthorizationAPI", "orchard-network-crasher", "AcquirerAPI",
-                "OrchardServices", "PayServer", "MerchantServer",
+                "OrchardServices", "PayServer", "MerchantServer", "DeviceTestSupport",
+                "OrchardX509",
             ],
             swiftSettings: strict
         ),

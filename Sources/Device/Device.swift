@@ -123,10 +123,21 @@ public final class Device: Sendable {
         } catch {
             throw DeviceError(.storageFailure, "cannot create \(databasePath): \(error.message)")
         }
+        let installAuthority = try DeviceCertificateAuthority.installAuthority(in: deployment, at: clock.now())
+        var issued: Certificate?
         let keys = try SecureElement.manufacture(
             profile: profile, elementStorage: SealedRecordTable(database: database, owner: "secure-element"),
             enclaveStorage: SealedRecordTable(database: database, owner: "secure-enclave"),
-            storageKey: SymmetricKey(storageKey), random: random)
+            storageKey: SymmetricKey(storageKey), random: random, installAuthority: installAuthority,
+            certify: { elementKey in
+                let certificate = try authority.issueDeviceCertificate(
+                    name: name, profile: profile, elementKey: elementKey, clock: clock, random: random)
+                issued = certificate
+                return certificate.derRepresentation
+            })
+        guard let certificate = issued else {
+            throw DeviceError(.storageFailure, "the factory issued no device certificate")
+        }
         let createdAt = clock.now()
         try database.write { db in
             try db.execute(
@@ -141,8 +152,6 @@ public final class Device: Sendable {
                     .blob(keys.enclave.x963Representation),
                 ])
         }
-        let certificate = try authority.issueDeviceCertificate(
-            name: name, profile: profile, elementKey: keys.element, clock: clock, random: random)
         // The key is written last: a device without it is incomplete and refused by `open`.
         do {
             try SecureFile.write(
@@ -320,11 +329,12 @@ public final class Device: Sendable {
 
     // MARK: Cards
 
-    /// Installs a card from a personalisation envelope sealed to this device's Secure Element, and adds it to
-    /// the wallet with `display` (type, card suffix, name) and the Secure Element's network and DPAN suffix.
+    /// Installs a card from a signed install (``PaymentCredential/SignedPersonalisation``, from the token service,
+    /// for this device's Secure Element), and adds it to the wallet with `display` (type, card suffix, name) and
+    /// the Secure Element's network and DPAN suffix.
     public func installCard(envelope: [UInt8], display: CardDisplayInput) async throws -> WalletCard {
         let binding = try await secureEnclave.provisioningBinding(challenge: await secureElement.challenge())
-        let installed = try await secureElement.install(envelope: envelope, binding: binding)
+        let installed = try await secureElement.install(envelope, binding: binding)
         try await mirrorCardStates()  // a new Authorization Random terminates the older cards
         if let existing = try? await wallet.card(id: installed.card.hex) { return existing }
         let card = try WalletCard(

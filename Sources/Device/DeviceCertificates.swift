@@ -2,6 +2,7 @@ public import Foundation
 public import OrchardCrypto
 public import OrchardRuntime
 public import OrchardX509
+import PaymentCredential
 public import SecureElement
 
 /// The deployment's device CA (`DIR/pki/device-ca.pem` and `.key`): it certifies each device's Secure
@@ -32,6 +33,30 @@ public struct DeviceCertificateAuthority: Sendable {
             throw DeviceError(.storageFailure, "pki/\(fileName).key is not the key of pki/\(fileName).pem")
         }
         return DeviceCertificateAuthority(certificate: certificate, key: CertificatePrivateKey(key))
+    }
+
+    /// The token service's install-signing key a Secure Element made in `deployment` pins: the key of
+    /// `pki/token-service-personalisation.pem` (`OU=token-service-personalisation`), which must chain to the
+    /// deployment's root (`pki/root-ca.pem`) at `now` when it has one. Nil in a deployment without a token
+    /// service (a device made there installs no card).
+    public static func installAuthority(
+        in deployment: DeploymentDirectory, at now: Date
+    ) throws -> P256.Signing.PublicKey? {
+        let name = "token-service-personalisation"
+        guard FileManager.default.fileExists(atPath: try deployment.certificatePath(named: name)) else { return nil }
+        let certificate = try Certificate(pemEncoded: try deployment.readCertificate(named: name))
+        guard certificate.subject.organizationalUnit == SignedPersonalisation.signerOrganizationalUnit else {
+            throw DeviceError(.storageFailure, "pki/\(name).pem is not a token service install-signing certificate")
+        }
+        let rootPath = try deployment.certificatePath(named: "root-ca")
+        if FileManager.default.fileExists(atPath: rootPath) {
+            let root = try Certificate(pemEncoded: try deployment.readCertificate(named: "root-ca"))
+            let verifier = try CertificateChainVerifier(trustRoots: [root], cacheCapacity: 0)
+            guard case .valid = verifier.verify(leaf: certificate, at: now) else {
+                throw DeviceError(.storageFailure, "pki/\(name).pem was not issued by the deployment's root")
+            }
+        }
+        return try P256.Signing.PublicKey(derRepresentation: certificate.subjectPublicKeyInfo.derRepresentation)
     }
 
     /// Makes a P-256 device CA valid for 20 years, signed by `issuer` (the Orchard root) or self-signed when

@@ -11,6 +11,7 @@ public import OrchardServices
 import OrchardStore
 import OrchardX509
 import PayAPI
+import PaymentCredential
 import TokenService
 
 /// The card network as a deployment service (`orchard serve network`): the token service with its vault and
@@ -31,6 +32,10 @@ public struct NetworkServerService: OrchardService {
         /// The root's certificate for the token service's provisioning key (`OU=token-service-provisioning`):
         /// wallets seal card data to that key only after checking it chains to the root.
         public static let provisioningCertificate = "token-service-provisioning"
+        /// The root's certificate for the token service's install-signing key
+        /// (`OU=token-service-personalisation`): a Secure Element pins its key at manufacture and installs only
+        /// what it signed (`SignedPersonalisation`).
+        public static let personalisationCertificate = "token-service-personalisation"
     }
 
     /// The token ranges `init` makes (never overlapping the test cards' BINs).
@@ -83,6 +88,8 @@ public struct NetworkServerService: OrchardService {
         let keys = try TokenServiceKeys.generate(in: hsm)
         try NetworkKeyFile(keys: keys, ranges: ranges).write(to: directory)
         try Self.certifyProvisioningKey(try hsm.publicKey(of: keys.provisioningKey), context: context)
+        try Self.certifyPersonalisationKey(
+            try hsm.signingPublicKey(of: keys.personalisationSigningKey), context: context)
         context.trace(
             "network: HSM master key pki/\(Files.localMasterKey).key; vault, lookup and provisioning keys and issuer "
                 + "master keys for token ranges \(Self.visaTokenPrefix)…, \(Self.mastercardTokenPrefix)… "
@@ -136,6 +143,25 @@ public struct NetworkServerService: OrchardService {
         context.trace(
             "network: pki/\(Files.provisioningCertificate).pem: the root certifies the provisioning key wallets "
                 + "seal card data to")
+    }
+
+    /// The root certifies the install-signing key: subject `O=Orchard, OU=token-service-personalisation,
+    /// CN=token-service`, key usage digital signature, valid as long as the root.
+    static func certifyPersonalisationKey(_ key: P256.Signing.PublicKey, context: InitializationContext) throws {
+        let now = context.clock.now()
+        let certificate = try Certificate.issue(
+            subject: DistinguishedName([
+                .organization("Orchard"), .organizationalUnit(SignedPersonalisation.signerOrganizationalUnit),
+                .commonName(TokenServiceConfiguration().serviceName),
+            ]),
+            publicKey: CertificatePublicKey(key), issuer: context.rootCA.issuer,
+            notValidBefore: now.addingTimeInterval(-300), notValidAfter: context.rootCA.certificate.notValidAfter,
+            extensions: [.basicConstraints(isCA: false), .keyUsage([.digitalSignature])], random: context.random)
+        try DeploymentPKI.writeCertificates(
+            [certificate], named: Files.personalisationCertificate, to: context.directory)
+        context.trace(
+            "network: pki/\(Files.personalisationCertificate).pem: the root certifies the key that signs card "
+                + "installs (Secure Elements pin it when they are made)")
     }
 
     public func build(

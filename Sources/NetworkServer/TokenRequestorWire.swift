@@ -2,6 +2,7 @@ import CardBasics
 import Foundation
 import Issuer
 import OrchardHTTP
+import PaymentCredential
 import TokenRequestorAPI
 import TokenService
 

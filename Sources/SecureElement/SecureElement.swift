@@ -68,6 +68,8 @@ public actor SecureElement {
         static let applet = "applet"
         static let atc = "atc"
         static let identityID = "element"
+        /// One per install identifier used (its token reference), kept for the Secure Element's life.
+        static let install = "install"
     }
 
     /// A contactless authorization accepted for one transaction.
@@ -92,6 +94,10 @@ public actor SecureElement {
         let enclaveKey: P256.Signing.PublicKey
         var boundAuthorizationRandom: [UInt8]?
         var highestGeneration: UInt64
+        /// The token service's install-signing key, pinned at manufacture; nil: the SE installs nothing.
+        var installAuthority: P256.Signing.PublicKey?
+        /// SHA-256 of the device certificate issued for ``key`` at manufacture.
+        var certificateDigest: [UInt8]?
     }
 
     private struct Applet {
@@ -117,19 +123,35 @@ public actor SecureElement {
 
     /// The factory step for a Secure Element and its Secure Enclave: makes both key pairs, pairs them (each
     /// learns the other's public key) and writes their initial encrypted state. Returns the public keys.
+    ///
+    /// - Parameters:
+    ///   - installAuthority: the token service's install-signing key, pinned for the Secure Element's life: it
+    ///     installs only cards this key signed (``install(_:binding:)``). Nil makes a Secure Element that installs
+    ///     nothing.
+    ///   - certify: issues the device certificate for the Secure Element's new key and returns its DER; the
+    ///     Secure Element keeps its SHA-256, so an install bound to another certificate is refused.
     public static func manufacture(
         profile: DeviceProfile, elementStorage: any SealedRecordStorage, enclaveStorage: any SealedRecordStorage,
-        storageKey: SymmetricKey, random: any RandomSource
+        storageKey: SymmetricKey, random: any RandomSource, installAuthority: P256.Signing.PublicKey?,
+        certify: (P256.KeyAgreement.PublicKey) throws -> [UInt8]
     ) throws(SecureElementError) -> (element: P256.KeyAgreement.PublicKey, enclave: P256.Signing.PublicKey) {
         let sealer = try RecordSealer(storageKey: storageKey, owner: owner, random: random)
         guard try elementStorage.loadRecords(kind: RecordKind.identity).isEmpty else {
             throw SecureElementError(.illegalTransition, "this Secure Element was already manufactured")
         }
         let key = try freshAgreementKey(random)
+        let certificate: [UInt8]
+        do {
+            certificate = try certify(key.publicKey)
+        } catch {
+            throw SecureElementError(.internalFailure, "the device certificate could not be issued: \(error)")
+        }
         let enclaveKey = try SecureEnclave.manufacture(
             profile: profile, elementPublicKey: key.publicKey, storage: enclaveStorage, storageKey: storageKey,
             random: random)
-        let identity = Identity(key: key, enclaveKey: enclaveKey, boundAuthorizationRandom: nil, highestGeneration: 0)
+        let identity = Identity(
+            key: key, enclaveKey: enclaveKey, boundAuthorizationRandom: nil, highestGeneration: 0,
+            installAuthority: installAuthority, certificateDigest: SHA256.hash(certificate))
         try elementStorage.write([try identityChange(identity, sealer)])
         return (key.publicKey, enclaveKey)
     }
@@ -263,15 +285,21 @@ public actor SecureElement {
 
     // MARK: Provisioning
 
-    /// Installs a card applet from a personalisation envelope sealed to this Secure Element's key, under the
-    /// Authorization Random named by `binding` (a provisioning binding from the Secure Enclave). A new AR
-    /// terminates the cards bound to the previous one. Installing the same token again returns the card
-    /// already installed.
+    /// Installs a card applet from a ``PaymentCredential/SignedPersonalisation``: signed by the token service key
+    /// pinned at manufacture, bound to this Secure Element's certificate and an install identifier not used
+    /// before, its envelope sealed to this Secure Element's key; under the Authorization Random named by
+    /// `binding` (a provisioning binding from the Secure Enclave). A new AR terminates the cards bound to the
+    /// previous one. The same install again (a retry) returns the card it installed while that card is active;
+    /// anything else refused changes nothing.
     public func install(
-        envelope: [UInt8], binding: SignedEnclaveStatement
+        _ signedInstall: [UInt8], binding: SignedEnclaveStatement
     ) throws(SecureElementError)
         -> CardDisplayData
     {
+        let install = try verifiedInstall(signedInstall)
+        let installRecordID = Hex.encode(install.installID, lowercase: true)
+        let usedBefore = try !storage.loadRecords(kind: RecordKind.install).filter { $0.id == installRecordID }
+            .isEmpty
         var (statement, nextIdentity) = try accept(binding, kind: .provisioningBinding)
         guard let arDigest = statement.authorizationRandomDigest else {
             throw SecureElementError(.invalidAuthorization, "a provisioning binding names the Authorization Random")
@@ -279,7 +307,7 @@ public actor SecureElement {
         let plaintext: SecureBytes
         do {
             plaintext = try SealedEnvelope.open(
-                envelope, with: identity.key, purpose: PersonalisationData.envelopePurpose)
+                install.envelope, with: identity.key, purpose: PersonalisationData.envelopePurpose)
         } catch {
             throw SecureElementError(
                 .invalidEnvelope, "the personalisation envelope is not addressed to this Secure Element or was altered")
@@ -302,6 +330,10 @@ public actor SecureElement {
             _ = try commit(identity: nextIdentity, terminatingAll: false)
             return existing.record.display
         }
+        // One install, one card: a used identifier whose card is gone (removed, terminated) is a replay.
+        guard !usedBefore else {
+            throw SecureElementError(.untrustedInstall, "this install was used before; provision the card again")
+        }
         nextIdentity.boundAuthorizationRandom = arDigest
         let record = AppletRecord(
             card: CardIdentifier(random: random), tokenReference: data.tokenReference, dpan: data.dpan,
@@ -322,11 +354,39 @@ public actor SecureElement {
             SealedRecordChange(
                 kind: RecordKind.atc, id: record.card.hex,
                 sealed: try sealer.seal(SecureBytes([0, 0]), kind: RecordKind.atc, id: record.card.hex)),
+            // Kept for the Secure Element's life: the identifier is spent.
+            SealedRecordChange(
+                kind: RecordKind.install, id: installRecordID,
+                sealed: try sealer.seal(
+                    SecureBytes(Array(data.tokenReference.utf8)), kind: RecordKind.install, id: installRecordID)),
         ]
         _ = try commit(identity: nextIdentity, terminatingAll: arChanged, extra: appletChanges)
         applets[record.card] = Applet(
             record: record, card: try Self.makeCard(record, lastATC: 0, storage: storage, sealer: sealer))
         return record.display
+    }
+
+    /// The install, if the key pinned at manufacture signed it for this Secure Element's certificate.
+    private func verifiedInstall(_ bytes: [UInt8]) throws(SecureElementError) -> SignedPersonalisation {
+        let install: SignedPersonalisation
+        do {
+            install = try SignedPersonalisation(serialized: bytes)
+        } catch {
+            throw SecureElementError(.invalidEnvelope, "not a signed card install: \(error.message)")
+        }
+        guard let authority = identity.installAuthority, let certificateDigest = identity.certificateDigest else {
+            throw SecureElementError(
+                .untrustedInstall,
+                "this Secure Element pins no token service key: it was made before the deployment's token service "
+                    + "(run `orchard init` first, then create the device again)")
+        }
+        guard install.isSigned(by: authority) else {
+            throw SecureElementError(.untrustedInstall, "the install is not signed by the token service")
+        }
+        guard constantTimeEquals(install.certificateDigest, certificateDigest) else {
+            throw SecureElementError(.untrustedInstall, "the install is for another Secure Element's certificate")
+        }
+        return install
     }
 
     /// Deletes a card's applet, keys and counter (the user removed it from the wallet).
@@ -627,7 +687,11 @@ public actor SecureElement {
         static let enclaveKey: UInt8 = 0x02
         static let authorizationRandom: UInt8 = 0x03
         static let generation: UInt8 = 0x04
-        static let all: Set<UInt8> = [version, key, enclaveKey, authorizationRandom, generation]
+        static let installAuthority: UInt8 = 0x05
+        static let certificateDigest: UInt8 = 0x06
+        static let all: Set<UInt8> = [
+            version, key, enclaveKey, authorizationRandom, generation, installAuthority, certificateDigest,
+        ]
     }
 
     private static func identityChange(
@@ -648,6 +712,12 @@ public actor SecureElement {
         ]
         if let ar = identity.boundAuthorizationRandom {
             items.append((IdentityTag.authorizationRandom, SecureBytes(ar)))
+        }
+        if let authority = identity.installAuthority {
+            items.append((IdentityTag.installAuthority, SecureBytes(authority.x963Representation)))
+        }
+        if let digest = identity.certificateDigest {
+            items.append((IdentityTag.certificateDigest, SecureBytes(digest)))
         }
         return SealedRecordChange(
             kind: RecordKind.identity, id: RecordKind.identityID,
@@ -670,7 +740,11 @@ public actor SecureElement {
                         .unsafeCopyOfBytes()),
                 boundAuthorizationRandom: try fields.optionalBytes(IdentityTag.authorizationRandom, "AR", count: 32)?
                     .unsafeCopyOfBytes(),
-                highestGeneration: try fields.integer(IdentityTag.generation, "generation", count: 8))
+                highestGeneration: try fields.integer(IdentityTag.generation, "generation", count: 8),
+                installAuthority: try fields.optionalBytes(IdentityTag.installAuthority, "install authority", count: 65)
+                    .map { try P256.Signing.PublicKey(x963Representation: $0.unsafeCopyOfBytes()) },
+                certificateDigest: try fields.optionalBytes(IdentityTag.certificateDigest, "certificate", count: 32)?
+                    .unsafeCopyOfBytes())
         } catch let error as SecureElementError {
             throw error
         } catch {

@@ -10,7 +10,8 @@ public struct SecureElementError: Error, Hashable, CustomStringConvertible, Send
             case invalidArgument, unsupportedDevice, methodUnavailable, methodNotOffered, lockedOut, deviceLocked
             case notOnWrist, passcodeRequired, passcodeIncorrect, notProvisioned, illegalTransition
             case invalidAuthorization, authorizationReplayed, authorizationExpired, wrongTransactionType
-            case wrongCard, rollbackDetected, invalidEnvelope, unsupportedNetwork, cardNotFound, cardTerminated
+            case wrongCard, rollbackDetected, invalidEnvelope, untrustedInstall, unsupportedNetwork, cardNotFound
+            case cardTerminated
             case fieldNotActive, notFromField, storageFailure, corruptState, internalFailure
         }
         private let base: Base
@@ -54,6 +55,9 @@ public struct SecureElementError: Error, Hashable, CustomStringConvertible, Send
         public static let rollbackDetected = Code(.rollbackDetected)
         /// A personalisation envelope is not addressed to this Secure Element, was altered, or is malformed.
         public static let invalidEnvelope = Code(.invalidEnvelope)
+        /// A card install not signed by the token service key pinned at manufacture, not bound to this Secure
+        /// Element's certificate, or whose install identifier was already used.
+        public static let untrustedInstall = Code(.untrustedInstall)
         /// The card's network has no applet on this Secure Element.
         public static let unsupportedNetwork = Code(.unsupportedNetwork)
         /// No card with this identifier.

@@ -3,6 +3,7 @@ import Foundation
 import Issuer
 public import NetworkAuthorizationAPI
 public import OrchardCrypto
+public import PaymentCredential
 
 /// What a key held by the HSM may be used for. A key does exactly one job; the usage is bound to the
 /// wrapped key cryptographically (it is authenticated data of the wrapping), so a handle relabelled with
@@ -18,6 +19,9 @@ public enum HSMKeyUsage: String, Hashable, Sendable, Codable, CaseIterable {
     case panLookup
     /// The token service's P-256 key that wallets seal card data to.
     case provisioningDecryption
+    /// The token service's P-256 ECDSA key that signs card installs (``PaymentCredential/SignedPersonalisation``);
+    /// the Orchard root certifies it and Secure Elements pin it at manufacture.
+    case personalisationSigning
 }
 
 /// A reference to a key inside the HSM: an identifier, the usage, and the key wrapped under the HSM's
@@ -115,12 +119,18 @@ public protocol KeyStore: Sendable {
     /// HMAC-SHA256 under a ``HSMKeyUsage/panLookup`` key.
     func lookupHash(of data: SecureBytes, key: KeyHandle) throws(TokenServiceError) -> [UInt8]
 
+    /// The public key of a ``HSMKeyUsage/personalisationSigning`` key, for its certificate.
+    func signingPublicKey(of handle: KeyHandle) throws(TokenServiceError) -> P256.Signing.PublicKey
+
     /// Derives the card's proximity and remote master keys (EMV option A, or B for PANs over 16 digits)
-    /// from the range's issuer master keys and seals them, with the token's data, to the device's SE.
+    /// from the range's issuer master keys, seals them with the token's data to the device's SE, and signs the
+    /// install (bound to the SE's certificate and `installID`) with the ``HSMKeyUsage/personalisationSigning``
+    /// key `signingKey`.
     func sealPersonalisation(
         _ token: PersonalisationTemplate, proximityKey: KeyHandle, remoteKey: KeyHandle,
-        to recipient: P256.KeyAgreement.PublicKey, label: EncryptedEnvelope.Label
-    ) throws(TokenServiceError) -> EncryptedEnvelope
+        to recipient: P256.KeyAgreement.PublicKey, label: EncryptedEnvelope.Label,
+        install: PersonalisationInstall, signingKey: KeyHandle
+    ) throws(TokenServiceError) -> SignedPersonalisation
 
     /// Derives the card master key from `issuerMasterKey` for `pan`/`panSequenceNumber` and checks
     /// `submission` with the installed verifier for its kind. The key's usage must match the kind.
@@ -128,6 +138,18 @@ public protocol KeyStore: Sendable {
         _ submission: CryptogramSubmission, issuerMasterKey: KeyHandle, pan: PrimaryAccountNumber,
         panSequenceNumber: UInt8
     ) throws(TokenServiceError) -> TokenCryptogramVerification
+}
+
+/// What binds a card install to one Secure Element, once: a random install identifier and the SHA-256 of the
+/// Secure Element's device certificate (DER).
+public struct PersonalisationInstall: Hashable, Sendable {
+    public let installID: [UInt8]
+    public let certificateDigest: [UInt8]
+
+    public init(installID: [UInt8], certificateDigest: [UInt8]) {
+        self.installID = installID
+        self.certificateDigest = certificateDigest
+    }
 }
 
 /// The non-secret part of the personalisation data; the HSM adds the derived keys.

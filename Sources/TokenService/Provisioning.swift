@@ -2,7 +2,7 @@ public import CardBasics
 import Foundation
 public import Issuer
 import OrchardCrypto
-import PaymentCredential
+public import PaymentCredential
 
 /// Check Card: the wallet's card data, sealed to the token service (``CardDataPayload``).
 public struct CheckCardRequest: Hashable, Sendable {
@@ -75,8 +75,9 @@ public struct ProvisionedToken: Hashable, Sendable, Codable {
     public let tokenExpiry: CardExpiry
     public let domainControls: DomainControls
     public let profile: CardProfile
-    /// ``SEPersonalisationData`` sealed to the device's SE key.
-    public let personalisation: EncryptedEnvelope
+    /// ``PaymentCredential/PersonalisationData`` sealed to the device's SE key, bound to its certificate and signed
+    /// by the token service.
+    public let personalisation: SignedPersonalisation
 }
 
 /// The answer to Link and Provision.
@@ -217,6 +218,10 @@ extension TokenService {
         } catch {
             throw TokenServiceError(.deviceNotTrusted, "the Secure Element's certificate did not verify")
         }
+        // The verifier checked the chain, leaf first; the install is bound to that leaf.
+        guard let leafCertificate = request.secureElementCertificateChain.first else {
+            throw TokenServiceError(.deviceNotTrusted, "the Secure Element's certificate did not verify")
+        }
         guard let requestor = requestors[session.tokenRequestorID] else {
             throw TokenServiceError(.configuration, "the session's token requestor is no longer registered")
         }
@@ -264,12 +269,16 @@ extension TokenService {
             tokenRequestorID: session.tokenRequestorID, deviceID: session.deviceID, deviceKind: session.deviceKind,
             domainControls: controls, suspendedBy: [], deleted: false, atcWindow: ATCWindow(), createdAt: now,
             updatedAt: now)
+        // Signed, bound to this SE's certificate and a fresh install ID: the SE installs nothing else.
         let envelope = try keyStore.sealPersonalisation(
             PersonalisationTemplate(
                 tokenReference: token.tokenReference, dpan: dpan, panSequenceNumber: token.panSequenceNumber,
                 tokenExpiry: tokenExpiry, network: range.network),
             proximityKey: range.proximityKey, remoteKey: range.remoteKey, to: seKey,
-            label: Self.personalisationLabel)
+            label: Self.personalisationLabel,
+            install: PersonalisationInstall(
+                installID: random.bytes(16), certificateDigest: SHA256.hash(leafCertificate)),
+            signingKey: keys.personalisationSigningKey)
         try await vault.saveToken(token)
         session.tokenReference = token.tokenReference
         try await vault.saveSession(session)

@@ -4,7 +4,7 @@ import Foundation
 import Issuer
 public import NetworkAuthorizationAPI
 public import OrchardCrypto
-import PaymentCredential
+public import PaymentCredential
 
 /// A software HSM: the ``KeyStore`` of the token service.
 ///
@@ -62,6 +62,12 @@ public final class SoftwareHSM: KeyStore {
             } catch {
                 throw TokenServiceError(.cryptoFailure, "generating a P-256 key failed: \(error.code)")
             }
+        case .personalisationSigning:
+            do {
+                material = try P256.Signing.PrivateKey().rawRepresentation
+            } catch {
+                throw TokenServiceError(.cryptoFailure, "generating a P-256 key failed: \(error.code)")
+            }
         }
         return try wrap(material, usage: usage, id: id)
     }
@@ -78,11 +84,11 @@ public final class SoftwareHSM: KeyStore {
             }
         case .vaultEncryption, .panLookup:
             guard material.count == 32 else { throw TokenServiceError(.invalidRequest, "this key is 32 bytes") }
-        case .provisioningDecryption:
+        case .provisioningDecryption, .personalisationSigning:
             do {
                 _ = try P256.KeyAgreement.PrivateKey(rawRepresentation: material.unsafeCopyOfBytes())
             } catch {
-                throw TokenServiceError(.invalidRequest, "a provisioning key is a valid 32-byte P-256 scalar")
+                throw TokenServiceError(.invalidRequest, "a P-256 key is a valid 32-byte P-256 scalar")
             }
         }
         return try wrap(material, usage: usage, id: id)
@@ -90,6 +96,10 @@ public final class SoftwareHSM: KeyStore {
 
     public func publicKey(of handle: KeyHandle) throws(TokenServiceError) -> P256.KeyAgreement.PublicKey {
         try provisioningKey(handle).publicKey
+    }
+
+    public func signingPublicKey(of handle: KeyHandle) throws(TokenServiceError) -> P256.Signing.PublicKey {
+        try signingKey(handle).publicKey
     }
 
     // MARK: - Envelopes and the vault
@@ -144,14 +154,23 @@ public final class SoftwareHSM: KeyStore {
 
     public func sealPersonalisation(
         _ token: PersonalisationTemplate, proximityKey: KeyHandle, remoteKey: KeyHandle,
-        to recipient: P256.KeyAgreement.PublicKey, label: EncryptedEnvelope.Label
-    ) throws(TokenServiceError) -> EncryptedEnvelope {
+        to recipient: P256.KeyAgreement.PublicKey, label: EncryptedEnvelope.Label,
+        install: PersonalisationInstall, signingKey handle: KeyHandle
+    ) throws(TokenServiceError) -> SignedPersonalisation {
+        let signer = try signingKey(handle)
         let proximity = try cardMasterKey(
             proximityKey, expecting: .proximityIssuerMasterKey, pan: token.dpan, psn: token.panSequenceNumber)
         let remote = try cardMasterKey(
             remoteKey, expecting: .remoteIssuerMasterKey, pan: token.dpan, psn: token.panSequenceNumber)
         let data = try PersonalisationData(token, proximityMasterKey: proximity, remoteMasterKey: remote)
-        return try EncryptedEnvelope.seal(try data.plaintext(), to: recipient, label: label)
+        let envelope = try EncryptedEnvelope.seal(try data.plaintext(), to: recipient, label: label)
+        do {
+            return try SignedPersonalisation(
+                installID: install.installID, certificateDigest: install.certificateDigest,
+                envelope: envelope.serialized, sign: { content in try signer.signature(for: content) })
+        } catch {
+            throw TokenServiceError(.cryptoFailure, "signing the install failed: \(error.message)")
+        }
     }
 
     public func verifyCryptogram(
@@ -195,6 +214,17 @@ public final class SoftwareHSM: KeyStore {
             }
         } catch {
             throw TokenServiceError(.invalidKeyHandle, "the provisioning key does not decode")
+        }
+    }
+
+    private func signingKey(_ handle: KeyHandle) throws(TokenServiceError) -> P256.Signing.PrivateKey {
+        let raw = try unwrap(handle, expecting: .personalisationSigning)
+        do {
+            return try raw.withUnsafeBytes { (bytes) throws(CryptoError) in
+                try P256.Signing.PrivateKey(rawRepresentation: bytes)
+            }
+        } catch {
+            throw TokenServiceError(.invalidKeyHandle, "the personalisation signing key does not decode")
         }
     }
 

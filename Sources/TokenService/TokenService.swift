@@ -44,19 +44,26 @@ public struct TokenServiceKeys: Hashable, Sendable, Codable {
     public let lookupKey: KeyHandle
     /// ``HSMKeyUsage/provisioningDecryption``: wallets seal card data to its public key.
     public let provisioningKey: KeyHandle
+    /// ``HSMKeyUsage/personalisationSigning``: signs card installs; Secure Elements pin its public key.
+    public let personalisationSigningKey: KeyHandle
 
-    public init(vaultKey: KeyHandle, lookupKey: KeyHandle, provisioningKey: KeyHandle) {
+    public init(
+        vaultKey: KeyHandle, lookupKey: KeyHandle, provisioningKey: KeyHandle, personalisationSigningKey: KeyHandle
+    ) {
         self.vaultKey = vaultKey
         self.lookupKey = lookupKey
         self.provisioningKey = provisioningKey
+        self.personalisationSigningKey = personalisationSigningKey
     }
 
-    /// Generates the three keys in `keyStore`.
+    /// Generates the four keys in `keyStore`.
     public static func generate(in keyStore: any KeyStore) throws(TokenServiceError) -> TokenServiceKeys {
         TokenServiceKeys(
             vaultKey: try keyStore.generateKey(usage: .vaultEncryption, id: "tsp-vault-kek"),
             lookupKey: try keyStore.generateKey(usage: .panLookup, id: "tsp-pan-lookup"),
-            provisioningKey: try keyStore.generateKey(usage: .provisioningDecryption, id: "tsp-provisioning"))
+            provisioningKey: try keyStore.generateKey(usage: .provisioningDecryption, id: "tsp-provisioning"),
+            personalisationSigningKey: try keyStore.generateKey(
+                usage: .personalisationSigning, id: "tsp-personalisation-signing"))
     }
 }
 
@@ -141,7 +148,8 @@ public actor TokenService {
             }
         }
         guard keys.vaultKey.usage == .vaultEncryption, keys.lookupKey.usage == .panLookup,
-            keys.provisioningKey.usage == .provisioningDecryption
+            keys.provisioningKey.usage == .provisioningDecryption,
+            keys.personalisationSigningKey.usage == .personalisationSigning
         else { throw TokenServiceError(.keyUsageViolation, "the token service keys have the wrong usages") }
         let controllerID = Array(configuration.parBINControllerID.utf8)
         guard controllerID.count == 4, controllerID.allSatisfy({ Self.parAlphabet.contains($0) }) else {

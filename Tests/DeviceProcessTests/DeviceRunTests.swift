@@ -2,10 +2,12 @@ import CommandTestSupport
 import Device
 import DeviceControlAPI
 import DeviceProcess
+import DeviceTestSupport
 import EMV
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
+import OrchardX509
 import PaymentCredential
 import SecureElement
 import Testing
@@ -39,6 +41,7 @@ struct DeviceRunTests {
     func phoneProcess() async throws {
         let directory = try TemporaryDirectory()
         let deployment = directory.deployment
+        try TestInstallAuthority.pin(in: deployment)
         let (created, _, createErrors) = try await Self.command([
             "device", "create", "--data-dir", directory.path, "--name", "p", "--kind", "phone", "--biometry", "face",
             "--passcode", "8642",
@@ -53,10 +56,11 @@ struct DeviceRunTests {
             proximityMasterKey: try EMVKeyDerivation.masterKey(
                 issuerMasterKey: issuerKey, pan: dpan, panSequenceNumber: 0),
             remoteMasterKey: SymmetricKey(data: [UInt8](repeating: 0x44, count: 16)))
-        let envelope = try personalisation.encoded().withUnsafeBytes { bytes in
+        let sealed = try personalisation.encoded().withUnsafeBytes { bytes in
             try SealedEnvelope.seal(
                 bytes, to: try identity.certificate.secureElementKey, purpose: PersonalisationData.envelopePurpose)
         }
+        let envelope = try TestInstallAuthority.sign(sealed, for: identity.certificate.derRepresentation)
 
         let process = try ChildProcess(
             try orchardExecutable(), ["device", "run", "--data-dir", directory.path, "--name", "p"], stdout: .capture)

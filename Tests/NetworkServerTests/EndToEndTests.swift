@@ -1,6 +1,7 @@
 import Acquirer
 import CardBasics
 import Device
+import DeviceTestSupport
 import EMV
 import Foundation
 import Issuer
@@ -34,16 +35,18 @@ struct EndToEndTests {
         let directory = try TemporaryDirectory()
         let deployment = DeploymentDirectory(path: directory.path)
         let clock = ManualClock(now: NetworkHarness.start)
+        let deviceCA = try DeviceCertificateAuthority.loadOrCreate(in: deployment, clock: clock)
+        let network = try await NetworkHarness(
+            deviceKeyVerifier: try DeviceCAKeyVerifier(deviceCARoots: [deviceCA.certificate], clock: clock))
+        // The factory pins this token service's install-signing key in the phone's Secure Element.
+        try TestInstallAuthority.pin(
+            try network.hsm.signingPublicKey(of: network.keys.personalisationSigningKey), in: deployment)
         let identity = try Device.create(
             in: deployment, name: "alice-phone",
             profile: try DeviceProfile(kind: .phone, biometry: .face, account: "alice"),
             clock: clock)
         let device = try await Device.open(in: deployment, name: "alice-phone", clock: clock)
         try await device.secureEnclave.setPasscode(SecureBytes(Array("739146".utf8)), current: nil)
-        let deviceCA = try #require(try DeviceCertificateAuthority.load(from: deployment))
-
-        let network = try await NetworkHarness(
-            deviceKeyVerifier: try DeviceCAKeyVerifier(deviceCARoots: [deviceCA.certificate], clock: clock))
         let acquirer = Acquirer(acquirerID: "acq-1", store: InMemoryAcquirerStore(), network: network.tokenService)
         try await acquirer.registerMerchant(
             MerchantAccount(

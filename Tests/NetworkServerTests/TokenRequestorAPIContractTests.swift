@@ -5,6 +5,7 @@ import NetworkTestSupport
 import OrchardCrypto
 import OrchardHTTP
 import OrchardStore
+import PaymentCredential
 import Testing
 import TokenRequestorAPI
 import TokenService
@@ -159,7 +160,10 @@ struct TokenRequestorAPIContractTests {
             #expect(token.tokenExpiry == API.Expiry(year: status.tokenExpiry.year, month: status.tokenExpiry.month))
             #expect(token.domains == [.contactless, .inApp, .web])
             let personalisation = try #require(Data(base64Encoded: token.personalisation))
-            #expect(personalisation.first == 0x01 && personalisation.count > 82)
+            // A signed install ("OPI1", install ID, certificate digest, the envelope, the signature) for this SE.
+            let install = try SignedPersonalisation(serialized: Array(personalisation))
+            #expect(install.certificateDigest == SHA256.hash(phone.certificateChain[0]))
+            #expect(install.isSigned(by: try h.hsm.signingPublicKey(of: h.keys.personalisationSigningKey)))
             // Its description names the token, not the envelope.
             #expect(!"\(token)".contains(token.personalisation))
             let refused = try answer(

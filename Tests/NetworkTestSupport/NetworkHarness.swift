@@ -269,7 +269,7 @@ public final class SimulatedDevice: @unchecked Sendable {
 
     /// Opens the personalisation envelope with the SE's key.
     public func install(_ token: ProvisionedToken, from tokenService: TokenService) throws -> InstalledCard {
-        let plain = try token.personalisation.open(
+        let plain = try EncryptedEnvelope(serialized: token.personalisation.envelope).open(
             with: secureElementKey, label: TokenService.personalisationLabel)
         return InstalledCard(token: token, data: try InstalledCardData(decoding: plain))
     }

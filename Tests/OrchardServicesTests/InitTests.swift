@@ -54,12 +54,15 @@ struct InitTests {
         for certificate in names where certificate.hasSuffix(".pem") {
             #expect(SecureFile.mode(of: "\(directory.pkiPath)/\(certificate)") == 0o644, "\(certificate)")
         }
-        // Every key has its certificate, except the HSM's master key (a raw symmetric key); the provisioning
-        // certificate's key lives wrapped in the HSM's key file.
+        // Every key has its certificate, except the HSM's master key (a raw symmetric key); the provisioning and
+        // install-signing certificates' keys live wrapped in the HSM's key file.
         let keyNames: Set<Substring> = Set(keys.map { $0.dropLast(4) })
             .subtracting([Substring(NetworkServerService.Files.localMasterKey)])
         let certificateNames: Set<Substring> = Set(names.filter { $0.hasSuffix(".pem") }.map { $0.dropLast(4) })
-            .subtracting([Substring(NetworkServerService.Files.provisioningCertificate)])
+            .subtracting([
+                Substring(NetworkServerService.Files.provisioningCertificate),
+                Substring(NetworkServerService.Files.personalisationCertificate),
+            ])
         #expect(keyNames == certificateNames)
         for party in [Party.network, .issuer, .acquirer, .pay, .merchant] {
             #expect(SecureFile.mode(of: directory.databasePath(for: party)) == 0o600)

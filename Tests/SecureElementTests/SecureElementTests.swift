@@ -269,44 +269,43 @@ struct SecureElementTests {
         let h = try await Harness()
         let data = try Harness.personalisation(dpan: visaDPAN)
         let good = try h.envelope(data)
-        for index in [0, 1, 40, 70, good.count / 2, good.count - 1] {
+        // A flipped bit anywhere: the layout (invalidEnvelope) or the signature (untrustedInstall) refuses it.
+        for index in [0, 1, 4, 21, 40, 70, good.count / 2, good.count - 1] {
             var bad = good
             bad[index] ^= 0x80
-            await expectCode(.invalidEnvelope) {
-                try await h.element.install(
-                    envelope: bad,
-                    binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
-            }
+            let binding = try await h.enclave.provisioningBinding(challenge: await h.element.challenge())
+            let code = await Self.refusal { try await h.element.install(bad, binding: binding) }
+            #expect(code == .invalidEnvelope || code == .untrustedInstall, "\(index)")
         }
         let other = try await Harness(seed: "other element")
         let misaddressed = try h.envelope(data, to: other.element.publicKey)
         await expectCode(.invalidEnvelope) {
             try await h.element.install(
-                envelope: misaddressed,
+                misaddressed,
                 binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
         }
         let mislabelled = try h.envelope(data, purpose: "token-service>pay-server:card-data")
         await expectCode(.invalidEnvelope) {
             try await h.element.install(
-                envelope: mislabelled,
+                mislabelled,
                 binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
         }
         let amex = try h.envelope(try Harness.personalisation(dpan: "374245001751006", network: "amex"))
         await expectCode(.unsupportedNetwork) {
             try await h.element.install(
-                envelope: amex, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge())
+                amex, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge())
             )
         }
         #expect(await h.element.cards().isEmpty)
         // The binding must be a fresh provisioning binding of the paired enclave.
         let status = try await h.enclave.status(challenge: await h.element.challenge())
-        await expectCode(.invalidAuthorization) { try await h.element.install(envelope: good, binding: status) }
+        await expectCode(.invalidAuthorization) { try await h.element.install(good, binding: status) }
         let binding = try await h.enclave.provisioningBinding(challenge: await h.element.challenge())
-        let installed = try await h.element.install(envelope: good, binding: binding)
-        await expectCode(.authorizationReplayed) { try await h.element.install(envelope: good, binding: binding) }
+        let installed = try await h.element.install(good, binding: binding)
+        await expectCode(.authorizationReplayed) { try await h.element.install(good, binding: binding) }
         // The same token again is the same card (a retried provisioning).
         let retried = try await h.element.install(
-            envelope: good, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
+            good, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
         let count = await h.element.cards().count
         #expect(retried == installed && count == 1)
     }
@@ -320,13 +319,88 @@ struct SecureElementTests {
                 try SealedEnvelope.seal(
                     bytes, to: h.element.publicKey, purpose: PersonalisationData.envelopePurpose, random: h.random)
             }
+            let signed = try SignedPersonalisation(
+                installID: h.random.bytes(16), certificateDigest: SHA256.hash(Harness.certificate), envelope: envelope,
+                sign: { content in try Harness.tokenServiceKey.signature(for: content) })
             await expectCode(.invalidEnvelope) {
                 try await h.element.install(
-                    envelope: envelope,
+                    signed.serialized,
                     binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
             }
         }
         #expect(await h.element.cards().isEmpty)
+    }
+
+    /// The code `body` was refused with; nil when it succeeded (or threw something else).
+    static func refusal(_ body: () async throws -> CardDisplayData) async -> SecureElementError.Code? {
+        do {
+            _ = try await body()
+            return nil
+        } catch {
+            return (error as? SecureElementError)?.code
+        }
+    }
+
+    @Test("I22-1: Only the pinned token service key installs, for this SE's certificate, each install once")
+    func onlyTheTokenServiceInstalls() async throws {
+        let h = try await Harness()
+        let data = try Harness.personalisation(dpan: visaDPAN)
+        func install(_ bytes: [UInt8]) async throws -> CardDisplayData {
+            try await h.element.install(
+                bytes, binding: try await h.enclave.provisioningBinding(challenge: await h.element.challenge()))
+        }
+        // Anyone with the SE's certificate can seal to its key; a relay (the Pay server) signing with its own key,
+        // or anyone else's, installs nothing.
+        for key in [try P256.Signing.PrivateKey(), try P256.Signing.PrivateKey()] {
+            await expectCode(.untrustedInstall) { try await install(try h.envelope(data, signer: key)) }
+        }
+        // The bare envelope, without the signed wrapper, is not an install.
+        let sealed = try data.encoded().withUnsafeBytes { bytes in
+            try SealedEnvelope.seal(
+                bytes, to: h.element.publicKey, purpose: PersonalisationData.envelopePurpose, random: h.random)
+        }
+        await expectCode(.invalidEnvelope) { try await install(sealed) }
+        // Signed by the token service, but for another Secure Element's certificate.
+        await expectCode(.untrustedInstall) {
+            try await install(try h.envelope(data, certificate: Array("another certificate".utf8)))
+        }
+        // A signature over another install ID does not carry over.
+        var moved = try SignedPersonalisation(serialized: try h.envelope(data)).serialized
+        moved[4] ^= 0x01
+        await expectCode(.untrustedInstall) { try await install(moved) }
+        #expect(await h.element.cards().isEmpty)
+
+        // The real install works once; removed, the same install does not bring the card back.
+        let installID = h.random.bytes(16)
+        let good = try h.envelope(data, installID: installID)
+        let card = try await install(good)
+        #expect(try await install(good) == card)  // a retry while installed: the same card
+        try await h.element.remove(card.card)
+        await expectCode(.untrustedInstall) { try await install(good) }
+        // Nor does another envelope under the spent install ID.
+        await expectCode(.untrustedInstall) {
+            try await install(
+                try h.envelope(
+                    try Harness.personalisation(dpan: visaDPAN, tokenReference: "tok_other"), installID: installID))
+        }
+        #expect(await h.element.cards().isEmpty)
+    }
+
+    @Test("I22-1: A Secure Element made without a pinned token service key installs nothing")
+    func noPinNoInstall() async throws {
+        let storageKey = SymmetricKey(data: [UInt8](repeating: 0x42, count: 32))
+        let random = InsecureDeterministicRandom(seed: [1])
+        let elementStorage = InMemorySealedRecordStorage()
+        _ = try SecureElement.manufacture(
+            profile: try DeviceProfile(kind: .phone, biometry: .face, account: "a"), elementStorage: elementStorage,
+            enclaveStorage: InMemorySealedRecordStorage(), storageKey: storageKey, random: random,
+            installAuthority: nil, certify: { _ in Harness.certificate })
+        let element = try SecureElement(
+            storage: elementStorage, storageKey: storageKey, clock: ManualClock(now: Date()), random: random)
+        let h = try await Harness()
+        let signed = try h.envelope(try Harness.personalisation(dpan: visaDPAN), to: element.publicKey)
+        let binding = try await h.enclave.provisioningBinding(challenge: await h.element.challenge())
+        await expectCode(.untrustedInstall) { try await element.install(signed, binding: binding) }
     }
 
     @Test("Stored records hold no DPAN or key in clear and do not open in another slot")

@@ -35,7 +35,7 @@ struct Harness {
         let profile = try DeviceProfile(kind: kind, biometry: biometry, account: "alice")
         _ = try SecureElement.manufacture(
             profile: profile, elementStorage: elementStorage, enclaveStorage: enclaveStorage, storageKey: storageKey,
-            random: random)
+            random: random, installAuthority: Self.tokenServiceKey.publicKey, certify: { _ in Self.certificate })
         element = try SecureElement(storage: elementStorage, storageKey: storageKey, clock: clock, random: random)
         enclave = try SecureEnclave(storage: enclaveStorage, storageKey: storageKey, clock: clock, random: random)
         if let passcode { try await enclave.setPasscode(Self.secret(passcode), current: nil) }
@@ -73,15 +73,32 @@ struct Harness {
             remoteMasterKey: SymmetricKey(data: [UInt8](repeating: 0x5A, count: 16)))
     }
 
-    /// An envelope sealed to `recipient` (by default this Secure Element).
+    /// The token service's install-signing key this Secure Element pins at manufacture.
+    static let tokenServiceKey: P256.Signing.PrivateKey = {
+        guard let key = try? P256.Signing.PrivateKey(rawRepresentation: [UInt8](repeating: 0x07, count: 32)) else {
+            preconditionFailure("a valid P-256 scalar")
+        }
+        return key
+    }()
+    /// The bytes the factory's `certify` step returns as this Secure Element's device certificate.
+    static let certificate: [UInt8] = Array("the device certificate of the test Secure Element".utf8)
+
+    /// A signed install (as the token service sends it) of an envelope sealed to `recipient` (by default this
+    /// Secure Element), bound to `certificate` and signed by `signer`.
     func envelope(
         _ data: PersonalisationData, to recipient: P256.KeyAgreement.PublicKey? = nil,
-        purpose: String = PersonalisationData.envelopePurpose
+        purpose: String = PersonalisationData.envelopePurpose,
+        signer: P256.Signing.PrivateKey = Harness.tokenServiceKey,
+        certificate: [UInt8] = Harness.certificate, installID: [UInt8]? = nil
     ) throws -> [UInt8] {
         let plaintext = try data.encoded()
-        return try plaintext.withUnsafeBytes { bytes in
+        let sealed = try plaintext.withUnsafeBytes { bytes in
             try SealedEnvelope.seal(bytes, to: recipient ?? element.publicKey, purpose: purpose, random: random)
         }
+        return try SignedPersonalisation(
+            installID: installID ?? random.bytes(16), certificateDigest: SHA256.hash(certificate), envelope: sealed,
+            sign: { content in try signer.signature(for: content) }
+        ).serialized
     }
 
     /// Provisions a card through a provisioning binding and returns its display data.
@@ -89,7 +106,7 @@ struct Harness {
     func provision(dpan: String, network: String = "visa") async throws -> CardDisplayData {
         let envelope = try envelope(try Self.personalisation(dpan: dpan, network: network))
         let binding = try await enclave.provisioningBinding(challenge: await element.challenge())
-        return try await element.install(envelope: envelope, binding: binding)
+        return try await element.install(envelope, binding: binding)
     }
 
     // MARK: Authorization and payment

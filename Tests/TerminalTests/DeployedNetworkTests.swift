@@ -7,10 +7,11 @@ import OrchardStore
 import Terminal
 import Testing
 
-/// A deployment as `orchard init` makes it, with `orchard serve network` running: the terminal finds the
-/// network through its run record, trusts the deployment's root CA, and presents the client certificate
-/// `orchard terminal setup` issued it (role `acquiring`), which the acquiring route requires; the acquirer
-/// knows the merchant and terminal, and the token service answers (no such token: `14`).
+/// A deployment as `orchard init` makes it, with `orchard serve network` running: the phone takes only the
+/// deployment's token service's installs; the terminal finds the network through its run record, trusts the
+/// deployment's root CA, and presents the client certificate `orchard terminal setup` issued it (role
+/// `acquiring`), which the acquiring route requires; the acquirer knows the merchant and terminal, and the
+/// payment is approved.
 @Suite("In store against a deployed network", .serialized)
 struct DeployedNetworkTests {
     @Test("init, serve network, device run, terminal setup, charge: the network answers; without the certificate, 96")
@@ -35,17 +36,25 @@ struct DeployedNetworkTests {
         defer { network.stop() }
         _ = try await network.baseURL()  // it listens and published its run record
 
-        // A card the network never issued (personalised here under a test key): the network has no such token.
-        // (Provisioning through the deployed network needs its device-CA check to accept the device CA that
-        // `orchard init` issues under the root; NetworkEndToEndTests covers the approved path.)
-        _ = try await phone.provision(dpan: TestIssuer.visaDPAN, network: "visa", suffix: "1111")
+        // A card the network never issued (personalised here under a test key) is refused by the phone's Secure
+        // Element: it installs only what this deployment's token service signed.
+        await #expect(throws: (any Error).self) {
+            try await phone.provision(dpan: TestIssuer.visaDPAN, network: "visa", suffix: "1111")
+        }
+        // Provisioned through the deployed network (the Pay server started for the command) instead.
+        let added = try await orchard([
+            "device", "add-card", "--data-dir", directory.path, "--name", "phone", "--pan", "4111111111111111",
+            "--expiry", "12/34", "--cvv", "266", "--cardholder", "Alice Doe",
+        ])
+        #expect(added.status == 0, "\(added.stderr)")
 
         // The terminal: set up (its client certificate issued from the root), then a charge.
         let setup = try await orchard(["terminal", "setup", "--data-dir", directory.path])
         #expect(setup.status == 0 && setup.stderr.contains("pki/terminal-t0001-client.pem"), "\(setup.stderr)")
-        let (_, unknown) = try await charge(directory, "4.50", device: "phone")
-        #expect(unknown["outcome"] as? String == "declined" && unknown["responseCode"] as? String == "14", "\(unknown)")
-        #expect(unknown["attempts"] as? Int == 1 && unknown["maskedPan"] as? String == "476173******0119")
+        let (_, approved) = try await charge(directory, "4.50", device: "phone")
+        #expect(
+            approved["outcome"] as? String == "approved" && approved["responseCode"] as? String == "00", "\(approved)")
+        #expect(approved["attempts"] as? Int == 1 && (approved["maskedPan"] as? String ?? "").hasPrefix("489537"))
 
         // Without its certificate the acquiring route refuses the terminal.
         for suffix in [".pem", ".key"] {

@@ -3,6 +3,7 @@ import CardBasics
 import CommandTestSupport
 import Device
 import DeviceControlAPI
+import DeviceTestSupport
 import EMV
 import Foundation
 import Issuer
@@ -29,12 +30,14 @@ struct NetworkEndToEndTests {
     func throughTheNetwork() async throws {
         let directory = try TemporaryDirectory()
         let deployment = directory.deployment
-        try await createDevice(directory, "phone", kind: "phone", biometry: "face")
-        let deviceCA = try #require(try DeviceCertificateAuthority.load(from: deployment))
-
+        let deviceCA = try DeviceCertificateAuthority.loadOrCreate(in: deployment)
         let network = try await NetworkHarness(
             deviceKeyVerifier: try DeviceCAKeyVerifier(deviceCARoots: [deviceCA.certificate], clock: SystemClock()))
         network.clock.setWall(Date())  // the device certificate was issued now, by the system clock
+        // The phone's factory pins this token service's install key.
+        try TestInstallAuthority.pin(
+            try network.hsm.signingPublicKey(of: network.keys.personalisationSigningKey), in: deployment)
+        try await createDevice(directory, "phone", kind: "phone", biometry: "face")
         let acquirer = Acquirer(
             acquirerID: "acq-1", store: InMemoryAcquirerStore(), network: network.tokenService, clock: network.clock)
         try await acquirer.registerMerchant(

@@ -3,6 +3,7 @@ import CommandTestSupport
 import Device
 import DeviceControlAPI
 import DeviceProcess
+import DeviceTestSupport
 import EMV
 import Foundation
 import Issuer
@@ -13,6 +14,7 @@ import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging
 import OrchardRuntime
+import OrchardX509
 import PaymentCredential
 import SecureElement
 import Terminal
@@ -82,8 +84,10 @@ final class DeviceProcessHandle: Sendable {
             try SealedEnvelope.seal(
                 bytes, to: try identity.certificate.secureElementKey, purpose: PersonalisationData.envelopePurpose)
         }
+        // Signed as the token service signs installs, with the key `createDevice` pinned.
+        let install = try TestInstallAuthority.sign(envelope, for: identity.certificate.derRepresentation)
         return try await send(
-            AddCard(envelope: Data(envelope), type: "credit", suffix: suffix, displayName: "Orchard Bank \(network)")
+            AddCard(envelope: Data(install), type: "credit", suffix: suffix, displayName: "Orchard Bank \(network)")
         ).id
     }
 }
@@ -268,8 +272,11 @@ func charge(
     return (output, (try? output.json()) ?? [:])
 }
 
-/// `orchard device create`.
+/// `orchard device create`. In a directory without a token service (no `orchard init`), the device pins the
+/// test install key first (``TestInstallAuthority``), so the tests' signed installs are accepted.
 func createDevice(_ directory: TemporaryDirectory, _ name: String, kind: String, biometry: String) async throws {
+    let pinned = try directory.deployment.certificatePath(named: "token-service-personalisation")
+    if !FileManager.default.fileExists(atPath: pinned) { try TestInstallAuthority.pin(in: directory.deployment) }
     let created = try await orchard([
         "device", "create", "--data-dir", directory.path, "--name", name, "--kind", kind, "--biometry", biometry,
         "--passcode", "8642",

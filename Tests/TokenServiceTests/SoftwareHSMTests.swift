@@ -92,9 +92,11 @@ struct SoftwareHSMTests {
                 tokenReference: "tok", dpan: try PrimaryAccountNumber(try #require(v.inputs[panName])),
                 panSequenceNumber: psn, tokenExpiry: try CardExpiry(year: 2029, month: 3),
                 network: .visa)
-            let envelope = try hsm.sealPersonalisation(
-                template, proximityKey: proximity, remoteKey: remote, to: se.publicKey, label: label)
-            let data = try PersonalisationData(decoding: try envelope.open(with: se, label: label))
+            let signed = try hsm.sealPersonalisation(
+                template, proximityKey: proximity, remoteKey: remote, to: se.publicKey, label: label,
+                install: Self.install, signingKey: try hsm.generateKey(usage: .personalisationSigning, id: "sign"))
+            let data = try PersonalisationData(
+                decoding: try EncryptedEnvelope(serialized: signed.envelope).open(with: se, label: label))
             let expected = SymmetricKey(data: try hex(try #require(v.outputs[mkName])))
             #expect(data.proximityMasterKey == expected, "\(id)")
             #expect(data.remoteMasterKey == expected, "\(id): same IMK, same derivation")
@@ -200,15 +202,35 @@ struct SoftwareHSMTests {
         let rp = try hsm.generateKey(usage: .remoteIssuerMasterKey, id: "rp")
         let se = try P256.KeyAgreement.PrivateKey()
         let label = try EncryptedEnvelope.Label(purpose: "p", sender: "s", recipient: "r")
-        let envelope = try hsm.sealPersonalisation(
+        let signingKey = try hsm.generateKey(usage: .personalisationSigning, id: "sign")
+        let signed = try hsm.sealPersonalisation(
             PersonalisationTemplate(
                 tokenReference: "t", dpan: try PrimaryAccountNumber("4895370012345671"), panSequenceNumber: 0,
                 tokenExpiry: try CardExpiry(year: 2029, month: 3), network: .visa),
-            proximityKey: imk, remoteKey: rp, to: se.publicKey, label: label)
-        let data = try PersonalisationData(decoding: try envelope.open(with: se, label: label))
+            proximityKey: imk, remoteKey: rp, to: se.publicKey, label: label, install: Self.install,
+            signingKey: signingKey)
+        let data = try PersonalisationData(
+            decoding: try EncryptedEnvelope(serialized: signed.envelope).open(with: se, label: label))
         #expect(data.proximityMasterKey.bytes.unsafeCopyOfBytes().allSatisfy { $0.nonzeroBitCount % 2 == 1 })
         #expect(data.proximityMasterKey != data.remoteMasterKey)
+        // The install is signed by that key, over the install ID, the certificate digest and the envelope.
+        #expect(signed.isSigned(by: try hsm.signingPublicKey(of: signingKey)))
+        #expect(
+            signed.installID == Self.install.installID && signed.certificateDigest == Self.install.certificateDigest)
+        #expect(!signed.isSigned(by: try P256.Signing.PrivateKey().publicKey))
+        // Only a personalisation-signing key signs installs.
+        #expect(throws: TokenServiceError(.keyUsageViolation, "")) {
+            try hsm.sealPersonalisation(
+                PersonalisationTemplate(
+                    tokenReference: "t", dpan: try PrimaryAccountNumber("4895370012345671"), panSequenceNumber: 0,
+                    tokenExpiry: try CardExpiry(year: 2029, month: 3), network: .visa),
+                proximityKey: imk, remoteKey: rp, to: se.publicKey, label: label, install: Self.install,
+                signingKey: imk)
+        }
     }
+
+    static let install = PersonalisationInstall(
+        installID: [UInt8](repeating: 0xA5, count: 16), certificateDigest: SHA256.hash(Array("certificate".utf8)))
 }
 
 func hex(_ text: String) throws -> [UInt8] {

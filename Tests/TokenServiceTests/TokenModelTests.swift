@@ -108,7 +108,8 @@ struct TokenRangeTests {
         #expect(throws: TokenServiceError(.configuration, "")) { try make([try range("ok", "489537")], issuers: []) }
         #expect(throws: TokenServiceError(.configuration, "")) { try make([], issuers: [route, route]) }
         let swapped = TokenServiceKeys(
-            vaultKey: keys.lookupKey, lookupKey: keys.vaultKey, provisioningKey: keys.provisioningKey)
+            vaultKey: keys.lookupKey, lookupKey: keys.vaultKey, provisioningKey: keys.provisioningKey,
+            personalisationSigningKey: keys.personalisationSigningKey)
         #expect(throws: TokenServiceError(.keyUsageViolation, "")) {
             _ = try TokenService(
                 keyStore: hsm, keys: swapped, ranges: [], issuers: [route], vault: InMemoryTokenVaultStore(),
