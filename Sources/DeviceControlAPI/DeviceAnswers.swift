@@ -125,6 +125,13 @@ public struct APDUAnswer: Codable, Sendable, Hashable {
 }
 
 /// The cards a passcode removal or an Authorization Random reset terminated (their identifiers).
+/// The answer to ``AttestPasscode``: the Secure Enclave's DER ECDSA signature (base64 on the wire) over
+/// `orchard-passcode-attestation-v1` ‖ 00 ‖ the challenge.
+public struct PasscodeAttestationAnswer: Codable, Sendable, Hashable {
+    public let signature: Data
+    public init(signature: Data) { self.signature = signature }
+}
+
 public struct TerminatedCardsAnswer: Codable, Sendable, Hashable {
     public let terminated: [String]
     public init(terminated: [String]) { self.terminated = terminated }

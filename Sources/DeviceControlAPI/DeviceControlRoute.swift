@@ -37,6 +37,8 @@ public enum DeviceControlRoute: Hashable, Sendable {
     case setPasscode
     /// `POST /passcode/remove`.
     case removePasscode
+    /// `POST /passcode/attest`.
+    case attestPasscode
     /// `POST /reset`.
     case reset
     /// `GET /settings`.
@@ -86,6 +88,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case .fieldAPDU: "/field/apdu"
         case .setPasscode: "/passcode"
         case .removePasscode: "/passcode/remove"
+        case .attestPasscode: "/passcode/attest"
         case .reset: "/reset"
         case .settings, .updateSettings: "/settings"
         case .presentSheet: "/payment-sheets"
@@ -138,6 +141,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case ("POST", ["field", "apdu"]): return .fieldAPDU
         case ("POST", ["passcode"]): return .setPasscode
         case ("POST", ["passcode", "remove"]): return .removePasscode
+        case ("POST", ["passcode", "attest"]): return .attestPasscode
         case ("POST", ["reset"]): return .reset
         case ("GET", ["settings"]): return .settings
         case ("PUT", ["settings"]): return .updateSettings

@@ -262,6 +262,26 @@ public struct SetPasscode: DeviceControlRequest, Codable, Hashable, CustomString
     public var customMirror: Mirror { Mirror(self, children: [:]) }
 }
 
+/// `POST /passcode/attest` `{"passcode", "challenge"}`: the Secure Enclave checks the passcode and signs a server's
+/// challenge (leaving lost mode); the answer is the signature. A wrong passcode counts as a failed attempt.
+public struct AttestPasscode: DeviceControlRequest, Codable, Hashable, CustomStringConvertible,
+    CustomDebugStringConvertible, CustomReflectable
+{
+    public typealias Answer = PasscodeAttestationAnswer
+    public let passcode: String
+    /// The server's challenge (base64 on the wire).
+    public let challenge: Data
+    public init(passcode: String, challenge: Data) {
+        self.passcode = passcode
+        self.challenge = challenge
+    }
+    public var route: DeviceControlRoute { .attestPasscode }
+    public var body: Self { self }
+    public var description: String { "AttestPasscode(<redacted>)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
+}
+
 /// `POST /passcode/remove` `{"current"}`: turns the passcode off, which terminates every card.
 public struct RemovePasscode: DeviceControlRequest, Codable, Hashable, CustomStringConvertible,
     CustomDebugStringConvertible, CustomReflectable

@@ -170,6 +170,11 @@ public struct DeviceControl: Sendable {
             let request = try decode(SetPasscode.self, body)
             try await device.secureEnclave.setPasscode(
                 SecureBytes(Array(request.passcode.utf8)), current: request.current.map { SecureBytes(Array($0.utf8)) })
+        case .attestPasscode:
+            let request = try decode(AttestPasscode.self, body)
+            let signature = try await device.secureEnclave.attestPasscode(
+                SecureBytes(Array(request.passcode.utf8)), challenge: Array(request.challenge))
+            return .json(PasscodeAttestationAnswer(signature: Data(signature.derRepresentation)))
         case .removePasscode:
             let current = try decode(RemovePasscode.self, body).current
             let terminated = try await device.removePasscode(current: SecureBytes(Array(current.utf8)))

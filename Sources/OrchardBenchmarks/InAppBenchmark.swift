@@ -79,7 +79,10 @@ public enum InAppBenchmark {
         let registration = try await post(
             clients[0], base + PayAPI.Route.register,
             DeviceRegistrationRequest(
-                secureElementCertificate: Data(device.certificate.derRepresentation).base64EncodedString()))
+                secureElementCertificate: Data(device.certificate.derRepresentation).base64EncodedString(),
+                // The bench never leaves lost mode: any Secure Enclave key will do.
+                enclavePublicKey: Data(try P256.Signing.PrivateKey().publicKey.x963Representation)
+                    .base64EncodedString()))
         guard registration.status == .ok else {
             throw BenchmarkError(.operationFailed, "the bench device could not register")
         }

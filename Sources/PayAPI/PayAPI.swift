@@ -21,6 +21,23 @@ public enum PayAPI {
         public static func lifecycle(device: String, action: LifecycleAction) -> String {
             "/v1/account/devices/\(device)/\(action.rawValue)"
         }
+        /// `POST /v1/account/devices/{name}/resume-challenge`: a fresh challenge for leaving lost mode, which the
+        /// device's Secure Enclave signs once the user entered the passcode (``PasscodeAttestation``).
+        public static func resumeChallenge(device: String) -> String {
+            "/v1/account/devices/\(device)/resume-challenge"
+        }
+    }
+
+    /// Leaving lost mode takes the user's passcode on the device itself: its Secure Enclave checks it and signs
+    /// ``context`` ‖ the Pay server's challenge with the key the device registered (ECDSA P-256, SHA-256). The
+    /// device's certificate alone never leaves lost mode.
+    public enum PasscodeAttestation {
+        /// `orchard-passcode-attestation-v1` and a zero byte (the Secure Enclave signs nothing else that starts so).
+        public static let context: [UInt8] = Array("orchard-passcode-attestation-v1".utf8) + [0]
+        /// The bytes signed for `challenge`.
+        public static func signedContent(challenge: [UInt8]) -> [UInt8] { context + challenge }
+        /// How many bytes a challenge has.
+        public static let challengeByteCount = 32
     }
 
     /// The token service's provisioning certificate: issued directly by the Orchard root, subject
@@ -49,10 +66,38 @@ public enum PayAPI {
 }
 
 /// `POST /v1/devices/register`: the device presents its Secure Element certificate (DER, base64) alongside the
-/// client certificate of the TLS connection; both must name the same device, account and kind.
+/// client certificate of the TLS connection; both must name the same device, account and kind. It also gives its
+/// Secure Enclave's public key (X9.63, base64), which the Pay server keeps for the device's life to check passcode
+/// attestations (``PayAPI/PasscodeAttestation``); a later registration may not change it.
 public struct DeviceRegistrationRequest: Codable, Sendable, Hashable {
     public let secureElementCertificate: String
-    public init(secureElementCertificate: String) { self.secureElementCertificate = secureElementCertificate }
+    public let enclavePublicKey: String
+    public init(secureElementCertificate: String, enclavePublicKey: String) {
+        self.secureElementCertificate = secureElementCertificate
+        self.enclavePublicKey = enclavePublicKey
+    }
+}
+
+/// `POST /v1/account/devices/{name}/resume-challenge` answers this: 32 random bytes (base64) for the device's
+/// Secure Enclave to sign, usable once, for ``expiresInSeconds``.
+public struct ResumeChallenge: Codable, Sendable, Hashable {
+    public let challenge: String
+    public let expiresInSeconds: Int
+    public init(challenge: String, expiresInSeconds: Int) {
+        self.challenge = challenge
+        self.expiresInSeconds = expiresInSeconds
+    }
+}
+
+/// `POST /v1/account/devices/{name}/resume`: the challenge and the Secure Enclave's signature over it (DER,
+/// base64), made after the user entered the device passcode.
+public struct ResumeRequest: Codable, Sendable, Hashable {
+    public let challenge: String
+    public let attestation: String
+    public init(challenge: String, attestation: String) {
+        self.challenge = challenge
+        self.attestation = attestation
+    }
 }
 
 /// The Pay server's record of a registered device.

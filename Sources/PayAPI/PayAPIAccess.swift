@@ -25,6 +25,7 @@ extension PayAPI {
         public static func lifecycle(_ action: LifecycleAction) -> DeclaredRoute {
             DeclaredRoute("POST", Route.lifecycle(device: ":device", action: action), device)
         }
+        public static let resumeChallenge = DeclaredRoute("POST", Route.resumeChallenge(device: ":device"), device)
         public static let credentialCertificate = DeclaredRoute("GET", Route.credentialCertificate, device)
         public static let paymentNonce = DeclaredRoute("POST", Route.paymentNonce, device)
         public static let paymentCredential = DeclaredRoute("POST", Route.paymentCredential, device)
@@ -38,7 +39,7 @@ extension PayAPI {
             [
                 register, provisioningKey, checkCard, oneTimeCode, terms, link, cards, notifications, appEntitlements,
                 credentialCertificate, paymentNonce, paymentCredential, anonymousPurchases, merchantIdentity,
-            ] + LifecycleAction.allCases.map(lifecycle)
+            ] + LifecycleAction.allCases.map(lifecycle) + [resumeChallenge]
         }
     }
 }

@@ -22,16 +22,19 @@ public struct AddCardFlow: Sendable {
     public let root: Certificate
     public let deviceID: String
     public let secureElementCertificate: Certificate
+    /// The device's Secure Enclave key, registered with the Pay server for passcode attestations.
+    public let enclavePublicKey: P256.Signing.PublicKey
     public let now: @Sendable () -> Date
 
     public init(
         client: PayServerClient, root: Certificate, deviceID: String, secureElementCertificate: Certificate,
-        now: @escaping @Sendable () -> Date = { Date() }
+        enclavePublicKey: P256.Signing.PublicKey, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.client = client
         self.root = root
         self.deviceID = deviceID
         self.secureElementCertificate = secureElementCertificate
+        self.enclavePublicKey = enclavePublicKey
         self.now = now
     }
 
@@ -52,7 +55,8 @@ public struct AddCardFlow: Sendable {
         install: @Sendable ([UInt8], CardDisplay) async throws -> String,
         trace: @Sendable (String) -> Void = { _ in }
     ) async throws -> Outcome {
-        let registered = try await client.register(secureElementCertificate: secureElementCertificate)
+        let registered = try await client.register(
+            secureElementCertificate: secureElementCertificate, enclavePublicKey: enclavePublicKey)
         trace("device \(deviceID) → Pay server: registered over mutual TLS (account \(registered.account))")
         let key = try ProvisioningKey(certificate: try await client.provisioningCertificate(), root: root, now: now())
         trace(

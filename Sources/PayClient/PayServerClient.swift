@@ -34,12 +34,16 @@ public final class PayServerClient: Sendable {
 
     deinit { client.shutdown() }
 
-    /// Registers the device (idempotent): the Secure Element certificate goes with the TLS client certificate.
-    public func register(secureElementCertificate: Certificate) async throws(PayClientError) -> RegisteredDevice {
+    /// Registers the device (idempotent): the Secure Element certificate goes with the TLS client certificate, and
+    /// the Secure Enclave's key, which the Pay server keeps to check passcode attestations.
+    public func register(
+        secureElementCertificate: Certificate, enclavePublicKey: P256.Signing.PublicKey
+    ) async throws(PayClientError) -> RegisteredDevice {
         try await post(
             PayAPI.Route.register,
             DeviceRegistrationRequest(
-                secureElementCertificate: Data(secureElementCertificate.derRepresentation).base64EncodedString()))
+                secureElementCertificate: Data(secureElementCertificate.derRepresentation).base64EncodedString(),
+                enclavePublicKey: Data(enclavePublicKey.x963Representation).base64EncodedString()))
     }
 
     /// The token service's provisioning certificate as the Pay server relays it (not yet checked: see
@@ -81,13 +85,29 @@ public final class PayServerClient: Sendable {
         return body.notifications
     }
 
-    /// The account owner's action on one of its devices (this one or another of the same account).
+    /// The account owner's action on one of its devices (this one or another of the same account): lost mode or
+    /// erase. Leaving lost mode is ``resume(device:attest:)``.
     public func lifecycle(
         device: String, action: PayAPI.LifecycleAction
     ) async throws(PayClientError)
         -> LifecycleResult
     {
         try await post(PayAPI.Route.lifecycle(device: device, action: action), EmptyBody())
+    }
+
+    /// Leaves lost mode: asks the Pay server for a challenge, has `attest` get the device's Secure Enclave to sign
+    /// it once the user entered the passcode (DER ECDSA), and sends the signature.
+    public func resume(
+        device: String, attest: @Sendable ([UInt8]) async throws -> [UInt8]
+    ) async throws -> LifecycleResult {
+        let issued: ResumeChallenge = try await post(PayAPI.Route.resumeChallenge(device: device), EmptyBody())
+        guard let challenge = Data(base64Encoded: issued.challenge) else {
+            throw PayClientError(.protocolViolation, "the resume challenge is not base64")
+        }
+        let signature = try await attest(Array(challenge))
+        return try await post(
+            PayAPI.Route.lifecycle(device: device, action: .resume),
+            ResumeRequest(challenge: issued.challenge, attestation: Data(signature).base64EncodedString()))
     }
 
     private struct EmptyBody: Codable, Sendable {}

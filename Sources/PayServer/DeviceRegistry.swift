@@ -124,7 +124,15 @@ final class DeviceRegistry: Sendable {
     /// Registers (or re-registers) the device of `subject` with its Secure Element certificate. The account is
     /// created at its first device (signing in to the account in the sandbox). Re-registering an erased device
     /// sets it up again; lost mode stays until the owner leaves it.
-    func register(_ subject: Subject, secureElementCertificate der: [UInt8]) async throws -> RegisteredDevice {
+    ///
+    /// `enclaveKey` (X9.63) is kept for the device's life: a registration that names another is refused, since
+    /// a device's Secure Enclave key never changes and it is what proves the user's passcode (leaving lost mode).
+    func register(
+        _ subject: Subject, secureElementCertificate der: [UInt8], enclaveKey: [UInt8]
+    ) async throws -> RegisteredDevice {
+        guard (try? P256.Signing.PublicKey(x963Representation: enclaveKey)) != nil else {
+            throw PayServerError(.invalidRequest, "enclavePublicKey is a P-256 public key (X9.63, base64)")
+        }
         guard let certificate = try? Certificate(derEncoded: der) else {
             throw PayServerError(.invalidRequest, "the Secure Element certificate is not a DER certificate")
         }
@@ -141,25 +149,37 @@ final class DeviceRegistry: Sendable {
                 "INSERT OR IGNORE INTO accounts (name, created_at) VALUES (?, ?)",
                 [.text(subject.account), .milliseconds(now)])
             let existing = try db.queryFirst(
-                "SELECT account, kind, lost_mode FROM devices WHERE device_id = ?", [.text(subject.deviceID)]
-            ) { row in (try row.string(0), try row.string(1), try row.int64(2) != 0) }
+                "SELECT account, kind, lost_mode, enclave_public_key FROM devices WHERE device_id = ?",
+                [.text(subject.deviceID)]
+            ) { row in (try row.string(0), try row.string(1), try row.int64(2) != 0, try row.optionalBlob(3)) }
             if let existing {
                 guard existing.0 == subject.account, existing.1 == subject.kind else {
                     throw PayServerError(
                         .deviceMismatch, "device \(subject.deviceID) is registered to another account or kind")
                 }
+                if let registered = existing.3, registered != enclaveKey {
+                    throw PayServerError(
+                        .deviceMismatch,
+                        "device \(subject.deviceID) registered another Secure Enclave key; a device keeps its key")
+                }
                 try db.execute(
-                    "UPDATE devices SET secure_element_certificate = ?, erased_at = NULL WHERE device_id = ?",
-                    [.blob(der), .text(subject.deviceID)])
+                    """
+                    UPDATE devices SET secure_element_certificate = ?, enclave_public_key = ?, erased_at = NULL
+                    WHERE device_id = ?
+                    """, [.blob(der), .blob(enclaveKey), .text(subject.deviceID)])
                 return RegisteredDevice(
                     deviceID: subject.deviceID, account: subject.account, kind: subject.kind, lostMode: existing.2)
             }
             try db.execute(
                 """
-                INSERT INTO devices (device_id, account, kind, secure_element_certificate, registered_at)
-                VALUES (?, ?, ?, ?, ?)
+                INSERT INTO devices
+                    (device_id, account, kind, secure_element_certificate, enclave_public_key, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?)
                 """,
-                [.text(subject.deviceID), .text(subject.account), .text(subject.kind), .blob(der), .milliseconds(now)])
+                [
+                    .text(subject.deviceID), .text(subject.account), .text(subject.kind), .blob(der),
+                    .blob(enclaveKey), .milliseconds(now),
+                ])
             return RegisteredDevice(
                 deviceID: subject.deviceID, account: subject.account, kind: subject.kind, lostMode: false)
         }
@@ -173,20 +193,23 @@ final class DeviceRegistry: Sendable {
         let secureElementCertificate: [UInt8]
         let lostMode: Bool
         let erased: Bool
+        /// X9.63; nil for a device registered before Secure Enclave keys were kept.
+        let enclaveKey: [UInt8]?
     }
 
     func device(_ deviceID: String) async throws -> Record? {
         try await store.read { db in
             try db.queryFirst(
                 """
-                SELECT device_id, account, kind, secure_element_certificate, lost_mode, erased_at IS NOT NULL
+                SELECT device_id, account, kind, secure_element_certificate, lost_mode, erased_at IS NOT NULL,
+                       enclave_public_key
                 FROM devices WHERE device_id = ?
                 """, [.text(deviceID)]
             ) { row in
                 Record(
                     deviceID: try row.string(0), account: try row.string(1), kind: try row.string(2),
                     secureElementCertificate: try row.blob(3), lostMode: try row.int64(4) != 0,
-                    erased: try row.int64(5) != 0)
+                    erased: try row.int64(5) != 0, enclaveKey: try row.optionalBlob(6))
             }
         }
     }

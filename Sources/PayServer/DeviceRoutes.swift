@@ -34,7 +34,11 @@ extension PayServer {
             guard let der = Data(base64Encoded: body.secureElementCertificate) else {
                 throw PayServerError(.invalidRequest, "secureElementCertificate is base64 DER")
             }
-            return try await devices.register(try devices.subject(of: request), secureElementCertificate: Array(der))
+            guard let enclaveKey = Data(base64Encoded: body.enclavePublicKey) else {
+                throw PayServerError(.invalidRequest, "enclavePublicKey is base64 X9.63")
+            }
+            return try await devices.register(
+                try devices.subject(of: request), secureElementCertificate: Array(der), enclaveKey: Array(enclaveKey))
         }
 
         router.add(PayAPI.Declared.provisioningKey) { request in
@@ -156,16 +160,82 @@ extension PayServer {
         for action in PayAPI.LifecycleAction.allCases {
             router.add(PayAPI.Declared.lifecycle(action)) {
                 request in
-                let owner = try devices.subject(of: request)
-                let target = try request.parameter("device")
-                guard let device = try await devices.device(target), device.account == owner.account else {
-                    // The same answer for another account's device and for none: no probing of device names.
-                    throw PayServerError(.notFound, "the account has no device \(target)")
+                let device = try await self.ownedDevice(request)
+                if action != .erase, device.erased {
+                    throw PayServerError(
+                        .deviceNotRegistered,
+                        "device \(device.deviceID) was erased; it stays erased until it registers again")
+                }
+                if action == .resume {
+                    // The user's passcode on the device, never the certificate of a device of the account alone.
+                    try await self.checkPasscodeAttestation(request, device: device)
                 }
                 return try HTTPResponse.json(
                     try await self.lifecycle(action, device: device.deviceID, store: store, network: network))
             }
         }
+
+        router.add(PayAPI.Declared.resumeChallenge) { request in
+            let device = try await self.ownedDevice(request)
+            guard !device.erased else {
+                throw PayServerError(
+                    .deviceNotRegistered,
+                    "device \(device.deviceID) was erased; it stays erased until it registers again")
+            }
+            let challenge = self.random.bytes(PayAPI.PasscodeAttestation.challengeByteCount)
+            let expiresAt = clock.now().addingTimeInterval(Self.resumeChallengeLifetime)
+            try await store.write { db in
+                try db.execute(
+                    """
+                    INSERT INTO resume_challenges (device_id, challenge, expires_at) VALUES (?, ?, ?)
+                    ON CONFLICT (device_id) DO UPDATE SET challenge = excluded.challenge, expires_at = excluded.expires_at
+                    """, [.text(device.deviceID), .blob(challenge), .milliseconds(expiresAt)])
+            }
+            return try HTTPResponse.json(
+                ResumeChallenge(
+                    challenge: Data(challenge).base64EncodedString(),
+                    expiresInSeconds: Int(Self.resumeChallengeLifetime)))
+        }
+    }
+
+    /// How long a resume challenge may wait for its attestation.
+    static let resumeChallengeLifetime: TimeInterval = 120
+
+    /// The device named in the path, if it belongs to the account of the calling device.
+    func ownedDevice(_ request: HTTPRequest) async throws -> DeviceRegistry.Record {
+        let owner = try devices.subject(of: request)
+        let target = try request.parameter("device")
+        guard let device = try await devices.device(target), device.account == owner.account else {
+            // The same answer for another account's device and for none: no probing of device names.
+            throw PayServerError(.notFound, "the account has no device \(target)")
+        }
+        return device
+    }
+
+    /// Leaving lost mode: the body's challenge must be the device's outstanding one (spent here, right or
+    /// wrong), and the attestation its Secure Enclave's signature over it, with the key the device registered.
+    func checkPasscodeAttestation(_ request: HTTPRequest, device: DeviceRegistry.Record) async throws {
+        let refused = PayServerError(
+            .notPermitted,
+            "leaving lost mode needs the passcode entered on the device: ask for a resume challenge, and send its "
+                + "Secure Enclave's attestation")
+        guard let body = try? JSONDecoder().decode(ResumeRequest.self, from: request.body),
+            let challenge = Data(base64Encoded: body.challenge), let signature = Data(base64Encoded: body.attestation)
+        else { throw refused }
+        let now = clock.now()
+        let outstanding = try await store.write { db in
+            let row = try db.queryFirst(
+                "SELECT challenge, expires_at FROM resume_challenges WHERE device_id = ?", [.text(device.deviceID)]
+            ) { row in (try row.blob(0), try row.date(1)) }
+            try db.execute("DELETE FROM resume_challenges WHERE device_id = ?", [.text(device.deviceID)])
+            return row
+        }
+        guard let outstanding, now < outstanding.1, constantTimeEquals(outstanding.0, Array(challenge)),
+            let registered = device.enclaveKey,
+            let key = try? P256.Signing.PublicKey(x963Representation: registered),
+            let ecdsa = try? P256.Signing.ECDSASignature(derRepresentation: Array(signature)),
+            key.isValidSignature(ecdsa, for: PayAPI.PasscodeAttestation.signedContent(challenge: Array(challenge)))
+        else { throw refused }
     }
 
     /// Lost mode, resume and erase reach the token service at once (the device may be offline); the device learns

@@ -29,14 +29,18 @@ public final class PayServer: Sendable {
     /// The network's token-requestor routes.
     let network: NetworkClient
     let clock: any WallClock
+    /// Challenges (leaving lost mode).
+    let random: any RandomSource
 
     /// The in-app payment endpoints (nonces, credential exchange).
     let inApp: InAppPayments
 
     init(
         store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
-        devices: DeviceRegistry, network: NetworkClient, clock: any WallClock, inApp: InAppPayments
+        devices: DeviceRegistry, network: NetworkClient, clock: any WallClock, random: any RandomSource,
+        inApp: InAppPayments
     ) {
+        self.random = random
         self.store = store
         self.tokenSigning = tokenSigning
         self.merchants = merchants
@@ -65,6 +69,7 @@ public final class PayServer: Sendable {
                 merchants: MerchantRegistry(
                     store: store, authority: merchantCA, clock: environment.wallClock, random: environment.random),
                 merchantCA: merchantCA.certificate, devices: devices, network: network, clock: environment.wallClock,
+                random: environment.random,
                 inApp: try InAppPayments.load(
                     directory: directory, store: store, devices: devices, tokenSigning: tokenSigning,
                     environment: environment))

@@ -84,6 +84,18 @@ public enum PayStore {
                 """),
         AnonymousAnalytics.migration(version: 3),
         Migration(version: 4, name: InAppStore.migrationName, sql: InAppStore.migrationSQL),
+        // The Secure Enclave key each device registered (passcode attestations), and the challenges that leaving
+        // lost mode answers, one outstanding per device.
+        Migration(
+            version: 5, name: "lost mode left with the passcode",
+            sql: """
+                ALTER TABLE devices ADD COLUMN enclave_public_key BLOB;
+                CREATE TABLE resume_challenges (
+                    device_id TEXT PRIMARY KEY REFERENCES devices(device_id),
+                    challenge BLOB NOT NULL,
+                    expires_at INTEGER NOT NULL
+                ) STRICT;
+                """),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.

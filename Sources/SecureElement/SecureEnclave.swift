@@ -443,6 +443,36 @@ public actor SecureEnclave {
         state = profile.kind == .watch ? .offWrist : .locked
     }
 
+    // MARK: Passcode attestation
+
+    /// What a passcode attestation signs before the challenge: `orchard-passcode-attestation-v1` and a zero byte.
+    /// No other statement of this key starts with it (Secure Element statements start with `OSEP`).
+    public static let passcodeAttestationContext: [UInt8] = Array("orchard-passcode-attestation-v1".utf8) + [0]
+
+    /// Checks `passcode` (counting a failure, with the usual waits after five) and, when it is right, signs
+    /// ``passcodeAttestationContext`` ‖ `challenge` with the Secure Enclave's key: proof for a server that holds
+    /// that key's public half that the user entered the passcode on this device, for that server's challenge
+    /// (leaving lost mode). `challenge` is 16 to 64 bytes.
+    /// - Throws: ``SecureElementError/Code/passcodeIncorrect`` for a wrong passcode,
+    ///   ``SecureElementError/Code/lockedOut`` while a wait runs, ``SecureElementError/Code/passcodeRequired``
+    ///   without a passcode.
+    public func attestPasscode(
+        _ passcode: SecureBytes, challenge: [UInt8]
+    ) throws(SecureElementError) -> P256.Signing.ECDSASignature {
+        guard (16...64).contains(challenge.count) else {
+            throw SecureElementError(.invalidArgument, "an attestation challenge is 16 to 64 bytes")
+        }
+        try requirePasscodeAttemptAllowed()
+        guard try verify(.passcode(passcode)) else {
+            throw SecureElementError(.passcodeIncorrect, "the passcode is not right")
+        }
+        do {
+            return try persisted.pairingKey.signature(for: Self.passcodeAttestationContext + challenge)
+        } catch {
+            throw SecureElementError(.internalFailure, "signing with the Secure Enclave key failed")
+        }
+    }
+
     /// A signed statement of the current AR and generation, answering the Secure Element's challenge.
     public func status(challenge: AuthorizationChallenge) throws(SecureElementError) -> SignedEnclaveStatement {
         try sign(

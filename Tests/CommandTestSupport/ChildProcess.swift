@@ -53,17 +53,34 @@ public final class ChildProcess: @unchecked Sendable {
     private var linesRead = 0
     private var open: Int { reading.filter { $0 }.count }
 
-    /// Starts `executable` with `arguments`; `environment` is added to this process's (nil values remove).
+    /// Starts `executable` with `arguments`; `environment` is added to this process's (nil values remove). Its
+    /// standard input is `stdin` (then closed; at most 64 KiB), or empty.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String?] = [:],
-        stdout: Output = .discard, stderr: Output = .discard
+        stdin: [UInt8]? = nil, stdout: Output = .discard, stderr: Output = .discard
     ) throws {
         Self.spawning.lock()
         defer { Self.spawning.unlock() }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // The read end of the stdin pipe, which the parent closes once the child has its copy.
+        var inputReadEnd: Int32?
+        if let stdin {
+            guard stdin.count <= 65_536 else { throw CommandTestFailure("stdin is at most 64 KiB") }
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { throw CommandTestFailure("pipe failed: errno \(errno)") }
+            _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+            posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
+            // The pipe holds 64 KiB: written whole before the child starts, then closed (end of input).
+            _ = stdin.withUnsafeBytes { write(fds[1], $0.baseAddress, $0.count) }
+            close(fds[1])
+            inputReadEnd = fds[0]
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        defer { if let inputReadEnd { close(inputReadEnd) } }
 
         var readEnds: [(index: Int, fd: Int32)] = []
         var parentCloses: [Int32] = []

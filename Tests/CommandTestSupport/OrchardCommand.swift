@@ -34,12 +34,15 @@ public struct CommandOutput: Sendable {
     }
 }
 
-/// Runs `orchard arguments` to completion, stdin empty (so it never prompts), `environment` added to this
+/// Runs `orchard arguments` to completion, stdin `stdin` or empty (so it never prompts), `environment` added to this
 /// process's. The child's output is read and its exit awaited on threads of their own (``ChildProcess``), never
 /// the concurrency pool's: the command may be talking to services this test process serves.
-public func orchard(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandOutput {
+public func orchard(
+    _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil
+) async throws -> CommandOutput {
     let child = try ChildProcess(
-        try orchardExecutable(), arguments, environment: environment, stdout: .capture, stderr: .capture)
+        try orchardExecutable(), arguments, environment: environment, stdin: stdin.map { Array($0.utf8) },
+        stdout: .capture, stderr: .capture)
     let ended = await child.exit()
     return CommandOutput(status: ended.status ?? -1, stdout: child.stdout, stderr: child.stderr)
 }

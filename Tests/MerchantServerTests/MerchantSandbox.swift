@@ -103,7 +103,8 @@ final class MerchantSandbox: @unchecked Sendable {
         try await device.secureEnclave.setPasscode(SecureBytes(Array("123456".utf8)), current: nil)
         let flow = AddCardFlow(
             client: try payClient(), root: root, deviceID: "phone",
-            secureElementCertificate: try Device.identity(of: "phone", in: deployment).certificate)
+            secureElementCertificate: try Device.identity(of: "phone", in: deployment).certificate,
+            enclavePublicKey: try Device.identity(of: "phone", in: deployment).enclavePublicKey)
         let outcome = try await flow.run(
             card: try CardEntry(
                 number: Self.fpan, expiry: "12/34", verificationValue: "266", cardholderName: "Alice Doe"),

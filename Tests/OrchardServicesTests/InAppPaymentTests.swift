@@ -87,7 +87,12 @@ final class InAppFixture: @unchecked Sendable {
         if register {
             let response = try await client.post(
                 base + "/v1/devices/register",
-                json: ["secureElementCertificate": Data(seCertificate.derRepresentation).base64EncodedString()])
+                json: [
+                    "secureElementCertificate": Data(seCertificate.derRepresentation).base64EncodedString(),
+                    // These tests never leave lost mode: any Secure Enclave key will do.
+                    "enclavePublicKey": Data(try P256.Signing.PrivateKey().publicKey.x963Representation)
+                        .base64EncodedString(),
+                ])
             try #require(response.status == .ok, "register: \(String(decoding: response.body, as: UTF8.self))")
         }
         return InAppTestDevice(

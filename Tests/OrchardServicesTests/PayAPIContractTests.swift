@@ -1,5 +1,6 @@
 import Foundation
 import PayAPI
+import SecureElement
 import Testing
 
 /// The device ↔ Pay server wire format, pinned: devices in the field and the Pay server must keep reading each
@@ -39,7 +40,15 @@ struct PayAPIContractTests {
     @Test func provisioningBodies() throws {
         let card = CardDisplay(network: "visa", type: "credit", suffix: "1111", description: "Visa •••• 1111")
         try roundTrips(
-            DeviceRegistrationRequest(secureElementCertificate: "QUJD"), as: #"{"secureElementCertificate":"QUJD"}"#)
+            DeviceRegistrationRequest(secureElementCertificate: "QUJD", enclavePublicKey: "BA=="),
+            as: #"{"enclavePublicKey":"BA==","secureElementCertificate":"QUJD"}"#)
+        try roundTrips(
+            ResumeChallenge(challenge: "AAE=", expiresInSeconds: 120),
+            as: #"{"challenge":"AAE=","expiresInSeconds":120}"#)
+        try roundTrips(
+            ResumeRequest(challenge: "AAE=", attestation: "MEQ="), as: #"{"attestation":"MEQ=","challenge":"AAE="}"#)
+        // Both sides sign and check the same bytes: the Secure Enclave's context is the contract's.
+        #expect(PayAPI.PasscodeAttestation.context == SecureEnclave.passcodeAttestationContext)
         try roundTrips(
             RegisteredDevice(deviceID: "d1", account: "demo", kind: "phone", lostMode: false),
             as: #"{"account":"demo","deviceID":"d1","kind":"phone","lostMode":false}"#)

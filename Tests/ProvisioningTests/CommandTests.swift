@@ -49,7 +49,14 @@ struct ProvisioningCommandTests {
         let cards = try await orchard(["device", "cards", "--data-dir", path, "--name", "phone"])
         #expect(cards.stdout.contains("\"state\" : \"suspended\""), "\(cards.stdout)")
 
-        #expect(try await orchard(["device", "resume", "--data-dir", path, "--name", "phone"]).status == 0)
+        // Leaving lost mode takes the passcode (on stdin), checked and attested by the phone's Secure Enclave.
+        let noPasscode = try await orchard(["device", "resume", "--data-dir", path, "--name", "phone"])
+        #expect(noPasscode.status != 0 && noPasscode.stderr.contains("passcode"), "\(noPasscode.stderr)")
+        let wrong = try await orchard(["device", "resume", "--data-dir", path, "--name", "phone"], stdin: "654321\n")
+        #expect(wrong.status == 1 && wrong.stderr.contains("passcode"), "\(wrong.stderr)")
+        let resumed = try await orchard(["device", "resume", "--data-dir", path, "--name", "phone"], stdin: "123456\n")
+        #expect(resumed.status == 0 && resumed.stdout.contains("\"active\""), "\(resumed.stderr)")
+        #expect(!(resumed.stdout + resumed.stderr).contains("123456"))
         _ = try await orchard(["device", "sync", "--data-dir", path, "--name", "phone"])
         let after = try await orchard(["device", "cards", "--data-dir", path, "--name", "phone"])
         #expect(after.stdout.contains("\"state\" : \"active\""), "\(after.stdout)")

@@ -31,7 +31,8 @@ final class SheetDevice: @unchecked Sendable {
         self.sandbox = sandbox
         self.device = device
         _ = try await sandbox.client(device.name).register(
-            secureElementCertificate: try Device.identity(of: device.name, in: sandbox.deployment).certificate)
+            secureElementCertificate: try Device.identity(of: device.name, in: sandbox.deployment).certificate,
+            enclavePublicKey: try Device.identity(of: device.name, in: sandbox.deployment).enclavePublicKey)
         let client = try sandbox.client(device.name)
         let root = sandbox.root
         let sheets = PaymentSheetService(

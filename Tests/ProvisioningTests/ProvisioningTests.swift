@@ -70,7 +70,8 @@ struct ProvisioningTests {
 
         // The owner acts from the watch: the phone takes no part.
         _ = try await sandbox.client("watch").register(
-            secureElementCertificate: try Device.identity(of: "watch", in: sandbox.deployment).certificate)
+            secureElementCertificate: try Device.identity(of: "watch", in: sandbox.deployment).certificate,
+            enclavePublicKey: try Device.identity(of: "watch", in: sandbox.deployment).enclavePublicKey)
         _ = try await sandbox.client("watch").lifecycle(device: "phone", action: .lostMode)
         #expect(try await sandbox.networkTokens(of: "phone").first?.state == .suspended)
         #expect(try await phone.wallet.card(id: cardID).state == .active)  // not yet told
@@ -83,7 +84,11 @@ struct ProvisioningTests {
         // Acknowledged: a second sync applies nothing.
         #expect(try await sandbox.client("phone").notifications(after: 0).isEmpty)
 
-        _ = try await sandbox.client("watch").lifecycle(device: "phone", action: .resume)
+        // Leaving lost mode takes the passcode on the phone itself, attested by its Secure Enclave.
+        _ = try await sandbox.client("watch").resume(device: "phone") { challenge in
+            try await phone.secureEnclave.attestPasscode(SecureBytes(Array("123456".utf8)), challenge: challenge)
+                .derRepresentation
+        }
         #expect(try await sandbox.networkTokens(of: "phone").first?.state == .active)
         _ = try await NotificationSync.run(client: try sandbox.client("phone")) { reference, change in
             try await phone.applyTokenStatus(tokenReference: reference, change)
@@ -115,7 +120,8 @@ struct ProvisioningTests {
         try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
         let client = try sandbox.client("phone")
         _ = try await client.register(
-            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate)
+            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate,
+            enclavePublicKey: try Device.identity(of: "phone", in: sandbox.deployment).enclavePublicKey)
         let key = try ProvisioningKey(
             certificate: try await client.provisioningCertificate(), root: sandbox.root, now: Date())
         let sealed = try key.seal(
@@ -151,7 +157,8 @@ struct ProvisioningTests {
         try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
         let client = try sandbox.client("phone")
         _ = try await client.register(
-            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate)
+            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate,
+            enclavePublicKey: try Device.identity(of: "phone", in: sandbox.deployment).enclavePublicKey)
         let key = try ProvisioningKey(
             certificate: try await client.provisioningCertificate(), root: sandbox.root, now: Date())
         let card = try CardEntry(
@@ -225,7 +232,8 @@ struct ProvisioningTests {
         }
         _ = try await sandbox.addCard("4111111111111111", to: phone)
         _ = try await sandbox.client("stranger").register(
-            secureElementCertificate: try Device.identity(of: "stranger", in: sandbox.deployment).certificate)
+            secureElementCertificate: try Device.identity(of: "stranger", in: sandbox.deployment).certificate,
+            enclavePublicKey: try Device.identity(of: "stranger", in: sandbox.deployment).enclavePublicKey)
         // Another account's device cannot put the phone in lost mode.
         do {
             _ = try await sandbox.client("stranger").lifecycle(device: "phone", action: .lostMode)
@@ -237,7 +245,8 @@ struct ProvisioningTests {
         // A Secure Element certificate of another device does not register this one.
         do {
             _ = try await sandbox.client("stranger").register(
-                secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate)
+                secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate,
+                enclavePublicKey: try Device.identity(of: "phone", in: sandbox.deployment).enclavePublicKey)
             Issue.record("a device registered with another's Secure Element certificate")
         } catch let error as PayClientError {
             #expect(error.serverCode == "deviceMismatch")

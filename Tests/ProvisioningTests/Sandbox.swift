@@ -68,7 +68,8 @@ final class Sandbox: @unchecked Sendable {
     ) async throws -> AddCardFlow.Outcome {
         let flow = AddCardFlow(
             client: try client(device.name), root: root, deviceID: device.name,
-            secureElementCertificate: try Device.identity(of: device.name, in: deployment).certificate)
+            secureElementCertificate: try Device.identity(of: device.name, in: deployment).certificate,
+            enclavePublicKey: try Device.identity(of: device.name, in: deployment).enclavePublicKey)
         return try await flow.run(
             card: try CardEntry(
                 number: pan, expiry: "12/34", verificationValue: Self.cvv[pan] ?? "000", cardholderName: "Alice Doe"),

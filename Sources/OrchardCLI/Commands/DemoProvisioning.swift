@@ -60,7 +60,8 @@ enum DemoProvisioning {
             let client = try PaySession.client(device: spec.name, in: deployment, connections: connections)
             let flow = AddCardFlow(
                 client: client, root: root, deviceID: spec.name,
-                secureElementCertificate: try Device.identity(of: spec.name, in: deployment).certificate)
+                secureElementCertificate: try Device.identity(of: spec.name, in: deployment).certificate,
+                enclavePublicKey: try Device.identity(of: spec.name, in: deployment).enclavePublicKey)
             let outcome = try await flow.run(
                 card: try CardEntry(
                     number: testCard.pan, expiry: testCard.expiry, verificationValue: testCard.cvv,

@@ -42,8 +42,21 @@ extension DeviceCommands {
         .lostMode, summary: "Lost mode (Find My): suspend every card of the device at the token service.")
     static let erase = lifecycleCommand(
         .erase, summary: "Erase remotely: delete every card of the device at the token service and on the device.")
-    static let resume = lifecycleCommand(
-        .resume, summary: "Leave lost mode: the device's cards work again.")
+    static let resume = Command(
+        name: "resume",
+        summary: "Leave lost mode with the device passcode (one line on standard input): the cards work again.",
+        discussion: """
+            Reads the passcode from standard input (asked for when stdin is a terminal). The device's own Secure
+            Enclave checks it (wrong ones count, with the usual waits) and signs a fresh challenge of the Pay server,
+            which checks the signature with the Secure Enclave key the device registered: the device's certificate
+            alone, or another device of the account, never leaves lost mode. The Secure Enclave is reached through
+            the device's running process, else its store. --as names the device whose client identity talks to the
+            Pay server (default the device itself). Example: `echo 123456 | orchard device resume --name phone`.
+            """,
+        options: [nameOption, asOption]
+    ) { arguments, context in
+        try await resume(arguments, context)
+    }
 
     static let sync = Command(
         name: "sync",
@@ -88,7 +101,7 @@ extension DeviceCommands {
         let outcome = try await PaySession.with(device: name, in: deployment, context: context) { session in
             let flow = AddCardFlow(
                 client: session.client, root: session.root, deviceID: name,
-                secureElementCertificate: identity.certificate)
+                secureElementCertificate: identity.certificate, enclavePublicKey: identity.enclavePublicKey)
             return try await flow.run(
                 card: card, idempotencyKey: key,
                 oneTimeCode: { decision in
@@ -143,6 +156,32 @@ extension DeviceCommands {
             "Pay server → token service: \(action.rawValue) for device \(name): "
                 + result.cards.map { "•••• \($0.card.suffix) \($0.state)" }.joined(separator: ", "))
         // A device process that runs applies the change now; a stopped one at its next start.
+        if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: name, in: deployment)) {
+            _ = try await PaySession.with(device: name, in: deployment, context: context) {
+                try await applyNotifications(device: name, in: deployment, client: $0.client)
+            }
+        }
+        try context.outputJSON(result)
+    }
+
+    static func resume(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let name = arguments[nameOption]
+        if context.isInteractive { context.trace("passcode of \(name): ") }
+        guard let passcode = readLine(strippingNewline: true), !passcode.isEmpty else {
+            throw CLIError.usage("give the device passcode on standard input (one line)")
+        }
+        let result = try await PaySession.with(device: arguments[asOption] ?? name, in: deployment, context: context) {
+            session in
+            try await session.client.resume(device: name) { challenge in
+                let answer = try await DeviceCommands.send(
+                    AttestPasscode(passcode: passcode, challenge: Data(challenge)), to: name, in: deployment)
+                return Array(answer.signature)
+            }
+        }
+        context.trace(
+            "device \(name): the Secure Enclave attested the passcode; Pay server → token service: resume: "
+                + result.cards.map { "•••• \($0.card.suffix) \($0.state)" }.joined(separator: ", "))
         if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: name, in: deployment)) {
             _ = try await PaySession.with(device: name, in: deployment, context: context) {
                 try await applyNotifications(device: name, in: deployment, client: $0.client)
