@@ -155,10 +155,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Test support, not a product: a SQLite VFS that simulates power loss and disk errors (C), and its Swift API.
+        .target(name: "CSQLiteCrashVFS", dependencies: ["CSQLite"], path: "Tests/CSQLiteCrashVFS"),
+        .target(
+            name: "SQLiteCrashVFS", dependencies: ["CSQLiteCrashVFS"], path: "Tests/SQLiteCrashVFS",
+            swiftSettings: strict),
         // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
         .executableTarget(
             name: "orchard-store-crasher",
-            dependencies: ["OrchardStore"],
+            dependencies: ["OrchardStore", "SQLiteCrashVFS"],
             path: "Tests/OrchardStoreCrasher",
             swiftSettings: strict
         ),
@@ -220,7 +225,7 @@ let package = Package(
         // cryptograms.
         .executableTarget(
             name: "orchard-device-crasher",
-            dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto"],
+            dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto", "SQLiteCrashVFS"],
             path: "Tests/DeviceCrasher",
             swiftSettings: strict
         ),
@@ -323,7 +328,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
-            dependencies: ["CommandTestSupport", "OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
+            dependencies: [
+                "CommandTestSupport", "OrchardStore", "OrchardCrypto", "orchard-store-crasher", "SQLiteCrashVFS",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -408,7 +415,7 @@ let package = Package(
                 "CardBasics",
                 "DeviceTestSupport", "CommandTestSupport",
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
-                "OrchardCrypto", "orchard-device-crasher",
+                "OrchardCrypto", "orchard-device-crasher", "SQLiteCrashVFS",
             ],
             swiftSettings: strict
         ),
