@@ -105,7 +105,9 @@ public enum CrashVFS {
     public static var operationsAfterFault: Int { Int(orchard_crashvfs_operations_after_fault()) }
 
     /// Bytes written but not yet synced under `prefix`.
-    public static func unsyncedBytes(under prefix: String) -> Int { Int(orchard_crashvfs_unsynced_bytes(resolved(prefix))) }
+    public static func unsyncedBytes(under prefix: String) -> Int {
+        Int(orchard_crashvfs_unsynced_bytes(resolved(prefix)))
+    }
 
     /// Crashes this process (torn power loss, `_exit(137)`) at the start of its `after`+1-th `operation`.
     public static func crash(at operation: Operation, after: Int, seed: UInt32) {
