@@ -342,7 +342,7 @@ let package = Package(
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
                 "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
-                "TokenRequestorAPI", "AccessPolicy",
+                "TokenRequestorAPI", "AccessPolicy", "SQLiteCrashVFS",
             ],
             swiftSettings: strict
         ),
@@ -440,7 +440,7 @@ let package = Package(
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
-                "AcquirerAPI", "TokenRequestorAPI",
+                "AcquirerAPI", "TokenRequestorAPI", "SQLiteCrashVFS",
             ],
             swiftSettings: strict
         ),

@@ -290,7 +290,8 @@ extension WriterThread {
                     : StoreError(
                         .io,
                         "the commit hit a disk error and was not acknowledged (\(error.message)); the store stopped "
-                            + "writing: retry after the restart, with the same idempotency key", sqliteCode: error.sqliteCode)
+                            + "writing: retry after the restart, with the same idempotency key",
+                        sqliteCode: error.sqliteCode)
                 for write in applied { write.complete(failure) }
             }
         }

@@ -71,9 +71,22 @@ static sqlite3_io_methods methods;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int registerResult = SQLITE_OK;
 
-static char faultPrefix[4096];
-static int faultArmed, faultOperation, faultErrno, faultAfter, faultPersistent, faultFired;
-static long faultHits, operationsAfterFault;
+// Faults, one per path prefix, so tests on different directories inject their own at the same time.
+#define MAX_FAULTS 32
+typedef struct Fault {
+    char *prefix;
+    int operation, errorNumber, after, persistent, fired;
+    long hits, operationsAfter;
+} Fault;
+static Fault faults[MAX_FAULTS];
+static int faultCount;
+
+static Fault *faultFor(const char *prefix) {
+    for (int i = 0; i < faultCount; i++) {
+        if (strcmp(faults[i].prefix, prefix) == 0) return &faults[i];
+    }
+    return NULL;
+}
 
 #define MAX_ENROLLED 256
 static char *enrolled[MAX_ENROLLED];
@@ -203,23 +216,27 @@ static void crashCheck(int operation) {
     _exit(137);
 }
 
-// The errno the fault gives this operation, or 0. `lock` held.
+// The errno the faults give this operation, or 0. `lock` held.
 static int faultCheck(const Node *node, int operation) {
-    if (!faultArmed || !matches(faultPrefix, node->path)) return 0;
-    if (faultFired) operationsAfterFault++;
-    if (operation != faultOperation) return 0;
-    if (faultFired) {
-        if (!faultPersistent) return 0;
-        faultHits++;
-        return faultErrno;
+    int result = 0;
+    for (int i = 0; i < faultCount; i++) {
+        Fault *fault = &faults[i];
+        if (!matches(fault->prefix, node->path)) continue;
+        if (fault->fired) fault->operationsAfter++;
+        if (operation != fault->operation) continue;
+        if (fault->fired) {
+            if (!fault->persistent) continue;
+            fault->hits++;
+            result = fault->errorNumber;
+        } else if (fault->after > 0) {
+            fault->after--;
+        } else {
+            fault->fired = 1;
+            fault->hits++;
+            result = fault->errorNumber;
+        }
     }
-    if (faultAfter > 0) {
-        faultAfter--;
-        return 0;
-    }
-    faultFired = 1;
-    faultHits++;
-    return faultErrno;
+    return result;
 }
 
 // Reads the current content of [offset, offset + amount) below the node's size: dirty sectors from memory,
@@ -720,35 +737,45 @@ int orchard_crashvfs_power_loss(const char *prefix, int tear, unsigned int seed)
 
 void orchard_crashvfs_fail(const char *prefix, int operation, int error_number, int after, int persistent) {
     pthread_mutex_lock(&lock);
-    strncpy(faultPrefix, prefix, sizeof faultPrefix - 1);
-    faultPrefix[sizeof faultPrefix - 1] = 0;
-    faultOperation = operation;
-    faultErrno = error_number;
-    faultAfter = after;
-    faultPersistent = persistent;
-    faultFired = 0;
-    faultHits = 0;
-    operationsAfterFault = 0;
-    faultArmed = 1;
+    Fault *fault = faultFor(prefix);
+    if (!fault && faultCount < MAX_FAULTS) {
+        char *copy = strdup(prefix);
+        if (copy) {
+            fault = &faults[faultCount++];
+            fault->prefix = copy;
+        }
+    }
+    if (fault) {
+        fault->operation = operation;
+        fault->errorNumber = error_number;
+        fault->after = after;
+        fault->persistent = persistent;
+        fault->fired = 0;
+        fault->hits = 0;
+        fault->operationsAfter = 0;
+    }
     pthread_mutex_unlock(&lock);
 }
 
-void orchard_crashvfs_clear_fault(void) {
+void orchard_crashvfs_clear_fault(const char *prefix) {
     pthread_mutex_lock(&lock);
-    faultArmed = 0;
+    Fault *fault = faultFor(prefix);
+    if (fault) fault->operation = 0;  // matches no operation; its counters stay readable
     pthread_mutex_unlock(&lock);
 }
 
-long orchard_crashvfs_fault_hits(void) {
+long orchard_crashvfs_fault_hits(const char *prefix) {
     pthread_mutex_lock(&lock);
-    long hits = faultHits;
+    Fault *fault = faultFor(prefix);
+    long hits = fault ? fault->hits : 0;
     pthread_mutex_unlock(&lock);
     return hits;
 }
 
-long orchard_crashvfs_operations_after_fault(void) {
+long orchard_crashvfs_operations_after_fault(const char *prefix) {
     pthread_mutex_lock(&lock);
-    long count = operationsAfterFault;
+    Fault *fault = faultFor(prefix);
+    long count = fault ? fault->operationsAfter : 0;
     pthread_mutex_unlock(&lock);
     return count;
 }

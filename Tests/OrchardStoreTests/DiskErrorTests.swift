@@ -5,7 +5,7 @@ import Testing
 
 /// Disk errors injected by the crash VFS (SQLiteCrashVFS) under a store: EIO and ENOSPC on write and on fsync.
 /// The store acknowledges nothing that may be lost, keeps no partial write, writes nothing more after the error,
-/// and recovers when it is opened again. Serialized: the VFS has one fault at a time for the whole process.
+/// and recovers when it is opened again. Serialized: the tests of the suite share their directory's fault.
 @Suite("R4: disk errors under the store", .serialized)
 struct DiskErrorTests {
     let directory: TemporaryDirectory
@@ -51,26 +51,28 @@ struct DiskErrorTests {
         try await Self.transfer(store, 2)
 
         CrashVFS.fail(operation, with: error, under: directory.path)
-        defer { CrashVFS.clearFault() }
+        defer { CrashVFS.clearFault(under: directory.path) }
         // The commit that hits the error is not acknowledged.
         let failed = await expectStoreError(.io) { try await Self.transfer(store, 3) }
         #expect(failed?.message.contains("not acknowledged") == true, "\(String(describing: failed))")
-        #expect(CrashVFS.faultHits == 1)
+        #expect(CrashVFS.faultHits(under: directory.path) == 1)
         // Later writes are refused without touching the file: no write and no sync after a failed one.
         let refused = await expectStoreError(.unavailable) { try await Self.transfer(store, 4) }
         #expect(refused?.message.contains("restart") == true)
         await expectStoreError(.unavailable) {
             try await store.onWriter { database in try database.execute("DELETE FROM ledger") }
         }
-        #expect(CrashVFS.operationsAfterFault == 0, "the store went on writing after the disk error")
+        #expect(
+            CrashVFS.operationsAfterFault(under: directory.path) == 0, "the store went on writing after the disk error")
         // Reads still work, and see only acknowledged transfers.
         #expect(try await Self.transfers(store) == [1, 2])
         await store.close()
         // Closing did not checkpoint either.
-        #expect(CrashVFS.operationsAfterFault == 0, "closing the store wrote after the disk error")
+        #expect(
+            CrashVFS.operationsAfterFault(under: directory.path) == 0, "closing the store wrote after the disk error")
 
         // The machine restarts (power cycle: what never reached the disk is gone) and the store recovers.
-        CrashVFS.clearFault()
+        CrashVFS.clearFault(under: directory.path)
         CrashVFS.powerLoss(under: directory.path)
         let reopened = try Self.open(path)
         #expect(try await Self.transfers(reopened) == [1, 2])
@@ -85,7 +87,7 @@ struct DiskErrorTests {
         let store = try Self.open(path)
         try await Self.transfer(store, 1)
         CrashVFS.fail(.sync, with: .io, under: directory.path)
-        defer { CrashVFS.clearFault() }
+        defer { CrashVFS.clearFault(under: directory.path) }
         let outcomes = await withTaskGroup(of: Bool.self) { group in
             for number in 2...9 {
                 group.addTask { (try? await Self.transfer(store, number)) != nil }
@@ -93,9 +95,9 @@ struct DiskErrorTests {
             return await group.reduce(into: [Bool]()) { $0.append($1) }
         }
         #expect(!outcomes.contains(true), "a write was acknowledged after the failed sync")
-        #expect(CrashVFS.operationsAfterFault == 0)
+        #expect(CrashVFS.operationsAfterFault(under: directory.path) == 0)
         await store.close()
-        CrashVFS.clearFault()
+        CrashVFS.clearFault(under: directory.path)
         CrashVFS.powerLoss(under: directory.path)
         let reopened = try Self.open(path)
         #expect(try await Self.transfers(reopened) == [1])

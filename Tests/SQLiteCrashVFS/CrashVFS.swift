@@ -7,7 +7,7 @@ import Foundation
 /// directory: those keep their unsynced writes in memory, as the page cache does, and only what was synced is in
 /// the real file, so a SIGKILL of the process is a power loss. Files elsewhere pass straight through, and every
 /// effect is scoped to a path prefix (a test's own directory), so suites running in parallel in the same test
-/// process are not disturbed.
+/// process are not disturbed (each test injects its faults under its own directory).
 public enum CrashVFS {
     /// The operation a fault or a crash is attached to.
     public enum Operation: Sendable {
@@ -88,21 +88,24 @@ public enum CrashVFS {
     }
 
     /// Makes the `after`+1-th `operation` on a file under `prefix` fail with `error` (and, when `persistent`,
-    /// every later one). A failed sync leaves its data readable but never written, as Linux does.
+    /// every later one). A failed sync leaves its data readable but never written, as Linux does. Replaces the
+    /// fault of the same prefix; faults under other prefixes (other tests) stay.
     public static func fail(
         _ operation: Operation, with error: DiskError, under prefix: String, after: Int = 0, persistent: Bool = false
     ) {
         orchard_crashvfs_fail(resolved(prefix), operation.code, error.errno, Int32(after), persistent ? 1 : 0)
     }
 
-    /// Removes the fault.
-    public static func clearFault() { orchard_crashvfs_clear_fault() }
+    /// Disarms the fault under `prefix`; its counters stay readable.
+    public static func clearFault(under prefix: String) { orchard_crashvfs_clear_fault(resolved(prefix)) }
 
-    /// How many times the fault fired.
-    public static var faultHits: Int { Int(orchard_crashvfs_fault_hits()) }
+    /// How many times the fault under `prefix` fired.
+    public static func faultHits(under prefix: String) -> Int { Int(orchard_crashvfs_fault_hits(resolved(prefix))) }
 
-    /// How many writes and syncs were attempted on the fault's files after it first fired.
-    public static var operationsAfterFault: Int { Int(orchard_crashvfs_operations_after_fault()) }
+    /// How many writes and syncs were attempted on the files of the fault under `prefix` after it first fired.
+    public static func operationsAfterFault(under prefix: String) -> Int {
+        Int(orchard_crashvfs_operations_after_fault(resolved(prefix)))
+    }
 
     /// Bytes written but not yet synced under `prefix`.
     public static func unsyncedBytes(under prefix: String) -> Int {

@@ -27,17 +27,17 @@ int orchard_crashvfs_power_loss(const char *prefix, int tear, unsigned int seed)
 /// Makes the `after`+1-th write or sync (`operation`) on a file whose path starts with `prefix` fail with
 /// `error_number` (EIO or ENOSPC): writes fail without changing anything, a failed sync leaves the data it
 /// should have written readable but never written (as Linux does after a failed writeback). `persistent`: every
-/// later operation of that kind fails too. Replaces the previous fault.
+/// later operation of that kind fails too. Replaces the fault of the same prefix; faults of other prefixes stay.
 void orchard_crashvfs_fail(const char *prefix, int operation, int error_number, int after, int persistent);
 
-/// Removes the fault.
-void orchard_crashvfs_clear_fault(void);
+/// Disarms the fault of `prefix` (its counters stay readable).
+void orchard_crashvfs_clear_fault(const char *prefix);
 
-/// How many times the fault fired.
-long orchard_crashvfs_fault_hits(void);
+/// How many times the fault of `prefix` fired.
+long orchard_crashvfs_fault_hits(const char *prefix);
 
-/// How many writes and syncs were attempted on the fault's files after it first fired.
-long orchard_crashvfs_operations_after_fault(void);
+/// How many writes and syncs were attempted on the files of the fault of `prefix` after it first fired.
+long orchard_crashvfs_operations_after_fault(const char *prefix);
 
 /// Bytes written but not synced in files whose path starts with `prefix`.
 long long orchard_crashvfs_unsynced_bytes(const char *prefix);
