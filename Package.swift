@@ -393,7 +393,7 @@ let package = Package(
                 "Terminal", "NFCLink", "EMV", "OrchardCrypto", "OrchardLogging", "OrchardRuntime", "OrchardStore",
                 "OrchardHTTP", "Device", "DeviceProcess", "SecureElement", "NetworkServer", "NetworkTestSupport",
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
-                "DeviceControlAPI", "NetworkAuthorizationAPI",
+                "DeviceControlAPI", "NetworkAuthorizationAPI", "SQLiteCrashVFS",
             ],
             swiftSettings: strict
         ),

@@ -65,5 +65,7 @@ struct LogScanTests {
         #expect(findings.map(\.file) == ["logs/pay.log"])
         // The report itself does not repeat the number.
         #expect(findings.allSatisfy { !$0.description.contains(Self.visa) })
+        // The directory's own scan (when it goes away) must not report the planted line.
+        try FileManager.default.removeItem(atPath: directory.path + "/logs")
     }
 }
