@@ -440,7 +440,7 @@ let package = Package(
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
-                "AcquirerAPI", "TokenRequestorAPI", "SQLiteCrashVFS",
+                "AcquirerAPI", "TokenRequestorAPI", "SQLiteCrashVFS", "CommandTestSupport",
             ],
             swiftSettings: strict
         ),

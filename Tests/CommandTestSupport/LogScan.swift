@@ -84,14 +84,21 @@ public enum LogScan {
         return found
     }
 
-    /// Records an issue for every finding in the logs of the deployment at `path` (V2), and returns how many
-    /// log bytes were scanned.
+    /// Records an issue for every finding in the logs of the deployment at `path` (V2) and, with
+    /// `requireDebug`, when no log holds a debug-level line (the services did not log at debug level); returns
+    /// how many log bytes were scanned.
     @discardableResult
     public static func expectCleanLogs(
-        of path: String, secrets: Secrets = Secrets(), sourceLocation: SourceLocation = #_sourceLocation
+        of path: String, secrets: Secrets = Secrets(), requireDebug: Bool = false,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) -> Int {
         for finding in findings(inLogsOf: path, secrets: secrets) {
             Issue.record("V2: \(finding)", sourceLocation: sourceLocation)
+        }
+        if requireDebug {
+            let logs = logFiles(of: path).keys.compactMap { FileManager.default.contents(atPath: path + "/logs/" + $0) }
+            let debug = logs.contains { String(decoding: $0, as: UTF8.self).contains(#""level":"debug""#) }
+            if !debug { Issue.record("V2: no debug-level line in \(path)/logs", sourceLocation: sourceLocation) }
         }
         return logFiles(of: path).values.reduce(0, +)
     }
