@@ -72,13 +72,12 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int registerResult = SQLITE_OK;
 
 // Faults, one per path prefix, so tests on different directories inject their own at the same time.
-#define MAX_FAULTS 32
 typedef struct Fault {
     char *prefix;
     int operation, errorNumber, after, persistent, fired;
     long hits, operationsAfter;
 } Fault;
-static Fault faults[MAX_FAULTS];
+static Fault *faults;
 static int faultCount;
 
 static Fault *faultFor(const char *prefix) {
@@ -88,8 +87,7 @@ static Fault *faultFor(const char *prefix) {
     return NULL;
 }
 
-#define MAX_ENROLLED 256
-static char *enrolled[MAX_ENROLLED];
+static char **enrolled;
 static int enrolledCount;
 
 static int crashOperation;
@@ -712,15 +710,14 @@ int orchard_crashvfs_register(void) {
 int orchard_crashvfs_enroll(const char *prefix) {
     pthread_mutex_lock(&lock);
     int rc = SQLITE_OK;
-    if (isEnrolled(prefix)) {
-        rc = SQLITE_OK;
-    } else if (enrolledCount == MAX_ENROLLED) {
-        rc = SQLITE_FULL;
-    } else {
+    if (!isEnrolled(prefix)) {
+        char **grown = realloc(enrolled, (size_t)(enrolledCount + 1) * sizeof(char *));
         char *copy = strdup(prefix);
-        if (copy) {
+        if (grown) enrolled = grown;
+        if (grown && copy) {
             enrolled[enrolledCount++] = copy;
         } else {
+            free(copy);
             rc = SQLITE_NOMEM;
         }
     }
@@ -738,11 +735,16 @@ int orchard_crashvfs_power_loss(const char *prefix, int tear, unsigned int seed)
 void orchard_crashvfs_fail(const char *prefix, int operation, int error_number, int after, int persistent) {
     pthread_mutex_lock(&lock);
     Fault *fault = faultFor(prefix);
-    if (!fault && faultCount < MAX_FAULTS) {
+    if (!fault) {
+        Fault *grown = realloc(faults, (size_t)(faultCount + 1) * sizeof(Fault));
         char *copy = strdup(prefix);
-        if (copy) {
+        if (grown) faults = grown;
+        if (grown && copy) {
             fault = &faults[faultCount++];
+            memset(fault, 0, sizeof *fault);
             fault->prefix = copy;
+        } else {
+            free(copy);
         }
     }
     if (fault) {
