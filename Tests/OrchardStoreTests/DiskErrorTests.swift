@@ -81,6 +81,25 @@ struct DiskErrorTests {
         await reopened.close()
     }
 
+    @Test("R4: restarted without a power cycle after a failed fsync, the unacknowledged commit is whole or absent")
+    func restartWithoutPowerCycle() async throws {
+        let path = directory.file("warm.sqlite")
+        let store = try Self.open(path)
+        try await Self.transfer(store, 1)
+        CrashVFS.fail(.sync, with: .io, under: directory.path)
+        await expectStoreError(.io) { try await Self.transfer(store, 2) }
+        await store.close()
+        CrashVFS.clearFault(under: directory.path)
+        // The kernel may still hold the pages it failed to write (they read back, clean): the commit reported as
+        // not acknowledged can come back whole on a warm restart, which is why its error says to retry with the
+        // same idempotency key. It never comes back in part.
+        let reopened = try Self.open(path)
+        let kept = try await Self.transfers(reopened)
+        #expect(kept == [1] || kept == [1, 2], "\(kept)")
+        try await Self.transfer(reopened, 3)
+        await reopened.close()
+    }
+
     @Test("R4: the writes grouped with the one that hit a disk error all fail; none is kept")
     func groupedWritesFailTogether() async throws {
         let path = directory.file("group.sqlite")
