@@ -166,10 +166,15 @@ let package = Package(
             path: "Tests/NetworkCrasher",
             swiftSettings: strict
         ),
+        // Test support, not a product: a SQLite VFS that simulates power loss and disk errors (C), and its Swift API.
+        .target(name: "CSQLiteCrashVFS", dependencies: ["CSQLite"], path: "Tests/CSQLiteCrashVFS"),
+        .target(
+            name: "SQLiteCrashVFS", dependencies: ["CSQLiteCrashVFS"], path: "Tests/SQLiteCrashVFS",
+            swiftSettings: strict),
         // Test support, not a product: a child process the store tests kill with SIGKILL inside a transaction.
         .executableTarget(
             name: "orchard-store-crasher",
-            dependencies: ["OrchardStore"],
+            dependencies: ["OrchardStore", "SQLiteCrashVFS"],
             path: "Tests/OrchardStoreCrasher",
             swiftSettings: strict
         ),
@@ -232,7 +237,7 @@ let package = Package(
         // cryptograms.
         .executableTarget(
             name: "orchard-device-crasher",
-            dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto"],
+            dependencies: ["Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardCrypto", "SQLiteCrashVFS"],
             path: "Tests/DeviceCrasher",
             swiftSettings: strict
         ),
@@ -337,7 +342,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",
-            dependencies: ["CommandTestSupport", "OrchardStore", "OrchardCrypto", "orchard-store-crasher"],
+            dependencies: [
+                "CommandTestSupport", "OrchardStore", "OrchardCrypto", "orchard-store-crasher", "SQLiteCrashVFS",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -349,7 +356,7 @@ let package = Package(
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
                 "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
-                "TokenRequestorAPI", "AccessPolicy",
+                "TokenRequestorAPI", "AccessPolicy", "SQLiteCrashVFS",
             ],
             swiftSettings: strict
         ),
@@ -403,7 +410,7 @@ let package = Package(
                 "Acquirer", "TokenService", "Issuer", "orchard", "PaymentCredential", "TokenRequestorAPI",
                 "DeviceControlAPI", "NetworkAuthorizationAPI", "orchard-network-crasher", "AcquirerAPI",
                 "OrchardServices", "PayServer", "MerchantServer", "DeviceTestSupport",
-                "OrchardX509",
+                "OrchardX509", "SQLiteCrashVFS",
             ],
             swiftSettings: strict
         ),
@@ -425,7 +432,7 @@ let package = Package(
                 "CardBasics",
                 "DeviceTestSupport", "CommandTestSupport",
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
-                "OrchardCrypto", "orchard-device-crasher",
+                "OrchardCrypto", "orchard-device-crasher", "SQLiteCrashVFS",
             ],
             swiftSettings: strict
         ),
@@ -450,7 +457,7 @@ let package = Package(
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
-                "AcquirerAPI", "TokenRequestorAPI",
+                "AcquirerAPI", "TokenRequestorAPI", "SQLiteCrashVFS", "CommandTestSupport",
             ],
             swiftSettings: strict
         ),

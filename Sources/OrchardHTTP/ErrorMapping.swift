@@ -5,6 +5,7 @@ import OrchardLogging
 ///
 /// - An ``HTTPResponseError`` answers its own status with `{"error":{"code":…,"message":…}}`; a 5xx
 ///   among them is also logged (at error, with the request id), since the caller learns little.
+/// - An ``HTTPUnavailableError`` that says so answers 503 with `Retry-After`, logged at error.
 /// - Anything else is an opaque 500 whose message carries only the request id, and the error itself
 ///   goes to the log with that id, so an operator can match a complaint to its cause.
 enum ErrorMapping {
@@ -12,6 +13,17 @@ enum ErrorMapping {
         let status: HTTPStatus
         let code: String
         let message: String
+        if let unavailable = error as? any HTTPUnavailableError, let seconds = unavailable.retryAfterSeconds {
+            logger.error(
+                "request failed with 503: the service cannot store requests until it is restarted",
+                metadata: ["request_id": .uuid(requestID), "error": .describing(error)])
+            var response = errorResponse(
+                status: .serviceUnavailable, code: "service_unavailable",
+                message: "the service cannot store requests right now; retry after \(seconds) seconds "
+                    + "with the same idempotency key (request id \(requestID.uuidString.lowercased()))")
+            response.headers.set("Retry-After", String(seconds))
+            return response
+        }
         if let known = error as? any HTTPResponseError {
             status = known.httpStatus
             code = known.httpErrorCode

@@ -50,6 +50,16 @@ public protocol HTTPResponseError: Error {
     var httpErrorMessage: String { get }
 }
 
+/// An error that, when it reaches the server, means the service cannot serve writes for a while rather than that
+/// the request was wrong: a store that stopped writing after a disk error. The server answers
+/// `503 Service Unavailable` with `Retry-After` (``retryAfterSeconds``) and logs the error at error level;
+/// errors of the same type that return nil are mapped as usual. Conformances live where both modules are seen
+/// (OrchardServices for the store's error), so the HTTP runtime needs no SQL.
+public protocol HTTPUnavailableError: Error {
+    /// Seconds after which a retry may succeed, when this error means the service is unavailable; nil otherwise.
+    var retryAfterSeconds: Int? { get }
+}
+
 /// The one error type of `OrchardHTTP`, for both the server and the client.
 ///
 /// A struct with an extensible code (see `CryptoError`); equality compares the code only. Request

@@ -83,7 +83,7 @@ public final class Database {
             sqlite3_close_v2(raw)
             throw error
         }
-        handle = ConnectionHandle(owning: raw)
+        handle = ConnectionHandle(owning: raw, stopsOnDiskError: access == .readWrite)
         self.path = path
         self.access = access
         // The file may hold payment data: owner-only, like every file of a deployment. SQLite gives the
@@ -220,16 +220,22 @@ public final class Database {
 
     /// Runs one or more `;`-separated statements without parameters (migrations, pragmas).
     public func executeScript(_ sql: String) throws(StoreError) {
+        if let stopped = handle.stopped { throw stopped }
         var message: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle.pointer, sql, nil, nil, &message)
         defer { sqlite3_free(message) }
         guard rc == SQLITE_OK else {
+            handle.noteFailure(rc, path: path)
             let detail = message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
             throw StoreError(
                 StoreError.code(forSQLite: rc), "cannot run \(Statement.excerpt(sql)): \(detail)", sqliteCode: rc
             )
         }
     }
+
+    /// Set once a disk error (an I/O error, a full disk) stopped this read-write connection: an
+    /// ``StoreError/Code/unavailable`` error that every later write gets, until the process restarts.
+    public var diskFailure: StoreError? { handle.stopped }
 
     /// The rowid of the last row inserted on this connection.
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle.pointer) }

@@ -6,8 +6,36 @@ public import Foundation
 /// never outlives the connection it was compiled on.
 final class ConnectionHandle {
     let pointer: OpaquePointer
+    /// Whether a disk error stops this connection (read-write connections only).
+    let stopsOnDiskError: Bool
+    private let lock = NSLock()
+    private var stoppedBy: StoreError?
 
-    init(owning pointer: OpaquePointer) { self.pointer = pointer }
+    init(owning pointer: OpaquePointer, stopsOnDiskError: Bool = false) {
+        self.pointer = pointer
+        self.stopsOnDiskError = stopsOnDiskError
+    }
+
+    /// The ``StoreError/Code/unavailable`` error every later write gets once a disk error stopped the connection.
+    var stopped: StoreError? { lock.withLock { stoppedBy } }
+
+    /// Records `rc` if it is a disk error (I/O error, full disk) on a read-write connection: from then on the
+    /// connection writes nothing more. After a failed fsync the kernel may have dropped the pages it could not
+    /// write and marked them clean, so a later sync that succeeds would not bring them back (PostgreSQL's
+    /// "fsyncgate"); only a restart, which recovers from what is really on disk, is safe.
+    func noteFailure(_ rc: Int32, path: String) {
+        guard stopsOnDiskError, StoreError.isDiskFailure(rc) else { return }
+        lock.withLock {
+            guard stoppedBy == nil else { return }
+            // Closing must not checkpoint either: that writes and syncs the database file. The log stays for
+            // the restart to recover from. (A failure here leaves SQLite's default; nothing better to do.)
+            _ = orchard_sqlite3_no_checkpoint_on_close(pointer, 1)
+            stoppedBy = StoreError(
+                .unavailable,
+                "\(path) stopped writing after a disk error (SQLite \(rc)): what it acknowledged before is on disk, "
+                    + "nothing was acknowledged since; restart the process once the disk is fixed", sqliteCode: rc)
+        }
+    }
 
     // Every statement holds this handle, so all of them are finalized by now and the close succeeds.
     deinit { sqlite3_close_v2(pointer) }
@@ -133,13 +161,23 @@ public final class Statement {
     @discardableResult
     public func step() throws(StoreError) -> Row? {
         generation &+= 1
+        // After a disk error nothing that could write runs: only reads and the transaction control statements
+        // (BEGIN, SAVEPOINT, RELEASE, ROLLBACK, an empty COMMIT) that undo or close what is open.
+        if let stopped = handle.stopped, !isSafeAfterDiskError { throw stopped }
         let rc = sqlite3_step(pointer)
         switch rc {
         case SQLITE_ROW: return Row(statement: self, generation: generation)
         case SQLITE_DONE: return nil
         default:
+            handle.noteFailure(rc, path: String(cString: sqlite3_db_filename(handle.pointer, "main")))
             throw StoreError(sqlite: rc, connection: handle.pointer, context: "cannot run \(Self.excerpt(sql))")
         }
+    }
+
+    /// Whether this statement may run on a connection a disk error stopped: it reads only, and is no pragma.
+    private var isSafeAfterDiskError: Bool {
+        guard sqlite3_stmt_readonly(pointer) != 0 else { return false }
+        return !sql.drop(while: \.isWhitespace).lowercased().hasPrefix("pragma")
     }
 
     /// Rewinds the statement so it can run again; bindings are kept.

@@ -203,6 +203,10 @@ private final class WriterThread: @unchecked Sendable {
                 }
                 continue
             }
+            let stoppedBefore = database.diskFailure != nil
+            defer {
+                if !stoppedBefore, let stopped = database.diskFailure { Self.report(stopped) }
+            }
             var index = 0
             while index < batch.count {
                 switch batch[index] {
@@ -230,12 +234,23 @@ private final class WriterThread: @unchecked Sendable {
 }
 
 extension WriterThread {
+    /// Says once, on standard error (the process's trace), that the store stopped writing; the service's log
+    /// has the same error with every request it answers 503.
+    fileprivate static func report(_ stopped: StoreError) {
+        FileHandle.standardError.write(Data("orchard-store: \(stopped.message)\n".utf8))
+    }
+
     /// Applies `group` in one transaction and completes every write after the `COMMIT`. When SQLite itself
     /// abandons the transaction (an I/O error, a full disk), the writes applied so far fail with a `transaction`
     /// error (nothing of theirs was kept; the caller may retry) and the rest start a new transaction.
     fileprivate static func commit(_ group: [GroupedWrite], on database: Database) {
         var next = 0
         while next < group.count {
+            // After a disk error the writer writes nothing more: the group fails without touching the file.
+            if let stopped = database.diskFailure {
+                for write in group[next...] { write.complete(stopped) }
+                return
+            }
             do throws(StoreError) {
                 try database.execute("BEGIN IMMEDIATE")
             } catch {
@@ -244,12 +259,20 @@ extension WriterThread {
             }
             let start = next
             var abandoned = false
-            while next < group.count, !abandoned {
+            var stopped: StoreError?
+            while next < group.count, !abandoned, stopped == nil {
                 group[next].apply(database)
                 next += 1
                 abandoned = !database.isInTransaction
+                stopped = database.diskFailure
             }
             let applied = group[start..<next]
+            if let stopped {
+                // A write hit a disk error: none of the group is committed (the COMMIT would write).
+                if database.isInTransaction { _ = try? database.execute("ROLLBACK") }
+                for write in applied { write.complete(stopped) }
+                continue
+            }
             if abandoned {
                 let failure = StoreError(.transaction, "SQLite rolled back the write transaction; retry the request")
                 for write in applied { write.complete(failure) }
@@ -260,8 +283,15 @@ extension WriterThread {
                 for write in applied { write.complete(nil) }
             } catch {
                 if database.isInTransaction { _ = try? database.execute("ROLLBACK") }
-                let failure = StoreError(
-                    error.code, "the transaction was rolled back: \(error.message)", sqliteCode: error.sqliteCode)
+                let failure =
+                    database.diskFailure == nil
+                    ? StoreError(
+                        error.code, "the transaction was rolled back: \(error.message)", sqliteCode: error.sqliteCode)
+                    : StoreError(
+                        .io,
+                        "the commit hit a disk error and was not acknowledged (\(error.message)); the store stopped "
+                            + "writing: retry after the restart, with the same idempotency key",
+                        sqliteCode: error.sqliteCode)
                 for write in applied { write.complete(failure) }
             }
         }

@@ -1,5 +1,8 @@
 internal import CSQLite
 
+/// `SQLITE_IOERR_NOMEM` (a macro Swift does not import): out of memory, not a disk error.
+let sqliteIOErrorNoMemory: Int32 = SQLITE_IOERR | (12 << 8)
+
 /// The one error type of `OrchardStore`.
 ///
 /// A struct with an extensible code (the `CryptoError` pattern), so new failure kinds are not breaking
@@ -10,7 +13,7 @@ public struct StoreError: Error, Hashable, CustomStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case cannotOpen, busy, constraint, sql, typeMismatch, migration, transaction, corrupt, io
-            case readOnly, closed, misuse, invalidArgument, internalFailure
+            case readOnly, closed, misuse, invalidArgument, internalFailure, unavailable
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -43,6 +46,10 @@ public struct StoreError: Error, Hashable, CustomStringConvertible, Sendable {
         public static let invalidArgument = Code(.invalidArgument)
         /// SQLite failed in a way the input does not explain.
         public static let internalFailure = Code(.internalFailure)
+        /// The store stopped writing after a disk error (a failed write or sync, a full disk): what it acknowledged
+        /// before is on disk, nothing since was acknowledged. Reads still work; restart the process once the disk
+        /// is fixed (a service answers 503 with `Retry-After` meanwhile).
+        public static let unavailable = Code(.unavailable)
 
         public var description: String { base.rawValue }
     }
@@ -76,6 +83,15 @@ extension StoreError {
             detail = String(cString: text)
         }
         self.init(StoreError.code(forSQLite: rc), "\(context): \(detail)", sqliteCode: rc)
+    }
+
+    /// Whether `rc` reports the disk failing: an I/O error (other than running out of memory) or a full disk.
+    static func isDiskFailure(_ rc: Int32) -> Bool {
+        switch rc & 0xFF {
+        case SQLITE_FULL: true
+        case SQLITE_IOERR: rc != sqliteIOErrorNoMemory
+        default: false
+        }
     }
 
     /// Maps SQLite's primary result code (the low byte of an extended code) to a `Code`.

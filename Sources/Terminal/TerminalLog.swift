@@ -26,12 +26,17 @@ public final class TerminalLogFile: LogSink, @unchecked Sendable {
 
     deinit { close(descriptor) }
 
-    /// A logger writing to `DIR/logs/terminal.log` (the directory is made 0700 if missing).
+    /// A logger writing to `DIR/logs/terminal.log` (the directory is made 0700 if missing), at `level`, or else
+    /// at the level `ORCHARD_TERMINAL_LOG_LEVEL` names, or else at info.
     public static func logger(
-        for deployment: DeploymentDirectory, level: LogLevel = .info
+        for deployment: DeploymentDirectory, level: LogLevel? = nil
     ) throws(TerminalError)
         -> Logger
     {
+        let level =
+            level ?? ProcessInfo.processInfo.environment["ORCHARD_TERMINAL_LOG_LEVEL"].flatMap {
+                try? LogLevel(parsing: $0)
+            } ?? .info
         do {
             try SecureFile.createDirectory(deployment.logsPath, mode: 0o700)
         } catch {

@@ -109,6 +109,8 @@ public final class ChildProcess: @unchecked Sendable {
         }
 
         var variables = ProcessInfo.processInfo.environment
+        // Every service a test starts logs at debug level, so the log scans (LogScan, V2) see everything.
+        for (key, value) in LogScan.debugLogEnvironment where variables[key] == nil { variables[key] = value }
         for (key, value) in environment { variables[key] = value }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]

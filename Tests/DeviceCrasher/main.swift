@@ -8,11 +8,15 @@
 // "ATC <atc> <cryptogram hex>" is printed once the cryptogram was released. "DONE" ends a complete run.
 // The card's ATC must be on disk before each cryptogram is released, so after a kill the next run never
 // prints an ATC already printed.
+//
+// With ORCHARD_CRASH_VFS=1 (SQLiteCrashVFS) SQLite runs over the crash VFS, so a SIGKILL is a power loss: whatever
+// the device wrote but did not sync is lost.
 import Device
 import EMV
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
+import SQLiteCrashVFS
 import SecureElement
 
 func say(_ line: String) {
@@ -25,6 +29,7 @@ guard arguments.count == 4, let count = Int(arguments[3]), count > 0 else {
     exit(2)
 }
 
+CrashVFS.installFromEnvironment()
 do {
     let device = try await Device.open(in: DeploymentDirectory(path: arguments[1]), name: arguments[2])
     let kernel = TerminalKernel(configuration: TerminalConfiguration(countryCode: 840, currencyCode: 840))

@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Device
 import DeviceControlAPI
 import DeviceProcess
@@ -20,7 +21,10 @@ final class TemporaryDirectory: @unchecked Sendable {
         path = "/tmp/odp-" + String(UUID().uuidString.prefix(8))
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
+    deinit {
+        LogScan.expectCleanLogs(of: path)  // V2
+        try? FileManager.default.removeItem(atPath: path)
+    }
     var deployment: DeploymentDirectory { DeploymentDirectory(path: path) }
 }
 

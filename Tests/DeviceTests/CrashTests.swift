@@ -5,13 +5,14 @@ import EMV
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
+import SQLiteCrashVFS
 import SecureElement
 import Testing
 import Wallet
 
-/// A child process (`orchard-device-crasher`) releases cryptograms and is killed with SIGKILL at arbitrary
-/// moments; across 10,000 cryptograms no ATC may ever be released twice.
-@Suite("Crash: SIGKILL while releasing cryptograms", .serialized)
+/// A child process (`orchard-device-crasher`) releases cryptograms and loses power (SIGKILL under the crash VFS:
+/// what it did not sync is lost) at arbitrary moments; across 10,000 cryptograms no ATC may ever be released twice.
+@Suite("Crash: power loss while releasing cryptograms", .serialized)
 struct DeviceCrashTests {
     static func crasherPath() throws -> String {
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
@@ -34,8 +35,10 @@ struct DeviceCrashTests {
         let process: ChildProcess
 
         init(directory: String, name: String, count: Int) throws {
+            // Under the crash VFS: each SIGKILL is a power loss that drops whatever was not synced.
             process = try ChildProcess(
-                try DeviceCrashTests.crasherPath(), [directory, name, String(count)], stdout: .capture)
+                try DeviceCrashTests.crasherPath(), [directory, name, String(count)],
+                environment: [CrashVFS.environmentKey: "1"], stdout: .capture)
         }
 
         /// The next line, or nil when the output ended.
@@ -44,7 +47,7 @@ struct DeviceCrashTests {
         func kill() { process.kill() }
     }
 
-    @Test("D5: 10,000 cryptograms with SIGKILLs in between: the ATC strictly increases and is never reused")
+    @Test("D5: 10,000 cryptograms with power losses in between: the ATC strictly increases and is never reused")
     func tenThousandCryptograms() async throws {
         let directory = try TemporaryDirectory()
         let name = "crash-phone"

@@ -1,5 +1,6 @@
 import AccessPolicy
 import AcquirerAPI
+import CommandTestSupport
 import Foundation
 import MerchantAPI
 import OrchardCrypto
@@ -34,12 +35,19 @@ final class AccessDeployment: @unchecked Sendable {
         root = try CertificateAuthority.load(named: PKIFiles.rootCA, from: deployment)
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: deployment.path) }
+    deinit {
+        LogScan.expectCleanLogs(of: deployment.path)  // V2
+        try? FileManager.default.removeItem(atPath: deployment.path)
+    }
 
     /// Builds and starts `service` on a free port; returns it, its HTTP server and its base URL.
     func start(_ service: ServiceName) async throws -> (any ServiceInstance, HTTPServer, String) {
         let configuration = try registry.loadConfiguration(
-            from: deployment, environment: ["ORCHARD_\(service.rawValue.uppercased())_PORT": "0"])
+            from: deployment,
+            environment: [
+                "ORCHARD_\(service.rawValue.uppercased())_PORT": "0",
+                "ORCHARD_\(service.rawValue.uppercased())_LOG_LEVEL": "debug",  // scanned in deinit (V2)
+            ])
         let built = try await registry.service(named: service.rawValue).build(
             configuration: configuration, directory: deployment, environment: environment)
         let http = try #require(

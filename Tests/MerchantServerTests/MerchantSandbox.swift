@@ -1,4 +1,5 @@
 import CardBasics
+import CommandTestSupport
 import Device
 import Foundation
 import MerchantAPI
@@ -55,13 +56,19 @@ final class MerchantSandbox: @unchecked Sendable {
         deployment = DeploymentDirectory(path: path)
         registry = try ServiceRegistry([NetworkServerService(), PayService(), MerchantService()])
         _ = try await DeploymentInitializer.initialize(deployment, registry: registry)
-        environment = ServiceEnvironment()
+        var environment = ServiceEnvironment()
+        // Every service here logs at debug level; `close` scans the logs (V2).
+        environment.variables.merge(LogScan.debugLogEnvironment) { current, _ in current }
+        self.environment = environment
         if let gateway {
             connections = try await ServiceConnections.connect(
                 [.network, .pay], directory: deployment, registry: registry, environment: environment)
             // The network started in this process registered itself with the shared peers.
             let configuration = try registry.loadConfiguration(
-                from: deployment, environment: merchantVariables.merging(["ORCHARD_MERCHANT_PORT": "0"]) { $1 })
+                from: deployment,
+                environment: merchantVariables.merging([
+                    "ORCHARD_MERCHANT_PORT": "0", "ORCHARD_MERCHANT_LOG_LEVEL": "debug",
+                ]) { $1 })
             var merchantEnvironment = environment
             if let merchantClock { merchantEnvironment.wallClock = merchantClock }
             let merchant = try await MerchantServer.build(
@@ -87,7 +94,7 @@ final class MerchantSandbox: @unchecked Sendable {
     ) async throws {
         await ownMerchant?.shutdown()
         let configuration = try registry.loadConfiguration(
-            from: deployment, environment: ["ORCHARD_MERCHANT_PORT": "0"])
+            from: deployment, environment: ["ORCHARD_MERCHANT_PORT": "0", "ORCHARD_MERCHANT_LOG_LEVEL": "debug"])
         let merchant = try await MerchantServer.build(
             configuration: configuration, directory: deployment, environment: environment,
             gateway: try gateway(deployment, environment.peers))
@@ -137,6 +144,9 @@ final class MerchantSandbox: @unchecked Sendable {
         if let ownMerchant { await ownMerchant.shutdown() }
         merchantClient.shutdown()
         await connections.close()
+        // V2: no card number, DPAN, CVV, cryptogram, key or address in any party's log.
+        let secrets = LogScan.Secrets(texts: [Self.fpan] + (dpan.isEmpty ? [] : [dpan]))
+        LogScan.expectCleanLogs(of: path, secrets: secrets, requireDebug: true)
         try? FileManager.default.removeItem(atPath: path)
     }
 

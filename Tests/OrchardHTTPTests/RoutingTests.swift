@@ -199,6 +199,31 @@ struct ErrorMappingTests {
         #expect(!line.contains("4111111111111111"))
     }
 
+    struct DiskStopped: Error, HTTPUnavailableError, CustomStringConvertible {
+        var stopped: Bool
+        var retryAfterSeconds: Int? { stopped ? 30 : nil }
+        var description: String { "the store stopped writing after a disk error" }
+    }
+
+    @Test("R4: a store stopped by a disk error answers 503 with Retry-After and says so in the log")
+    func unavailableAnswers503WithRetryAfter() throws {
+        let sink = InMemoryLogSink()
+        let id = UUID()
+        let response = ErrorMapping.response(
+            for: DiskStopped(stopped: true), requestID: id, logger: Logger(label: "t", sink: sink))
+        #expect(response.status == .serviceUnavailable)
+        #expect(response.headers["Retry-After"] == "30")
+        let body = try JSONDecoder().decode(ErrorBody.self, from: response.body)
+        #expect(body.error.code == "service_unavailable")
+        #expect(!body.error.message.contains("disk"))
+        let line = try #require(sink.lines.first)
+        #expect(line.contains("stopped writing after a disk error") && line.contains(id.uuidString.lowercased()))
+        // The same type without the signal is an ordinary opaque 500.
+        let other = ErrorMapping.response(
+            for: DiskStopped(stopped: false), requestID: id, logger: Logger(label: "t", sink: sink))
+        #expect(other.status == .internalServerError && other.headers["Retry-After"] == nil)
+    }
+
     @Test func internalHTTPErrorsAreOpaqueToo() throws {
         let sink = InMemoryLogSink()
         let response = ErrorMapping.response(

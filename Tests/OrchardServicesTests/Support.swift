@@ -1,9 +1,12 @@
+import CommandTestSupport
 import Foundation
 import OrchardCrypto
 import OrchardServices
 import OrchardX509
+import Testing
 
-/// A fresh directory under the system's temporary directory, removed when the value is dropped.
+/// A fresh directory under the system's temporary directory, removed when the value is dropped; the parties'
+/// logs in it are scanned first (V2).
 final class TemporaryDirectory: @unchecked Sendable {
     let path: String
 
@@ -17,7 +20,10 @@ final class TemporaryDirectory: @unchecked Sendable {
     /// A path inside it (not created).
     func child(_ name: String) -> String { path + "/" + name }
 
-    deinit { try? FileManager.default.removeItem(atPath: path) }
+    deinit {
+        LogScan.expectCleanLogs(of: path)
+        try? FileManager.default.removeItem(atPath: path)
+    }
 }
 
 /// A TLS client identity issued by `authority` (clientAuth) for subject UID `uid`, written nowhere.

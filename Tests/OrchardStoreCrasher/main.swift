@@ -6,11 +6,17 @@
 //                                   to be killed without committing.
 //   orchard-store-crasher DB loop   commits one transfer per transaction forever, printing "COMMITTED n"
 //                                   after each commit returned.
+//   orchard-store-crasher DB loop off   the same with `PRAGMA synchronous = OFF` (no sync ever): the store a
+//                                   power-loss test must catch losing acknowledged transfers.
+//
+// With ORCHARD_CRASH_VFS set (SQLiteCrashVFS), SQLite runs over the crash VFS: a SIGKILL is then a power loss
+// (every write not yet synced is lost), and `crash:sync:N:SEED` tears the unsynced writes at the N+1-th sync.
 //
 // A transfer is two ledger rows, -amount and +amount, so every committed state sums to zero with an even
 // row count. The schema must match `CrashTests.migrations`.
 import Foundation
 import OrchardStore
+import SQLiteCrashVFS
 
 let migrations = [
     Migration(
@@ -45,16 +51,22 @@ func transfer(_ database: Database, _ number: Int) throws {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 3, ["hold", "loop"].contains(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: orchard-store-crasher DB hold|loop\n".utf8))
+guard arguments.count == 3 || (arguments.count == 4 && arguments[2] == "loop" && arguments[3] == "off"),
+    ["hold", "loop"].contains(arguments[2])
+else {
+    FileHandle.standardError.write(Data("usage: orchard-store-crasher DB hold|loop [off]\n".utf8))
     exit(2)
 }
+CrashVFS.installFromEnvironment()
 
 do {
     let store = try Store(path: arguments[1], options: StoreOptions(durability: .full), migrations: migrations)
     // A tiny page cache makes SQLite spill uncommitted pages into the WAL before the commit, so the kill
     // leaves uncommitted frames on disk that recovery must ignore.
     try await store.onWriter { database in try database.executeScript("PRAGMA cache_size = 8") }
+    if arguments.count == 4 {
+        try await store.onWriter { database in try database.executeScript("PRAGMA synchronous = OFF") }
+    }
     let first =
         try await store.read { database in
             try database.queryFirst("SELECT coalesce(max(transfer), 0) FROM ledger") { try $0.int(0) }

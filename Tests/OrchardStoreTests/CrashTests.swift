@@ -1,11 +1,13 @@
 import CommandTestSupport
 import Foundation
 import OrchardStore
+import SQLiteCrashVFS
 import Testing
 
-/// A child process (`orchard-store-crasher`) writes transfers and is killed with SIGKILL; the file must hold
-/// whole transactions only and open cleanly afterwards.
-@Suite("Crash: SIGKILL in the middle of a transaction", .serialized)
+/// A child process (`orchard-store-crasher`) writes transfers and is killed with SIGKILL, or loses power under the
+/// crash VFS (SQLiteCrashVFS: what it wrote but did not sync is lost or torn); the file must hold whole
+/// transactions only, every acknowledged one, and open cleanly afterwards.
+@Suite("Crash: SIGKILL and power loss in the middle of a transaction", .serialized)
 struct CrashTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory() }
@@ -41,8 +43,12 @@ struct CrashTests {
     final class Child: Sendable {
         let process: ChildProcess
 
-        init(database: String, mode: String) throws {
-            process = try ChildProcess(try CrashTests.crasherPath(), [database, mode], stdout: .capture)
+        /// `vfs`: the value of ``CrashVFS/environmentKey`` for the child (nil: no crash VFS, a SIGKILL keeps what
+        /// the kernel holds).
+        init(database: String, mode: String, off: Bool = false, vfs: String? = nil) throws {
+            process = try ChildProcess(
+                try CrashTests.crasherPath(), [database, mode] + (off ? ["off"] : []),
+                environment: [CrashVFS.environmentKey: vfs], stdout: .capture)
         }
 
         /// Reads lines until one satisfies `done`; returns them all. Nil when the child's output ended first.
@@ -93,17 +99,23 @@ struct CrashTests {
         return try #require(ledger)
     }
 
-    @Test func killedInsideAnOpenTransactionLeavesOnlyCommittedTransfers() async throws {
-        let path = directory.file("ledger.sqlite")
-        let child = try Child(database: path, mode: "hold")
+    @Test(
+        "Killed inside an open transaction (SIGKILL, then power loss), only the committed transfers are kept",
+        arguments: [false, true])
+    func killedInsideAnOpenTransactionLeavesOnlyCommittedTransfers(powerLoss: Bool) async throws {
+        let path = directory.file("ledger-\(powerLoss).sqlite")
+        let child = try Child(database: path, mode: "hold", vfs: powerLoss ? "1" : nil)
         let lines = try await blocking { child.lines { $0 == "READY" } }
         #expect(lines == ["COMMITTED 10", "READY"])
         child.killHard()
         #expect(child.process.waitUntilExit() == .signalled(SIGKILL))
-        // The 200 transfers of the open transaction reached the WAL uncommitted; none of them may count.
-        let wal = try FileManager.default.attributesOfItem(atPath: path + "-wal")
-        let walSize = (wal[.size] as? NSNumber)?.intValue ?? 0
-        #expect(walSize > 100 * 1024, "the open transaction should have spilled into the WAL")
+        // The 200 transfers of the open transaction reached the WAL uncommitted; none of them may count. Under
+        // power loss they were never synced, so they are not on disk at all.
+        if !powerLoss {
+            let wal = try FileManager.default.attributesOfItem(atPath: path + "-wal")
+            let walSize = (wal[.size] as? NSNumber)?.intValue ?? 0
+            #expect(walSize > 100 * 1024, "the open transaction should have spilled into the WAL")
+        }
         let ledger = try await inspect(path)
         #expect(ledger.rows == 20)
         #expect(ledger.transfers == 10)
@@ -111,12 +123,12 @@ struct CrashTests {
         #expect(ledger.incomplete == 0)
     }
 
-    @Test("R1: killed at random moments, whole acknowledged transfers are kept")
+    @Test("R1: power lost at random moments (SIGKILL under the crash VFS), whole acknowledged transfers are kept")
     func killedAtRandomMomentsKeepsWholeAcknowledgedTransfers() async throws {
         let path = directory.file("loop.sqlite")
         var acknowledged = 0
         for round in 1...4 {
-            let child = try Child(database: path, mode: "loop")
+            let child = try Child(database: path, mode: "loop", vfs: "1")
             let target = acknowledged + 20 + round * 7
             let lines = try await blocking { child.lines { $0 == "COMMITTED \(target)" } }
             #expect(lines != nil, "the crasher stopped early in round \(round)")
@@ -132,5 +144,62 @@ struct CrashTests {
             #expect(ledger.transfers >= acknowledged)
             acknowledged = ledger.transfers
         }
+    }
+
+    @Test("R1: power lost in the middle of a sync, the unsynced writes torn, whole acknowledged transfers are kept")
+    func tornAtRandomSyncsKeepsWholeAcknowledgedTransfers() async throws {
+        let path = directory.file("torn.sqlite")
+        var acknowledged = 0
+        var random = SystemRandomNumberGenerator()
+        for round in 1...6 {
+            let syncs = Int.random(in: 5...2_500, using: &random)
+            let seed = UInt32.random(in: 1...UInt32.max, using: &random)
+            let child = try Child(
+                database: path, mode: "loop", vfs: CrashVFS.crashEnvironment(at: .sync, after: syncs, seed: seed))
+            let lines = try await blocking { () -> [String] in
+                var seen: [String] = []
+                while let line = child.process.nextLine() { seen.append(line) }
+                return seen
+            }
+            let reported = try await blocking { child.process.waitUntilExit() }
+            #expect(reported == .exited(137), "round \(round): the crash VFS should have crashed the child")
+            if let last = lines.last(where: { $0.hasPrefix("COMMITTED ") }), let number = Int(last.dropFirst(10)) {
+                acknowledged = number
+            }
+            let ledger = try await inspect(path)
+            #expect(ledger.sum == 0 && ledger.incomplete == 0 && ledger.rows == 2 * ledger.transfers)
+            // Every acknowledged transfer survived, and at most the one in flight besides.
+            #expect(ledger.transfers >= acknowledged, "round \(round), seed \(seed), sync \(syncs)")
+            #expect(ledger.transfers <= acknowledged + 1, "round \(round), seed \(seed), sync \(syncs)")
+            acknowledged = ledger.transfers
+        }
+    }
+
+    /// Runs the loop crasher under the crash VFS until it acknowledged 30 transfers, cuts the power (SIGKILL: its
+    /// unsynced writes are lost) and returns how many it acknowledged and how many the file kept.
+    func powerLossAfterAcknowledgedTransfers(off: Bool, vfs: String?) async throws -> (acknowledged: Int, kept: Int) {
+        let path = directory.file("durability-\(off)-\(vfs ?? "none").sqlite")
+        let child = try Child(database: path, mode: "loop", off: off, vfs: vfs)
+        let lines = try await blocking { child.lines { $0 == "COMMITTED 30" } }
+        #expect(lines != nil, "the crasher stopped early")
+        child.killHard()
+        _ = try await blocking { child.process.waitUntilExit() }
+        return (30, try await inspect(path).transfers)
+    }
+
+    @Test("R4: the power-loss check keeps every acknowledged transfer with synchronous=FULL")
+    func powerLossKeepsAcknowledgedTransfersWithFullSync() async throws {
+        let result = try await powerLossAfterAcknowledgedTransfers(off: false, vfs: "1")
+        #expect(result.kept >= result.acknowledged)
+    }
+
+    /// The negative case: the same check must catch a store that never syncs, which a plain SIGKILL cannot (the
+    /// kernel keeps the written pages).
+    @Test("R4: the power-loss check catches synchronous=OFF losing acknowledged transfers; a plain SIGKILL does not")
+    func powerLossCatchesSynchronousOff() async throws {
+        let powerLoss = try await powerLossAfterAcknowledgedTransfers(off: true, vfs: "1")
+        #expect(powerLoss.kept < powerLoss.acknowledged, "the crash VFS should lose what was never synced")
+        let killed = try await powerLossAfterAcknowledgedTransfers(off: true, vfs: nil)
+        #expect(killed.kept >= killed.acknowledged)
     }
 }

@@ -15,7 +15,10 @@ struct ProvisioningCommandTests {
     func commands() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-cli-\(UUID().uuidString)")
             .path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        defer {
+            LogScan.expectCleanLogs(of: path)  // V2
+            try? FileManager.default.removeItem(atPath: path)
+        }
         #expect(try await orchard(["init", "--data-dir", path]).status == 0)
         let created = try await orchard([
             "device", "create", "--data-dir", path, "--name", "phone", "--kind", "phone", "--biometry", "face",
@@ -73,7 +76,10 @@ struct AppBuyCommandTests {
     func buy() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-app-\(UUID().uuidString)")
             .path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        defer {
+            LogScan.expectCleanLogs(of: path)  // V2
+            try? FileManager.default.removeItem(atPath: path)
+        }
         #expect(try await orchard(["init", "--data-dir", path]).status == 0)
         let out = path + "/out"
         let bought = try await orchard([

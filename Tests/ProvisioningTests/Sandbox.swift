@@ -1,4 +1,5 @@
 import CardBasics
+import CommandTestSupport
 import Device
 import Foundation
 import MerchantServer
@@ -12,6 +13,7 @@ import PayAPI
 import PayClient
 import PayServer
 import SecureElement
+import Testing
 import TokenService
 import Wallet
 
@@ -33,12 +35,18 @@ final class Sandbox: @unchecked Sendable {
         deployment = DeploymentDirectory(path: path)
         let registry = try ServiceRegistry([NetworkServerService(), PayService(), MerchantService()])
         _ = try await DeploymentInitializer.initialize(deployment, registry: registry)
-        connections = try await ServiceConnections.connect([.network, .pay], directory: deployment, registry: registry)
+        // Both services log at debug level; `close` scans their logs (V2).
+        var environment = ServiceEnvironment()
+        environment.variables.merge(LogScan.debugLogEnvironment) { current, _ in current }
+        connections = try await ServiceConnections.connect(
+            [.network, .pay], directory: deployment, registry: registry, environment: environment)
         root = try Certificate(pemEncoded: connections.rootCertificatePEM)
     }
 
     func close() async {
         await connections.close()
+        // V2: no card number, DPAN, CVV, cryptogram, key or address in the network's or the Pay server's log.
+        LogScan.expectCleanLogs(of: path, secrets: LogScan.Secrets(texts: Array(Self.cvv.keys)), requireDebug: true)
         try? FileManager.default.removeItem(atPath: path)
     }
 

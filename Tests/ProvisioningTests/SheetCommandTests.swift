@@ -57,7 +57,10 @@ struct SheetCommandTests {
     func attendedAndAutomatic() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-sheet-\(UUID().uuidString)")
             .path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        defer {
+            LogScan.expectCleanLogs(of: path)  // V2
+            try? FileManager.default.removeItem(atPath: path)
+        }
         #expect(try await orchard(["init", "--data-dir", path]).status == 0)
         // demo-phone with the approve card, bought in process (no device process yet).
         let first = try await orchard(["app", "buy", "--data-dir", path, "--item", "Coffee", "--amount", "9.99"])

@@ -1,4 +1,5 @@
 import CardBasics
+import CommandTestSupport
 import EMV
 import Foundation
 import NFCLink
@@ -12,14 +13,18 @@ import Testing
     import Glibc
 #endif
 
-/// A fresh short directory (a Unix socket path holds at most 107 bytes), removed when released.
+/// A fresh short directory (a Unix socket path holds at most 107 bytes), removed when released; the parties'
+/// logs in it are scanned first (V2).
 final class TemporaryDirectory: @unchecked Sendable {
     let path: String
     init() throws {
         path = "/tmp/otm-" + String(UUID().uuidString.prefix(8))
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
+    deinit {
+        LogScan.expectCleanLogs(of: path)
+        try? FileManager.default.removeItem(atPath: path)
+    }
     var antenna: String { path + "/nfc.sock" }
     var deployment: DeploymentDirectory { DeploymentDirectory(path: path) }
 }

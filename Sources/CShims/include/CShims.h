@@ -26,5 +26,8 @@ void orchard_sk_X509_pop_free(STACK_OF(X509) *stack);
 /* SQLITE_TRANSIENT is a cast macro. */
 int orchard_sqlite3_bind_text_transient(sqlite3_stmt *stmt, int index, const char *text, int length);
 int orchard_sqlite3_bind_blob_transient(sqlite3_stmt *stmt, int index, const void *bytes, int length);
+/// sqlite3_db_config(SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on): whether closing the last connection skips the
+/// checkpoint (and keeps the write-ahead log). Variadic in C.
+int orchard_sqlite3_no_checkpoint_on_close(sqlite3 *db, int on);
 
 #endif
