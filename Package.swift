@@ -338,7 +338,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "OrchardCLITests", dependencies: ["OrchardCLI", "OrchardFixtures", "NetworkServer", "OrchardStore"],
+            name: "OrchardCLITests",
+            dependencies: ["OrchardCLI", "OrchardFixtures", "NetworkServer", "OrchardStore", "CommandTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",

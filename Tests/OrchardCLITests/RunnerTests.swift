@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import Testing
 
@@ -61,7 +62,12 @@ struct RunnerTests {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-demo-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
         let first = Capture()
-        #expect(await first.run(["demo", "--data-dir", dir.path]) == 0, "\(first.stderr)")
+        // Every service at debug level: the demo is the widest end-to-end run, and its logs are scanned (V2).
+        #expect(
+            await first.run(
+                ["demo", "--data-dir", dir.path],
+                environment: LogScan.debugLogEnvironment.merging(["HOME": "/tmp/orchard-home"]) { $1 }) == 0,
+            "\(first.stderr)")
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("config.json").path))
         let second = Capture()
         #expect(await second.run(["demo", "--data-dir", dir.path]) == 0)
@@ -76,6 +82,11 @@ struct RunnerTests {
         #expect(summary?.map { $0["channel"] ?? "" } == ["in-store", "in-store", "in-app"])
         #expect(summary?.allSatisfy { $0["result"] == "approved" && $0["responseCode"] == "00" } == true)
         #expect(summary?.allSatisfy { ($0["card"] ?? "").contains("******") } == true)
+        // No card number, DPAN, CVV, cryptogram, key or address in any party's log (the CVV by its field names: three
+        // digits alone turn up in random identifiers); debug lines were written.
+        let scanned = LogScan.expectCleanLogs(
+            of: dir.path, secrets: LogScan.Secrets(texts: ["4111111111111111"]), requireDebug: true)
+        #expect(scanned > 0)
         // A directory holding other files is refused, not overwritten.
         let occupied = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-occ-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: occupied, withIntermediateDirectories: true)
