@@ -423,6 +423,16 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Apple Pay on the web, part 1: identity certificates, association files, sandbox host names, domains.
+        .testTarget(
+            name: "WebMerchantTests",
+            dependencies: [
+                "PayServer", "MerchantServer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
+                "OrchardX509", "OrchardHTTP",
+            ],
+            swiftSettings: strict
+        ),
+
         // The merchant server (orchard serve merchant) end to end: real tokens from the Pay server, charges through
         // the network's acquirer.
         .testTarget(

@@ -14,8 +14,8 @@ public struct MerchantService: OrchardService {
         /// The payment processing certificate (P-256, merchant-ID extension, subject UID) and its key: tokens
         /// are encrypted to it.
         public static let processing = "merchant-processing"
-        /// The merchant identity certificate (TLS client certificate) and its key, for mutual TLS to the Pay
-        /// server.
+        /// The merchant identity certificate (TLS client certificate, RSA-2048 as Apple's) and its key, for mutual
+        /// TLS to the Pay server.
         public static let identity = "merchant-identity"
     }
 
@@ -64,17 +64,20 @@ public struct MerchantService: OrchardService {
         try DeploymentPKI.writeCertificates(processing, named: Files.processing, to: context.directory)
         context.trace("merchant: payment processing certificate pki/\(Files.processing).pem for \(merchantID)")
 
-        let identityKey = try DeploymentPKI.newSigningKey()
+        // Identity certificates are RSA-2048, as Apple's: the Pay server refuses other keys.
+        let identityKey = try RSA.PrivateKey(keySize: 2048)
         let identityRequest = try CertificateSigningRequest.create(
             subject: DistinguishedName([
-                .userID(merchantID), .commonName("Merchant ID: \(merchantID)"), .organization(displayName),
+                .userID(merchantID), .commonName("Apple Pay Merchant Identity:\(merchantID)"),
+                .organization(displayName),
             ]),
             key: CertificatePrivateKey(identityKey))
         let identity = try await onboarding.issueMerchantIdentityCertificate(
             for: identityRequest, merchantIdentifier: merchantID)
-        try DeploymentPKI.writeSigningKey(identityKey, named: Files.identity, to: context.directory)
+        try context.directory.writePrivateKey(
+            SecureBytes(Array(try identityKey.pemRepresentation.utf8)), named: Files.identity)
         try DeploymentPKI.writeCertificates(identity, named: Files.identity, to: context.directory)
-        context.trace("merchant: identity (TLS client) certificate pki/\(Files.identity).pem")
+        context.trace("merchant: identity (TLS client) certificate pki/\(Files.identity).pem (RSA-2048)")
 
         try await onboarding.entitle(application: application, merchantIdentifiers: [merchantID])
         context.trace("merchant: app \(application) entitled to pay for \(merchantID)")

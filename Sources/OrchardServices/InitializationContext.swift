@@ -21,7 +21,8 @@ public protocol MerchantOnboarding: Sendable {
     ) async throws -> [Certificate]
 
     /// Issues a merchant identity certificate (a TLS client certificate, extended key usage clientAuth) from
-    /// `request`, for the merchant's mutual-TLS calls to the Pay server. Returns the chain, leaf first.
+    /// `request`, whose key must be RSA-2048 as Apple requires, for the merchant's mutual-TLS calls to the Pay
+    /// server. Returns the chain, leaf first.
     func issueMerchantIdentityCertificate(
         for request: CertificateSigningRequest, merchantIdentifier: String
     ) async throws -> [Certificate]

@@ -222,6 +222,8 @@ struct InitTests {
         #expect(!verifier.verify(leaf: chain[0], intermediates: [], at: Date()).isValid)
         #expect(try chain[0].extendedKeyUsage == [.clientAuth])
         #expect(chain[0].subject.userID == "merchant.dev.orchard.demo")
+        #expect(try chain[0].publicKey.rsa?.keySizeInBits == 2048)
+        #expect(chain[0].hasExtension(.appleMerchantIdentityMarker))
         #expect(chain[1] == (try DeploymentPKI.readCertificate(named: PayService.Files.merchantCA, from: directory)))
         // The identity key is not the processing key (MerchantKit refuses the pair).
         let processing = try DeploymentPKI.readCertificate(named: MerchantService.Files.processing, from: directory)

@@ -24,7 +24,7 @@ enum MerchantCommands {
         discussion: """
             Writes OUT/<merchant>-<kind>.key (the private key, PEM, mode 0600) and OUT/<merchant>-<kind>.csr.
             A processing key is P-256 (EC_v1 tokens) or, with --key-type rsa, RSA-2048 (RSA_v1 tokens); an
-            identity key (the TLS client certificate for merchant sessions) is P-256.
+            identity key (the TLS client certificate for merchant sessions) is always RSA-2048, as Apple's.
             """,
         options: [csrMerchantOption, kindOption, keyTypeOption, outOption]
     ) { arguments, context in
@@ -45,8 +45,8 @@ enum MerchantCommands {
         "merchant", "ID", help: "The merchant ID, e.g. merchant.dev.orchard.shop.")
     static let kindOption = Option<CertificateKind>.choice(
         "kind", default: .processing, help: "What the certificate is for.")
-    static let keyTypeOption = Option<KeyType>.choice(
-        "key-type", default: .p256, help: "The key (rsa only for processing).")
+    static let keyTypeOption: Option<KeyType?> = .choice(
+        "key-type", help: "The processing key: p256 (default) or rsa. Identity keys are RSA-2048.")
     static let outOption = Option.optional(
         "out", "DIR", help: "Where to write the key and CSR (default: the current directory).")
 
@@ -234,9 +234,13 @@ enum MerchantCommands {
     static func runCSR(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let merchant = arguments[csrMerchantOption]
         let kind = arguments[kindOption]
-        let keyType = arguments[keyTypeOption]
-        guard keyType == .p256 || kind == .processing else {
-            throw CLIError.usage("--key-type is p256, or rsa for a processing key")
+        // Identity certificates are RSA-2048 (the Pay server refuses other keys, as Apple's portal does).
+        let keyType: KeyType
+        switch (kind, arguments[keyTypeOption]) {
+        case (.identity, .p256?):
+            throw CLIError.usage("identity certificates are RSA-2048: leave out --key-type or pass --key-type rsa")
+        case (.identity, _): keyType = .rsa
+        case (.processing, let chosen): keyType = chosen ?? .p256
         }
         let key: CertificatePrivateKey
         let keyPEM: String
