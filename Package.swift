@@ -101,7 +101,7 @@ let package = Package(
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
-                "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy",
+                "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),
@@ -131,6 +131,7 @@ let package = Package(
                 "CardBasics",
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
                 "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI", "AccessPolicy",
+                "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),
@@ -186,6 +187,8 @@ let package = Package(
         // The wire format between apps and the merchant server (only AccessPolicy: apps import it, the merchant
         // server registers its routes from it and reads and writes its types).
         .target(name: "MerchantAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
+        // Apple Pay on the web, merchant side at the Pay server: domain routes and the association-file format.
+        .target(name: "WebMerchantAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
         // The wire format between the Pay server and the network's token-requestor routes (only AccessPolicy: both
         // sides import it, the network converts to and from its token service's types).
         .target(name: "TokenRequestorAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
@@ -428,7 +431,7 @@ let package = Package(
             name: "WebMerchantTests",
             dependencies: [
                 "PayServer", "MerchantServer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
-                "OrchardX509", "OrchardHTTP",
+                "OrchardX509", "OrchardHTTP", "WebMerchantAPI", "PaymentToken", "AccessPolicy",
             ],
             swiftSettings: strict
         ),
