@@ -152,7 +152,7 @@ let package = Package(
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
                 "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "CardBasics", "AcquirerAPI",
-                "MerchantAPI", "AccessPolicy",
+                "MerchantAPI", "AccessPolicy", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),
@@ -431,7 +431,8 @@ let package = Package(
             name: "WebMerchantTests",
             dependencies: [
                 "PayServer", "MerchantServer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
-                "OrchardX509", "OrchardHTTP", "WebMerchantAPI", "PaymentToken", "AccessPolicy",
+                "OrchardX509", "OrchardHTTP", "WebMerchantAPI", "PaymentToken", "AccessPolicy", "OrchardLogging",
+                "OrchardCLI",
             ],
             swiftSettings: strict
         ),
@@ -446,7 +447,7 @@ let package = Package(
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
-                "AcquirerAPI", "TokenRequestorAPI",
+                "AcquirerAPI", "TokenRequestorAPI", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),

@@ -74,7 +74,8 @@ public final class MerchantServer: Sendable {
             let http = try HTTPServiceInstance(
                 name: .merchant, configuration: configuration, directory: directory, router: server.routes(),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
-            return MerchantServiceInstance(http: http, payments: payments)
+            let site = try MerchantSite(configuration: configuration, directory: directory, logger: logger)
+            return MerchantServiceInstance(http: http, payments: payments, site: site)
         } catch {
             await store.close()
             throw error
@@ -109,19 +110,36 @@ final class MerchantServiceInstance: ServiceInstance {
     /// Internal for the access matrix test, which reads the routes its server registered.
     let http: HTTPServiceInstance
     private let payments: PaymentProcessor
+    /// The demo website (`store.orchard.test`) on its own listener.
+    let site: MerchantSite
 
-    init(http: HTTPServiceInstance, payments: PaymentProcessor) {
+    init(http: HTTPServiceInstance, payments: PaymentProcessor, site: MerchantSite) {
         self.http = http
         self.payments = payments
+        self.site = site
     }
 
     func start() async throws -> ServiceEndpoint {
-        let endpoint = try await http.start()
+        var endpoint = try await http.start()
+        do {
+            try site.server.start()
+        } catch {
+            await http.shutdown()
+            throw ServicesError(.startFailed, "the merchant's site cannot listen", underlying: error)
+        }
+        endpoint.ports["site"] = site.server.port
         let payments = self.payments
         Task { await payments.resolveUnfinished() }
         return endpoint
     }
 
-    func shutdown() async { await http.shutdown() }
-    func forceShutdown() { http.forceShutdown() }
+    func shutdown() async {
+        await site.server.shutdown()
+        await http.shutdown()
+    }
+
+    func forceShutdown() {
+        site.server.forceShutdown()
+        http.forceShutdown()
+    }
 }

@@ -5,6 +5,7 @@ public import OrchardServices
 import OrchardStore
 import OrchardX509
 public import PaymentToken
+import WebMerchantAPI
 
 /// The Orchard Pay server as a deployment service (`orchard serve pay`): its configuration, its init step and
 /// its build function.
@@ -21,6 +22,9 @@ public struct PayService: OrchardService {
         public static let merchantCA = "merchant-ca"
         /// The Pay server's TLS client certificate (role token requestor) for its calls to the network.
         public static let client = "pay-client"
+        /// The merchant portal's client certificate (role `merchant-portal`, from the Orchard root): what
+        /// `orchard merchant domain` and `association-file` present to the Pay server's web merchant routes.
+        public static let portal = "merchant-portal"
     }
 
     /// `pay.demoAccount`: the user account `init` creates, to which demo devices belong.
@@ -35,6 +39,13 @@ public struct PayService: OrchardService {
 
     public var name: ServiceName { .pay }
     public var configurationKeys: [AnyConfigurationKey] { [Self.demoAccount.erased] }
+    /// The mutual-TLS web gateway and the public side, both on the main listener for now.
+    public var hostNames: [ServiceHostName] {
+        [
+            ServiceHostName(WebMerchantAPI.HostNames.gateway, port: ServiceSettings.port(.pay)),
+            ServiceHostName(WebMerchantAPI.HostNames.pay, port: ServiceSettings.port(.pay)),
+        ]
+    }
 
     public func initialize(_ context: InitializationContext) async throws {
         let directory = context.directory
@@ -60,6 +71,11 @@ public struct PayService: OrchardService {
             to: directory,
             clock: context.clock, random: context.random)
         context.trace("pay: client certificate pki/\(Files.client).pem (token requestor) for calls to the network")
+        try ServiceAccess.issueClientIdentity(
+            named: Files.portal, role: ServiceRole(WebMerchantAPI.portalRole), commonName: "Orchard merchant portal",
+            by: context.rootCA, to: directory, clock: context.clock, random: context.random)
+        context.trace(
+            "pay: client certificate pki/\(Files.portal).pem (merchant portal) for domains and association files")
 
         let store = try PayStore.open(in: directory)
         context.atEnd { await store.close() }
@@ -73,6 +89,11 @@ public struct PayService: OrchardService {
         context.trace("pay: demo account \"\(account)\" in pay.sqlite")
         context.provide(
             MerchantRegistry(store: store, authority: merchantCA, clock: context.clock, random: context.random))
+        let files = try AssociationFiles(tokenSigning: pki, clock: context.clock)
+        let validator = DomainValidator(
+            hostNames: context.currentConfiguration.hostNames,
+            trustedRootsPEM: context.rootCA.certificate.pemRepresentation, files: files)
+        context.provideWebDomains(WebDomains(store: store, validator: validator, files: files, clock: context.clock))
     }
 
     public func build(

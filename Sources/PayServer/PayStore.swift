@@ -84,6 +84,7 @@ public enum PayStore {
                 """),
         AnonymousAnalytics.migration(version: 3),
         Migration(version: 4, name: InAppStore.migrationName, sql: InAppStore.migrationSQL),
+        Migration(version: 5, name: WebDomains.migrationName, sql: WebDomains.migrationSQL),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.

@@ -45,6 +45,12 @@ public enum WebMerchantAPI {
         }
     }
 
+    /// What a merchant's website serves to the verifier.
+    public enum Site {
+        /// `GET` the association file: anyone, no client certificate, status 200, no redirect.
+        public static let associationFile = DeclaredRoute("GET", associationFilePath, .anyone)
+    }
+
     /// The routes with their policy, as the Pay server registers them.
     public enum Declared {
         static let portal = AccessPolicy.role(portalRole)

@@ -11,6 +11,7 @@ import PayAPI
 import PayServer
 import Testing
 import TokenRequestorAPI
+import WebMerchantAPI
 
 @testable import MerchantServer
 @testable import NetworkServer
@@ -44,7 +45,7 @@ final class AccessDeployment: @unchecked Sendable {
             configuration: configuration, directory: deployment, environment: environment)
         let http = try #require(
             (built as? MerchantServiceInstance)?.http ?? (built as? NetworkServiceInstance)?.http
-                ?? built as? HTTPServiceInstance)
+                ?? (built as? PayServiceInstance)?.http ?? built as? HTTPServiceInstance)
         return (built, http.server, try await built.start().baseURL)
     }
 }
@@ -264,9 +265,13 @@ extension AccessMatrixTests {
                     by: merchantCA)),
             // A role of the network: the Pay server recognizes it nowhere.
             CallerRoles.tokenRequestor: MatrixCaller(name: "terminal T0001", client: clients.terminal1),
+            WebMerchantAPI.portalRole: MatrixCaller(
+                name: "merchant portal",
+                client: try access.client(role: ServiceRole(WebMerchantAPI.portalRole), identity: nil)),
         ]
         try await Self.runMatrix(
-            "pay", server: server, base: base, declared: PayAPI.Declared.all, anonymous: clients.anonymous,
+            "pay", server: server, base: base, declared: PayAPI.Declared.all + WebMerchantAPI.Declared.all,
+            anonymous: clients.anonymous,
             foreign: clients.foreign, callers: callers, others: [])
         await pay.shutdown()
     }

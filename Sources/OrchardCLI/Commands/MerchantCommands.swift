@@ -15,7 +15,7 @@ enum MerchantCommands {
     static let command = Command(
         name: "merchant",
         summary: "Merchant onboarding: CSRs, registration, certificates and app entitlements at the Pay server.",
-        subcommands: [csr, register, certs]
+        subcommands: [csr, register, certs, WebMerchantCommands.associationFile, WebMerchantCommands.domain]
     )
 
     static let csr = Command(
