@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "OrchardCrypto", targets: ["OrchardCrypto"]),
         .library(name: "OrchardX509", targets: ["OrchardX509"]),
         .library(name: "CardBasics", targets: ["CardBasics"]),
+        // The domain-association file a web merchant hosts, and the Pay server's web merchant routes.
+        .library(name: "WebMerchantAPI", targets: ["WebMerchantAPI"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -432,7 +434,7 @@ let package = Package(
             dependencies: [
                 "PayServer", "MerchantServer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "WebMerchantAPI", "PaymentToken", "AccessPolicy", "OrchardLogging",
-                "OrchardCLI",
+                "OrchardCLI", "CommandTestSupport",
             ],
             swiftSettings: strict
         ),

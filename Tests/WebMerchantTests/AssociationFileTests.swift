@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import OrchardCrypto
 import OrchardX509
@@ -84,7 +85,34 @@ struct AssociationFileTests {
         #expect(files.problem(with: garbage, merchantIdentifier: Self.merchant) != nil)
     }
 
-    @Test("The parser refuses each malformed file with a typed error")
+    @Test("OpenSSL agrees: `openssl cms -verify` accepts the signature over the signed content, to the token root")
+    func opensslVerifies() throws {
+        let pki = try Self.pki()
+        let files = try AssociationFiles(tokenSigning: pki, clock: SystemClock())
+        let file = try files.issue(merchantIdentifier: Self.merchant, at: Date())
+        let folder = try TemporaryDirectory()
+        let paths = (
+            signature: folder.child("signature.der"), content: folder.child("content.json"),
+            root: folder.child("root.pem"), altered: folder.child("altered.json")
+        )
+        try Data(file.signature).write(to: URL(fileURLWithPath: paths.signature))
+        try Data(file.signedContent).write(to: URL(fileURLWithPath: paths.content))
+        try Data(pki.root.pemRepresentation.utf8).write(to: URL(fileURLWithPath: paths.root))
+        try Data(file.signedContent.dropLast() + Array(",}".utf8)).write(to: URL(fileURLWithPath: paths.altered))
+        func verify(_ content: String) throws -> ChildProcess.Termination {
+            let process = try ChildProcess(
+                "/usr/bin/openssl",
+                [
+                    "cms", "-verify", "-binary", "-inform", "DER", "-in", paths.signature, "-content", content,
+                    "-CAfile", paths.root, "-purpose", "any", "-out", "/dev/null",
+                ], stdout: .capture, stderr: .capture)
+            return process.waitUntilExit()
+        }
+        #expect(try verify(paths.content) == .exited(0))
+        #expect(try verify(paths.altered) != .exited(0))
+    }
+
+    @Test("F1: The association-file parser refuses each malformed file with a typed error")
     func parserRefusals() {
         func hex(_ text: String) -> [UInt8] {
             Array(text.utf8.map { String(format: "%02X", $0) }.joined().utf8)

@@ -187,6 +187,16 @@ struct WebCommandTests {
         #expect(!decoded.verified && decoded.record.status == "failed")
         await merchant.stop()
 
+        // A P-256 identity CSR is refused at registration.
+        let out = deployment.temporary.path
+        _ = await Capture().run(["merchant", "csr", "--merchant", "merchant.dev.ec", "--out", out])
+        let (ecIdentity, ecRefusal) = await deployment.rc([
+            "merchant", "register", "--merchant", "merchant.dev.ec", "--display-name", "EC", "--identity-csr",
+            deployment.temporary.child("merchant.dev.ec-processing.csr"), "--out", deployment.temporary.path,
+        ])
+        #expect(ecIdentity == 1, "\(ecRefusal.stderr)")
+        #expect(ecRefusal.stderr.contains("identity certificates are RSA-2048"))
+
         // A merchant without an identity certificate: validation is refused before anything is fetched.
         _ = await deployment.run(["merchant", "register", "--merchant", "merchant.dev.noid", "--display-name", "N"])
         _ = await deployment.run(["merchant", "domain", "add", "--merchant", "merchant.dev.noid", "--domain", "a.test"])
