@@ -163,7 +163,9 @@ struct InitTests {
             #expect(verifier.verify(leaf: leaf, intermediates: [], at: Date()).isValid)
             #expect(!otherVerifier.verify(leaf: leaf, intermediates: [], at: Date()).isValid)
             let names = try #require(try leaf.subjectAlternativeNames)
-            #expect(names.dnsNames == ["localhost"])
+            // localhost, then the host names the service answers for (config.json names).
+            let hostNames = try Self.registry().services.first { $0.name == service }?.hostNames.map(\.name) ?? []
+            #expect(names.dnsNames == ["localhost"] + hostNames)
             #expect(names.ipAddresses.contains([127, 0, 0, 1]))
             #expect(try leaf.extendedKeyUsage == [.serverAuth])
             // The identity the server loads is the pair init wrote.
