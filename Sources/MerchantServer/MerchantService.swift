@@ -92,6 +92,12 @@ public struct MerchantService: OrchardService {
         try await onboarding.entitle(application: application, merchantIdentifiers: [merchantID])
         context.trace("merchant: app \(application) entitled to pay for \(merchantID)")
         try await Self.onboardAtAcquirer(context, merchantID: merchantID, displayName: displayName)
+        try MerchantPortal.issue(
+            for: merchantID, role: ServiceRole(WebMerchantAPI.portalRole), by: context.rootCA, to: context.directory,
+            clock: context.clock, random: context.random)
+        context.trace(
+            "merchant: portal certificate pki/\(MerchantPortal.fileName(for: merchantID)).pem (merchant-portal, "
+                + "merchant:\(merchantID)) for its domains and association files")
         try await Self.validateSite(context, merchantID: merchantID)
 
         let store = try Self.openStore(in: context.directory)

@@ -22,9 +22,6 @@ public struct PayService: OrchardService {
         public static let merchantCA = "merchant-ca"
         /// The Pay server's TLS client certificate (role token requestor) for its calls to the network.
         public static let client = "pay-client"
-        /// The merchant portal's client certificate (role `merchant-portal`, from the Orchard root): what
-        /// `orchard merchant domain` and `association-file` present to the Pay server's web merchant routes.
-        public static let portal = "merchant-portal"
     }
 
     /// `pay.demoAccount`: the user account `init` creates, to which demo devices belong.
@@ -71,11 +68,6 @@ public struct PayService: OrchardService {
             to: directory,
             clock: context.clock, random: context.random)
         context.trace("pay: client certificate pki/\(Files.client).pem (token requestor) for calls to the network")
-        try ServiceAccess.issueClientIdentity(
-            named: Files.portal, role: ServiceRole(WebMerchantAPI.portalRole), commonName: "Orchard merchant portal",
-            by: context.rootCA, to: directory, clock: context.clock, random: context.random)
-        context.trace(
-            "pay: client certificate pki/\(Files.portal).pem (merchant portal) for domains and association files")
 
         let store = try PayStore.open(in: directory)
         context.atEnd { await store.close() }

@@ -6,8 +6,9 @@ import OrchardX509
 import WebMerchantAPI
 
 extension PayServer {
-    /// The merchant portal's web routes (WebMerchantAPI): domains and association files. Only the portal's client
-    /// certificate (issued by the Orchard root, OU `merchant-portal`) may call them; the merchant is the path's.
+    /// The merchant portal's web routes (WebMerchantAPI): domains and association files. Only a merchant's portal
+    /// certificate (issued by the Orchard root, OU `merchant-portal`, UID `merchant:<ID>`) may call them, for the
+    /// merchant it names (the router checks the path's `:merchant` against it).
     func installWebMerchantRoutes(into router: inout Router, root: Certificate) {
         router.roles[WebMerchantAPI.portalRole] = ServiceAccess.requirement(
             [ServiceRole(WebMerchantAPI.portalRole)], root: root)

@@ -22,9 +22,9 @@ public enum WebMerchantAPI {
         public static let all = [gateway, pay, store]
     }
 
-    /// The role of the merchant portal's client certificate (issued by the Orchard root at `init`, OU
-    /// `merchant-portal`): the operator who registers merchants and their domains, as Apple's developer portal
-    /// does. It acts for any merchant, which the path names.
+    /// The role of a merchant's portal certificate (issued by the Orchard root, OU `merchant-portal`, subject UID
+    /// `merchant:<merchant ID>`): the merchant's login to the Pay server's web merchant routes, as Apple's developer
+    /// portal. It acts only for the merchant it names, which the path must name too.
     public static let portalRole = "merchant-portal"
 
     /// The routes' paths.
@@ -51,9 +51,11 @@ public enum WebMerchantAPI {
         public static let associationFile = DeclaredRoute("GET", associationFilePath, .anyone)
     }
 
-    /// The routes with their policy, as the Pay server registers them.
+    /// The routes with their policy, as the Pay server registers them: a portal certificate whose merchant is the
+    /// path's `:merchant` (403 `caller_mismatch` for another merchant's).
     public enum Declared {
-        static let portal = AccessPolicy.role(portalRole)
+        static let portal = AccessPolicy.identified(
+            role: portalRole, IdentityBinding(kind: CallerIdentity.merchant, pathParameters: ["merchant"]))
 
         public static let addDomain = DeclaredRoute("POST", Route.domains(merchant: ":merchant"), portal)
         public static let listDomains = DeclaredRoute("GET", Route.domains(merchant: ":merchant"), portal)

@@ -204,6 +204,31 @@ struct WebCommandTests {
             ["merchant", "domain", "verify", "--merchant", "merchant.dev.noid", "--domain", "a.test", "--explain"])
         #expect(noIdentity == 1 && refused.stdout.hasPrefix("fail    identity certificate"))
 
+        // A merchant's portal certificate acts for that merchant only: the demo merchant's cannot read or change
+        // merchant.dev.shop's domains (403 caller_mismatch), while its own routes answer.
+        let connections = try await ServiceConnections.connect(
+            [.pay], directory: deployment.directory, registry: registry)
+        let demoPortal = try TLSIdentity.load(
+            named: MerchantPortal.fileName(for: Self.demo), from: deployment.directory)
+        let portalPort = try #require(connections.endpoints[.pay]?.port)
+        let client = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: connections.rootCertificatePEM,
+                clientCertificateChainPEM: demoPortal.certificateChainPEM,
+                clientPrivateKeyPEM: demoPortal.privateKeyPEM, maxAttempts: 1,
+                connectTo: [WebMerchantAPI.HostNames.pay: portalPort]))
+        let base = "https://" + WebMerchantAPI.HostNames.pay
+        let foreign = try await client.get(base + WebMerchantAPI.Route.domains(merchant: "merchant.dev.shop"))
+        #expect(
+            foreign.status == .forbidden && String(decoding: foreign.body, as: UTF8.self).contains("caller_mismatch"))
+        let foreignFile = try await client.send(
+            HTTPClientRequest(
+                method: .post, url: base + WebMerchantAPI.Route.associationFile(merchant: "merchant.dev.shop")))
+        #expect(foreignFile.status == .forbidden)
+        #expect(try await client.get(base + WebMerchantAPI.Route.domains(merchant: Self.demo)).status == .ok)
+        client.shutdown()
+        await connections.close()
+
         // Remove; then verifying or removing again is refused with one error line.
         let (removed, left) = await deployment.rc(
             ["merchant", "domain", "remove", "--merchant", "merchant.dev.shop", "--domain", "store.orchard.test"])

@@ -29,7 +29,11 @@ struct WebMerchantAPIContractTests {
             WebMerchantAPI.Route.verify(merchant: "m.x", domain: "a.test")
                 == "/v1/web/merchants/m.x/domains/a.test/verify")
         #expect(WebMerchantAPI.Route.associationFile(merchant: "m.x") == "/v1/web/merchants/m.x/association-file")
-        #expect(WebMerchantAPI.Declared.all.allSatisfy { $0.policy == .role("merchant-portal") })
+        // A merchant's portal certificate, for the merchant the path names.
+        let portal = AccessPolicy.identified(
+            role: "merchant-portal", IdentityBinding(kind: "merchant", pathParameters: ["merchant"]))
+        #expect(WebMerchantAPI.Declared.all.allSatisfy { $0.policy == portal })
+        #expect(WebMerchantAPI.Declared.all.allSatisfy { $0.pattern.hasPrefix("/v1/web/merchants/:merchant/") })
         #expect(WebMerchantAPI.Site.associationFile.policy == .anyone)
         #expect(
             WebMerchantAPI.HostNames.all == [

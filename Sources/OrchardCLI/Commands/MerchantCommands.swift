@@ -6,6 +6,7 @@ import OrchardServices
 import OrchardStore
 import OrchardX509
 import PayServer
+import WebMerchantAPI
 
 /// `orchard merchant ...`: merchant onboarding at the Pay server of a deployment (`--data-dir DIR`): CSRs,
 /// registration with certificates and app entitlements, listing and revoking certificates. The commands work
@@ -55,7 +56,8 @@ enum MerchantCommands {
         summary: "Register a merchant ID, issue its certificates from CSRs, and entitle apps to pay for it.",
         discussion: """
             Idempotent for the registration and entitlements; each CSR given gets a new certificate, written as
-            OUT/<merchant>-processing.pem or -identity.pem (the certificate, then the merchant CA). With
+            OUT/<merchant>-processing.pem or -identity.pem (the certificate, then the merchant CA). The merchant's
+            portal certificate for `orchard merchant domain` is written to DIR/pki/ once. With
             --acquiring-account the network's acquirer lets that account charge payments made for the merchant ID
             (one account per merchant ID; `init` does it for the demo merchant); without it the acquirer refuses
             the merchant ID's payments.
@@ -92,6 +94,7 @@ enum MerchantCommands {
             for app in request.apps {
                 try await registry.entitle(application: app, merchantIdentifiers: [request.merchant])
             }
+            written.append(try issuePortalCertificate(for: request.merchant, in: deployment))
             for path in written { context.trace("wrote \(path)") }
             try context.outputJSON(
                 RegistrationSummary(
@@ -223,6 +226,19 @@ enum MerchantCommands {
 
     static func merchantCA(_ deployment: DeploymentDirectory) throws -> CertificateAuthority {
         try CertificateAuthority.load(named: PayService.Files.merchantCA, from: deployment)
+    }
+
+    /// The merchant's portal certificate (`MerchantPortal`), for `orchard merchant domain` and `association-file`;
+    /// one already there is kept.
+    static func issuePortalCertificate(for merchant: String, in deployment: DeploymentDirectory) throws -> String {
+        let name = MerchantPortal.fileName(for: merchant)
+        let path = deployment.pkiPath + "/" + name + ".pem"
+        guard !FileManager.default.fileExists(atPath: path) else { return path }
+        let root = try CertificateAuthority.load(named: PKIFiles.rootCA, from: deployment)
+        try MerchantPortal.issue(
+            for: merchant, role: ServiceRole(WebMerchantAPI.portalRole), by: root, to: deployment, clock: SystemClock(),
+            random: SystemRandom())
+        return path
     }
 
     static func write(_ chain: [Certificate], as name: String, to directory: String) throws -> String {

@@ -6,9 +6,9 @@ import PayServer
 import WebMerchantAPI
 
 /// `orchard merchant association-file` and `orchard merchant domain …`: Apple Pay on the web's merchant side at
-/// the Pay server (docs/web.md). The commands call the Pay server's web merchant routes as the merchant portal
-/// (`pki/merchant-portal`), at `https://pay.orchard.test` mapped to the Pay server's port (libcurl connect-to);
-/// a Pay server not running is started in this process for the call.
+/// the Pay server (docs/web.md). The commands call the Pay server's web merchant routes with the merchant's portal
+/// certificate (`pki/merchant-portal-<hash>`, `MerchantPortal`), at `https://pay.orchard.test` mapped to the Pay
+/// server's port (libcurl connect-to); a Pay server not running is started in this process for the call.
 enum WebMerchantCommands {
     static let associationFile = Command(
         name: "association-file",
@@ -35,7 +35,7 @@ enum WebMerchantCommands {
         discussion: "Registering it again changes nothing. Prints the domain's record as JSON.",
         options: [merchantOption, domainOption]
     ) { arguments, context in
-        try await runPortal(context) { portal in
+        try await runPortal(context, merchant: arguments[merchantOption]) { portal in
             try await portal.send(
                 .post, WebMerchantAPI.Route.domains(merchant: arguments[merchantOption]),
                 body: DomainRequest(domain: arguments[domainOption]), as: DomainRecord.self)
@@ -55,7 +55,7 @@ enum WebMerchantCommands {
         options: [merchantOption, domainOption, explainOption]
     ) { arguments, context in
         let explain = arguments[explainOption]
-        let report = try await runPortal(context, print: !explain) { portal in
+        let report = try await runPortal(context, merchant: arguments[merchantOption], print: !explain) { portal in
             try await portal.send(
                 .post,
                 WebMerchantAPI.Route.verify(merchant: arguments[merchantOption], domain: arguments[domainOption]),
@@ -74,7 +74,7 @@ enum WebMerchantCommands {
         summary: "List a merchant's domains with their status (registered, verified, failed, lapsed).",
         options: [merchantOption]
     ) { arguments, context in
-        try await runPortal(context) { portal in
+        try await runPortal(context, merchant: arguments[merchantOption]) { portal in
             try await portal.send(
                 .get, WebMerchantAPI.Route.domains(merchant: arguments[merchantOption]), as: [DomainRecord].self)
         }
@@ -85,7 +85,7 @@ enum WebMerchantCommands {
         summary: "Remove a merchant's domain. Prints the domains left.",
         options: [merchantOption, domainOption]
     ) { arguments, context in
-        try await runPortal(context) { portal in
+        try await runPortal(context, merchant: arguments[merchantOption]) { portal in
             try await portal.send(
                 .delete,
                 WebMerchantAPI.Route.domain(merchant: arguments[merchantOption], domain: arguments[domainOption]),
@@ -112,7 +112,7 @@ enum WebMerchantCommands {
     static func runAssociationFile(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
         let merchant = arguments[merchantOption]
         let path = arguments[fileOutOption]
-        let response = try await runPortal(context, print: false) { portal in
+        let response = try await runPortal(context, merchant: merchant, print: false) { portal in
             try await portal.send(
                 .post, WebMerchantAPI.Route.associationFile(merchant: merchant), as: AssociationFileResponse.self)
         }
@@ -128,10 +128,10 @@ enum WebMerchantCommands {
     /// false) and returns it.
     @discardableResult
     static func runPortal<Result: Encodable>(
-        _ context: CommandContext, print: Bool = true, _ body: (Portal) async throws -> Result
+        _ context: CommandContext, merchant: String, print: Bool = true, _ body: (Portal) async throws -> Result
     ) async throws -> Result {
         let deployment = try MerchantCommands.initializedDeployment(context)
-        let identity = try portalIdentity(deployment)
+        let identity = try portalIdentity(deployment, merchant: merchant)
         let connections = try await DeploymentCommands.connect([.pay], of: deployment, context: context)
         let result: Result
         do {
@@ -181,14 +181,15 @@ enum WebMerchantCommands {
     // MARK: Synchronous helpers (typed throws directly in async closures crash release builds;
     // docs/compiler-workarounds.md §1)
 
-    static func portalIdentity(_ deployment: DeploymentDirectory) throws -> TLSIdentity {
-        let path = deployment.pkiPath + "/" + PayService.Files.portal + ".pem"
-        guard FileManager.default.fileExists(atPath: path) else {
+    static func portalIdentity(_ deployment: DeploymentDirectory, merchant: String) throws -> TLSIdentity {
+        let name = MerchantPortal.fileName(for: merchant)
+        guard FileManager.default.fileExists(atPath: deployment.pkiPath + "/" + name + ".pem") else {
             throw CLIError.failure(
-                "\(deployment) has no merchant portal certificate (pki/\(PayService.Files.portal).pem): it was made "
-                    + "before web merchants; make a new deployment with `orchard init --force`")
+                "\(deployment) holds no portal certificate for \(merchant) (pki/\(name).pem): register the merchant "
+                    + "with `orchard merchant register` (a deployment made before web merchants needs "
+                    + "`orchard init --force`)")
         }
-        return try TLSIdentity.load(named: PayService.Files.portal, from: deployment)
+        return try TLSIdentity.load(named: name, from: deployment)
     }
 
     static func jsonRequest(_ method: HTTPMethod, _ url: String, _ body: some Encodable) throws -> HTTPClientRequest {
