@@ -136,6 +136,7 @@ public struct MerchantService: OrchardService {
         context.trace(
             "merchant: site https://\(domain) (port \(configuration[sitePort])) hosts its association file; "
                 + "the Pay server validated \(domain) for \(merchantID)")
+        context.report("demoSite", "https://\(domain)")
     }
 
     public func build(

@@ -156,7 +156,10 @@ public final class DomainValidator: Sendable {
         let text = error.message
         guard error.code == .connectionFailed || error.code == .tlsFailure, text.contains("TLS handshake") else {
             if error.code == .timedOut { return fail(.connect, "no answer from \(domain) in time: \(text)") }
-            return fail(.connect, "cannot connect to \(domain) (127.0.0.1:\(port)): \(text)")
+            return fail(
+                .connect,
+                "cannot connect to \(domain) (127.0.0.1:\(port)): \(text); is the site serving on that port? "
+                    + "(the demo store: `orchard serve merchant` or `orchard up`)")
         }
         pass(.connect, "connected to \(domain) (127.0.0.1:\(port)) with SNI \(domain)")
         let lower = text.lowercased()

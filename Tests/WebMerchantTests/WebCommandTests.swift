@@ -35,6 +35,8 @@ struct WebCommandTests {
     struct Deployment {
         let temporary: TemporaryDirectory
         let path: String
+        /// What `init` printed.
+        let summary: String
         var directory: DeploymentDirectory { DeploymentDirectory(path: path) }
 
         init() async throws {
@@ -43,6 +45,7 @@ struct WebCommandTests {
             let initialize = Capture()
             let rc = await initialize.run(["init", "--data-dir", path])
             try #require(rc == 0, "\(initialize.stderr)")
+            summary = initialize.stdout
         }
 
         func run(_ arguments: [String]) async -> Capture {
@@ -118,6 +121,7 @@ struct WebCommandTests {
     @Test("init validates store.orchard.test for the demo merchant with an RSA identity certificate")
     func initValidatesTheDemoSite() async throws {
         let deployment = try await Deployment()
+        #expect(deployment.summary.contains("\"demoSite\" : \"https://store.orchard.test\""))
         let list = await deployment.run(["merchant", "domain", "list", "--merchant", Self.demo])
         let records = try JSONDecoder().decode([DomainRecord].self, from: Data(list.stdout.utf8))
         #expect(records.map(\.domain) == [WebMerchantAPI.HostNames.store] && records.first?.status == "verified")
