@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "OrchardCrypto", targets: ["OrchardCrypto"]),
         .library(name: "OrchardX509", targets: ["OrchardX509"]),
         .library(name: "CardBasics", targets: ["CardBasics"]),
+        // The domain-association file a web merchant hosts, and the Pay server's web merchant routes.
+        .library(name: "WebMerchantAPI", targets: ["WebMerchantAPI"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -101,7 +103,7 @@ let package = Package(
                 "OrchardRuntime", "SecureElement", "Wallet", "Device", "DeviceProcess", "OrchardBenchmarks",
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
-                "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy", "Acquirer",
+                "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy", "Acquirer", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),
@@ -131,6 +133,7 @@ let package = Package(
                 "CardBasics",
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
                 "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI", "AccessPolicy",
+                "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),
@@ -151,7 +154,7 @@ let package = Package(
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
                 "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "CardBasics", "AcquirerAPI",
-                "MerchantAPI", "AccessPolicy",
+                "MerchantAPI", "AccessPolicy", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),
@@ -203,6 +206,8 @@ let package = Package(
         // The wire format between apps and the merchant server (only AccessPolicy: apps import it, the merchant
         // server registers its routes from it and reads and writes its types).
         .target(name: "MerchantAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
+        // Apple Pay on the web, merchant side at the Pay server: domain routes and the association-file format.
+        .target(name: "WebMerchantAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
         // The wire format between the Pay server and the network's token-requestor routes (only AccessPolicy: both
         // sides import it, the network converts to and from its token service's types).
         .target(name: "TokenRequestorAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
@@ -448,6 +453,17 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Apple Pay on the web, part 1: identity certificates, association files, sandbox host names, domains.
+        .testTarget(
+            name: "WebMerchantTests",
+            dependencies: [
+                "PayServer", "MerchantServer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
+                "OrchardX509", "OrchardHTTP", "WebMerchantAPI", "PaymentToken", "AccessPolicy", "OrchardLogging",
+                "OrchardCLI", "CommandTestSupport",
+            ],
+            swiftSettings: strict
+        ),
+
         // The merchant server (orchard serve merchant) end to end: real tokens from the Pay server, charges through
         // the network's acquirer.
         .testTarget(
@@ -458,7 +474,7 @@ let package = Package(
                 "PayAPI",
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
-                "AcquirerAPI", "TokenRequestorAPI", "SQLiteCrashVFS", "CommandTestSupport",
+                "AcquirerAPI", "TokenRequestorAPI", "SQLiteCrashVFS", "CommandTestSupport", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),

@@ -16,6 +16,8 @@ let package = Package(
             dependencies: [
                 .product(name: "OrchardX509", package: "Orchard"), .product(name: "MerchantKit", package: "Orchard"),
             ]),
+        // The domain-association file parser (WebMerchantAPI): hex, the flat JSON object, the canonical form.
+        .target(name: "FuzzAssociationFile", dependencies: [.product(name: "WebMerchantAPI", package: "Orchard")]),
         // BER-TLV decoder and DOL parser (EMV).
         .target(name: "FuzzEMVTLV", dependencies: [.product(name: "EMV", package: "Orchard")]),
         // Command/response APDU parsers and the card applet fed with APDU sequences (EMV).

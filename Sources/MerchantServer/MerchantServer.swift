@@ -74,8 +74,10 @@ public final class MerchantServer: Sendable {
             let http = try HTTPServiceInstance(
                 name: .merchant, configuration: configuration, directory: directory, router: server.routes(),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
+            let site = try MerchantSite(configuration: configuration, directory: directory, logger: logger)
             return MerchantServiceInstance(
-                http: http, payments: payments, interval: configuration[MerchantService.reconcileIntervalSeconds])
+                http: http, payments: payments, site: site,
+                interval: configuration[MerchantService.reconcileIntervalSeconds])
         } catch {
             await store.close()
             throw error
@@ -110,19 +112,29 @@ final class MerchantServiceInstance: ServiceInstance, @unchecked Sendable {
     /// Internal for the access matrix test, which reads the routes its server registered.
     let http: HTTPServiceInstance
     private let payments: PaymentProcessor
+    /// The demo website (`store.orchard.test`) on its own listener.
+    let site: MerchantSite
     private let interval: Int
     // Guarded by `lock`.
     private let lock = NSLock()
     private var loop: Task<Void, Never>?
 
-    init(http: HTTPServiceInstance, payments: PaymentProcessor, interval: Int) {
+    init(http: HTTPServiceInstance, payments: PaymentProcessor, site: MerchantSite, interval: Int) {
         self.http = http
         self.payments = payments
+        self.site = site
         self.interval = interval
     }
 
     func start() async throws -> ServiceEndpoint {
-        let endpoint = try await http.start()
+        var endpoint = try await http.start()
+        do {
+            try site.server.start()
+        } catch {
+            await http.shutdown()
+            throw ServicesError(.startFailed, "the merchant's site cannot listen", underlying: error)
+        }
+        endpoint.ports["site"] = site.server.port
         let payments = self.payments
         let interval = self.interval
         let task = Task {
@@ -141,11 +153,13 @@ final class MerchantServiceInstance: ServiceInstance, @unchecked Sendable {
             loop.cancel()
             await loop.value
         }
+        await site.server.shutdown()
         await http.shutdown()
     }
 
     func forceShutdown() {
         lock.withLock { loop }?.cancel()
+        site.server.forceShutdown()
         http.forceShutdown()
     }
 }

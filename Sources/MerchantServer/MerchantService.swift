@@ -1,10 +1,12 @@
 import Foundation
 public import MerchantKit
 import OrchardCrypto
+import OrchardHTTP
 public import OrchardRuntime
 public import OrchardServices
 public import OrchardStore
 import OrchardX509
+import WebMerchantAPI
 
 /// The demo merchant's server as a deployment service (`orchard serve merchant`): its configuration, its init
 /// step (keys, CSRs, certificates from the Pay server, the demo app's entitlement) and its build function.
@@ -14,8 +16,8 @@ public struct MerchantService: OrchardService {
         /// The payment processing certificate (P-256, merchant-ID extension, subject UID) and its key: tokens
         /// are encrypted to it.
         public static let processing = "merchant-processing"
-        /// The merchant identity certificate (TLS client certificate) and its key, for mutual TLS to the Pay
-        /// server.
+        /// The merchant identity certificate (TLS client certificate, RSA-2048 as Apple's) and its key, for mutual
+        /// TLS to the Pay server.
         public static let identity = "merchant-identity"
     }
 
@@ -34,6 +36,9 @@ public struct MerchantService: OrchardService {
         "merchant", "applicationIdentifier", default: "dev.orchard.demo-app",
         validate: { isReverseDNS($0, prefix: "") ? nil : "\"\($0)\" is not an app identifier (reverse DNS)" })
 
+    /// `merchant.sitePort`: the demo merchant's website (`store.orchard.test`), a listener of its own.
+    public static let sitePort = ConfigurationKey<Int>.port("merchant", "sitePort")
+
     /// The merchant's store options: orders acknowledge money.
     public static let storeOptions = StoreOptions(durability: .full, secureDelete: true)
 
@@ -49,8 +54,11 @@ public struct MerchantService: OrchardService {
         [
             Self.merchantIdentifier.erased, Self.displayName.erased, Self.applicationIdentifier.erased,
             Self.reconcileIntervalSeconds.erased,
+            Self.sitePort.erased,
         ]
     }
+    public var additionalPorts: [ConfigurationKey<Int>] { [Self.sitePort] }
+    public var hostNames: [ServiceHostName] { [ServiceHostName(WebMerchantAPI.HostNames.store, port: Self.sitePort)] }
 
     public func initialize(_ context: InitializationContext) async throws {
         let onboarding = try context.merchantOnboarding()
@@ -72,21 +80,31 @@ public struct MerchantService: OrchardService {
         try DeploymentPKI.writeCertificates(processing, named: Files.processing, to: context.directory)
         context.trace("merchant: payment processing certificate pki/\(Files.processing).pem for \(merchantID)")
 
-        let identityKey = try DeploymentPKI.newSigningKey()
+        // Identity certificates are RSA-2048, as Apple's: the Pay server refuses other keys.
+        let identityKey = try RSA.PrivateKey(keySize: 2048)
         let identityRequest = try CertificateSigningRequest.create(
             subject: DistinguishedName([
-                .userID(merchantID), .commonName("Merchant ID: \(merchantID)"), .organization(displayName),
+                .userID(merchantID), .commonName("Apple Pay Merchant Identity:\(merchantID)"),
+                .organization(displayName),
             ]),
             key: CertificatePrivateKey(identityKey))
         let identity = try await onboarding.issueMerchantIdentityCertificate(
             for: identityRequest, merchantIdentifier: merchantID)
-        try DeploymentPKI.writeSigningKey(identityKey, named: Files.identity, to: context.directory)
+        try context.directory.writePrivateKey(
+            SecureBytes(Array(try identityKey.pemRepresentation.utf8)), named: Files.identity)
         try DeploymentPKI.writeCertificates(identity, named: Files.identity, to: context.directory)
-        context.trace("merchant: identity (TLS client) certificate pki/\(Files.identity).pem")
+        context.trace("merchant: identity (TLS client) certificate pki/\(Files.identity).pem (RSA-2048)")
 
         try await onboarding.entitle(application: application, merchantIdentifiers: [merchantID])
         context.trace("merchant: app \(application) entitled to pay for \(merchantID)")
         try await Self.onboardAtAcquirer(context, merchantID: merchantID, displayName: displayName)
+        try MerchantPortal.issue(
+            for: merchantID, role: ServiceRole(WebMerchantAPI.portalRole), by: context.rootCA, to: context.directory,
+            clock: context.clock, random: context.random)
+        context.trace(
+            "merchant: portal certificate pki/\(MerchantPortal.fileName(for: merchantID)).pem (merchant-portal, "
+                + "merchant:\(merchantID)) for its domains and association files")
+        try await Self.validateSite(context, merchantID: merchantID)
 
         let store = try Self.openStore(in: context.directory)
         await store.close()
@@ -97,6 +115,34 @@ public struct MerchantService: OrchardService {
         context.report("demoApplication", application)
         // Fail now, not at the first payment, if what was written cannot be used for decryption.
         _ = try Self.loadProcessingIdentity(from: context.directory)
+    }
+
+    /// Hosts a new association file on the demo site, starts the site in this process, and has the Pay server
+    /// register and validate `store.orchard.test` for the merchant (the identity certificate exists by now).
+    static func validateSite(_ context: InitializationContext, merchantID: String) async throws {
+        guard let web = context.webDomainOnboarding() else { return }
+        try MerchantSite.writeAssociationFile(try await web.associationFile(for: merchantID), in: context.directory)
+        let configuration = context.currentConfiguration
+        let logger = try ServiceLogging.logger(
+            for: .merchant, configuration: configuration, directory: context.directory)
+        let site = try MerchantSite(configuration: configuration, directory: context.directory, logger: logger)
+        try site.server.start()
+        let domain = WebMerchantAPI.HostNames.store
+        let failure: String?
+        do {
+            failure = try await web.registerAndValidate(domain: domain, merchantIdentifier: merchantID)
+        } catch {
+            await site.server.shutdown()
+            throw error
+        }
+        await site.server.shutdown()
+        if let failure {
+            throw ServicesError(.internalFailure, "the demo site \(domain) did not validate: \(failure)")
+        }
+        context.trace(
+            "merchant: site https://\(domain) (port \(configuration[sitePort])) hosts its association file; "
+                + "the Pay server validated \(domain) for \(merchantID)")
+        context.report("demoSite", "https://\(domain)")
     }
 
     public func build(

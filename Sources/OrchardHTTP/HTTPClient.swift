@@ -29,13 +29,17 @@ public struct HTTPClientConfiguration: Sendable {
     public var retryBackoff: Duration
     /// Connections kept open for reuse (libcurl's connection cache).
     public var maxCachedConnections: Int
+    /// Host names mapped to loopback ports (a deployment's `names` in `config.json`): a URL with such a host
+    /// connects to `127.0.0.1` at that port, whatever the URL's port, through libcurl's `CURLOPT_CONNECT_TO`.
+    /// The URL keeps its host, so SNI, certificate name checks and the `Host` header all use the name.
+    public var connectTo: [String: Int]
 
     public init(
         trustedRootsPEM: String? = nil, clientCertificateChainPEM: String? = nil,
         clientPrivateKeyPEM: SecureBytes? = nil,
         minimumTLSVersion: TLSVersion = .tls12, connectTimeout: Duration = .seconds(5),
         requestTimeout: Duration = .seconds(30), maxResponseBytes: Int = 8 << 20, maxAttempts: Int = 3,
-        retryBackoff: Duration = .milliseconds(50), maxCachedConnections: Int = 64
+        retryBackoff: Duration = .milliseconds(50), maxCachedConnections: Int = 64, connectTo: [String: Int] = [:]
     ) {
         self.trustedRootsPEM = trustedRootsPEM
         self.clientCertificateChainPEM = clientCertificateChainPEM
@@ -47,6 +51,21 @@ public struct HTTPClientConfiguration: Sendable {
         self.maxAttempts = maxAttempts
         self.retryBackoff = retryBackoff
         self.maxCachedConnections = maxCachedConnections
+        self.connectTo = connectTo
+    }
+}
+
+/// What the TLS connection of an exchange was: the negotiated version and the server's certificate, as
+/// ``HTTPClient/sendInspectingTLS(_:)`` returns them (for checks such as domain validation).
+public struct TLSSessionInfo: Sendable, Hashable {
+    /// OpenSSL's name of the negotiated version, e.g. `TLSv1.3`.
+    public let version: String
+    /// The server's leaf certificate (DER), as it was presented and verified.
+    public let peerCertificateDER: [UInt8]?
+
+    public init(version: String, peerCertificateDER: [UInt8]?) {
+        self.version = version
+        self.peerCertificateDER = peerCertificateDER
     }
 }
 
@@ -99,6 +118,13 @@ public final class HTTPClient: Sendable {
         guard configuration.maxAttempts >= 1, configuration.maxResponseBytes > 0 else {
             throw HTTPError(.invalidConfiguration, "maxAttempts and maxResponseBytes must be positive")
         }
+        for (host, port) in configuration.connectTo {
+            guard (1...65535).contains(port), !host.isEmpty,
+                host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") && $0 != UInt8(ascii: "/") })
+            else {
+                throw HTTPError(.invalidConfiguration, "connectTo maps \"\(host)\" to \(port): a host name and a port")
+            }
+        }
         if (configuration.clientCertificateChainPEM == nil) != (configuration.clientPrivateKeyPEM == nil) {
             throw HTTPError(
                 .invalidConfiguration, "a client certificate needs its private key, and the other way round")
@@ -141,6 +167,22 @@ public final class HTTPClient: Sendable {
                 try? await Task.sleep(for: backoff)
                 backoff *= 2
             }
+        }
+    }
+
+    /// Sends `request` once (no retries) and returns the answer with what the TLS connection was: the
+    /// negotiated version and the server's certificate (nil for plain HTTP). Any HTTP answer is returned;
+    /// transport and handshake failures throw.
+    public func sendInspectingTLS(
+        _ request: HTTPClientRequest
+    ) async throws(HTTPError) -> (response: HTTPResponse, tls: TLSSessionInfo?) {
+        guard request.url.hasPrefix("https://") || request.url.hasPrefix("http://") else {
+            throw HTTPError(.invalidURL, "the URL must start with https:// or http://")
+        }
+        let (result, tls) = await engine.performInspecting(request)
+        switch result {
+        case .success(let response): return (response, tls)
+        case .failure(let failure): throw failure.error
         }
     }
 
@@ -229,8 +271,21 @@ final class CurlEngine: @unchecked Sendable {
 
     /// One attempt, without retries.
     func perform(_ request: HTTPClientRequest) async -> Result<HTTPResponse, AttemptFailure> {
+        await perform(Transfer(request: request, maxBytes: configuration.maxResponseBytes))
+    }
+
+    /// One attempt that also records the TLS session (version, server certificate) when the answer starts.
+    func performInspecting(
+        _ request: HTTPClientRequest
+    ) async -> (Result<HTTPResponse, AttemptFailure>, TLSSessionInfo?) {
         let transfer = Transfer(request: request, maxBytes: configuration.maxResponseBytes)
-        return await withTaskCancellationHandler {
+        transfer.inspectTLS = true
+        let result = await perform(transfer)
+        return (result, transfer.tlsSession)
+    }
+
+    private func perform(_ transfer: Transfer) async -> Result<HTTPResponse, AttemptFailure> {
+        await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 transfer.continuation = continuation
                 let accepted = lock.withLock { () -> Bool in
@@ -365,6 +420,20 @@ final class CurlEngine: @unchecked Sendable {
             try set(CURLOPT_SSLCERTTYPE, "PEM")
             try set(CURLOPT_SSLKEY_BLOB, blob: key)
             try set(CURLOPT_SSLKEYTYPE, "PEM")
+        }
+        if !configuration.connectTo.isEmpty {
+            // "HOST::127.0.0.1:PORT": any port of HOST goes to the loopback port; libcurl copies nothing, so the
+            // list lives as long as the transfer.
+            var mapping: UnsafeMutablePointer<curl_slist>?
+            for (host, port) in configuration.connectTo.sorted(by: { $0.key < $1.key }) {
+                guard let appended = curl_slist_append(mapping, "\(host.lowercased())::127.0.0.1:\(port)") else {
+                    curl_slist_free_all(mapping)
+                    throw HTTPError(.internalFailure, "curl_slist_append failed")
+                }
+                mapping = appended
+            }
+            transfer.connectToList = mapping
+            try set(CURLOPT_CONNECT_TO, pointer: UnsafeRawPointer(mapping))
         }
         try set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         try set(CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))
@@ -509,6 +578,10 @@ final class Transfer: @unchecked Sendable {
     var continuation: CheckedContinuation<Result<HTTPResponse, AttemptFailure>, Never>?
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
+    var connectToList: UnsafeMutablePointer<curl_slist>?
+    /// Whether to record ``tlsSession`` when the first header line arrives (the session is live then).
+    var inspectTLS = false
+    var tlsSession: TLSSessionInfo?
     let errorBuffer: UnsafeMutablePointer<CChar>
     var body = Data()
     var headers = HTTPHeaders()
@@ -534,6 +607,8 @@ final class Transfer: @unchecked Sendable {
     func releaseHandles() {
         if let headerList { curl_slist_free_all(headerList) }
         headerList = nil
+        if let connectToList { curl_slist_free_all(connectToList) }
+        connectToList = nil
     }
 
     func finish(_ result: Result<HTTPResponse, AttemptFailure>) {
@@ -558,6 +633,7 @@ final class Transfer: @unchecked Sendable {
 
     func receiveHeader(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) -> Int {
         guard let data else { return 0 }
+        if inspectTLS, tlsSession == nil, let easy { tlsSession = Self.tlsSession(of: easy) }
         // On the bytes: a response has several header lines, and Foundation's trimming goes through NSString.
         UnsafeRawBufferPointer(start: data, count: count).withMemoryRebound(to: UInt8.self) { bytes in
             let line = Self.trimmed(bytes[...])
@@ -577,6 +653,27 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// Without leading and trailing spaces, tabs, CR and LF (HTTP's optional whitespace and the line end).
+    /// The negotiated TLS version and the server's certificate of `easy`'s connection, read while the transfer
+    /// runs (libcurl's `CURLINFO_TLS_SSL_PTR` is the OpenSSL `SSL` only then); nil without TLS.
+    static func tlsSession(of easy: UnsafeMutableRawPointer) -> TLSSessionInfo? {
+        var raw: UnsafeMutableRawPointer?
+        guard orchard_curl_getinfo_pointer(easy, CURLINFO_TLS_SSL_PTR, &raw) == CURLE_OK, let raw else { return nil }
+        let info = raw.assumingMemoryBound(to: curl_tlssessioninfo.self).pointee
+        guard info.backend == CURLSSLBACKEND_OPENSSL, let internals = info.internals else { return nil }
+        let ssl = OpaquePointer(internals)
+        let version = SSL_get_version(ssl).map { String(cString: $0) } ?? "unknown"
+        var certificate: [UInt8]?
+        if let x509 = SSL_get0_peer_certificate(ssl) {
+            var out: UnsafeMutablePointer<UInt8>?
+            let length = i2d_X509(x509, &out)
+            if length > 0, let out {
+                certificate = Array(UnsafeBufferPointer(start: out, count: Int(length)))
+                orchard_http_openssl_free(out)
+            }
+        }
+        return TLSSessionInfo(version: version, peerCertificateDER: certificate)
+    }
+
     static func trimmed(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Slice<UnsafeBufferPointer<UInt8>> {
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         var start = bytes.startIndex

@@ -34,6 +34,9 @@ public struct TLSServerConfiguration: Sendable {
     /// The roots client certificates must chain to; required unless the policy is `.none`.
     public var trustedClientRootsPEM: String?
     public var minimumVersion: TLSVersion
+    /// Serve TLS 1.1 and nothing newer (at OpenSSL security level 0, which TLS 1.1 needs): only for tests that
+    /// show a client refusing an outdated site.
+    package var legacyTLS11Only = false
 
     public init(
         certificateChainPEM: String, privateKeyPEM: SecureBytes,
@@ -86,6 +89,16 @@ final class ServerTLSContext: @unchecked Sendable {
             SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, configuration.minimumVersion.openSSLValue, nil),
             "the minimum TLS version was refused")
         SSL_CTX_set_options(ctx, orchard_ssl_op_no_renegotiation())
+        if configuration.legacyTLS11Only {
+            try TLSErrors.check(
+                SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_1_VERSION), nil),
+                "the minimum TLS version was refused")
+            try TLSErrors.check(
+                SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MAX_PROTO_VERSION, Int(TLS1_1_VERSION), nil),
+                "the maximum TLS version was refused")
+            try TLSErrors.check(
+                SSL_CTX_set_cipher_list(ctx, "DEFAULT:@SECLEVEL=0"), "the TLS 1.1 cipher list was refused")
+        }
 
         let chain = try PEMObjects.certificates(configuration.certificateChainPEM, what: "server certificate chain")
         guard let leaf = chain.first else {

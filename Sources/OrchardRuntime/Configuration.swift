@@ -487,14 +487,14 @@ enum JSONValue: Codable, Hashable, Sendable {
     }
 }
 
-/// `logLevel` → `LOG_LEVEL`.
+/// `logLevel` → `LOG_LEVEL`; `store.orchard.test` → `STORE_ORCHARD_TEST`.
 func screamingSnake(_ camel: String) -> String {
     var out = ""
     for character in camel {
         if character.isUppercase && !out.isEmpty { out.append("_") }
         out.append(contentsOf: character.uppercased())
     }
-    return out.replacingOccurrences(of: "-", with: "_")
+    return out.replacingOccurrences(of: "-", with: "_").replacingOccurrences(of: ".", with: "_")
 }
 
 /// Whether `text` is an IPv4 or IPv6 address literal.

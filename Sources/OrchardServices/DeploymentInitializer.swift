@@ -53,6 +53,7 @@ public enum DeploymentInitializer {
         try prepare(directory, options: options)
         var configuration = Configuration(schema: registry.schema)
         try assignPorts(&configuration, registry: registry, basePort: options.basePort)
+        try mapHostNames(&configuration, registry: registry)
 
         let rootCA = try CertificateAuthority.create(
             subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Root CA")]), issuer: nil,
@@ -70,10 +71,13 @@ public enum DeploymentInitializer {
             trace: trace)
         do throws(ServicesError) {
             for service in registry.services {
+                let names = service.hostNames.map(\.name)
                 try DeploymentPKI.issueTLSServerIdentity(
-                    for: service.name, by: rootCA, to: directory, clock: clock, random: random)
+                    for: service.name, by: rootCA, to: directory, hostNames: names, clock: clock, random: random)
                 let file = PKIFiles.tlsServer(service.name)
-                trace("\(service.name): TLS certificate pki/\(file).pem (127.0.0.1, localhost)")
+                trace(
+                    "\(service.name): TLS certificate pki/\(file).pem "
+                        + "(\((["127.0.0.1", "localhost"] + names).joined(separator: ", ")))")
                 do {
                     try await service.initialize(context)
                 } catch {
@@ -182,6 +186,22 @@ public enum DeploymentInitializer {
                 try configuration.set(key, port)
             } catch {
                 throw ServicesError(.invalidConfiguration, "cannot set \(key.path)", underlying: error)
+            }
+        }
+    }
+
+    /// Maps every host name a service answers for to the port of its listener (`names` in `config.json`).
+    static func mapHostNames(_ configuration: inout Configuration, registry: ServiceRegistry) throws(ServicesError) {
+        for service in registry.services {
+            for host in service.hostNames {
+                guard HostNames.isHostName(host.name) else {
+                    throw ServicesError(.invalidConfiguration, "\"\(host.name)\" is not a host name")
+                }
+                do {
+                    try configuration.set(HostNames.port(host.name), configuration[host.port])
+                } catch {
+                    throw ServicesError(.invalidConfiguration, "cannot map \(host.name)", underlying: error)
+                }
             }
         }
     }

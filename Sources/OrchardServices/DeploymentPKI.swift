@@ -200,12 +200,13 @@ public enum DeploymentPKI {
         }
     }
 
-    /// Issues a TLS server certificate for a service on loopback (SAN: DNS localhost, IP 127.0.0.1 and ::1;
-    /// extended key usage serverAuth) from `authority`, and writes it and its key as `pki/<service>-tls`.
+    /// Issues a TLS server certificate for a service on loopback (SAN: DNS localhost and `hostNames`, IP
+    /// 127.0.0.1 and ::1; extended key usage serverAuth) from `authority`, and writes it and its key as
+    /// `pki/<service>-tls`.
     @discardableResult
     public static func issueTLSServerIdentity(
         for service: ServiceName, by authority: CertificateAuthority, to directory: DeploymentDirectory,
-        clock: any WallClock, random: any RandomSource
+        hostNames: [String] = [], clock: any WallClock, random: any RandomSource
     ) throws(ServicesError) -> Certificate {
         let key = try newSigningKey()
         let now = clock.now()
@@ -217,7 +218,8 @@ public enum DeploymentPKI {
                 notValidBefore: now.addingTimeInterval(-300), notValidAfter: now.addingTimeInterval(leafLifetime),
                 extensions: [
                     .basicConstraints(isCA: false), .keyUsage([.digitalSignature]), .extendedKeyUsage([.serverAuth]),
-                    try .subjectAlternativeNames(dnsNames: ["localhost"], ipAddresses: [[127, 0, 0, 1], loopbackV6]),
+                    try .subjectAlternativeNames(
+                        dnsNames: ["localhost"] + hostNames, ipAddresses: [[127, 0, 0, 1], loopbackV6]),
                 ], random: random)
             let name = PKIFiles.tlsServer(service)
             try writeSigningKey(key, named: name, to: directory)

@@ -21,7 +21,8 @@ public protocol MerchantOnboarding: Sendable {
     ) async throws -> [Certificate]
 
     /// Issues a merchant identity certificate (a TLS client certificate, extended key usage clientAuth) from
-    /// `request`, for the merchant's mutual-TLS calls to the Pay server. Returns the chain, leaf first.
+    /// `request`, whose key must be RSA-2048 as Apple requires, for the merchant's mutual-TLS calls to the Pay
+    /// server. Returns the chain, leaf first.
     func issueMerchantIdentityCertificate(
         for request: CertificateSigningRequest, merchantIdentifier: String
     ) async throws -> [Certificate]
@@ -30,12 +31,23 @@ public protocol MerchantOnboarding: Sendable {
     func entitle(application applicationIdentifier: String, merchantIdentifiers: [String]) async throws
 }
 
+/// The Pay server's web-merchant onboarding, as `init` uses it for the demo merchant's site: association files
+/// and domain validation. The Pay server's init step provides it (``InitializationContext/provideWebDomains(_:)``).
+public protocol WebDomainOnboarding: Sendable {
+    /// A new domain-association file for `merchantIdentifier`: the exact text the merchant hosts.
+    func associationFile(for merchantIdentifier: String) async throws -> String
+
+    /// Registers `domain` for `merchantIdentifier` and validates it now (the merchant's site must be serving);
+    /// returns nil when it validated, else the first failed check.
+    func registerAndValidate(domain: String, merchantIdentifier: String) async throws -> String?
+}
+
 /// What an ``OrchardService/initialize(_:)`` step gets: the new deployment's directory and configuration, the
 /// Orchard root CA, injected time and randomness, and what earlier steps provided.
 ///
 /// Steps run one after another; the lock only makes the type safe to hand across tasks.
 public final class InitializationContext: @unchecked Sendable {
-    // Thread-safety: `configuration`, `onboarding`, `facts` and `traceLines` are guarded by `lock`.
+    // Thread-safety: `configuration`, the onboardings, `facts` and `cleanups` are guarded by `lock`.
     /// The directory being initialised (created, 0700, `pki/`, `logs/` and `run/` present).
     public let directory: DeploymentDirectory
     /// The Orchard root CA: issue what loopback clients must trust from it.
@@ -46,6 +58,7 @@ public final class InitializationContext: @unchecked Sendable {
     private var configuration: Configuration
     private var onboarding: (any MerchantOnboarding)?
     private var acquirerOnboarding: (any AcquirerOnboarding)?
+    private var webDomains: (any WebDomainOnboarding)?
     private var facts: [String: String] = [:]
     private var cleanups: [@Sendable () async -> Void] = []
     private let traceSink: @Sendable (String) -> Void
@@ -119,4 +132,12 @@ public final class InitializationContext: @unchecked Sendable {
 
     /// The acquirer onboarding an earlier step provided, if any.
     public func acquirer() -> (any AcquirerOnboarding)? { lock.withLock { acquirerOnboarding } }
+
+    /// Called by the Pay server's step: makes its web-merchant onboarding available to later steps.
+    public func provideWebDomains(_ onboarding: any WebDomainOnboarding) {
+        lock.withLock { self.webDomains = onboarding }
+    }
+
+    /// The web-merchant onboarding an earlier step provided, if any.
+    public func webDomainOnboarding() -> (any WebDomainOnboarding)? { lock.withLock { webDomains } }
 }

@@ -19,6 +19,9 @@ public protocol OrchardService: Sendable {
     /// Further ports (beyond ``ServiceSettings/port(_:)``) that `init` fills with free ports, such as a
     /// listener that requires a client certificate. Each key is also listed in ``configurationKeys``.
     var additionalPorts: [ConfigurationKey<Int>] { get }
+    /// Host names this service answers for (`config.json` `names`), each with the port key of the listener
+    /// that serves it. `init` puts them in the service's TLS certificate and maps each to that port.
+    var hostNames: [ServiceHostName] { get }
 
     /// Writes this service's keys, certificates and seed data into a new deployment. Runs after the
     /// deployment-wide steps (root CA, device CA, this service's TLS certificate) and after the steps of
@@ -34,6 +37,20 @@ public protocol OrchardService: Sendable {
 extension OrchardService {
     public var configurationKeys: [AnyConfigurationKey] { [] }
     public var additionalPorts: [ConfigurationKey<Int>] { [] }
+    public var hostNames: [ServiceHostName] { [] }
+}
+
+/// A host name a service answers for, and the port key of the listener behind it.
+public struct ServiceHostName: Sendable {
+    /// A DNS name such as `store.orchard.test`.
+    public let name: String
+    /// The service's port key whose value the name maps to.
+    public let port: ConfigurationKey<Int>
+
+    public init(_ name: String, port: ConfigurationKey<Int>) {
+        self.name = name
+        self.port = port
+    }
 }
 
 /// Where a started service listens.

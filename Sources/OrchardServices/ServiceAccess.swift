@@ -79,3 +79,28 @@ public enum ServiceAccess {
             })
     }
 }
+
+/// A web merchant's portal login: a client certificate from the Orchard root whose subject UID is
+/// `merchant:<merchant ID>`, with the role its contract names (WebMerchantAPI's `merchant-portal`). The Pay
+/// server's domain routes act only for the merchant it names, as Apple's developer portal acts only for the
+/// account's own merchant IDs. `init` issues the demo merchant's, `orchard merchant register` each new merchant's.
+public enum MerchantPortal {
+    /// `pki/merchant-portal-<16 hex digits of SHA-256(merchant ID)>`: a file name for any merchant ID (which may be
+    /// longer than a PKI file name allows, or differ from another only in case).
+    public static func fileName(for merchantIdentifier: String) -> String {
+        "merchant-portal-" + String(Hex.encode(SHA256.hash(Array(merchantIdentifier.utf8))).prefix(16)).lowercased()
+    }
+
+    /// Issues `merchantIdentifier`'s portal certificate with `role` from `root` and writes it and its key as
+    /// ``fileName(for:)``.
+    @discardableResult
+    public static func issue(
+        for merchantIdentifier: String, role: ServiceRole, by root: CertificateAuthority,
+        to directory: DeploymentDirectory, clock: any WallClock, random: any RandomSource
+    ) throws(ServicesError) -> Certificate {
+        try ServiceAccess.issueClientIdentity(
+            named: fileName(for: merchantIdentifier), role: role, commonName: merchantIdentifier,
+            identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: merchantIdentifier), by: root,
+            to: directory, clock: clock, random: random)
+    }
+}

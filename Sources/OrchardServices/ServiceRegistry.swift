@@ -28,9 +28,11 @@ public struct ServiceRegistry: Sendable {
     /// The names, in order.
     public var names: [ServiceName] { services.map(\.name) }
 
-    /// The configuration schema: every service's standard keys plus the keys each service adds.
+    /// The configuration schema: every service's standard keys plus the keys each service adds, and the
+    /// `names` section with the host names the services answer for.
     public var schema: ConfigurationSchema {
-        ConfigurationSchema.standard.adding(services.flatMap(\.configurationKeys))
+        ConfigurationSchema.standard.adding(services.flatMap(\.configurationKeys)).adding(
+            services.flatMap(\.hostNames).map { HostNames.port($0.name).erased })
     }
 
     /// Reads `DIR/config.json` against ``schema`` with the `ORCHARD_<SERVICE>_<KEY>` overrides of

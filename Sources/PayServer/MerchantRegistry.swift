@@ -52,8 +52,12 @@ public final class MerchantRegistry: MerchantOnboarding {
         for request: CertificateSigningRequest, merchantIdentifier: String
     ) async throws -> [Certificate] {
         // P-256 keys agree on a key (EC_v1); RSA-2048 keys unwrap one (RSA_v1).
-        try await issue(
-            request, merchantIdentifier: merchantIdentifier, kind: "processing",
+        guard request.publicKey.p256 != nil || request.publicKey.rsa?.keySizeInBits == 2048 else {
+            throw ServicesError(
+                .pkiFailure, "payment processing certificates are issued for P-256 (EC_v1) or RSA-2048 (RSA_v1) keys")
+        }
+        return try await issue(
+            request, merchantIdentifier: merchantIdentifier, kind: "processing", subject: request.subject,
             extensions: [
                 .basicConstraints(isCA: false),
                 .keyUsage(request.publicKey.rsa != nil ? [.keyEncipherment] : [.keyAgreement]),
@@ -64,12 +68,39 @@ public final class MerchantRegistry: MerchantOnboarding {
     public func issueMerchantIdentityCertificate(
         for request: CertificateSigningRequest, merchantIdentifier: String
     ) async throws -> [Certificate] {
-        try await issue(
+        // Apple's portal refuses other keys ("CSR algorithm/size incorrect. Expected: RSA(2048)").
+        guard request.publicKey.rsa?.keySizeInBits == 2048 else {
+            throw ServicesError(
+                .pkiFailure,
+                "identity certificates are RSA-2048: make the CSR with an RSA 2048-bit key "
+                    + "(`orchard merchant csr --kind identity`)")
+        }
+        guard let displayName = try await merchant(merchantIdentifier) else {
+            throw ServicesError(.invalidConfiguration, "merchant \(merchantIdentifier) is not registered")
+        }
+        return try await issue(
             request, merchantIdentifier: merchantIdentifier, kind: "identity",
+            subject: Self.identitySubject(merchantIdentifier: merchantIdentifier, displayName: displayName),
             extensions: [
                 .basicConstraints(isCA: false), .keyUsage([.digitalSignature]), .extendedKeyUsage([.clientAuth]),
-                .appleMerchantIdentifier(merchantIdentifier),
+                .appleMerchantIdentifier(merchantIdentifier), .appleMerchantIdentityMarker,
             ])
+    }
+
+    /// The subject of a merchant identity certificate, as Apple's: `UID=<merchant ID>, CN=Apple Pay Merchant
+    /// Identity:<merchant ID>, OU=<the merchant's account>, O=<display name>`. The Pay server chooses it; the
+    /// CSR's subject only has to name the merchant ID in its UID.
+    public static func identitySubject(merchantIdentifier: String, displayName: String) -> DistinguishedName {
+        DistinguishedName([
+            .userID(merchantIdentifier), .commonName("Apple Pay Merchant Identity:\(merchantIdentifier)"),
+            .organizationalUnit(accountIdentifier(of: merchantIdentifier)), .organization(displayName),
+        ])
+    }
+
+    /// The merchant's account at the Pay server, where Apple's certificates carry the developer Team ID:
+    /// ten upper-case hex digits, the first of SHA-256 of the merchant ID.
+    public static func accountIdentifier(of merchantIdentifier: String) -> String {
+        String(Hex.encode(SHA256.hash(Array(merchantIdentifier.utf8))).prefix(10)).uppercased()
     }
 
     public func entitle(application applicationIdentifier: String, merchantIdentifiers: [String]) async throws {
@@ -109,7 +140,7 @@ public final class MerchantRegistry: MerchantOnboarding {
     }
 
     private func issue(
-        _ request: CertificateSigningRequest, merchantIdentifier: String, kind: String,
+        _ request: CertificateSigningRequest, merchantIdentifier: String, kind: String, subject: DistinguishedName,
         extensions: [Certificate.Extension]
     ) async throws -> [Certificate] {
         guard try await merchant(merchantIdentifier) != nil else {
@@ -121,16 +152,15 @@ public final class MerchantRegistry: MerchantOnboarding {
             throw ServicesError(
                 .pkiFailure, "the CSR's subject UID is not the merchant identifier \(merchantIdentifier)")
         }
-        let isRSAProcessingKey = kind == "processing" && request.publicKey.rsa?.keySizeInBits == 2048
-        guard request.publicKey.p256 != nil || isRSAProcessingKey else {
-            throw ServicesError(
-                .pkiFailure, "merchant certificates are issued for P-256 keys (and RSA-2048 processing keys) only")
+        guard request.isSignatureValid else {
+            throw ServicesError(.pkiFailure, "the CSR's signature does not verify with its own public key")
         }
         let now = clock.now()
         let certificate: Certificate
         do {
             certificate = try Certificate.issue(
-                for: request, issuer: authority.issuer, notValidBefore: now.addingTimeInterval(-300),
+                subject: subject, publicKey: request.publicKey, issuer: authority.issuer,
+                notValidBefore: now.addingTimeInterval(-300),
                 notValidAfter: now.addingTimeInterval(Self.certificateLifetime), extensions: extensions,
                 random: random)
         } catch {

@@ -8,6 +8,7 @@ public import OrchardStore
 public import OrchardX509
 import PayAPI
 public import PaymentToken
+import WebMerchantAPI
 
 /// The Orchard Pay server: its state (store, token-signing chain, merchant registry) and its routes.
 ///
@@ -34,13 +35,16 @@ public final class PayServer: Sendable {
 
     /// The in-app payment endpoints (nonces, credential exchange).
     let inApp: InAppPayments
+    /// Web merchants' domains and association files.
+    public let domains: WebDomains
 
     init(
         store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
         devices: DeviceRegistry, network: NetworkClient, clock: any WallClock, random: any RandomSource,
-        inApp: InAppPayments
+        inApp: InAppPayments, domains: WebDomains
     ) {
         self.random = random
+        self.domains = domains
         self.store = store
         self.tokenSigning = tokenSigning
         self.merchants = merchants
@@ -51,19 +55,28 @@ public final class PayServer: Sendable {
         self.inApp = inApp
     }
 
+    /// How often the Pay server looks for domains due for a check (30, 15 and 7 days before their site
+    /// certificate expires).
+    public static let domainRecheckInterval: Duration = .seconds(3600)
+
     /// Builds the Pay server of `directory` without binding: reads its keys and certificates, opens
     /// `pay.sqlite`, sets up TLS. The store is closed when the service stops.
     public static func build(
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
-    ) async throws -> HTTPServiceInstance {
+    ) async throws -> any ServiceInstance {
         let tokenSigning = try PayService.loadTokenSigningPKI(from: directory)
         let merchantCA = try CertificateAuthority.load(named: PayService.Files.merchantCA, from: directory)
         let logger = try ServiceLogging.logger(for: .pay, configuration: configuration, directory: directory)
         let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
         let network = try NetworkClient(directory: directory, peers: environment.peers)
+        let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
+        let files = try AssociationFiles(tokenSigning: tokenSigning, clock: environment.wallClock)
+        let validator = DomainValidator(
+            hostNames: configuration.hostNames, trustedRootsPEM: root.pemRepresentation, files: files)
         let store = try PayStore.open(in: directory)
         do {
             let devices = DeviceRegistry(store: store, deviceCA: deviceCA, clock: environment.wallClock)
+            let domains = WebDomains(store: store, validator: validator, files: files, clock: environment.wallClock)
             let server = PayServer(
                 store: store, tokenSigning: tokenSigning,
                 merchants: MerchantRegistry(
@@ -72,10 +85,12 @@ public final class PayServer: Sendable {
                 random: environment.random,
                 inApp: try InAppPayments.load(
                     directory: directory, store: store, devices: devices, tokenSigning: tokenSigning,
-                    environment: environment))
-            return try HTTPServiceInstance(
-                name: .pay, configuration: configuration, directory: directory, router: server.routes(),
+                    environment: environment),
+                domains: domains)
+            let http = try HTTPServiceInstance(
+                name: .pay, configuration: configuration, directory: directory, router: server.routes(root: root),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
+            return PayServiceInstance(http: http, domains: domains, interval: domainRecheckInterval, logger: logger)
         } catch {
             await store.close()
             throw error
@@ -83,7 +98,7 @@ public final class PayServer: Sendable {
     }
 
     /// The Pay server's routes (besides `/health`, which every service has).
-    func routes() -> Router {
+    func routes(root: Certificate) -> Router {
         var router = Router()
         let merchants = self.merchants
         // The listener already verified the certificate chains to the Orchard root; the device role accepts only
@@ -103,6 +118,7 @@ public final class PayServer: Sendable {
         installDeviceRoutes(into: &router)
         installAnonymousAnalytics(into: &router)
         inApp.addRoutes(to: &router)
+        installWebMerchantRoutes(into: &router, root: root)
         return router
     }
 
@@ -118,5 +134,60 @@ public final class PayServer: Sendable {
     /// The merchant ID in an identity certificate's subject UID.
     static func merchantIdentifier(_ der: [UInt8]) -> String? {
         (try? Certificate(derEncoded: der))?.subject.userID
+    }
+}
+
+/// The Pay server's HTTPS service plus its domain re-check loop: a pass right after the listener starts, then
+/// one every `interval`, each checking again the domains whose site certificates expire in 30, 15 or 7 days.
+public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
+    /// The HTTPS service (for tests that read its routes).
+    public let http: HTTPServiceInstance
+    let domains: WebDomains
+    let interval: Duration
+    let logger: Logger
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var loop: Task<Void, Never>?
+
+    init(http: HTTPServiceInstance, domains: WebDomains, interval: Duration, logger: Logger) {
+        self.http = http
+        self.domains = domains
+        self.interval = interval
+        self.logger = logger
+    }
+
+    public func start() async throws -> ServiceEndpoint {
+        let endpoint = try await http.start()
+        let (domains, interval, logger) = (self.domains, self.interval, self.logger)
+        let task = Task {
+            while !Task.isCancelled {
+                do {
+                    for report in try await domains.recheckDue() {
+                        logger.notice(
+                            "domain re-check: \(report.record.domain) \(report.verified ? "verified" : "failed")",
+                            metadata: ["merchant": .string(report.record.merchantIdentifier)])
+                    }
+                } catch {
+                    logger.warning("domain re-check: the pass failed; the next one retries")
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+        lock.withLock { loop = task }
+        return endpoint
+    }
+
+    public func shutdown() async {
+        // A check in progress finishes before the store closes under it.
+        if let loop = lock.withLock({ loop }) {
+            loop.cancel()
+            await loop.value
+        }
+        await http.shutdown()
+    }
+
+    public func forceShutdown() {
+        lock.withLock { loop }?.cancel()
+        http.forceShutdown()
     }
 }

@@ -5,6 +5,7 @@ public import OrchardServices
 import OrchardStore
 import OrchardX509
 public import PaymentToken
+import WebMerchantAPI
 
 /// The Orchard Pay server as a deployment service (`orchard serve pay`): its configuration, its init step and
 /// its build function.
@@ -35,6 +36,13 @@ public struct PayService: OrchardService {
 
     public var name: ServiceName { .pay }
     public var configurationKeys: [AnyConfigurationKey] { [Self.demoAccount.erased] }
+    /// The mutual-TLS web gateway and the public side, both on the main listener for now.
+    public var hostNames: [ServiceHostName] {
+        [
+            ServiceHostName(WebMerchantAPI.HostNames.gateway, port: ServiceSettings.port(.pay)),
+            ServiceHostName(WebMerchantAPI.HostNames.pay, port: ServiceSettings.port(.pay)),
+        ]
+    }
 
     public func initialize(_ context: InitializationContext) async throws {
         let directory = context.directory
@@ -73,6 +81,11 @@ public struct PayService: OrchardService {
         context.trace("pay: demo account \"\(account)\" in pay.sqlite")
         context.provide(
             MerchantRegistry(store: store, authority: merchantCA, clock: context.clock, random: context.random))
+        let files = try AssociationFiles(tokenSigning: pki, clock: context.clock)
+        let validator = DomainValidator(
+            hostNames: context.currentConfiguration.hostNames,
+            trustedRootsPEM: context.rootCA.certificate.pemRepresentation, files: files)
+        context.provideWebDomains(WebDomains(store: store, validator: validator, files: files, clock: context.clock))
     }
 
     public func build(

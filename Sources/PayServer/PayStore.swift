@@ -96,6 +96,7 @@ public enum PayStore {
                     expires_at INTEGER NOT NULL
                 ) STRICT;
                 """),
+        Migration(version: 6, name: WebDomains.migrationName, sql: WebDomains.migrationSQL),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.

@@ -12,6 +12,7 @@ import PayAPI
 import PayServer
 import Testing
 import TokenRequestorAPI
+import WebMerchantAPI
 
 @testable import MerchantServer
 @testable import NetworkServer
@@ -52,7 +53,7 @@ final class AccessDeployment: @unchecked Sendable {
             configuration: configuration, directory: deployment, environment: environment)
         let http = try #require(
             (built as? MerchantServiceInstance)?.http ?? (built as? NetworkServiceInstance)?.http
-                ?? built as? HTTPServiceInstance)
+                ?? (built as? PayServiceInstance)?.http ?? built as? HTTPServiceInstance)
         return (built, http.server, try await built.start().baseURL)
     }
 }
@@ -272,10 +273,24 @@ extension AccessMatrixTests {
                     by: merchantCA)),
             // A role of the network: the Pay server recognizes it nowhere.
             CallerRoles.tokenRequestor: MatrixCaller(name: "terminal T0001", client: clients.terminal1),
+            // The merchant the matrix's paths name (`:merchant` is filled with "pmerchant").
+            WebMerchantAPI.portalRole: MatrixCaller(
+                name: "merchant portal",
+                client: try access.client(
+                    role: ServiceRole(WebMerchantAPI.portalRole),
+                    identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: "pmerchant"))),
+        ]
+        let others = [
+            MatrixCaller(
+                name: "another merchant's portal",
+                client: try access.client(
+                    role: ServiceRole(WebMerchantAPI.portalRole),
+                    identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: Self.demoMerchant)))
         ]
         try await Self.runMatrix(
-            "pay", server: server, base: base, declared: PayAPI.Declared.all, anonymous: clients.anonymous,
-            foreign: clients.foreign, callers: callers, others: [])
+            "pay", server: server, base: base, declared: PayAPI.Declared.all + WebMerchantAPI.Declared.all,
+            anonymous: clients.anonymous,
+            foreign: clients.foreign, callers: callers, others: others)
         await pay.shutdown()
     }
 

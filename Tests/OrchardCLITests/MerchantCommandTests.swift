@@ -46,6 +46,8 @@ struct MerchantCommandTests {
         let records = try #require(
             try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
         #expect(records.count == 2)
+        let identity = try #require(records.first { $0["kind"] as? String == "identity" })
+        #expect(identity["keyType"] as? String == "RSA-2048")
         let processing = try #require(records.first { $0["kind"] as? String == "processing" })
         #expect(processing["keyType"] as? String == "RSA-2048" && processing["revokedAt"] == nil)
         let serial = try #require(processing["serial"] as? String)
@@ -57,18 +59,19 @@ struct MerchantCommandTests {
         let unknown = Capture()
         #expect(await unknown.run(["merchant", "certs", "--data-dir", deployment, "--revoke", "00"]) == 1)
 
-        // A CSR naming another merchant, an identity RSA key, and a deployment without a Pay server: refused.
+        // A CSR naming another merchant, a P-256 identity key, and a deployment without a Pay server: refused.
         let wrong = Capture()
         #expect(
             await wrong.run([
                 "merchant", "register", "--data-dir", deployment, "--merchant", "merchant.dev.other", "--display-name",
                 "Other", "--processing-csr", directory + "/merchant.dev.shop-processing.csr", "--out", directory,
             ]) == 1)
-        let rsaIdentity = Capture()
+        let p256Identity = Capture()
         #expect(
-            await rsaIdentity.run([
-                "merchant", "csr", "--merchant", "merchant.dev.shop", "--kind", "identity", "--key-type", "rsa",
+            await p256Identity.run([
+                "merchant", "csr", "--merchant", "merchant.dev.shop", "--kind", "identity", "--key-type", "p256",
             ]) == 2)
+        #expect(p256Identity.stderr.contains("identity certificates are RSA-2048"))
         let empty = Capture()
         #expect(await empty.run(["merchant", "certs", "--data-dir", directory + "/nothing"]) == 1)
     }

@@ -166,7 +166,9 @@ struct InitTests {
             #expect(verifier.verify(leaf: leaf, intermediates: [], at: Date()).isValid)
             #expect(!otherVerifier.verify(leaf: leaf, intermediates: [], at: Date()).isValid)
             let names = try #require(try leaf.subjectAlternativeNames)
-            #expect(names.dnsNames == ["localhost"])
+            // localhost, then the host names the service answers for (config.json names).
+            let hostNames = try Self.registry().services.first { $0.name == service }?.hostNames.map(\.name) ?? []
+            #expect(names.dnsNames == ["localhost"] + hostNames)
             #expect(names.ipAddresses.contains([127, 0, 0, 1]))
             #expect(try leaf.extendedKeyUsage == [.serverAuth])
             // The identity the server loads is the pair init wrote.
@@ -225,6 +227,8 @@ struct InitTests {
         #expect(!verifier.verify(leaf: chain[0], intermediates: [], at: Date()).isValid)
         #expect(try chain[0].extendedKeyUsage == [.clientAuth])
         #expect(chain[0].subject.userID == "merchant.dev.orchard.demo")
+        #expect(try chain[0].publicKey.rsa?.keySizeInBits == 2048)
+        #expect(chain[0].hasExtension(.appleMerchantIdentityMarker))
         #expect(chain[1] == (try DeploymentPKI.readCertificate(named: PayService.Files.merchantCA, from: directory)))
         // The identity key is not the processing key (MerchantKit refuses the pair).
         let processing = try DeploymentPKI.readCertificate(named: MerchantService.Files.processing, from: directory)

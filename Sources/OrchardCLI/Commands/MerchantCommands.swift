@@ -6,6 +6,7 @@ import OrchardServices
 import OrchardStore
 import OrchardX509
 import PayServer
+import WebMerchantAPI
 
 /// `orchard merchant ...`: merchant onboarding at the Pay server of a deployment (`--data-dir DIR`): CSRs,
 /// registration with certificates and app entitlements, listing and revoking certificates. The commands work
@@ -15,7 +16,7 @@ enum MerchantCommands {
     static let command = Command(
         name: "merchant",
         summary: "Merchant onboarding: CSRs, registration, certificates and app entitlements at the Pay server.",
-        subcommands: [csr, register, certs]
+        subcommands: [csr, register, certs, WebMerchantCommands.associationFile, WebMerchantCommands.domain]
     )
 
     static let csr = Command(
@@ -24,7 +25,7 @@ enum MerchantCommands {
         discussion: """
             Writes OUT/<merchant>-<kind>.key (the private key, PEM, mode 0600) and OUT/<merchant>-<kind>.csr.
             A processing key is P-256 (EC_v1 tokens) or, with --key-type rsa, RSA-2048 (RSA_v1 tokens); an
-            identity key (the TLS client certificate for merchant sessions) is P-256.
+            identity key (the TLS client certificate for merchant sessions) is always RSA-2048, as Apple's.
             """,
         options: [csrMerchantOption, kindOption, keyTypeOption, outOption]
     ) { arguments, context in
@@ -45,8 +46,8 @@ enum MerchantCommands {
         "merchant", "ID", help: "The merchant ID, e.g. merchant.dev.orchard.shop.")
     static let kindOption = Option<CertificateKind>.choice(
         "kind", default: .processing, help: "What the certificate is for.")
-    static let keyTypeOption = Option<KeyType>.choice(
-        "key-type", default: .p256, help: "The key (rsa only for processing).")
+    static let keyTypeOption: Option<KeyType?> = .choice(
+        "key-type", help: "The processing key: p256 (default) or rsa. Identity keys are RSA-2048.")
     static let outOption = Option.optional(
         "out", "DIR", help: "Where to write the key and CSR (default: the current directory).")
 
@@ -55,7 +56,8 @@ enum MerchantCommands {
         summary: "Register a merchant ID, issue its certificates from CSRs, and entitle apps to pay for it.",
         discussion: """
             Idempotent for the registration and entitlements; each CSR given gets a new certificate, written as
-            OUT/<merchant>-processing.pem or -identity.pem (the certificate, then the merchant CA). With
+            OUT/<merchant>-processing.pem or -identity.pem (the certificate, then the merchant CA). The merchant's
+            portal certificate for `orchard merchant domain` is written to DIR/pki/ once. With
             --acquiring-account the network's acquirer lets that account charge payments made for the merchant ID
             (one account per merchant ID; `init` does it for the demo merchant); without it the acquirer refuses
             the merchant ID's payments.
@@ -92,6 +94,7 @@ enum MerchantCommands {
             for app in request.apps {
                 try await registry.entitle(application: app, merchantIdentifiers: [request.merchant])
             }
+            written.append(try issuePortalCertificate(for: request.merchant, in: deployment))
             for path in written { context.trace("wrote \(path)") }
             try context.outputJSON(
                 RegistrationSummary(
@@ -225,6 +228,19 @@ enum MerchantCommands {
         try CertificateAuthority.load(named: PayService.Files.merchantCA, from: deployment)
     }
 
+    /// The merchant's portal certificate (`MerchantPortal`), for `orchard merchant domain` and `association-file`;
+    /// one already there is kept.
+    static func issuePortalCertificate(for merchant: String, in deployment: DeploymentDirectory) throws -> String {
+        let name = MerchantPortal.fileName(for: merchant)
+        let path = deployment.pkiPath + "/" + name + ".pem"
+        guard !FileManager.default.fileExists(atPath: path) else { return path }
+        let root = try CertificateAuthority.load(named: PKIFiles.rootCA, from: deployment)
+        try MerchantPortal.issue(
+            for: merchant, role: ServiceRole(WebMerchantAPI.portalRole), by: root, to: deployment, clock: SystemClock(),
+            random: SystemRandom())
+        return path
+    }
+
     static func write(_ chain: [Certificate], as name: String, to directory: String) throws -> String {
         let path = directory + "/" + name
         try Data(chain.map(\.pemRepresentation).joined().utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -234,9 +250,13 @@ enum MerchantCommands {
     static func runCSR(_ arguments: ParsedArguments, _ context: CommandContext) throws {
         let merchant = arguments[csrMerchantOption]
         let kind = arguments[kindOption]
-        let keyType = arguments[keyTypeOption]
-        guard keyType == .p256 || kind == .processing else {
-            throw CLIError.usage("--key-type is p256, or rsa for a processing key")
+        // Identity certificates are RSA-2048 (the Pay server refuses other keys, as Apple's portal does).
+        let keyType: KeyType
+        switch (kind, arguments[keyTypeOption]) {
+        case (.identity, .p256?):
+            throw CLIError.usage("identity certificates are RSA-2048: leave out --key-type or pass --key-type rsa")
+        case (.identity, _): keyType = .rsa
+        case (.processing, let chosen): keyType = chosen ?? .p256
         }
         let key: CertificatePrivateKey
         let keyPEM: String

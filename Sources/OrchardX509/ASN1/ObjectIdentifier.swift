@@ -133,6 +133,8 @@ extension ASN1ObjectIdentifier {
     public static let appleApplicationIntegrationCA = Self(constant: "1.2.840.113635.100.6.2.14")
     /// Merchant identity: a UTF8String of the 64 upper-case hex digits of SHA-256(merchant identifier).
     public static let appleMerchantIdentifier = Self(constant: "1.2.840.113635.100.6.32")
+    /// Present (with an ASN.1 NULL value) on Apple Pay merchant identity (TLS client) certificates.
+    public static let appleMerchantIdentityMarker = Self(constant: "1.2.840.113635.100.6.46")
 
     // PKCS #9 and CMS (RFC 5652, RFC 6211, RFC 2985).
     public static let cmsData = Self(constant: "1.2.840.113549.1.7.1")

@@ -112,6 +112,9 @@ extension Certificate.Extension {
     public static let appleApplicationIntegrationCAMarker = Self(
         oid: .appleApplicationIntegrationCA, value: [0x05, 0x00])
 
+    /// Apple's marker on merchant identity certificates (1.2.840.113635.100.6.46): ASN.1 NULL, non-critical.
+    public static let appleMerchantIdentityMarker = Self(oid: .appleMerchantIdentityMarker, value: [0x05, 0x00])
+
     /// Apple's merchant identifier extension (1.2.840.113635.100.6.32): a UTF8String of the 64
     /// upper-case hex digits of SHA-256(`merchantIdentifier`), non-critical.
     public static func appleMerchantIdentifier(_ merchantIdentifier: String) -> Self {

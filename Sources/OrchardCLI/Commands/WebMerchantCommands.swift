@@ -1,0 +1,217 @@
+import Foundation
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import PayServer
+import WebMerchantAPI
+
+/// `orchard merchant association-file` and `orchard merchant domain …`: Apple Pay on the web's merchant side at
+/// the Pay server (docs/web.md). The commands call the Pay server's web merchant routes with the merchant's portal
+/// certificate (`pki/merchant-portal-<hash>`, `MerchantPortal`), at `https://pay.orchard.test` mapped to the Pay
+/// server's port (libcurl connect-to); a Pay server not running is started in this process for the call.
+enum WebMerchantCommands {
+    static let associationFile = Command(
+        name: "association-file",
+        summary: "Write a new domain-association file for a merchant, to host on each of its domains.",
+        discussion: """
+            The Pay server issues the file: the upper-case hex of {"createdOn","pspId","signature","version"}, signed
+            by its token-signing leaf. Host it exactly as written at
+            https://DOMAIN/.well-known/apple-developer-merchantid-domain-association (no .txt, status 200, no
+            redirect). Prints JSON: the merchant, its hash (pspId) and the file written.
+            """,
+        options: [merchantOption, fileOutOption]
+    ) { arguments, context in
+        try await runAssociationFile(arguments, context)
+    }
+
+    static let domain = Command(
+        name: "domain",
+        summary: "Register, validate, list and remove a web merchant's domains at the Pay server.",
+        subcommands: [add, verify, list, remove])
+
+    static let add = Command(
+        name: "add",
+        summary: "Register a domain (the host name in the address bar) for a merchant.",
+        discussion: "Registering it again changes nothing. Prints the domain's record as JSON.",
+        options: [merchantOption, domainOption]
+    ) { arguments, context in
+        try await runPortal(context, merchant: arguments[merchantOption]) { portal in
+            try await portal.send(
+                .post, WebMerchantAPI.Route.domains(merchant: arguments[merchantOption]),
+                body: DomainRequest(domain: arguments[domainOption]), as: DomainRecord.self)
+        }
+    }
+
+    static let verify = Command(
+        name: "verify",
+        summary: "Validate a registered domain now: fetch and check its association file.",
+        discussion: """
+            Runs only once the merchant's identity certificate exists. The Pay server maps the name to its loopback
+            port (config.json names), connects with TLS 1.2 or later and SNI, checks the chain, expects 200 with no
+            redirect at the extensionless path, and checks the file's signature and merchant. Validation lasts until
+            the site's TLS certificate expires (re-checked 30, 15 and 7 days before). Prints the report as JSON, or
+            with --explain each check and its result, one per line; exits 1 when the domain did not validate.
+            """,
+        options: [merchantOption, domainOption, explainOption]
+    ) { arguments, context in
+        let explain = arguments[explainOption]
+        let report = try await runPortal(context, merchant: arguments[merchantOption], print: !explain) { portal in
+            try await portal.send(
+                .post,
+                WebMerchantAPI.Route.verify(merchant: arguments[merchantOption], domain: arguments[domainOption]),
+                as: DomainVerificationReport.self)
+        }
+        if explain { context.output(explanation(report)) }
+        guard report.verified else {
+            throw CLIError.failure(
+                "\(report.record.domain) did not validate: \(report.record.failure ?? "failed")"
+                    + (explain ? "" : " (--explain shows every check)"))
+        }
+    }
+
+    static let list = Command(
+        name: "list",
+        summary: "List a merchant's domains with their status (registered, verified, failed, lapsed).",
+        options: [merchantOption]
+    ) { arguments, context in
+        try await runPortal(context, merchant: arguments[merchantOption]) { portal in
+            try await portal.send(
+                .get, WebMerchantAPI.Route.domains(merchant: arguments[merchantOption]), as: [DomainRecord].self)
+        }
+    }
+
+    static let remove = Command(
+        name: "remove",
+        summary: "Remove a merchant's domain. Prints the domains left.",
+        options: [merchantOption, domainOption]
+    ) { arguments, context in
+        try await runPortal(context, merchant: arguments[merchantOption]) { portal in
+            try await portal.send(
+                .delete,
+                WebMerchantAPI.Route.domain(merchant: arguments[merchantOption], domain: arguments[domainOption]),
+                as: [DomainRecord].self)
+        }
+    }
+
+    static let merchantOption = Option.required("merchant", "ID", help: "The merchant ID (merchant.<reverse DNS>).")
+    static let domainOption = Option.required(
+        "domain", "DOMAIN", help: "The host name shown in the address bar, e.g. store.orchard.test.")
+    static let explainOption = Option.flag("explain", help: "Print each check and its result instead of JSON.")
+    static let fileOutOption = Option.required("out", "FILE", help: "Where to write the association file.")
+
+    /// The checks, one per line: result, check, detail.
+    static func explanation(_ report: DomainVerificationReport) -> String {
+        let width = DomainCheck.Name.allCases.map(\.rawValue.count).max() ?? 0
+        return report.checks.map { check in
+            let name = check.name.rawValue
+            return check.result.padding(toLength: 8, withPad: " ", startingAt: 0)
+                + name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + check.detail
+        }.joined(separator: "\n")
+    }
+
+    static func runAssociationFile(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
+        let merchant = arguments[merchantOption]
+        let path = arguments[fileOutOption]
+        let response = try await runPortal(context, merchant: merchant, print: false) { portal in
+            try await portal.send(
+                .post, WebMerchantAPI.Route.associationFile(merchant: merchant), as: AssociationFileResponse.self)
+        }
+        try Data(response.file.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        context.trace(
+            "wrote \(path): host it at https://DOMAIN\(WebMerchantAPI.associationFilePath) (no .txt, no redirect)")
+        try context.outputJSON([
+            "merchantIdentifier": merchant, "pspId": AssociationFiles.merchantHash(merchant), "file": path,
+        ])
+    }
+
+    /// Connects to the Pay server as the portal, runs `body`, prints its result as JSON (unless `print` is
+    /// false) and returns it.
+    @discardableResult
+    static func runPortal<Result: Encodable>(
+        _ context: CommandContext, merchant: String, print: Bool = true, _ body: (Portal) async throws -> Result
+    ) async throws -> Result {
+        let deployment = try MerchantCommands.initializedDeployment(context)
+        let identity = try portalIdentity(deployment, merchant: merchant)
+        let connections = try await DeploymentCommands.connect([.pay], of: deployment, context: context)
+        let result: Result
+        do {
+            let portal = try Portal(connections: connections, identity: identity)
+            defer { portal.client.shutdown() }
+            result = try await body(portal)
+        } catch {
+            await connections.close()
+            throw error
+        }
+        await connections.close()
+        if print { try context.outputJSON(result) }
+        return result
+    }
+
+    /// The Pay server as the portal sees it: `https://pay.orchard.test`, mapped to the Pay server's port.
+    struct Portal {
+        let client: HTTPClient
+        let base: String
+
+        init(connections: ServiceConnections, identity: TLSIdentity) throws {
+            guard let port = connections.endpoints[.pay]?.port else {
+                throw CLIError.failure("the Pay server is not reachable")
+            }
+            client = try HTTPClient(
+                configuration: HTTPClientConfiguration(
+                    trustedRootsPEM: connections.rootCertificatePEM,
+                    clientCertificateChainPEM: identity.certificateChainPEM,
+                    clientPrivateKeyPEM: identity.privateKeyPEM,
+                    requestTimeout: .seconds(60), maxAttempts: 1, connectTo: [WebMerchantAPI.HostNames.pay: port]))
+            base = "https://" + WebMerchantAPI.HostNames.pay
+        }
+
+        /// Sends a request and decodes a 2xx answer; an error answer fails the command with its message.
+        func send<Answer: Decodable>(
+            _ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as String?, as type: Answer.Type
+        ) async throws -> Answer {
+            var request = HTTPClientRequest(method: method, url: base + path)
+            if let body {
+                request = try WebMerchantCommands.jsonRequest(method, base + path, body)
+            }
+            let response = try await client.send(request)
+            return try WebMerchantCommands.decode(response, as: type)
+        }
+    }
+
+    // MARK: Synchronous helpers (typed throws directly in async closures crash release builds;
+    // docs/compiler-workarounds.md §1)
+
+    static func portalIdentity(_ deployment: DeploymentDirectory, merchant: String) throws -> TLSIdentity {
+        let name = MerchantPortal.fileName(for: merchant)
+        guard FileManager.default.fileExists(atPath: deployment.pkiPath + "/" + name + ".pem") else {
+            throw CLIError.failure(
+                "\(deployment) holds no portal certificate for \(merchant) (pki/\(name).pem): register the merchant "
+                    + "with `orchard merchant register` (a deployment made before web merchants needs "
+                    + "`orchard init --force`)")
+        }
+        return try TLSIdentity.load(named: name, from: deployment)
+    }
+
+    static func jsonRequest(_ method: HTTPMethod, _ url: String, _ body: some Encodable) throws -> HTTPClientRequest {
+        try HTTPClientRequest.json(method, url, body)
+    }
+
+    /// The answer of a 2xx response, or the Pay server's `{"error":{"message"}}` as the command's failure.
+    /// The Pay server's error body.
+    struct ErrorBody: Decodable {
+        struct Detail: Decodable { let message: String }
+        let error: Detail
+    }
+
+    static func decode<Answer: Decodable>(_ response: HTTPResponse, as type: Answer.Type) throws -> Answer {
+        guard (200...299).contains(response.status.code) else {
+            let message = (try? JSONDecoder().decode(ErrorBody.self, from: response.body))?.error.message
+            throw CLIError.failure(message ?? "the Pay server answered \(response.status.code)")
+        }
+        do {
+            return try JSONDecoder().decode(type, from: response.body)
+        } catch {
+            throw CLIError.failure("the Pay server's answer is not what this orchard expects: \(error)")
+        }
+    }
+}

@@ -1,0 +1,68 @@
+public import Foundation
+import OrchardCrypto
+public import OrchardX509
+public import PaymentToken
+public import WebMerchantAPI
+
+/// Domain-association files: the Pay server issues them signed by its token-signing leaf (the signer family of
+/// payment tokens, as Apple's `ecc-smp-broker-sign` signs both) and checks a file fetched from a merchant's
+/// site against its token-signing root and the merchant it must be for.
+public final class AssociationFiles: Sendable {
+    private let tokenSigning: TokenSigningPKI
+    private let verifier: CMSVerifier
+
+    public init(tokenSigning: TokenSigningPKI, clock: any WallClock) throws(X509Error) {
+        self.tokenSigning = tokenSigning
+        verifier = try CMSVerifier(
+            trustRoots: [tokenSigning.root], policy: .applePaymentTokenSigning, cacheCapacity: 16, clock: clock)
+    }
+
+    /// The merchant's wire identifier: the 64 upper-case hex digits of SHA-256(merchant ID).
+    public static func merchantHash(_ merchantIdentifier: String) -> String {
+        Hex.encode(SHA256.hash(Array(merchantIdentifier.utf8))).uppercased()
+    }
+
+    /// A new file for `merchantIdentifier`, created at `now` (the CMS signingTime is the same second).
+    public func issue(merchantIdentifier: String, at now: Date) throws(X509Error) -> DomainAssociationFile {
+        let createdOn = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+        let pspId = Self.merchantHash(merchantIdentifier)
+        let content = DomainAssociationFile.signedContent(pspId: pspId, createdOn: createdOn)
+        let signature = try CMS.signDetached(
+            content, signer: tokenSigning.leaf, key: tokenSigning.leafKey,
+            certificates: [tokenSigning.leaf, tokenSigning.intermediate],
+            signingTime: Date(timeIntervalSince1970: Double(createdOn / 1000)), encoding: .berIndefiniteLength,
+            includeAlgorithmProtection: true)
+        return DomainAssociationFile(pspId: pspId, createdOn: createdOn, signature: signature)
+    }
+
+    /// Why a parsed file is not one this Pay server issued for the merchant.
+    public enum Problem: Sendable, Hashable {
+        /// The signature does not verify to the token-signing root, or its signingTime is not `createdOn`.
+        case signature(String)
+        /// A genuine file issued for another merchant (its `pspId`).
+        case otherMerchant(pspId: String)
+    }
+
+    /// Checks `file`'s signature (to the token-signing root, chain valid at its signingTime, which must be
+    /// `createdOn` to the second), then that it was issued for `merchantIdentifier`. Nil when both hold.
+    public func problem(with file: DomainAssociationFile, merchantIdentifier: String) -> Problem? {
+        let result: CMSVerificationResult
+        do {
+            result = try verifier.verifyDetachedSignature(
+                file.signature, content: file.signedContent, at: .signingTime)
+        } catch {
+            return .signature("the signature is not a CMS SignedData (\(error.message))")
+        }
+        switch result {
+        case .invalid(let failure):
+            return .signature("the signature does not verify to the Orchard token-signing root: \(failure.message)")
+        case .valid(_, _, let signingTime):
+            let expected = Date(timeIntervalSince1970: Double(file.createdOn / 1000))
+            guard signingTime == expected else {
+                return .signature("the signature's signingTime is not the file's createdOn")
+            }
+        }
+        guard file.pspId == Self.merchantHash(merchantIdentifier) else { return .otherMerchant(pspId: file.pspId) }
+        return nil
+    }
+}
