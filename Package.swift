@@ -344,7 +344,10 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchardCLITests",
-            dependencies: ["OrchardCLI", "OrchardFixtures", "NetworkServer", "OrchardStore", "CommandTestSupport"],
+            dependencies: [
+                "OrchardCLI", "OrchardFixtures", "NetworkServer", "OrchardStore", "CommandTestSupport", "OrchardCrypto",
+                "orchard",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "OrchardStoreTests",

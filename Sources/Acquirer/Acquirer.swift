@@ -221,7 +221,7 @@ public actor Acquirer {
 
     /// 32 hex digits of SHA-256 over the idempotency key: the same key always reaches the same network
     /// transaction.
-    static func networkTransactionID(for idempotencyKey: String) -> String {
+    package static func networkTransactionID(for idempotencyKey: String) -> String {
         hex(SHA256.hash(Array(idempotencyKey.utf8)).prefix(16))
     }
 

@@ -149,9 +149,15 @@ public struct ParsedArguments: Sendable {
 public struct CLIError: Error, Sendable, CustomStringConvertible {
     public let message: String
     public let exitCode: Int32
+    /// The command wrote its own `error:` line already (followed by a report line that must stay last).
+    public var alreadyReported = false
 
     public static func usage(_ message: String) -> CLIError { CLIError(message: message, exitCode: 2) }
     public static func failure(_ message: String) -> CLIError { CLIError(message: message, exitCode: 1) }
+    /// Exit 1 without another line: the command traced `error: <message>` itself, then its closing report.
+    static func reportedFailure(_ message: String) -> CLIError {
+        CLIError(message: message, exitCode: 1, alreadyReported: true)
+    }
 
     public var description: String { message }
 }

@@ -18,6 +18,7 @@ public enum CommandRegistry {
         AppCommands.command,
         MerchantCommands.command,
         NetworkCommands.command,
+        ChaosCommand.command,
     ]
 
     public static let root = Command(

@@ -56,6 +56,7 @@ public enum CommandRunner {
             try await command.run!(parsed, context)
             return 0
         } catch let error as CLIError {
+            if error.alreadyReported { return error.exitCode }
             stderr("error: \(error.message)\n")
             if error.exitCode == 2 { stderr("see '\(path.joined(separator: " ")) --help'\n") }
             return error.exitCode
