@@ -52,7 +52,7 @@ let package = Package(
             name: "OrchardHTTP",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims",
-                "AccessPolicy",
+                "AccessPolicy", "OrchardRuntime",
             ],
             swiftSettings: strict
         ),
@@ -365,7 +365,7 @@ let package = Package(
         .testTarget(
             name: "OrchardHTTPTests",
             dependencies: [
-                "CardBasics",
+                "CardBasics", "OrchardRuntime",
                 "CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardX509",
                 "OrchardFixtures",
             ],

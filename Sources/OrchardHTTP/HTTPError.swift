@@ -60,6 +60,7 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Base: String, Hashable, Sendable {
             case invalidJSON = "invalid_json"
+            case duplicateKey = "duplicate_key"
             case invalidRequest = "invalid_request"
             case notFound = "not_found"
             case methodNotAllowed = "method_not_allowed"
@@ -86,6 +87,8 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
 
         /// The request body is not the JSON the route expects (400).
         public static let invalidJSON = Code(.invalidJSON)
+        /// The request body names one key twice in one JSON object, which decoders resolve differently (400).
+        public static let duplicateKey = Code(.duplicateKey)
         /// The request is malformed in another way: a bad path parameter or query (400).
         public static let invalidRequest = Code(.invalidRequest)
         /// No route matches the path (404).
@@ -147,7 +150,7 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
 
     public var httpStatus: HTTPStatus {
         switch code.base {
-        case .invalidJSON, .invalidRequest: .badRequest
+        case .invalidJSON, .duplicateKey, .invalidRequest: .badRequest
         case .notFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .clientCertificateRequired: .unauthorized

@@ -13,7 +13,8 @@ import Foundation
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked: the mutable state (`termination`, `waiters`, the captured bytes) is guarded by `lock`.
 
-    /// Where a child's stdout or stderr goes (stdin is always `/dev/null`, so a child never waits for input).
+    /// Where a child's stdout or stderr goes (stdin is `/dev/null` unless a file is named, so a child never waits
+    /// for input).
     public enum Output: Sendable {
         case discard
         /// Kept in memory: ``stdout`` / ``stderr`` return what arrived so far.
@@ -53,17 +54,18 @@ public final class ChildProcess: @unchecked Sendable {
     private var linesRead = 0
     private var open: Int { reading.filter { $0 }.count }
 
-    /// Starts `executable` with `arguments`; `environment` is added to this process's (nil values remove).
+    /// Starts `executable` with `arguments`; `environment` is added to this process's (nil values remove); stdin
+    /// reads the file at `stdin`.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String?] = [:],
-        stdout: Output = .discard, stderr: Output = .discard
+        stdin: String = "/dev/null", stdout: Output = .discard, stderr: Output = .discard
     ) throws {
         Self.spawning.lock()
         defer { Self.spawning.unlock() }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
 
         var readEnds: [(index: Int, fd: Int32)] = []
         var parentCloses: [Int32] = []

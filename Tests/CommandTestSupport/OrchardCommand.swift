@@ -34,12 +34,28 @@ public struct CommandOutput: Sendable {
     }
 }
 
-/// Runs `orchard arguments` to completion, stdin empty (so it never prompts), `environment` added to this
-/// process's. The child's output is read and its exit awaited on threads of their own (``ChildProcess``), never
+/// Runs `orchard arguments` to completion, stdin empty (so it never prompts) or the file at `stdin`,
+/// `environment` added to this process's. The child's output is read and its exit awaited on threads of their own (``ChildProcess``), never
 /// the concurrency pool's: the command may be talking to services this test process serves.
-public func orchard(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandOutput {
+public func orchard(
+    _ arguments: [String], environment: [String: String] = [:], stdin: String = "/dev/null"
+) async throws -> CommandOutput {
     let child = try ChildProcess(
-        try orchardExecutable(), arguments, environment: environment, stdout: .capture, stderr: .capture)
+        try orchardExecutable(), arguments, environment: environment, stdin: stdin, stdout: .capture,
+        stderr: .capture)
     let ended = await child.exit()
     return CommandOutput(status: ended.status ?? -1, stdout: child.stdout, stderr: child.stderr)
+}
+
+/// Writes a card file for `orchard device add-card --card-file` (the JSON form, mode 0600) outside any data
+/// directory, so at-rest scans of the deployment never see it; the caller removes it.
+public func writeCardFile(number: String, cvv: String) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-card-\(UUID().uuidString).json")
+        .path
+    guard
+        FileManager.default.createFile(
+            atPath: path, contents: Data(#"{"number": "\#(number)", "cvv": "\#(cvv)"}"#.utf8),
+            attributes: [.posixPermissions: 0o600])
+    else { throw CommandTestFailure("cannot write \(path)") }
+    return path
 }

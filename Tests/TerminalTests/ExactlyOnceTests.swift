@@ -112,12 +112,14 @@ struct ExactlyOnceTests {
     func killedAtEachStepThenRetried() async throws {
         let directory = try TemporaryDirectory()
         let deployment = directory.deployment
+        let cardFile = try writeCardFile(number: "4111111111111111", cvv: "266")
+        defer { try? FileManager.default.removeItem(atPath: cardFile) }
         for command in [
             ["init"],
             ["device", "create", "--name", "phone", "--kind", "phone", "--biometry", "face", "--passcode", "8642"],
             [
-                "device", "add-card", "--name", "phone", "--pan", "4111111111111111", "--expiry", "12/34", "--cvv",
-                "266", "--cardholder", "Alice Doe",
+                "device", "add-card", "--name", "phone", "--card-file", cardFile,
+                "--expiry", "12/34", "--cardholder", "Alice Doe",
             ],
             ["terminal", "setup"],
         ] {
