@@ -4,12 +4,23 @@ public import OrchardHTTP
 public import OrchardStore
 public import PayAPI
 
-/// Aggregates printed by `orchard analytics`.
+/// Aggregates printed by `orchard analytics`, with no cell under ``AnonymousAnalytics/minimumCell`` purchases.
+///
+/// A stored cell (amount bucket × hour × region) of fewer than five purchases is never shown: such cells are
+/// merged into their day × region, which is shown when it reaches five, else only counted in ``withheld``.
 public struct AnonymousAnalyticsSummary: Codable, Sendable, Hashable {
+    /// Every purchase counted.
     public let purchases: Int
+    /// Purchases of the cells of five or more, by amount bucket.
     public let byAmountBucket: [String: Int]
+    /// Purchases of the cells of five or more, by hour (`YYYY-MM-DDTHH`, UTC).
     public let byHour: [String: Int]
+    /// Purchases of the cells and merged cells of five or more, by region.
     public let byRegion: [String: Int]
+    /// The small cells merged into day × region (`YYYY-MM-DD/region`), where they reach five.
+    public let byDayAndRegion: [String: Int]
+    /// Purchases of merged cells still under five: counted in ``purchases`` only.
+    public let withheld: Int
 }
 
 /// The Pay server's anonymous transaction data: the table, the route and the aggregates.
@@ -62,7 +73,12 @@ public enum AnonymousAnalytics {
         }
     }
 
-    /// The totals per bucket, hour and region.
+    /// The fewest purchases a cell shown to anyone may hold: smaller cells could single out one person's purchase
+    /// (the only purchase of 250+ in one region in one hour).
+    public static let minimumCell = 5
+
+    /// The totals per bucket, hour and region, over the cells of ``minimumCell`` or more; the smaller cells merged
+    /// into day × region first (see ``AnonymousAnalyticsSummary``). This is the only reading of the table.
     public static func summary(of store: Store) async throws -> AnonymousAnalyticsSummary {
         let rows = try await store.read { database in
             try database.query(
@@ -72,13 +88,31 @@ public enum AnonymousAnalytics {
         var buckets: [String: Int] = [:]
         var hours: [String: Int] = [:]
         var regions: [String: Int] = [:]
+        var merged: [String: (region: String, tally: Int)] = [:]
         for (bucket, hour, region, tally) in rows {
+            guard tally >= minimumCell else {
+                // `hour` is YYYY-MM-DDTHH (checked on the way in): its day is the first ten characters.
+                let cell = String(hour.prefix(10)) + "/" + region
+                merged[cell, default: (region, 0)].tally += tally
+                continue
+            }
             buckets[bucket, default: 0] += tally
             hours[hour, default: 0] += tally
             regions[region, default: 0] += tally
         }
+        var days: [String: Int] = [:]
+        var withheld = 0
+        for (cell, value) in merged {
+            guard value.tally >= minimumCell else {
+                withheld += value.tally
+                continue
+            }
+            days[cell] = value.tally
+            regions[value.region, default: 0] += value.tally
+        }
         return AnonymousAnalyticsSummary(
-            purchases: rows.reduce(0) { $0 + $1.3 }, byAmountBucket: buckets, byHour: hours, byRegion: regions)
+            purchases: rows.reduce(0) { $0 + $1.3 }, byAmountBucket: buckets, byHour: hours, byRegion: regions,
+            byDayAndRegion: days, withheld: withheld)
     }
 }
 

@@ -101,10 +101,36 @@ struct AnonymousAnalyticsTests {
         let store = try PayStore.open(in: directory)
         let summary = try await AnonymousAnalytics.summary(of: store)
         await store.close()
-        #expect(summary.purchases == 3)
-        #expect(summary.byAmountBucket["10-25"] == 2 && summary.byAmountBucket["250+"] == 1)
-        #expect(summary.byRegion["840"] == 2 && summary.byRegion["250"] == 1)
-        #expect(summary.byHour["2026-03-01T13"] == 1)
+        // All three counted; every cell is under five, so none is shown (see the V1 test below).
+        #expect(summary.purchases == 3 && summary.withheld == 3)
+        #expect(summary.byAmountBucket.isEmpty && summary.byHour.isEmpty && summary.byRegion.isEmpty)
+    }
+
+    /// Issue 22, item 4: no one reads a cell of fewer than five purchases.
+    @Test("V1: cells under 5 purchases are merged into day × region, and withheld while still under 5")
+    func smallCellsAreMergedIntoDayAndRegion() async throws {
+        _ = try await initialise()
+        let store = try PayStore.open(in: directory)
+        func record(_ count: Int, _ bucket: String, _ hour: String, _ region: String) async throws {
+            for _ in 0..<count {
+                try await AnonymousAnalytics.record(
+                    AnonymousPurchase(amountBucket: bucket, hour: hour, region: region), in: store)
+            }
+        }
+        try await record(5, "10-25", "2026-03-01T12", "840")  // shown as it is
+        try await record(3, "250+", "2026-03-01T13", "840")  // 3 + 2 in one day and region: shown as the day
+        try await record(2, "0-5", "2026-03-01T20", "840")
+        try await record(1, "250+", "2026-03-01T12", "250")  // alone in its day and region: withheld
+        try await record(4, "0-5", "2026-03-02T09", "840")  // another day: withheld
+        let summary = try await AnonymousAnalytics.summary(of: store)
+        await store.close()
+        #expect(summary.purchases == 15)
+        #expect(summary.byAmountBucket == ["10-25": 5] && summary.byHour == ["2026-03-01T12": 5])
+        #expect(summary.byDayAndRegion == ["2026-03-01/840": 5])
+        #expect(summary.byRegion == ["840": 10] && summary.withheld == 5)
+        // Every number shown is 5 or more.
+        let shown = [summary.byAmountBucket, summary.byHour, summary.byRegion, summary.byDayAndRegion]
+        #expect(shown.allSatisfy { $0.values.allSatisfy { $0 >= AnonymousAnalytics.minimumCell } })
     }
 
     @Test func theDeviceReporterSendsWithoutItsCertificateOrDrops() async throws {
@@ -138,8 +164,8 @@ struct AnonymousAnalyticsTests {
         let store = try PayStore.open(in: directory)
         let summary = try await AnonymousAnalytics.summary(of: store)
         await store.close()
-        #expect(summary.purchases == 2 && summary.byAmountBucket["10-25"] == 1)
-        #expect(summary.byAmountBucket["250+"] == 1 && summary.byRegion["392"] == 1)
+        // Both counted; each alone in its cell, so only as withheld.
+        #expect(summary.purchases == 2 && summary.withheld == 2 && summary.byAmountBucket.isEmpty)
     }
 
     @Test("V1: amount buckets follow the currency exponent")
