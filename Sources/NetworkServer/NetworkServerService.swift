@@ -60,7 +60,7 @@ public struct NetworkServerService: OrchardService {
 
     public var name: ServiceName { .network }
     public var configurationKeys: [AnyConfigurationKey] {
-        [Self.reconcileAfterSeconds.erased, Self.reconcileIntervalSeconds.erased]
+        [Self.reconcileAfterSeconds.erased, Self.reconcileIntervalSeconds.erased, NetworkMasterKey.kekFile.erased]
     }
 
     public func initialize(_ context: InitializationContext) async throws {
@@ -99,7 +99,10 @@ public struct NetworkServerService: OrchardService {
                 acquirer: Acquirer(
                     acquirerID: Self.acquirerID, store: acquirerStore, network: OfflineNetwork(),
                     clock: context.clock, random: context.random)))
-        let issuerStore = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+        // The issuer's own key seals its card records (pki/network/network-issuer-vault.key).
+        let issuerStore = try await SQLiteIssuerStore.open(
+            path: directory.databasePath(for: .issuer),
+            key: try IssuerStorageKey.create(in: directory, random: context.random))
         let issuer = Issuer(
             configuration: TestCards.configuration, store: issuerStore,
             cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: context.clock,
@@ -164,19 +167,21 @@ struct NetworkKeyFile: Codable {
         self.ranges = ranges
     }
 
-    static func path(in directory: DeploymentDirectory) -> String {
-        directory.pkiPath + "/" + NetworkServerService.Files.wrappedKeys
+    /// `pki/network/network-hsm-keys.json` (or where an existing deployment keeps it).
+    static func path(in directory: DeploymentDirectory) throws -> String {
+        try directory.pkiFilePath(named: NetworkServerService.Files.wrappedKeys)
     }
 
     func write(to directory: DeploymentDirectory) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try SecureFile.write(try encoder.encode(self), to: Self.path(in: directory), mode: 0o600)
+        try directory.writePKIFile(
+            SecureBytes(Array(try encoder.encode(self))), named: NetworkServerService.Files.wrappedKeys)
     }
 
     static func read(from directory: DeploymentDirectory) throws -> NetworkKeyFile {
         let file = try JSONDecoder().decode(
-            NetworkKeyFile.self, from: Data(try SecureFile.read(path(in: directory), limit: 1 << 20)))
+            NetworkKeyFile.self, from: Data(try SecureFile.read(try path(in: directory), limit: 1 << 20)))
         guard file.version == 1 else {
             throw ServicesError(
                 .invalidConfiguration, "pki/\(NetworkServerService.Files.wrappedKeys) has version \(file.version)")

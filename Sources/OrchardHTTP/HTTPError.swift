@@ -66,6 +66,7 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
             case methodNotAllowed = "method_not_allowed"
             case clientCertificateRequired = "client_certificate_required"
             case clientCertificateNotAllowed = "client_certificate_not_allowed"
+            case clientCertificateRevoked = "client_certificate_revoked"
             case callerMismatch = "caller_mismatch"
             case payloadTooLarge = "payload_too_large"
             case invalidConfiguration = "invalid_configuration"
@@ -99,6 +100,8 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         public static let clientCertificateRequired = Code(.clientCertificateRequired)
         /// The client certificate is verified but the route does not accept it (403).
         public static let clientCertificateNotAllowed = Code(.clientCertificateNotAllowed)
+        /// The client certificate was revoked by the server's operator (403): on every route, whatever its role.
+        public static let clientCertificateRevoked = Code(.clientCertificateRevoked)
         /// The client certificate names one caller and the request another (a body's terminal or merchant, a
         /// path's device), or sends a field that caller may not (403).
         public static let callerMismatch = Code(.callerMismatch)
@@ -154,7 +157,7 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         case .notFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .clientCertificateRequired: .unauthorized
-        case .clientCertificateNotAllowed, .callerMismatch: .forbidden
+        case .clientCertificateNotAllowed, .clientCertificateRevoked, .callerMismatch: .forbidden
         case .payloadTooLarge: .payloadTooLarge
         case .idempotencyKeyInUse: .conflict
         case .idempotencyKeyReused: .unprocessableContent

@@ -73,6 +73,11 @@ public struct Router: Sendable {
     /// without an entry admits nobody (403).
     public var roles: [String: ClientCertificateRequirement] = [:]
 
+    /// The server's record of revoked client certificates, consulted for every request that presents one, on
+    /// every route (`/health` included) and before any handler or idempotent replay: a revoked certificate gets
+    /// 403 `client_certificate_revoked`. A failing lookup fails the request (500), never admits it.
+    public var revocations: (any ClientCertificateRevocations)?
+
     public init() {}
 
     /// A registered route: what the matrix of callers is run against.
@@ -287,4 +292,11 @@ public struct Router: Sendable {
         if parts.last == "" { parts.removeLast() }
         return parts
     }
+}
+
+/// Where a server looks up whether a client certificate it issued has been revoked (the Pay server: the
+/// `revoked_at` that `orchard merchant certs --revoke` records).
+public protocol ClientCertificateRevocations: Sendable {
+    /// Whether `certificate` is revoked now.
+    func isRevoked(_ certificate: ClientCertificate) async throws -> Bool
 }

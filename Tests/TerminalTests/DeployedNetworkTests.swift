@@ -26,8 +26,8 @@ struct DeployedNetworkTests {
         let merchant = try await acquirerStore.merchant(id: "merchant.dev.orchard.demo")
         await acquirerStore.store.close()
         #expect(merchant?.terminalIDs == ["T0001"] && merchant?.status == .active)
-        #expect(FileManager.default.fileExists(atPath: deployment.pkiPath + "/merchant-acquiring.pem"))
-        #expect(FileManager.default.fileExists(atPath: deployment.pkiPath + "/merchant-acquiring.key"))
+        #expect(FileManager.default.fileExists(atPath: deployment.pkiFolderPath("merchant") + "/merchant-acquiring.pem"))
+        #expect(FileManager.default.fileExists(atPath: deployment.pkiFolderPath("merchant") + "/merchant-acquiring.key"))
 
         try await createDevice(directory, "phone", kind: "phone", biometry: "face")
         let phone = try await DeviceProcessHandle(deployment, name: "phone", autoAuth: "face-id")
@@ -49,7 +49,8 @@ struct DeployedNetworkTests {
 
         // Without its certificate the acquiring route refuses the terminal.
         for suffix in [".pem", ".key"] {
-            try FileManager.default.removeItem(atPath: deployment.pkiPath + "/terminal-t0001-client" + suffix)
+            try FileManager.default.removeItem(
+                atPath: deployment.pkiFolderPath("terminal") + "/terminal-t0001-client" + suffix)
         }
         let (_, refused) = try await charge(directory, "4.50", device: "phone")
         #expect(refused["outcome"] as? String == "declined" && refused["responseCode"] as? String == "96", "\(refused)")

@@ -1,6 +1,7 @@
 import Acquirer
 import Foundation
 import NetworkServer
+import OrchardCrypto
 import OrchardRuntime
 import OrchardServices
 import TokenService
@@ -10,8 +11,35 @@ enum NetworkCommands {
     static let command = Command(
         name: "network",
         summary: "Operate the deployment's card network (token service, issuer, acquirer).",
-        subcommands: [reconcile]
+        subcommands: [reconcile, wrapHSMKey]
     )
+
+    static let kekFileOption = Option.required(
+        "kek-file", "FILE", help: "The key-encryption key: 32 raw bytes, mode 0600, outside DIR.")
+
+    static let wrapHSMKey = Command(
+        name: "wrap-hsm-key",
+        summary: "Wrap the HSM master key under a key-encryption key kept outside DIR (the production layout).",
+        discussion: """
+            Seals pki/network/network-hsm.key under the KEK in --kek-file (AES-256-GCM) as \
+            pki/network/network-hsm.wrapped, then removes the key in clear. From then on `orchard serve network` \
+            needs ORCHARD_NETWORK_KEK_FILE (or network.kekFile in config.json) naming that file, and refuses to \
+            start without it. Make the KEK with `head -c 32 /dev/urandom > FILE; chmod 600 FILE` on storage that is \
+            not DIR's (docs/deployment.md). Prints {"wrapped": PATH}.
+            """,
+        options: [kekFileOption]
+    ) { arguments, context in
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let path: String
+        do {
+            path = try NetworkMasterKey.wrap(
+                in: deployment, kekPath: arguments[kekFileOption], random: SystemRandom())
+        } catch let error as ServicesError {
+            throw CLIError.failure(error.message)
+        }
+        context.trace("network: the HSM master key is now wrapped; serve with ORCHARD_NETWORK_KEK_FILE set")
+        try context.outputJSON(["wrapped": path])
+    }
 
     static let reconcile = Command(
         name: "reconcile",
