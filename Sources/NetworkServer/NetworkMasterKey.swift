@@ -39,7 +39,8 @@ public enum NetworkMasterKey {
         if isWrapped && isPlain {
             throw ServicesError(
                 .pkiFailure,
-                "DIR holds the HSM master key both wrapped and in clear; remove \(plainPath) once the wrapped key works")
+                "DIR holds the HSM master key both wrapped and in clear; remove \(plainPath) once the wrapped key works"
+            )
         }
         guard isWrapped else {
             guard kekPath.isEmpty else {

@@ -174,7 +174,8 @@ final class ListenerInstance: @unchecked Sendable {
                         try await revocations.isRevoked(certificate)
                     {
                         throw HTTPError(
-                            .clientCertificateRevoked, "this client certificate was revoked; ask its issuer for a new one")
+                            .clientCertificateRevoked,
+                            "this client certificate was revoked; ask its issuer for a new one")
                     }
                     response = try await handler(request)
                 } catch {

@@ -71,7 +71,8 @@ public indirect enum LogValue: Sendable, Equatable {
     /// once masked keep the last value.
     static func scrubbed(_ values: [String: LogValue]) -> [String: LogValue] {
         Dictionary(
-            values.map { (CardNumberScrubber.scrub($0.key), $0.value.scrubbed()) }, uniquingKeysWith: { _, last in last })
+            values.map { (CardNumberScrubber.scrub($0.key), $0.value.scrubbed()) },
+            uniquingKeysWith: { _, last in last })
     }
 }
 

@@ -223,14 +223,16 @@ struct IssuerSealedStoreTests {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/issuer.sqlite"
         // A deployment made before the sealing: migration 1 only, the card keyed by its number in clear.
-        let old = try Store(path: path, options: StoreOptions(durability: .full, secureDelete: true),
+        let old = try Store(
+            path: path, options: StoreOptions(durability: .full, secureDelete: true),
             migrations: [SQLiteIssuerStore.migrations[0]])
         let clear = try card("4111111111111111")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let record = Array(try encoder.encode(clear))
         _ = try await old.write { database in
-            try database.execute("INSERT INTO cards (pan, record) VALUES (?, ?)", [.text("4111111111111111"), .blob(record)])
+            try database.execute(
+                "INSERT INTO cards (pan, record) VALUES (?, ?)", [.text("4111111111111111"), .blob(record)])
         }
         await old.close()
         #expect(try directory.files().contains { $0.bytes.contains(ascii: "4111111111111111") })
@@ -259,4 +261,3 @@ struct IssuerSealedStoreTests {
         await again.store.close()
     }
 }
-

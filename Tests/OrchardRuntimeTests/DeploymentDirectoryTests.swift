@@ -33,7 +33,8 @@ struct DeploymentDirectoryTests {
         #expect(try directory.privateKeyPath(named: "network-hsm") == "\(dir)/pki/network/network-hsm.key")
         #expect(try directory.privateKeyPath(named: "merchant-ca") == "\(dir)/pki/pay/merchant-ca.key")
         #expect(try directory.privateKeyPath(named: "merchant-identity") == "\(dir)/pki/merchant/merchant-identity.key")
-        #expect(try directory.privateKeyPath(named: "terminal-t1-client") == "\(dir)/pki/terminal/terminal-t1-client.key")
+        #expect(
+            try directory.privateKeyPath(named: "terminal-t1-client") == "\(dir)/pki/terminal/terminal-t1-client.key")
         #expect(try Party("device-watch").deviceName == "watch")
         #expect(try Party("acquirer") == .acquirer)
         #expect(ServiceName.all.map(\.rawValue).sorted() == ["acquirer", "issuer", "merchant", "network", "pay"])

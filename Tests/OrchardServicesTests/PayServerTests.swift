@@ -81,7 +81,8 @@ struct PayServerTests {
         let store = try PayStore.open(in: directory)
         let certificates = MerchantCertificates(store: store, clock: SystemClock())
         let identity = try #require(
-            try await certificates.list(merchantIdentifier: "merchant.dev.orchard.demo").first { $0.kind == "identity" })
+            try await certificates.list(merchantIdentifier: "merchant.dev.orchard.demo").first { $0.kind == "identity" }
+        )
         try await certificates.revoke(serial: identity.serial)
         await store.close()
 

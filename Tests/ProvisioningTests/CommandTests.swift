@@ -77,7 +77,9 @@ struct CardEntryCommandTests {
     func panAndCVVOnTheCommandLineAreRefused() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-entry-\(UUID().uuidString)")
             .path
-        let common = ["device", "add-card", "--data-dir", path, "--name", "phone", "--expiry", "12/34", "--cardholder", "A"]
+        let common = [
+            "device", "add-card", "--data-dir", path, "--name", "phone", "--expiry", "12/34", "--cardholder", "A",
+        ]
         for refused in [["--pan", "4111111111111111"], ["--cvv", "266"], ["--pan=4111111111111111"]] {
             let output = try await orchard(common + refused)
             #expect(output.status == 2 && output.stdout.isEmpty)

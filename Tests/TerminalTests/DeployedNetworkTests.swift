@@ -26,8 +26,10 @@ struct DeployedNetworkTests {
         let merchant = try await acquirerStore.merchant(id: "merchant.dev.orchard.demo")
         await acquirerStore.store.close()
         #expect(merchant?.terminalIDs == ["T0001"] && merchant?.status == .active)
-        #expect(FileManager.default.fileExists(atPath: deployment.pkiFolderPath("merchant") + "/merchant-acquiring.pem"))
-        #expect(FileManager.default.fileExists(atPath: deployment.pkiFolderPath("merchant") + "/merchant-acquiring.key"))
+        #expect(
+            FileManager.default.fileExists(atPath: deployment.pkiFolderPath("merchant") + "/merchant-acquiring.pem"))
+        #expect(
+            FileManager.default.fileExists(atPath: deployment.pkiFolderPath("merchant") + "/merchant-acquiring.key"))
 
         try await createDevice(directory, "phone", kind: "phone", biometry: "face")
         let phone = try await DeviceProcessHandle(deployment, name: "phone", autoAuth: "face-id")
