@@ -131,7 +131,7 @@ struct SQLiteStoreTests {
     /// `issuer.sqlite` (and encrypted in `network.sqlite`), a full DPAN only in `network.sqlite`, no CVV in
     /// any file, and the acquirer's file holds masked numbers only. Every byte of every file (database,
     /// `-wal`, `-shm`) is scanned. Issue 22, item 3: the issuer's file holds no FPAN in clear either.
-    @Test("P1: no FPAN in clear in any file, issuer.sqlite included; a DPAN only in network.sqlite; no CVV")
+    @Test("P1/I22-3c: no FPAN in clear in any file, issuer.sqlite included; a DPAN only in network.sqlite; no CVV")
     func cardNumbersAtRestStayInTheirFiles() async throws {
         let directory = try TemporaryDirectory()
         let vault = try SQLiteTokenVaultStore(path: directory.path + "/network.sqlite")
@@ -218,7 +218,7 @@ struct IssuerSealedStoreTests {
             stepUpDestinationHint: "a***@example.com")
     }
 
-    @Test("P1: an issuer.sqlite with clear card numbers is sealed when it opens; another key is refused")
+    @Test("P1/I22-3c: an issuer.sqlite with clear card numbers is sealed when it opens; another key is refused")
     func clearDeploymentIsMigratedAndAnotherKeyRefused() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/issuer.sqlite"

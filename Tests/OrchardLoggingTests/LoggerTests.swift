@@ -85,7 +85,7 @@ struct LoggerTests {
     }
 
     /// Issue 22, item 4: a card number used as a metadata key (at the top or inside an object) is masked too.
-    @Test("V2: a card number in a metadata key, at the top or nested, is written masked")
+    @Test("V2/I22-4e: a card number in a metadata key, at the top or nested, is written masked")
     func aCardNumberInAMetadataKeyIsWrittenMasked() throws {
         let sink = InMemoryLogSink()
         logger(sink).info(

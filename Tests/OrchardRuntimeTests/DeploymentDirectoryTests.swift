@@ -114,7 +114,7 @@ struct DeploymentDirectoryTests {
 
     /// Issue 22, item 3: the root's certificate is copied into every party's folder, so a party's folder alone
     /// has what its server verifies with; a deployment with the flat `pki/` of before is still read.
-    @Test("Public certificates are copied into the folders that need them; the flat layout of before is read")
+    @Test("I22-3a: Public certificates are copied into the folders that need them; the flat layout of before is read")
     func certificatesAreCopiedAndTheFlatLayoutRead() throws {
         defer { cleanUp() }
         try directory.create()

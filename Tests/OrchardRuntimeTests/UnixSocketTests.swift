@@ -11,7 +11,7 @@ import Testing
 /// another user may connect.
 @Suite("Unix sockets: created 0600 with no window")
 struct UnixSocketTests {
-    @Test("The socket file is 0600 as soon as bind returns, before any chmod, under umask 022")
+    @Test("I22-4c: The socket file is 0600 as soon as bind returns, before any chmod, under umask 022")
     func socketFileIsPrivateFromBind() throws {
         for mask: mode_t in [0o022] {
             let path = "/tmp/orchard-socket-\(UUID().uuidString.prefix(8)).sock"

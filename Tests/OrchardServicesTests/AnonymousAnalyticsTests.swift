@@ -107,7 +107,7 @@ struct AnonymousAnalyticsTests {
     }
 
     /// Issue 22, item 4: no one reads a cell of fewer than five purchases.
-    @Test("V1: cells under 5 purchases are merged into day × region, and withheld while still under 5")
+    @Test("V1/I22-4f: cells under 5 purchases are merged into day × region, and withheld while still under 5")
     func smallCellsAreMergedIntoDayAndRegion() async throws {
         _ = try await initialise()
         let store = try PayStore.open(in: directory)

@@ -32,7 +32,7 @@ struct PartyFolderTests {
         try FileManager.default.copyItem(atPath: from, toPath: to)
     }
 
-    @Test("init gives each party its own key folder: no key in two folders, none in another party's")
+    @Test("I22-3a: init gives each party its own key folder: no key in two folders, none in another party's")
     func initGivesEachPartyItsOwnFolder() async throws {
         let initialised = try await runOrchard(["init", "--data-dir", directory.path])
         try #require(initialised.status == 0, "\(initialised.stderr)")
@@ -57,7 +57,7 @@ struct PartyFolderTests {
         #expect(!network.contains { $0.hasPrefix("pay-") || $0.hasPrefix("merchant-") || $0.hasPrefix("root-ca.k") })
     }
 
-    @Test("serve <party> works from a fresh data directory holding only config.json, its folder and its files")
+    @Test("I22-3a: serve <party> works from a fresh data directory holding only config.json, its folder and its files")
     func eachServerPartyServesFromItsOwnFolderAlone() async throws {
         let initialised = try await runOrchard(["init", "--data-dir", directory.path])
         try #require(initialised.status == 0, "\(initialised.stderr)")
@@ -88,7 +88,7 @@ struct PartyFolderTests {
         }
     }
 
-    @Test("The network serves with its HSM master key wrapped under a KEK outside DIR, and refuses without it")
+    @Test("I22-3b: The network serves with its HSM master key wrapped under a KEK outside DIR, and refuses without it")
     func theNetworkServesWithTheWrappedKeyAndRefusesWithoutTheKEK() async throws {
         let initialised = try await runOrchard(["init", "--data-dir", directory.path])
         try #require(initialised.status == 0, "\(initialised.stderr)")
