@@ -1,5 +1,6 @@
 public import AccessPolicy
 import Foundation
+import OrchardRuntime
 
 /// What a route asks of the connection's client certificate, on top of the listener's policy; as a server's
 /// recognizer of a role (``Router/roles``), also who the certificate names.
@@ -157,8 +158,11 @@ public struct Router: Sendable {
         }
         guard !binding.bodyFields.isEmpty || !binding.ownerBodyFields.isEmpty || !binding.absentBodyFields.isEmpty
         else { return }
-        // Read with the decoder the handler's `decodeJSON` uses, so a body that repeats a key is read the same
-        // way here and there: the value checked is the value acted on.
+        // A body that repeats a key is refused here already (as `decodeJSON` refuses it), so no reader can take
+        // another value than the one checked; the rest is read with the decoder the handler's `decodeJSON` uses.
+        if let duplicate = DuplicateJSONKeys.first(in: request.body) {
+            throw HTTPError(.duplicateKey, "field '\(duplicate)' appears twice in one object; send each field once")
+        }
         let fields: [String: BodyField]
         do {
             fields = try JSONCoding.decoder.decode([String: BodyField].self, from: request.body)
