@@ -84,6 +84,7 @@ public enum PayStore {
                 """),
         AnonymousAnalytics.migration(version: 3),
         Migration(version: 4, name: InAppStore.migrationName, sql: InAppStore.migrationSQL),
+        AnonymousAnalytics.dailyMigration(version: 5),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.

@@ -49,10 +49,13 @@ struct AnonymousAnalyticsTests {
         let store = try PayStore.open(in: directory)
         let tables = try await columns(of: store)
         await store.close()
-        let analytics = try #require(tables["anonymous_purchase_tallies"])
-        #expect(Set(analytics) == ["amount_bucket", "purchase_hour", "coarse_region", "tally"])
-        #expect(tables.count > 1)
-        for (table, names) in tables where table != "anonymous_purchase_tallies" {
+        let hourly = try #require(tables["anonymous_purchase_tallies"])
+        #expect(Set(hourly) == ["amount_bucket", "purchase_hour", "coarse_region", "tally"])
+        let daily = try #require(tables["anonymous_daily_tallies"])
+        #expect(Set(daily) == ["tally_day", "day_region", "day_tally"])
+        let analytics = hourly + daily
+        #expect(tables.count > 2)
+        for (table, names) in tables where !["anonymous_purchase_tallies", "anonymous_daily_tallies"].contains(table) {
             let shared = Set(names).intersection(analytics)
             #expect(shared.isEmpty, "\(table) shares \(shared.sorted()) with the analytics table")
         }
@@ -111,19 +114,35 @@ struct AnonymousAnalyticsTests {
     func smallCellsAreMergedIntoDayAndRegion() async throws {
         _ = try await initialise()
         let store = try PayStore.open(in: directory)
-        func record(_ count: Int, _ bucket: String, _ hour: String, _ region: String) async throws {
+        func record(_ count: Int, _ bucket: String, _ hour: String, _ region: String, now: String) async throws {
             for _ in 0..<count {
                 try await AnonymousAnalytics.record(
-                    AnonymousPurchase(amountBucket: bucket, hour: hour, region: region), in: store)
+                    AnonymousPurchase(amountBucket: bucket, hour: hour, region: region), in: store,
+                    now: try #require(CivilTime.parseHourStamp(now)))
             }
         }
-        try await record(5, "10-25", "2026-03-01T12", "840")  // shown as it is
-        try await record(3, "250+", "2026-03-01T13", "840")  // 3 + 2 in one day and region: shown as the day
-        try await record(2, "0-5", "2026-03-01T20", "840")
-        try await record(1, "250+", "2026-03-01T12", "250")  // alone in its day and region: withheld
-        try await record(4, "0-5", "2026-03-02T09", "840")  // another day: withheld
+        func hourlyCells() async throws -> [String: Int] {
+            let rows = try await store.read { database in
+                try database.query(
+                    "SELECT amount_bucket || ' ' || purchase_hour || ' ' || coarse_region, tally "
+                        + "FROM anonymous_purchase_tallies", []
+                ) { row in (try row.string(0), try row.int(1)) }
+            }
+            return Dictionary(uniqueKeysWithValues: rows)
+        }
+        try await record(5, "10-25", "2026-03-01T12", "840", now: "2026-03-01T12")  // shown as it is
+        // 3 + 2 in one day and region: shown as the day.
+        try await record(3, "250+", "2026-03-01T13", "840", now: "2026-03-01T13")
+        try await record(2, "0-5", "2026-03-01T20", "840", now: "2026-03-01T20")
+        try await record(1, "250+", "2026-03-01T12", "250", now: "2026-03-01T21")  // alone in its day: withheld
+        let sameDay = try await AnonymousAnalytics.summary(of: store)
+        #expect(try await hourlyCells().count == 4)  // the day is open: nothing folded yet
+        // The next day's first report folds the closed day's small cells: the file keeps none past its day.
+        try await record(4, "0-5", "2026-03-02T09", "840", now: "2026-03-02T09")  // another day: withheld
+        #expect(try await hourlyCells() == ["10-25 2026-03-01T12 840": 5, "0-5 2026-03-02T09 840": 4])
         let summary = try await AnonymousAnalytics.summary(of: store)
         await store.close()
+        #expect(sameDay.byDayAndRegion == summary.byDayAndRegion && sameDay.withheld == 1)
         #expect(summary.purchases == 15)
         #expect(summary.byAmountBucket == ["10-25": 5] && summary.byHour == ["2026-03-01T12": 5])
         #expect(summary.byDayAndRegion == ["2026-03-01/840": 5])
