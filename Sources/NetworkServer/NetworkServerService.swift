@@ -84,9 +84,10 @@ public struct NetworkServerService: OrchardService {
         try NetworkKeyFile(keys: keys, ranges: ranges).write(to: directory)
         try Self.certifyProvisioningKey(try hsm.publicKey(of: keys.provisioningKey), context: context)
         context.trace(
-            "network: HSM master key pki/\(Files.localMasterKey).key; vault, lookup and provisioning keys and issuer "
-                + "master keys for token ranges \(Self.visaTokenPrefix)…, \(Self.mastercardTokenPrefix)… "
-                + "(pki/\(Files.wrappedKeys))")
+            "network: HSM master key pki/network/\(Files.localMasterKey).key (wrap it under a key outside DIR with "
+                + "`orchard network wrap-hsm-key`); vault, lookup and provisioning keys and issuer master keys for "
+                + "token ranges \(Self.visaTokenPrefix)…, \(Self.mastercardTokenPrefix)… "
+                + "(pki/network/\(Files.wrappedKeys))")
 
         // The vault starts empty; the issuer gets its test cards.
         await (try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))).store.close()
@@ -115,7 +116,8 @@ public struct NetworkServerService: OrchardService {
         }
         await issuerStore.store.close()
         context.trace(
-            "network: issuer \(TestCards.issuerName) with \(TestCards.cards.count) test cards in issuer.sqlite")
+            "network: issuer \(TestCards.issuerName) with \(TestCards.cards.count) test cards in issuer.sqlite (sealed "
+                + "under pki/network/\(IssuerStorageKey.fileName).key)")
         context.report(
             "testCards", TestCards.cards.map(\.pan).map { "\($0.prefix(6))…\($0.suffix(4))" }.joined(separator: ", "))
     }
@@ -137,7 +139,7 @@ public struct NetworkServerService: OrchardService {
             extensions: [.basicConstraints(isCA: false), .keyUsage([.keyAgreement])], random: context.random)
         try DeploymentPKI.writeCertificates([certificate], named: Files.provisioningCertificate, to: context.directory)
         context.trace(
-            "network: pki/\(Files.provisioningCertificate).pem: the root certifies the provisioning key wallets "
+            "network: pki/network/\(Files.provisioningCertificate).pem: the root certifies the provisioning key wallets "
                 + "seal card data to")
     }
 
