@@ -17,7 +17,7 @@ extension DeviceCommands {
         summary: "Add a card to a device's wallet through the Pay server (Check Card, terms, Link and Provision).",
         discussion: """
             The card data is sealed on the device to the token service's key, taken from a certificate the device
-            checks against the Orchard root (pki/root-ca.pem); the Pay server relays what it cannot read. A step-up
+            checks against the Orchard root (root-ca.pem in DIR's pki/); the Pay server relays what it cannot read. A step-up
             needs the issuer's one-time code: --otp, or a prompt when stdin is a terminal. Without a terminal the
             terms are accepted by running the command (they are printed in the trace). The personalisation is
             installed into the device's Secure Element through its running process, or on its store directly.
