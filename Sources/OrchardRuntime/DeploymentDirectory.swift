@@ -101,13 +101,14 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The path of `name` plus `suffix` to read: its owner's folder, else any other party's folder holding a copy,
-    /// else `DIR/pki/` itself (the flat layout of deployments made before the folders), else the owner's path.
-    func pkiReadPath(_ name: String, _ suffix: String) throws(RuntimeError) -> String {
+    /// The path of `name` plus `suffix` to read: its owner's folder, else (a public certificate only,
+    /// `copies`) any other party's folder holding a copy, else `DIR/pki/` itself (the flat layout of deployments
+    /// made before the folders), else the owner's path. A key is never taken from another party's folder.
+    func pkiReadPath(_ name: String, _ suffix: String, copies: Bool = false) throws(RuntimeError) -> String {
         let stem = try Self.fileStem(name)
         let owner = "\(pkiFolderPath(Self.pkiFolder(ofFile: stem)))/\(stem)\(suffix)"
         if FileManager.default.fileExists(atPath: owner) { return owner }
-        let folders = ((try? FileManager.default.contentsOfDirectory(atPath: pkiPath)) ?? []).sorted()
+        let folders = copies ? ((try? FileManager.default.contentsOfDirectory(atPath: pkiPath)) ?? []).sorted() : []
         for folder in folders where !folder.hasPrefix(".") {
             let candidate = "\(pkiFolderPath(folder))/\(stem)\(suffix)"
             if FileManager.default.fileExists(atPath: candidate) { return candidate }
@@ -122,7 +123,9 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
 
     /// `DIR/pki/<party>/<name>.pem` for the folder that holds it (its owner's, else a copy; see
     /// ``pkiFolder(ofFile:)``). Names are lowercase letters, digits, `.`, `_` and `-`, not starting with `.`.
-    public func certificatePath(named name: String) throws(RuntimeError) -> String { try pkiReadPath(name, ".pem") }
+    public func certificatePath(named name: String) throws(RuntimeError) -> String {
+        try pkiReadPath(name, ".pem", copies: true)
+    }
 
     /// `DIR/pki/<party>/<name>.key` in its owner's folder; names as for ``certificatePath(named:)``.
     public func privateKeyPath(named name: String) throws(RuntimeError) -> String { try pkiReadPath(name, ".key") }
@@ -211,11 +214,17 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
             guard lstat(entryPath, &info) == 0 else { continue }
             if (info.st_mode & S_IFMT) == S_IFDIR {
                 try SecureFile.requirePrivate(entryPath, info, allowed: 0o700)
-                let keys = ((try? FileManager.default.contentsOfDirectory(atPath: entryPath)) ?? []).sorted()
-                for name in keys where name.hasSuffix(".key") {
+                let files = ((try? FileManager.default.contentsOfDirectory(atPath: entryPath)) ?? []).sorted()
+                for name in files {
                     guard lstat("\(entryPath)/\(name)", &info) == 0 else { continue }
+                    if (info.st_mode & S_IFMT) == S_IFLNK {
+                        throw RuntimeError(.insecurePermissions, "\(entryPath)/\(name) is a symbolic link")
+                    }
+                    guard !name.hasSuffix(".pem") else { continue }
                     try SecureFile.requirePrivate("\(entryPath)/\(name)", info, allowed: 0o600)
                 }
+            } else if (info.st_mode & S_IFMT) == S_IFLNK {
+                throw RuntimeError(.insecurePermissions, "\(entryPath) is a symbolic link")
             } else if entry.hasSuffix(".key") {
                 try SecureFile.requirePrivate(entryPath, info, allowed: 0o600)
             }

@@ -132,6 +132,14 @@ struct DeploymentDirectoryTests {
         try SecureFile.writeSecret(SecureBytes(Array("old".utf8)), to: directory.pkiPath + "/pay-client.key")
         #expect(try directory.readPrivateKey(named: "pay-client") == SecureBytes(Array("old".utf8)))
         try directory.checkPermissions()
+        // A key is read from its owner's folder only, never from another party's.
+        try SecureFile.writeSecret(
+            SecureBytes(Array("misplaced".utf8)), to: directory.pkiFolderPath("network") + "/pay-credential.key")
+        #expect(throws: RuntimeError.self) { try directory.readPrivateKey(named: "pay-credential") }
+        // A party folder that is a symbolic link is refused.
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.pkiFolderPath("merchant"), withDestinationPath: directory.pkiFolderPath("network"))
+        #expect(throws: RuntimeError.self) { try directory.checkPermissions() }
     }
 
     @Test func looseOrForeignKeysAreRefused() throws {
