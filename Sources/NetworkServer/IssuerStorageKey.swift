@@ -41,12 +41,22 @@ public struct IssuerStorageKey: Sendable, CustomStringConvertible, CustomDebugSt
         return try IssuerStorageKey(secret: secret, random: random)
     }
 
-    /// Reads `pki/network/network-issuer-vault.key`. A deployment made before the key existed gets one here
-    /// (its clear records are sealed under it when `issuer.sqlite` next opens; see ``SQLiteIssuerStore``).
-    public static func load(from directory: DeploymentDirectory, random: any RandomSource) throws -> IssuerStorageKey {
-        let path = try directory.privateKeyPath(named: fileName)
-        guard FileManager.default.fileExists(atPath: path) else { return try create(in: directory, random: random) }
-        return try IssuerStorageKey(secret: try directory.readPrivateKey(named: fileName), random: random)
+    /// Reads `pki/network/network-issuer-vault.key`, or `.wrapped` with the KEK at `kekPath` (the production
+    /// layout, see ``NetworkMasterKey``). A deployment made before the key existed gets one here (its clear records
+    /// are sealed under it when `issuer.sqlite` next opens; see ``SQLiteIssuerStore``); it is made only in the
+    /// development layout: with a KEK, a missing key is refused.
+    public static func load(
+        from directory: DeploymentDirectory, kekPath: String = "", random: any RandomSource
+    ) throws -> IssuerStorageKey {
+        if let secret = try NetworkMasterKey.loadSecret(fileName, from: directory, kekPath: kekPath) {
+            return try IssuerStorageKey(secret: secret, random: random)
+        }
+        guard kekPath.isEmpty else {
+            throw ServicesError(
+                .pkiFailure,
+                "\(directory) has no issuer storage key (pki/network/\(fileName).wrapped); restore it from the backup")
+        }
+        return try create(in: directory, random: random)
     }
 
     /// The lookup value of `digits`: hex HMAC-SHA256.

@@ -106,7 +106,8 @@ public enum NetworkServer {
             let vault = try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))
             let issuerStore: SQLiteIssuerStore
             do {
-                issuerStore = try await SQLiteIssuerStore.open(in: directory, random: environment.random)
+                issuerStore = try await SQLiteIssuerStore.open(
+                    in: directory, kekPath: kekPath, random: environment.random)
             } catch {
                 await vault.store.close()
                 throw error

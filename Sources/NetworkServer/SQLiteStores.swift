@@ -194,12 +194,14 @@ public final class SQLiteIssuerStore: IssuerStore {
         return SQLiteIssuerStore(store: store, key: key)
     }
 
-    /// Opens the deployment's `issuer.sqlite` with `pki/network/network-issuer-vault.key`.
+    /// Opens the deployment's `issuer.sqlite` with `pki/network/network-issuer-vault.key` (or `.wrapped`, opened
+    /// with the KEK at `kekPath`).
     public static func open(
-        in directory: DeploymentDirectory, random: any RandomSource = SystemRandom()
+        in directory: DeploymentDirectory, kekPath: String = "", random: any RandomSource = SystemRandom()
     ) async throws -> SQLiteIssuerStore {
         try await open(
-            path: directory.databasePath(for: .issuer), key: try IssuerStorageKey.load(from: directory, random: random))
+            path: directory.databasePath(for: .issuer),
+            key: try IssuerStorageKey.load(from: directory, kekPath: kekPath, random: random))
     }
 
     /// Checks (or records) the key's check value, then seals what the clear tables hold and drops them.

@@ -1,9 +1,12 @@
 import CommandTestSupport
 import Foundation
+import Issuer
+import NetworkServer
 import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
+import OrchardStore
 import Testing
 
 #if canImport(Glibc)
@@ -105,8 +108,11 @@ struct PartyFolderTests {
         let wrapped = try await runOrchard(["network", "wrap-hsm-key", "--data-dir", directory.path, "--kek-file", kek])
         #expect(wrapped.status == 0, "\(wrapped.stderr)")
         let folder = try FileManager.default.contentsOfDirectory(atPath: directory.pkiFolderPath("network"))
-        #expect(folder.contains("network-hsm.wrapped") && !folder.contains("network-hsm.key"), "\(folder)")
-        #expect(SecureFile.mode(of: directory.pkiFolderPath("network") + "/network-hsm.wrapped") == 0o600)
+        // The HSM master key and the issuer's storage key: wrapped, neither left in clear.
+        for name in ["network-hsm", "network-issuer-vault"] {
+            #expect(folder.contains(name + ".wrapped") && !folder.contains(name + ".key"), "\(folder)")
+            #expect(SecureFile.mode(of: directory.pkiFolderPath("network") + "/\(name).wrapped") == 0o600)
+        }
 
         // Without the KEK: one clear error line, nothing served.
         let without = try await runOrchard(["serve", "network", "--data-dir", directory.path])
@@ -128,5 +134,10 @@ struct PartyFolderTests {
         http.shutdown()
         network.send(SIGTERM)
         #expect(try await network.exitStatus() == 0)
+        // The issuer's cards open with the KEK, and not without it.
+        let issuer = try await SQLiteIssuerStore.open(in: directory, kekPath: kek)
+        #expect(try await issuer.allCards().count == TestCards.cards.count)
+        await issuer.store.close()
+        await #expect(throws: ServicesError.self) { try await SQLiteIssuerStore.open(in: directory) }
     }
 }

@@ -21,24 +21,27 @@ enum NetworkCommands {
         name: "wrap-hsm-key",
         summary: "Wrap the HSM master key under a key-encryption key kept outside DIR (the production layout).",
         discussion: """
-            Seals pki/network/network-hsm.key under the KEK in --kek-file (AES-256-GCM) as \
-            pki/network/network-hsm.wrapped, then removes the key in clear. From then on `orchard serve network` \
+            Seals pki/network/network-hsm.key and the issuer's storage key pki/network/network-issuer-vault.key \
+            under the KEK in --kek-file (AES-256-GCM) as NAME.wrapped, then removes the keys in clear. From then \
+            on `orchard serve network` \
             needs ORCHARD_NETWORK_KEK_FILE (or network.kekFile in config.json) naming that file, and refuses to \
             start without it. Make the KEK with `head -c 32 /dev/urandom > FILE; chmod 600 FILE` on storage that is \
-            not DIR's (docs/deployment.md). Prints {"wrapped": PATH}.
+            not DIR's (docs/deployment.md). Prints {"wrapped": [PATH, …]}.
             """,
         options: [kekFileOption]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let path: String
+        let paths: [String]
         do {
-            path = try NetworkMasterKey.wrap(
+            paths = try NetworkMasterKey.wrap(
                 in: deployment, kekPath: arguments[kekFileOption], random: SystemRandom())
         } catch let error as ServicesError {
             throw CLIError.failure(error.message)
         }
-        context.trace("network: the HSM master key is now wrapped; serve with ORCHARD_NETWORK_KEK_FILE set")
-        try context.outputJSON(["wrapped": path])
+        context.trace(
+            "network: the HSM master key and the issuer's storage key are now wrapped; serve with "
+                + "ORCHARD_NETWORK_KEK_FILE set")
+        try context.outputJSON(["wrapped": paths])
     }
 
     static let reconcile = Command(
