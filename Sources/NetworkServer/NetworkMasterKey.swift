@@ -58,7 +58,8 @@ public enum NetworkMasterKey {
         let isPlain = FileManager.default.fileExists(atPath: plainPath)
         if isWrapped && isPlain {
             throw ServicesError(
-                .pkiFailure, "DIR holds \(name) both wrapped and in clear; remove \(plainPath) once the wrapped key works")
+                .pkiFailure,
+                "DIR holds \(name) both wrapped and in clear; remove \(plainPath) once the wrapped key works")
         }
         guard isWrapped else {
             guard isPlain else { return nil }
@@ -126,7 +127,8 @@ public enum NetworkMasterKey {
         for secret in sealed {
             guard unlink(secret.plainPath) == 0 else {
                 throw ServicesError(
-                    .pkiFailure, "wrote \(secret.name).wrapped but cannot remove \(secret.plainPath); remove it by hand")
+                    .pkiFailure, "wrote \(secret.name).wrapped but cannot remove \(secret.plainPath); remove it by hand"
+                )
             }
             paths.append(try directory.pkiFilePath(named: secret.name + ".wrapped"))
         }
