@@ -186,7 +186,10 @@ public final class SQLiteIssuerStore: IssuerStore {
     public static func open(path: String, key: IssuerStorageKey) async throws -> SQLiteIssuerStore {
         let store = try Store(path: path, options: RecordCoding.options, migrations: migrations)
         do {
-            try await store.write { database in try Self.adopt(key, in: database) }
+            let migrated = try await store.write { database in try Self.adopt(key, in: database) }
+            // The clear pages `secure_delete` zeroed are in the log until a checkpoint: make it now, so the
+            // card numbers leave the database file and the log at once.
+            if migrated { try await store.onWriter { database in try database.checkpoint() } }
         } catch {
             await store.close()
             throw error
@@ -204,8 +207,9 @@ public final class SQLiteIssuerStore: IssuerStore {
             key: try IssuerStorageKey.load(from: directory, kekPath: kekPath, random: random))
     }
 
-    /// Checks (or records) the key's check value, then seals what the clear tables hold and drops them.
-    static func adopt(_ key: IssuerStorageKey, in database: Database) throws {
+    /// Checks (or records) the key's check value, then seals what the clear tables hold and drops them. Returns
+    /// whether there were clear tables.
+    static func adopt(_ key: IssuerStorageKey, in database: Database) throws -> Bool {
         let recorded = try database.query("SELECT check_value FROM storage_key", []) { row in try row.string(0) }
         if let recorded = recorded.first {
             guard recorded == key.checkValue else {
@@ -220,7 +224,7 @@ public final class SQLiteIssuerStore: IssuerStore {
         let tables = try database.query(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('clear_cards', 'clear_step_ups')", []
         ) { row in try row.string(0) }
-        guard !tables.isEmpty else { return }
+        guard !tables.isEmpty else { return false }
         let cards = try database.query("SELECT record FROM clear_cards", []) { row in try row.blob(0) }
         for bytes in cards {
             let card = try RecordCoding.decode(IssuedCard.self, bytes)
@@ -238,6 +242,7 @@ public final class SQLiteIssuerStore: IssuerStore {
                 [.text(reference), .blob(try key.seal(bytes, context: "step_ups|" + reference))])
         }
         try database.executeScript("DROP TABLE clear_cards; DROP TABLE clear_step_ups;")
+        return true
     }
 
     public func account(id: String) async throws -> IssuerAccount? {
