@@ -54,7 +54,7 @@ let package = Package(
             name: "OrchardHTTP",
             dependencies: [
                 "OrchardCrypto", "OrchardX509", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims",
-                "AccessPolicy",
+                "AccessPolicy", "OrchardRuntime",
             ],
             swiftSettings: strict
         ),
@@ -384,7 +384,7 @@ let package = Package(
         .testTarget(
             name: "OrchardHTTPTests",
             dependencies: [
-                "CardBasics",
+                "CardBasics", "OrchardRuntime",
                 "CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardX509",
                 "OrchardFixtures",
             ],

@@ -119,7 +119,7 @@ public final class PayAnalyticsReporter: PurchaseAnalyticsSink {
     /// Sends `record` now. Returns whether it reached the Pay server.
     public func send(_ record: AnonymousPurchase) async -> Delivery {
         guard let service = try? deployment.runningService(.pay),
-            let root = try? String(contentsOfFile: deployment.pkiPath + "/root-ca.pem", encoding: .utf8),
+            let root = try? deployment.readCertificate(named: "root-ca"),
             let client = try? HTTPClient(
                 configuration: HTTPClientConfiguration(
                     trustedRootsPEM: root, connectTimeout: .seconds(2), requestTimeout: .seconds(5),

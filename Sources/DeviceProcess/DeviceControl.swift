@@ -3,6 +3,7 @@ public import Device
 public import DeviceControlAPI
 public import Foundation
 import OrchardCrypto
+import OrchardRuntime
 import SecureElement
 import Wallet
 
@@ -217,6 +218,9 @@ public struct DeviceControl: Sendable {
     // MARK: Requests and answers
 
     private func decode<T: Decodable>(_ type: T.Type, _ body: Data) throws -> T {
+        if let duplicate = DuplicateJSONKeys.first(in: body) {
+            throw DeviceError(.invalidArgument, "field '\(duplicate)' appears twice; send each field once")
+        }
         do {
             return try DeviceControlJSON.decoder().decode(T.self, from: body)
         } catch {

@@ -3,6 +3,7 @@ public import Device
 import DeviceControlAPI
 public import Foundation
 import OrchardCrypto
+import OrchardRuntime
 public import OrchardX509
 public import PayClient
 import SecureElement
@@ -77,6 +78,11 @@ public final class PaymentSheetService: Sendable {
     /// Handles one `/payment-sheets` route (``DeviceControl`` parsed it); never throws: every failure is a JSON
     /// error response.
     func handle(_ route: DeviceControlRoute, body: Data) async -> ControlResponse {
+        // A key given twice is refused before any route reads the body, as every Orchard party refuses it.
+        if let duplicate = DuplicateJSONKeys.first(in: body) {
+            return Self.failure(
+                PaymentSheetError(.invalidRequest, "field '\(duplicate)' appears twice; send each field once"))
+        }
         switch route {
         case .presentSheet:
             return await present(body)

@@ -96,7 +96,9 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
             eci: charge.eci, appleMerchantID: charge.appleMerchantID)
         switch await post(AcquirerAPI.Route.authorizations, body, idempotencyKey: charge.idempotencyKey) {
         case .answered(let data):
-            guard let decision = try? JSONDecoder().decode(AcquirerDecision.self, from: data),
+            // A key given twice is refused, as every Orchard party refuses it (DuplicateJSONKeys).
+            guard DuplicateJSONKeys.first(in: data) == nil,
+                let decision = try? JSONDecoder().decode(AcquirerDecision.self, from: data),
                 Self.isResponseCode(decision.responseCode)
             else { return .noAnswer("the acquirer's authorization answer is not the expected JSON") }
             return .answered(decision)
@@ -114,7 +116,9 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
             amount: AcquirerAPI.Money(minorUnits: amountMinorUnits, currency: currency), reason: reason)
         switch await post(AcquirerAPI.Route.reversals, body, idempotencyKey: idempotencyKey) {
         case .answered(let data):
-            guard let answer = try? JSONDecoder().decode(AcquirerAPI.ReversalAnswer.self, from: data) else {
+            guard DuplicateJSONKeys.first(in: data) == nil,
+                let answer = try? JSONDecoder().decode(AcquirerAPI.ReversalAnswer.self, from: data)
+            else {
                 return .noAnswer("the acquirer's reversal answer is not the expected JSON")
             }
             return .answered(answer.reversed)

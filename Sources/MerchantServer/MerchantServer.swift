@@ -93,7 +93,7 @@ public final class MerchantServer: Sendable {
 
     /// The RSA processing identity, if the deployment has `pki/merchant-processing-rsa`.
     static func loadRSAProcessingIdentity(from directory: DeploymentDirectory) throws -> MerchantIdentity? {
-        let certificatePath = directory.path + "/pki/" + rsaProcessingFile + ".pem"
+        let certificatePath = try directory.certificatePath(named: rsaProcessingFile)
         guard FileManager.default.fileExists(atPath: certificatePath) else { return nil }
         let certificates = try DeploymentPKI.readCertificates(named: rsaProcessingFile, from: directory)
         guard let leaf = certificates.first else {

@@ -6,6 +6,7 @@ import MerchantKit
 import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging
+import OrchardRuntime
 import OrchardStore
 import PaymentCredential
 import PaymentToken
@@ -116,6 +117,9 @@ final class PaymentProcessor: Sendable {
 
     static func decodeCreateOrder(_ body: Data) throws -> NewOrder {
         let input: MerchantAPI.CreateOrder
+        if let duplicate = DuplicateJSONKeys.first(in: body) {
+            throw MerchantServerError(.malformedRequest, "field '\(duplicate)' appears twice; send each field once")
+        }
         do {
             input = try JSONDecoder().decode(MerchantAPI.CreateOrder.self, from: body)
         } catch DecodingError.typeMismatch(_, let context)

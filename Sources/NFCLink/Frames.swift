@@ -1,5 +1,6 @@
 import Foundation
 import OrchardCrypto
+import OrchardRuntime
 
 /// The kind of a device that answers a reader's field. Only phones and watches have an NFC controller
 /// that emulates a card; the others are named so the link can refuse them by name.
@@ -176,6 +177,9 @@ public struct NFCFrame: Sendable, Hashable {
 
     /// The payload decoded from JSON; a ``NFCLinkError/Code/protocolViolation`` when it is not `T`.
     func decode<T: Decodable>(_: T.Type) throws(NFCLinkError) -> T {
+        if DuplicateJSONKeys.first(in: Data(payload)) != nil {
+            throw NFCLinkError(.protocolViolation, "the \(type) frame's payload names a field twice")
+        }
         do {
             return try JSONDecoder().decode(T.self, from: Data(payload))
         } catch {

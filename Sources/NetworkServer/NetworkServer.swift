@@ -32,7 +32,8 @@ public enum NetworkServer {
             named: NetworkServerService.Files.provisioningCertificate, from: directory)
         let logger = try ServiceLogging.logger(for: .network, configuration: configuration, directory: directory)
         let parties = try await Parties.open(
-            directory: directory, environment: environment, authorizationProbe: authorizationProbe)
+            directory: directory, environment: environment, kekPath: configuration[NetworkMasterKey.kekFile],
+            authorizationProbe: authorizationProbe)
         do {
             var router = Router()
             NetworkRoutes.install(
@@ -69,7 +70,8 @@ public enum NetworkServer {
                 "the network service runs for \(directory) (pid \(running.pid)) and reconciles by itself; stop it "
                     + "to reconcile from the command line")
         }
-        let parties = try await Parties.open(directory: directory, environment: environment)
+        let parties = try await Parties.open(
+            directory: directory, environment: environment, kekPath: configuration[NetworkMasterKey.kekFile])
         do {
             let report = try await parties.reconciler(configuration: configuration, clock: environment.wallClock)
                 .run()
@@ -90,15 +92,11 @@ public enum NetworkServer {
         let close: @Sendable () async -> Void
 
         static func open(
-            directory: DeploymentDirectory, environment: ServiceEnvironment,
+            directory: DeploymentDirectory, environment: ServiceEnvironment, kekPath: String,
             authorizationProbe: (any AuthorizationProbe)? = nil
         ) async throws -> Parties {
             let keyFile = try NetworkKeyFile.read(from: directory)
-            let localMasterKey = try directory.readPrivateKey(named: NetworkServerService.Files.localMasterKey)
-            guard localMasterKey.count == 32 else {
-                throw ServicesError(
-                    .pkiFailure, "pki/\(NetworkServerService.Files.localMasterKey).key is not 32 bytes")
-            }
+            let localMasterKey = try NetworkMasterKey.load(from: directory, kekPath: kekPath)
             let hsm = try SoftwareHSM(
                 localMasterKey: SymmetricKey(localMasterKey), verifiers: NetworkServerService.verifiers(),
                 random: environment.random)
@@ -106,7 +104,14 @@ public enum NetworkServer {
             let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
 
             let vault = try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))
-            let issuerStore = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+            let issuerStore: SQLiteIssuerStore
+            do {
+                issuerStore = try await SQLiteIssuerStore.open(
+                    in: directory, kekPath: kekPath, random: environment.random)
+            } catch {
+                await vault.store.close()
+                throw error
+            }
             let acquirerStore = try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer))
             let closeStores: @Sendable () async -> Void = {
                 await vault.store.close()

@@ -65,7 +65,7 @@ public struct NetworkServerService: OrchardService {
 
     public var name: ServiceName { .network }
     public var configurationKeys: [AnyConfigurationKey] {
-        [Self.reconcileAfterSeconds.erased, Self.reconcileIntervalSeconds.erased]
+        [Self.reconcileAfterSeconds.erased, Self.reconcileIntervalSeconds.erased, NetworkMasterKey.kekFile.erased]
     }
 
     public func initialize(_ context: InitializationContext) async throws {
@@ -91,9 +91,10 @@ public struct NetworkServerService: OrchardService {
         try Self.certifyPersonalisationKey(
             try hsm.signingPublicKey(of: keys.personalisationSigningKey), context: context)
         context.trace(
-            "network: HSM master key pki/\(Files.localMasterKey).key; vault, lookup and provisioning keys and issuer "
-                + "master keys for token ranges \(Self.visaTokenPrefix)…, \(Self.mastercardTokenPrefix)… "
-                + "(pki/\(Files.wrappedKeys))")
+            "network: HSM master key pki/network/\(Files.localMasterKey).key (wrap it under a key outside DIR with "
+                + "`orchard network wrap-hsm-key`); vault, lookup and provisioning keys and issuer master keys for "
+                + "token ranges \(Self.visaTokenPrefix)…, \(Self.mastercardTokenPrefix)… "
+                + "(pki/network/\(Files.wrappedKeys))")
 
         // The vault starts empty; the issuer gets its test cards.
         await (try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))).store.close()
@@ -106,7 +107,10 @@ public struct NetworkServerService: OrchardService {
                 acquirer: Acquirer(
                     acquirerID: Self.acquirerID, store: acquirerStore, network: OfflineNetwork(),
                     clock: context.clock, random: context.random)))
-        let issuerStore = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+        // The issuer's own key seals its card records (pki/network/network-issuer-vault.key).
+        let issuerStore = try await SQLiteIssuerStore.open(
+            path: directory.databasePath(for: .issuer),
+            key: try IssuerStorageKey.create(in: directory, random: context.random))
         let issuer = Issuer(
             configuration: TestCards.configuration, store: issuerStore,
             cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: context.clock,
@@ -119,7 +123,8 @@ public struct NetworkServerService: OrchardService {
         }
         await issuerStore.store.close()
         context.trace(
-            "network: issuer \(TestCards.issuerName) with \(TestCards.cards.count) test cards in issuer.sqlite")
+            "network: issuer \(TestCards.issuerName) with \(TestCards.cards.count) test cards in issuer.sqlite (sealed "
+                + "under pki/network/\(IssuerStorageKey.fileName).key)")
         context.report(
             "testCards", TestCards.cards.map(\.pan).map { "\($0.prefix(6))…\($0.suffix(4))" }.joined(separator: ", "))
     }
@@ -141,7 +146,7 @@ public struct NetworkServerService: OrchardService {
             extensions: [.basicConstraints(isCA: false), .keyUsage([.keyAgreement])], random: context.random)
         try DeploymentPKI.writeCertificates([certificate], named: Files.provisioningCertificate, to: context.directory)
         context.trace(
-            "network: pki/\(Files.provisioningCertificate).pem: the root certifies the provisioning key wallets "
+            "network: pki/network/\(Files.provisioningCertificate).pem: the root certifies the provisioning key wallets "
                 + "seal card data to")
     }
 
@@ -190,19 +195,21 @@ struct NetworkKeyFile: Codable {
         self.ranges = ranges
     }
 
-    static func path(in directory: DeploymentDirectory) -> String {
-        directory.pkiPath + "/" + NetworkServerService.Files.wrappedKeys
+    /// `pki/network/network-hsm-keys.json` (or where an existing deployment keeps it).
+    static func path(in directory: DeploymentDirectory) throws -> String {
+        try directory.pkiFilePath(named: NetworkServerService.Files.wrappedKeys)
     }
 
     func write(to directory: DeploymentDirectory) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try SecureFile.write(try encoder.encode(self), to: Self.path(in: directory), mode: 0o600)
+        try directory.writePKIFile(
+            SecureBytes(Array(try encoder.encode(self))), named: NetworkServerService.Files.wrappedKeys)
     }
 
     static func read(from directory: DeploymentDirectory) throws -> NetworkKeyFile {
         let file = try JSONDecoder().decode(
-            NetworkKeyFile.self, from: Data(try SecureFile.read(path(in: directory), limit: 1 << 20)))
+            NetworkKeyFile.self, from: Data(try SecureFile.read(try path(in: directory), limit: 1 << 20)))
         guard file.version == 1 else {
             throw ServicesError(
                 .invalidConfiguration, "pki/\(NetworkServerService.Files.wrappedKeys) has version \(file.version)")

@@ -2,6 +2,9 @@ public import Acquirer
 public import CardBasics
 public import Foundation
 public import Issuer
+public import OrchardCrypto
+public import OrchardRuntime
+import OrchardServices
 public import OrchardStore
 public import TokenService
 
@@ -142,10 +145,16 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
     }
 }
 
-/// The issuer's accounts, cards, authorizations and step-up challenges in `issuer.sqlite` (the one file
-/// allowed to hold an FPAN in clear).
+/// The issuer's accounts, cards, authorizations and step-up challenges in `issuer.sqlite`. No card number is
+/// in clear: cards are found by a keyed hash of the number and their records, like the step-up challenges that
+/// name a card, are sealed under the issuer's own ``IssuerStorageKey`` (as the token vault keeps FPANs).
+///
+/// A deployment made before the sealing (cards keyed by the number in clear) is migrated when the store opens:
+/// migration 2 renames the clear tables, ``open(path:key:)`` seals every row into the new ones and drops the
+/// clear tables (`secure_delete` overwrites their pages) in one transaction.
 public final class SQLiteIssuerStore: IssuerStore {
     public let store: Store
+    let key: IssuerStorageKey
 
     public static let migrations = [
         Migration(
@@ -155,11 +164,85 @@ public final class SQLiteIssuerStore: IssuerStore {
                 CREATE TABLE cards (pan TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
                 CREATE TABLE authorizations (network_transaction_id TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
                 CREATE TABLE step_ups (reference TEXT PRIMARY KEY, record BLOB NOT NULL) STRICT;
-                """)
+                """),
+        Migration(
+            version: 2, name: "issuer cards sealed, found by keyed hash",
+            sql: """
+                ALTER TABLE cards RENAME TO clear_cards;
+                ALTER TABLE step_ups RENAME TO clear_step_ups;
+                CREATE TABLE cards (pan_lookup TEXT PRIMARY KEY, sealed_record BLOB NOT NULL) STRICT;
+                CREATE TABLE step_ups (reference TEXT PRIMARY KEY, sealed_record BLOB NOT NULL) STRICT;
+                CREATE TABLE storage_key (check_value TEXT NOT NULL) STRICT;
+                """),
     ]
 
-    public init(path: String) throws {
-        store = try Store(path: path, options: RecordCoding.options, migrations: Self.migrations)
+    init(store: Store, key: IssuerStorageKey) {
+        self.store = store
+        self.key = key
+    }
+
+    /// Opens (creating and migrating) `issuer.sqlite` at `path` with the issuer's storage key: refuses a file
+    /// sealed under another key, and seals the clear records an older deployment left.
+    public static func open(path: String, key: IssuerStorageKey) async throws -> SQLiteIssuerStore {
+        let store = try Store(path: path, options: RecordCoding.options, migrations: migrations)
+        do {
+            let migrated = try await store.write { database in try Self.adopt(key, in: database) }
+            // The clear pages `secure_delete` zeroed are in the log until a checkpoint: make it now, so the
+            // card numbers leave the database file and the log at once.
+            if migrated { try await store.onWriter { database in try database.checkpoint() } }
+        } catch {
+            await store.close()
+            throw error
+        }
+        return SQLiteIssuerStore(store: store, key: key)
+    }
+
+    /// Opens the deployment's `issuer.sqlite` with `pki/network/network-issuer-vault.key` (or `.wrapped`, opened
+    /// with the KEK at `kekPath`).
+    public static func open(
+        in directory: DeploymentDirectory, kekPath: String = "", random: any RandomSource = SystemRandom()
+    ) async throws -> SQLiteIssuerStore {
+        try await open(
+            path: directory.databasePath(for: .issuer),
+            key: try IssuerStorageKey.load(from: directory, kekPath: kekPath, random: random))
+    }
+
+    /// Checks (or records) the key's check value, then seals what the clear tables hold and drops them. Returns
+    /// whether there were clear tables.
+    static func adopt(_ key: IssuerStorageKey, in database: Database) throws -> Bool {
+        let recorded = try database.query("SELECT check_value FROM storage_key", []) { row in try row.string(0) }
+        if let recorded = recorded.first {
+            guard recorded == key.checkValue else {
+                throw ServicesError(
+                    .pkiFailure,
+                    "issuer.sqlite is sealed under another key than pki/network/\(IssuerStorageKey.fileName).key; "
+                        + "restore that key file")
+            }
+        } else {
+            _ = try database.execute("INSERT INTO storage_key (check_value) VALUES (?)", [.text(key.checkValue)])
+        }
+        let tables = try database.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('clear_cards', 'clear_step_ups')", []
+        ) { row in try row.string(0) }
+        guard !tables.isEmpty else { return false }
+        let cards = try database.query("SELECT record FROM clear_cards", []) { row in try row.blob(0) }
+        for bytes in cards {
+            let card = try RecordCoding.decode(IssuedCard.self, bytes)
+            let lookup = key.lookup(card.pan.digits)
+            _ = try database.execute(
+                "INSERT INTO cards (pan_lookup, sealed_record) VALUES (?, ?)",
+                [.text(lookup), .blob(try key.seal(bytes, context: "cards|" + lookup))])
+        }
+        let stepUps = try database.query("SELECT reference, record FROM clear_step_ups", []) { row in
+            (try row.string(0), try row.blob(1))
+        }
+        for (reference, bytes) in stepUps {
+            _ = try database.execute(
+                "INSERT INTO step_ups (reference, sealed_record) VALUES (?, ?)",
+                [.text(reference), .blob(try key.seal(bytes, context: "step_ups|" + reference))])
+        }
+        try database.executeScript("DROP TABLE clear_cards; DROP TABLE clear_step_ups;")
+        return true
     }
 
     public func account(id: String) async throws -> IssuerAccount? {
@@ -171,13 +254,24 @@ public final class SQLiteIssuerStore: IssuerStore {
     }
 
     public func card(pan: PrimaryAccountNumber) async throws -> IssuedCard? {
-        try await store.record(IssuedCard.self, "SELECT record FROM cards WHERE pan = ?", [.text(pan.digits)])
+        let lookup = key.lookup(pan.digits)
+        return try await sealedRecord(IssuedCard.self, "cards", "pan_lookup", lookup)
     }
 
-    public func saveCard(_ card: IssuedCard) async throws { try await upsert("cards", "pan", card.pan.digits, card) }
+    public func saveCard(_ card: IssuedCard) async throws {
+        try await upsertSealed("cards", "pan_lookup", key.lookup(card.pan.digits), card)
+    }
 
     public func allCards() async throws -> [IssuedCard] {
-        try await store.records(IssuedCard.self, "SELECT record FROM cards ORDER BY pan", [])
+        let key = self.key
+        let rows = try await store.read { database in
+            try database.query("SELECT pan_lookup, sealed_record FROM cards", []) { row in
+                (try row.string(0), try row.blob(1))
+            }
+        }
+        return try rows.map { lookup, sealed in
+            try RecordCoding.decode(IssuedCard.self, try key.open(sealed, context: "cards|" + lookup))
+        }.sorted { $0.pan.digits < $1.pan.digits }
     }
 
     public func authorization(networkTransactionID: String) async throws -> IssuerAuthorizationEntry? {
@@ -215,11 +309,35 @@ public final class SQLiteIssuerStore: IssuerStore {
     }
 
     public func stepUp(reference: String) async throws -> StepUpRecord? {
-        try await store.record(StepUpRecord.self, "SELECT record FROM step_ups WHERE reference = ?", [.text(reference)])
+        try await sealedRecord(StepUpRecord.self, "step_ups", "reference", reference)
     }
 
     public func saveStepUp(_ record: StepUpRecord) async throws {
-        try await upsert("step_ups", "reference", record.reference, record)
+        try await upsertSealed("step_ups", "reference", record.reference, record)
+    }
+
+    /// The record of `table` whose `column` is `id`, opened. `table` and `column` are fixed names from this file.
+    private func sealedRecord<T: Decodable & Sendable>(
+        _ type: T.Type, _ table: String, _ column: String, _ id: String
+    ) async throws -> T? {
+        let sealed = try await store.read { database in
+            try database.query("SELECT sealed_record FROM \(table) WHERE \(column) = ?", [.text(id)]) { row in
+                try row.blob(0)
+            }
+        }
+        guard let sealed = sealed.first else { return nil }
+        return try RecordCoding.decode(type, try key.open(sealed, context: table + "|" + id))
+    }
+
+    /// Seals `value` as the record of `table` whose `column` is `id`; names as for ``sealedRecord(_:_:_:_:)``.
+    private func upsertSealed(_ table: String, _ column: String, _ id: String, _ value: some Encodable) async throws {
+        let sealed = try key.seal(try RecordCoding.encode(value), context: table + "|" + id)
+        try await store.write { database in
+            try database.execute(
+                "INSERT INTO \(table) (\(column), sealed_record) VALUES (?, ?) "
+                    + "ON CONFLICT (\(column)) DO UPDATE SET sealed_record = excluded.sealed_record",
+                [.text(id), .blob(sealed)])
+        }
     }
 
     /// `table` and `column` are fixed names from this file, never input.

@@ -70,11 +70,13 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Base: String, Hashable, Sendable {
             case invalidJSON = "invalid_json"
+            case duplicateKey = "duplicate_key"
             case invalidRequest = "invalid_request"
             case notFound = "not_found"
             case methodNotAllowed = "method_not_allowed"
             case clientCertificateRequired = "client_certificate_required"
             case clientCertificateNotAllowed = "client_certificate_not_allowed"
+            case clientCertificateRevoked = "client_certificate_revoked"
             case callerMismatch = "caller_mismatch"
             case payloadTooLarge = "payload_too_large"
             case invalidConfiguration = "invalid_configuration"
@@ -96,6 +98,8 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
 
         /// The request body is not the JSON the route expects (400).
         public static let invalidJSON = Code(.invalidJSON)
+        /// The request body names one key twice in one JSON object, which decoders resolve differently (400).
+        public static let duplicateKey = Code(.duplicateKey)
         /// The request is malformed in another way: a bad path parameter or query (400).
         public static let invalidRequest = Code(.invalidRequest)
         /// No route matches the path (404).
@@ -106,6 +110,8 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         public static let clientCertificateRequired = Code(.clientCertificateRequired)
         /// The client certificate is verified but the route does not accept it (403).
         public static let clientCertificateNotAllowed = Code(.clientCertificateNotAllowed)
+        /// The client certificate was revoked by the server's operator (403): on every route, whatever its role.
+        public static let clientCertificateRevoked = Code(.clientCertificateRevoked)
         /// The client certificate names one caller and the request another (a body's terminal or merchant, a
         /// path's device), or sends a field that caller may not (403).
         public static let callerMismatch = Code(.callerMismatch)
@@ -157,11 +163,11 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
 
     public var httpStatus: HTTPStatus {
         switch code.base {
-        case .invalidJSON, .invalidRequest: .badRequest
+        case .invalidJSON, .duplicateKey, .invalidRequest: .badRequest
         case .notFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .clientCertificateRequired: .unauthorized
-        case .clientCertificateNotAllowed, .callerMismatch: .forbidden
+        case .clientCertificateNotAllowed, .clientCertificateRevoked, .callerMismatch: .forbidden
         case .payloadTooLarge: .payloadTooLarge
         case .idempotencyKeyInUse: .conflict
         case .idempotencyKeyReused: .unprocessableContent

@@ -1,5 +1,6 @@
 public import Foundation
 public import OrchardLogging
+import OrchardRuntime
 
 /// An HTTP request method.
 public struct HTTPMethod: Hashable, Sendable, CustomStringConvertible {
@@ -135,6 +136,9 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     /// type) without repeating the values sent.
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
         guard !body.isEmpty else { throw HTTPError(.invalidJSON, "the request body is empty; send a JSON object") }
+        if let duplicate = DuplicateJSONKeys.first(in: body) {
+            throw HTTPError(.duplicateKey, "field '\(duplicate)' appears twice in one object; send each field once")
+        }
         do {
             return try JSONCoding.decoder.decode(T.self, from: body)
         } catch let error as DecodingError {
@@ -238,6 +242,9 @@ public struct HTTPResponse: Sendable {
 
     /// Decodes the body as JSON.
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
+        if let duplicate = DuplicateJSONKeys.first(in: body) {
+            throw HTTPError(.duplicateKey, "field '\(duplicate)' appears twice in one object of the response")
+        }
         do {
             return try JSONCoding.decoder.decode(T.self, from: body)
         } catch let error as DecodingError {

@@ -1,5 +1,6 @@
 public import AccessPolicy
 import Foundation
+import OrchardRuntime
 
 /// What a route asks of the connection's client certificate, on top of the listener's policy; as a server's
 /// recognizer of a role (``Router/roles``), also who the certificate names.
@@ -72,6 +73,11 @@ public struct Router: Sendable {
     /// How this server recognizes each role that declared policies name, in the client certificate. A role
     /// without an entry admits nobody (403).
     public var roles: [String: ClientCertificateRequirement] = [:]
+
+    /// The server's record of revoked client certificates, consulted for every request that presents one, on
+    /// every route (`/health` included) and before any handler or idempotent replay: a revoked certificate gets
+    /// 403 `client_certificate_revoked`. A failing lookup fails the request (500), never admits it.
+    public var revocations: (any ClientCertificateRevocations)?
 
     public init() {}
 
@@ -152,8 +158,11 @@ public struct Router: Sendable {
         }
         guard !binding.bodyFields.isEmpty || !binding.ownerBodyFields.isEmpty || !binding.absentBodyFields.isEmpty
         else { return }
-        // Read with the decoder the handler's `decodeJSON` uses, so a body that repeats a key is read the same
-        // way here and there: the value checked is the value acted on.
+        // A body that repeats a key is refused here already (as `decodeJSON` refuses it), so no reader can take
+        // another value than the one checked; the rest is read with the decoder the handler's `decodeJSON` uses.
+        if let duplicate = DuplicateJSONKeys.first(in: request.body) {
+            throw HTTPError(.duplicateKey, "field '\(duplicate)' appears twice in one object; send each field once")
+        }
         let fields: [String: BodyField]
         do {
             fields = try JSONCoding.decoder.decode([String: BodyField].self, from: request.body)
@@ -287,4 +296,11 @@ public struct Router: Sendable {
         if parts.last == "" { parts.removeLast() }
         return parts
     }
+}
+
+/// Where a server looks up whether a client certificate it issued has been revoked (the Pay server: the
+/// `revoked_at` that `orchard merchant certs --revoke` records).
+public protocol ClientCertificateRevocations: Sendable {
+    /// Whether `certificate` is revoked now.
+    func isRevoked(_ certificate: ClientCertificate) async throws -> Bool
 }

@@ -166,9 +166,17 @@ final class ListenerInstance: @unchecked Sendable {
                 return
             }
             let logger = server.logger
+            let revocations = server.router.revocations
             inFlight.task = Task(executorPreference: loop) { [request] in
                 let response: HTTPResponse
                 do {
+                    if let revocations, let certificate = request.clientCertificate,
+                        try await revocations.isRevoked(certificate)
+                    {
+                        throw HTTPError(
+                            .clientCertificateRevoked,
+                            "this client certificate was revoked; ask its issuer for a new one")
+                    }
                     response = try await handler(request)
                 } catch {
                     response = ErrorMapping.response(for: error, requestID: request.requestID, logger: logger)

@@ -62,8 +62,17 @@ public indirect enum LogValue: Sendable, Equatable {
             return scrubbed == text ? self : .string(scrubbed)
         case .integer, .double, .bool: return self
         case .array(let values): return .array(values.map { $0.scrubbed() })
-        case .object(let values): return .object(values.mapValues { $0.scrubbed() })
+        case .object(let values): return .object(Self.scrubbed(values))
         }
+    }
+
+    /// `values` with card-number-like text masked in the keys as well as the values (a key made from data, such
+    /// as a card number used as a dictionary key, is as visible in the line as a value). Keys that become equal
+    /// once masked keep the last value.
+    static func scrubbed(_ values: [String: LogValue]) -> [String: LogValue] {
+        Dictionary(
+            values.map { (CardNumberScrubber.scrub($0.key), $0.value.scrubbed()) },
+            uniquingKeysWith: { _, last in last })
     }
 }
 
@@ -311,7 +320,7 @@ public struct Logger: Sendable {
         sink.emit(
             LogRecord(
                 time: clock(), level: level, label: label, message: CardNumberScrubber.scrub(message().text),
-                metadata: fields.mapValues { $0.scrubbed() }))
+                metadata: LogValue.scrubbed(fields)))
     }
 
     public func trace(_ message: @autoclosure () -> LogMessage, metadata: @autoclosure () -> [String: LogValue] = [:]) {

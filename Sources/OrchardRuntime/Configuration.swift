@@ -290,6 +290,9 @@ public struct Configuration: Sendable {
         _ json: Data, source: String = "config.json", schema: ConfigurationSchema = .standard,
         environment: [String: String] = [:]
     ) throws(RuntimeError) -> Configuration {
+        if let duplicate = DuplicateJSONKeys.first(in: json) {
+            throw RuntimeError(.invalidConfiguration, "\(source) gives '\(duplicate)' twice; keep one")
+        }
         let document: JSONValue
         do {
             document = try JSONDecoder().decode(JSONValue.self, from: json)

@@ -12,7 +12,9 @@ public import OrchardCrypto
 /// ```
 /// DIR/                      0700
 ///   config.json             one section per service (see Configuration)
-///   pki/                    0700: certificates NAME.pem (0644) and private keys NAME.key (0600)
+///   pki/                    0700: one 0700 folder per party (see ``pkiFolder(ofFile:)``), each with the
+///     <party>/              certificates NAME.pem (0644) and private keys NAME.key (0600) that party uses: its
+///                           own keys, and copies of the public certificates it needs (root-ca.pem…)
 ///   <party>.sqlite          one database per party: pay, network, issuer, acquirer, merchant,
 ///                           terminal, device-<name>
 ///   logs/<party>.log        0700 directory
@@ -67,14 +69,76 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
     /// `DIR/run/<service>.json`.
     public func runRecordPath(for service: ServiceName) -> String { "\(runPath)/\(service.rawValue).json" }
 
-    /// `DIR/pki/<name>.pem`. Names are lowercase letters, digits, `.`, `_` and `-`, not starting with `.`.
-    public func certificatePath(named name: String) throws(RuntimeError) -> String {
-        "\(pkiPath)/\(try Self.fileStem(name)).pem"
+    /// `DIR/pki/<party>`: one party's key folder.
+    public func pkiFolderPath(_ party: String) -> String { "\(pkiPath)/\(party)" }
+
+    /// The party whose folder holds the private key `name` (and the original of its certificate): `root` (the
+    /// Orchard root CA, needed only by `init` and `terminal setup`), `device-ca` (the manufacturer's device CA),
+    /// `network` (TLS, HSM master key, the token service's certificates), `pay` (TLS, client, merchant CA, token
+    /// signing chain), `merchant` (TLS, identity, processing, acquiring), `terminal` (terminal identities),
+    /// `devices`, else `shared`. A party's server reads nothing outside its folder, so a host can hold one
+    /// party's folder alone.
+    public static func pkiFolder(ofFile name: String) -> String {
+        switch name {
+        case "root-ca": return "root"
+        case "device-ca": return "device-ca"
+        default: break
+        }
+        let prefixes = [
+            ("merchant-ca", "pay"), ("token-service-", "network"), ("token-", "pay"), ("network-", "network"),
+            ("pay-", "pay"), ("merchant-", "merchant"), ("terminal-", "terminal"), ("device-", "devices"),
+        ]
+        return prefixes.first { name.hasPrefix($0.0) }?.1 ?? "shared"
     }
 
-    /// `DIR/pki/<name>.key`; names as for ``certificatePath(named:)``.
-    public func privateKeyPath(named name: String) throws(RuntimeError) -> String {
-        "\(pkiPath)/\(try Self.fileStem(name)).key"
+    /// The other folders a public certificate is copied into when it is written: the parties that verify with it.
+    static func pkiCopies(ofCertificate name: String) -> [String] {
+        switch name {
+        case "root-ca": ["network", "pay", "merchant", "terminal", "device-ca", "devices"]
+        case "device-ca": ["network", "pay", "devices"]
+        case "token-root": ["merchant"]
+        // The device factory pins the token service's install-signing key in every Secure Element it makes.
+        case "token-service-personalisation": ["device-ca", "devices"]
+        default: []
+        }
+    }
+
+    /// The path of `name` plus `suffix` to read: its owner's folder, else (a public certificate only,
+    /// `copies`) any other party's folder holding a copy, else `DIR/pki/` itself (the flat layout of deployments
+    /// made before the folders), else the owner's path. A key is never taken from another party's folder.
+    func pkiReadPath(_ name: String, _ suffix: String, copies: Bool = false) throws(RuntimeError) -> String {
+        let stem = try Self.fileStem(name)
+        let owner = "\(pkiFolderPath(Self.pkiFolder(ofFile: stem)))/\(stem)\(suffix)"
+        if FileManager.default.fileExists(atPath: owner) { return owner }
+        let folders = copies ? ((try? FileManager.default.contentsOfDirectory(atPath: pkiPath)) ?? []).sorted() : []
+        for folder in folders where !folder.hasPrefix(".") {
+            let candidate = "\(pkiFolderPath(folder))/\(stem)\(suffix)"
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        let flat = "\(pkiPath)/\(stem)\(suffix)"
+        return FileManager.default.fileExists(atPath: flat) ? flat : owner
+    }
+
+    /// The path of the PKI file `name` (for example `network-hsm-keys.json`) in its owner's folder, or where an
+    /// existing deployment keeps it (see ``certificatePath(named:)``).
+    public func pkiFilePath(named name: String) throws(RuntimeError) -> String { try pkiReadPath(name, "") }
+
+    /// `DIR/pki/<party>/<name>.pem` for the folder that holds it (its owner's, else a copy; see
+    /// ``pkiFolder(ofFile:)``). Names are lowercase letters, digits, `.`, `_` and `-`, not starting with `.`.
+    public func certificatePath(named name: String) throws(RuntimeError) -> String {
+        try pkiReadPath(name, ".pem", copies: true)
+    }
+
+    /// `DIR/pki/<party>/<name>.key` in its owner's folder; names as for ``certificatePath(named:)``.
+    public func privateKeyPath(named name: String) throws(RuntimeError) -> String { try pkiReadPath(name, ".key") }
+
+    /// Where a write of `name` plus `suffix` goes: the owner's folder, created 0700.
+    func pkiWritePath(_ name: String, _ suffix: String, folder: String? = nil) throws(RuntimeError) -> String {
+        let stem = try Self.fileStem(name)
+        let target = pkiFolderPath(folder ?? Self.pkiFolder(ofFile: stem))
+        try SecureFile.createDirectory(pkiPath, mode: 0o700)
+        try SecureFile.createDirectory(target, mode: 0o700)
+        return "\(target)/\(stem)\(suffix)"
     }
 
     private static func fileStem(_ name: String) throws(RuntimeError) -> String {
@@ -129,10 +193,14 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Throws ``RuntimeError/Code/insecurePermissions`` unless DIR, `pki/`, `logs/` and `run/` belong to
-    /// this user with mode 0700 and every `pki/*.key` has mode 0600. Commands check this before they read
-    /// a key, so a deployment copied carelessly is refused instead of used.
+    /// Throws ``RuntimeError/Code/insecurePermissions`` unless DIR, `pki/` (and each `pki/<party>/`), `logs/` and
+    /// `run/` belong to this user with mode 0700 and every key has mode 0600. Commands check this before they read
+    /// a key, so a deployment copied carelessly is refused instead of used. Missing `logs/` and `run/` (which hold
+    /// no secret: a host given one party's folder alone) are created 0700.
     public func checkPermissions() throws(RuntimeError) {
+        for scratch in [logsPath, runPath] where !FileManager.default.fileExists(atPath: scratch) {
+            try SecureFile.createDirectory(scratch, mode: 0o700)
+        }
         for directory in [path, pkiPath, logsPath, runPath] {
             var info = stat()
             guard lstat(directory, &info) == 0 else {
@@ -141,19 +209,35 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
             }
             try SecureFile.requirePrivate(directory, info, allowed: 0o700)
         }
-        let keys = (try? FileManager.default.contentsOfDirectory(atPath: pkiPath)) ?? []
-        for name in keys.sorted() where name.hasSuffix(".key") {
+        let entries = ((try? FileManager.default.contentsOfDirectory(atPath: pkiPath)) ?? []).sorted()
+        for entry in entries {
+            let entryPath = "\(pkiPath)/\(entry)"
             var info = stat()
-            guard lstat("\(pkiPath)/\(name)", &info) == 0 else { continue }
-            try SecureFile.requirePrivate("\(pkiPath)/\(name)", info, allowed: 0o600)
+            guard lstat(entryPath, &info) == 0 else { continue }
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                try SecureFile.requirePrivate(entryPath, info, allowed: 0o700)
+                let files = ((try? FileManager.default.contentsOfDirectory(atPath: entryPath)) ?? []).sorted()
+                for name in files {
+                    guard lstat("\(entryPath)/\(name)", &info) == 0 else { continue }
+                    if (info.st_mode & S_IFMT) == S_IFLNK {
+                        throw RuntimeError(.insecurePermissions, "\(entryPath)/\(name) is a symbolic link")
+                    }
+                    guard !name.hasSuffix(".pem") else { continue }
+                    try SecureFile.requirePrivate("\(entryPath)/\(name)", info, allowed: 0o600)
+                }
+            } else if (info.st_mode & S_IFMT) == S_IFLNK {
+                throw RuntimeError(.insecurePermissions, "\(entryPath) is a symbolic link")
+            } else if entry.hasSuffix(".key") {
+                try SecureFile.requirePrivate(entryPath, info, allowed: 0o600)
+            }
         }
     }
 
     // MARK: PKI files
 
-    /// Writes `pki/<name>.key` with mode 0600, atomically.
+    /// Writes `pki/<party>/<name>.key` (its owner's folder) with mode 0600, atomically.
     public func writePrivateKey(_ pem: SecureBytes, named name: String) throws(RuntimeError) {
-        try SecureFile.writeSecret(pem, to: try privateKeyPath(named: name))
+        try SecureFile.writeSecret(pem, to: try pkiWritePath(name, ".key"))
     }
 
     /// Reads `pki/<name>.key`, refusing it when its mode is wider than 0600.
@@ -161,9 +245,18 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
         try SecureFile.readSecret(try privateKeyPath(named: name))
     }
 
-    /// Writes `pki/<name>.pem` (a certificate: public) with mode 0644, atomically.
+    /// Writes `pki/<party>/<name>.pem` (a certificate: public) with mode 0644, atomically, in its owner's folder
+    /// and in the folders of the parties that verify with it (the root's certificate in every party's folder).
     public func writeCertificate(_ pem: String, named name: String) throws(RuntimeError) {
-        try SecureFile.write(Array(pem.utf8), to: try certificatePath(named: name), mode: 0o644)
+        try SecureFile.write(Array(pem.utf8), to: try pkiWritePath(name, ".pem"), mode: 0o644)
+        for folder in Self.pkiCopies(ofCertificate: name) {
+            try SecureFile.write(Array(pem.utf8), to: try pkiWritePath(name, ".pem", folder: folder), mode: 0o644)
+        }
+    }
+
+    /// Writes the secret PKI file `name` (for example `network-hsm-keys.json`) in its owner's folder, mode 0600.
+    public func writePKIFile(_ bytes: SecureBytes, named name: String) throws(RuntimeError) {
+        try SecureFile.writeSecret(bytes, to: try pkiWritePath(name, ""))
     }
 
     /// Reads `pki/<name>.pem`.

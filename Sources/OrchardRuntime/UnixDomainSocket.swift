@@ -56,6 +56,22 @@ package enum UnixDomainSocket {
     /// Binds and listens on `path` with mode 0600 (only the owner's processes may connect). A stale socket
     /// file (nothing listening) is replaced; a live one is `.alreadyListening`.
     package static func listen(_ path: String, backlog: Int32) throws(Failure) -> Int32 {
+        let fd = try bound(path)
+        // Belt and braces: the mode is already 0600 (or stricter, under a strict umask).
+        guard chmod(path, 0o600) == 0, Glibc.listen(fd, backlog) == 0 else {
+            let error = system("listen on \(path)")
+            Glibc.close(fd)
+            unlink(path)
+            throw error
+        }
+        return fd
+    }
+
+    /// A socket bound to `path`, not yet listening, whose file is created 0600 with no window: Linux gives the
+    /// file the socket inode's mode less the umask, so the inode is made 0600 (`fchmod`) before `bind` creates
+    /// the file, and the process-wide umask, which other threads rely on, is left alone. Between `bind` and a
+    /// later `chmod`, another user could otherwise have connected through a file the umask left open.
+    package static func bound(_ path: String) throws(Failure) -> Int32 {
         var address = try address(path)
         if FileManager.default.fileExists(atPath: path) {
             do throws(Failure) {
@@ -66,6 +82,11 @@ package enum UnixDomainSocket {
             }
         }
         let fd = try makeSocket()
+        guard fchmod(fd, 0o600) == 0 else {
+            let error = system("fchmod on the socket for \(path)")
+            Glibc.close(fd)
+            throw error
+        }
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -74,12 +95,6 @@ package enum UnixDomainSocket {
         guard rc == 0 else {
             let error = system("bind \(path)")
             Glibc.close(fd)
-            throw error
-        }
-        guard chmod(path, 0o600) == 0, Glibc.listen(fd, backlog) == 0 else {
-            let error = system("listen on \(path)")
-            Glibc.close(fd)
-            unlink(path)
             throw error
         }
         return fd

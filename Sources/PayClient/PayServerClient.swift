@@ -2,6 +2,7 @@ public import Device
 import Foundation
 import OrchardCrypto
 import OrchardHTTP
+import OrchardRuntime
 public import OrchardX509
 public import PayAPI
 
@@ -143,6 +144,8 @@ public final class PayServerClient: Sendable {
     private func send<Output: Decodable>(_ request: HTTPClientRequest) async throws(PayClientError) -> Output {
         let response = try await exchange(request)
         do {
+            // A key given twice is refused, as every Orchard party refuses it (DuplicateJSONKeys).
+            guard DuplicateJSONKeys.first(in: response.body) == nil else { throw HTTPError(.duplicateKey, "") }
             return try JSONDecoder().decode(Output.self, from: response.body)
         } catch {
             throw PayClientError(.protocolViolation, "the Pay server's answer is not the expected JSON")

@@ -1,15 +1,26 @@
-import Foundation
+public import Foundation
 import OrchardCrypto
 public import OrchardHTTP
 public import OrchardStore
 public import PayAPI
 
-/// Aggregates printed by `orchard analytics`.
+/// Aggregates printed by `orchard analytics`, with no cell under ``AnonymousAnalytics/minimumCell`` purchases.
+///
+/// A stored cell (amount bucket × hour × region) of fewer than five purchases is never shown: such cells are
+/// merged into their day × region, which is shown when it reaches five, else only counted in ``withheld``.
 public struct AnonymousAnalyticsSummary: Codable, Sendable, Hashable {
+    /// Every purchase counted.
     public let purchases: Int
+    /// Purchases of the cells of five or more, by amount bucket.
     public let byAmountBucket: [String: Int]
+    /// Purchases of the cells of five or more, by hour (`YYYY-MM-DDTHH`, UTC).
     public let byHour: [String: Int]
+    /// Purchases of the cells and merged cells of five or more, by region.
     public let byRegion: [String: Int]
+    /// The small cells merged into day × region (`YYYY-MM-DD/region`), where they reach five.
+    public let byDayAndRegion: [String: Int]
+    /// Purchases of merged cells still under five: counted in ``purchases`` only.
+    public let withheld: Int
 }
 
 /// The Pay server's anonymous transaction data: the table, the route and the aggregates.
@@ -49,9 +60,27 @@ public enum AnonymousAnalytics {
         }
     }
 
-    /// Counts one purchase.
-    public static func record(_ report: AnonymousPurchase, in store: Store) async throws {
+    /// The migration that adds the day × region counters small cells are folded into (appended to
+    /// ``PayStore/migrations``). Its columns share no name with any other table's, the hourly one's included.
+    public static func dailyMigration(version: Int) -> Migration {
+        Migration(
+            version: version, name: "anonymous daily tallies",
+            sql: """
+                CREATE TABLE anonymous_daily_tallies (
+                    tally_day TEXT NOT NULL,
+                    day_region TEXT NOT NULL,
+                    day_tally INTEGER NOT NULL CHECK (day_tally > 0),
+                    PRIMARY KEY (tally_day, day_region)
+                ) STRICT, WITHOUT ROWID;
+                """)
+    }
+
+    /// Counts one purchase; then, in the same transaction, folds every cell of a day before `now`'s (UTC) that
+    /// stayed under ``minimumCell`` into its day × region, so the file itself keeps no small hourly cell past its
+    /// day (a late report for a closed day is folded at the next write).
+    public static func record(_ report: AnonymousPurchase, in store: Store, now: Date) async throws {
         try validate(report)
+        let today = CivilTime.dayStamp(now) ?? ""
         try await store.write { database in
             try database.execute(
                 """
@@ -59,26 +88,68 @@ public enum AnonymousAnalytics {
                 VALUES (?, ?, ?, 1)
                 ON CONFLICT (amount_bucket, purchase_hour, coarse_region) DO UPDATE SET tally = tally + 1
                 """, [.text(report.amountBucket), .text(report.hour), .text(report.region)])
+            try database.execute(
+                """
+                INSERT INTO anonymous_daily_tallies (tally_day, day_region, day_tally)
+                SELECT substr(purchase_hour, 1, 10), coarse_region, SUM(tally) FROM anonymous_purchase_tallies
+                WHERE tally < ?1 AND substr(purchase_hour, 1, 10) < ?2 GROUP BY 1, 2
+                ON CONFLICT (tally_day, day_region) DO UPDATE SET day_tally = day_tally + excluded.day_tally
+                """, [.integer(Int64(minimumCell)), .text(today)])
+            try database.execute(
+                "DELETE FROM anonymous_purchase_tallies WHERE tally < ?1 AND substr(purchase_hour, 1, 10) < ?2",
+                [.integer(Int64(minimumCell)), .text(today)])
         }
     }
 
-    /// The totals per bucket, hour and region.
+    /// The fewest purchases a cell shown to anyone may hold: smaller cells could single out one person's purchase
+    /// (the only purchase of 250+ in one region in one hour).
+    public static let minimumCell = 5
+
+    /// The totals per bucket, hour and region, over the cells of ``minimumCell`` or more; the smaller cells merged
+    /// into day × region first (see ``AnonymousAnalyticsSummary``). This is the only reading of the table.
     public static func summary(of store: Store) async throws -> AnonymousAnalyticsSummary {
-        let rows = try await store.read { database in
-            try database.query(
-                "SELECT amount_bucket, purchase_hour, coarse_region, tally FROM anonymous_purchase_tallies", []
-            ) { row in (try row.string(0), try row.string(1), try row.string(2), try row.int(3)) }
+        let (rows, folded) = try await store.read { database in
+            (
+                try database.query(
+                    "SELECT amount_bucket, purchase_hour, coarse_region, tally FROM anonymous_purchase_tallies", []
+                ) { row in (try row.string(0), try row.string(1), try row.string(2), try row.int(3)) },
+                try database.query("SELECT tally_day, day_region, day_tally FROM anonymous_daily_tallies", []) {
+                    row in (try row.string(0), try row.string(1), try row.int(2))
+                }
+            )
         }
         var buckets: [String: Int] = [:]
         var hours: [String: Int] = [:]
         var regions: [String: Int] = [:]
+        var merged: [String: (region: String, tally: Int)] = [:]
         for (bucket, hour, region, tally) in rows {
+            guard tally >= minimumCell else {
+                // `hour` is YYYY-MM-DDTHH (checked on the way in): its day is the first ten characters.
+                let cell = String(hour.prefix(10)) + "/" + region
+                merged[cell, default: (region, 0)].tally += tally
+                continue
+            }
             buckets[bucket, default: 0] += tally
             hours[hour, default: 0] += tally
             regions[region, default: 0] += tally
         }
+        for (day, region, tally) in folded {
+            merged[day + "/" + region, default: (region, 0)].tally += tally
+        }
+        var days: [String: Int] = [:]
+        var withheld = 0
+        for (cell, value) in merged {
+            guard value.tally >= minimumCell else {
+                withheld += value.tally
+                continue
+            }
+            days[cell] = value.tally
+            regions[value.region, default: 0] += value.tally
+        }
         return AnonymousAnalyticsSummary(
-            purchases: rows.reduce(0) { $0 + $1.3 }, byAmountBucket: buckets, byHour: hours, byRegion: regions)
+            purchases: rows.reduce(0) { $0 + $1.3 } + folded.reduce(0) { $0 + $1.2 }, byAmountBucket: buckets,
+            byHour: hours, byRegion: regions,
+            byDayAndRegion: days, withheld: withheld)
     }
 }
 
@@ -88,6 +159,7 @@ extension PayServer {
     /// identify the device.
     func installAnonymousAnalytics(into router: inout Router) {
         let store = self.store
+        let clock = self.clock
         router.exemptFromIdempotency(
             PayAPI.Declared.anonymousPurchases,
             because: "the channel is anonymous: a kept key would link a device's reports; a repeat adds one to a tally")
@@ -96,7 +168,7 @@ extension PayServer {
             guard request.clientCertificate == nil else {
                 throw HTTPError(.invalidRequest, "anonymous data is sent without a client certificate")
             }
-            try await AnonymousAnalytics.record(report, in: store)
+            try await AnonymousAnalytics.record(report, in: store, now: clock.now())
             return AnonymousPurchaseAccepted(accepted: true)
         }
     }

@@ -1,5 +1,6 @@
 public import Foundation
 public import OrchardCrypto
+import OrchardHTTP
 public import OrchardStore
 import OrchardX509
 import PaymentToken
@@ -79,5 +80,22 @@ public final class MerchantCertificates: Sendable {
         let valid = candidates.filter { $0.0.isValid(at: now) }
         let ec = valid.first { if case .ec = $0.1 { return true } else { return false } }
         return (ec ?? valid.first)?.0
+    }
+}
+
+/// The Pay server's revoked client certificates: the merchant certificates `orchard merchant certs --revoke` marked
+/// (`revoked_at` in `pay.sqlite`), read at each request, so a revocation takes effect at once, on every route, even
+/// while the server runs.
+struct MerchantCertificateRevocations: ClientCertificateRevocations {
+    let store: Store
+
+    func isRevoked(_ certificate: ClientCertificate) async throws -> Bool {
+        let der = certificate.derRepresentation
+        return try await store.read { db in
+            // Compared by the whole certificate (serial numbers are unique per CA only).
+            try db.query("SELECT 1 FROM merchant_certificates WHERE revoked_at IS NOT NULL AND der = ?", [.blob(der)]) {
+                _ in true
+            }
+        }.isEmpty == false
     }
 }

@@ -74,6 +74,8 @@ final class NetworkClient: Sendable {
                 relayedStatus: response.status.code)
         }
         do {
+            // A key given twice is refused, as every Orchard party refuses it (DuplicateJSONKeys).
+            guard DuplicateJSONKeys.first(in: response.body) == nil else { throw HTTPError(.duplicateKey, "") }
             return try JSONDecoder().decode(Output.self, from: response.body)
         } catch {
             throw PayServerError(.networkUnavailable, "the network's answer to \(path) is not the expected JSON")

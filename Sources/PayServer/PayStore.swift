@@ -97,6 +97,7 @@ public enum PayStore {
                 ) STRICT;
                 """),
         Migration(version: 6, name: WebDomains.migrationName, sql: WebDomains.migrationSQL),
+        AnonymousAnalytics.dailyMigration(version: 7),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.

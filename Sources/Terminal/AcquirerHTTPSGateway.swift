@@ -5,6 +5,7 @@ import Foundation
 public import OrchardCrypto
 import OrchardHTTP
 import OrchardLogging
+import OrchardRuntime
 
 /// The terminal's acquirer connection over HTTPS (`OrchardHTTP`'s client, trusting only the given roots).
 ///
@@ -47,6 +48,8 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
         let response = try await post(
             AcquirerAPI.Route.authorizations, Self.wire(request), idempotencyKey: request.idempotencyKey)
         do {
+            // A key given twice is refused, as every Orchard party refuses it (DuplicateJSONKeys).
+            guard DuplicateJSONKeys.first(in: response) == nil else { throw HTTPError(.duplicateKey, "") }
             let answer = try JSONDecoder().decode(AcquirerAPI.AuthorizationAnswer.self, from: response)
             return try AuthorizationResponse(
                 responseCode: answer.responseCode, approvalCode: answer.approvalCode,
@@ -63,6 +66,7 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
             reason: request.reason)
         let response = try await post(AcquirerAPI.Route.reversals, body, idempotencyKey: request.idempotencyKey)
         do {
+            guard DuplicateJSONKeys.first(in: response) == nil else { throw HTTPError(.duplicateKey, "") }
             return ReversalResponse(
                 reversed: try JSONDecoder().decode(AcquirerAPI.ReversalAnswer.self, from: response).reversed)
         } catch {

@@ -13,7 +13,8 @@ import Foundation
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked: the mutable state (`termination`, `waiters`, the captured bytes) is guarded by `lock`.
 
-    /// Where a child's stdout or stderr goes (stdin is always `/dev/null`, so a child never waits for input).
+    /// Where a child's stdout or stderr goes (stdin is `/dev/null` unless a file is named, so a child never waits
+    /// for input).
     public enum Output: Sendable {
         case discard
         /// Kept in memory: ``stdout`` / ``stderr`` return what arrived so far.

@@ -46,3 +46,16 @@ public func orchard(
     let ended = await child.exit()
     return CommandOutput(status: ended.status ?? -1, stdout: child.stdout, stderr: child.stderr)
 }
+
+/// Writes a card file for `orchard device add-card --card-file` (the JSON form, mode 0600) outside any data
+/// directory, so at-rest scans of the deployment never see it; the caller removes it.
+public func writeCardFile(number: String, cvv: String) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-card-\(UUID().uuidString).json")
+        .path
+    guard
+        FileManager.default.createFile(
+            atPath: path, contents: Data(#"{"number": "\#(number)", "cvv": "\#(cvv)"}"#.utf8),
+            attributes: [.posixPermissions: 0o600])
+    else { throw CommandTestFailure("cannot write \(path)") }
+    return path
+}

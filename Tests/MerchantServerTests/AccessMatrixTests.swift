@@ -80,8 +80,8 @@ struct AccessMatrixTests {
         #expect(answer.status.code == 403, "\(String(decoding: answer.body, as: UTF8.self))")
         #expect(errorCode(answer) == "caller_mismatch")
         #expect(!String(decoding: answer.body, as: UTF8.self).contains("preempted"))
-        // A body naming both terminals (a repeated key): the router checks the value the handler acts on, so
-        // T0002 either is refused or acts as itself (a terminal the demo merchant does not have: 404).
+        // A body naming both terminals (a repeated key): refused whatever the order, before any check reads
+        // one of the two values (issue 22: 400 duplicate_key).
         for order in [("T0001", "T0002"), ("T0002", "T0001")] {
             let repeated = Data(
                 #"{"merchantID":"merchant.dev.orchard.demo","terminalID":"\#(order.0)","stan":"000778","amount":{"minorUnits":450,"currency":"840"},"reason":"timeout","terminalID":"\#(order.1)"}"#
@@ -91,7 +91,8 @@ struct AccessMatrixTests {
                     method: .post, url: base + "/v1/acquirer/reversals", headers: ["Content-Type": "application/json"],
                     body: repeated))
             #expect(
-                [403, 404].contains(answer.status.code), "\(order): \(String(decoding: answer.body, as: UTF8.self))")
+                answer.status.code == 400 && errorCode(answer) == "duplicate_key",
+                "\(order): \(String(decoding: answer.body, as: UTF8.self))")
         }
         let own = try await reverse(clients.terminal1)
         #expect(own.status.code == 200 && String(decoding: own.body, as: UTF8.self).contains("preempted"))

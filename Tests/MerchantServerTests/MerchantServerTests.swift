@@ -372,6 +372,9 @@ struct MerchantServerTests {
         let paid = try await s.pay(order.id, token: token)
         #expect(MerchantSandbox.json(paid)["outcome"] as? String == "approved")
         let late = try await s.createOrder()
+        // The token's signing time is the Pay server's real clock, somewhere between these two instants; the
+        // merchant's clock is set from them, not from its start (the setup may take seconds on a loaded machine).
+        let beforeSigning = Date()
         let lateToken = try await s.token(amount: 999, applicationData: late.applicationData)
         // The merchant's clock restarts from the token's signing (now): the setup before it (init with an RSA-2048
         // identity key, provisioning) may take over a second on a loaded machine, which the 1-second margins below
@@ -382,7 +385,7 @@ struct MerchantServerTests {
         #expect(stale.status == .unprocessableContent && MerchantSandbox.errorCode(stale) == "tokenRejected")
         let again = try await s.pay(order.id, token: token)
         #expect(again.status == .ok && again.body == paid.body)
-        clock.setWall(clock.now().addingTimeInterval(-602))
+        clock.setWall(beforeSigning.addingTimeInterval(-301))
         let early = try await s.pay(late.id, token: lateToken)
         #expect(MerchantSandbox.errorCode(early) == "tokenRejected")
         #expect(recorder.authorizations.count == 1)

@@ -34,6 +34,18 @@ struct OrderAmountTests {
         }
     }
 
+    @Test("I22-4d: an order body giving a key twice (two amounts) is refused, whatever the order")
+    func anOrderWithAKeyTwiceIsRefused() {
+        for body in [
+            #"{"item":"Coffee","amount":"0.01","amount":"999.00"}"#,
+            #"{"amount":"999.00","item":"Coffee","amount":"0.01"}"#,
+        ] {
+            #expect(throws: MerchantServerError(.malformedRequest, "")) {
+                try PaymentProcessor.decodeCreateOrder(Data(body.utf8))
+            }
+        }
+    }
+
     @Test("Order IDs: 26 letters, no digit runs; applicationData and idempotency keys follow from them")
     func orderIDs() {
         let random = InsecureDeterministicRandom(seed: Array("order ids".utf8))

@@ -1,8 +1,9 @@
 import EMV
 import Foundation
-import NFCLink
 import OrchardCrypto
 import Testing
+
+@testable import NFCLink
 
 #if canImport(Glibc)
     import Glibc
@@ -10,6 +11,15 @@ import Testing
 
 @Suite("NFC link frames")
 struct FrameTests {
+    /// Issue 22, item 4: the link reads JSON payloads as every Orchard party does.
+    @Test("I22-4d: a frame whose JSON gives a key twice is a protocol violation; once each, it decodes")
+    func aPayloadGivingAKeyTwiceIsRefused() throws {
+        let twice = NFCFrame(.poll, Array(#"{"version":1,"aids":[],"networks":["visa"],"networks":[]}"#.utf8))
+        #expect(throws: NFCLinkError(.protocolViolation, "")) { try twice.decode(NFCPolling.self) }
+        let once = NFCFrame(.poll, Array(#"{"version":1,"aids":[],"networks":["visa"]}"#.utf8))
+        #expect(try once.decode(NFCPolling.self).networks == ["visa"])
+    }
+
     @Test("A frame is type, big-endian length and payload; above the limit it is refused")
     func encoding() throws {
         #expect(try NFCFrame(.command, [0x00, 0xA4]).encoded() == [0x02, 0x00, 0x02, 0x00, 0xA4])

@@ -16,7 +16,8 @@ struct ReversalServiceTests {
     @Test func reversalsAreDurableInEveryPartysFile() async throws {
         let directory = try TemporaryDirectory()
         let vault = try SQLiteTokenVaultStore(path: directory.path + "/network.sqlite")
-        let issuerStore = try SQLiteIssuerStore(path: directory.path + "/issuer.sqlite")
+        let issuerKey = try IssuerStorageKey.generate()
+        let issuerStore = try await SQLiteIssuerStore.open(path: directory.path + "/issuer.sqlite", key: issuerKey)
         let acquirerStore = try SQLiteAcquirerStore(path: directory.path + "/acquirer.sqlite")
         let h = try await NetworkHarness(vaultStore: vault, issuerStore: issuerStore)
         let acquirer = Acquirer(acquirerID: "acq-1", store: acquirerStore, network: h.tokenService, clock: h.clock)
@@ -46,7 +47,7 @@ struct ReversalServiceTests {
 
         // Reopened, every party still knows: the balance is restored, the reversal recorded, the
         // preempted transaction blocked.
-        let issuerAgain = try SQLiteIssuerStore(path: directory.path + "/issuer.sqlite")
+        let issuerAgain = try await SQLiteIssuerStore.open(path: directory.path + "/issuer.sqlite", key: issuerKey)
         let vaultAgain = try SQLiteTokenVaultStore(path: directory.path + "/network.sqlite")
         let acquirerAgain = try SQLiteAcquirerStore(path: directory.path + "/acquirer.sqlite")
         #expect(try await issuerAgain.account(id: "acct-1")?.balance == 0)

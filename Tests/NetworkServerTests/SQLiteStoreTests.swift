@@ -130,11 +130,13 @@ struct SQLiteStoreTests {
     /// Issue 8 item 5 at the library level: after a full run on SQLite files, a full FPAN is only in
     /// `issuer.sqlite` (and encrypted in `network.sqlite`), a full DPAN only in `network.sqlite`, no CVV in
     /// any file, and the acquirer's file holds masked numbers only. Every byte of every file (database,
-    /// `-wal`, `-shm`) is scanned.
-    @Test func cardNumbersAtRestStayInTheirFiles() async throws {
+    /// `-wal`, `-shm`) is scanned. Issue 22, item 3: the issuer's file holds no FPAN in clear either.
+    @Test("P1/I22-3c: no FPAN in clear in any file, issuer.sqlite included; a DPAN only in network.sqlite; no CVV")
+    func cardNumbersAtRestStayInTheirFiles() async throws {
         let directory = try TemporaryDirectory()
         let vault = try SQLiteTokenVaultStore(path: directory.path + "/network.sqlite")
-        let issuerStore = try SQLiteIssuerStore(path: directory.path + "/issuer.sqlite")
+        let issuerKey = try IssuerStorageKey.generate()
+        let issuerStore = try await SQLiteIssuerStore.open(path: directory.path + "/issuer.sqlite", key: issuerKey)
         let acquirerStore = try SQLiteAcquirerStore(path: directory.path + "/acquirer.sqlite")
         let h = try await NetworkHarness(vaultStore: vault, issuerStore: issuerStore)
         let acquirer = Acquirer(acquirerID: "acq-1", store: acquirerStore, network: h.tokenService, clock: h.clock)
@@ -175,7 +177,8 @@ struct SQLiteStoreTests {
         let files = try directory.files()
         #expect(files.contains { $0.name == "network.sqlite" } && files.contains { $0.name == "issuer.sqlite" })
         for file in files {
-            for pan in allFPANs where !file.name.hasPrefix("issuer.sqlite") {
+            // Not even the issuer's file holds one in clear (issue 22): its cards are sealed, found by keyed hash.
+            for pan in allFPANs {
                 let found = file.bytes.contains(ascii: pan)
                 #expect(!found, "FPAN ending \(pan.suffix(4)) in \(file.name)")
             }
@@ -196,8 +199,70 @@ struct SQLiteStoreTests {
         let issuerBytes = try #require(files.first { $0.name == "issuer.sqlite" }).bytes
         let networkBytes = files.filter { $0.name.hasPrefix("network.sqlite") }.flatMap(\.bytes)
         let acquirerBytes = files.filter { $0.name.hasPrefix("acquirer.sqlite") }.flatMap(\.bytes)
-        #expect(issuerBytes.contains(ascii: "4111111111111111"))
+        #expect(!issuerBytes.isEmpty)
+        let issuerAgain = try await SQLiteIssuerStore.open(path: directory.path + "/issuer.sqlite", key: issuerKey)
+        #expect(try await issuerAgain.card(pan: try PrimaryAccountNumber("4111111111111111")) != nil)
+        await issuerAgain.store.close()
         #expect(dpans.allSatisfy { networkBytes.contains(ascii: $0) })
         #expect(acquirerBytes.contains(ascii: installed[0].0.data.dpan.masked))
+    }
+}
+
+/// Issue 22, item 3: the issuer keeps card numbers as the vault does.
+@Suite("Issuer store: cards sealed, found by keyed hash")
+struct IssuerSealedStoreTests {
+    func card(_ pan: String) throws -> IssuedCard {
+        IssuedCard(
+            pan: try PrimaryAccountNumber(pan), expiry: try CardExpiry(year: 2034, month: 12), network: .visa,
+            type: .credit, accountID: "acct-1", cardholderName: "Alice Doe", productName: "Orchard Visa",
+            stepUpDestinationHint: "a***@example.com")
+    }
+
+    @Test("P1/I22-3c: an issuer.sqlite with clear card numbers is sealed when it opens; another key is refused")
+    func clearDeploymentIsMigratedAndAnotherKeyRefused() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/issuer.sqlite"
+        // A deployment made before the sealing: migration 1 only, the card keyed by its number in clear.
+        let old = try Store(
+            path: path, options: StoreOptions(durability: .full, secureDelete: true),
+            migrations: [SQLiteIssuerStore.migrations[0]])
+        let clear = try card("4111111111111111")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let record = Array(try encoder.encode(clear))
+        _ = try await old.write { database in
+            try database.execute(
+                "INSERT INTO cards (pan, record) VALUES (?, ?)", [.text("4111111111111111"), .blob(record)])
+        }
+        await old.close()
+        #expect(try directory.files().contains { $0.bytes.contains(ascii: "4111111111111111") })
+
+        let key = try IssuerStorageKey.generate()
+        let store = try await SQLiteIssuerStore.open(path: path, key: key)
+        // Gone at once, from the database file and its log, while the store is open.
+        for file in try directory.files() {
+            let found = file.bytes.contains(ascii: "4111111111111111")
+            #expect(!found, "open: \(file.name)")
+        }
+        #expect(try await store.card(pan: clear.pan) == clear)
+        try await store.saveCard(try card("4000056655665556"))
+        #expect(try await store.allCards().map(\.pan.digits) == ["4000056655665556", "4111111111111111"])
+        let columns = try await store.store.read { database in
+            try database.query("SELECT name FROM pragma_table_info('cards')", []) { row in try row.string(0) }
+        }
+        #expect(columns == ["pan_lookup", "sealed_record"])
+        await store.store.close()
+        for file in try directory.files() {
+            let found = file.bytes.contains(ascii: "4111111111111111") || file.bytes.contains(ascii: "4000056655665556")
+            #expect(!found, "\(file.name)")
+        }
+
+        // Another key: refused, not misread.
+        await #expect(throws: (any Error).self) {
+            try await SQLiteIssuerStore.open(path: path, key: try IssuerStorageKey.generate())
+        }
+        let again = try await SQLiteIssuerStore.open(path: path, key: key)
+        #expect(try await again.card(pan: clear.pan)?.cardholderName == "Alice Doe")
+        await again.store.close()
     }
 }

@@ -1,6 +1,7 @@
 import CardBasics
 import Foundation
 import OrchardLogging
+import OrchardRuntime
 import Testing
 
 @testable import OrchardHTTP
@@ -105,6 +106,36 @@ struct RoutingTests {
             #expect(error.httpStatus == .badRequest)
             #expect(error.message == message)
         }
+    }
+
+    /// Issue 22, item 4: a key given twice in one object is refused (JSONDecoder would keep one of the values
+    /// silently), with a typed 400 naming the field and never its values.
+    @Test(
+        "I22-4d: A key twice in one object is refused with duplicate_key (400), at the top, nested, escaped or in an array",
+        arguments: [
+            (#"{"amount":1,"currency":"EUR","items":[],"amount":100000}"#, "amount"),
+            (#"{"amount":1,"currency":"EUR","items":[{"sku":"a","sku":"b"}]}"#, "items[0].sku"),
+            (#"{"amount":1,"currency":"EUR","items":[],"\u0061mount":2}"#, "amount"),
+            (#"{"amount":1,"currency":"EUR","items":[],"extra":{"x":{"y":1,"y":2}}}"#, "extra.x.y"),
+        ])
+    func duplicateKeysAreRefused(body: String, field: String) {
+        do {
+            _ = try request(body: body).decodeJSON(Order.self)
+            Issue.record("decoded \(body)")
+        } catch {
+            #expect(error.code == .duplicateKey && error.httpStatus == .badRequest)
+            #expect(error.message == "field '\(field)' appears twice in one object; send each field once")
+            #expect(!error.message.contains("100000"))
+        }
+    }
+
+    @Test("The same key in sibling objects, and keys that only look alike, are not duplicates")
+    func siblingKeysAreNotDuplicates() throws {
+        let body = #"{"amount":1,"currency":"EUR","items":[{"sku":"a"},{"sku":"b"}],"Amount":2,"amount ":3}"#
+        #expect(try request(body: body).decodeJSON(Order.self).items.count == 2)
+        #expect(DuplicateJSONKeys.first(in: Data(#"{"a":"}\"{","b":[{"a":1}],"c":{"a":{}}}"#.utf8)) == nil)
+        #expect(DuplicateJSONKeys.first(in: Data(#"{"a":1,"a""#.utf8)) == "a")
+        #expect(DuplicateJSONKeys.first(in: Data("not json".utf8)) == nil)
     }
 
     @Test func decodingErrorsNeverQuoteCardNumbers() {

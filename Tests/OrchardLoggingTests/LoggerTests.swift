@@ -84,6 +84,19 @@ struct LoggerTests {
         #expect(text.contains(#""n":"555555******4444""#))
     }
 
+    /// Issue 22, item 4: a card number used as a metadata key (at the top or inside an object) is masked too.
+    @Test("V2/I22-4e: a card number in a metadata key, at the top or nested, is written masked")
+    func aCardNumberInAMetadataKeyIsWrittenMasked() throws {
+        let sink = InMemoryLogSink()
+        logger(sink).info(
+            "balances",
+            metadata: ["5555555555554444": 12, "cards": .object(["4111 1111 1111 1111": "active", "count": 1])])
+        let line = try #require(sink.lines.first)
+        #expect(!line.contains("5555555555554444") && !line.contains("4111 1111 1111 1111"))
+        #expect(line.contains(#""555555******4444":12"#))
+        #expect(line.contains(#""cards":{"4111 11** **** 1111":"active","count":1}"#))
+    }
+
     @Test func standardErrorSinkWritesLines() {
         // Smoke test of the real sink: it must not crash or block.
         Logger(label: "stderr-test", sink: StandardErrorLogSink.shared).debug("not written at info")

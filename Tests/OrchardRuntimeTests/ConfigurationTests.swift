@@ -87,6 +87,17 @@ struct ConfigurationTests {
         #expect(problems("{\"pay\": {\"port\": null}}") == ["config.json: pay.port: expected an integer, found null"])
     }
 
+    /// Issue 22, item 4: a setting given twice is refused, not resolved silently to one of the two.
+    @Test("I22-4d: config.json giving a key twice is refused")
+    func aKeyGivenTwiceIsRefused() {
+        #expect(
+            problems(#"{"pay": {"port": 8441, "host": "127.0.0.1", "port": 9000}}"#) == [
+                "config.json gives 'pay.port' twice; keep one"
+            ])
+        #expect(
+            problems(#"{"pay": {"port": 8441}, "pay": {"port": 9000}}"#) == ["config.json gives 'pay' twice; keep one"])
+    }
+
     @Test func environmentOverridesTheFile() throws {
         let configuration = try parse(
             "{\"pay\": {\"port\": 8441, \"logLevel\": \"warning\"}}",

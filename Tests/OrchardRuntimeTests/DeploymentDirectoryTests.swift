@@ -27,8 +27,14 @@ struct DeploymentDirectoryTests {
         #expect(directory.databasePath(for: try .device("alice-phone")) == "\(dir)/device-alice-phone.sqlite")
         #expect(directory.logPath(for: .issuer) == "\(dir)/logs/issuer.log")
         #expect(directory.runRecordPath(for: .merchant) == "\(dir)/run/merchant.json")
-        #expect(try directory.certificatePath(named: "root-ca") == "\(dir)/pki/root-ca.pem")
-        #expect(try directory.privateKeyPath(named: "pay.tls") == "\(dir)/pki/pay.tls.key")
+        // Each party's files in its own folder (issue 22).
+        #expect(try directory.certificatePath(named: "root-ca") == "\(dir)/pki/root/root-ca.pem")
+        #expect(try directory.privateKeyPath(named: "pay-tls") == "\(dir)/pki/pay/pay-tls.key")
+        #expect(try directory.privateKeyPath(named: "network-hsm") == "\(dir)/pki/network/network-hsm.key")
+        #expect(try directory.privateKeyPath(named: "merchant-ca") == "\(dir)/pki/pay/merchant-ca.key")
+        #expect(try directory.privateKeyPath(named: "merchant-identity") == "\(dir)/pki/merchant/merchant-identity.key")
+        #expect(
+            try directory.privateKeyPath(named: "terminal-t1-client") == "\(dir)/pki/terminal/terminal-t1-client.key")
         #expect(try Party("device-watch").deviceName == "watch")
         #expect(try Party("acquirer") == .acquirer)
         #expect(ServiceName.all.map(\.rawValue).sorted() == ["acquirer", "issuer", "merchant", "network", "pay"])
@@ -97,12 +103,43 @@ struct DeploymentDirectoryTests {
         try directory.writePrivateKey(second, named: "pay-tls")
         #expect(try directory.readPrivateKey(named: "pay-tls") == second)
         #expect(mode(path) == 0o600)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.pkiPath) == ["pay-tls.key"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.pkiPath) == ["pay"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.pkiFolderPath("pay")) == ["pay-tls.key"])
         // Certificates are public.
         try directory.writeCertificate("-----BEGIN CERTIFICATE-----\n", named: "pay-tls")
         #expect(mode(try directory.certificatePath(named: "pay-tls")) == 0o644)
         #expect(try directory.readCertificate(named: "pay-tls") == "-----BEGIN CERTIFICATE-----\n")
         try directory.checkPermissions()
+    }
+
+    /// Issue 22, item 3: the root's certificate is copied into every party's folder, so a party's folder alone
+    /// has what its server verifies with; a deployment with the flat `pki/` of before is still read.
+    @Test("I22-3a: Public certificates are copied into the folders that need them; the flat layout of before is read")
+    func certificatesAreCopiedAndTheFlatLayoutRead() throws {
+        defer { cleanUp() }
+        try directory.create()
+        try directory.writeCertificate("ROOT\n", named: "root-ca")
+        for party in ["root", "network", "pay", "merchant", "terminal", "device-ca", "devices"] {
+            #expect(FileManager.default.fileExists(atPath: directory.pkiFolderPath(party) + "/root-ca.pem"), "\(party)")
+        }
+        // Only the network's folder left: the root's certificate is read from it.
+        for party in ["root", "pay", "merchant", "terminal", "device-ca", "devices"] {
+            try FileManager.default.removeItem(atPath: directory.pkiFolderPath(party))
+        }
+        #expect(try directory.readCertificate(named: "root-ca") == "ROOT\n")
+        #expect(try directory.certificatePath(named: "root-ca") == directory.pkiFolderPath("network") + "/root-ca.pem")
+        // A key written before the folders existed.
+        try SecureFile.writeSecret(SecureBytes(Array("old".utf8)), to: directory.pkiPath + "/pay-client.key")
+        #expect(try directory.readPrivateKey(named: "pay-client") == SecureBytes(Array("old".utf8)))
+        try directory.checkPermissions()
+        // A key is read from its owner's folder only, never from another party's.
+        try SecureFile.writeSecret(
+            SecureBytes(Array("misplaced".utf8)), to: directory.pkiFolderPath("network") + "/pay-credential.key")
+        #expect(throws: RuntimeError.self) { try directory.readPrivateKey(named: "pay-credential") }
+        // A party folder that is a symbolic link is refused.
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.pkiFolderPath("merchant"), withDestinationPath: directory.pkiFolderPath("network"))
+        #expect(throws: RuntimeError.self) { try directory.checkPermissions() }
     }
 
     @Test func looseOrForeignKeysAreRefused() throws {

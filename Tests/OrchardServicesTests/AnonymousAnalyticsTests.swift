@@ -49,10 +49,13 @@ struct AnonymousAnalyticsTests {
         let store = try PayStore.open(in: directory)
         let tables = try await columns(of: store)
         await store.close()
-        let analytics = try #require(tables["anonymous_purchase_tallies"])
-        #expect(Set(analytics) == ["amount_bucket", "purchase_hour", "coarse_region", "tally"])
-        #expect(tables.count > 1)
-        for (table, names) in tables where table != "anonymous_purchase_tallies" {
+        let hourly = try #require(tables["anonymous_purchase_tallies"])
+        #expect(Set(hourly) == ["amount_bucket", "purchase_hour", "coarse_region", "tally"])
+        let daily = try #require(tables["anonymous_daily_tallies"])
+        #expect(Set(daily) == ["tally_day", "day_region", "day_tally"])
+        let analytics = hourly + daily
+        #expect(tables.count > 2)
+        for (table, names) in tables where !["anonymous_purchase_tallies", "anonymous_daily_tallies"].contains(table) {
             let shared = Set(names).intersection(analytics)
             #expect(shared.isEmpty, "\(table) shares \(shared.sorted()) with the analytics table")
         }
@@ -101,10 +104,52 @@ struct AnonymousAnalyticsTests {
         let store = try PayStore.open(in: directory)
         let summary = try await AnonymousAnalytics.summary(of: store)
         await store.close()
-        #expect(summary.purchases == 3)
-        #expect(summary.byAmountBucket["10-25"] == 2 && summary.byAmountBucket["250+"] == 1)
-        #expect(summary.byRegion["840"] == 2 && summary.byRegion["250"] == 1)
-        #expect(summary.byHour["2026-03-01T13"] == 1)
+        // All three counted; every cell is under five, so none is shown (see the V1 test below).
+        #expect(summary.purchases == 3 && summary.withheld == 3)
+        #expect(summary.byAmountBucket.isEmpty && summary.byHour.isEmpty && summary.byRegion.isEmpty)
+    }
+
+    /// Issue 22, item 4: no one reads a cell of fewer than five purchases.
+    @Test("V1/I22-4f: cells under 5 purchases are merged into day × region, and withheld while still under 5")
+    func smallCellsAreMergedIntoDayAndRegion() async throws {
+        _ = try await initialise()
+        let store = try PayStore.open(in: directory)
+        func record(_ count: Int, _ bucket: String, _ hour: String, _ region: String, now: String) async throws {
+            for _ in 0..<count {
+                try await AnonymousAnalytics.record(
+                    AnonymousPurchase(amountBucket: bucket, hour: hour, region: region), in: store,
+                    now: try #require(CivilTime.parseHourStamp(now)))
+            }
+        }
+        func hourlyCells() async throws -> [String: Int] {
+            let rows = try await store.read { database in
+                try database.query(
+                    "SELECT amount_bucket || ' ' || purchase_hour || ' ' || coarse_region, tally "
+                        + "FROM anonymous_purchase_tallies", []
+                ) { row in (try row.string(0), try row.int(1)) }
+            }
+            return Dictionary(uniqueKeysWithValues: rows)
+        }
+        try await record(5, "10-25", "2026-03-01T12", "840", now: "2026-03-01T12")  // shown as it is
+        // 3 + 2 in one day and region: shown as the day.
+        try await record(3, "250+", "2026-03-01T13", "840", now: "2026-03-01T13")
+        try await record(2, "0-5", "2026-03-01T20", "840", now: "2026-03-01T20")
+        try await record(1, "250+", "2026-03-01T12", "250", now: "2026-03-01T21")  // alone in its day: withheld
+        let sameDay = try await AnonymousAnalytics.summary(of: store)
+        #expect(try await hourlyCells().count == 4)  // the day is open: nothing folded yet
+        // The next day's first report folds the closed day's small cells: the file keeps none past its day.
+        try await record(4, "0-5", "2026-03-02T09", "840", now: "2026-03-02T09")  // another day: withheld
+        #expect(try await hourlyCells() == ["10-25 2026-03-01T12 840": 5, "0-5 2026-03-02T09 840": 4])
+        let summary = try await AnonymousAnalytics.summary(of: store)
+        await store.close()
+        #expect(sameDay.byDayAndRegion == summary.byDayAndRegion && sameDay.withheld == 1)
+        #expect(summary.purchases == 15)
+        #expect(summary.byAmountBucket == ["10-25": 5] && summary.byHour == ["2026-03-01T12": 5])
+        #expect(summary.byDayAndRegion == ["2026-03-01/840": 5])
+        #expect(summary.byRegion == ["840": 10] && summary.withheld == 5)
+        // Every number shown is 5 or more.
+        let shown = [summary.byAmountBucket, summary.byHour, summary.byRegion, summary.byDayAndRegion]
+        #expect(shown.allSatisfy { $0.values.allSatisfy { $0 >= AnonymousAnalytics.minimumCell } })
     }
 
     @Test func theDeviceReporterSendsWithoutItsCertificateOrDrops() async throws {
@@ -138,8 +183,8 @@ struct AnonymousAnalyticsTests {
         let store = try PayStore.open(in: directory)
         let summary = try await AnonymousAnalytics.summary(of: store)
         await store.close()
-        #expect(summary.purchases == 2 && summary.byAmountBucket["10-25"] == 1)
-        #expect(summary.byAmountBucket["250+"] == 1 && summary.byRegion["392"] == 1)
+        // Both counted; each alone in its cell, so only as withheld.
+        #expect(summary.purchases == 2 && summary.withheld == 2 && summary.byAmountBucket.isEmpty)
     }
 
     @Test("V1: amount buckets follow the currency exponent")

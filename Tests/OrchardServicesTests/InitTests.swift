@@ -47,17 +47,26 @@ struct InitTests {
             #expect(SecureFile.mode(of: folder) == 0o700)
         }
         #expect(SecureFile.mode(of: directory.configurationPath) == 0o600)
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory.pkiPath).sorted()
+        // pki/<party>/<file>: every folder 0700, keys 0600, certificates 0644.
+        var names: [String] = []
+        for folder in try FileManager.default.contentsOfDirectory(atPath: directory.pkiPath).sorted() {
+            let folderPath = directory.pkiFolderPath(folder)
+            #expect(SecureFile.mode(of: folderPath) == 0o700, "\(folder)")
+            for name in try FileManager.default.contentsOfDirectory(atPath: folderPath) {
+                names.append(name)
+                let mode = SecureFile.mode(of: "\(folderPath)/\(name)")
+                #expect(mode == (name.hasSuffix(".pem") ? 0o644 : 0o600), "\(folder)/\(name)")
+            }
+        }
         let keys = names.filter { $0.hasSuffix(".key") }
         #expect(keys.count >= 9)
-        for key in keys { #expect(SecureFile.mode(of: "\(directory.pkiPath)/\(key)") == 0o600, "\(key)") }
-        for certificate in names where certificate.hasSuffix(".pem") {
-            #expect(SecureFile.mode(of: "\(directory.pkiPath)/\(certificate)") == 0o644, "\(certificate)")
-        }
-        // Every key has its certificate, except the HSM's master key (a raw symmetric key); the provisioning and
-        // install-signing certificates' keys live wrapped in the HSM's key file.
+        #expect(Set(keys).count == keys.count, "a key in two folders")
+        // Every key has its certificate, except the HSM's master key (a raw symmetric key) and the issuer's
+        // storage key; the provisioning and install-signing certificates' keys live wrapped in the HSM's key file.
         let keyNames: Set<Substring> = Set(keys.map { $0.dropLast(4) })
-            .subtracting([Substring(NetworkServerService.Files.localMasterKey)])
+            .subtracting([
+                Substring(NetworkServerService.Files.localMasterKey), Substring(IssuerStorageKey.fileName),
+            ])
         let certificateNames: Set<Substring> = Set(names.filter { $0.hasSuffix(".pem") }.map { $0.dropLast(4) })
             .subtracting([
                 Substring(NetworkServerService.Files.provisioningCertificate),
@@ -355,7 +364,7 @@ struct NetworkInitTests {
         #expect(SecureFile.mode(of: masterKeyPath) == 0o600)
         let masterKey = try directory.readPrivateKey(named: NetworkServerService.Files.localMasterKey)
         #expect(masterKey.count == 32)
-        let keysPath = directory.pkiPath + "/" + NetworkServerService.Files.wrappedKeys
+        let keysPath = try directory.pkiFilePath(named: NetworkServerService.Files.wrappedKeys)
         #expect(SecureFile.mode(of: keysPath) == 0o600)
         // The handles hold wrapped keys only: the HSM with this master key opens them, another does not.
         let file = try JSONDecoder().decode(NetworkKeyFileView.self, from: Data(try SecureFile.read(keysPath)))
@@ -372,7 +381,7 @@ struct NetworkInitTests {
             #expect(!file.ranges.contains { card.pan.hasPrefix($0.prefix) })
         }
 
-        let issuer = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+        let issuer = try await SQLiteIssuerStore.open(in: directory)
         let cards = try await issuer.allCards()
         #expect(Set(cards.map(\.pan.digits)) == Set(TestCards.cards.map(\.pan)))
         await issuer.store.close()

@@ -25,7 +25,7 @@ struct NetworkReconcileTests {
     /// Places a hold at the deployment's issuer decided `age` seconds ago, and records nothing at the token
     /// service: what a crash between the issuer's hold and the network's answer leaves.
     func orphanHold(_ id: String, amount: Int64, age: TimeInterval) async throws {
-        let store = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+        let store = try await SQLiteIssuerStore.open(in: directory)
         do {
             let issuer = Issuer(
                 configuration: TestCards.configuration, store: store,
@@ -49,7 +49,7 @@ struct NetworkReconcileTests {
     }
 
     func balance() async throws -> Int64? {
-        let store = try SQLiteIssuerStore(path: directory.databasePath(for: .issuer))
+        let store = try await SQLiteIssuerStore.open(in: directory)
         let account = try await store.account(id: "acct-1")
         await store.store.close()
         return account?.balance

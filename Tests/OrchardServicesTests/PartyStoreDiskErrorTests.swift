@@ -1,6 +1,7 @@
 import Foundation
 import MerchantServer
 import NetworkServer
+import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
@@ -17,12 +18,17 @@ struct PartyStoreDiskErrorTests {
     enum Party: String, CaseIterable, Sendable {
         case pay, merchant, tokenVault, issuer, acquirer
 
-        func open(_ directory: DeploymentDirectory) throws -> Store {
+        func open(_ directory: DeploymentDirectory) async throws -> Store {
             switch self {
             case .pay: try PayStore.open(in: directory)
             case .merchant: try MerchantService.openStore(in: directory)
             case .tokenVault: try SQLiteTokenVaultStore(path: directory.databasePath(for: .network)).store
-            case .issuer: try SQLiteIssuerStore(path: directory.databasePath(for: .issuer)).store
+            case .issuer:
+                // A fixed storage key: the same one opens the file again after the simulated failure.
+                try await SQLiteIssuerStore.open(
+                    path: directory.databasePath(for: .issuer),
+                    key: IssuerStorageKey(secret: SecureBytes([UInt8](repeating: 0x2A, count: 32)))
+                ).store
             case .acquirer: try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer)).store
             }
         }
@@ -51,7 +57,7 @@ struct PartyStoreDiskErrorTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         let directory = DeploymentDirectory(path: path)
         CrashVFS.install(under: path)
-        let store = try party.open(directory)
+        let store = try await party.open(directory)
         try await Self.probe(store, 1)
 
         CrashVFS.fail(.sync, with: .io, under: path)
@@ -71,7 +77,7 @@ struct PartyStoreDiskErrorTests {
 
         CrashVFS.clearFault(under: path)
         CrashVFS.powerLoss(under: path)
-        let reopened = try party.open(directory)
+        let reopened = try await party.open(directory)
         #expect(try await Self.probes(reopened) == [1], "\(party)")
         try await Self.probe(reopened, 4)
         await reopened.close()

@@ -4,7 +4,9 @@ import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
+import OrchardStore
 import OrchardX509
+import PayAPI
 import PayServer
 import Testing
 
@@ -61,6 +63,43 @@ struct PayServerTests {
             identity: try issueClientIdentity(from: foreignCA, uid: "merchant.dev.orchard.demo"))
         await #expect(throws: HTTPError.self) { try await foreign.get(url) }
         foreign.shutdown()
+        await connections.close()
+    }
+
+    /// Issue 22, item 4: `orchard merchant certs --revoke` takes effect at once on every route of the running server.
+    @Test("I22-4b: A revoked identity certificate is refused (403 client_certificate_revoked) on every route, at once")
+    func aRevokedIdentityCertificateIsRefusedOnEveryRoute() async throws {
+        let registry = try ServiceRegistry([PayService(), MerchantService()])
+        _ = try await DeploymentInitializer.initialize(directory, registry: registry)
+        let connections = try await ServiceConnections.connect([.pay], directory: directory, registry: registry)
+        let base = try connections.baseURL(of: .pay)
+        let merchant = try connections.client(
+            identity: try TLSIdentity.load(named: MerchantService.Files.identity, from: directory))
+        #expect(try await merchant.get(base + "/v1/merchant/identity").status == .ok)
+
+        // Revoked as the command does, in pay.sqlite, while the server runs.
+        let store = try PayStore.open(in: directory)
+        let certificates = MerchantCertificates(store: store, clock: SystemClock())
+        let identity = try #require(
+            try await certificates.list(merchantIdentifier: "merchant.dev.orchard.demo").first { $0.kind == "identity" }
+        )
+        try await certificates.revoke(serial: identity.serial)
+        await store.close()
+
+        // The identity route, /health, and a POST whose handler would refuse a certificate itself: the check
+        // comes first on each.
+        let purchase = AnonymousPurchase(amountBucket: "0-5", hour: "2026-03-01T12", region: "840")
+        for refused in [
+            try await merchant.get(base + "/v1/merchant/identity"), try await merchant.get(base + "/health"),
+            try await merchant.post(base + PayAPI.Route.anonymousPurchases, json: purchase),
+        ] {
+            #expect(refused.status == .forbidden && refused.errorBody?.code == "client_certificate_revoked")
+        }
+        merchant.shutdown()
+        // Without a certificate, /health still answers.
+        let anonymous = try connections.client()
+        #expect(try await anonymous.get(base + "/health").status == .ok)
+        anonymous.shutdown()
         await connections.close()
     }
 }

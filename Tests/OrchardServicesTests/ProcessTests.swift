@@ -41,9 +41,11 @@ struct ProcessTests {
         let forced = try await runOrchard(["init", "--data-dir", directory.path, "--force", "--base-port", "47200"])
         #expect(forced.status == 0, "\(forced.stderr)")
         #expect(try self.root() != root)
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory.pkiPath) where name.hasSuffix(".key")
-        {
-            #expect(SecureFile.mode(of: directory.pkiPath + "/" + name) == 0o600, "\(name)")
+        for folder in try FileManager.default.contentsOfDirectory(atPath: directory.pkiPath) {
+            let path = directory.pkiFolderPath(folder)
+            for name in try FileManager.default.contentsOfDirectory(atPath: path) where name.hasSuffix(".key") {
+                #expect(SecureFile.mode(of: path + "/" + name) == 0o600, "\(folder)/\(name)")
+            }
         }
         #expect(SecureFile.mode(of: directory.path) == 0o700)
     }

@@ -25,9 +25,16 @@ struct ProvisioningCommandTests {
             "--passcode", "123456",
         ])
         #expect(created.status == 0, "\(created.stderr)")
+        // The card number and CVV come from a file (JSON) or stdin (two lines), never argv.
+        let cardFile = path + "-card.json"
+        defer { try? FileManager.default.removeItem(atPath: cardFile) }
+        #expect(
+            FileManager.default.createFile(
+                atPath: cardFile, contents: Data(#"{"number": "4111111111111111", "cvv": "266"}"#.utf8),
+                attributes: [.posixPermissions: 0o600]))
         let added = try await orchard([
-            "device", "add-card", "--data-dir", path, "--name", "phone", "--pan", "4111111111111111", "--expiry",
-            "12/34", "--cvv", "266", "--cardholder", "Alice Doe",
+            "device", "add-card", "--data-dir", path, "--name", "phone", "--card-file", cardFile, "--expiry",
+            "12/34", "--cardholder", "Alice Doe",
         ])
         #expect(added.status == 0, "\(added.stderr)")
         let card = try JSONSerialization.jsonObject(with: Data(added.stdout.utf8)) as? [String: Any]
@@ -37,10 +44,12 @@ struct ProvisioningCommandTests {
         let words = added.stderr.split { !$0.isLetter && !$0.isNumber }
         #expect(!words.contains("266"))
 
-        let stepUp = try await orchard([
-            "device", "add-card", "--data-dir", path, "--name", "phone", "--pan", "4000000000003220", "--expiry",
-            "12/34", "--cvv", "641", "--cardholder", "Alice Doe",
-        ])
+        let stepUpLines = "4000000000003220\n641\n"
+        let stepUp = try await orchard(
+            [
+                "device", "add-card", "--data-dir", path, "--name", "phone", "--expiry", "12/34", "--cardholder",
+                "Alice Doe",
+            ], stdin: stepUpLines)
         #expect(stepUp.status == 1 && stepUp.stdout.isEmpty)
         #expect(
             stepUp.stderr.split(separator: "\n").last?.hasPrefix("error: ") == true && stepUp.stderr.contains("--otp"))
@@ -63,6 +72,40 @@ struct ProvisioningCommandTests {
         _ = try await orchard(["device", "sync", "--data-dir", path, "--name", "phone"])
         let after = try await orchard(["device", "cards", "--data-dir", path, "--name", "phone"])
         #expect(after.stdout.contains("\"state\" : \"active\""), "\(after.stdout)")
+    }
+}
+
+/// Issue 22, item 4: `device add-card` takes the card number and CVV from a file or stdin only.
+@Suite("orchard device add-card: card entry off the command line")
+struct CardEntryCommandTests {
+    @Test("I22-4a: --pan and --cvv refused with a hint, never echoed; empty stdin or a malformed card file refused")
+    func panAndCVVOnTheCommandLineAreRefused() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-entry-\(UUID().uuidString)")
+            .path
+        let common = [
+            "device", "add-card", "--data-dir", path, "--name", "phone", "--expiry", "12/34", "--cardholder", "A",
+        ]
+        for refused in [["--pan", "4111111111111111"], ["--cvv", "266"], ["--pan=4111111111111111"]] {
+            let output = try await orchard(common + refused)
+            #expect(output.status == 2 && output.stdout.isEmpty)
+            #expect(output.stderr.contains("is refused") && output.stderr.contains("--card-file"), "\(output.stderr)")
+            #expect(!output.stderr.contains("4111111111111111") && !output.stderr.contains("266"))
+        }
+        let empty = try await orchard(common)
+        #expect(empty.status == 2 && empty.stderr.contains("no card number in stdin"), "\(empty.stderr)")
+        let malformed = path + "-card.json"
+        defer { try? FileManager.default.removeItem(atPath: malformed) }
+        for contents in [
+            #"{"number": "4111111111111111"}"#, #"{"number": "4111111111111111", "cvv": "1", "cvv": "266"}"#,
+            "4111111111111111\n",
+        ] {
+            try Data(contents.utf8).write(to: URL(fileURLWithPath: malformed))
+            let output = try await orchard(common + ["--card-file", malformed])
+            #expect(output.status == 2 && output.stderr.contains("is not a card"), "\(output.stderr)")
+            #expect(!output.stderr.contains("4111111111111111") && !output.stderr.contains("266"))
+        }
+        let help = try await orchard(["device", "add-card", "--help"])
+        #expect(help.stdout.contains("--card-file FILE") && help.stdout.contains("two lines"), "\(help.stdout)")
     }
 }
 

@@ -27,8 +27,10 @@ struct DeployedNetworkTests {
         let merchant = try await acquirerStore.merchant(id: "merchant.dev.orchard.demo")
         await acquirerStore.store.close()
         #expect(merchant?.terminalIDs == ["T0001"] && merchant?.status == .active)
-        #expect(FileManager.default.fileExists(atPath: deployment.pkiPath + "/merchant-acquiring.pem"))
-        #expect(FileManager.default.fileExists(atPath: deployment.pkiPath + "/merchant-acquiring.key"))
+        #expect(
+            FileManager.default.fileExists(atPath: deployment.pkiFolderPath("merchant") + "/merchant-acquiring.pem"))
+        #expect(
+            FileManager.default.fileExists(atPath: deployment.pkiFolderPath("merchant") + "/merchant-acquiring.key"))
 
         try await createDevice(directory, "phone", kind: "phone", biometry: "face")
         let phone = try await DeviceProcessHandle(deployment, name: "phone", autoAuth: "face-id")
@@ -42,10 +44,11 @@ struct DeployedNetworkTests {
             try await phone.provision(dpan: TestIssuer.visaDPAN, network: "visa", suffix: "1111")
         }
         // Provisioned through the deployed network (the Pay server started for the command) instead.
-        let added = try await orchard([
-            "device", "add-card", "--data-dir", directory.path, "--name", "phone", "--pan", "4111111111111111",
-            "--expiry", "12/34", "--cvv", "266", "--cardholder", "Alice Doe",
-        ])
+        let added = try await orchard(
+            [
+                "device", "add-card", "--data-dir", directory.path, "--name", "phone", "--expiry", "12/34",
+                "--cardholder", "Alice Doe",
+            ], stdin: "4111111111111111\n266\n")
         #expect(added.status == 0, "\(added.stderr)")
 
         // The terminal: set up (its client certificate issued from the root), then a charge.
@@ -58,7 +61,8 @@ struct DeployedNetworkTests {
 
         // Without its certificate the acquiring route refuses the terminal.
         for suffix in [".pem", ".key"] {
-            try FileManager.default.removeItem(atPath: deployment.pkiPath + "/terminal-t0001-client" + suffix)
+            try FileManager.default.removeItem(
+                atPath: deployment.pkiFolderPath("terminal") + "/terminal-t0001-client" + suffix)
         }
         let (_, refused) = try await charge(directory, "4.50", device: "phone")
         #expect(refused["outcome"] as? String == "declined" && refused["responseCode"] as? String == "96", "\(refused)")

@@ -59,7 +59,7 @@ struct ExactlyOnceTests {
     /// The issuer's ledger: the test card's balance and, by network transaction ID, its authorizations.
     func ledger(_ deployment: DeploymentDirectory) async throws -> (balance: Int64, entries: [IssuerAuthorizationEntry])
     {
-        let store = try SQLiteIssuerStore(path: deployment.databasePath(for: .issuer))
+        let store = try await SQLiteIssuerStore.open(in: deployment)
         let balance = try await store.account(id: "acct-1")?.balance ?? -1
         let ids = try await store.store.read { database in
             try database.query("SELECT network_transaction_id FROM authorizations", []) { row in try row.string(0) }
@@ -98,12 +98,10 @@ struct ExactlyOnceTests {
     }
 
     func gateway(_ deployment: DeploymentDirectory, _ baseURL: String) throws -> AcquirerHTTPSGateway {
-        let pki = deployment.pkiPath
-        return try AcquirerHTTPSGateway(
-            baseURL: baseURL, trustedRootsPEM: try String(contentsOfFile: pki + "/root-ca.pem", encoding: .utf8),
-            clientCertificateChainPEM: try String(contentsOfFile: pki + "/terminal-t0001-client.pem", encoding: .utf8),
-            clientPrivateKeyPEM: SecureBytes(
-                Array(try Data(contentsOf: URL(fileURLWithPath: pki + "/terminal-t0001-client.key")))),
+        try AcquirerHTTPSGateway(
+            baseURL: baseURL, trustedRootsPEM: try deployment.readCertificate(named: "root-ca"),
+            clientCertificateChainPEM: try deployment.readCertificate(named: "terminal-t0001-client"),
+            clientPrivateKeyPEM: try deployment.readPrivateKey(named: "terminal-t0001-client"),
             requestTimeout: .seconds(10))
     }
 
@@ -112,12 +110,14 @@ struct ExactlyOnceTests {
     func killedAtEachStepThenRetried() async throws {
         let directory = try TemporaryDirectory()
         let deployment = directory.deployment
+        let cardFile = try writeCardFile(number: "4111111111111111", cvv: "266")
+        defer { try? FileManager.default.removeItem(atPath: cardFile) }
         for command in [
             ["init"],
             ["device", "create", "--name", "phone", "--kind", "phone", "--biometry", "face", "--passcode", "8642"],
             [
-                "device", "add-card", "--name", "phone", "--pan", "4111111111111111", "--expiry", "12/34", "--cvv",
-                "266", "--cardholder", "Alice Doe",
+                "device", "add-card", "--name", "phone", "--card-file", cardFile,
+                "--expiry", "12/34", "--cardholder", "Alice Doe",
             ],
             ["terminal", "setup"],
         ] {

@@ -89,10 +89,9 @@ struct HopFailureTests {
             let certificate = try EphemeralCertificate()
             rootsPath = deployment.path + "/relay-root.pem"
             try Data(certificate.certificatePEM.utf8).write(to: URL(fileURLWithPath: rootsPath))
-            let root = try String(contentsOfFile: deployment.pkiPath + "/root-ca.pem", encoding: .utf8)
-            let chain = try String(contentsOfFile: deployment.pkiPath + "/\(name).pem", encoding: .utf8)
-            let key = SecureBytes(
-                Array(try Data(contentsOf: URL(fileURLWithPath: deployment.pkiPath + "/\(name).key"))))
+            let root = try deployment.readCertificate(named: "root-ca")
+            let chain = try deployment.readCertificate(named: name)
+            let key = try deployment.readPrivateKey(named: name)
             let client = try HTTPClient(
                 configuration: HTTPClientConfiguration(
                     trustedRootsPEM: root, clientCertificateChainPEM: chain, clientPrivateKeyPEM: key,
@@ -189,14 +188,11 @@ struct HopFailureTests {
             deployment, name: "phone", autoAuth: "face-id", environment: ["ORCHARD_ANALYTICS_MAX_DELAY": "0"])
 
         // Provisioning as the Pay server would relay it: its client certificate on the token-requestor routes.
-        let root = try String(contentsOfFile: deployment.pkiPath + "/root-ca.pem", encoding: .utf8)
+        let root = try deployment.readCertificate(named: "root-ca")
         let client = try HTTPClient(
             configuration: HTTPClientConfiguration(
-                trustedRootsPEM: root,
-                clientCertificateChainPEM: try String(
-                    contentsOfFile: deployment.pkiPath + "/pay-client.pem", encoding: .utf8),
-                clientPrivateKeyPEM: SecureBytes(
-                    Array(try Data(contentsOf: URL(fileURLWithPath: deployment.pkiPath + "/pay-client.key"))))))
+                trustedRootsPEM: root, clientCertificateChainPEM: try deployment.readCertificate(named: "pay-client"),
+                clientPrivateKeyPEM: try deployment.readPrivateKey(named: "pay-client")))
         defer { client.shutdown() }
         let key = try await client.get(base + TokenRequestorAPI.Route.provisioningKey)
             .decodeJSON(TokenRequestorAPI.ProvisioningKey.self)
@@ -254,7 +250,7 @@ struct HopFailureTests {
     /// The issuer's view: the balance of the test card's account and its authorizations (approved ones
     /// still holding money, and all).
     func ledger(_ deployment: DeploymentDirectory) async throws -> (balance: Int64, held: Int, entries: Int) {
-        let store = try SQLiteIssuerStore(path: deployment.databasePath(for: .issuer))
+        let store = try await SQLiteIssuerStore.open(in: deployment)
         let balance = try await store.account(id: "acct-1")?.balance ?? -1
         let ids = try await store.store.read { database in
             try database.query("SELECT network_transaction_id FROM authorizations", []) { row in try row.string(0) }
@@ -336,8 +332,9 @@ struct HopFailureTests {
         let analytics = try await orchard(["analytics", "--data-dir", s.directory.path])
         let summary = try #require(
             try JSONSerialization.jsonObject(with: Data(analytics.stdout.utf8)) as? [String: Any])
-        #expect((summary["byAmountBucket"] as? [String: Int])?["0-5"] == 2)
-        #expect((summary["byRegion"] as? [String: Int])?["840"] == 2)
+        // Two purchases: under the five a cell needs to be shown, so counted and withheld (issue 22).
+        #expect((summary["purchases"] as? Int) == 2 && (summary["withheld"] as? Int) == 2)
+        #expect((summary["byAmountBucket"] as? [String: Int])?.isEmpty == true)
 
         // No FPAN at the terminal, the acquirer or the Pay server, in any form; the DPAN only masked there.
         s.network.stop()

@@ -11,8 +11,11 @@ enum AnalyticsCommands {
         discussion: """
             Devices send the Pay server an amount bucket, the hour (UTC) and the terminal's country after each \
             in-store purchase, without their client certificate and after a random delay. The Pay server keeps \
-            only counters; this prints {"purchases", "byAmountBucket", "byHour", "byRegion"}. It reads \
-            pay.sqlite directly, so the Pay server need not run.
+            only counters; this prints {"purchases", "byAmountBucket", "byHour", "byRegion", "byDayAndRegion", \
+            "withheld"}. No cell of fewer than 5 purchases is shown: a bucket × hour × region cell under 5 is \
+            merged into its day × region ("byDayAndRegion"), and one still under 5 is only counted in "withheld"; \
+            the Pay server folds a closed day's small cells into day × region in the file itself. \
+            It reads pay.sqlite directly, so the Pay server need not run.
             """
     ) { _, context in
         let store = try openStore(context.dataDirectory.path)

@@ -150,10 +150,10 @@ final class ChaosRun: @unchecked Sendable {
         for name in ["phone", "watch"] {
             let active = (try? Device.walletCards(of: name, in: deployment))?.contains { $0.state == .active } ?? false
             guard !active, let (pan, cvv) = Self.cards[name] else { continue }
-            try await must([
-                "device", "add-card", "--name", name, "--pan", pan, "--expiry", "12/34", "--cvv", cvv, "--cardholder",
-                "Alice Doe",
-            ])
+            // The card number and CVV on stdin, never in argv.
+            try await must(
+                ["device", "add-card", "--name", name, "--expiry", "12/34", "--cardholder", "Alice Doe"],
+                stdin: Array("\(pan)\n\(cvv)\n".utf8))
         }
         trace("chaos: every party runs; seed \(seed), \(cycles) cycles of \(paymentsPerCycle) payments")
     }
@@ -316,7 +316,7 @@ final class ChaosRun: @unchecked Sendable {
         // The issuer: every hold (approved, not reversed), by network transaction ID.
         let issuer = try Database(path: deployment.databasePath(for: .issuer), options: options, access: .readOnly)
         let ids = try issuer.query("SELECT network_transaction_id FROM authorizations", []) { try $0.string(0) }
-        let issuerStore = try SQLiteIssuerStore(path: deployment.databasePath(for: .issuer))
+        let issuerStore = try await SQLiteIssuerStore.open(in: deployment)
         var holds: [String: IssuerAuthorizationEntry] = [:]
         var approvalCodes: [String: Int] = [:]
         for id in ids {
@@ -500,8 +500,8 @@ final class ChaosRun: @unchecked Sendable {
         return await process.exit(within: 120)
     }
 
-    private func must(_ arguments: [String]) async throws {
-        let ended = try await orchardCommand(arguments)
+    private func must(_ arguments: [String], stdin: [UInt8]? = nil) async throws {
+        let ended = try await orchardCommand(arguments, stdin: stdin)
         guard ended == .exited(0) else {
             throw CLIError.failure(
                 "`orchard \(arguments.prefix(3).joined(separator: " "))` failed (\(ended?.description ?? "timed out")); "

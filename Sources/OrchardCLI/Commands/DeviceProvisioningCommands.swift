@@ -17,23 +17,44 @@ extension DeviceCommands {
         summary: "Add a card to a device's wallet through the Pay server (Check Card, terms, Link and Provision).",
         discussion: """
             The card data is sealed on the device to the token service's key, taken from a certificate the device
-            checks against the Orchard root (pki/root-ca.pem); the Pay server relays what it cannot read. A step-up
+            checks against the Orchard root (root-ca.pem in DIR's pki/); the Pay server relays what it cannot read. A step-up
             needs the issuer's one-time code: --otp, or a prompt when stdin is a terminal. Without a terminal the
             terms are accepted by running the command (they are printed in the trace). The personalisation is
             installed into the device's Secure Element through its running process, or on its store directly.
             Each request carries an idempotency key, so a request the client resends after a lost answer gets
             the first decision and never a second token.
+            The card number and CVV never go on the command line (argv is visible to `ps` and kept in shell
+            history): they are read from --card-file FILE, or from stdin when --card-file is absent or `-` (a
+            prompt with echo off when stdin is a terminal). The file or stdin holds either the JSON object
+            {"number": "4111111111111111", "cvv": "266"} or two lines: the card number, then the CVV.
             Test cards are listed in the README.
             """,
-        options: [nameOption, panOption, expiryOption, cvvOption, cardholderOption, otpOption]
+        options: [
+            nameOption, cardFileOption, expiryOption, cardholderOption, otpOption, refusedPANOption,
+            refusedCVVOption,
+        ]
     ) { arguments, context in
         try await addCard(arguments, context)
     }
 
-    static let panOption = Option.required("pan", "DIGITS", help: "The card number.")
+    static let cardFileOption = Option.optional(
+        "card-file", "FILE",
+        help: "The card number and CVV (the CVV checked by the issuer, stored nowhere): JSON or two lines; "
+            + "`-` or absent: stdin.")
     static let expiryOption = Option.required("expiry", "MM/YY", help: "The card's expiry.")
-    static let cvvOption = Option.required(
-        "cvv", "DIGITS", help: "The card verification value (checked by the issuer, stored nowhere).")
+    /// `--pan` and `--cvv` are refused with a hint rather than taken: argv is visible to every user's `ps` and kept
+    /// in shell history. The value is never echoed.
+    static let refusedPANOption = refusedSecretOption("pan", "the card number")
+    static let refusedCVVOption = refusedSecretOption("cvv", "the CVV")
+
+    private static func refusedSecretOption(_ name: String, _ what: String) -> Option<String?> {
+        Option.optional(name, "-", help: "Refused: put \(what) in --card-file or on stdin.") {
+            _ throws(CLIError) in
+            throw CLIError.usage(
+                "--\(name) is refused: \(what) on the command line is visible to `ps` and kept in shell history; "
+                    + "give it in --card-file FILE or on stdin (see 'orchard device add-card --help')")
+        }
+    }
     static let cardholderOption = Option.required("cardholder", "NAME", help: "The cardholder's name.")
     static let otpOption = Option.optional("otp", "CODE", help: "The issuer's one-time code, for a step-up.")
     static let asOption = Option.optional("as", "NAME", help: "Another device of the same account to act from.")
@@ -87,10 +108,11 @@ extension DeviceCommands {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = arguments[nameOption]
         let card: CardEntry
+        let secret = try CardSecretInput.read(file: arguments[cardFileOption], context: context)
         do throws(PayClientError) {
             card = try CardEntry(
-                number: arguments[panOption], expiry: arguments[expiryOption],
-                verificationValue: arguments[cvvOption], cardholderName: arguments[cardholderOption])
+                number: secret.number, expiry: arguments[expiryOption],
+                verificationValue: secret.verificationValue, cardholderName: arguments[cardholderOption])
         } catch {
             throw CLIError.usage(error.message)
         }

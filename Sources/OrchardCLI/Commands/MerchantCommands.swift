@@ -232,13 +232,15 @@ enum MerchantCommands {
     /// one already there is kept.
     static func issuePortalCertificate(for merchant: String, in deployment: DeploymentDirectory) throws -> String {
         let name = MerchantPortal.fileName(for: merchant)
-        let path = deployment.pkiPath + "/" + name + ".pem"
-        guard !FileManager.default.fileExists(atPath: path) else { return path }
+        if let existing = try? deployment.certificatePath(named: name), FileManager.default.fileExists(atPath: existing)
+        {
+            return existing
+        }
         let root = try CertificateAuthority.load(named: PKIFiles.rootCA, from: deployment)
         try MerchantPortal.issue(
             for: merchant, role: ServiceRole(WebMerchantAPI.portalRole), by: root, to: deployment, clock: SystemClock(),
             random: SystemRandom())
-        return path
+        return try deployment.certificatePath(named: name)
     }
 
     static func write(_ chain: [Certificate], as name: String, to directory: String) throws -> String {

@@ -1,6 +1,7 @@
 import Acquirer
 import Foundation
 import NetworkServer
+import OrchardCrypto
 import OrchardRuntime
 import OrchardServices
 import TokenService
@@ -10,8 +11,38 @@ enum NetworkCommands {
     static let command = Command(
         name: "network",
         summary: "Operate the deployment's card network (token service, issuer, acquirer).",
-        subcommands: [reconcile]
+        subcommands: [reconcile, wrapHSMKey]
     )
+
+    static let kekFileOption = Option.required(
+        "kek-file", "FILE", help: "The key-encryption key: 32 raw bytes, mode 0600, outside DIR.")
+
+    static let wrapHSMKey = Command(
+        name: "wrap-hsm-key",
+        summary: "Wrap the HSM master key under a key-encryption key kept outside DIR (the production layout).",
+        discussion: """
+            Seals pki/network/network-hsm.key and the issuer's storage key pki/network/network-issuer-vault.key \
+            under the KEK in --kek-file (AES-256-GCM) as NAME.wrapped, then removes the keys in clear. From then \
+            on `orchard serve network` \
+            needs ORCHARD_NETWORK_KEK_FILE (or network.kekFile in config.json) naming that file, and refuses to \
+            start without it. Make the KEK with `head -c 32 /dev/urandom > FILE; chmod 600 FILE` on storage that is \
+            not DIR's (docs/deployment.md). Prints {"wrapped": [PATH, …]}.
+            """,
+        options: [kekFileOption]
+    ) { arguments, context in
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let paths: [String]
+        do {
+            paths = try NetworkMasterKey.wrap(
+                in: deployment, kekPath: arguments[kekFileOption], random: SystemRandom())
+        } catch let error as ServicesError {
+            throw CLIError.failure(error.message)
+        }
+        context.trace(
+            "network: the HSM master key and the issuer's storage key are now wrapped; serve with "
+                + "ORCHARD_NETWORK_KEK_FILE set")
+        try context.outputJSON(["wrapped": paths])
+    }
 
     static let reconcile = Command(
         name: "reconcile",

@@ -183,7 +183,7 @@ enum WebMerchantCommands {
 
     static func portalIdentity(_ deployment: DeploymentDirectory, merchant: String) throws -> TLSIdentity {
         let name = MerchantPortal.fileName(for: merchant)
-        guard FileManager.default.fileExists(atPath: deployment.pkiPath + "/" + name + ".pem") else {
+        guard FileManager.default.fileExists(atPath: try deployment.certificatePath(named: name)) else {
             throw CLIError.failure(
                 "\(deployment) holds no portal certificate for \(merchant) (pki/\(name).pem): register the merchant "
                     + "with `orchard merchant register` (a deployment made before web merchants needs "
