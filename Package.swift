@@ -289,7 +289,9 @@ let package = Package(
         .testTarget(
             name: "OrchardBenchmarksTests", dependencies: ["OrchardBenchmarks", "OrchardCrypto"], swiftSettings: strict),
         // Test doubles (cryptogram check, device CA) and the in-memory network, shared by the network's tests.
-        .target(name: "CommandTestSupport", path: "Tests/CommandTestSupport", swiftSettings: strict),
+        .target(
+            name: "CommandTestSupport", dependencies: ["OrchardRuntime"], path: "Tests/CommandTestSupport",
+            swiftSettings: strict),
         // Test cards and devices for the device and device-process tests.
         .target(
             name: "DeviceTestSupport",

@@ -1,7 +1,8 @@
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+    // `package`: ``Subprocess/spawn(_:_:environment:actions:)`` takes Glibc's file actions.
+    package import Glibc
 #endif
 
 /// A child process started with `posix_spawn`: its standard output and error appended to files (or discarded),
@@ -64,19 +65,28 @@ public final class Subprocess: @unchecked Sendable {
         }
         var variables = ProcessInfo.processInfo.environment
         for (key, value) in environment { variables[key] = value }
+        let (child, result) = Self.spawn(executable, arguments, environment: variables, actions: &actions)
+        guard result == 0 else { throw RuntimeError(.io, "cannot start \(executable): errno \(result)") }
+        pid = child
+        let reaper = Thread { [self] in reap() }
+        reaper.name = "subprocess-\(child)"
+        reaper.start()
+    }
+
+    /// `posix_spawn` of `executable` with exactly `environment`: the child's pid, or 0 and the error number.
+    package static func spawn(
+        _ executable: String, _ arguments: [String], environment: [String: String],
+        actions: inout posix_spawn_file_actions_t
+    ) -> (pid: Int32, error: Int32) {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }
         }
         var child: Int32 = 0
         let result = posix_spawn(&child, executable, &actions, nil, argv, envp)
-        guard result == 0 else { throw RuntimeError(.io, "cannot start \(executable): errno \(result)") }
-        pid = child
-        let reaper = Thread { [self] in reap() }
-        reaper.name = "subprocess-\(child)"
-        reaper.start()
+        return (result == 0 ? child : 0, result)
     }
 
     private func reap() {

@@ -151,12 +151,7 @@ extension TokenService {
             defer { serializer.release("token:" + request.pan.digits) }
             response = try await decide(request, scope: scope, fingerprint: fingerprint)
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        try await vault.saveIdempotencyRecord(
-            IdempotencyRecord(
-                scope: scope, key: key, requestFingerprint: fingerprint, response: Array(try encoder.encode(response)),
-                createdAt: clock.now()))
+        try await saveAnswer(response, scope: scope, key: key, fingerprint: fingerprint)
         await probe?.reached(.networkAnswerRecorded, transactionID: key)
         return response
     }

@@ -124,12 +124,7 @@ extension TokenService {
             outcome = .notApproved
         }
         let response = NetworkReversalResponse(transactionID: key, outcome: outcome)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        try await vault.saveIdempotencyRecord(
-            IdempotencyRecord(
-                scope: scope, key: key, requestFingerprint: fingerprint, response: Array(try encoder.encode(response)),
-                createdAt: clock.now()))
+        try await saveAnswer(response, scope: scope, key: key, fingerprint: fingerprint)
         return response
     }
 }

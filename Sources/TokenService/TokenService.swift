@@ -269,13 +269,18 @@ public actor TokenService {
             }
         }
         let response = try await body()
+        try await saveAnswer(response, scope: scope, key: key, fingerprint: fingerprint)
+        return response
+    }
+
+    /// Stores `response` (sorted-key JSON) as the final answer of `key` in `scope`, replacing a started record.
+    func saveAnswer(_ response: some Encodable, scope: String, key: String, fingerprint: String) async throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let bytes = Array(try encoder.encode(response))
         try await vault.saveIdempotencyRecord(
             IdempotencyRecord(
-                scope: scope, key: key, requestFingerprint: fingerprint, response: bytes, createdAt: clock.now()))
-        return response
+                scope: scope, key: key, requestFingerprint: fingerprint, response: Array(try encoder.encode(response)),
+                createdAt: clock.now()))
     }
 
     /// Refuses a wallet-chosen key that could hold a card number: keys are stored in clear. (Authorization

@@ -1,4 +1,5 @@
 import Foundation
+import OrchardRuntime
 
 #if canImport(Glibc)
     import Glibc
@@ -113,14 +114,8 @@ public final class ChildProcess: @unchecked Sendable {
         // Every service a test starts logs at debug level, so the log scans (LogScan, V2) see everything.
         for (key, value) in LogScan.debugLogEnvironment where variables[key] == nil { variables[key] = value }
         for (key, value) in environment { variables[key] = value }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        var child: Int32 = 0
-        let result = posix_spawn(&child, executable, &actions, nil, argv, envp)
+        let (child, result) = Subprocess.spawn(
+            executable, arguments, environment: variables.compactMapValues { $0 }, actions: &actions)
         guard result == 0 else {
             for end in readEnds { close(end.fd) }
             throw CommandTestFailure("cannot start \(executable): errno \(result)")

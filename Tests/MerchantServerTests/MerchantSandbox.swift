@@ -102,6 +102,15 @@ final class MerchantSandbox: @unchecked Sendable {
         ownMerchant = merchant
     }
 
+    /// Whether the order's status becomes `status` within 10 s (the server's reconciliation runs on its own).
+    func orderStatus(_ orderID: String, becomes status: String) async throws -> Bool {
+        for _ in 0..<200 {
+            if Self.json(try await order(orderID))["status"] as? String == status { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
     /// Makes the phone and provisions the approve Visa card to it through the Pay server.
     func provisionPhone() async throws {
         _ = try Device.create(

@@ -422,13 +422,7 @@ struct MerchantServerTests {
         #expect(try s.issuerAuthorizations().count == 1 && s.acquirerReversals().isEmpty)
 
         try await s.restartMerchant { directory, peers in try AcquirerHTTPSGateway(directory: directory, peers: peers) }
-        var status = ""
-        for _ in 0..<200 {
-            status = MerchantSandbox.json(try await s.order(order.id))["status"] as? String ?? ""
-            if status == "open" { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(status == "open")
+        #expect(try await s.orderStatus(order.id, becomes: "open"))
         #expect(try s.acquirerReversals().count == 1 && s.issuerAuthorizations().count == 1)
         let replay = try await s.pay(order.id, token: token)
         #expect(replay.status == .badGateway && MerchantSandbox.errorCode(replay) == "acquirerUnavailable")
@@ -454,13 +448,7 @@ struct MerchantServerTests {
 
         // The acquirer takes reversals again; nobody resubmits the token and the server keeps running.
         recorder.set(loseAuthorizationAnswers: false, loseReversals: 0)
-        var status = ""
-        for _ in 0..<200 {
-            status = MerchantSandbox.json(try await s.order(order.id))["status"] as? String ?? ""
-            if status == "open" { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(status == "open")
+        #expect(try await s.orderStatus(order.id, becomes: "open"))
         #expect(try s.acquirerReversals().count == 1 && s.issuerAuthorizations().count == 1)
         await s.close()
     }
