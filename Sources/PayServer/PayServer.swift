@@ -37,13 +37,16 @@ public final class PayServer: Sendable {
     let inApp: InAppPayments
     /// Web merchants' domains and association files.
     public let domains: WebDomains
+    /// The web gateway's merchant sessions.
+    public let sessions: MerchantSessions
 
     init(
         store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
         devices: DeviceRegistry, network: NetworkClient, clock: any WallClock, random: any RandomSource,
-        inApp: InAppPayments, domains: WebDomains
+        inApp: InAppPayments, domains: WebDomains, sessions: MerchantSessions
     ) {
         self.random = random
+        self.sessions = sessions
         self.domains = domains
         self.store = store
         self.tokenSigning = tokenSigning
@@ -86,7 +89,9 @@ public final class PayServer: Sendable {
                 inApp: try InAppPayments.load(
                     directory: directory, store: store, devices: devices, tokenSigning: tokenSigning,
                     environment: environment),
-                domains: domains)
+                domains: domains,
+                sessions: try MerchantSessions(
+                    store: store, tokenSigning: tokenSigning, clock: environment.wallClock, random: environment.random))
             let http = try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(root: root),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
@@ -119,6 +124,7 @@ public final class PayServer: Sendable {
         installAnonymousAnalytics(into: &router)
         inApp.addRoutes(to: &router)
         installWebMerchantRoutes(into: &router, root: root)
+        installGatewayRoutes(into: &router)
         return router
     }
 

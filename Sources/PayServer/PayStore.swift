@@ -97,6 +97,7 @@ public enum PayStore {
                 ) STRICT;
                 """),
         Migration(version: 6, name: WebDomains.migrationName, sql: WebDomains.migrationSQL),
+        Migration(version: 7, name: MerchantSessions.migrationName, sql: MerchantSessions.migrationSQL),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.
