@@ -93,6 +93,38 @@ struct GatewayTests {
         await host.stop()
     }
 
+    @Test("W3: orchard merchant session prints a session; session verify checks its signature, fields and age")
+    func commands() async throws {
+        let deployment = try await WebCommandTests.Deployment()
+        let (rc, output) = await deployment.rc(["merchant", "session", "--domain", "store.orchard.test"])
+        #expect(rc == 0, "\(output.stderr)")
+        let session = try MerchantSession(json: Array(output.stdout.utf8.dropLast()))
+        #expect(session.domainName == "store.orchard.test")
+        let file = deployment.temporary.child("session.json")
+        try Data(output.stdout.utf8).write(to: URL(fileURLWithPath: file))
+        let (verified, summary) = await deployment.rc(["merchant", "session", "verify", file])
+        #expect(verified == 0, "\(summary.stderr)")
+        #expect(summary.stdout.contains("\"valid\" : true") || summary.stdout.contains("\"valid\":true"))
+
+        // Altered: another domain in the same session.
+        let altered = deployment.temporary.child("altered.json")
+        try Data(output.stdout.replacingOccurrences(of: "store.orchard.test", with: "evil.orchard.test").utf8).write(
+            to: URL(fileURLWithPath: altered))
+        let (refused, refusal) = await deployment.rc(["merchant", "session", "verify", altered])
+        #expect(refused == 1)
+        #expect(refusal.stderr.hasPrefix("error: \(altered): the signature does not verify"))
+        // Not a session at all.
+        let (garbage, garbageOutput) = await deployment.rc([
+            "merchant", "session", "verify", deployment.path + "/config.json",
+        ])
+        #expect(garbage == 1 && garbageOutput.stderr.contains("is not a merchant session"))
+        // A domain the merchant has not validated: Apple's message, one error line.
+        let (unvalidated, message) = await deployment.rc(["merchant", "session", "--domain", "other.orchard.test"])
+        #expect(unvalidated == 1)
+        #expect(message.stderr.hasPrefix("error: Payment Services Exception merchantId="))
+        #expect(message.stdout.isEmpty)
+    }
+
     @Test("The gateway's routes are pinned in the contract and served by the Pay server")
     func contract() {
         #expect(WebMerchantAPI.Gateway.paymentSession == "/paymentservices/paymentSession")
