@@ -314,4 +314,48 @@ public final class MerchantSessions: Sendable {
     public func problem(with session: MerchantSession) -> String? {
         Self.problem(with: session, verifier: verifier, now: clock.now())
     }
+
+    /// ``consume(identifier:nonce:merchant:domain:at:in:)`` in a transaction of its own, at the clock's time.
+    public func consume(identifier: String, nonce: String, merchant: String, domain: String) async throws {
+        let now = clock.now()
+        try await store.write { db in
+            try Self.consume(identifier: identifier, nonce: nonce, merchant: merchant, domain: domain, at: now, in: db)
+        }
+    }
+
+    /// Consumes a web credential's merchant session inside the transaction that issues its token: the session
+    /// must be one this Pay server issued, for `merchant` and `domain` (the credential's tag 03), with this
+    /// nonce, at most ``MerchantSession/usableMilliseconds`` old and unused. Two credentials racing for one
+    /// session: the store's write transactions are serial, so the second finds it used.
+    static func consume(
+        identifier: String, nonce: String, merchant: String, domain: String, at now: Date, in db: Database
+    ) throws {
+        let row = try db.queryFirst(
+            "SELECT merchant_identifier, domain, nonce, created_at, consumed_at FROM merchant_sessions WHERE identifier = ?",
+            [.text(identifier)]
+        ) { row in
+            (try row.string(0), try row.string(1), try row.string(2), try row.int64(3), try row.optionalInt64(4))
+        }
+        guard let (sessionMerchant, sessionDomain, sessionNonce, createdAt, consumedAt) = row else {
+            throw PayServerError(.sessionMismatch, "the merchant session was not issued by this Pay server")
+        }
+        guard sessionMerchant == merchant else {
+            throw PayServerError(.sessionMismatch, "the merchant session was issued to another merchant")
+        }
+        guard sessionDomain == domain else {
+            throw PayServerError(.sessionMismatch, "the merchant session was issued for another domain than the page's")
+        }
+        guard sessionNonce == nonce else {
+            throw PayServerError(.sessionMismatch, "the merchant session's nonce differs")
+        }
+        guard consumedAt == nil else {
+            throw PayServerError(.sessionUsed, "the merchant session was already used: ask for a new one")
+        }
+        guard now.orchardMilliseconds - createdAt <= MerchantSession.usableMilliseconds else {
+            throw PayServerError(.sessionExpired, "the merchant session is older than 5 minutes: ask for a new one")
+        }
+        try db.execute(
+            "UPDATE merchant_sessions SET consumed_at = ? WHERE identifier = ? AND consumed_at IS NULL",
+            [.milliseconds(now), .text(identifier)])
+    }
 }

@@ -259,4 +259,52 @@ struct MerchantSessionTests {
         #expect(code(text.replacingOccurrences(of: "Web Shop:", with: "Shop:")) == .wrongType)
         #expect(code(text.replacingOccurrences(of: "}", with: ",\"extra\":1}")) == .wrongMembers)
     }
+
+    @Test(
+        "W4: a session is used once, by its merchant, for its domain and nonce, within 5 minutes; a race has one winner"
+    )
+    func consumption() async throws {
+        let fixture = try await SessionFixture()
+        defer { Task { await fixture.close() } }
+        func code(
+            _ session: MerchantSession, merchant: String = SessionFixture.merchant,
+            domain: String = SessionFixture.domain, nonce: String? = nil
+        ) async -> PayServerError.Code? {
+            do {
+                try await fixture.sessions.consume(
+                    identifier: session.merchantSessionIdentifier, nonce: nonce ?? session.nonce, merchant: merchant,
+                    domain: domain)
+                return nil
+            } catch let error as PayServerError {
+                return error.code
+            } catch {
+                Issue.record("\(error)")
+                return nil
+            }
+        }
+        let session = try (try await fixture.ask()).get()
+        #expect(await code(session, merchant: SessionFixture.other) == .sessionMismatch)
+        #expect(await code(session, domain: "other.web.test") == .sessionMismatch)
+        #expect(await code(session, nonce: "00000000") == .sessionMismatch)
+        #expect(await code(session) == nil)
+        #expect(await code(session) == .sessionUsed)
+        // Unknown to this Pay server.
+        let forged = MerchantSession(
+            epochTimestamp: session.epochTimestamp,
+            merchantSessionIdentifier: "SSH" + String(repeating: "0", count: 32) + "_"
+                + MerchantSession.identifierSuffix,
+            nonce: session.nonce, merchantIdentifier: session.merchantIdentifier, domainName: session.domainName,
+            displayName: session.displayName, signature: session.signature, pspId: session.pspId)
+        #expect(await code(forged) == .sessionMismatch)
+        // Expired after 5 minutes.
+        let late = try (try await fixture.ask()).get()
+        fixture.clock.advance(by: 300.5)
+        #expect(await code(late) == .sessionExpired)
+        // Two credentials race for one session: exactly one consumes it.
+        let raced = try (try await fixture.ask()).get()
+        async let first = code(raced)
+        async let second = code(raced)
+        let outcomes = await [first, second]
+        #expect(outcomes.filter { $0 == nil }.count == 1 && outcomes.contains(.sessionUsed))
+    }
 }
