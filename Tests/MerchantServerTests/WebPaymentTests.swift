@@ -1,0 +1,134 @@
+import CardBasics
+import Device
+import Foundation
+import MerchantAPI
+import OrchardCrypto
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import OrchardX509
+import PayAPI
+import PayClient
+import PayServer
+import SecureElement
+import Testing
+import WebMerchantAPI
+
+/// The web side of the sandbox: the merchant's server asks the gateway for a merchant session with its identity
+/// certificate; the phone makes a web credential bound to it; the Pay server exchanges it for a token.
+extension MerchantSandbox {
+    static let storeDomain = "store.orchard.test"
+
+    /// A merchant session from `https://apple-pay-gateway.orchard.test/paymentservices/paymentSession`, as the
+    /// demo merchant's server asks for it (mutual TLS, pki/merchant-identity).
+    func merchantSession(domain: String = MerchantSandbox.storeDomain) async throws -> MerchantSession {
+        let port = try #require(connections.endpoints[.pay]?.port)
+        let identity = try TLSIdentity.load(named: "merchant-identity", from: deployment)
+        let client = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: connections.rootCertificatePEM,
+                clientCertificateChainPEM: identity.certificateChainPEM,
+                clientPrivateKeyPEM: identity.privateKeyPEM, maxAttempts: 1,
+                connectTo: [WebMerchantAPI.HostNames.gateway: port]))
+        defer { client.shutdown() }
+        let answer = try await client.send(
+            try HTTPClientRequest.json(
+                .post, "https://" + WebMerchantAPI.HostNames.gateway + WebMerchantAPI.Gateway.paymentSession,
+                PaymentSessionRequest(
+                    merchantIdentifier: "merchant.dev.orchard.demo", displayName: "Orchard Demo Store",
+                    initiativeContext: domain)))
+        try #require(answer.status == .ok, "\(String(decoding: answer.body, as: UTF8.self))")
+        return try MerchantSession(json: Array(answer.body))
+    }
+
+    /// Face ID for a web payment, a nonce, and the Secure Element's version 2 credential for the page at
+    /// `domain` bound to `session`.
+    func webCredential(
+        session: MerchantSession, domain: String = MerchantSandbox.storeDomain, amount: Int64,
+        applicationData: [UInt8]?, merchant: String = "merchant.dev.orchard.demo"
+    ) async throws -> [UInt8] {
+        let paymentAmount = try PaymentAmount(minorUnits: amount, currency: 840)
+        let outcome = try await phone.authenticate(
+            .faceID(matched: true), for: .web, card: cardID, amount: paymentAmount)
+        guard case .authorized(let statement) = outcome else {
+            Issue.record("Face ID did not authorize")
+            return []
+        }
+        let client = try deviceClient()
+        defer { client.shutdown() }
+        let pay = try connections.baseURL(of: .pay)
+        let certificate = try await client.get(pay + PayAPI.Route.credentialCertificate)
+            .decodeJSON(CredentialCertificateResponse.self)
+        let key = try PayCredentialKey(
+            certificate: try Certificate(pemEncoded: certificate.certificate), root: root, now: Date())
+        let nonceAnswer = try await client.post(pay + PayAPI.Route.paymentNonce, json: [String: String]())
+        let nonce = try #require(
+            Data(base64Encoded: try nonceAnswer.decodeJSON(PaymentNonceResponse.self).nonce).map { Array($0) })
+        return try await phone.secureElement.remotePaymentCredential(
+            authorization: statement, card: try CardIdentifier(hex: cardID),
+            request: try RemotePaymentRequest(
+                merchantIdentifier: merchant, applicationIdentifier: domain, amount: paymentAmount,
+                applicationDataHash: applicationData.map { SHA256.hash($0) },
+                merchantSessionIdentifier: session.merchantSessionIdentifier, merchantSessionNonce: session.nonce),
+            nonce: nonce, payServerKey: key.publicKey)
+    }
+
+    /// The phone's exchange of a sealed credential at the Pay server, whatever the answer.
+    func exchange(_ sealed: [UInt8]) async throws -> HTTPResponse {
+        let client = try deviceClient()
+        defer { client.shutdown() }
+        return try await client.post(
+            try connections.baseURL(of: .pay) + PayAPI.Route.paymentCredential,
+            json: PaymentCredentialExchange(
+                credential: Data(sealed).base64EncodedString(),
+                paymentMethod: PaymentMethodDisplay(displayName: "Visa 1111", network: "visa", type: "credit")))
+    }
+
+    func deviceClient() throws -> HTTPClient {
+        let identity = try Device.clientIdentity(of: "phone", in: deployment)
+        return try connections.client(
+            identity: TLSIdentity(
+                certificateChainPEM: identity.certificateChainPEM, privateKeyPEM: identity.privateKeyPEM))
+    }
+}
+
+@Suite("Web payments: merchant sessions, web credentials, tokens", .serialized)
+struct WebPaymentTests {
+    @Test("W4: a web purchase without a browser: gateway session, the phone's web credential, token, charge approved")
+    func webPurchase() async throws {
+        let s = try await MerchantSandbox()
+        try await s.provisionPhone()
+        let order = try await s.createOrder()
+        let session = try await s.merchantSession()
+        let sealed = try await s.webCredential(session: session, amount: 999, applicationData: order.applicationData)
+        let exchanged = try await s.exchange(sealed)
+        try #require(exchanged.status == .ok, "\(String(decoding: exchanged.body, as: UTF8.self))")
+        let paid = try await MerchantServerTests.payWithContacts(
+            s, order.id, token: String(decoding: exchanged.body, as: UTF8.self))
+        try #require(paid.status == .ok, "\(String(decoding: paid.body, as: UTF8.self))")
+        #expect(MerchantSandbox.json(paid)["outcome"] as? String == "approved")
+
+        // The same session again: used.
+        let replay = try await s.exchange(
+            try await s.webCredential(session: session, amount: 999, applicationData: order.applicationData))
+        #expect(replay.status == .conflict && MerchantSandbox.errorCode(replay) == "sessionUsed")
+        // A page on another domain than the session's.
+        let fresh = try await s.merchantSession()
+        let elsewhere = try await s.exchange(
+            try await s.webCredential(session: fresh, domain: "evil.orchard.test", amount: 999, applicationData: nil))
+        #expect(elsewhere.status == .forbidden && MerchantSandbox.errorCode(elsewhere) == "sessionMismatch")
+        // Another merchant's credential with this merchant's session.
+        let other = try await s.exchange(
+            try await s.webCredential(
+                session: fresh, amount: 999, applicationData: nil, merchant: "merchant.dev.someone-else"))
+        #expect(other.status == .forbidden && MerchantSandbox.errorCode(other) == "sessionMismatch")
+        // Two credentials racing for one session: one token.
+        let first = try await s.webCredential(session: fresh, amount: 500, applicationData: nil)
+        let second = try await s.webCredential(session: fresh, amount: 500, applicationData: nil)
+        async let a = s.exchange(first)
+        async let b = s.exchange(second)
+        let statuses = try await [a, b].map(\.status)
+        #expect(statuses.filter { $0 == .ok }.count == 1 && statuses.contains(.conflict))
+        await s.close()
+    }
+}
