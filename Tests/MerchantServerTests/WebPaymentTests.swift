@@ -2,6 +2,7 @@ import CardBasics
 import Device
 import Foundation
 import MerchantAPI
+import MerchantKit
 import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
@@ -129,6 +130,65 @@ struct WebPaymentTests {
         async let b = s.exchange(second)
         let statuses = try await [a, b].map(\.status)
         #expect(statuses.filter { $0 == .ok }.count == 1 && statuses.contains(.conflict))
+        await s.close()
+    }
+
+    @Test("W3, W4: a scripted browser buys at store.orchard.test: order, merchant session, the phone's token, payment")
+    func scriptedBrowser() async throws {
+        let s = try await MerchantSandbox()
+        try await s.provisionPhone()
+        // The browser: the page's origin only, https://store.orchard.test, mapped to the merchant's site listener.
+        let sitePort = try #require(s.connections.endpoints[.merchant]?.ports["site"])
+        let browser = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: s.connections.rootCertificatePEM, maxAttempts: 1,
+                connectTo: [WebMerchantAPI.HostNames.store: sitePort]))
+        defer { browser.shutdown() }
+        let origin = "https://" + WebMerchantAPI.HostNames.store
+        let created = try await browser.send(
+            try HTTPClientRequest.json(
+                .post, origin + MerchantAPI.Route.orders, MerchantAPI.CreateOrder(item: "Tea", amount: "4.50")))
+        try #require(created.status == .created, "\(String(decoding: created.body, as: UTF8.self))")
+        let order = try JSONDecoder().decode(MerchantAPI.OrderCreated.self, from: created.body)
+        let applicationData = Array(try #require(Data(base64Encoded: order.applicationData)))
+
+        // onvalidatemerchant: the page sends the validation URL; the session comes back untouched.
+        let validationURL = "https://apple-pay-gateway.orchard.test/paymentservices/paymentSession"
+        let answer = try await browser.send(
+            try HTTPClientRequest.json(
+                .post, origin + MerchantAPI.Web.merchantSession,
+                MerchantAPI.MerchantSessionRequest(validationURL: validationURL)))
+        try #require(answer.status == .ok, "\(String(decoding: answer.body, as: UTF8.self))")
+        let session = try MerchantSession(json: Array(answer.body))
+        #expect(session.domainName == WebMerchantAPI.HostNames.store)
+        // The device checks the session as Safari does: signed by the token-signing chain, fresh.
+        let tokenRoot = try DeploymentPKI.readCertificate(named: "token-root", from: s.deployment)
+        #expect(
+            MerchantSessions.problem(
+                with: session, verifier: try MerchantSessions.verifier(root: tokenRoot, clock: SystemClock()),
+                now: Date()) == nil)
+
+        // onpaymentauthorized: the phone's web credential, the token, the ApplePayPayment posted.
+        let sealed = try await s.webCredential(session: session, amount: 450, applicationData: applicationData)
+        let exchanged = try await s.exchange(sealed)
+        try #require(exchanged.status == .ok, "\(String(decoding: exchanged.body, as: UTF8.self))")
+        let payment = MerchantAPI.PaymentSubmission(
+            token: exchanged.body, shippingContact: MerchantServerTests.shippingContact,
+            billingContact: MerchantServerTests.billingContact)
+        let paid = try await browser.send(
+            HTTPClientRequest(
+                method: .post, url: origin + MerchantAPI.Web.payment(order.orderID),
+                headers: ["Content-Type": "application/json"], body: try payment.body()))
+        try #require(paid.status == .ok, "\(String(decoding: paid.body, as: UTF8.self))")
+        #expect(MerchantSandbox.json(paid)["outcome"] as? String == "approved")
+
+        // No SSRF: a validation URL elsewhere is refused, nothing is sent with the identity certificate.
+        let ssrf = try await browser.send(
+            try HTTPClientRequest.json(
+                .post, origin + MerchantAPI.Web.merchantSession,
+                MerchantAPI.MerchantSessionRequest(validationURL: "https://evil.example/paymentservices/paymentSession")
+            ))
+        #expect(ssrf.status == .badRequest && MerchantSandbox.errorCode(ssrf) == "malformedRequest")
         await s.close()
     }
 }
