@@ -39,14 +39,17 @@ public final class PayServer: Sendable {
     public let domains: WebDomains
     /// The web gateway's merchant sessions.
     public let sessions: MerchantSessions
+    /// Capability statements for `canMakePaymentsWithActiveCard`.
+    public let capabilities: CapabilityStatements
 
     init(
         store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
         devices: DeviceRegistry, network: NetworkClient, clock: any WallClock, random: any RandomSource,
-        inApp: InAppPayments, domains: WebDomains, sessions: MerchantSessions
+        inApp: InAppPayments, domains: WebDomains, sessions: MerchantSessions, capabilities: CapabilityStatements
     ) {
         self.random = random
         self.sessions = sessions
+        self.capabilities = capabilities
         self.domains = domains
         self.store = store
         self.tokenSigning = tokenSigning
@@ -91,7 +94,10 @@ public final class PayServer: Sendable {
                     environment: environment),
                 domains: domains,
                 sessions: try MerchantSessions(
-                    store: store, tokenSigning: tokenSigning, clock: environment.wallClock, random: environment.random))
+                    store: store, tokenSigning: tokenSigning, clock: environment.wallClock, random: environment.random),
+                capabilities: CapabilityStatements(
+                    store: store, tokenSigning: tokenSigning, clock: environment.wallClock,
+                    monotonic: environment.monotonicClock))
             let http = try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(root: root),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
@@ -125,6 +131,7 @@ public final class PayServer: Sendable {
         inApp.addRoutes(to: &router)
         installWebMerchantRoutes(into: &router, root: root)
         installGatewayRoutes(into: &router)
+        installCapabilityRoute(into: &router)
         return router
     }
 

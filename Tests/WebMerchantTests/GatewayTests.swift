@@ -125,11 +125,40 @@ struct GatewayTests {
         #expect(message.stdout.isEmpty)
     }
 
+    @Test("W3: a capability statement at pay.orchard.test, asked without any client certificate")
+    func capabilityOverHTTPS() async throws {
+        let deployment = try await WebCommandTests.Deployment()
+        let directory = deployment.directory
+        let host = try await ServiceHost.start(
+            [.pay], directory: directory, registry: try ServiceRegistry([PayService(), MerchantService()]),
+            publish: false, anyPort: true)
+        let port = try #require(host.endpoint(of: .pay)?.port)
+        let client = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: try directory.readCertificate(named: PKIFiles.rootCA), maxAttempts: 1,
+                connectTo: [WebMerchantAPI.HostNames.pay: port]))
+        defer { client.shutdown() }
+        let answer = try await client.send(
+            try HTTPClientRequest.json(
+                .post, "https://" + WebMerchantAPI.HostNames.pay + WebMerchantAPI.Capability.path,
+                CapabilityRequest(merchantIdentifier: Self.demo, domain: "store.orchard.test")))
+        #expect(answer.status == .ok, "\(String(decoding: answer.body, as: UTF8.self))")
+        let statement = try CapabilityStatement(json: Array(answer.body))
+        #expect(statement.validated && statement.domain == "store.orchard.test")
+        let root = try Certificate(pemEncoded: try directory.readCertificate(named: "token-root"))
+        #expect(
+            CapabilityStatements.problem(
+                with: statement, verifier: try MerchantSessions.verifier(root: root, clock: SystemClock()), now: Date())
+                == nil)
+        await host.stop()
+    }
+
     @Test("The gateway's routes are pinned in the contract and served by the Pay server")
     func contract() {
         #expect(WebMerchantAPI.Gateway.paymentSession == "/paymentservices/paymentSession")
         #expect(WebMerchantAPI.Gateway.startSession == "/paymentservices/startSession")
         #expect(WebMerchantAPI.Gateway.Declared.all.allSatisfy { $0.policy == .anyone })
+        #expect(WebMerchantAPI.Capability.declared.description == "POST /v1/web/capability: anyone")
         #expect(
             WebMerchantAPI.Gateway.Declared.all.map(\.description) == [
                 "POST /paymentservices/paymentSession: anyone", "POST /paymentservices/startSession: anyone",

@@ -307,4 +307,57 @@ struct MerchantSessionTests {
         let outcomes = await [first, second]
         #expect(outcomes.filter { $0 == nil }.count == 1 && outcomes.contains(.sessionUsed))
     }
+
+    @Test("W3: capability statements: signed by the token chain, 5 minutes, validated only for a validated domain")
+    func capabilityStatements() async throws {
+        let fixture = try await SessionFixture()
+        defer { Task { await fixture.close() } }
+        let statements = CapabilityStatements(
+            store: fixture.store, tokenSigning: fixture.pki, clock: fixture.clock, monotonic: fixture.clock, rate: 1,
+            burst: 4)
+        let verifier = try MerchantSessions.verifier(root: fixture.pki.root, clock: fixture.clock)
+        let yes = try await statements.statement(merchantIdentifier: SessionFixture.merchant, domain: "Shop.Web.Test")
+        #expect(yes.validated && yes.domain == SessionFixture.domain && yes.merchantIdentifier == Self.hash)
+        #expect(yes.expiresAt == yes.issuedAt + 300_000)
+        #expect(CapabilityStatements.problem(with: yes, verifier: verifier, now: fixture.clock.now()) == nil)
+        #expect(try CapabilityStatement(json: yes.json) == yes)
+        // Not validated: registered only, another merchant's domain, an unknown merchant.
+        #expect(
+            try await !statements.statement(merchantIdentifier: SessionFixture.merchant, domain: "pending.web.test")
+                .validated)
+        #expect(
+            try await !statements.statement(merchantIdentifier: SessionFixture.merchant, domain: "other.web.test")
+                .validated)
+        #expect(
+            try await !statements.statement(merchantIdentifier: "merchant.dev.nobody", domain: SessionFixture.domain)
+                .validated)
+        // The limit: a kept statement costs nothing; a new one is refused until the bucket refills.
+        #expect(
+            try await statements.statement(merchantIdentifier: SessionFixture.merchant, domain: SessionFixture.domain)
+                == yes)
+        await #expect(throws: CapabilityStatements.RateLimited.self) {
+            _ = try await statements.statement(merchantIdentifier: SessionFixture.other, domain: "other.web.test")
+        }
+        fixture.clock.advance(by: 1.5)
+        #expect(
+            try await statements.statement(merchantIdentifier: SessionFixture.other, domain: "other.web.test").validated
+        )
+        // Altered or stale statements fail.
+        let altered = CapabilityStatement(
+            domain: "pending.web.test", merchantIdentifier: yes.merchantIdentifier, issuedAt: yes.issuedAt,
+            validated: true, signature: yes.signature)
+        #expect(CapabilityStatements.problem(with: altered, verifier: verifier, now: fixture.clock.now()) != nil)
+        fixture.clock.advance(by: 300)
+        #expect(CapabilityStatements.problem(with: yes, verifier: verifier, now: fixture.clock.now()) != nil)
+        // The parser's refusals.
+        let text = String(decoding: yes.json, as: UTF8.self)
+        for mutated in [
+            text.replacingOccurrences(of: "\"validated\":1", with: "\"validated\":2"),
+            text.replacingOccurrences(of: "{", with: "{ "),
+            text.replacingOccurrences(of: ",\"validated\":1", with: ""),
+            text.replacingOccurrences(of: "\"expiresAt\":", with: "\"expiresAt\":9"), "[]",
+        ] {
+            #expect(throws: MerchantSessionError.self) { try CapabilityStatement(json: Array(mutated.utf8)) }
+        }
+    }
 }
