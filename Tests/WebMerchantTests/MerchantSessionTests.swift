@@ -151,7 +151,7 @@ struct MerchantSessionTests {
         _ = try (try await fixture.ask(SessionFixture.body(merchant: Self.hash.lowercased()))).get()
     }
 
-    @Test("W3: a session verifies only unaltered, to the token root, for 5 minutes")
+    @Test("W4: a session verifies only unaltered, to the token root, for 5 minutes")
     func sessionVerification() async throws {
         let fixture = try await SessionFixture()
         defer { Task { await fixture.close() } }
