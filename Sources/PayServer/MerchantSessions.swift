@@ -252,22 +252,10 @@ public final class MerchantSessions: Sendable {
 
     /// Signs and records a new session for a validated domain.
     func issue(merchant: String, domain: String, displayName: String) async throws -> MerchantSession {
-        let now = clock.now()
-        let epoch = now.orchardMilliseconds
-        let hash = AssociationFiles.merchantHash(merchant)
-        let unsigned = MerchantSession(
-            epochTimestamp: epoch,
-            merchantSessionIdentifier: "SSH" + Hex.encode(random.bytes(16)) + "_" + MerchantSession.identifierSuffix,
-            nonce: Hex.encode(random.bytes(4), lowercase: true), merchantIdentifier: hash, domainName: domain,
-            displayName: displayName, signature: [], pspId: hash)
-        let signature = try CMS.signDetached(
-            unsigned.signedContent, signer: tokenSigning.leaf, key: tokenSigning.leafKey,
-            certificates: [tokenSigning.leaf, tokenSigning.intermediate],
-            signingTime: Date(timeIntervalSince1970: Double(epoch / 1000)), encoding: .berIndefiniteLength,
-            includeAlgorithmProtection: true)
-        let session = MerchantSession(
-            epochTimestamp: epoch, merchantSessionIdentifier: unsigned.merchantSessionIdentifier, nonce: unsigned.nonce,
-            merchantIdentifier: hash, domainName: domain, displayName: displayName, signature: signature, pspId: hash)
+        let session = try Self.sign(
+            merchant: merchant, domain: domain, displayName: displayName, at: clock.now(), random: random,
+            tokenSigning: tokenSigning)
+        let epoch = session.epochTimestamp
         try await store.write { db in
             try db.execute(
                 """
@@ -280,6 +268,29 @@ public final class MerchantSessions: Sendable {
                 ])
         }
         return session
+    }
+
+    /// A new session for `merchant` and `domain` at `now`, signed by `tokenSigning`'s leaf: the cryptography of
+    /// the gateway without its checks and its record (the benchmark's ceiling measures it alone).
+    public static func sign(
+        merchant: String, domain: String, displayName: String, at now: Date, random: any RandomSource,
+        tokenSigning: TokenSigningPKI
+    ) throws(X509Error) -> MerchantSession {
+        let epoch = now.orchardMilliseconds
+        let hash = AssociationFiles.merchantHash(merchant)
+        let unsigned = MerchantSession(
+            epochTimestamp: epoch,
+            merchantSessionIdentifier: "SSH" + Hex.encode(random.bytes(16)) + "_" + MerchantSession.identifierSuffix,
+            nonce: Hex.encode(random.bytes(4), lowercase: true), merchantIdentifier: hash, domainName: domain,
+            displayName: displayName, signature: [], pspId: hash)
+        let signature = try CMS.signDetached(
+            unsigned.signedContent, signer: tokenSigning.leaf, key: tokenSigning.leafKey,
+            certificates: [tokenSigning.leaf, tokenSigning.intermediate],
+            signingTime: Date(timeIntervalSince1970: Double(epoch / 1000)), encoding: .berIndefiniteLength,
+            includeAlgorithmProtection: true)
+        return MerchantSession(
+            epochTimestamp: epoch, merchantSessionIdentifier: unsigned.merchantSessionIdentifier, nonce: unsigned.nonce,
+            merchantIdentifier: hash, domainName: domain, displayName: displayName, signature: signature, pspId: hash)
     }
 
     /// Checks a session's signature (to the token-signing root, chain valid at its signingTime, which must be
