@@ -56,7 +56,7 @@ extension PaymentProcessor {
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: Data(session))
         }
         router.add(MerchantAPI.Web.Declared.payment) { [self] request in
-            try await pay(orderID: try Self.parameter(request), body: request.body)
+            try await pay(orderID: try Self.parameter(request), body: request.body, web: true)
         }
     }
 

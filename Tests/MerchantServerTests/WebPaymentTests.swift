@@ -15,6 +15,8 @@ import SecureElement
 import Testing
 import WebMerchantAPI
 
+@testable import MerchantServer
+
 /// The web side of the sandbox: the merchant's server asks the gateway for a merchant session with its identity
 /// certificate; the phone makes a web credential bound to it; the Pay server exchanges it for a token.
 extension MerchantSandbox {
@@ -135,10 +137,13 @@ struct WebPaymentTests {
 
     @Test("W3, W4: a scripted browser buys at store.orchard.test: order, merchant session, the phone's token, payment")
     func scriptedBrowser() async throws {
-        let s = try await MerchantSandbox()
+        let channels = ChannelLog()
+        let s = try await MerchantSandbox(gateway: { directory, peers in
+            ChannelRecordingGateway(real: try AcquirerHTTPSGateway(directory: directory, peers: peers), log: channels)
+        })
         try await s.provisionPhone()
         // The browser: the page's origin only, https://store.orchard.test, mapped to the merchant's site listener.
-        let sitePort = try #require(s.connections.endpoints[.merchant]?.ports["site"])
+        let sitePort = try s.registry.loadConfiguration(from: s.deployment, environment: [:])[MerchantService.sitePort]
         let browser = try HTTPClient(
             configuration: HTTPClientConfiguration(
                 trustedRootsPEM: s.connections.rootCertificatePEM, maxAttempts: 1,
@@ -181,6 +186,8 @@ struct WebPaymentTests {
                 headers: ["Content-Type": "application/json"], body: try payment.body()))
         try #require(paid.status == .ok, "\(String(decoding: paid.body, as: UTF8.self))")
         #expect(MerchantSandbox.json(paid)["outcome"] as? String == "approved")
+        // Charged at the acquirer as a web payment (the app route's charges are in-app).
+        #expect(channels.web == [true])
 
         // No SSRF: a validation URL elsewhere is refused, nothing is sent with the identity certificate.
         let ssrf = try await browser.send(
@@ -190,5 +197,36 @@ struct WebPaymentTests {
             ))
         #expect(ssrf.status == .badRequest && MerchantSandbox.errorCode(ssrf) == "malformedRequest")
         await s.close()
+    }
+}
+
+/// Which charges the merchant server sent as web payments.
+final class ChannelLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var charges: [Bool] = []
+    var web: [Bool] { lock.withLock { charges } }
+    func record(_ web: Bool) { lock.withLock { charges.append(web) } }
+}
+
+/// The real acquirer gateway, noting each charge's channel.
+final class ChannelRecordingGateway: AcquirerGateway {
+    let real: any AcquirerGateway
+    let log: ChannelLog
+    init(real: any AcquirerGateway, log: ChannelLog) {
+        self.real = real
+        self.log = log
+    }
+
+    func authorize(_ charge: AcquirerCharge) async -> AcquirerOutcome<AcquirerDecision> {
+        log.record(charge.web)
+        return await real.authorize(charge)
+    }
+
+    func reverse(
+        merchantID: String, idempotencyKey: String, amountMinorUnits: Int64, currency: String, reason: String
+    ) async -> AcquirerOutcome<Bool> {
+        await real.reverse(
+            merchantID: merchantID, idempotencyKey: idempotencyKey, amountMinorUnits: amountMinorUnits,
+            currency: currency, reason: reason)
     }
 }
