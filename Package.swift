@@ -226,7 +226,7 @@ let package = Package(
             dependencies: [
                 "CardBasics",
                 "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
-                "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI",
+                "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),

@@ -11,7 +11,9 @@ import OrchardX509
 import PayAPI
 import PayClient
 import PayServer
+import PaymentToken
 import SecureElement
+import Wallet
 import Testing
 import WebMerchantAPI
 
@@ -196,6 +198,40 @@ struct WebPaymentTests {
                 MerchantAPI.MerchantSessionRequest(validationURL: "https://evil.example/paymentservices/paymentSession")
             ))
         #expect(ssrf.status == .badRequest && MerchantSandbox.errorCode(ssrf) == "malformedRequest")
+        await s.close()
+    }
+
+    @Test(
+        "W3: canMakePaymentsWithActiveCard: the wallet asks pay.orchard.test without a certificate, believes only a signed statement"
+    )
+    func activeCardQuery() async throws {
+        let s = try await MerchantSandbox()
+        try await s.provisionPhone()
+        let port = try #require(s.connections.endpoints[.pay]?.port)
+        // No client certificate: the Pay server cannot tell which device asks.
+        let anonymous = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: s.connections.rootCertificatePEM, maxAttempts: 1,
+                connectTo: [WebMerchantAPI.HostNames.pay: port]))
+        defer { anonymous.shutdown() }
+        let tokenRoot = try DeploymentPKI.readCertificate(named: "token-root", from: s.deployment)
+        let check = try WebCapabilityCheck(
+            client: anonymous, baseURL: "https://" + WebMerchantAPI.HostNames.pay, tokenRoot: tokenRoot,
+            clock: SystemClock())
+        func ask(_ domain: String, _ check: WebCapabilityCheck) async throws -> Bool {
+            try await s.phone.wallet.answer(.canMakePaymentsWithActiveCard(networks: ["visa"])) {
+                try await check.isValidated(merchantIdentifier: "merchant.dev.orchard.demo", domain: domain)
+            }
+        }
+        #expect(try await ask(MerchantSandbox.storeDomain, check))
+        #expect(!(try await ask("elsewhere.orchard.test", check)))
+        // A statement that does not verify to the token root the device holds: false.
+        let foreign = try TokenSigningPKI.generate(
+            notValidBefore: Date().addingTimeInterval(-3600), notValidAfter: Date().addingTimeInterval(3600))
+        let distrusting = try WebCapabilityCheck(
+            client: anonymous, baseURL: "https://" + WebMerchantAPI.HostNames.pay, tokenRoot: foreign.root,
+            clock: SystemClock())
+        #expect(!(try await ask(MerchantSandbox.storeDomain, distrusting)))
         await s.close()
     }
 }
