@@ -13,8 +13,8 @@ import PayClient
 import PayServer
 import PaymentToken
 import SecureElement
-import Wallet
 import Testing
+import Wallet
 import WebMerchantAPI
 
 @testable import MerchantServer
