@@ -75,7 +75,7 @@ let package = Package(
                 "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
                 "PaymentCredential", "OrchardHTTP", "OrchardLogging", "OrchardRuntime", "OrchardServices", "PayAPI",
                 "PayServer", "MerchantServer", "Issuer", "TokenService", "TokenRequestorAPI",
-                "Device", "DeviceProcess", "NFCLink", "SecureElement", "Wallet", "Terminal",
+                "Device", "DeviceProcess", "NFCLink", "SecureElement", "Wallet", "Terminal", "WebMerchantAPI",
             ],
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
@@ -226,7 +226,7 @@ let package = Package(
             dependencies: [
                 "CardBasics",
                 "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
-                "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI",
+                "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),

@@ -18,6 +18,9 @@ let package = Package(
             ]),
         // The domain-association file parser (WebMerchantAPI): hex, the flat JSON object, the canonical form.
         .target(name: "FuzzAssociationFile", dependencies: [.product(name: "WebMerchantAPI", package: "Orchard")]),
+        // The merchant session and capability statement parsers (WebMerchantAPI).
+        .target(name: "FuzzMerchantSession", dependencies: [.product(name: "WebMerchantAPI", package: "Orchard")]),
+        .target(name: "FuzzCapabilityStatement", dependencies: [.product(name: "WebMerchantAPI", package: "Orchard")]),
         // BER-TLV decoder and DOL parser (EMV).
         .target(name: "FuzzEMVTLV", dependencies: [.product(name: "EMV", package: "Orchard")]),
         // Command/response APDU parsers and the card applet fed with APDU sequences (EMV).

@@ -121,10 +121,10 @@ public enum AcquirerAPI {
             appleMerchantID = nil
         }
 
-        /// A merchant server's in-app charge, identified by its idempotency key.
+        /// A merchant server's in-app (or, with `channel` `web`, web) charge, identified by its idempotency key.
         public init(
             merchantID: String, idempotencyKey: String, pan: String, expiry: Expiry, amount: Money,
-            cryptogram: Cryptogram, eci: String?, appleMerchantID: String? = nil
+            cryptogram: Cryptogram, eci: String?, appleMerchantID: String? = nil, channel: String = "inApp"
         ) {
             self.merchantID = merchantID
             terminalID = nil
@@ -133,7 +133,7 @@ public enum AcquirerAPI {
             self.pan = pan
             self.expiry = expiry
             self.amount = amount
-            channel = "inApp"
+            self.channel = channel
             self.cryptogram = cryptogram
             panSequenceNumber = nil
             posEntryMode = nil

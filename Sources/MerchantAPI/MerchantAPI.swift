@@ -430,5 +430,7 @@ public enum MerchantAPI {
         public static let acquirerRefused = "acquirerRefused"
         /// 500: the merchant's own store or configuration failed.
         public static let internalFailure = "internalFailure"
+        /// 502: the Apple Pay gateway refused the merchant-session request or could not be reached.
+        public static let merchantSessionFailed = "merchantSessionFailed"
     }
 }

@@ -32,6 +32,11 @@ public struct MerchantKitError: Error, Hashable, CustomStringConvertible, Sendab
         public static let orderMismatch = Code("orderMismatch")
         /// The merchant identity (certificate or key) is unusable.
         public static let invalidConfiguration = Code("invalidConfiguration")
+        /// A merchant-session validation URL that is not Apple's gateway (or the configured sandbox gateway):
+        /// refused before the identity certificate is sent anywhere.
+        public static let validationURLRefused = Code("validationURLRefused")
+        /// The gateway refused the merchant-session request or could not be reached.
+        public static let sessionRequestFailed = Code("sessionRequestFailed")
 
         public var description: String { name }
     }

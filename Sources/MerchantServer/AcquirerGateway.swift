@@ -29,6 +29,8 @@ struct AcquirerCharge: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// The Apple merchant ID the token was made for (the merchant's own: it decrypted the token with the key of
     /// its processing certificate for this ID); the network declines a cryptogram made for another.
     let appleMerchantID: String
+    /// Paid on a website (the site's route) rather than in an app: the acquirer's channel `web`.
+    var web = false
 
     var maskedDPAN: String { PaymentProcessor.mask(dpan) }
     var description: String { "charge \(idempotencyKey) \(maskedDPAN) \(amountMinorUnits) \(currency)" }
@@ -93,7 +95,7 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
                 kind: "remote", cryptogram: charge.cryptogram,
                 applicationTransactionCounter: charge.applicationTransactionCounter,
                 transactionData: charge.transactionData),
-            eci: charge.eci, appleMerchantID: charge.appleMerchantID)
+            eci: charge.eci, appleMerchantID: charge.appleMerchantID, channel: charge.web ? "web" : "inApp")
         switch await post(AcquirerAPI.Route.authorizations, body, idempotencyKey: charge.idempotencyKey) {
         case .answered(let data):
             // A key given twice is refused, as every Orchard party refuses it (DuplicateJSONKeys).

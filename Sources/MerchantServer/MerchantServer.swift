@@ -7,6 +7,7 @@ public import OrchardRuntime
 public import OrchardServices
 public import OrchardStore
 import OrchardX509
+import WebMerchantAPI
 
 /// The demo merchant's server: its store, its decryption identity and its routes (docs/merchant-server.md).
 ///
@@ -74,7 +75,15 @@ public final class MerchantServer: Sendable {
             let http = try HTTPServiceInstance(
                 name: .merchant, configuration: configuration, directory: directory, router: server.routes(),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
-            let site = try MerchantSite(configuration: configuration, directory: directory, logger: logger)
+            // The site's Apple Pay routes: sessions from the gateway (Apple's hosts or the sandbox's name).
+            let sessions = MerchantSessionClient(
+                merchantIdentifier: merchantID, displayName: configuration[MerchantService.displayName],
+                sandboxGateways: [WebMerchantAPI.HostNames.gateway],
+                transport: try CurlMerchantSessionTransport(
+                    directory: directory, hostNames: configuration.hostNames, peers: environment.peers))
+            let site = try MerchantSite(configuration: configuration, directory: directory, logger: logger) { router in
+                payments.addWebRoutes(to: &router, sessions: sessions, domain: WebMerchantAPI.HostNames.store)
+            }
             return MerchantServiceInstance(
                 http: http, payments: payments, site: site,
                 interval: configuration[MerchantService.reconcileIntervalSeconds])

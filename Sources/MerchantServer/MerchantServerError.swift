@@ -36,6 +36,8 @@ public struct MerchantServerError: Error, Hashable, Sendable, CustomStringConver
         public static let acquirerRefused = Code(MerchantAPI.ErrorCode.acquirerRefused)
         /// 500: the merchant's own store or configuration failed.
         public static let internalFailure = Code(MerchantAPI.ErrorCode.internalFailure)
+        /// The gateway refused the merchant-session request or could not be reached.
+        public static let merchantSessionFailed = Code(MerchantAPI.ErrorCode.merchantSessionFailed)
     }
 
     public let code: Code
@@ -56,7 +58,7 @@ public struct MerchantServerError: Error, Hashable, Sendable, CustomStringConver
         case .orderNotFound: return .notFound
         case .orderAlreadyPaid, .paymentInProgress, .tokenAlreadyUsed: return .conflict
         case .tokenRejected, .orderMismatch: return .unprocessableContent
-        case .acquirerUnavailable, .acquirerRefused: return .badGateway
+        case .acquirerUnavailable, .acquirerRefused, .merchantSessionFailed: return .badGateway
         default: return .internalServerError
         }
     }

@@ -19,7 +19,10 @@ final class MerchantSite: Sendable {
 
     /// Builds the site's server without binding: TLS from `pki/merchant-tls` (whose certificate names
     /// `store.orchard.test`), the association file as it is now.
-    init(configuration: Configuration, directory: DeploymentDirectory, logger: Logger) throws {
+    init(
+        configuration: Configuration, directory: DeploymentDirectory, logger: Logger,
+        webRoutes: (inout Router) -> Void = { _ in }
+    ) throws {
         let identity = try TLSIdentity.load(named: PKIFiles.tlsServer(.merchant), from: directory)
         let file = FileManager.default.contents(atPath: Self.associationFilePath(in: directory))
         var router = Router()
@@ -34,6 +37,7 @@ final class MerchantSite: Sendable {
             }
             return HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain"], body: file)
         }
+        webRoutes(&router)
         let listener = HTTPServerConfiguration.Listener(
             host: configuration[ServiceSettings.host(.merchant)], port: configuration[MerchantService.sitePort],
             tls: TLSServerConfiguration(

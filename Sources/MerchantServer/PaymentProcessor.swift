@@ -259,7 +259,7 @@ final class PaymentProcessor: Sendable {
     }
 
     /// `POST /v1/orders/{orderID}/payment`.
-    func pay(orderID: String, body: Data) async throws -> HTTPResponse {
+    func pay(orderID: String, body: Data, web: Bool = false) async throws -> HTTPResponse {
         let submission = try Self.parseSubmission(body)
         guard let order = try await store.read({ db in try MerchantOrderStore.order(orderID, in: db) }) else {
             throw Self.unknownOrder()
@@ -276,7 +276,7 @@ final class PaymentProcessor: Sendable {
         }
         defer { release(transactionID) }
         let key = try await begin(order: order, submission: submission, maskedPAN: Self.mask(verified.dpan))
-        let request = AcquirerCharge(
+        var request = AcquirerCharge(
             merchantID: merchantIdentifier, idempotencyKey: key, dpan: verified.dpan, expiryYear: verified.expiryYear,
             expiryMonth: verified.expiryMonth, amountMinorUnits: order.amount.minorUnits,
             currency: order.amount.currency.numericString, cryptogram: verified.cryptogram,
@@ -286,6 +286,7 @@ final class PaymentProcessor: Sendable {
                 currency: order.amount.currency.numericCode
             ).encoded,
             eci: verified.eci, appleMerchantID: merchantIdentifier)
+        request.web = web
         return try await charge(request, order: order, submission: submission)
     }
 

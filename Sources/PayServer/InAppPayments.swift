@@ -137,13 +137,20 @@ final class InAppPayments: Sendable {
         )
         let certificate = try await store.write { db in
             try nonces.consume(credential.nonce, device: device.deviceID, in: db)
-            guard
-                try db.queryFirst(
-                    "SELECT 1 FROM app_entitlements WHERE application = ? AND merchant_identifier = ?",
-                    [.text(credential.applicationIdentifier), .text(credential.merchantIdentifier)], { _ in true })
-                    != nil
-            else {
-                throw PayServerError(.notEntitled, "this app is not entitled to pay for this merchant ID")
+            if let session = credential.merchantSession {
+                // Web: the merchant session is consumed in the transaction that issues the token.
+                try MerchantSessions.consume(
+                    identifier: session.identifier, nonce: session.nonce, merchant: credential.merchantIdentifier,
+                    domain: credential.applicationIdentifier, at: now, in: db)
+            } else {
+                guard
+                    try db.queryFirst(
+                        "SELECT 1 FROM app_entitlements WHERE application = ? AND merchant_identifier = ?",
+                        [.text(credential.applicationIdentifier), .text(credential.merchantIdentifier)], { _ in true })
+                        != nil
+                else {
+                    throw PayServerError(.notEntitled, "this app is not entitled to pay for this merchant ID")
+                }
             }
             guard
                 let certificate = try MerchantCertificates.processingCertificate(
@@ -190,9 +197,9 @@ final class InAppPayments: Sendable {
         guard credential.cryptogram.isBound(toNonce: credential.nonce) else {
             throw PayServerError(.credentialRejected, "the cryptogram is not bound to the credential's nonce")
         }
-        guard credential.channel == .inApp else {
+        guard credential.channel == .inApp || credential.merchantSession != nil else {
             throw PayServerError(
-                .invalidRequest, "web credentials need a merchant session, which this server does not issue yet")
+                .credentialRejected, "a web credential is version 2, bound to the page's merchant session")
         }
         return credential
     }

@@ -37,13 +37,19 @@ public final class PayServer: Sendable {
     let inApp: InAppPayments
     /// Web merchants' domains and association files.
     public let domains: WebDomains
+    /// The web gateway's merchant sessions.
+    public let sessions: MerchantSessions
+    /// Capability statements for `canMakePaymentsWithActiveCard`.
+    public let capabilities: CapabilityStatements
 
     init(
         store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
         devices: DeviceRegistry, network: NetworkClient, clock: any WallClock, random: any RandomSource,
-        inApp: InAppPayments, domains: WebDomains
+        inApp: InAppPayments, domains: WebDomains, sessions: MerchantSessions, capabilities: CapabilityStatements
     ) {
         self.random = random
+        self.sessions = sessions
+        self.capabilities = capabilities
         self.domains = domains
         self.store = store
         self.tokenSigning = tokenSigning
@@ -86,7 +92,12 @@ public final class PayServer: Sendable {
                 inApp: try InAppPayments.load(
                     directory: directory, store: store, devices: devices, tokenSigning: tokenSigning,
                     environment: environment),
-                domains: domains)
+                domains: domains,
+                sessions: try MerchantSessions(
+                    store: store, tokenSigning: tokenSigning, clock: environment.wallClock, random: environment.random),
+                capabilities: CapabilityStatements(
+                    store: store, tokenSigning: tokenSigning, clock: environment.wallClock,
+                    monotonic: environment.monotonicClock))
             let http = try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(root: root),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
@@ -121,6 +132,8 @@ public final class PayServer: Sendable {
         installAnonymousAnalytics(into: &router)
         inApp.addRoutes(to: &router)
         installWebMerchantRoutes(into: &router, root: root)
+        installGatewayRoutes(into: &router)
+        installCapabilityRoute(into: &router)
         return router
     }
 

@@ -40,6 +40,15 @@ public struct PayServerError: Error, Hashable, Sendable, CustomStringConvertible
         public static let notEntitled = Code("notEntitled")
         /// The merchant has no valid, unrevoked payment processing certificate.
         public static let noProcessingCertificate = Code("noProcessingCertificate")
+
+        // Web credentials (MerchantSessions.swift).
+        /// The web credential's merchant session was not issued by this Pay server, or is another merchant's,
+        /// another domain's, or its nonce differs.
+        public static let sessionMismatch = Code("sessionMismatch")
+        /// The merchant session was already used for a token.
+        public static let sessionUsed = Code("sessionUsed")
+        /// The merchant session is older than its 5 minutes.
+        public static let sessionExpired = Code("sessionExpired")
     }
 
     public let code: Code
@@ -61,6 +70,8 @@ public struct PayServerError: Error, Hashable, Sendable, CustomStringConvertible
         case .notEntitled: return .forbidden
         case .nonceUnknown, .nonceUsed, .nonceExpired, .nonceNotIssuedToDevice, .noProcessingCertificate:
             return .conflict
+        case .sessionMismatch: return .forbidden
+        case .sessionUsed, .sessionExpired: return .conflict
         case .deviceMismatch, .deviceNotRegistered, .notPermitted: return .forbidden
         case .notFound: return .notFound
         case .networkRefused:

@@ -98,6 +98,7 @@ public enum PayStore {
                 """),
         Migration(version: 6, name: WebDomains.migrationName, sql: WebDomains.migrationSQL),
         AnonymousAnalytics.dailyMigration(version: 7),
+        Migration(version: 8, name: MerchantSessions.migrationName, sql: MerchantSessions.migrationSQL),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.

@@ -23,6 +23,11 @@ public import OrchardCrypto
 /// | 09 | currency, 2 bytes big-endian ISO 4217 numeric | required |
 /// | 0A | SHA-256 of the request's applicationData, 32 bytes | only when the request had applicationData |
 /// | 0B | transaction type: `02` in-app, `03` web | required |
+/// | 0C | the merchant session's identifier, ASCII (`SSH…_…`) | version 2 (web) only, required there |
+/// | 0D | the merchant session's nonce, 8 lower-case hex digits | version 2 (web) only, required there |
+///
+/// Version `02` is a web credential bound to a merchant session (docs/web.md): it carries tags 0C and 0D and
+/// transaction type `03`; version `01` carries neither.
 public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// How the payment was made.
     public enum Channel: UInt8, Sendable, Hashable {
@@ -33,8 +38,33 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
         public var name: String { self == .inApp ? "in-app" : "web" }
     }
 
+    /// The version of a credential without a merchant session (in-app).
     public static let version: UInt8 = 1
+    /// The version of a web credential bound to a merchant session.
+    public static let sessionVersion: UInt8 = 2
     public static let nonceByteCount = 32
+
+    /// The merchant session a web credential is bound to: the session's identifier and nonce as the gateway
+    /// issued them (the 32-byte device-bound nonce stays in ``PaymentCredential/nonce``).
+    public struct MerchantSessionBinding: Sendable, Hashable {
+        public let identifier: String
+        public let nonce: String
+
+        /// Checks the forms: the identifier 1 to 128 printable ASCII bytes, the nonce 8 lower-case hex digits.
+        public init(identifier: String, nonce: String) throws(PaymentCredentialError) {
+            guard (1...128).contains(identifier.utf8.count), identifier.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+            else {
+                throw PaymentCredentialError(.invalidArgument, "the merchant session identifier is 1-128 ASCII bytes")
+            }
+            guard nonce.utf8.count == 8,
+                nonce.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+            else {
+                throw PaymentCredentialError(.invalidArgument, "the merchant session nonce is 8 lower-case hex digits")
+            }
+            self.identifier = identifier
+            self.nonce = nonce
+        }
+    }
 
     public let nonce: [UInt8]
     public let merchantIdentifier: String
@@ -49,12 +79,14 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
     public let currency: UInt16
     public let applicationDataHash: [UInt8]?
     public let channel: Channel
+    /// The merchant session (web, version 2); nil for in-app.
+    public let merchantSession: MerchantSessionBinding?
 
     /// Checks every field's form; throws ``PaymentCredentialError/Code/invalidArgument`` naming the field.
     public init(
         nonce: [UInt8], merchantIdentifier: String, applicationIdentifier: String, dpan: SecureBytes,
         expiry: String, cryptogram: RemoteCryptogram, eci: String, amount: Int64, currency: UInt16,
-        applicationDataHash: [UInt8]?, channel: Channel
+        applicationDataHash: [UInt8]?, channel: Channel, merchantSession: MerchantSessionBinding? = nil
     ) throws(PaymentCredentialError) {
         func bad(_ why: String) -> PaymentCredentialError { PaymentCredentialError(.invalidArgument, why) }
         guard nonce.count == Self.nonceByteCount else { throw bad("the nonce is \(Self.nonceByteCount) bytes") }
@@ -76,6 +108,10 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
         guard applicationDataHash == nil || applicationDataHash?.count == 32 else {
             throw bad("the applicationData hash is 32 bytes")
         }
+        guard merchantSession == nil || channel == .web else {
+            throw bad("only a web credential has a merchant session")
+        }
+        self.merchantSession = merchantSession
         self.nonce = nonce
         self.merchantIdentifier = merchantIdentifier
         self.applicationIdentifier = applicationIdentifier
@@ -102,7 +138,9 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
         static let currency: UInt8 = 0x09
         static let applicationData: UInt8 = 0x0A
         static let channel: UInt8 = 0x0B
-        static let last: UInt8 = 0x0B
+        static let sessionIdentifier: UInt8 = 0x0C
+        static let sessionNonce: UInt8 = 0x0D
+        static let last: UInt8 = 0x0D
     }
 
     /// The encoded form (see the type's documentation); secret because it holds the DPAN.
@@ -111,7 +149,7 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
         func put(_ tag: UInt8, _ value: [UInt8]) {
             out += [tag, UInt8(value.count >> 8), UInt8(value.count & 0xFF)] + value
         }
-        put(Tag.version, [Self.version])
+        put(Tag.version, [merchantSession == nil ? Self.version : Self.sessionVersion])
         put(Tag.nonce, nonce)
         put(Tag.merchant, Array(merchantIdentifier.utf8))
         put(Tag.application, Array(applicationIdentifier.utf8))
@@ -125,6 +163,10 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
         put(Tag.currency, [UInt8(currency >> 8), UInt8(currency & 0xFF)])
         if let applicationDataHash { put(Tag.applicationData, applicationDataHash) }
         put(Tag.channel, [channel.rawValue])
+        if let merchantSession {
+            put(Tag.sessionIdentifier, Array(merchantSession.identifier.utf8))
+            put(Tag.sessionNonce, Array(merchantSession.nonce.utf8))
+        }
         defer { Self.wipe(&out) }
         return SecureBytes(out)
     }
@@ -159,7 +201,8 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
             guard let value = fields[tag] else { throw bad("the \(name) is missing") }
             return value
         }
-        guard try required(Tag.version, "version") == [Self.version] else {
+        let version = try required(Tag.version, "version")
+        guard version == [Self.version] || version == [Self.sessionVersion] else {
             throw PaymentCredentialError(.unsupportedVersion, "this payment credential version is not supported")
         }
         func text(_ tag: UInt8, _ name: String) throws(PaymentCredentialError) -> String {
@@ -176,6 +219,23 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
         else { throw bad("the amount, currency or transaction type has the wrong form") }
         let rawAmount = amountBytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         guard rawAmount <= UInt64(Money.maximumMinorUnits) else { throw bad("the amount is out of range") }
+        var session: MerchantSessionBinding?
+        if version == [Self.sessionVersion] {
+            guard channelBytes == [Channel.web.rawValue] else {
+                throw bad("a version 2 credential is a web credential")
+            }
+            do {
+                session = try MerchantSessionBinding(
+                    identifier: try text(Tag.sessionIdentifier, "merchant session identifier"),
+                    nonce: try text(Tag.sessionNonce, "merchant session nonce"))
+            } catch  where error.code == .invalidArgument {
+                throw bad(error.message)
+            }
+        } else {
+            guard fields[Tag.sessionIdentifier] == nil, fields[Tag.sessionNonce] == nil else {
+                throw bad("a version 1 credential has no merchant session")
+            }
+        }
         do {
             try self.init(
                 nonce: try required(Tag.nonce, "nonce"), merchantIdentifier: try text(Tag.merchant, "merchant ID"),
@@ -184,7 +244,7 @@ public struct PaymentCredential: Sendable, CustomStringConvertible, CustomDebugS
                 cryptogram: try RemoteCryptogram(bytes: try required(Tag.cryptogram, "cryptogram")),
                 eci: try text(Tag.eci, "ECI"), amount: Int64(rawAmount),
                 currency: UInt16(currencyBytes[0]) << 8 | UInt16(currencyBytes[1]),
-                applicationDataHash: fields[Tag.applicationData], channel: channel)
+                applicationDataHash: fields[Tag.applicationData], channel: channel, merchantSession: session)
         } catch  where error.code == .invalidArgument {
             throw bad(error.message)
         }

@@ -14,10 +14,14 @@ public struct RemotePaymentRequest: Sendable, Hashable {
     public let amount: PaymentAmount
     /// SHA-256 of the request's applicationData, when it has some.
     public let applicationDataHash: [UInt8]?
+    /// A web payment's merchant session (its `merchantSessionIdentifier` and `nonce`), which the credential
+    /// carries (version 2); nil in an app.
+    public let merchantSessionIdentifier: String?
+    public let merchantSessionNonce: String?
 
     public init(
         merchantIdentifier: String, applicationIdentifier: String, amount: PaymentAmount,
-        applicationDataHash: [UInt8]?
+        applicationDataHash: [UInt8]?, merchantSessionIdentifier: String? = nil, merchantSessionNonce: String? = nil
     ) throws(SecureElementError) {
         guard (1...128).contains(merchantIdentifier.utf8.count), (1...255).contains(applicationIdentifier.utf8.count)
         else { throw SecureElementError(.invalidArgument, "the merchant ID or app ID is empty or too long") }
@@ -28,6 +32,11 @@ public struct RemotePaymentRequest: Sendable, Hashable {
         self.applicationIdentifier = applicationIdentifier
         self.amount = amount
         self.applicationDataHash = applicationDataHash
+        guard (merchantSessionIdentifier == nil) == (merchantSessionNonce == nil) else {
+            throw SecureElementError(.invalidArgument, "a merchant session has both an identifier and a nonce")
+        }
+        self.merchantSessionIdentifier = merchantSessionIdentifier
+        self.merchantSessionNonce = merchantSessionNonce
     }
 }
 
@@ -61,6 +70,21 @@ extension SecureElement {
                 .invalidArgument, "a Pay server nonce is \(PaymentCredential.nonceByteCount) bytes")
         }
         let type = try authorizeRemote(authorization, card: card, amount: request.amount)
+        // A web credential is bound to its merchant session; an in-app one has none.
+        let session: PaymentCredential.MerchantSessionBinding?
+        switch (type, request.merchantSessionIdentifier, request.merchantSessionNonce) {
+        case (.web, let identifier?, let nonce?):
+            do {
+                session = try PaymentCredential.MerchantSessionBinding(identifier: identifier, nonce: nonce)
+            } catch {
+                throw SecureElementError(.invalidArgument, error.message)
+            }
+        case (.web, _, _):
+            throw SecureElementError(.invalidArgument, "a web payment credential needs the page's merchant session")
+        case (_, nil, nil): session = nil
+        default:
+            throw SecureElementError(.invalidArgument, "only a web payment credential carries a merchant session")
+        }
         let material = try remoteCardMaterial(card)
         let atc: UInt16
         do {
@@ -83,7 +107,8 @@ extension SecureElement {
                 expiry: Self.expiryDate(material.expiry),
                 cryptogram: cryptogram, eci: Self.electronicCommerceIndicator(network: material.network),
                 amount: request.amount.minorUnits, currency: request.amount.currency,
-                applicationDataHash: request.applicationDataHash, channel: type == .web ? .web : .inApp)
+                applicationDataHash: request.applicationDataHash, channel: type == .web ? .web : .inApp,
+                merchantSession: session)
             return try SealedPaymentCredential.seal(
                 credential, signingKey: material.signingKey, to: payServerKey, random: material.random)
         } catch {

@@ -289,7 +289,9 @@ extension AccessMatrixTests {
                     identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: Self.demoMerchant)))
         ]
         try await Self.runMatrix(
-            "pay", server: server, base: base, declared: PayAPI.Declared.all + WebMerchantAPI.Declared.all,
+            "pay", server: server, base: base,
+            declared: PayAPI.Declared.all + WebMerchantAPI.Declared.all + WebMerchantAPI.Gateway.Declared.all
+                + [WebMerchantAPI.Capability.declared],
             anonymous: clients.anonymous,
             foreign: clients.foreign, callers: callers, others: others)
         await pay.shutdown()

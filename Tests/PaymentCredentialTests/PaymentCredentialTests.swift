@@ -121,6 +121,55 @@ struct PaymentCredentialTests {
         #expect(!dumped.contains("4895370012345678"))
     }
 
+    @Test("W4: version 2 binds a web credential to its merchant session (tags 0C, 0D); every misuse is refused")
+    func sessionVersion() throws {
+        let session = try PaymentCredential.MerchantSessionBinding(
+            identifier: "SSH" + String(repeating: "A", count: 32) + "_" + String(repeating: "B", count: 64),
+            nonce: "0a1b2c3d")
+        let inApp = try makeCredential()
+        func web(
+            _ session: PaymentCredential.MerchantSessionBinding?, channel: PaymentCredential.Channel = .web
+        )
+            throws -> PaymentCredential
+        {
+            try PaymentCredential(
+                nonce: nonce, merchantIdentifier: merchant, applicationIdentifier: "store.orchard.test",
+                dpan: SecureBytes(Array("4895370012345678".utf8)), expiry: "301231", cryptogram: inApp.cryptogram,
+                eci: "05", amount: 1999, currency: 840, applicationDataHash: nil, channel: channel,
+                merchantSession: session)
+        }
+        let credential = try web(session)
+        let bytes = credential.encoded().unsafeCopyOfBytes()
+        #expect(Array(bytes.prefix(4)) == [0x00, 0x00, 0x01, 0x02])
+        let tail =
+            [0x0B, 0x00, 0x01, 0x03, 0x0C, 0x00, 0x64] + Array(session.identifier.utf8) + [0x0D, 0x00, 0x08]
+            + Array("0a1b2c3d".utf8)
+        #expect(Array(bytes.suffix(tail.count)) == tail)
+        let decoded = try PaymentCredential(encoded: credential.encoded())
+        #expect(decoded.merchantSession == session && decoded.channel == .web)
+        // An in-app credential stays version 1.
+        #expect(inApp.encoded().unsafeCopyOfBytes()[3] == 1 && inApp.merchantSession == nil)
+        // Only a web credential has a session.
+        #expect(throws: PaymentCredentialError(.invalidArgument, "")) { try web(session, channel: .inApp) }
+        // Version 2 without its session tags; version 2 as in-app; bad session forms.
+        var withoutSession = bytes
+        withoutSession.removeLast(tail.count - 4)
+        #expect(throws: PaymentCredentialError(.malformed, "")) {
+            try PaymentCredential(encoded: SecureBytes(withoutSession))
+        }
+        var v2InApp = inApp.encoded().unsafeCopyOfBytes()
+        v2InApp[3] = 2
+        #expect(throws: PaymentCredentialError(.malformed, "")) {
+            try PaymentCredential(encoded: SecureBytes(v2InApp + Array(tail.dropFirst(4))))
+        }
+        #expect(throws: PaymentCredentialError(.invalidArgument, "")) {
+            try PaymentCredential.MerchantSessionBinding(identifier: session.identifier, nonce: "0A1B2C3D")
+        }
+        #expect(throws: PaymentCredentialError(.invalidArgument, "")) {
+            try PaymentCredential.MerchantSessionBinding(identifier: "", nonce: "0a1b2c3d")
+        }
+    }
+
     @Test("Malformed encodings: truncation, unknown, repeated or missing tags, wrong version")
     func malformed() throws {
         let bytes = try makeCredential().encoded().unsafeCopyOfBytes()
@@ -140,7 +189,7 @@ struct PaymentCredentialTests {
             try PaymentCredential(encoded: SecureBytes(Array(bytes[0..<4]) + Array(bytes[39...])))
         }
         var version = bytes
-        version[3] = 2
+        version[3] = 3
         #expect(throws: PaymentCredentialError(.unsupportedVersion, "")) {
             try PaymentCredential(encoded: SecureBytes(version))
         }

@@ -11,14 +11,18 @@ struct RemoteCredentialTests {
     let payServer: P256.KeyAgreement.PrivateKey
     init() throws { payServer = try P256.KeyAgreement.PrivateKey() }
 
+    static let session = "SSH" + String(repeating: "A", count: 32) + "_" + String(repeating: "B", count: 64)
+
     func request(
-        _ amount: PaymentAmount, hash: [UInt8]? = SHA256.hash(Array("order".utf8))
+        _ amount: PaymentAmount, hash: [UInt8]? = SHA256.hash(Array("order".utf8)), session: String? = nil
     ) throws
         -> RemotePaymentRequest
     {
         try RemotePaymentRequest(
-            merchantIdentifier: "merchant.dev.orchard.demo", applicationIdentifier: "dev.orchard.demo-app",
-            amount: amount, applicationDataHash: hash)
+            merchantIdentifier: "merchant.dev.orchard.demo",
+            applicationIdentifier: session == nil ? "dev.orchard.demo-app" : "store.orchard.test",
+            amount: amount, applicationDataHash: hash, merchantSessionIdentifier: session,
+            merchantSessionNonce: session.map { _ in "0a1b2c3d" })
     }
 
     @Test("After an in-app authorization: signed, sealed, bound to nonce, amount and merchant; ATC stored first")
@@ -46,13 +50,29 @@ struct RemoteCredentialTests {
         try await h.element.authorizeContactless(try await h.authorization(card.card))
         let outcome = try await h.tap(amount: 100)
         #expect(outcome.card?.atc == 2)
-        // A web authorization gives a web credential, with the next ATC.
+        // A web authorization gives a web credential (version 2, bound to the merchant session), with the next ATC.
         let web = try await h.element.remotePaymentCredential(
             authorization: try await h.authorization(card.card, type: .web, amount: amount), card: card.card,
-            request: try request(amount, hash: nil), nonce: nonce, payServerKey: payServer.publicKey)
+            request: try request(amount, hash: nil, session: Self.session), nonce: nonce,
+            payServerKey: payServer.publicKey)
         let webCredential = try SealedPaymentCredential.open(web, with: payServer).credential
         #expect(webCredential.channel == .web && webCredential.cryptogram.atc == 3)
         #expect(webCredential.applicationDataHash == nil)
+        #expect(webCredential.merchantSession?.identifier == Self.session)
+        #expect(webCredential.merchantSession?.nonce == "0a1b2c3d")
+        #expect(webCredential.encoded().unsafeCopyOfBytes().prefix(4) == [0x00, 0x00, 0x01, 0x02])
+        // A web authorization without a session, or an in-app one with a session: refused, no ATC used.
+        await expectCode(.invalidArgument) {
+            try await h.element.remotePaymentCredential(
+                authorization: try await h.authorization(card.card, type: .web, amount: amount), card: card.card,
+                request: try request(amount, hash: nil), nonce: nonce, payServerKey: payServer.publicKey)
+        }
+        await expectCode(.invalidArgument) {
+            try await h.element.remotePaymentCredential(
+                authorization: try await h.authorization(card.card, type: .inApp, amount: amount), card: card.card,
+                request: try request(amount, session: Self.session), nonce: nonce, payServerKey: payServer.publicKey)
+        }
+        #expect(try await h.element.lastATC(card.card) == 3)
     }
 
     @Test("Refused: contactless authorization, reused authorization, other amount, bad nonce; no ATC used")

@@ -82,6 +82,8 @@ struct WebMerchantAPIContractTests {
             pay.http.server.registeredRoutes.compactMap { r in r.policy.map { DeclaredRoute(r.method, r.pattern, $0) } }
         )
         #expect(Set(WebMerchantAPI.Declared.all).isSubset(of: registered))
+        let gateway = WebMerchantAPI.Gateway.Declared.all + [WebMerchantAPI.Capability.declared]
+        #expect(Set(gateway).isSubset(of: registered))
         await pay.http.shutdown()
     }
 }

@@ -16,7 +16,10 @@ enum MerchantCommands {
     static let command = Command(
         name: "merchant",
         summary: "Merchant onboarding: CSRs, registration, certificates and app entitlements at the Pay server.",
-        subcommands: [csr, register, certs, WebMerchantCommands.associationFile, WebMerchantCommands.domain]
+        subcommands: [
+            csr, register, certs, WebMerchantCommands.associationFile, WebMerchantCommands.domain,
+            MerchantSessionCommands.session,
+        ]
     )
 
     static let csr = Command(

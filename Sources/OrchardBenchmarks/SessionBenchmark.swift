@@ -1,0 +1,140 @@
+import Foundation
+import MerchantServer
+import OrchardCrypto
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import OrchardX509
+import PayServer
+import WebMerchantAPI
+
+/// What `orchard bench sessions` measured.
+public struct SessionBenchmarkResult: Sendable, Encodable {
+    public let requests: Int
+    public let connections: Int
+    public let cores: Int
+    public let build: String
+    public let sessionsPerSecond: Double
+    public let p50Milliseconds: Double
+    public let p99Milliseconds: Double
+    /// The crypto ceiling: one core's signed sessions per CPU second times the cores.
+    public let ceilingPerSecond: Double
+    public let ceilingCPUMicrosecondsPerSession: Double
+    public let fractionOfCeiling: Double
+    /// The fraction of the ceiling the issue asks for.
+    public let target: Double
+    public let loadAverage: Double
+}
+
+/// Merchant sessions per second through the gateway: a throw-away deployment (its demo domain validated by
+/// init), its Pay server in this process, CONNECTIONS keep-alive mutual-TLS clients with the demo merchant's
+/// identity certificate at `apple-pay-gateway.orchard.test`; every answer must be a session. The ceiling is the
+/// same cryptography per session (random identifier and nonce, the CMS signature, the JSON) without TLS, HTTP,
+/// the certificate lookup or SQLite, in thread CPU time on one core times the cores.
+public enum SessionBenchmark {
+    public static func run(
+        requests: Int, connections: Int, ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
+    ) async throws -> SessionBenchmarkResult {
+        try await withThrowawayDeployment(
+            named: "sessions", registry: try ServiceRegistry([PayService(), MerchantService()]), services: [.pay]
+        ) { directory, services in
+            try await measure(
+                directory: directory, services: services, requests: requests, connections: connections,
+                ceilingSeconds: ceilingSeconds, trace: trace)
+        }
+    }
+
+    static func measure(
+        directory: DeploymentDirectory, services: ServiceConnections, requests: Int, connections: Int,
+        ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
+    ) async throws -> SessionBenchmarkResult {
+        guard let port = services.endpoints[.pay]?.port else {
+            throw BenchmarkError(.operationFailed, "the Pay server is not running")
+        }
+        let identity = try TLSIdentity.load(named: MerchantService.Files.identity, from: directory)
+        let clients = try (0..<connections).map { _ in
+            try HTTPClient(
+                configuration: HTTPClientConfiguration(
+                    trustedRootsPEM: services.rootCertificatePEM,
+                    clientCertificateChainPEM: identity.certificateChainPEM,
+                    clientPrivateKeyPEM: identity.privateKeyPEM, maxAttempts: 1,
+                    connectTo: [WebMerchantAPI.HostNames.gateway: port]))
+        }
+        defer { for client in clients { client.shutdown() } }
+        let url = "https://" + WebMerchantAPI.HostNames.gateway + WebMerchantAPI.Gateway.paymentSession
+        let body = try HTTPClientRequest.json(
+            .post, url,
+            PaymentSessionRequest(
+                merchantIdentifier: "merchant.dev.orchard.demo", displayName: "Orchard Demo",
+                initiativeContext: WebMerchantAPI.HostNames.store))
+        // One session per connection first: every handshake is done before the timed phase.
+        for client in clients { _ = try await session(client, body) }
+
+        trace("asking for \(requests) merchant sessions over \(connections) keep-alive mutual-TLS connections…")
+        let clock = SystemClock()
+        let start = clock.nanoseconds()
+        let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
+            for (index, client) in clients.enumerated() {
+                let count = requests / clients.count + (index < requests % clients.count ? 1 : 0)
+                group.addTask {
+                    var out: [UInt64] = []
+                    for _ in 0..<count {
+                        let begin = clock.nanoseconds()
+                        _ = try await session(client, body)
+                        out.append(clock.nanoseconds() - begin)
+                    }
+                    return out
+                }
+            }
+            var all: [UInt64] = []
+            for try await part in group { all += part }
+            return all
+        }
+        let elapsed = Double(clock.nanoseconds() - start) / 1e9
+        let sorted = latencies.sorted()
+        func percentile(_ p: Double) -> Double {
+            let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
+            return (Double(sorted[max(0, index)]) / 1e6 * 100).rounded() / 100
+        }
+
+        trace("measuring the crypto ceiling for \(Int(ceilingSeconds)) s…")
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let perCore = try ceiling(directory: directory, seconds: ceilingSeconds)
+        let ceiling = perCore * Double(cores)
+        let rate = Double(latencies.count) / elapsed
+        return SessionBenchmarkResult(
+            requests: latencies.count, connections: clients.count, cores: cores,
+            build: BenchmarkReport.buildConfiguration, sessionsPerSecond: rate.rounded(),
+            p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99), ceilingPerSecond: ceiling.rounded(),
+            ceilingCPUMicrosecondsPerSession: (1e6 / perCore).rounded(),
+            fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000, target: 0.6,
+            loadAverage: InAppBenchmark.loadAverage())
+    }
+
+    static func session(_ client: HTTPClient, _ request: HTTPClientRequest) async throws -> MerchantSession {
+        let response = try await client.send(request)
+        guard response.status == .ok else {
+            throw BenchmarkError(
+                .operationFailed, "the gateway refused: \(String(decoding: response.body, as: UTF8.self))")
+        }
+        return try MerchantSession(json: Array(response.body))
+    }
+
+    /// Signed sessions per CPU second on this thread: `MerchantSessions.sign` and the JSON, nothing else.
+    static func ceiling(directory: DeploymentDirectory, seconds: Double) throws -> Double {
+        let tokenSigning = try PayService.loadTokenSigningPKI(from: directory)
+        let random = SystemRandom()
+        let start = InAppCeiling.threadCPUSeconds()
+        var count = 0
+        var bytes = 0
+        while InAppCeiling.threadCPUSeconds() - start < seconds {
+            let session = try MerchantSessions.sign(
+                merchant: "merchant.dev.orchard.demo", domain: WebMerchantAPI.HostNames.store,
+                displayName: "Orchard Demo", at: Date(), random: random, tokenSigning: tokenSigning)
+            bytes &+= session.json.count
+            count += 1
+        }
+        precondition(bytes > 0)
+        return Double(count) / (InAppCeiling.threadCPUSeconds() - start)
+    }
+}

@@ -1,0 +1,168 @@
+import AccessPolicy
+import Foundation
+import MerchantServer
+import OrchardCrypto
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import OrchardX509
+import PayServer
+import Testing
+import WebMerchantAPI
+
+/// The web gateway over mutual TLS at `apple-pay-gateway.orchard.test`, against a deployment `init` made and a
+/// running Pay server: Apple's documented curl test as written (with libcurl), Apple's error format, and the
+/// handshake refusing a foreign CA.
+@Suite("Web merchants: the gateway over mutual TLS", .serialized)
+struct GatewayTests {
+    static let demo = WebCommandTests.demo
+    static let url = "https://apple-pay-gateway.orchard.test/paymentservices/paymentSession"
+
+    /// `curl --cert identity.pem --key identity.key --cacert root-ca.pem --connect-to
+    /// apple-pay-gateway.orchard.test:443:127.0.0.1:PORT --data '{…}' URL`.
+    static func curl(
+        _ directory: DeploymentDirectory, port: Int, identity: TLSIdentity?, method: HTTPMethod = .post, body: String
+    ) async throws -> HTTPResponse {
+        let client = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: try directory.readCertificate(named: PKIFiles.rootCA),
+                clientCertificateChainPEM: identity?.certificateChainPEM, clientPrivateKeyPEM: identity?.privateKeyPEM,
+                maxAttempts: 1, connectTo: [WebMerchantAPI.HostNames.gateway: port]))
+        defer { client.shutdown() }
+        // curl --data sends its default form type.
+        return try await client.send(
+            HTTPClientRequest(
+                method: method, url: url, headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: Data(body.utf8)))
+    }
+
+    @Test("W3: Apple's curl test works as written: a merchant session from the identity certificate over mutual TLS")
+    func curlAsWritten() async throws {
+        let deployment = try await WebCommandTests.Deployment()
+        let directory = deployment.directory
+        let host = try await ServiceHost.start(
+            [.pay], directory: directory, registry: try ServiceRegistry([PayService(), MerchantService()]),
+            publish: false, anyPort: true)
+        let port = try #require(host.endpoint(of: .pay)?.port)
+        let identity = try TLSIdentity.load(named: "merchant-identity", from: directory)
+        let body =
+            #"{"merchantIdentifier": "merchant.dev.orchard.demo", "displayName": "Orchard Demo", "#
+            + #""initiative": "web", "initiativeContext": "store.orchard.test"}"#
+        let answer = try await Self.curl(directory, port: port, identity: identity, body: body)
+        #expect(answer.status == .ok, "\(String(decoding: answer.body, as: UTF8.self))")
+        // The reader's type parses what the writer sent, and the signature verifies to pki/token-root.pem.
+        let session = try MerchantSession(json: Array(answer.body))
+        #expect(session.domainName == "store.orchard.test" && session.displayName == "Orchard Demo")
+        #expect(session.merchantIdentifier == AssociationFiles.merchantHash(Self.demo))
+        let root = try Certificate(pemEncoded: try directory.readCertificate(named: "token-root"))
+        let verifier = try MerchantSessions.verifier(root: root, clock: SystemClock())
+        #expect(MerchantSessions.problem(with: session, verifier: verifier, now: Date()) == nil)
+
+        // Apple's error format: GET, another domain, no certificate.
+        let get = try await Self.curl(directory, port: port, identity: identity, method: .get, body: "")
+        let getError = try JSONDecoder().decode(GatewayError.self, from: get.body)
+        #expect(get.status == .badRequest && getError.statusCode == "400")
+        #expect(getError.statusMessage.hasPrefix("Payment Services Exception reason=\"GET is not supported"))
+        let wrong = try await Self.curl(
+            directory, port: port, identity: identity,
+            body: body.replacingOccurrences(of: "store.orchard.test", with: "elsewhere.orchard.test"))
+        #expect(wrong.status == .badRequest)
+        #expect(
+            try JSONDecoder().decode(GatewayError.self, from: wrong.body).statusMessage.contains(
+                "elsewhere.orchard.test is not a validated domain"))
+        let anonymous = try await Self.curl(directory, port: port, identity: nil, body: body)
+        #expect(anonymous.status == .badRequest)
+        #expect(String(decoding: anonymous.body, as: UTF8.self).contains("no client certificate"))
+
+        // A certificate from a foreign CA never reaches the route: the handshake refuses it.
+        let foreignCA = try CertificateAuthority.create(
+            subject: DistinguishedName([.commonName("Foreign CA")]), issuer: nil, lifetime: 86_400,
+            clock: SystemClock(), random: SystemRandom())
+        let key = try P256.Signing.PrivateKey()
+        let foreign = try Certificate.issue(
+            subject: DistinguishedName([.userID(Self.demo)]), publicKey: CertificatePublicKey(key.publicKey),
+            issuer: foreignCA.issuer, notValidBefore: Date().addingTimeInterval(-60),
+            notValidAfter: Date().addingTimeInterval(3600),
+            extensions: [.basicConstraints(isCA: false), .extendedKeyUsage([.clientAuth])])
+        let foreignIdentity = TLSIdentity(
+            certificateChainPEM: foreign.pemRepresentation,
+            privateKeyPEM: SecureBytes(Array(try key.pemRepresentation.utf8)))
+        await #expect(throws: HTTPError.self) {
+            _ = try await Self.curl(directory, port: port, identity: foreignIdentity, body: body)
+        }
+        await host.stop()
+    }
+
+    @Test("W3: orchard merchant session prints a session; session verify checks its signature, fields and age")
+    func commands() async throws {
+        let deployment = try await WebCommandTests.Deployment()
+        let (rc, output) = await deployment.rc(["merchant", "session", "--domain", "store.orchard.test"])
+        #expect(rc == 0, "\(output.stderr)")
+        let session = try MerchantSession(json: Array(output.stdout.utf8.dropLast()))
+        #expect(session.domainName == "store.orchard.test")
+        let file = deployment.temporary.child("session.json")
+        try Data(output.stdout.utf8).write(to: URL(fileURLWithPath: file))
+        let (verified, summary) = await deployment.rc(["merchant", "session", "verify", file])
+        #expect(verified == 0, "\(summary.stderr)")
+        #expect(summary.stdout.contains("\"valid\" : true") || summary.stdout.contains("\"valid\":true"))
+
+        // Altered: another domain in the same session.
+        let altered = deployment.temporary.child("altered.json")
+        try Data(output.stdout.replacingOccurrences(of: "store.orchard.test", with: "evil.orchard.test").utf8).write(
+            to: URL(fileURLWithPath: altered))
+        let (refused, refusal) = await deployment.rc(["merchant", "session", "verify", altered])
+        #expect(refused == 1)
+        #expect(refusal.stderr.hasPrefix("error: \(altered): the signature does not verify"))
+        // Not a session at all.
+        let (garbage, garbageOutput) = await deployment.rc([
+            "merchant", "session", "verify", deployment.path + "/config.json",
+        ])
+        #expect(garbage == 1 && garbageOutput.stderr.contains("is not a merchant session"))
+        // A domain the merchant has not validated: Apple's message, one error line.
+        let (unvalidated, message) = await deployment.rc(["merchant", "session", "--domain", "other.orchard.test"])
+        #expect(unvalidated == 1)
+        #expect(message.stderr.hasPrefix("error: Payment Services Exception merchantId="))
+        #expect(message.stdout.isEmpty)
+    }
+
+    @Test("W3: a capability statement at pay.orchard.test, asked without any client certificate")
+    func capabilityOverHTTPS() async throws {
+        let deployment = try await WebCommandTests.Deployment()
+        let directory = deployment.directory
+        let host = try await ServiceHost.start(
+            [.pay], directory: directory, registry: try ServiceRegistry([PayService(), MerchantService()]),
+            publish: false, anyPort: true)
+        let port = try #require(host.endpoint(of: .pay)?.port)
+        let client = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: try directory.readCertificate(named: PKIFiles.rootCA), maxAttempts: 1,
+                connectTo: [WebMerchantAPI.HostNames.pay: port]))
+        defer { client.shutdown() }
+        let answer = try await client.send(
+            try HTTPClientRequest.json(
+                .post, "https://" + WebMerchantAPI.HostNames.pay + WebMerchantAPI.Capability.path,
+                CapabilityRequest(merchantIdentifier: Self.demo, domain: "store.orchard.test")))
+        #expect(answer.status == .ok, "\(String(decoding: answer.body, as: UTF8.self))")
+        let statement = try CapabilityStatement(json: Array(answer.body))
+        #expect(statement.validated && statement.domain == "store.orchard.test")
+        let root = try Certificate(pemEncoded: try directory.readCertificate(named: "token-root"))
+        #expect(
+            CapabilityStatements.problem(
+                with: statement, verifier: try MerchantSessions.verifier(root: root, clock: SystemClock()), now: Date())
+                == nil)
+        await host.stop()
+    }
+
+    @Test("The gateway's routes are pinned in the contract and served by the Pay server")
+    func contract() {
+        #expect(WebMerchantAPI.Gateway.paymentSession == "/paymentservices/paymentSession")
+        #expect(WebMerchantAPI.Gateway.startSession == "/paymentservices/startSession")
+        #expect(WebMerchantAPI.Gateway.Declared.all.allSatisfy { $0.policy == .anyone })
+        #expect(WebMerchantAPI.Capability.declared.description == "POST /v1/web/capability: anyone")
+        #expect(
+            WebMerchantAPI.Gateway.Declared.all.map(\.description) == [
+                "POST /paymentservices/paymentSession: anyone", "POST /paymentservices/startSession: anyone",
+                "GET /paymentservices/paymentSession: anyone", "GET /paymentservices/startSession: anyone",
+            ])
+    }
+}
