@@ -133,7 +133,7 @@ let package = Package(
                 "CardBasics",
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
                 "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI", "AccessPolicy",
-                "WebMerchantAPI",
+                "WebMerchantAPI", "RelayAPI",
             ],
             swiftSettings: strict
         ),
@@ -185,7 +185,8 @@ let package = Package(
         // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
         // and the wiring of both to the device's SQLite file and storage key.
         .target(
-            name: "SecureElement", dependencies: ["CardBasics", "OrchardCrypto", "EMV", "PaymentCredential"],
+            name: "SecureElement",
+            dependencies: ["CardBasics", "OrchardCrypto", "EMV", "PaymentCredential", "RelayAPI"],
             swiftSettings: strict),
         .target(name: "Wallet", dependencies: ["CardBasics", "OrchardCrypto"], swiftSettings: strict),
         .target(
@@ -200,6 +201,9 @@ let package = Package(
         // The wire formats between devices and the Pay server (only AccessPolicy, for its routes' policies: both sides
         // import it).
         .target(name: "PayAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
+        // The relay between the devices of one account (the seeds' IDS): its routes, bodies and frame format (only
+        // AccessPolicy: devices and the Pay server import it).
+        .target(name: "RelayAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
         // The wire format of the network's acquiring routes (only AccessPolicy: terminals and merchant servers import
         // it, the network reads the same JSON into its own types).
         .target(name: "AcquirerAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
@@ -226,7 +230,7 @@ let package = Package(
             dependencies: [
                 "CardBasics",
                 "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
-                "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI",
+                "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI", "RelayAPI",
             ],
             swiftSettings: strict
         ),
@@ -392,7 +396,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SecureElementTests",
-            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures", "PaymentCredential", "EMV"],
+            dependencies: [
+                "SecureElement", "OrchardCrypto", "OrchardFixtures", "PaymentCredential", "EMV", "RelayAPI",
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "WalletTests", dependencies: ["CardBasics", "Wallet"], swiftSettings: strict),
@@ -431,7 +437,7 @@ let package = Package(
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
-                "MerchantServer", "DeviceControlAPI", "orchard",
+                "MerchantServer", "DeviceControlAPI", "orchard", "RelayAPI",
             ],
             swiftSettings: strict
         ),

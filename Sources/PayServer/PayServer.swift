@@ -37,6 +37,8 @@ public final class PayServer: Sendable {
     let inApp: InAppPayments
     /// Web merchants' domains and association files.
     public let domains: WebDomains
+    /// The devices waiting for relay frames (long polls).
+    let relayMailboxes = RelayMailboxes()
 
     init(
         store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
@@ -118,6 +120,7 @@ public final class PayServer: Sendable {
             return try HTTPResponse.json(["merchantIdentifier": merchantIdentifier, "displayName": displayName])
         }
         installDeviceRoutes(into: &router)
+        installRelayRoutes(into: &router)
         installAnonymousAnalytics(into: &router)
         inApp.addRoutes(to: &router)
         installWebMerchantRoutes(into: &router, root: root)

@@ -1,0 +1,224 @@
+import Foundation
+import OrchardCrypto
+import OrchardHTTP
+import OrchardStore
+import RelayAPI
+import Synchronization
+
+/// The relay between the devices of one account (the seeds' IDS): the directory of the devices' relay keys and a
+/// durable queue of frames per recipient device, delivered by long poll.
+///
+/// The Pay server reads only a frame's routing header (sender, recipient, sequence): the body is encrypted by the
+/// sending device to the recipient device's key, which only that device's Secure Enclave holds, and signed by the
+/// sender's Secure Enclave. The server checks that the header's sender is the calling device (its certificate)
+/// and that the recipient is a device of the same account; it cannot open, forge or silently alter a frame.
+extension PayServer {
+    static let relayMigrationName = "relay keys and queued frames"
+    static let relayMigrationSQL = """
+        CREATE TABLE relay_keys (
+            device_id TEXT PRIMARY KEY REFERENCES devices(device_id),
+            encryption_key BLOB NOT NULL,
+            signing_key BLOB NOT NULL,
+            published_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE relay_queue (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            recipient TEXT NOT NULL REFERENCES devices(device_id),
+            sender TEXT NOT NULL,
+            frame BLOB NOT NULL,
+            expires_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX relay_queue_by_recipient ON relay_queue(recipient, id);
+        """
+
+    func installRelayRoutes(into router: inout Router) {
+        let devices = self.devices
+        let store = self.store
+        let clock = self.clock
+        let mailboxes = self.relayMailboxes
+
+        router.add(RelayAPI.Declared.publishKeys) { (body: RelayKeyPublication, request) in
+            let device = try await devices.registeredDevice(request)
+            guard let encryption = Data(base64Encoded: body.encryptionKey).map(Array.init),
+                (try? P256.KeyAgreement.PublicKey(x963Representation: encryption)) != nil,
+                let signing = Data(base64Encoded: body.signingKey).map(Array.init),
+                (try? P256.Signing.PublicKey(x963Representation: signing)) != nil
+            else {
+                throw PayServerError(
+                    .invalidRequest, "encryptionKey and signingKey are P-256 public keys (X9.63, base64)")
+            }
+            let now = clock.now()
+            try await store.write { db in
+                let existing = try db.queryFirst(
+                    "SELECT encryption_key, signing_key FROM relay_keys WHERE device_id = ?", [.text(device.deviceID)]
+                ) { row in (try row.blob(0), try row.blob(1)) }
+                if let existing {
+                    guard existing.0 == encryption, existing.1 == signing else {
+                        throw PayServerError(
+                            .deviceMismatch,
+                            "device \(device.deviceID) published other relay keys; a device keeps its relay keys")
+                    }
+                    return
+                }
+                try db.execute(
+                    "INSERT INTO relay_keys (device_id, encryption_key, signing_key, published_at) VALUES (?, ?, ?, ?)",
+                    [.text(device.deviceID), .blob(encryption), .blob(signing), .milliseconds(now)])
+            }
+            return RelayDirectoryEntry(
+                deviceID: device.deviceID, kind: device.kind, encryptionKey: body.encryptionKey,
+                signingKey: body.signingKey)
+        }
+
+        router.add(RelayAPI.Declared.directory) { request in
+            let device = try await devices.registeredDevice(request)
+            let entries = try await store.read { db in
+                try db.query(
+                    """
+                    SELECT d.device_id, d.kind, k.encryption_key, k.signing_key
+                    FROM devices d JOIN relay_keys k ON k.device_id = d.device_id
+                    WHERE d.account = ? AND d.erased_at IS NULL ORDER BY d.device_id
+                    """, [.text(device.account)]
+                ) { row in
+                    RelayDirectoryEntry(
+                        deviceID: try row.string(0), kind: try row.string(1),
+                        encryptionKey: Data(try row.blob(2)).base64EncodedString(),
+                        signingKey: Data(try row.blob(3)).base64EncodedString())
+                }
+            }
+            return try HTTPResponse.json(RelayDirectory(account: device.account, devices: entries))
+        }
+
+        router.add(RelayAPI.Declared.send) { (body: RelaySendRequest, request) in
+            let device = try await devices.registeredDevice(request)
+            guard let bytes = Data(base64Encoded: body.frame).map(Array.init) else {
+                throw PayServerError(.invalidRequest, "frame is a base64 relay frame")
+            }
+            guard bytes.count <= RelayAPI.maximumFrameByteCount else {
+                throw PayServerError(
+                    .invalidRequest, "a relay frame is at most \(RelayAPI.maximumFrameByteCount) bytes")
+            }
+            let header: RelayFrame.Header
+            do throws(RelayFrame.FormatError) {
+                header = try RelayFrame(parsing: bytes).header
+            } catch {
+                throw PayServerError(.invalidRequest, "the relay frame does not parse: \(error.message)")
+            }
+            guard header.sender == device.deviceID else {
+                throw PayServerError(.notPermitted, "a device sends relay frames only as itself")
+            }
+            let now = clock.now()
+            let expiresAt = now.addingTimeInterval(TimeInterval(RelayAPI.frameLifetimeSeconds))
+            let id = try await store.write { db in
+                let recipient = try db.queryFirst(
+                    """
+                    SELECT d.account FROM devices d JOIN relay_keys k ON k.device_id = d.device_id
+                    WHERE d.device_id = ? AND d.erased_at IS NULL
+                    """, [.text(header.recipient)]
+                ) { row in try row.string(0) }
+                guard recipient == device.account else {
+                    throw PayServerError(
+                        .notFound, "the recipient is not a device of this account with published relay keys")
+                }
+                try db.execute("DELETE FROM relay_queue WHERE expires_at <= ?", [.milliseconds(now)])
+                try db.execute(
+                    "INSERT INTO relay_queue (recipient, sender, frame, expires_at) VALUES (?, ?, ?, ?)",
+                    [.text(header.recipient), .text(header.sender), .blob(bytes), .milliseconds(expiresAt)])
+                return db.lastInsertRowID
+            }
+            mailboxes.signal(header.recipient)
+            return RelaySendResult(id: id)
+        }
+
+        router.add(RelayAPI.Declared.receive) { request in
+            let device = try await devices.registeredDevice(request)
+            guard let after = Int64(request.queryValue("after") ?? "0"), after >= 0 else {
+                throw PayServerError(.invalidRequest, "after is a queue position (0 or more)")
+            }
+            guard let wait = Int(request.queryValue("wait") ?? "0"), (0...RelayAPI.maximumWaitSeconds).contains(wait)
+            else {
+                throw PayServerError(
+                    .invalidRequest, "wait is 0 to \(RelayAPI.maximumWaitSeconds) seconds")
+            }
+            let deviceID = device.deviceID
+            let seen = mailboxes.generation(deviceID)
+            let pending = try await Self.relayPending(for: deviceID, after: after, store: store, now: clock.now())
+            if !pending.isEmpty || wait == 0 { return try HTTPResponse.json(RelayInbox(messages: pending)) }
+            await mailboxes.wait(for: deviceID, since: seen, seconds: wait)
+            return try HTTPResponse.json(
+                RelayInbox(
+                    messages: try await Self.relayPending(for: deviceID, after: after, store: store, now: clock.now())))
+        }
+    }
+
+    /// Deletes the frames up to `after` (acknowledged) and the expired ones, and returns the rest for `deviceID`.
+    static func relayPending(
+        for deviceID: String, after: Int64, store: Store, now: Date
+    ) async throws -> [RelayDelivery] {
+        try await store.write { db in
+            try db.execute(
+                "DELETE FROM relay_queue WHERE recipient = ? AND (id <= ? OR expires_at <= ?)",
+                [.text(deviceID), .integer(after), .milliseconds(now)])
+            return try db.query(
+                "SELECT id, frame FROM relay_queue WHERE recipient = ? ORDER BY id LIMIT ?",
+                [.text(deviceID), .integer(Int64(RelayAPI.maximumFramesPerReceive))]
+            ) { row in RelayDelivery(id: try row.int64(0), frame: Data(try row.blob(1)).base64EncodedString()) }
+        }
+    }
+}
+
+/// The devices waiting in a long poll, woken when a frame is queued for them. Each device has a generation that
+/// every queued frame advances: a receive that read the generation before it found the queue empty returns at
+/// once if a frame arrived in between, so none waits past a frame queued for it.
+final class RelayMailboxes: Sendable {
+    private struct State {
+        var generations: [String: UInt64] = [:]
+        var waiters: [String: [UInt64: CheckedContinuation<Void, Never>]] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    func generation(_ deviceID: String) -> UInt64 { state.withLock { $0.generations[deviceID] ?? 0 } }
+
+    /// Wakes every receive of `deviceID`.
+    func signal(_ deviceID: String) {
+        let woken = state.withLock { state in
+            state.generations[deviceID, default: 0] &+= 1
+            return state.waiters.removeValue(forKey: deviceID).map { Array($0.values) } ?? []
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// Returns when a frame is queued for `deviceID` after generation `since`, or after `seconds`.
+    func wait(for deviceID: String, since: UInt64, seconds: Int) async {
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        let timer = Task { [self] in
+            try? await Task.sleep(for: .seconds(seconds))
+            resume(deviceID, id)
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    guard (state.generations[deviceID] ?? 0) == since else { return true }
+                    state.waiters[deviceID, default: [:]][id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            resume(deviceID, id)
+        }
+        timer.cancel()
+    }
+
+    private func resume(_ deviceID: String, _ id: UInt64) {
+        let continuation = state.withLock { state in
+            let continuation = state.waiters[deviceID]?.removeValue(forKey: id)
+            if state.waiters[deviceID]?.isEmpty == true { state.waiters[deviceID] = nil }
+            return continuation
+        }
+        continuation?.resume()
+    }
+}
