@@ -1,0 +1,161 @@
+import Device
+import Foundation
+import OrchardCrypto
+import OrchardRuntime
+import OrchardServices
+import PayClient
+import PayServer
+import RelayAPI
+import SecureElement
+import Testing
+
+/// The relay between a user's devices through the running Pay server (issue 30): keys from each device's Secure
+/// Enclave in the account's directory, frames queued durably and delivered by long poll.
+@Suite("Relay through the Pay server", .serialized)
+struct RelayEndToEndTests {
+    /// Registers `name` and publishes its relay keys.
+    static func join(
+        _ sandbox: Sandbox, _ name: String, kind: DeviceKind, biometry: Biometry, account: String = "demo"
+    ) async throws -> (Device, DeviceRelay) {
+        let device = try await sandbox.makeDevice(name, kind: kind, biometry: biometry, account: account)
+        let client = try sandbox.client(name)
+        let identity = try Device.identity(of: name, in: sandbox.deployment)
+        _ = try await client.register(
+            secureElementCertificate: identity.certificate, enclavePublicKey: identity.enclavePublicKey)
+        let relay = DeviceRelay(deviceID: name, client: client, enclave: device.secureEnclave)
+        try await relay.publishKeys()
+        return (device, relay)
+    }
+
+    static func text(_ message: RelayMessage) -> String {
+        String(decoding: message.plaintext.unsafeCopyOfBytes(), as: UTF8.self)
+    }
+
+    static func bytes(_ text: String) -> SecureBytes { SecureBytes(Array(text.utf8)) }
+
+    @Test("Two devices of one account exchange messages through the running Pay server, the receiver long-polling")
+    func exchange() async throws {
+        let sandbox = try await Sandbox()
+        let (_, phone) = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let (_, mac) = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        #expect(try await phone.peers().map(\.deviceID) == ["mac"])
+        #expect(try await sandbox.client("mac").relayDirectory().devices.map(\.deviceID) == ["mac", "phone"])
+        // Publishing again is idempotent.
+        #expect(try await phone.publishKeys().deviceID == "phone")
+
+        // The phone waits first; the mac's frame ends its wait.
+        let waiting = Task { try await phone.receive(after: 0, waitSeconds: 10) }
+        try await mac.send(Self.bytes("payment request: 12.34 EUR at shop.example"), to: "phone")
+        let receipt = try await waiting.value
+        #expect(receipt.refused.isEmpty)
+        #expect(receipt.accepted.map(Self.text) == ["payment request: 12.34 EUR at shop.example"])
+        #expect(receipt.accepted.first?.sender == "mac")
+
+        try await phone.send(Self.bytes("authorized"), to: "mac")
+        try await phone.send(Self.bytes("token follows"), to: "mac")
+        let answer = try await mac.receive(after: 0, waitSeconds: 0)
+        #expect(answer.accepted.map(Self.text) == ["authorized", "token follows"])
+        #expect(answer.accepted.map(\.sequence) == [1, 2])
+        // Acknowledged frames are gone from the queue.
+        #expect(try await mac.receive(after: answer.lastID, waitSeconds: 0).accepted.isEmpty)
+        #expect(try await phone.receive(after: receipt.lastID, waitSeconds: 0).accepted.isEmpty)
+        await sandbox.close()
+    }
+
+    @Test("H1: No key the Pay server owns opens a queued frame, and its files hold no plaintext")
+    func payServerCannotRead() async throws {
+        let sandbox = try await Sandbox()
+        let (_, phone) = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let (_, mac) = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        let secret = "ship to 1 Orchard Lane, Springfield"
+        try await mac.send(Self.bytes(secret), to: "phone")
+        for (path, bytes) in try sandbox.files() {
+            #expect(!Sandbox.contains(bytes, Array(secret.utf8)), "\(path) holds the plaintext")
+        }
+        let inbox = try await sandbox.client("phone").receiveRelayFrames(after: 0, waitSeconds: 0)
+        let frame = try RelayFrame(parsing: Array(try #require(Data(base64Encoded: inbox.messages[0].frame))))
+        let macKeys = try #require(try await phone.peers().first).keys
+        let payKeys = [
+            PayService.Files.tokenRoot, PayService.Files.tokenIntegrationCA, PayService.Files.tokenSigning,
+            PayService.Files.merchantCA, PayService.Files.client, "pay-tls",
+        ]
+        for name in payKeys {
+            let pem = try sandbox.deployment.readPrivateKey(named: name)
+            let key = try pem.withUnsafeBytes {
+                try P256.KeyAgreement.PrivateKey(pemRepresentation: String(decoding: $0, as: UTF8.self))
+            }
+            #expect(throws: SecureElementError(.invalidRelayFrame, ""), "pki/\(name).key opened the frame") {
+                _ = try RelayCipher.open(frame, recipientKey: key, senderSigningKey: macKeys.signing)
+            }
+        }
+        // The phone itself opens it.
+        #expect(try await phone.receive(after: 0, waitSeconds: 0).accepted.map(Self.text) == [secret])
+        await sandbox.close()
+    }
+
+    @Test("H1: A device of another account sees no key of the account, cannot send to it or as it, receives nothing")
+    func otherAccount() async throws {
+        let sandbox = try await Sandbox()
+        let (phoneDevice, phone) = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let (_, mac) = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        let (intruderDevice, intruder) = try await Self.join(
+            sandbox, "intruder", kind: .mac, biometry: .touch, account: "mallory")
+        let intruderClient = try sandbox.client("intruder")
+        #expect(try await intruderClient.relayDirectory().devices.map(\.deviceID) == ["intruder"])
+        #expect(try await intruder.peers().isEmpty)
+
+        // Even with the phone's keys in hand, the Pay server does not queue a frame across accounts…
+        let phonePeer = RelayPeer(deviceID: "phone", keys: try await phoneDevice.secureEnclave.relayPublicKeys())
+        let across = try await intruderDevice.secureEnclave.sealRelayMessage(
+            Self.bytes("hello"), from: "intruder", to: phonePeer)
+        await #expect(throws: PayClientError.self) { try await intruderClient.sendRelayFrame(across) }
+        // …nor one whose header names another device as its sender.
+        let spoofed = try await intruderDevice.secureEnclave.sealRelayMessage(
+            Self.bytes("from the mac"), from: "mac", to: phonePeer)
+        do {
+            _ = try await intruderClient.sendRelayFrame(spoofed)
+            Issue.record("a frame sent as another device was queued")
+        } catch {
+            #expect(error.httpStatus == 403)
+        }
+        // Publishing other keys over a device's keys is refused.
+        let replacement = RelayPublicKeys(
+            encryption: try P256.KeyAgreement.PrivateKey().publicKey, signing: try P256.Signing.PrivateKey().publicKey)
+        await #expect(throws: PayClientError.self) { try await sandbox.client("phone").publishRelayKeys(replacement) }
+
+        try await mac.send(Self.bytes("for the phone only"), to: "phone")
+        #expect(try await intruderClient.receiveRelayFrames(after: 0, waitSeconds: 0).messages.isEmpty)
+        #expect(try await phone.receive(after: 0, waitSeconds: 0).accepted.map(Self.text) == ["for the phone only"])
+        await sandbox.close()
+    }
+
+    @Test("H2: A frame the relay replays, reorders or alters is refused by the recipient device")
+    func relayTampering() async throws {
+        let sandbox = try await Sandbox()
+        let (phoneDevice, phone) = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let (macDevice, _) = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        let macClient = try sandbox.client("mac")
+        let phonePeer = RelayPeer(deviceID: "phone", keys: try await phoneDevice.secureEnclave.relayPublicKeys())
+        var frames: [RelayFrame] = []
+        for text in ["first", "second", "third"] {
+            frames.append(
+                try await macDevice.secureEnclave.sealRelayMessage(Self.bytes(text), from: "mac", to: phonePeer))
+        }
+        // Queued out of order, the third once more, and the first with one ciphertext byte changed.
+        var altered = frames[0].sealed
+        altered[0] ^= 0x80
+        let changed = RelayFrame(
+            header: frames[0].header, ephemeralKey: frames[0].ephemeralKey, sealed: altered,
+            signature: frames[0].signature)
+        for frame in [changed, frames[0], frames[2], frames[1], frames[2]] {
+            _ = try await macClient.sendRelayFrame(frame)
+        }
+        let receipt = try await phone.receive(after: 0, waitSeconds: 0)
+        #expect(receipt.accepted.map(Self.text) == ["first", "third"])
+        #expect(
+            receipt.refused.map(\.error.code) == [
+                SecureElementError.Code.invalidRelayFrame, .relayFrameReplayed, .relayFrameReplayed,
+            ])
+        await sandbox.close()
+    }
+}
