@@ -437,7 +437,7 @@ let package = Package(
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
-                "MerchantServer", "DeviceControlAPI", "orchard", "RelayAPI",
+                "MerchantServer", "DeviceControlAPI", "orchard", "RelayAPI", "AccessPolicy",
             ],
             swiftSettings: strict
         ),
