@@ -484,6 +484,7 @@ let package = Package(
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
                 "AcquirerAPI", "TokenRequestorAPI", "SQLiteCrashVFS", "CommandTestSupport", "WebMerchantAPI",
+                "RelayAPI",
             ],
             swiftSettings: strict
         ),

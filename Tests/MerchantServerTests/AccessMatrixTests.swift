@@ -10,6 +10,7 @@ import OrchardServices
 import OrchardX509
 import PayAPI
 import PayServer
+import RelayAPI
 import Testing
 import TokenRequestorAPI
 import WebMerchantAPI
@@ -289,7 +290,8 @@ extension AccessMatrixTests {
                     identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: Self.demoMerchant)))
         ]
         try await Self.runMatrix(
-            "pay", server: server, base: base, declared: PayAPI.Declared.all + WebMerchantAPI.Declared.all,
+            "pay", server: server, base: base,
+            declared: PayAPI.Declared.all + WebMerchantAPI.Declared.all + RelayAPI.Declared.all,
             anonymous: clients.anonymous,
             foreign: clients.foreign, callers: callers, others: others)
         await pay.shutdown()
