@@ -18,6 +18,13 @@ extension PayServerClient {
         try await get(RelayAPI.Route.directory)
     }
 
+    /// Vouches (as this device) for `device`'s relay keys with `signature` (DER) over ``RelayVouch``.
+    public func vouchRelayKeys(of device: String, signature: [UInt8]) async throws(PayClientError) -> RelayVouchRecord {
+        try await post(
+            RelayAPI.Route.vouches,
+            RelayVouchRequest(device: device, signature: Data(signature).base64EncodedString()))
+    }
+
     /// Queues a frame (its sender must be this device).
     public func sendRelayFrame(_ frame: RelayFrame) async throws(PayClientError) -> RelaySendResult {
         try await post(RelayAPI.Route.messages, RelaySendRequest(frame: Data(frame.encoded).base64EncodedString()))
@@ -31,10 +38,24 @@ extension PayServerClient {
 
 /// A device's end of the relay: its Secure Enclave seals and opens, the Pay server carries frames.
 ///
-/// The keys of other devices come from the account's directory at the Pay server. Vouching between the account's
-/// devices is not built yet, so this end trusts the directory's keys for the devices it names: what it proves is
-/// that the Pay server cannot read, forge, alter, replay or reorder a frame between keys it handed out honestly.
+/// The keys of other devices come from the account's directory at the Pay server, and are used only when a chain of
+/// vouches leads to them from this device: this device trusts its own keys (which its Secure Enclave holds), then
+/// each device that a trusted device vouched for, the vouch checked under the trusted device's signing key. A device
+/// vouches after its user approved the other device with the passcode (``approve(_:keys:passcode:)``), for the keys
+/// the other device itself showed, so a directory that substitutes a key, or lists a device no one approved, is
+/// caught: nothing is sent to it or accepted from it, and ``trust()`` reports it.
 public final class DeviceRelay: Sendable {
+    /// What the directory holds as this device checks it.
+    public struct Trust: Sendable {
+        /// The other devices whose keys a chain of vouches from this device reaches.
+        public let trusted: [RelayPeer]
+        /// Devices in the directory no trusted device vouched for (a device that joined and was not approved, or a
+        /// substituted key): an alert.
+        public let unvouched: [String]
+        /// Whether the directory lists keys for this device other than its Secure Enclave's: an alert.
+        public let ownKeysSubstituted: Bool
+    }
+
     /// What a receive handed back: the frames accepted and those refused (with why), and the queue position to
     /// acknowledge next time.
     public struct Receipt: Sendable {
@@ -59,26 +80,87 @@ public final class DeviceRelay: Sendable {
         try await client.publishRelayKeys(try await enclave.relayPublicKeys())
     }
 
-    /// The other devices of the account with their relay keys, as the directory lists them.
+    /// The other devices of the account with their relay keys, as the directory lists them (vouched for or not).
     public func peers() async throws -> [RelayPeer] {
         try await client.relayDirectory().devices.filter { $0.deviceID != deviceID }.map(Self.peer)
     }
 
-    /// Encrypts `plaintext` to `recipient` (a device of the account in the directory), signs it and queues it.
+    /// The user of this device approved `device`, whose keys (`keys`) that device showed itself: the Secure Enclave
+    /// checks the passcode and signs a vouch, which goes to the directory.
+    @discardableResult
+    public func approve(_ device: String, keys: RelayPublicKeys, passcode: SecureBytes) async throws -> RelayVouchRecord
+    {
+        let signature = try await enclave.vouchForRelayDevice(
+            RelayPeer(deviceID: device, keys: keys), voucherID: deviceID, passcode: passcode)
+        return try await client.vouchRelayKeys(of: device, signature: signature.derRepresentation)
+    }
+
+    /// Checks the directory's vouches from this device outwards.
+    public func trust() async throws -> Trust {
+        let directory = try await client.relayDirectory()
+        let own = try await enclave.relayPublicKeys()
+        var entries: [String: (RelayDirectoryEntry, RelayPeer)] = [:]
+        for entry in directory.devices { entries[entry.deviceID] = (entry, try Self.peer(entry)) }
+        let substituted = entries[deviceID].map { $0.1.keys != own } ?? false
+        var trusted: [String: RelayPublicKeys] = [deviceID: own]
+        var grew = true
+        while grew {
+            grew = false
+            for (id, (entry, peer)) in entries where trusted[id] == nil {
+                let vouched = entry.vouches.contains { vouch in
+                    guard let voucherKeys = trusted[vouch.voucher], vouch.voucher != id,
+                        let der = Data(base64Encoded: vouch.signature),
+                        let signature = try? P256.Signing.ECDSASignature(derRepresentation: der)
+                    else { return false }
+                    return voucherKeys.signing.isValidSignature(
+                        signature,
+                        for: RelayVouch.signedContent(
+                            account: directory.account, voucher: vouch.voucher, device: id,
+                            encryptionKey: peer.keys.encryption.x963Representation,
+                            signingKey: peer.keys.signing.x963Representation))
+                }
+                if vouched {
+                    trusted[id] = peer.keys
+                    grew = true
+                }
+            }
+        }
+        return Trust(
+            trusted: trusted.filter { $0.key != deviceID }.map { RelayPeer(deviceID: $0.key, keys: $0.value) }
+                .sorted { $0.deviceID < $1.deviceID },
+            unvouched: entries.keys.filter { trusted[$0] == nil && $0 != deviceID }.sorted(),
+            ownKeysSubstituted: substituted)
+    }
+
+    /// The trusted peers, or a refusal when the directory changed this device's own keys.
+    private func trustedPeers() async throws -> [RelayPeer] {
+        let trust = try await trust()
+        guard !trust.ownKeysSubstituted else {
+            throw PayClientError(
+                .untrustedRelayKey, "the directory lists other relay keys for this device: it was tampered with")
+        }
+        return trust.trusted
+    }
+
+    /// Encrypts `plaintext` to `recipient`, signs it and queues it. The recipient's keys must be vouched for
+    /// (``trust()``); a key no trusted device vouched for is refused.
     @discardableResult
     public func send(_ plaintext: SecureBytes, to recipient: String) async throws -> RelaySendResult {
-        guard let peer = try await peers().first(where: { $0.deviceID == recipient }) else {
-            throw PayClientError(.invalidArgument, "\(recipient) is not a device of this account with relay keys")
+        guard let peer = try await trustedPeers().first(where: { $0.deviceID == recipient }) else {
+            throw PayClientError(
+                .untrustedRelayKey,
+                "\(recipient) has no relay keys a device of this account vouched for: approve it on a trusted device")
         }
         let frame = try await enclave.sealRelayMessage(plaintext, from: deviceID, to: peer)
         return try await client.sendRelayFrame(frame)
     }
 
     /// Receives this device's frames after `after` (acknowledging up to it), waiting up to `waitSeconds`, and
-    /// opens each with the Secure Enclave against its sender's directory keys.
+    /// opens each with the Secure Enclave against its sender's vouched-for keys (a frame from a device no trusted
+    /// device vouched for is refused).
     public func receive(after: Int64, waitSeconds: Int) async throws -> Receipt {
         let inbox = try await client.receiveRelayFrames(after: after, waitSeconds: waitSeconds)
-        let peers = inbox.messages.isEmpty ? [] : try await peers()
+        let peers = inbox.messages.isEmpty ? [] : try await trustedPeers()
         var accepted: [RelayMessage] = []
         var refused: [(id: Int64, error: SecureElementError)] = []
         for delivery in inbox.messages {
@@ -87,7 +169,8 @@ public final class DeviceRelay: Sendable {
                     let frame = try? RelayFrame(parsing: bytes)
                 else { throw SecureElementError(.invalidRelayFrame, "the relay frame does not parse") }
                 guard let peer = peers.first(where: { $0.deviceID == frame.header.sender }) else {
-                    throw SecureElementError(.invalidRelayFrame, "the relay frame's sender is not in the directory")
+                    throw SecureElementError(
+                        .invalidRelayFrame, "the relay frame's sender has no keys a trusted device vouched for")
                 }
                 accepted.append(try await enclave.openRelayMessage(frame, to: deviceID, from: peer))
             } catch {

@@ -29,6 +29,12 @@ extension PayServer {
             expires_at INTEGER NOT NULL
         ) STRICT;
         CREATE INDEX relay_queue_by_recipient ON relay_queue(recipient, id);
+        CREATE TABLE relay_vouches (
+            device_id TEXT NOT NULL REFERENCES devices(device_id),
+            voucher TEXT NOT NULL REFERENCES devices(device_id),
+            signature BLOB NOT NULL,
+            PRIMARY KEY (device_id, voucher)
+        ) STRICT;
         """
 
     func installRelayRoutes(into router: inout Router) {
@@ -72,20 +78,72 @@ extension PayServer {
         router.add(RelayAPI.Declared.directory) { request in
             let device = try await devices.registeredDevice(request)
             let entries = try await store.read { db in
-                try db.query(
+                let vouches = try db.query(
+                    """
+                    SELECT v.device_id, v.voucher, v.signature FROM relay_vouches v
+                    JOIN devices d ON d.device_id = v.device_id WHERE d.account = ? ORDER BY v.voucher
+                    """, [.text(device.account)]
+                ) { row in
+                    (
+                        try row.string(0),
+                        RelayVouchRecord(
+                            voucher: try row.string(1), signature: Data(try row.blob(2)).base64EncodedString())
+                    )
+                }
+                return try db.query(
                     """
                     SELECT d.device_id, d.kind, k.encryption_key, k.signing_key
                     FROM devices d JOIN relay_keys k ON k.device_id = d.device_id
                     WHERE d.account = ? AND d.erased_at IS NULL ORDER BY d.device_id
                     """, [.text(device.account)]
                 ) { row in
-                    RelayDirectoryEntry(
-                        deviceID: try row.string(0), kind: try row.string(1),
+                    let deviceID = try row.string(0)
+                    return RelayDirectoryEntry(
+                        deviceID: deviceID, kind: try row.string(1),
                         encryptionKey: Data(try row.blob(2)).base64EncodedString(),
-                        signingKey: Data(try row.blob(3)).base64EncodedString())
+                        signingKey: Data(try row.blob(3)).base64EncodedString(),
+                        vouches: vouches.filter { $0.0 == deviceID }.map(\.1))
                 }
             }
             return try HTTPResponse.json(RelayDirectory(account: device.account, devices: entries))
+        }
+
+        router.add(RelayAPI.Declared.vouch) { (body: RelayVouchRequest, request) in
+            let voucher = try await devices.registeredDevice(request)
+            guard let signature = Data(base64Encoded: body.signature).map(Array.init),
+                let parsed = try? P256.Signing.ECDSASignature(derRepresentation: signature)
+            else { throw PayServerError(.invalidRequest, "signature is a base64 DER ECDSA signature") }
+            try await store.write { db in
+                let keys = try db.query(
+                    """
+                    SELECT d.device_id, d.account, k.encryption_key, k.signing_key
+                    FROM devices d JOIN relay_keys k ON k.device_id = d.device_id
+                    WHERE d.device_id IN (?, ?) AND d.erased_at IS NULL
+                    """, [.text(voucher.deviceID), .text(body.device)]
+                ) { row in (try row.string(0), try row.string(1), try row.blob(2), try row.blob(3)) }
+                guard let mine = keys.first(where: { $0.0 == voucher.deviceID }),
+                    let theirs = keys.first(where: { $0.0 == body.device }), theirs.1 == voucher.account
+                else {
+                    throw PayServerError(
+                        .notFound, "both devices must be of this account with published relay keys")
+                }
+                // Junk is refused here; the devices check every vouch themselves.
+                let content = RelayVouch.signedContent(
+                    account: voucher.account, voucher: voucher.deviceID, device: body.device,
+                    encryptionKey: theirs.2, signingKey: theirs.3)
+                guard let key = try? P256.Signing.PublicKey(x963Representation: mine.3),
+                    key.isValidSignature(parsed, for: content)
+                else {
+                    throw PayServerError(
+                        .invalidRequest, "the signature is not this device's vouch for \(body.device)'s relay keys")
+                }
+                try db.execute(
+                    """
+                    INSERT INTO relay_vouches (device_id, voucher, signature) VALUES (?, ?, ?)
+                    ON CONFLICT (device_id, voucher) DO UPDATE SET signature = excluded.signature
+                    """, [.text(body.device), .text(voucher.deviceID), .blob(signature)])
+            }
+            return RelayVouchRecord(voucher: voucher.deviceID, signature: body.signature)
         }
 
         router.add(RelayAPI.Declared.send) { (body: RelaySendRequest, request) in

@@ -29,7 +29,7 @@ public enum RelayAPI {
         public static let send = DeclaredRoute("POST", Route.messages, device)
         public static let receive = DeclaredRoute("GET", Route.messages, device)
         /// Every route of the contract.
-        public static var all: [DeclaredRoute] { [publishKeys, directory, send, receive] }
+        public static var all: [DeclaredRoute] { [publishKeys, directory, send, receive, vouch] }
     }
 
     /// The longest a receive waits for a frame (seconds).
@@ -53,18 +53,24 @@ public struct RelayKeyPublication: Codable, Sendable, Hashable {
     }
 }
 
-/// One device in an account's relay directory.
+/// One device in an account's relay directory, with the vouches of other devices of the account for its keys.
+/// Senders use a device's keys only when a chain of vouches leads to them from a device they trust (themselves
+/// first): the directory alone cannot introduce or substitute a key.
 public struct RelayDirectoryEntry: Codable, Sendable, Hashable {
     public let deviceID: String
     /// `phone`, `watch`, `ipad` or `mac`.
     public let kind: String
     public let encryptionKey: String
     public let signingKey: String
-    public init(deviceID: String, kind: String, encryptionKey: String, signingKey: String) {
+    public let vouches: [RelayVouchRecord]
+    public init(
+        deviceID: String, kind: String, encryptionKey: String, signingKey: String, vouches: [RelayVouchRecord] = []
+    ) {
         self.deviceID = deviceID
         self.kind = kind
         self.encryptionKey = encryptionKey
         self.signingKey = signingKey
+        self.vouches = vouches
     }
 }
 
@@ -107,4 +113,56 @@ public struct RelayDelivery: Codable, Sendable, Hashable {
 public struct RelayInbox: Codable, Sendable, Hashable {
     public let messages: [RelayDelivery]
     public init(messages: [RelayDelivery]) { self.messages = messages }
+}
+
+extension RelayAPI.Route {
+    /// `POST` ``RelayVouchRequest`` → ``RelayVouchRecord``: the calling device vouches for another device's keys.
+    public static let vouches = "/v1/relay/vouches"
+}
+
+extension RelayAPI.Declared {
+    /// Only a device of the account vouches, as itself (its certificate), for a device of the same account.
+    public static let vouch = DeclaredRoute("POST", RelayAPI.Route.vouches, device)
+}
+
+/// What a device signs, with its relay signing key, to vouch for another device of its account after its user
+/// approved that device: ``context`` ‖ u8 len ‖ account ‖ u8 len ‖ voucher ID ‖ u8 len ‖ device ID ‖ the device's
+/// encryption key (65) ‖ signing key (65). The context differs from a frame's, so no vouch is a frame signature and
+/// no frame a vouch.
+public enum RelayVouch {
+    public static let context: [UInt8] = Array("orchard-relay-vouch-v1".utf8) + [0]
+
+    /// The bytes signed. Names are at most 255 bytes (device IDs 64, accounts 64).
+    public static func signedContent(
+        account: String, voucher: String, device: String, encryptionKey: [UInt8], signingKey: [UInt8]
+    ) -> [UInt8] {
+        var bytes = context
+        for name in [account, voucher, device] {
+            let utf8 = Array(name.utf8.prefix(255))
+            bytes.append(UInt8(utf8.count))
+            bytes += utf8
+        }
+        return bytes + encryptionKey + signingKey
+    }
+}
+
+/// `POST /v1/relay/vouches`: the vouching device's ECDSA signature (DER, base64) over ``RelayVouch`` for `device`'s
+/// keys as the directory lists them.
+public struct RelayVouchRequest: Codable, Sendable, Hashable {
+    public let device: String
+    public let signature: String
+    public init(device: String, signature: String) {
+        self.device = device
+        self.signature = signature
+    }
+}
+
+/// A vouch as the directory lists it under the device vouched for.
+public struct RelayVouchRecord: Codable, Sendable, Hashable {
+    public let voucher: String
+    public let signature: String
+    public init(voucher: String, signature: String) {
+        self.voucher = voucher
+        self.signature = signature
+    }
 }

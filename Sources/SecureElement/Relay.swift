@@ -157,6 +157,29 @@ extension SecureEnclave {
         return RelayMessage(sender: sender.deviceID, sequence: frame.header.sequence, plaintext: plaintext)
     }
 
+    /// Vouches for `peer`'s relay keys once the user entered this device's passcode: signs ``RelayVouch`` (account
+    /// of this device, `voucherID` this device) with the relay signing key. A wrong passcode is counted and refused
+    /// as for any passcode entry.
+    /// - Throws: ``SecureElementError/Code/passcodeIncorrect``, ``SecureElementError/Code/lockedOut``,
+    ///   ``SecureElementError/Code/passcodeRequired``.
+    public func vouchForRelayDevice(
+        _ peer: RelayPeer, voucherID: String, passcode: SecureBytes
+    ) throws(SecureElementError) -> P256.Signing.ECDSASignature {
+        try requirePasscodeAttemptAllowed()
+        guard try verify(.passcode(passcode)) else {
+            throw SecureElementError(.passcodeIncorrect, "the passcode is not right")
+        }
+        let (_, signing) = try relayKeys()
+        let content = RelayVouch.signedContent(
+            account: profile.account, voucher: voucherID, device: peer.deviceID,
+            encryptionKey: peer.keys.encryption.x963Representation, signingKey: peer.keys.signing.x963Representation)
+        do {
+            return try signing.signature(for: content)
+        } catch {
+            throw SecureElementError(.internalFailure, "signing the vouch failed")
+        }
+    }
+
     private func relayKeys() throws(SecureElementError) -> (P256.KeyAgreement.PrivateKey, P256.Signing.PrivateKey) {
         if let encryption = persisted.relayEncryptionKey, let signing = persisted.relaySigningKey {
             return (encryption, signing)

@@ -505,7 +505,7 @@ public actor SecureEnclave {
         return clock.nanoseconds() < until
     }
 
-    private func requirePasscodeAttemptAllowed() throws(SecureElementError) {
+    func requirePasscodeAttemptAllowed() throws(SecureElementError) {
         guard persisted.passcodeVerifier != nil else {
             throw SecureElementError(.passcodeRequired, "no passcode is set")
         }
@@ -520,7 +520,7 @@ public actor SecureEnclave {
     }
 
     /// Checks the evidence, counts a failure or resets the counters, and persists the result first.
-    private func verify(_ evidence: AuthenticationEvidence) throws(SecureElementError) -> Bool {
+    func verify(_ evidence: AuthenticationEvidence) throws(SecureElementError) -> Bool {
         switch evidence {
         case .faceID(let matched), .touchID(let matched):
             if matched {

@@ -29,7 +29,8 @@ struct RelayAPIContractTests {
         #expect(RelayAPI.Route.keys == "/v1/relay/keys")
         #expect(RelayAPI.Route.directory == "/v1/relay/directory")
         #expect(RelayAPI.Route.messages == "/v1/relay/messages")
-        #expect(RelayAPI.Declared.all.map(\.method) == ["POST", "GET", "POST", "GET"])
+        #expect(RelayAPI.Route.vouches == "/v1/relay/vouches")
+        #expect(RelayAPI.Declared.all.map(\.method) == ["POST", "GET", "POST", "GET", "POST"])
         #expect(RelayAPI.Declared.all.allSatisfy { $0.policy == .role(CallerRoles.device) })
     }
 
@@ -38,13 +39,23 @@ struct RelayAPIContractTests {
         try roundTrips(
             RelayKeyPublication(encryptionKey: "BAE=", signingKey: "BAI="),
             as: #"{"encryptionKey":"BAE=","signingKey":"BAI="}"#)
-        let entry = RelayDirectoryEntry(deviceID: "mac", kind: "mac", encryptionKey: "BAE=", signingKey: "BAI=")
-        try roundTrips(entry, as: #"{"deviceID":"mac","encryptionKey":"BAE=","kind":"mac","signingKey":"BAI="}"#)
+        let entry = RelayDirectoryEntry(
+            deviceID: "mac", kind: "mac", encryptionKey: "BAE=", signingKey: "BAI=",
+            vouches: [RelayVouchRecord(voucher: "phone", signature: "MEQ=")])
+        let entryJSON =
+            #"{"deviceID":"mac","encryptionKey":"BAE=","kind":"mac","signingKey":"BAI=","#
+            + #""vouches":[{"signature":"MEQ=","voucher":"phone"}]}"#
+        try roundTrips(entry, as: entryJSON)
         try roundTrips(
-            RelayDirectory(account: "demo", devices: [entry]),
-            as:
-                #"{"account":"demo","devices":[{"deviceID":"mac","encryptionKey":"BAE=","kind":"mac","signingKey":"BAI="}]}"#
-        )
+            RelayDirectory(account: "demo", devices: [entry]), as: #"{"account":"demo","devices":["# + entryJSON + "]}")
+        try roundTrips(
+            RelayVouchRequest(device: "mac", signature: "MEQ="), as: #"{"device":"mac","signature":"MEQ="}"#)
+        // What a vouch signs: context, account, voucher, device, both keys.
+        #expect(
+            RelayVouch.signedContent(
+                account: "demo", voucher: "phone", device: "mac", encryptionKey: [4, 1], signingKey: [4, 2])
+                == Array("orchard-relay-vouch-v1".utf8) + [0, 4] + Array("demo".utf8) + [5] + Array("phone".utf8) + [3]
+                + Array("mac".utf8) + [4, 1, 4, 2])
         try roundTrips(RelaySendRequest(frame: "AQ=="), as: #"{"frame":"AQ=="}"#)
         try roundTrips(RelaySendResult(id: 7), as: #"{"id":7}"#)
         try roundTrips(

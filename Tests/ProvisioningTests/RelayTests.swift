@@ -3,6 +3,7 @@ import Foundation
 import OrchardCrypto
 import OrchardRuntime
 import OrchardServices
+import OrchardStore
 import PayClient
 import PayServer
 import RelayAPI
@@ -27,6 +28,14 @@ struct RelayEndToEndTests {
         return (device, relay)
     }
 
+    static let passcode = SecureBytes(Array("123456".utf8))
+
+    /// The users of both devices approve each other: each vouches for the keys the other shows it.
+    static func approve(_ a: (Device, DeviceRelay), _ b: (Device, DeviceRelay)) async throws {
+        try await a.1.approve(b.1.deviceID, keys: try await b.0.secureEnclave.relayPublicKeys(), passcode: passcode)
+        try await b.1.approve(a.1.deviceID, keys: try await a.0.secureEnclave.relayPublicKeys(), passcode: passcode)
+    }
+
     static func text(_ message: RelayMessage) -> String {
         String(decoding: message.plaintext.unsafeCopyOfBytes(), as: UTF8.self)
     }
@@ -36,8 +45,15 @@ struct RelayEndToEndTests {
     @Test("Two devices of one account exchange messages through the running Pay server, the receiver long-polling")
     func exchange() async throws {
         let sandbox = try await Sandbox()
-        let (_, phone) = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
-        let (_, mac) = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        let phoneJoined = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let macJoined = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        let (phone, mac) = (phoneJoined.1, macJoined.1)
+        // Before the users approve, neither device trusts the other's keys: the mac joined, the phone is alerted.
+        #expect(try await phone.trust().unvouched == ["mac"])
+        await #expect(throws: PayClientError.self) { try await mac.send(Self.bytes("too early"), to: "phone") }
+        try await Self.approve(phoneJoined, macJoined)
+        #expect(try await phone.trust().trusted.map(\.deviceID) == ["mac"])
+        #expect(try await phone.trust().unvouched.isEmpty)
         #expect(try await phone.peers().map(\.deviceID) == ["mac"])
         #expect(try await sandbox.client("mac").relayDirectory().devices.map(\.deviceID) == ["mac", "phone"])
         // Publishing again is idempotent.
@@ -65,8 +81,10 @@ struct RelayEndToEndTests {
     @Test("H1: No key the Pay server owns opens a queued frame, and its files hold no plaintext")
     func payServerCannotRead() async throws {
         let sandbox = try await Sandbox()
-        let (_, phone) = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
-        let (_, mac) = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        let phoneJoined = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let macJoined = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        try await Self.approve(phoneJoined, macJoined)
+        let (phone, mac) = (phoneJoined.1, macJoined.1)
         let secret = "ship to 1 Orchard Lane, Springfield"
         try await mac.send(Self.bytes(secret), to: "phone")
         for (path, bytes) in try sandbox.files() {
@@ -96,8 +114,10 @@ struct RelayEndToEndTests {
     @Test("H1: A device of another account sees no key of the account, cannot send to it or as it, receives nothing")
     func otherAccount() async throws {
         let sandbox = try await Sandbox()
-        let (phoneDevice, phone) = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
-        let (_, mac) = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        let phoneJoined = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let macJoined = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        try await Self.approve(phoneJoined, macJoined)
+        let (phoneDevice, phone, mac) = (phoneJoined.0, phoneJoined.1, macJoined.1)
         let (intruderDevice, intruder) = try await Self.join(
             sandbox, "intruder", kind: .mac, biometry: .touch, account: "mallory")
         let intruderClient = try sandbox.client("intruder")
@@ -132,8 +152,10 @@ struct RelayEndToEndTests {
     @Test("H2: A frame the relay replays, reorders or alters is refused by the recipient device")
     func relayTampering() async throws {
         let sandbox = try await Sandbox()
-        let (phoneDevice, phone) = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
-        let (macDevice, _) = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        let phoneJoined = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let macJoined = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        try await Self.approve(phoneJoined, macJoined)
+        let (phoneDevice, phone, macDevice) = (phoneJoined.0, phoneJoined.1, macJoined.0)
         let macClient = try sandbox.client("mac")
         let phonePeer = RelayPeer(deviceID: "phone", keys: try await phoneDevice.secureEnclave.relayPublicKeys())
         var frames: [RelayFrame] = []
@@ -156,6 +178,71 @@ struct RelayEndToEndTests {
             receipt.refused.map(\.error.code) == [
                 SecureElementError.Code.invalidRelayFrame, .relayFrameReplayed, .relayFrameReplayed,
             ])
+        await sandbox.close()
+    }
+
+    @Test("H1: A key the directory substitutes is refused by senders and reported by the device it belongs to")
+    func substitutedKey() async throws {
+        let sandbox = try await Sandbox()
+        let phoneJoined = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let macJoined = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        try await Self.approve(phoneJoined, macJoined)
+        let (phone, mac) = (phoneJoined.1, macJoined.1)
+        try await mac.send(Self.bytes("before"), to: "phone")
+        // The directory swaps the phone's keys for keys it holds (written to pay.sqlite beside the running server).
+        let store = try PayStore.open(in: sandbox.deployment)
+        let encryption = try P256.KeyAgreement.PrivateKey().publicKey.x963Representation
+        let signing = try P256.Signing.PrivateKey().publicKey.x963Representation
+        try await store.write { db in
+            try db.execute(
+                "UPDATE relay_keys SET encryption_key = ?, signing_key = ? WHERE device_id = 'phone'",
+                [.blob(encryption), .blob(signing)])
+        }
+        await store.close()
+        let macTrust = try await mac.trust()
+        #expect(macTrust.unvouched == ["phone"] && macTrust.trusted.isEmpty)
+        do {
+            try await mac.send(Self.bytes("after"), to: "phone")
+            Issue.record("the mac sent to a substituted key")
+        } catch let error as PayClientError {
+            #expect(error.code == .untrustedRelayKey)
+        }
+        #expect(try await phone.trust().ownKeysSubstituted)
+        await #expect(throws: PayClientError.self) { try await phone.send(Self.bytes("reply"), to: "mac") }
+        await sandbox.close()
+    }
+
+    @Test(
+        "A device that joins unapproved is an alert and gets nothing; approved with the passcode, trust is transitive")
+    func joinAndApprove() async throws {
+        let sandbox = try await Sandbox()
+        let phoneJoined = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let macJoined = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        try await Self.approve(phoneJoined, macJoined)
+        let watchJoined = try await Self.join(sandbox, "watch", kind: .watch, biometry: .none)
+        let (phone, mac, watch) = (phoneJoined.1, macJoined.1, watchJoined.1)
+        #expect(try await mac.trust().unvouched == ["watch"])
+        #expect(try await phone.trust().unvouched == ["watch"])
+        await #expect(throws: PayClientError.self) { try await mac.send(Self.bytes("hi watch"), to: "watch") }
+        // The watch's frame reaches the phone's queue, and the phone refuses it.
+        let phonePeer = RelayPeer(
+            deviceID: "phone", keys: try await phoneJoined.0.secureEnclave.relayPublicKeys())
+        let frame = try await watchJoined.0.secureEnclave.sealRelayMessage(
+            Self.bytes("unapproved"), from: "watch", to: phonePeer)
+        _ = try await sandbox.client("watch").sendRelayFrame(frame)
+        let receipt = try await phone.receive(after: 0, waitSeconds: 0)
+        #expect(receipt.accepted.isEmpty && receipt.refused.count == 1)
+        // A wrong passcode on the phone vouches for nothing.
+        let watchKeys = try await watchJoined.0.secureEnclave.relayPublicKeys()
+        await #expect(throws: SecureElementError(.passcodeIncorrect, "")) {
+            try await phone.approve("watch", keys: watchKeys, passcode: SecureBytes(Array("000000".utf8)))
+        }
+        #expect(try await mac.trust().unvouched == ["watch"])
+        // Approved on the phone, the watch is trusted by the mac too (mac → phone → watch).
+        try await Self.approve(phoneJoined, watchJoined)
+        #expect(try await mac.trust().trusted.map(\.deviceID) == ["phone", "watch"])
+        try await mac.send(Self.bytes("hi watch"), to: "watch")
+        #expect(try await watch.receive(after: 0, waitSeconds: 0).accepted.map(Self.text) == ["hi watch"])
         await sandbox.close()
     }
 }
