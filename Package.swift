@@ -104,6 +104,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
                 "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy", "Acquirer", "WebMerchantAPI",
+                "RelayAPI",
             ],
             swiftSettings: strict
         ),

@@ -190,6 +190,22 @@ public struct DeviceControl: Sendable {
             }
             let terminated = try await device.resetAuthorizationRandom(reason: reason)
             return .json(TerminatedCardsAnswer(terminated: terminated.map(\.hex)))
+        case .relayKeys:
+            let keys = try await device.secureEnclave.relayPublicKeys()
+            return .json(
+                RelayKeysAnswer(
+                    encryptionKey: Data(keys.encryption.x963Representation),
+                    signingKey: Data(keys.signing.x963Representation)))
+        case .relayVouch:
+            let request = try decode(VouchRelayDevice.self, body)
+            guard let encryption = try? P256.KeyAgreement.PublicKey(x963Representation: request.encryptionKey),
+                let signing = try? P256.Signing.PublicKey(x963Representation: request.signingKey)
+            else { throw DeviceError(.invalidArgument, "encryptionKey and signingKey are P-256 public keys (X9.63)") }
+            let signature = try await device.secureEnclave.vouchForRelayDevice(
+                RelayPeer(
+                    deviceID: request.device, keys: RelayPublicKeys(encryption: encryption, signing: signing)),
+                voucherID: device.name, passcode: SecureBytes(Array(request.passcode.utf8)))
+            return .json(RelayVouchAnswer(signature: Data(signature.derRepresentation)))
         case .settings:
             return .json(await currentSettings())
         case .updateSettings:
