@@ -2,6 +2,7 @@ import Foundation
 public import OrchardCrypto
 public import RelayAPI
 public import SecureElement
+public import Wallet
 
 extension PayServerClient {
     /// Publishes this device's relay public keys to its account's directory (idempotent).
@@ -23,6 +24,30 @@ extension PayServerClient {
         try await post(
             RelayAPI.Route.vouches,
             RelayVouchRequest(device: device, signature: Data(signature).base64EncodedString()))
+    }
+
+    /// The account key's latest generation and this device's wrap of it.
+    public func accountKeyState() async throws(PayClientError) -> AccountKeyState {
+        try await get(RelayAPI.Route.accountKey)
+    }
+
+    /// Uploads the next generation of the account key.
+    public func uploadAccountKey(_ upload: AccountKeyUpload) async throws(PayClientError) -> AccountKeyGeneration {
+        try await post(RelayAPI.Route.accountKey, upload)
+    }
+
+    /// The account's synced addresses (ciphertext), or nil before the first.
+    public func syncedAddresses() async throws(PayClientError) -> SyncedRecord? {
+        do {
+            return try await get(RelayAPI.Route.addresses) as SyncedRecord
+        } catch  where error.httpStatus == 404 {
+            return nil
+        }
+    }
+
+    /// Replaces the account's synced addresses.
+    public func uploadAddresses(_ record: SyncedRecord) async throws(PayClientError) -> AccountKeyGeneration {
+        try await post(RelayAPI.Route.addresses, record)
     }
 
     /// Queues a frame (its sender must be this device).
@@ -67,11 +92,15 @@ public final class DeviceRelay: Sendable {
     public let deviceID: String
     private let client: PayServerClient
     private let enclave: SecureEnclave
+    private let random: any RandomSource
 
-    public init(deviceID: String, client: PayServerClient, enclave: SecureEnclave) {
+    public init(
+        deviceID: String, client: PayServerClient, enclave: SecureEnclave, random: any RandomSource = SystemRandom()
+    ) {
         self.deviceID = deviceID
         self.client = client
         self.enclave = enclave
+        self.random = random
     }
 
     /// Has the Secure Enclave make (at the first call) its relay keys, and publishes their public halves.
@@ -190,5 +219,127 @@ public final class DeviceRelay: Sendable {
         }
         return RelayPeer(
             deviceID: entry.deviceID, keys: RelayPublicKeys(encryption: encryptionKey, signing: signingKey))
+    }
+
+    // MARK: Address sync
+
+    /// Rotates the account key: a new random key of the next generation, wrapped to this device and to every device
+    /// it trusts now (``trust()``), and the synced addresses re-encrypted under it. A device removed from the
+    /// account (erased: gone from the directory) or never vouched for gets no wrap, so it cannot read what is synced
+    /// after. Returns the new generation.
+    @discardableResult
+    public func rotateAccountKey() async throws -> Int64 {
+        let existing = try await client.accountKeyState().generation > 0 ? try await fetchAddresses() : nil
+        let generation = try await rotate()
+        if let existing { try await upload(existing) }
+        return generation
+    }
+
+    /// Encrypts `addresses` under the account key (making the first one when there is none) and stores them at the
+    /// Pay server, replacing what was synced.
+    public func syncAddresses(_ addresses: SyncedAddresses) async throws {
+        if try await client.accountKeyState().generation == 0 { try await rotate() }
+        try await upload(addresses)
+    }
+
+    /// The account's synced addresses, or nil before the first sync.
+    /// - Throws: ``PayClientError/Code/untrustedRelayKey`` when the latest account key is not wrapped to this
+    ///   device or was wrapped by a device this device does not trust.
+    public func fetchAddresses() async throws -> SyncedAddresses? {
+        guard let record = try await client.syncedAddresses() else { return nil }
+        let (account, generation, key) = try await currentKey()
+        guard record.generation == generation, let sealed = Data(base64Encoded: record.ciphertext).map(Array.init),
+            sealed.count >= 28
+        else { throw PayClientError(.protocolViolation, "the synced addresses are not under the latest account key") }
+        let plaintext: [UInt8]
+        do {
+            plaintext = try AES.GCM.open(
+                try AES.GCM.SealedBox(combined: sealed[12...]), using: key, iv: sealed[..<12],
+                authenticating: SyncedRecord.additionalData(account: account, generation: generation))
+        } catch {
+            throw PayClientError(.protocolViolation, "the synced addresses do not open under the account key")
+        }
+        do {
+            return try JSONDecoder().decode(SyncedAddresses.self, from: Data(plaintext))
+        } catch {
+            throw PayClientError(.protocolViolation, "the synced addresses are not the expected JSON")
+        }
+    }
+
+    private func upload(_ addresses: SyncedAddresses) async throws {
+        let (account, generation, key) = try await currentKey()
+        let iv = random.bytes(12)
+        let box = try AES.GCM.seal(
+            try JSONEncoder().encode(addresses), using: key, iv: iv,
+            authenticating: SyncedRecord.additionalData(account: account, generation: generation))
+        _ = try await client.uploadAddresses(
+            SyncedRecord(generation: generation, ciphertext: Data(iv + box.combined).base64EncodedString()))
+    }
+
+    @discardableResult
+    private func rotate() async throws -> Int64 {
+        let generation = try await client.accountKeyState().generation + 1
+        let key = SymmetricKey(data: random.bytes(32))
+        let own = RelayPeer(deviceID: deviceID, keys: try await enclave.relayPublicKeys())
+        var wrapped: [WrappedAccountKey] = []
+        for peer in [own] + (try await trustedPeers()) {
+            let frame = try await enclave.wrapAccountKey(
+                key, generation: UInt64(generation), from: deviceID, to: peer)
+            wrapped.append(
+                WrappedAccountKey(
+                    generation: generation, device: peer.deviceID, frame: Data(frame.encoded).base64EncodedString()))
+        }
+        return try await client.uploadAccountKey(AccountKeyUpload(generation: generation, wrapped: wrapped))
+            .generation
+    }
+
+    /// The account, the latest generation and its key, unwrapped by the Secure Enclave from a trusted device's wrap.
+    private func currentKey() async throws -> (String, Int64, SymmetricKey) {
+        let state = try await client.accountKeyState()
+        guard let wrapped = state.wrapped, let bytes = Data(base64Encoded: wrapped.frame).map(Array.init),
+            let frame = try? RelayFrame(parsing: bytes)
+        else {
+            throw PayClientError(
+                .untrustedRelayKey,
+                "the latest account key is not wrapped to this device: it was removed or not approved")
+        }
+        let account = try await client.relayDirectory().account
+        let own = RelayPeer(deviceID: deviceID, keys: try await enclave.relayPublicKeys())
+        guard let sender = ([own] + (try await trustedPeers())).first(where: { $0.deviceID == frame.header.sender })
+        else {
+            throw PayClientError(
+                .untrustedRelayKey, "the account key was wrapped by a device this device does not trust")
+        }
+        let key = try await enclave.unwrapAccountKey(
+            frame, generation: UInt64(state.generation), to: deviceID, from: sender)
+        return (account, state.generation, key)
+    }
+}
+
+/// The recently used contacts the devices of an account share (the seeds' iCloud Keychain sync), most recent
+/// first per role, as the wallet keeps them.
+public struct SyncedAddresses: Codable, Sendable, Equatable {
+    public var contact: [Contact]
+    public var shipping: [Contact]
+    public var billing: [Contact]
+    public init(contact: [Contact] = [], shipping: [Contact] = [], billing: [Contact] = []) {
+        self.contact = contact
+        self.shipping = shipping
+        self.billing = billing
+    }
+
+    /// The wallet's recent contacts of every role.
+    public init(wallet: Wallet) async throws {
+        contact = try await wallet.recentContacts(.contact)
+        shipping = try await wallet.recentContacts(.shipping)
+        billing = try await wallet.recentContacts(.billing)
+    }
+
+    /// Records the synced contacts in `wallet` (oldest first, so the most recent ends in front), so its payment
+    /// sheets offer them.
+    public func record(in wallet: Wallet) async throws {
+        for (role, contacts) in [(ContactRole.contact, contact), (.shipping, shipping), (.billing, billing)] {
+            for item in contacts.reversed() { try await wallet.recordUse(item, as: role) }
+        }
     }
 }

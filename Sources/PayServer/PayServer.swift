@@ -121,6 +121,7 @@ public final class PayServer: Sendable {
         }
         installDeviceRoutes(into: &router)
         installRelayRoutes(into: &router)
+        installAddressSyncRoutes(into: &router)
         installAnonymousAnalytics(into: &router)
         inApp.addRoutes(to: &router)
         installWebMerchantRoutes(into: &router, root: root)

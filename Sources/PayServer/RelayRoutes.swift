@@ -35,6 +35,18 @@ extension PayServer {
             signature BLOB NOT NULL,
             PRIMARY KEY (device_id, voucher)
         ) STRICT;
+        CREATE TABLE relay_account_keys (
+            account TEXT NOT NULL REFERENCES accounts(name),
+            generation INTEGER NOT NULL,
+            device_id TEXT NOT NULL REFERENCES devices(device_id),
+            frame BLOB NOT NULL,
+            PRIMARY KEY (account, generation, device_id)
+        ) STRICT;
+        CREATE TABLE relay_synced_addresses (
+            account TEXT PRIMARY KEY REFERENCES accounts(name),
+            generation INTEGER NOT NULL,
+            ciphertext BLOB NOT NULL
+        ) STRICT;
         """
 
     func installRelayRoutes(into router: inout Router) {
@@ -205,6 +217,122 @@ extension PayServer {
             return try HTTPResponse.json(
                 RelayInbox(
                     messages: try await Self.relayPending(for: deviceID, after: after, store: store, now: clock.now())))
+        }
+    }
+
+    /// Address sync: the account key's generations, wrapped per device, and the account's address record, all
+    /// ciphertext the Pay server cannot open.
+    func installAddressSyncRoutes(into router: inout Router) {
+        let devices = self.devices
+        let store = self.store
+
+        router.add(RelayAPI.Declared.uploadAccountKey) { (body: AccountKeyUpload, request) in
+            let device = try await devices.registeredDevice(request)
+            var wraps: [(String, [UInt8])] = []
+            for wrap in body.wrapped {
+                guard let bytes = Data(base64Encoded: wrap.frame).map(Array.init),
+                    let header = try? RelayFrame(parsing: bytes).header, header.sender == device.deviceID,
+                    header.recipient == wrap.device, header.sequence == UInt64(max(body.generation, 0))
+                else {
+                    throw PayServerError(
+                        .invalidRequest,
+                        "each wrap is a relay frame from this device to its device, with the generation as sequence")
+                }
+                wraps.append((wrap.device, bytes))
+            }
+            guard wraps.contains(where: { $0.0 == device.deviceID }) else {
+                throw PayServerError(.invalidRequest, "the uploading device wraps the key to itself too")
+            }
+            let generation = body.generation
+            try await store.write { [wraps] db in
+                let current =
+                    try db.queryFirst(
+                        "SELECT MAX(generation) FROM relay_account_keys WHERE account = ?", [.text(device.account)]
+                    ) { row in try row.optionalInt64(0) } ?? nil
+                guard generation == (current ?? 0) + 1 else {
+                    throw PayServerError(
+                        .invalidRequest, "the next account key generation is \((current ?? 0) + 1)")
+                }
+                for (recipient, frame) in wraps {
+                    let account = try db.queryFirst(
+                        """
+                        SELECT d.account FROM devices d JOIN relay_keys k ON k.device_id = d.device_id
+                        WHERE d.device_id = ? AND d.erased_at IS NULL
+                        """, [.text(recipient)]
+                    ) { row in try row.string(0) }
+                    guard account == device.account else {
+                        throw PayServerError(.notFound, "\(recipient) is not a device of this account with relay keys")
+                    }
+                    try db.execute(
+                        "INSERT INTO relay_account_keys (account, generation, device_id, frame) VALUES (?, ?, ?, ?)",
+                        [.text(device.account), .integer(generation), .text(recipient), .blob(frame)])
+                }
+            }
+            return AccountKeyGeneration(generation: generation)
+        }
+
+        router.add(RelayAPI.Declared.accountKey) { request in
+            let device = try await devices.registeredDevice(request)
+            let state = try await store.read { db in
+                let latest =
+                    try db.queryFirst(
+                        "SELECT MAX(generation) FROM relay_account_keys WHERE account = ?", [.text(device.account)]
+                    ) { row in try row.optionalInt64(0) } ?? nil
+                guard let latest else { return AccountKeyState(generation: 0, wrapped: nil) }
+                let frame = try db.queryFirst(
+                    "SELECT frame FROM relay_account_keys WHERE account = ? AND device_id = ? AND generation = ?",
+                    [.text(device.account), .text(device.deviceID), .integer(latest)]
+                ) { row in try row.blob(0) }
+                return AccountKeyState(
+                    generation: latest,
+                    wrapped: frame.map {
+                        WrappedAccountKey(
+                            generation: latest, device: device.deviceID, frame: Data($0).base64EncodedString())
+                    })
+            }
+            return try HTTPResponse.json(state)
+        }
+
+        router.add(RelayAPI.Declared.uploadAddresses) { (body: SyncedRecord, request) in
+            let device = try await devices.registeredDevice(request)
+            guard let ciphertext = Data(base64Encoded: body.ciphertext).map(Array.init),
+                ciphertext.count >= 28, ciphertext.count <= RelayAPI.maximumFrameByteCount
+            else { throw PayServerError(.invalidRequest, "ciphertext is base64 IV ‖ ciphertext ‖ tag, at most 64 KiB") }
+            let generation = body.generation
+            try await store.write { db in
+                // Only a device that holds the latest key (it is wrapped to it) writes under it.
+                let holds = try db.queryFirst(
+                    """
+                    SELECT 1 FROM relay_account_keys WHERE account = ? AND device_id = ? AND generation = ?
+                        AND generation = (SELECT MAX(generation) FROM relay_account_keys WHERE account = ?)
+                    """,
+                    [.text(device.account), .text(device.deviceID), .integer(generation), .text(device.account)]
+                ) { _ in true }
+                guard holds == true else {
+                    throw PayServerError(
+                        .invalidRequest, "addresses are written under the latest account key, wrapped to this device")
+                }
+                try db.execute(
+                    """
+                    INSERT INTO relay_synced_addresses (account, generation, ciphertext) VALUES (?, ?, ?)
+                    ON CONFLICT (account) DO UPDATE SET generation = excluded.generation, ciphertext = excluded.ciphertext
+                    """, [.text(device.account), .integer(generation), .blob(ciphertext)])
+            }
+            return AccountKeyGeneration(generation: generation)
+        }
+
+        router.add(RelayAPI.Declared.addresses) { request in
+            let device = try await devices.registeredDevice(request)
+            let record = try await store.read { db in
+                try db.queryFirst(
+                    "SELECT generation, ciphertext FROM relay_synced_addresses WHERE account = ?",
+                    [.text(device.account)]
+                ) { row in
+                    SyncedRecord(generation: try row.int64(0), ciphertext: Data(try row.blob(1)).base64EncodedString())
+                }
+            }
+            guard let record else { throw PayServerError(.notFound, "this account has no synced addresses yet") }
+            return try HTTPResponse.json(record)
         }
     }
 

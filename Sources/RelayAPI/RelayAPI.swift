@@ -29,7 +29,7 @@ public enum RelayAPI {
         public static let send = DeclaredRoute("POST", Route.messages, device)
         public static let receive = DeclaredRoute("GET", Route.messages, device)
         /// Every route of the contract.
-        public static var all: [DeclaredRoute] { [publishKeys, directory, send, receive, vouch] }
+        public static var all: [DeclaredRoute] { [publishKeys, directory, send, receive, vouch] + sync }
     }
 
     /// The longest a receive waits for a frame (seconds).
@@ -164,5 +164,83 @@ public struct RelayVouchRecord: Codable, Sendable, Hashable {
     public init(voucher: String, signature: String) {
         self.voucher = voucher
         self.signature = signature
+    }
+}
+
+extension RelayAPI.Route {
+    /// `POST` ``AccountKeyUpload`` → ``AccountKeyGeneration``: a new generation of the account key, wrapped to each
+    /// device that may read it. `GET` → ``AccountKeyState``: the latest generation and the caller's wrap of it, if
+    /// any.
+    public static let accountKey = "/v1/relay/account-key"
+    /// `POST` ``SyncedRecord`` → ``AccountKeyGeneration``: replaces the account's synced addresses (ciphertext
+    /// under the latest account key). `GET` → ``SyncedRecord`` (404 before the first).
+    public static let addresses = "/v1/relay/addresses"
+}
+
+extension RelayAPI.Declared {
+    public static let uploadAccountKey = DeclaredRoute("POST", RelayAPI.Route.accountKey, device)
+    public static let accountKey = DeclaredRoute("GET", RelayAPI.Route.accountKey, device)
+    public static let uploadAddresses = DeclaredRoute("POST", RelayAPI.Route.addresses, device)
+    public static let addresses = DeclaredRoute("GET", RelayAPI.Route.addresses, device)
+    /// The address-sync routes.
+    public static var sync: [DeclaredRoute] { [uploadAccountKey, accountKey, uploadAddresses, addresses] }
+}
+
+/// The account key of one generation, sealed to one device as a ``RelayFrame`` from the device that made it (its
+/// sequence is the generation).
+public struct WrappedAccountKey: Codable, Sendable, Hashable {
+    public let generation: Int64
+    public let device: String
+    public let frame: String
+    public init(generation: Int64, device: String, frame: String) {
+        self.generation = generation
+        self.device = device
+        self.frame = frame
+    }
+}
+
+/// `POST /v1/relay/account-key`: generation (the current one plus one) and its wraps; each frame's sender is the
+/// caller, its recipient a device of the account, its sequence the generation.
+public struct AccountKeyUpload: Codable, Sendable, Hashable {
+    public let generation: Int64
+    public let wrapped: [WrappedAccountKey]
+    public init(generation: Int64, wrapped: [WrappedAccountKey]) {
+        self.generation = generation
+        self.wrapped = wrapped
+    }
+}
+
+/// `GET /v1/relay/account-key`: the account key's latest generation (0: none yet) and the caller's wrap of it (none
+/// when the key was not wrapped to the caller: a device removed before the rotation).
+public struct AccountKeyState: Codable, Sendable, Hashable {
+    public let generation: Int64
+    public let wrapped: WrappedAccountKey?
+    public init(generation: Int64, wrapped: WrappedAccountKey?) {
+        self.generation = generation
+        self.wrapped = wrapped
+    }
+}
+
+/// A generation number, as the Pay server accepted it.
+public struct AccountKeyGeneration: Codable, Sendable, Hashable {
+    public let generation: Int64
+    public init(generation: Int64) { self.generation = generation }
+}
+
+/// The account's synced addresses: AES-256-GCM under the account key of `generation`, `ciphertext` = IV (12) ‖
+/// ciphertext ‖ tag, additional data ``SyncedRecord/additionalData(account:generation:)``.
+public struct SyncedRecord: Codable, Sendable, Hashable {
+    public let generation: Int64
+    public let ciphertext: String
+    public init(generation: Int64, ciphertext: String) {
+        self.generation = generation
+        self.ciphertext = ciphertext
+    }
+
+    /// `orchard-address-sync-v1` 00 ‖ u8 len ‖ account ‖ u64 generation.
+    public static func additionalData(account: String, generation: Int64) -> [UInt8] {
+        let name = Array(account.utf8.prefix(255))
+        return Array("orchard-address-sync-v1".utf8) + [0, UInt8(name.count)] + name
+            + RelayFrame.bigEndian(UInt64(generation), 8)
     }
 }

@@ -180,6 +180,38 @@ extension SecureEnclave {
         }
     }
 
+    /// Wraps the account key of `generation` (32 bytes) from this device to `recipient`: a frame whose sequence is the
+    /// generation (the pair's message counters are not used).
+    public func wrapAccountKey(
+        _ key: SymmetricKey, generation: UInt64, from deviceID: String, to recipient: RelayPeer
+    ) throws(SecureElementError) -> RelayFrame {
+        guard key.byteCount == 32, generation > 0 else {
+            throw SecureElementError(.invalidArgument, "an account key is 32 bytes, of generation 1 or more")
+        }
+        let (_, signing) = try relayKeys()
+        return try RelayCipher.seal(
+            key.bytes,
+            header: RelayFrame.Header(sender: deviceID, recipient: recipient.deviceID, sequence: generation),
+            to: recipient.keys.encryption, signingKey: signing, random: random)
+    }
+
+    /// Opens an account key wrapped to this device (`deviceID`) by `sender`, checking that the frame is for this
+    /// device, from `sender`, of `generation`, signed and intact.
+    public func unwrapAccountKey(
+        _ frame: RelayFrame, generation: UInt64, to deviceID: String, from sender: RelayPeer
+    ) throws(SecureElementError) -> SymmetricKey {
+        guard frame.header.recipient == deviceID, frame.header.sender == sender.deviceID,
+            frame.header.sequence == generation
+        else {
+            throw SecureElementError(
+                .invalidRelayFrame, "the wrapped account key is not this device's of that generation")
+        }
+        let (encryption, _) = try relayKeys()
+        let key = try RelayCipher.open(frame, recipientKey: encryption, senderSigningKey: sender.keys.signing)
+        guard key.count == 32 else { throw SecureElementError(.invalidRelayFrame, "an account key is 32 bytes") }
+        return SymmetricKey(key)
+    }
+
     private func relayKeys() throws(SecureElementError) -> (P256.KeyAgreement.PrivateKey, P256.Signing.PrivateKey) {
         if let encryption = persisted.relayEncryptionKey, let signing = persisted.relaySigningKey {
             return (encryption, signing)

@@ -30,7 +30,10 @@ struct RelayAPIContractTests {
         #expect(RelayAPI.Route.directory == "/v1/relay/directory")
         #expect(RelayAPI.Route.messages == "/v1/relay/messages")
         #expect(RelayAPI.Route.vouches == "/v1/relay/vouches")
-        #expect(RelayAPI.Declared.all.map(\.method) == ["POST", "GET", "POST", "GET", "POST"])
+        #expect(RelayAPI.Route.accountKey == "/v1/relay/account-key")
+        #expect(RelayAPI.Route.addresses == "/v1/relay/addresses")
+        #expect(
+            RelayAPI.Declared.all.map(\.method) == ["POST", "GET", "POST", "GET", "POST", "POST", "GET", "POST", "GET"])
         #expect(RelayAPI.Declared.all.allSatisfy { $0.policy == .role(CallerRoles.device) })
     }
 
@@ -50,6 +53,19 @@ struct RelayAPIContractTests {
             RelayDirectory(account: "demo", devices: [entry]), as: #"{"account":"demo","devices":["# + entryJSON + "]}")
         try roundTrips(
             RelayVouchRequest(device: "mac", signature: "MEQ="), as: #"{"device":"mac","signature":"MEQ="}"#)
+        let wrap = WrappedAccountKey(generation: 2, device: "mac", frame: "AQ==")
+        try roundTrips(wrap, as: #"{"device":"mac","frame":"AQ==","generation":2}"#)
+        try roundTrips(
+            AccountKeyUpload(generation: 2, wrapped: [wrap]),
+            as: #"{"generation":2,"wrapped":[{"device":"mac","frame":"AQ==","generation":2}]}"#)
+        try roundTrips(
+            AccountKeyState(generation: 2, wrapped: wrap),
+            as: #"{"generation":2,"wrapped":{"device":"mac","frame":"AQ==","generation":2}}"#)
+        try roundTrips(AccountKeyGeneration(generation: 2), as: #"{"generation":2}"#)
+        try roundTrips(SyncedRecord(generation: 2, ciphertext: "AQ=="), as: #"{"ciphertext":"AQ==","generation":2}"#)
+        #expect(
+            SyncedRecord.additionalData(account: "demo", generation: 2)
+                == Array("orchard-address-sync-v1".utf8) + [0, 4] + Array("demo".utf8) + [0, 0, 0, 0, 0, 0, 0, 2])
         // What a vouch signs: context, account, voucher, device, both keys.
         #expect(
             RelayVouch.signedContent(
