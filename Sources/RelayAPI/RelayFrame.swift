@@ -25,13 +25,15 @@ public struct RelayFrame: Sendable, Hashable {
             self.sequence = sequence
         }
 
-        /// The header's bytes (version byte included): the additional data of the encryption.
+        /// The header's bytes (version byte included): the additional data of the encryption. A device ID longer
+        /// than 255 bytes is cut there (no such header parses, and sealing refuses IDs over 64 bytes).
         public var encoded: [UInt8] {
             var bytes: [UInt8] = [RelayFrame.version]
-            bytes.append(UInt8(sender.utf8.count))
-            bytes += Array(sender.utf8)
-            bytes.append(UInt8(recipient.utf8.count))
-            bytes += Array(recipient.utf8)
+            for id in [sender, recipient] {
+                let utf8 = Array(id.utf8.prefix(255))
+                bytes.append(UInt8(utf8.count))
+                bytes += utf8
+            }
             bytes += RelayFrame.bigEndian(sequence, 8)
             return bytes
         }

@@ -152,6 +152,35 @@ struct RelayTests {
         #expect(throws: RelayFrame.FormatError.self) { try RelayFrame(parsing: []) }
     }
 
+    @Test("Mutated and random frames parse or are refused with a typed error, never a trap (frame parser property)")
+    func mutations() async throws {
+        let mac = try await Harness(.mac, .touch, seed: "mac")
+        let phone = try await Harness(seed: "phone")
+        let valid = try await mac.enclave.sealRelayMessage(
+            SecureBytes(Array("property".utf8)), from: "mac-1", to: try await Self.peer("phone-1", phone)
+        ).encoded
+        let random = InsecureDeterministicRandom(seed: Array("relay-frame-mutations".utf8))
+        var parsed = 0
+        for round in 0..<5000 {
+            var bytes = valid
+            let choice = random.bytes(4)
+            switch round % 4 {
+            case 0: bytes[Int(choice[0]) % bytes.count] = choice[1]
+            case 1: bytes = Array(bytes.prefix(Int(UInt16(choice[0]) << 8 | UInt16(choice[1])) % (bytes.count + 1)))
+            case 2: bytes.insert(choice[1], at: Int(choice[0]) % bytes.count)
+            default: bytes = random.bytes(Int(choice[0]))
+            }
+            if let frame = try? RelayFrame(parsing: bytes) {
+                parsed += 1
+                #expect(frame.encoded == bytes)
+            }
+        }
+        #expect(parsed > 0)
+        #expect(
+            RelayFrame.Header(sender: String(repeating: "a", count: 300), recipient: "b", sequence: 1).encoded.count
+                == 267)
+    }
+
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard !needle.isEmpty, haystack.count >= needle.count else { return false }
         return (0...(haystack.count - needle.count)).contains { Array(haystack[$0..<($0 + needle.count)]) == needle }
