@@ -1,7 +1,9 @@
+public import Device
 import Foundation
 public import OrchardCrypto
 public import RelayAPI
 public import SecureElement
+import Synchronization
 public import Wallet
 
 extension PayServerClient {
@@ -340,6 +342,38 @@ public struct SyncedAddresses: Codable, Sendable, Equatable {
     public func record(in wallet: Wallet) async throws {
         for (role, contacts) in [(ContactRole.contact, contact), (.shipping, shipping), (.billing, billing)] {
             for item in contacts.reversed() { try await wallet.recordUse(item, as: role) }
+        }
+    }
+}
+
+/// The relay alerts a device shows once each (`orchard device run` traces them at every sync): a device of the
+/// account that no device this one trusts vouched for (it joined and was not approved, or its key was substituted),
+/// and a directory that lists other keys for this device. Only a device that published its relay keys checks.
+public final class RelayJoinAlerts: Sendable {
+    private let shown = Mutex<Set<String>>([])
+
+    public init() {}
+
+    /// The alerts not shown before, for `device` as its client sees the directory now.
+    public func check(device: Device, client: PayServerClient) async -> [String] {
+        guard let directory = try? await client.relayDirectory(),
+            directory.devices.contains(where: { $0.deviceID == device.name }),
+            let trust = try? await DeviceRelay(deviceID: device.name, client: client, enclave: device.secureEnclave)
+                .trust()
+        else { return [] }
+        var alerts: [String] = []
+        if trust.ownKeysSubstituted {
+            alerts.append("relay alert: the Pay server's directory lists other relay keys for \(device.name)")
+        }
+        for id in trust.unvouched {
+            alerts.append(
+                "relay alert: device \(id) joined account \(directory.account) and no device \(device.name) trusts "
+                    + "approved it (approve it: orchard device approve --name \(device.name) --new \(id))")
+        }
+        return shown.withLock { shown in
+            let fresh = alerts.filter { !shown.contains($0) }
+            shown.formUnion(fresh)
+            return fresh
         }
     }
 }

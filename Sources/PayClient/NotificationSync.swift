@@ -33,14 +33,16 @@ public enum NotificationSync {
 /// server nothing happens; the next round tries again.
 public final class NotificationPoller: Sendable {
     private let task: Task<Void, Never>
+    private let relayAlerts = RelayJoinAlerts()
 
     public init(
         device: Device, deployment: DeploymentDirectory, interval: Duration,
         trace: @escaping @Sendable (String) -> Void
     ) {
+        let alerts = relayAlerts
         task = Task {
             while !Task.isCancelled {
-                await Self.pollOnce(device: device, deployment: deployment, trace: trace)
+                await Self.pollOnce(device: device, deployment: deployment, alerts: alerts, trace: trace)
                 try? await Task.sleep(for: interval)
             }
         }
@@ -50,7 +52,7 @@ public final class NotificationPoller: Sendable {
     public func stop() { task.cancel() }
 
     static func pollOnce(
-        device: Device, deployment: DeploymentDirectory, trace: @Sendable (String) -> Void
+        device: Device, deployment: DeploymentDirectory, alerts: RelayJoinAlerts, trace: @Sendable (String) -> Void
     ) async {
         guard let record = try? deployment.runningService(.pay),
             let root = try? deployment.readCertificate(named: PKIFiles.rootCA),
@@ -69,5 +71,6 @@ public final class NotificationPoller: Sendable {
         } catch {
             trace("notifications: \(error)")
         }
+        for alert in await alerts.check(device: device, client: client) { trace(alert) }
     }
 }

@@ -245,4 +245,33 @@ struct RelayEndToEndTests {
         #expect(try await watch.receive(after: 0, waitSeconds: 0).accepted.map(Self.text) == ["hi watch"])
         await sandbox.close()
     }
+
+    @Test("Every device is alerted once when a device joins unapproved, and when its own keys are substituted")
+    func joinAlerts() async throws {
+        let sandbox = try await Sandbox()
+        let phoneJoined = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let macJoined = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        try await Self.approve(phoneJoined, macJoined)
+        let alerts = RelayJoinAlerts()
+        let phoneClient = try sandbox.client("phone")
+        #expect(await alerts.check(device: phoneJoined.0, client: phoneClient).isEmpty)
+        let watchJoined = try await Self.join(sandbox, "watch", kind: .watch, biometry: .none)
+        let shown = await alerts.check(device: phoneJoined.0, client: phoneClient)
+        #expect(shown.count == 1 && shown[0].contains("device watch joined account demo"), "\(shown)")
+        #expect(await alerts.check(device: phoneJoined.0, client: phoneClient).isEmpty)  // once
+        #expect(await RelayJoinAlerts().check(device: macJoined.0, client: try sandbox.client("mac")).count == 1)
+        try await Self.approve(phoneJoined, watchJoined)
+        #expect(await RelayJoinAlerts().check(device: macJoined.0, client: try sandbox.client("mac")).isEmpty)
+
+        let store = try PayStore.open(in: sandbox.deployment)
+        let encryption = try P256.KeyAgreement.PrivateKey().publicKey.x963Representation
+        try await store.write { db in
+            try db.execute(
+                "UPDATE relay_keys SET encryption_key = ? WHERE device_id = 'phone'", [.blob(encryption)])
+        }
+        await store.close()
+        let substituted = await alerts.check(device: phoneJoined.0, client: phoneClient)
+        #expect(substituted.contains { $0.contains("other relay keys for phone") }, "\(substituted)")
+        await sandbox.close()
+    }
 }
