@@ -268,6 +268,25 @@ public final class DeviceRelay: Sendable {
         }
     }
 
+    /// Two-way sync of `wallet`'s recent contacts with the account's: contacts used here and not yet synced go to
+    /// the front of the synced list (uploaded), and synced contacts this wallet lacks are recorded in it after its
+    /// own, so its payment sheets offer them. Nothing is uploaded when this wallet has nothing new, so devices
+    /// converge instead of reordering each other's lists. Returns what changed: (uploaded, recorded here).
+    @discardableResult
+    public func syncWallet(_ wallet: Wallet) async throws -> (uploaded: Bool, recorded: Bool) {
+        let local = try await SyncedAddresses(wallet: wallet)
+        let remote = try await fetchAddresses() ?? SyncedAddresses()
+        let new = local.missing(from: remote)
+        if !new.isEmpty { try await syncAddresses(remote.prepending(new)) }
+        let missing = remote.missing(from: local)
+        if !missing.isEmpty {
+            // Older than anything used here: recorded first, then this wallet's own uses again on top.
+            try await missing.record(in: wallet)
+            try await local.record(in: wallet)
+        }
+        return (!new.isEmpty, !missing.isEmpty)
+    }
+
     private func upload(_ addresses: SyncedAddresses) async throws {
         let (account, generation, key) = try await currentKey()
         let iv = random.bytes(12)
@@ -335,6 +354,26 @@ public struct SyncedAddresses: Codable, Sendable, Equatable {
         contact = try await wallet.recentContacts(.contact)
         shipping = try await wallet.recentContacts(.shipping)
         billing = try await wallet.recentContacts(.billing)
+    }
+
+    /// Whether no role has a contact.
+    public var isEmpty: Bool { contact.isEmpty && shipping.isEmpty && billing.isEmpty }
+
+    /// The contacts of each role that `other` lacks, in this order.
+    public func missing(from other: SyncedAddresses) -> SyncedAddresses {
+        SyncedAddresses(
+            contact: contact.filter { !other.contact.contains($0) },
+            shipping: shipping.filter { !other.shipping.contains($0) },
+            billing: billing.filter { !other.billing.contains($0) })
+    }
+
+    /// `front` before these contacts, each role at most ``Wallet/recentContactLimit`` long.
+    public func prepending(_ front: SyncedAddresses) -> SyncedAddresses {
+        let limit = Wallet.recentContactLimit
+        return SyncedAddresses(
+            contact: Array((front.contact + contact).prefix(limit)),
+            shipping: Array((front.shipping + shipping).prefix(limit)),
+            billing: Array((front.billing + billing).prefix(limit)))
     }
 
     /// Records the synced contacts in `wallet` (oldest first, so the most recent ends in front), so its payment

@@ -145,4 +145,29 @@ struct AddressSyncTests {
         }
         await sandbox.close()
     }
+
+    @Test(
+        "Wallets sync both ways and converge: each device's new contacts go up, the others' are recorded below its own")
+    func walletsConverge() async throws {
+        let sandbox = try await Sandbox()
+        let joined = try await Self.account(sandbox)
+        let (phone, mac) = (joined[0], joined[1])
+        try await phone.0.wallet.recordUse(Self.home, as: .shipping)
+        #expect(try await phone.1.syncWallet(phone.0.wallet) == (uploaded: true, recorded: false))
+        #expect(try await mac.1.syncWallet(mac.0.wallet) == (uploaded: false, recorded: true))
+        // The Mac's sheet offers the phone's address.
+        #expect(try await mac.0.wallet.recentContacts(.shipping) == [Self.home])
+
+        try await mac.0.wallet.recordUse(Self.office, as: .shipping)
+        #expect(try await mac.1.syncWallet(mac.0.wallet) == (uploaded: true, recorded: false))
+        #expect(try await phone.1.syncWallet(phone.0.wallet) == (uploaded: false, recorded: true))
+        #expect(try await phone.0.wallet.recentContacts(.shipping) == [Self.home, Self.office])
+        // Nothing new anywhere: no upload, no change, in either order.
+        for _ in 0..<2 {
+            #expect(try await phone.1.syncWallet(phone.0.wallet) == (uploaded: false, recorded: false))
+            #expect(try await mac.1.syncWallet(mac.0.wallet) == (uploaded: false, recorded: false))
+        }
+        #expect(try await mac.1.fetchAddresses()?.shipping == [Self.office, Self.home])
+        await sandbox.close()
+    }
 }
