@@ -237,6 +237,18 @@ public final class DeviceRelay: Sendable {
         return generation
     }
 
+    /// Rotates the account key when the latest generation is wrapped to a device the directory no longer lists (it
+    /// was removed), provided this device holds that generation. Returns whether it rotated.
+    @discardableResult
+    public func rotateIfRemoved() async throws -> Bool {
+        let state = try await client.accountKeyState()
+        guard state.generation > 0, state.wrapped != nil else { return false }
+        let listed = Set(try await client.relayDirectory().devices.map(\.deviceID))
+        guard state.holders.contains(where: { !listed.contains($0) }) else { return false }
+        try await rotateAccountKey()
+        return true
+    }
+
     /// Encrypts `addresses` under the account key (making the first one when there is none) and stores them at the
     /// Pay server, replacing what was synced.
     public func syncAddresses(_ addresses: SyncedAddresses) async throws {

@@ -83,6 +83,9 @@ public final class NotificationPoller: Sendable {
         else { return }
         do {
             let relay = DeviceRelay(deviceID: device.name, client: client, enclave: device.secureEnclave)
+            if try await relay.rotateIfRemoved() {
+                trace("addresses: a device left the account: the account key rotated without it")
+            }
             let changed = try await relay.syncWallet(device.wallet)
             if changed.uploaded { trace("addresses: this device's recent contacts synced to the account") }
             if changed.recorded { trace("addresses: the account's recent contacts recorded in this wallet") }

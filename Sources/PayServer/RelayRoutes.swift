@@ -283,12 +283,17 @@ extension PayServer {
                     "SELECT frame FROM relay_account_keys WHERE account = ? AND device_id = ? AND generation = ?",
                     [.text(device.account), .text(device.deviceID), .integer(latest)]
                 ) { row in try row.blob(0) }
+                let holders = try db.query(
+                    """
+                    SELECT device_id FROM relay_account_keys WHERE account = ? AND generation = ? ORDER BY device_id
+                    """, [.text(device.account), .integer(latest)]
+                ) { row in try row.string(0) }
                 return AccountKeyState(
                     generation: latest,
                     wrapped: frame.map {
                         WrappedAccountKey(
                             generation: latest, device: device.deviceID, frame: Data($0).base64EncodedString())
-                    })
+                    }, holders: holders)
             }
             return try HTTPResponse.json(state)
         }

@@ -215,9 +215,13 @@ public struct AccountKeyUpload: Codable, Sendable, Hashable {
 public struct AccountKeyState: Codable, Sendable, Hashable {
     public let generation: Int64
     public let wrapped: WrappedAccountKey?
-    public init(generation: Int64, wrapped: WrappedAccountKey?) {
+    /// The devices the latest generation is wrapped to: one no longer in the directory (removed) means the key
+    /// must rotate.
+    public let holders: [String]
+    public init(generation: Int64, wrapped: WrappedAccountKey?, holders: [String] = []) {
         self.generation = generation
         self.wrapped = wrapped
+        self.holders = holders
     }
 }
 

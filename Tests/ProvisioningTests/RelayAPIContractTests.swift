@@ -59,8 +59,8 @@ struct RelayAPIContractTests {
             AccountKeyUpload(generation: 2, wrapped: [wrap]),
             as: #"{"generation":2,"wrapped":[{"device":"mac","frame":"AQ==","generation":2}]}"#)
         try roundTrips(
-            AccountKeyState(generation: 2, wrapped: wrap),
-            as: #"{"generation":2,"wrapped":{"device":"mac","frame":"AQ==","generation":2}}"#)
+            AccountKeyState(generation: 2, wrapped: wrap, holders: ["mac", "phone"]),
+            as: #"{"generation":2,"holders":["mac","phone"],"wrapped":{"device":"mac","frame":"AQ==","generation":2}}"#)
         try roundTrips(AccountKeyGeneration(generation: 2), as: #"{"generation":2}"#)
         try roundTrips(SyncedRecord(generation: 2, ciphertext: "AQ=="), as: #"{"ciphertext":"AQ==","generation":2}"#)
         #expect(
