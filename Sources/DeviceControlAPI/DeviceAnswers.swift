@@ -154,3 +154,9 @@ public struct RelayVouchAnswer: Codable, Sendable, Hashable {
     public let signature: Data
     public init(signature: Data) { self.signature = signature }
 }
+
+/// The answer to ``GetRelayAlerts``.
+public struct RelayAlertsAnswer: Codable, Sendable, Hashable {
+    public let alerts: [String]
+    public init(alerts: [String]) { self.alerts = alerts }
+}

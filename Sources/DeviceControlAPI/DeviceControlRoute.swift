@@ -45,6 +45,8 @@ public enum DeviceControlRoute: Hashable, Sendable {
     case relayKeys
     /// `POST /relay/vouch`.
     case relayVouch
+    /// `GET /relay/alerts`.
+    case relayAlerts
     /// `GET /settings`.
     case settings
     /// `PUT /settings`.
@@ -65,7 +67,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
     /// The HTTP method.
     public var method: String {
         switch self {
-        case .status, .cards, .settings, .sheet, .sheetEvents, .relayKeys: "GET"
+        case .status, .cards, .settings, .sheet, .sheetEvents, .relayKeys, .relayAlerts: "GET"
         case .removeCard: "DELETE"
         case .updateSettings: "PUT"
         default: "POST"
@@ -96,6 +98,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case .reset: "/reset"
         case .relayKeys: "/relay/keys"
         case .relayVouch: "/relay/vouch"
+        case .relayAlerts: "/relay/alerts"
         case .settings, .updateSettings: "/settings"
         case .presentSheet: "/payment-sheets"
         case .canMakePayments: "/payment-sheets/can-make-payments"
@@ -151,6 +154,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case ("POST", ["reset"]): return .reset
         case ("GET", ["relay", "keys"]): return .relayKeys
         case ("POST", ["relay", "vouch"]): return .relayVouch
+        case ("GET", ["relay", "alerts"]): return .relayAlerts
         case ("GET", ["settings"]): return .settings
         case ("PUT", ["settings"]): return .updateSettings
         case ("POST", ["payment-sheets"]): return .presentSheet

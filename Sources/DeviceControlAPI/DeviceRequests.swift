@@ -371,3 +371,11 @@ public struct VouchRelayDevice: DeviceControlRequest, Codable, Hashable, CustomS
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: [:]) }
 }
+
+/// `GET /relay/alerts`: the relay alerts the running device process has shown (a device that joined the account
+/// unapproved, a substituted key of this device), oldest first; empty without a running process.
+public struct GetRelayAlerts: DeviceControlRequest, Hashable {
+    public typealias Answer = RelayAlertsAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .relayAlerts }
+}

@@ -401,9 +401,12 @@ public struct SyncedAddresses: Codable, Sendable, Equatable {
 /// account that no device this one trusts vouched for (it joined and was not approved, or its key was substituted),
 /// and a directory that lists other keys for this device. Only a device that published its relay keys checks.
 public final class RelayJoinAlerts: Sendable {
-    private let shown = Mutex<Set<String>>([])
+    private let shown = Mutex<[String]>([])
 
     public init() {}
+
+    /// Every alert shown so far, oldest first.
+    public var shownAlerts: [String] { shown.withLock { $0 } }
 
     /// The alerts not shown before, for `device` as its client sees the directory now.
     public func check(device: Device, client: PayServerClient) async -> [String] {
@@ -423,7 +426,7 @@ public final class RelayJoinAlerts: Sendable {
         }
         return shown.withLock { shown in
             let fresh = alerts.filter { !shown.contains($0) }
-            shown.formUnion(fresh)
+            shown += fresh
             return fresh
         }
     }

@@ -34,13 +34,12 @@ public enum NotificationSync {
 /// server nothing happens; the next round tries again.
 public final class NotificationPoller: Sendable {
     private let task: Task<Void, Never>
-    private let relayAlerts = RelayJoinAlerts()
 
     public init(
         device: Device, deployment: DeploymentDirectory, interval: Duration,
+        alerts: RelayJoinAlerts = RelayJoinAlerts(),
         trace: @escaping @Sendable (String) -> Void
     ) {
-        let alerts = relayAlerts
         task = Task {
             while !Task.isCancelled {
                 await Self.pollOnce(device: device, deployment: deployment, alerts: alerts, trace: trace)

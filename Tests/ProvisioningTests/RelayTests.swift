@@ -1,4 +1,6 @@
 import Device
+import DeviceControlAPI
+import DeviceProcess
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
@@ -259,6 +261,10 @@ struct RelayEndToEndTests {
         let shown = await alerts.check(device: phoneJoined.0, client: phoneClient)
         #expect(shown.count == 1 && shown[0].contains("device watch joined account demo"), "\(shown)")
         #expect(await alerts.check(device: phoneJoined.0, client: phoneClient).isEmpty)  // once
+        // The control API shows what the process's sync showed.
+        let control = DeviceControl(device: phoneJoined.0, relayAlerts: alerts)
+        #expect(try await control.send(GetRelayAlerts()).get().alerts == shown)
+        #expect(try await DeviceControl(device: phoneJoined.0).send(GetRelayAlerts()).get().alerts.isEmpty)
         #expect(await RelayJoinAlerts().check(device: macJoined.0, client: try sandbox.client("mac")).count == 1)
         try await Self.approve(phoneJoined, watchJoined)
         #expect(await RelayJoinAlerts().check(device: macJoined.0, client: try sandbox.client("mac")).isEmpty)
