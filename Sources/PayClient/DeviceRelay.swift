@@ -57,9 +57,14 @@ extension PayServerClient {
         try await post(RelayAPI.Route.messages, RelaySendRequest(frame: Data(frame.encoded).base64EncodedString()))
     }
 
-    /// This device's frames after `after` (acknowledging those up to it), waiting up to `waitSeconds` for one.
+    /// The longest wait this client asks for: below its 15-second request timeout.
+    public static let maximumRelayWaitSeconds = 10
+
+    /// This device's frames after `after` (acknowledging those up to it), waiting up to `waitSeconds` (0 to
+    /// ``maximumRelayWaitSeconds``, clamped) for one.
     public func receiveRelayFrames(after: Int64, waitSeconds: Int) async throws(PayClientError) -> RelayInbox {
-        try await get(RelayAPI.Route.messages + "?after=\(after)&wait=\(waitSeconds)")
+        let wait = min(max(waitSeconds, 0), Self.maximumRelayWaitSeconds)
+        return try await get(RelayAPI.Route.messages + "?after=\(after)&wait=\(wait)")
     }
 }
 

@@ -3,6 +3,7 @@ import DeviceControlAPI
 import DeviceProcess
 import Foundation
 import OrchardCrypto
+import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
 import OrchardStore
@@ -278,6 +279,87 @@ struct RelayEndToEndTests {
         await store.close()
         let substituted = await alerts.check(device: phoneJoined.0, client: phoneClient)
         #expect(substituted.contains { $0.contains("other relay keys for phone") }, "\(substituted)")
+        await sandbox.close()
+    }
+
+    @Test("Bad relay requests are refused with a typed error and change nothing")
+    func badRequests() async throws {
+        let sandbox = try await Sandbox()
+        let phoneJoined = try await Self.join(sandbox, "phone", kind: .phone, biometry: .face)
+        let macJoined = try await Self.join(sandbox, "mac", kind: .mac, biometry: .touch)
+        try await Self.approve(phoneJoined, macJoined)
+        _ = try await Self.join(sandbox, "intruder", kind: .mac, biometry: .touch, account: "mallory")
+        let phone = try sandbox.client("phone")
+        let identity = try Device.clientIdentity(of: "phone", in: sandbox.deployment)
+        let raw = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: sandbox.connections.rootCertificatePEM,
+                clientCertificateChainPEM: identity.certificateChainPEM, clientPrivateKeyPEM: identity.privateKeyPEM))
+        defer { raw.shutdown() }
+        let base = try sandbox.connections.baseURL(of: .pay)
+        for query in ["?wait=31", "?wait=-1", "?after=-1", "?after=x"] {
+            let answer = try await raw.send(HTTPClientRequest(url: base + RelayAPI.Route.messages + query))
+            #expect(answer.status.code == 400 && answer.errorBody?.code == "invalidRequest", "\(query)")
+        }
+        let garbage = try await raw.send(
+            try HTTPClientRequest.json(.post, base + RelayAPI.Route.messages, RelaySendRequest(frame: "AQID")))
+        #expect(garbage.status.code == 400)
+
+        func refused(_ status: Int, _ body: () async throws -> Void) async {
+            do {
+                try await body()
+                Issue.record("accepted")
+            } catch {
+                #expect((error as? PayClientError)?.httpStatus == status, "\(error)")
+            }
+        }
+        let macKeys = try await macJoined.0.secureEnclave.relayPublicKeys()
+        let phoneEnclave = phoneJoined.0.secureEnclave
+        let toNobody = try await phoneEnclave.sealRelayMessage(
+            Self.bytes("x"), from: "phone", to: RelayPeer(deviceID: "nobody", keys: macKeys))
+        await refused(404) { _ = try await phone.sendRelayFrame(toNobody) }
+        await refused(400) { _ = try await phone.vouchRelayKeys(of: "mac", signature: [0x30, 0x00]) }
+        let vouchForOther = try await phoneEnclave.vouchForRelayDevice(
+            RelayPeer(deviceID: "intruder", keys: macKeys), voucherID: "phone", passcode: Self.passcode)
+        await refused(404) {
+            _ = try await phone.vouchRelayKeys(of: "intruder", signature: vouchForOther.derRepresentation)
+        }
+        let key = SymmetricKey(data: [UInt8](repeating: 7, count: 32))
+        let phonePeer = RelayPeer(deviceID: "phone", keys: try await phoneEnclave.relayPublicKeys())
+        func wrap(_ peer: RelayPeer, generation: UInt64) async throws -> WrappedAccountKey {
+            let frame = try await phoneEnclave.wrapAccountKey(key, generation: generation, from: "phone", to: peer)
+            return WrappedAccountKey(
+                generation: Int64(generation), device: peer.deviceID, frame: Data(frame.encoded).base64EncodedString())
+        }
+        await refused(400) {
+            _ = try await phone.uploadAccountKey(
+                AccountKeyUpload(generation: 5, wrapped: [try await wrap(phonePeer, generation: 5)]))
+        }
+        await refused(400) {
+            _ = try await phone.uploadAccountKey(
+                AccountKeyUpload(
+                    generation: 1, wrapped: [try await wrap(RelayPeer(deviceID: "mac", keys: macKeys), generation: 1)]))
+        }
+        await refused(400) {
+            _ = try await phone.uploadAccountKey(
+                AccountKeyUpload(generation: 1, wrapped: [try await wrap(phonePeer, generation: 2)]))
+        }
+        await refused(404) {
+            _ = try await phone.uploadAccountKey(
+                AccountKeyUpload(
+                    generation: 1,
+                    wrapped: [
+                        try await wrap(phonePeer, generation: 1),
+                        try await wrap(RelayPeer(deviceID: "intruder", keys: macKeys), generation: 1),
+                    ]))
+        }
+        #expect(try await phone.accountKeyState().generation == 0)
+        await refused(400) { _ = try await phone.uploadAddresses(SyncedRecord(generation: 0, ciphertext: "AQID")) }
+        await refused(400) {
+            _ = try await phone.uploadAddresses(
+                SyncedRecord(generation: 1, ciphertext: Data(repeating: 1, count: 40).base64EncodedString()))
+        }
+        #expect(try await phone.syncedAddresses() == nil)
         await sandbox.close()
     }
 }
