@@ -104,6 +104,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
                 "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy", "Acquirer", "WebMerchantAPI",
+                "RelayAPI",
             ],
             swiftSettings: strict
         ),
@@ -133,7 +134,7 @@ let package = Package(
                 "CardBasics",
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
                 "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI", "AccessPolicy",
-                "WebMerchantAPI",
+                "WebMerchantAPI", "RelayAPI",
             ],
             swiftSettings: strict
         ),
@@ -185,7 +186,8 @@ let package = Package(
         // The device: Secure Enclave and Secure Element as actors (no SQL, no HTTP), the wallet's display data,
         // and the wiring of both to the device's SQLite file and storage key.
         .target(
-            name: "SecureElement", dependencies: ["CardBasics", "OrchardCrypto", "EMV", "PaymentCredential"],
+            name: "SecureElement",
+            dependencies: ["CardBasics", "OrchardCrypto", "EMV", "PaymentCredential", "RelayAPI"],
             swiftSettings: strict),
         .target(name: "Wallet", dependencies: ["CardBasics", "OrchardCrypto"], swiftSettings: strict),
         .target(
@@ -200,6 +202,9 @@ let package = Package(
         // The wire formats between devices and the Pay server (only AccessPolicy, for its routes' policies: both sides
         // import it).
         .target(name: "PayAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
+        // The relay between the devices of one account (the seeds' IDS): its routes, bodies and frame format (only
+        // AccessPolicy: devices and the Pay server import it).
+        .target(name: "RelayAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
         // The wire format of the network's acquiring routes (only AccessPolicy: terminals and merchant servers import
         // it, the network reads the same JSON into its own types).
         .target(name: "AcquirerAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
@@ -227,6 +232,7 @@ let package = Package(
                 "CardBasics",
                 "PayAPI", "Device", "OrchardHTTP", "OrchardX509", "OrchardCrypto", "OrchardRuntime", "OrchardServices",
                 "AppPayments", "SecureElement", "Wallet", "PaymentCredential", "DeviceControlAPI", "WebMerchantAPI",
+                "RelayAPI",
             ],
             swiftSettings: strict
         ),
@@ -394,7 +400,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SecureElementTests",
-            dependencies: ["SecureElement", "OrchardCrypto", "OrchardFixtures", "PaymentCredential", "EMV"],
+            dependencies: [
+                "SecureElement", "OrchardCrypto", "OrchardFixtures", "PaymentCredential", "EMV", "RelayAPI",
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "WalletTests", dependencies: ["CardBasics", "Wallet"], swiftSettings: strict),
@@ -433,7 +441,7 @@ let package = Package(
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
-                "MerchantServer", "DeviceControlAPI", "orchard",
+                "MerchantServer", "DeviceControlAPI", "orchard", "RelayAPI", "AccessPolicy",
             ],
             swiftSettings: strict
         ),
@@ -480,6 +488,7 @@ let package = Package(
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
                 "AcquirerAPI", "TokenRequestorAPI", "SQLiteCrashVFS", "CommandTestSupport", "WebMerchantAPI",
+                "RelayAPI",
             ],
             swiftSettings: strict
         ),

@@ -136,3 +136,27 @@ public struct TerminatedCardsAnswer: Codable, Sendable, Hashable {
     public let terminated: [String]
     public init(terminated: [String]) { self.terminated = terminated }
 }
+
+/// The answer to ``GetRelayKeys``: the device's relay encryption and signing public keys (X9.63, base64 on the
+/// wire).
+public struct RelayKeysAnswer: Codable, Sendable, Hashable {
+    public let encryptionKey: Data
+    public let signingKey: Data
+    public init(encryptionKey: Data, signingKey: Data) {
+        self.encryptionKey = encryptionKey
+        self.signingKey = signingKey
+    }
+}
+
+/// The answer to ``VouchRelayDevice``: the Secure Enclave's DER ECDSA signature over the relay vouch (base64 on
+/// the wire).
+public struct RelayVouchAnswer: Codable, Sendable, Hashable {
+    public let signature: Data
+    public init(signature: Data) { self.signature = signature }
+}
+
+/// The answer to ``GetRelayAlerts``.
+public struct RelayAlertsAnswer: Codable, Sendable, Hashable {
+    public let alerts: [String]
+    public init(alerts: [String]) { self.alerts = alerts }
+}

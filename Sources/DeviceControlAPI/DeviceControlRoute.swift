@@ -41,6 +41,12 @@ public enum DeviceControlRoute: Hashable, Sendable {
     case attestPasscode
     /// `POST /reset`.
     case reset
+    /// `GET /relay/keys`.
+    case relayKeys
+    /// `POST /relay/vouch`.
+    case relayVouch
+    /// `GET /relay/alerts`.
+    case relayAlerts
     /// `GET /settings`.
     case settings
     /// `PUT /settings`.
@@ -61,7 +67,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
     /// The HTTP method.
     public var method: String {
         switch self {
-        case .status, .cards, .settings, .sheet, .sheetEvents: "GET"
+        case .status, .cards, .settings, .sheet, .sheetEvents, .relayKeys, .relayAlerts: "GET"
         case .removeCard: "DELETE"
         case .updateSettings: "PUT"
         default: "POST"
@@ -90,6 +96,9 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case .removePasscode: "/passcode/remove"
         case .attestPasscode: "/passcode/attest"
         case .reset: "/reset"
+        case .relayKeys: "/relay/keys"
+        case .relayVouch: "/relay/vouch"
+        case .relayAlerts: "/relay/alerts"
         case .settings, .updateSettings: "/settings"
         case .presentSheet: "/payment-sheets"
         case .canMakePayments: "/payment-sheets/can-make-payments"
@@ -143,6 +152,9 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case ("POST", ["passcode", "remove"]): return .removePasscode
         case ("POST", ["passcode", "attest"]): return .attestPasscode
         case ("POST", ["reset"]): return .reset
+        case ("GET", ["relay", "keys"]): return .relayKeys
+        case ("POST", ["relay", "vouch"]): return .relayVouch
+        case ("GET", ["relay", "alerts"]): return .relayAlerts
         case ("GET", ["settings"]): return .settings
         case ("PUT", ["settings"]): return .updateSettings
         case ("POST", ["payment-sheets"]): return .presentSheet

@@ -339,3 +339,43 @@ public struct DeviceSettingsBody: Codable, Sendable, Hashable {
         self.biometricsForPayments = biometricsForPayments
     }
 }
+
+/// `GET /relay/keys`: the public halves of the device's relay keys (its Secure Enclave makes them at the first
+/// call), as the device itself shows them to the user approving it on another device.
+public struct GetRelayKeys: DeviceControlRequest, Hashable {
+    public typealias Answer = RelayKeysAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .relayKeys }
+}
+
+/// `POST /relay/vouch` `{"device", "encryptionKey", "signingKey", "passcode"}`: the user of this device approves
+/// another device of the account: the Secure Enclave checks the passcode (a wrong one counts as a failed attempt)
+/// and signs a relay vouch for the keys given (X9.63, base64 on the wire), which that device showed.
+public struct VouchRelayDevice: DeviceControlRequest, Codable, Hashable, CustomStringConvertible,
+    CustomDebugStringConvertible, CustomReflectable
+{
+    public typealias Answer = RelayVouchAnswer
+    public let device: String
+    public let encryptionKey: Data
+    public let signingKey: Data
+    public let passcode: String
+    public init(device: String, encryptionKey: Data, signingKey: Data, passcode: String) {
+        self.device = device
+        self.encryptionKey = encryptionKey
+        self.signingKey = signingKey
+        self.passcode = passcode
+    }
+    public var route: DeviceControlRoute { .relayVouch }
+    public var body: Self { self }
+    public var description: String { "VouchRelayDevice(\(device), <redacted>)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
+}
+
+/// `GET /relay/alerts`: the relay alerts the running device process has shown (a device that joined the account
+/// unapproved, a substituted key of this device), oldest first; empty without a running process.
+public struct GetRelayAlerts: DeviceControlRequest, Hashable {
+    public typealias Answer = RelayAlertsAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .relayAlerts }
+}

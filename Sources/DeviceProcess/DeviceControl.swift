@@ -4,6 +4,7 @@ public import DeviceControlAPI
 public import Foundation
 import OrchardCrypto
 import OrchardRuntime
+public import PayClient
 import SecureElement
 import Wallet
 
@@ -55,10 +56,13 @@ public struct DeviceControl: Sendable {
     public let device: Device
     /// The payment sheet's routes; without it they are unknown (404).
     public let sheets: PaymentSheetService?
+    /// The relay alerts the process's sync has shown; without it `GET /relay/alerts` answers none.
+    public let relayAlerts: RelayJoinAlerts?
 
-    public init(device: Device, sheets: PaymentSheetService? = nil) {
+    public init(device: Device, sheets: PaymentSheetService? = nil, relayAlerts: RelayJoinAlerts? = nil) {
         self.device = device
         self.sheets = sheets
+        self.relayAlerts = relayAlerts
     }
 
     /// Handles one request; never throws: every failure is a JSON error response.
@@ -190,6 +194,24 @@ public struct DeviceControl: Sendable {
             }
             let terminated = try await device.resetAuthorizationRandom(reason: reason)
             return .json(TerminatedCardsAnswer(terminated: terminated.map(\.hex)))
+        case .relayKeys:
+            let keys = try await device.secureEnclave.relayPublicKeys()
+            return .json(
+                RelayKeysAnswer(
+                    encryptionKey: Data(keys.encryption.x963Representation),
+                    signingKey: Data(keys.signing.x963Representation)))
+        case .relayAlerts:
+            return .json(RelayAlertsAnswer(alerts: relayAlerts?.shownAlerts ?? []))
+        case .relayVouch:
+            let request = try decode(VouchRelayDevice.self, body)
+            guard let encryption = try? P256.KeyAgreement.PublicKey(x963Representation: request.encryptionKey),
+                let signing = try? P256.Signing.PublicKey(x963Representation: request.signingKey)
+            else { throw DeviceError(.invalidArgument, "encryptionKey and signingKey are P-256 public keys (X9.63)") }
+            let signature = try await device.secureEnclave.vouchForRelayDevice(
+                RelayPeer(
+                    deviceID: request.device, keys: RelayPublicKeys(encryption: encryption, signing: signing)),
+                voucherID: device.name, passcode: SecureBytes(Array(request.passcode.utf8)))
+            return .json(RelayVouchAnswer(signature: Data(signature.derRepresentation)))
         case .settings:
             return .json(await currentSettings())
         case .updateSettings:

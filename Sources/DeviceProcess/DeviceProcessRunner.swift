@@ -69,15 +69,18 @@ public enum DeviceProcessRunner {
         let sheets = PaymentSheetService(
             device: device, automatic: automatic, timeout: configuration.sheetTimeout, connect: connect,
             events: { event in if let line = jsonLine(event) { output(line) } }, trace: trace)
+        let relayAlerts = RelayJoinAlerts()
         let server: ControlSocketServer
         do {
-            server = try ControlSocketServer(path: path, control: DeviceControl(device: device, sheets: sheets))
+            server = try ControlSocketServer(
+                path: path, control: DeviceControl(device: device, sheets: sheets, relayAlerts: relayAlerts))
         } catch {
             antenna?.stop()
             throw error
         }
         let poller = NotificationPoller(
-            device: device, deployment: deployment, interval: configuration.syncInterval, trace: trace)
+            device: device, deployment: deployment, interval: configuration.syncInterval, alerts: relayAlerts,
+            trace: trace)
         trace("device \(name) (\(device.profile)) listening on \(path)")
         output(#"{"event":"listening","socket":"\#(path)"}"#)
         if let antenna { output(#"{"event":"antenna","socket":"\#(antenna.path)"}"#) }

@@ -3,6 +3,7 @@ import Foundation
 public import OrchardRuntime
 import OrchardServices
 public import PayAPI
+import RelayAPI
 
 /// Applies the token-status notifications the Pay server holds for this device: a suspended token's card stops
 /// being offered, a resumed one comes back, a deleted one is terminated in the Secure Element (its DPAN and keys
@@ -36,11 +37,12 @@ public final class NotificationPoller: Sendable {
 
     public init(
         device: Device, deployment: DeploymentDirectory, interval: Duration,
+        alerts: RelayJoinAlerts = RelayJoinAlerts(),
         trace: @escaping @Sendable (String) -> Void
     ) {
         task = Task {
             while !Task.isCancelled {
-                await Self.pollOnce(device: device, deployment: deployment, trace: trace)
+                await Self.pollOnce(device: device, deployment: deployment, alerts: alerts, trace: trace)
                 try? await Task.sleep(for: interval)
             }
         }
@@ -50,7 +52,7 @@ public final class NotificationPoller: Sendable {
     public func stop() { task.cancel() }
 
     static func pollOnce(
-        device: Device, deployment: DeploymentDirectory, trace: @Sendable (String) -> Void
+        device: Device, deployment: DeploymentDirectory, alerts: RelayJoinAlerts, trace: @Sendable (String) -> Void
     ) async {
         guard let record = try? deployment.runningService(.pay),
             let root = try? deployment.readCertificate(named: PKIFiles.rootCA),
@@ -68,6 +70,28 @@ public final class NotificationPoller: Sendable {
             }
         } catch {
             trace("notifications: \(error)")
+        }
+        for alert in await alerts.check(device: device, client: client) { trace(alert) }
+        await Self.syncAddresses(device: device, client: client, trace: trace)
+    }
+
+    /// Address sync for a device that published its relay keys and holds the account key (or is the first to sync).
+    static func syncAddresses(device: Device, client: PayServerClient, trace: @Sendable (String) -> Void) async {
+        guard let directory = try? await client.relayDirectory(),
+            directory.devices.contains(where: { $0.deviceID == device.name })
+        else { return }
+        do {
+            let relay = DeviceRelay(deviceID: device.name, client: client, enclave: device.secureEnclave)
+            if try await relay.rotateIfRemoved() {
+                trace("addresses: a device left the account: the account key rotated without it")
+            }
+            let changed = try await relay.syncWallet(device.wallet)
+            if changed.uploaded { trace("addresses: this device's recent contacts synced to the account") }
+            if changed.recorded { trace("addresses: the account's recent contacts recorded in this wallet") }
+        } catch let error as PayClientError where error.code == .untrustedRelayKey {
+            // Not approved yet, or removed: the join alert says so; nothing to sync.
+        } catch {
+            trace("addresses: \(error)")
         }
     }
 }

@@ -23,6 +23,9 @@ public struct PayClientError: Error, Hashable, Sendable, CustomStringConvertible
         public static let termsNotAccepted = Code("termsNotAccepted")
         /// The device or its files failed.
         public static let deviceFailure = Code("deviceFailure")
+        /// A relay key no device of the account vouched for (or a directory that changed this device's own keys):
+        /// nothing is sent to it or accepted from it.
+        public static let untrustedRelayKey = Code("untrustedRelayKey")
     }
 
     public let code: Code

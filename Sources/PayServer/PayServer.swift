@@ -41,6 +41,8 @@ public final class PayServer: Sendable {
     public let sessions: MerchantSessions
     /// Capability statements for `canMakePaymentsWithActiveCard`.
     public let capabilities: CapabilityStatements
+    /// The devices waiting for relay frames (long polls).
+    let relayMailboxes = RelayMailboxes()
 
     init(
         store: Store, tokenSigning: TokenSigningPKI, merchants: MerchantRegistry, merchantCA: Certificate,
@@ -129,6 +131,8 @@ public final class PayServer: Sendable {
             return try HTTPResponse.json(["merchantIdentifier": merchantIdentifier, "displayName": displayName])
         }
         installDeviceRoutes(into: &router)
+        installRelayRoutes(into: &router)
+        installAddressSyncRoutes(into: &router)
         installAnonymousAnalytics(into: &router)
         inApp.addRoutes(to: &router)
         installWebMerchantRoutes(into: &router, root: root)

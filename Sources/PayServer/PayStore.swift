@@ -99,6 +99,8 @@ public enum PayStore {
         Migration(version: 6, name: WebDomains.migrationName, sql: WebDomains.migrationSQL),
         AnonymousAnalytics.dailyMigration(version: 7),
         Migration(version: 8, name: MerchantSessions.migrationName, sql: MerchantSessions.migrationSQL),
+        // The relay between a user's devices: each device's relay public keys and the queued (encrypted) frames.
+        Migration(version: 9, name: PayServer.relayMigrationName, sql: PayServer.relayMigrationSQL),
     ]
 
     /// Opens (creating and migrating) `DIR/pay.sqlite`.

@@ -13,6 +13,7 @@ public struct SecureElementError: Error, Hashable, CustomStringConvertible, Send
             case wrongCard, rollbackDetected, invalidEnvelope, untrustedInstall, unsupportedNetwork, cardNotFound
             case cardTerminated
             case fieldNotActive, notFromField, storageFailure, corruptState, internalFailure
+            case invalidRelayFrame, relayFrameReplayed
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -74,6 +75,11 @@ public struct SecureElementError: Error, Hashable, CustomStringConvertible, Send
         public static let corruptState = Code(.corruptState)
         /// Something failed that the input does not explain.
         public static let internalFailure = Code(.internalFailure)
+        /// A relay frame that is malformed, not for this device, not signed by its sender's key, or whose tag fails.
+        public static let invalidRelayFrame = Code(.invalidRelayFrame)
+        /// A relay frame whose sequence number is not above the last one accepted from its sender (replayed or
+        /// reordered).
+        public static let relayFrameReplayed = Code(.relayFrameReplayed)
 
         public var description: String { base.rawValue }
     }

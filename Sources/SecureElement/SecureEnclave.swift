@@ -128,7 +128,7 @@ public actor SecureEnclave {
     }
 
     /// The persisted part; every secret in it is held in `SecureBytes` or an OrchardCrypto key.
-    private struct Persisted {
+    struct Persisted {
         var profile: DeviceProfile
         var uidKey: SymmetricKey
         var pairingKey: P256.Signing.PrivateKey
@@ -140,16 +140,19 @@ public actor SecureEnclave {
         var biometricFailures: Int
         var passcodeFailures: Int
         var biometricsForPayments: Bool
+        /// The relay keys (``SecureEnclave/relayPublicKeys()``), made at their first use.
+        var relayEncryptionKey: P256.KeyAgreement.PrivateKey? = nil
+        var relaySigningKey: P256.Signing.PrivateKey? = nil
     }
 
     private var state: State
-    private var persisted: Persisted
+    var persisted: Persisted
     /// Monotonic time until which a passcode attempt is refused (in memory; recomputed at start-up).
     private var passcodeBlockedUntil: UInt64?
-    private let storage: any SealedRecordStorage
-    private let sealer: RecordSealer
+    let storage: any SealedRecordStorage
+    let sealer: RecordSealer
     private let clock: any MonotonicClock
-    private let random: any RandomSource
+    let random: any RandomSource
 
     /// The device this enclave belongs to.
     public nonisolated let profile: DeviceProfile
@@ -502,7 +505,7 @@ public actor SecureEnclave {
         return clock.nanoseconds() < until
     }
 
-    private func requirePasscodeAttemptAllowed() throws(SecureElementError) {
+    func requirePasscodeAttemptAllowed() throws(SecureElementError) {
         guard persisted.passcodeVerifier != nil else {
             throw SecureElementError(.passcodeRequired, "no passcode is set")
         }
@@ -517,7 +520,7 @@ public actor SecureEnclave {
     }
 
     /// Checks the evidence, counts a failure or resets the counters, and persists the result first.
-    private func verify(_ evidence: AuthenticationEvidence) throws(SecureElementError) -> Bool {
+    func verify(_ evidence: AuthenticationEvidence) throws(SecureElementError) -> Bool {
         switch evidence {
         case .faceID(let matched), .touchID(let matched):
             if matched {
@@ -589,7 +592,7 @@ public actor SecureEnclave {
     }
 
     /// Applies `change` to a copy, persists it with the next generation, and only then adopts it.
-    private func update(_ change: (inout Persisted) -> Void) throws(SecureElementError) {
+    func update(_ change: (inout Persisted) -> Void) throws(SecureElementError) {
         var next = persisted
         change(&next)
         next.generation += 1
@@ -613,7 +616,9 @@ public actor SecureEnclave {
         static let biometricFailures: UInt8 = 0x0B
         static let passcodeFailures: UInt8 = 0x0C
         static let biometricsForPayments: UInt8 = 0x0D
-        static let all: Set<UInt8> = Set(0x00...0x0D)
+        static let relayEncryptionKey: UInt8 = 0x0E
+        static let relaySigningKey: UInt8 = 0x0F
+        static let all: Set<UInt8> = Set(0x00...0x0F)
     }
 
     private static func encode(_ state: Persisted) throws(SecureElementError) -> SecureBytes {
@@ -641,6 +646,14 @@ public actor SecureEnclave {
             items.append((Tag.passcodeVerifier, SecureBytes(verifier)))
         }
         if let ar = state.authorizationRandom { items.append((Tag.authorizationRandom, ar)) }
+        if let encryption = state.relayEncryptionKey, let signing = state.relaySigningKey {
+            do {
+                items.append((Tag.relayEncryptionKey, try encryption.rawRepresentation))
+                items.append((Tag.relaySigningKey, try signing.rawRepresentation))
+            } catch {
+                throw SecureElementError(.internalFailure, "cannot export the relay keys for storage")
+            }
+        }
         return try SecretFields.encode(items)
     }
 
@@ -673,6 +686,22 @@ public actor SecureEnclave {
             throw SecureElementError(.corruptState, "the enclave state has half a passcode")
         }
         let flag = try fields.bytes(Tag.biometricsForPayments, "biometrics flag", count: 1).unsafeCopyOfBytes()[0]
+        let relayEncryption = try fields.optionalBytes(Tag.relayEncryptionKey, "relay encryption key", count: 32)
+        let relaySigning = try fields.optionalBytes(Tag.relaySigningKey, "relay signing key", count: 32)
+        guard (relayEncryption == nil) == (relaySigning == nil) else {
+            throw SecureElementError(.corruptState, "the enclave state has half the relay keys")
+        }
+        var relayKeys: (P256.KeyAgreement.PrivateKey, P256.Signing.PrivateKey)?
+        if let relayEncryption, let relaySigning {
+            do {
+                relayKeys = (
+                    try P256.KeyAgreement.PrivateKey(rawRepresentation: relayEncryption.unsafeCopyOfBytes()),
+                    try P256.Signing.PrivateKey(rawRepresentation: relaySigning.unsafeCopyOfBytes())
+                )
+            } catch {
+                throw SecureElementError(.corruptState, "the enclave state holds an invalid relay key")
+            }
+        }
         return Persisted(
             profile: profile, uidKey: SymmetricKey(try fields.bytes(Tag.uid, "UID key", count: 32)),
             pairingKey: pairingKey, elementPublicKey: elementKey, passcodeSalt: salt?.unsafeCopyOfBytes(),
@@ -681,7 +710,7 @@ public actor SecureEnclave {
             generation: try fields.integer(Tag.generation, "generation", count: 8),
             biometricFailures: Int(try fields.integer(Tag.biometricFailures, "biometric failures", count: 2)),
             passcodeFailures: Int(try fields.integer(Tag.passcodeFailures, "passcode failures", count: 2)),
-            biometricsForPayments: flag == 1)
+            biometricsForPayments: flag == 1, relayEncryptionKey: relayKeys?.0, relaySigningKey: relayKeys?.1)
     }
 }
 

@@ -233,6 +233,18 @@ struct DeviceControlAPIContractTests {
                 == #"{"offered":["passcode"],"outcome":"rejected"}"#)
         #expect(try json(APDUAnswer(response: "9000")) == #"{"response":"9000"}"#)
         #expect(try json(TerminatedCardsAnswer(terminated: ["c1"])) == #"{"terminated":["c1"]}"#)
+        #expect(
+            try json(RelayKeysAnswer(encryptionKey: Data([4]), signingKey: Data([5])))
+                == #"{"encryptionKey":"BA==","signingKey":"BQ=="}"#)
+        #expect(try json(RelayVouchAnswer(signature: Data([0x30]))) == #"{"signature":"MA=="}"#)
+        #expect(try json(RelayAlertsAnswer(alerts: ["a"])) == #"{"alerts":["a"]}"#)
+        #expect(
+            try json(VouchRelayDevice(device: "mac", encryptionKey: Data([4]), signingKey: Data([5]), passcode: "1234"))
+                == #"{"device":"mac","encryptionKey":"BA==","passcode":"1234","signingKey":"BQ=="}"#)
+        #expect(GetRelayKeys().route.path == "/relay/keys" && GetRelayKeys().route.method == "GET")
+        #expect(
+            !"\(VouchRelayDevice(device: "mac", encryptionKey: Data(), signingKey: Data(), passcode: "1234"))".contains(
+                "1234"))
         #expect(try json(PresentedPaymentSheet(id: "s", automatic: false)) == #"{"automatic":false,"id":"s"}"#)
         #expect(
             try json(DeviceControlErrorBody(code: "notFound", message: "no route"))
@@ -250,7 +262,7 @@ struct DeviceControlAPIContractTests {
                 .fieldOn, .fieldOff, .fieldAPDU, .setPasscode, .removePasscode, .reset, .settings, .updateSettings,
                 .presentSheet, .canMakePayments, .sheet("current"), .sheetEvents("s1", wait: 5),
                 .sheetEvents("s1", wait: nil),
-                .sheetAnswer("s1"),
+                .sheetAnswer("s1"), .relayKeys, .relayVouch, .relayAlerts,
             ] + PaymentSheetActionName.allCases.map { .sheetAction("current", $0) }
         for route in routes {
             #expect(DeviceControlRoute(method: route.method, path: route.path) == route, "\(route.path)")

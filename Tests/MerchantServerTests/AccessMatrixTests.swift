@@ -10,6 +10,7 @@ import OrchardServices
 import OrchardX509
 import PayAPI
 import PayServer
+import RelayAPI
 import Testing
 import TokenRequestorAPI
 import WebMerchantAPI
@@ -291,7 +292,7 @@ extension AccessMatrixTests {
         try await Self.runMatrix(
             "pay", server: server, base: base,
             declared: PayAPI.Declared.all + WebMerchantAPI.Declared.all + WebMerchantAPI.Gateway.Declared.all
-                + [WebMerchantAPI.Capability.declared],
+                + [WebMerchantAPI.Capability.declared] + RelayAPI.Declared.all,
             anonymous: clients.anonymous,
             foreign: clients.foreign, callers: callers, others: others)
         await pay.shutdown()

@@ -20,7 +20,7 @@ enum DeviceCommands {
         summary: "Create and inspect user devices (Secure Element, Secure Enclave, wallet).",
         subcommands: [
             create, list, run, status, cards, choose, setDefault, autoSelect, authenticate, lock, unlock, wrist,
-            doubleClick, field, apdu, passcode, reset, settings, addCard, lostMode, erase, resume, sync,
+            doubleClick, field, apdu, passcode, reset, settings, addCard, lostMode, erase, resume, sync, approve,
             DeviceSheetCommands.command,
         ]
     )
