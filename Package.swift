@@ -376,7 +376,7 @@ let package = Package(
         .testTarget(
             name: "OrchardHTTPTests",
             dependencies: [
-                "CardBasics",
+                "AccessPolicy", "CardBasics",
                 "CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardX509",
                 "OrchardFixtures",
             ],

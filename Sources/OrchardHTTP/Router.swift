@@ -73,6 +73,12 @@ public struct Router: Sendable {
     /// without an entry admits nobody (403).
     public var roles: [String: ClientCertificateRequirement] = [:]
 
+    /// Bounds on work in flight per route class and rate limits on open routes (see ``AdmissionControl``); nil:
+    /// every request is admitted.
+    public var admission: AdmissionControl?
+    /// Route classes by `METHOD pattern` (``classify(_:as:)``).
+    var routeClasses: [String: RouteClass] = [:]
+
     public init() {}
 
     /// A registered route: what the matrix of callers is run against.

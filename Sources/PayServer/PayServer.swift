@@ -72,7 +72,7 @@ public final class PayServer: Sendable {
                 random: environment.random,
                 inApp: try InAppPayments.load(
                     directory: directory, store: store, devices: devices, tokenSigning: tokenSigning,
-                    environment: environment))
+                    environment: environment, noncesPerMinute: configuration[PayService.noncesPerMinute]))
             return try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
