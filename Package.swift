@@ -22,6 +22,10 @@ let package = Package(
         .library(name: "OrchardCrypto", targets: ["OrchardCrypto"]),
         .library(name: "OrchardX509", targets: ["OrchardX509"]),
         .library(name: "CardBasics", targets: ["CardBasics"]),
+        // For the fuzz package (Fuzz/Package.swift) only: the parsers of bytes from outside.
+        .library(name: "PaymentCredential", targets: ["PaymentCredential"]),
+        .library(name: "NFCLink", targets: ["NFCLink"]),
+        .library(name: "DeviceProcess", targets: ["DeviceProcess"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -394,13 +398,14 @@ let package = Package(
                 "CardBasics",
                 "DeviceTestSupport",
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
-                "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard",
+                "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard", "OrchardFixtures",
                 "OrchardX509",
             ],
             swiftSettings: strict
         ),
         .testTarget(
-            name: "NFCLinkTests", dependencies: ["NFCLink", "EMV", "OrchardCrypto"], swiftSettings: strict),
+            name: "NFCLinkTests", dependencies: ["NFCLink", "EMV", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict),
         .testTarget(
             name: "TerminalTests",
             dependencies: [
@@ -444,7 +449,7 @@ let package = Package(
             name: "PaymentCredential", dependencies: ["CardBasics", "OrchardCrypto", "EMV"], swiftSettings: strict),
         .testTarget(
             name: "PaymentCredentialTests",
-            dependencies: ["PaymentCredential", "OrchardCrypto", "EMV"],
+            dependencies: ["PaymentCredential", "OrchardCrypto", "EMV", "OrchardFixtures"],
             swiftSettings: strict
         ),
 

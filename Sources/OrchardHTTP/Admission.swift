@@ -29,6 +29,7 @@ public struct RouteClass: Hashable, Sendable, CustomStringConvertible {
     /// Analytics: a quarter of the bound.
     public static let analytics = RouteClass(name: "analytics", share: 25)
 
+    /// The class's name.
     public var description: String { name }
 }
 
@@ -92,6 +93,7 @@ public struct OverloadError: Error, Sendable, HTTPResponseError, CustomStringCon
             retryAfterSeconds: seconds)
     }
 
+    /// Status, code and message, for logs.
     public var description: String { "\(httpStatus.code) \(httpErrorCode): \(httpErrorMessage)" }
 }
 
@@ -168,6 +170,9 @@ public final class RateLimiter: Sendable {
         self.maxKeys = maxKeys
     }
 
+    /// Buckets kept.
+    var keyCount: Int { buckets.withLock { $0.count } }
+
     /// Takes one token from `key`'s bucket: nil when it had one, otherwise the whole seconds until it will.
     public func take(_ key: String) -> Int? {
         let now = clock.nanoseconds()
@@ -177,7 +182,9 @@ public final class RateLimiter: Sendable {
             let elapsed = Double(now &- min(now, bucket.updated)) / 1e9
             bucket.tokens = min(Double(limit.burst), bucket.tokens + elapsed * limit.perSecond)
             bucket.updated = now
-            if buckets[key] == nil && buckets.count >= maxKeys { Self.evict(&buckets, now: now, limit: limit) }
+            if buckets[key] == nil && buckets.count >= maxKeys {
+                Self.evict(&buckets, now: now, limit: limit, maxKeys: maxKeys)
+            }
             guard bucket.tokens >= 1 else {
                 buckets[key] = bucket
                 return max(1, Int(((1 - bucket.tokens) / limit.perSecond).rounded(.up)))
@@ -188,10 +195,10 @@ public final class RateLimiter: Sendable {
         }
     }
 
-    private static func evict(_ buckets: inout [String: Bucket], now: UInt64, limit: RateLimit) {
+    private static func evict(_ buckets: inout [String: Bucket], now: UInt64, limit: RateLimit, maxKeys: Int) {
         let full = Double(limit.burst) / limit.perSecond * 1e9
         buckets = buckets.filter { Double(now &- min(now, $0.value.updated)) < full }
-        if buckets.count >= 1, let oldest = buckets.min(by: { $0.value.updated < $1.value.updated }) {
+        if buckets.count >= maxKeys, let oldest = buckets.min(by: { $0.value.updated < $1.value.updated }) {
             buckets[oldest.key] = nil
         }
     }

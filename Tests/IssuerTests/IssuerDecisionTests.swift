@@ -167,7 +167,8 @@ struct IssuerProvisioningTests {
         f.clock.advance(by: 601)
         f.clock.setWall(IssuerFixture.now.addingTimeInterval(-3600))
         #expect(
-            try await f.issuer.verifyOneTimeCode(reference: late.reference, code: "123456") == .decline(.challengeExpired))
+            try await f.issuer.verifyOneTimeCode(reference: late.reference, code: "123456")
+                == .decline(.challengeExpired))
         // A challenge another process (a restarted issuer on the same store) started has no deadline here: expired.
         guard case .stepUp(let earlier, _) = try await f.check("4000000000003220") else {
             Issue.record("expected a step-up")

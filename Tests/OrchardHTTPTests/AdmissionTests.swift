@@ -23,7 +23,7 @@ final class AdmissionGate: Sendable {
 
 @Suite("Admission control: load shed by route class, rate limits on open routes")
 struct AdmissionTests {
-    @Test("Each class is admitted up to its share of the bound: analytics shed first, payments last")
+    @Test("R5: Each class is admitted up to its share of the bound: analytics shed first, payments last")
     func classesShedInPriorityOrder() throws {
         var limits = AdmissionLimits()
         limits.maxInFlight = 8
@@ -73,14 +73,24 @@ struct AdmissionTests {
         #expect(limiter.take("10.0.0.1") == 1)
     }
 
-    @Test("A full rate limiter forgets idle keys first, and never grows past its bound")
+    @Test("R5: A full rate limiter forgets idle keys first, and never grows past its bound")
     func rateLimiterIsBounded() {
         let clock = ManualClock(now: Date())
         let limiter = RateLimiter(RateLimit(perSecond: 1, burst: 1), clock: clock, maxKeys: 2)
         #expect(limiter.take("a") == nil)
+        clock.advance(by: 0.25)
         #expect(limiter.take("b") == nil)
+        clock.advance(by: 0.25)
+        #expect(limiter.take("b") == 1)
         #expect(limiter.take("c") == nil)  // evicts the oldest, a
-        #expect(limiter.take("a") == nil)  // a starts over with a full bucket
+        #expect(limiter.keyCount == 2)
+        #expect(limiter.take("b") == 1, "b was kept")
+        #expect(limiter.take("a") == nil, "a starts over with a full bucket")
+        #expect(limiter.keyCount == 2)
+        // Idle keys (their buckets full again) go first.
+        clock.advance(by: 5)
+        #expect(limiter.take("d") == nil)
+        #expect(limiter.keyCount == 1)
     }
 
     /// A server whose routes each wait on `gate`: a payment, a standard route, order creation and analytics.
@@ -101,7 +111,7 @@ struct AdmissionTests {
         return router
     }
 
-    @Test("Over the bound the server answers 503 with Retry-After, analytics first and payments last")
+    @Test("R5: Over the bound the server answers 503 with Retry-After, analytics first and payments last")
     func serverSheds503sInPriorityOrder() async throws {
         let gate = AdmissionGate()
         var limits = AdmissionLimits()
@@ -147,7 +157,7 @@ struct AdmissionTests {
         }
     }
 
-    @Test("A route open without a client certificate answers 429 with Retry-After past its per-address rate")
+    @Test("R5: A route open without a client certificate answers 429 with Retry-After past its per-address rate")
     func openRoutesAreRateLimited() async throws {
         let clock = ManualClock(now: Date())
         var limits = AdmissionLimits()

@@ -224,7 +224,7 @@ struct InAppPaymentTests {
         await f.close()
     }
 
-    @Test("A device past its nonce quota gets 429 with Retry-After; other devices do not; the quota refills on the monotonic clock")
+    @Test("R5/R6: A device past its nonce quota gets 429 with Retry-After; the quota refills on the monotonic clock")
     func nonceQuotaPerDevice() async throws {
         let f = try await InAppFixture()
         let phone = try await f.device("phone-a")

@@ -217,7 +217,7 @@ struct ProvisioningTests {
         await #expect(throws: TokenServiceError(.sessionState, "")) { try await h.link(sessionID, on: phone) }
     }
 
-    @Test("R6: A provisioning session expires on the monotonic clock: the wall clock moved an hour either way changes nothing")
+    @Test("R6: A provisioning session expires on the monotonic clock, not when the wall clock moves an hour")
     func sessionsIgnoreTheWallClock() async throws {
         let h = try await NetworkHarness()
         let start = h.clock.now()
