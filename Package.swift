@@ -77,7 +77,8 @@ let package = Package(
                 "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
                 "PaymentCredential", "OrchardHTTP", "OrchardLogging", "OrchardRuntime", "OrchardServices", "PayAPI",
                 "PayServer", "MerchantServer", "Issuer", "TokenService", "TokenRequestorAPI",
-                "Device", "DeviceProcess", "NFCLink", "SecureElement", "Wallet", "Terminal",
+                "Device", "DeviceProcess", "NFCLink", "SecureElement", "Wallet", "Terminal", "OrchardStore",
+                "AccessPolicy",
             ],
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
