@@ -119,3 +119,21 @@ struct InAppBenchCommandTests {
         #expect(await bad.run(["bench", "inapp", "--requests", "5"]) == 2)
     }
 }
+
+@Suite("orchard bench overload")
+struct OverloadBenchCommandTests {
+    @Test("R5: A short overload run sheds by class, loses no acknowledged row and reports every figure")
+    func shortRun() async throws {
+        let capture = Capture()
+        let rc = await capture.run(["bench", "overload", "--seconds", "2", "--multiple", "2", "--max-in-flight", "4"])
+        #expect(rc == 0, "\(capture.stderr)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(capture.stdout.utf8)) as? [String: Any])
+        #expect(report["lost"] as? Int == 0 && (report["acknowledged"] as? Int ?? 0) > 0)
+        #expect(report["maxInFlight"] as? Int == 4 && (report["capacityPerSecond"] as? Double ?? 0) > 0)
+        let shed = try #require(report["shedFractionByClass"] as? [String: Double])
+        #expect(Set(shed.keys) == ["payment", "order_creation", "analytics"])
+        let bad = Capture()
+        #expect(await bad.run(["bench", "overload", "--multiple", "11"]) == 2)
+    }
+}
