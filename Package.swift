@@ -24,6 +24,10 @@ let package = Package(
         .library(name: "CardBasics", targets: ["CardBasics"]),
         // The domain-association file a web merchant hosts, and the Pay server's web merchant routes.
         .library(name: "WebMerchantAPI", targets: ["WebMerchantAPI"]),
+        // For the fuzz package (Fuzz/Package.swift) only: the parsers of bytes from outside.
+        .library(name: "PaymentCredential", targets: ["PaymentCredential"]),
+        .library(name: "NFCLink", targets: ["NFCLink"]),
+        .library(name: "DeviceProcess", targets: ["DeviceProcess"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).
@@ -76,6 +80,7 @@ let package = Package(
                 "PaymentCredential", "OrchardHTTP", "OrchardLogging", "OrchardRuntime", "OrchardServices", "PayAPI",
                 "PayServer", "MerchantServer", "Issuer", "TokenService", "TokenRequestorAPI",
                 "Device", "DeviceProcess", "NFCLink", "SecureElement", "Wallet", "Terminal", "WebMerchantAPI",
+                "OrchardStore", "AccessPolicy",
             ],
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.
@@ -392,7 +397,7 @@ let package = Package(
         .testTarget(
             name: "OrchardHTTPTests",
             dependencies: [
-                "CardBasics", "OrchardRuntime",
+                "AccessPolicy", "CardBasics", "OrchardRuntime",
                 "CommandTestSupport", "OrchardHTTP", "OrchardLogging", "OrchardCrypto", "OrchardX509",
                 "OrchardFixtures",
             ],
@@ -412,13 +417,14 @@ let package = Package(
                 "CardBasics",
                 "DeviceTestSupport",
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
-                "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard",
+                "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard", "OrchardFixtures",
                 "OrchardX509",
             ],
             swiftSettings: strict
         ),
         .testTarget(
-            name: "NFCLinkTests", dependencies: ["NFCLink", "EMV", "OrchardCrypto"], swiftSettings: strict),
+            name: "NFCLinkTests", dependencies: ["NFCLink", "EMV", "OrchardCrypto", "OrchardFixtures"],
+            swiftSettings: strict),
         .testTarget(
             name: "TerminalTests",
             dependencies: [
@@ -462,7 +468,7 @@ let package = Package(
             name: "PaymentCredential", dependencies: ["CardBasics", "OrchardCrypto", "EMV"], swiftSettings: strict),
         .testTarget(
             name: "PaymentCredentialTests",
-            dependencies: ["PaymentCredential", "OrchardCrypto", "EMV"],
+            dependencies: ["PaymentCredential", "OrchardCrypto", "EMV", "OrchardFixtures"],
             swiftSettings: strict
         ),
 

@@ -25,5 +25,20 @@ let package = Package(
         .target(name: "FuzzEMVTLV", dependencies: [.product(name: "EMV", package: "Orchard")]),
         // Command/response APDU parsers and the card applet fed with APDU sequences (EMV).
         .target(name: "FuzzEMVAPDU", dependencies: [.product(name: "EMV", package: "Orchard")]),
+        // The sealed payment credential: the signed layout inside the envelope and the credential (PaymentCredential).
+        .target(
+            name: "FuzzPaymentCredential",
+            dependencies: [
+                .product(name: "PaymentCredential", package: "Orchard"),
+                .product(name: "OrchardCrypto", package: "Orchard"),
+            ]),
+        // The token service's card-data payload (PaymentCredential.CardDataPayload).
+        .target(name: "FuzzCardData", dependencies: [.product(name: "PaymentCredential", package: "Orchard")]),
+        // The Secure Element's personalisation and the signed install that wraps it (PaymentCredential).
+        .target(name: "FuzzPersonalisation", dependencies: [.product(name: "PaymentCredential", package: "Orchard")]),
+        // NFC link frames and their JSON payloads (NFCLink).
+        .target(name: "FuzzNFCFrame", dependencies: [.product(name: "NFCLink", package: "Orchard")]),
+        // The device control socket's HTTP parser (DeviceProcess).
+        .target(name: "FuzzControlHTTP", dependencies: [.product(name: "DeviceProcess", package: "Orchard")]),
     ]
 )

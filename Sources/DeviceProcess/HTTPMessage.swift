@@ -15,10 +15,20 @@ enum HTTPMessage {
     /// Reads one message (head and body) from `fd`. Throws ``DeviceProcessError/Code/protocolError`` with
     /// a message when the bytes are not an acceptable message, with the status a server should answer.
     static func read(_ fd: Int32) throws(DeviceProcessError) -> (head: Head, body: [UInt8]) {
+        try read { (count: Int?) throws(DeviceProcessError) -> [UInt8] in
+            if let count { try UnixSocket.read(fd, count: count) } else { try UnixSocket.read(fd) }
+        }
+    }
+
+    /// Reads one message from `next`, which returns the next bytes (at most `count` when given; empty at the end
+    /// of the stream): what ``read(_:)`` does with a socket, and the fuzz target with bytes in memory.
+    static func read(
+        from next: (_ count: Int?) throws(DeviceProcessError) -> [UInt8]
+    ) throws(DeviceProcessError) -> (head: Head, body: [UInt8]) {
         var buffer: [UInt8] = []
         var headEnd: Int?
         while headEnd == nil {
-            let chunk = try UnixSocket.read(fd)
+            let chunk = try next(nil)
             if chunk.isEmpty { throw DeviceProcessError(.protocolError, "400 the message ended inside its head") }
             buffer += chunk
             headEnd = find([13, 10, 13, 10], in: buffer)
@@ -45,7 +55,7 @@ enum HTTPMessage {
         }
         var body = Array(buffer[(headEnd + 4)...])
         while body.count < length {
-            let chunk = try UnixSocket.read(fd, count: min(64 << 10, length - body.count))
+            let chunk = try next(min(64 << 10, length - body.count))
             if chunk.isEmpty { throw DeviceProcessError(.protocolError, "400 the body ended early") }
             body += chunk
         }
@@ -113,5 +123,32 @@ enum HTTPMessage {
         var head = "\(request.method) \(request.path) HTTP/1.1\r\nHost: device\r\n"
         head += "Content-Type: application/json\r\nContent-Length: \(request.body.count)\r\nConnection: close\r\n\r\n"
         return Array(head.utf8) + Array(request.body)
+    }
+}
+
+/// The control socket's message parser over bytes in memory, for the fuzz target (Fuzz/Sources/FuzzControlHTTP):
+/// the same code that reads the socket, fed `bytes` in chunks of `chunkSize`.
+public enum ControlSocketParser {
+    /// A parsed message: the start line's parts, the headers (names lowercased) and the body.
+    public struct Message: Sendable {
+        /// The start line split at spaces (`["POST", "/v1/x", "HTTP/1.1"]`).
+        public let startLine: [String]
+        /// The headers, names lowercased.
+        public let headers: [String: String]
+        /// The body, exactly `Content-Length` bytes.
+        public let body: [UInt8]
+    }
+
+    /// Parses one message from `bytes` delivered `chunkSize` bytes at a time, or throws the
+    /// ``DeviceProcessError/Code/protocolError`` the socket would answer.
+    public static func parse(_ bytes: [UInt8], chunkSize: Int) throws(DeviceProcessError) -> Message {
+        var offset = 0
+        let step = max(1, chunkSize)
+        let (head, body) = try HTTPMessage.read { (count: Int?) throws(DeviceProcessError) -> [UInt8] in
+            let end = min(bytes.count, offset + min(step, count ?? step))
+            defer { offset = end }
+            return Array(bytes[offset..<end])
+        }
+        return Message(startLine: head.startLine, headers: head.headers, body: body)
     }
 }

@@ -43,14 +43,20 @@ public actor Issuer: IssuerHost {
     let store: any IssuerStore
     private let cardVerificationKey: CardVerificationKey
     let clock: any WallClock
+    /// Step-up challenges expire on it (R6), in this process.
+    private let monotonicClock: any MonotonicClock
+    private var stepUpDeadlines: MonotonicDeadlines
     private let random: any RandomSource
     private var network: (any IssuerNetworkLink)?
     let serializer = KeyedSerializer()
 
     public init(
         configuration: IssuerConfiguration, store: any IssuerStore, cardVerificationKey: CardVerificationKey,
-        clock: any WallClock = SystemClock(), random: any RandomSource = SystemRandom()
+        clock: any WallClock = SystemClock(), random: any RandomSource = SystemRandom(),
+        monotonicClock: any MonotonicClock = SystemClock()
     ) {
+        self.monotonicClock = monotonicClock
+        stepUpDeadlines = MonotonicDeadlines(lifetimeSeconds: configuration.stepUpLifetime)
         self.issuerID = configuration.issuerID
         self.configuration = configuration
         self.store = store
@@ -185,6 +191,7 @@ public actor Issuer: IssuerHost {
                 reference: randomReference(), pan: card.pan, profile: profile,
                 destinationHint: card.stepUpDestinationHint, failedAttempts: 0,
                 expiresAt: clock.now().addingTimeInterval(configuration.stepUpLifetime), finished: false)
+            stepUpDeadlines.start(record.reference, now: monotonicClock.nanoseconds())
             try await store.saveStepUp(record)
             let challenge = StepUpChallenge(
                 reference: record.reference, method: "sms", destinationHint: card.stepUpDestinationHint)
@@ -198,7 +205,11 @@ public actor Issuer: IssuerHost {
         guard var record = try await store.stepUp(reference: reference) else {
             throw IssuerError(.notFound, "no such step-up challenge")
         }
-        guard !record.finished, clock.now() < record.expiresAt else { return .decline(.challengeExpired) }
+        // The monotonic clock of this process decides (R6): a wall clock set an hour either way neither ends a
+        // challenge early nor keeps it alive; a challenge from before a restart has no deadline here and is expired.
+        guard !record.finished, stepUpDeadlines.isLive(reference, now: monotonicClock.nanoseconds()) else {
+            return .decline(.challengeExpired)
+        }
         if constantTimeEquals(Array(code.utf8), Array(configuration.stepUpCode.utf8)) {
             record.finished = true
             try await store.saveStepUp(record)

@@ -164,6 +164,24 @@ public struct NFCFrame: Sendable, Hashable {
         return [type.rawValue, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
     }
 
+    /// The frame at the start of `bytes` and the bytes it takes, or nil when `bytes` holds only part of one.
+    /// Throws ``NFCLinkError/Code/frameTooLarge`` for a length above `maximumPayload` and
+    /// ``NFCLinkError/Code/protocolViolation`` for an unknown type, as soon as the 3-byte header is in.
+    public static func decode(
+        prefixOf bytes: [UInt8], maximumPayload: Int = NFCLinkProtocol.maximumPayload
+    ) throws(NFCLinkError) -> (frame: NFCFrame, count: Int)? {
+        guard bytes.count >= 3 else { return nil }
+        let length = Int(bytes[1]) << 8 | Int(bytes[2])
+        guard length <= maximumPayload else {
+            throw NFCLinkError(.frameTooLarge, "the peer announced a frame of \(length) bytes")
+        }
+        guard let type = NFCFrameType(rawValue: bytes[0]) else {
+            throw NFCLinkError(.protocolViolation, "the peer sent an unknown frame type")
+        }
+        guard bytes.count >= 3 + length else { return nil }
+        return (NFCFrame(type, Array(bytes[3..<(3 + length)])), 3 + length)
+    }
+
     /// A frame carrying `value` as JSON.
     public static func json(_ type: NFCFrameType, _ value: some Encodable) throws(NFCLinkError) -> NFCFrame {
         let encoder = JSONEncoder()

@@ -66,19 +66,9 @@ final class LinkSocket: @unchecked Sendable {
     /// at the deadline, ``NFCLinkError/Code/frameTooLarge`` for a length above the limit (nothing more is read).
     func read(deadline: UInt64, what: @autoclosure () -> String) throws(NFCLinkError) -> NFCFrame {
         while true {
-            if buffer.count >= 3 {
-                let length = Int(buffer[1]) << 8 | Int(buffer[2])
-                guard length <= maximumPayload else {
-                    throw NFCLinkError(.frameTooLarge, "the peer announced a frame of \(length) bytes")
-                }
-                guard let type = NFCFrameType(rawValue: buffer[0]) else {
-                    throw NFCLinkError(.protocolViolation, "the peer sent an unknown frame type")
-                }
-                if buffer.count >= 3 + length {
-                    let frame = NFCFrame(type, Array(buffer[3..<(3 + length)]))
-                    buffer.removeFirst(3 + length)
-                    return frame
-                }
+            if let (frame, count) = try NFCFrame.decode(prefixOf: buffer, maximumPayload: maximumPayload) {
+                buffer.removeFirst(count)
+                return frame
             }
             try waitFor(events: Int16(POLLIN), deadline: deadline, what: what())
             var chunk = [UInt8](repeating: 0, count: 4096)

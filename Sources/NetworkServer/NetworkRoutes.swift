@@ -212,6 +212,7 @@ public enum NetworkRoutes {
                             action.domain, issuerID: issuerID, tokenReference: try request.parameter("reference"))))
             }
         }
+        router.classify(AcquirerAPI.Declared.authorizations, as: .payment)
         router.add(AcquirerAPI.Declared.authorizations) { (body: AuthorizationBody, _) in
             try await acquirer.authorize(try body.request())
         }

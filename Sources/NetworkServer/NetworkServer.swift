@@ -122,7 +122,7 @@ public enum NetworkServer {
                 let issuer = Issuer(
                     configuration: TestCards.configuration, store: issuerStore,
                     cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: environment.wallClock,
-                    random: environment.random)
+                    random: environment.random, monotonicClock: environment.monotonicClock)
                 let outbox = SQLiteNotificationOutbox(vault: vault)
                 let tokenService = try TokenService(
                     keyStore: hsm, keys: keyFile.keys, ranges: keyFile.ranges,
@@ -134,7 +134,7 @@ public enum NetworkServer {
                     deviceKeys: try NetworkServer.deviceKeyVerifier(
                         deviceCA: deviceCA, root: root, clock: environment.wallClock),
                     notifier: outbox, clock: environment.wallClock, random: environment.random,
-                    authorizationProbe: authorizationProbe)
+                    authorizationProbe: authorizationProbe, monotonicClock: environment.monotonicClock)
                 await issuer.connect(to: tokenService)
                 let acquirer = Acquirer(
                     acquirerID: NetworkServerService.acquirerID, store: acquirerStore, network: tokenService,

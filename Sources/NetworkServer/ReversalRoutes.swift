@@ -40,6 +40,7 @@ extension NetworkRoutes {
     /// `POST /v1/acquirer/reversals` (callers of the acquiring group): ``ReversalBody`` →
     /// ``AcquirerReversalResult``, idempotent per terminal ID + STAN or merchant key.
     static func installReversals(into router: inout Router, acquirer: Acquirer) {
+        router.classify(AcquirerAPI.Declared.reversals, as: .payment)
         router.add(AcquirerAPI.Declared.reversals) { (body: ReversalBody, _) in
             try await acquirer.reverse(try body.request())
         }

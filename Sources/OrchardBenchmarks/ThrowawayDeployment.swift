@@ -6,6 +6,7 @@ import OrchardServices
 /// the end, with `services` started in this process and closed however `body` ends.
 func withThrowawayDeployment<T>(
     named name: String, registry: ServiceRegistry, services: [ServiceName],
+    configure: (inout Configuration) throws -> Void = { _ in },
     _ body: (DeploymentDirectory, ServiceConnections) async throws -> T
 ) async throws -> T {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -14,6 +15,9 @@ func withThrowawayDeployment<T>(
     defer { try? FileManager.default.removeItem(atPath: path) }
     let deployment = DeploymentDirectory(path: path)
     _ = try await DeploymentInitializer.initialize(deployment, registry: registry)
+    var configuration = try deployment.loadConfiguration(schema: registry.schema, environment: [:])
+    try configure(&configuration)
+    try deployment.writeConfiguration(configuration)
     let connections = try await ServiceConnections.connect(services, directory: deployment, registry: registry)
     do {
         let result = try await body(deployment, connections)

@@ -6,6 +6,8 @@ import OrchardLogging
 /// - An ``HTTPResponseError`` answers its own status with `{"error":{"code":…,"message":…}}`; a 5xx
 ///   among them is also logged (at error, with the request id), since the caller learns little.
 /// - An ``HTTPUnavailableError`` that says so answers 503 with `Retry-After`, logged at error.
+/// - An ``OverloadError`` (load shed, rate limit) answers its 503 or 429 with `Retry-After`, not logged: under
+///   load the log would be one more thing to shed.
 /// - Anything else is an opaque 500 whose message carries only the request id, and the error itself
 ///   goes to the log with that id, so an operator can match a complaint to its cause.
 enum ErrorMapping {
@@ -22,6 +24,12 @@ enum ErrorMapping {
                 message: "the service cannot store requests right now; retry after \(seconds) seconds "
                     + "with the same idempotency key (request id \(requestID.uuidString.lowercased()))")
             response.headers.set("Retry-After", String(seconds))
+            return response
+        }
+        if let overload = error as? OverloadError {
+            var response = errorResponse(
+                status: overload.httpStatus, code: overload.httpErrorCode, message: overload.httpErrorMessage)
+            response.headers.set("Retry-After", String(overload.retryAfterSeconds))
             return response
         }
         if let known = error as? any HTTPResponseError {

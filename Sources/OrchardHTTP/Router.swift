@@ -78,6 +78,11 @@ public struct Router: Sendable {
     /// every route (`/health` included) and before any handler or idempotent replay: a revoked certificate gets
     /// 403 `client_certificate_revoked`. A failing lookup fails the request (500), never admits it.
     public var revocations: (any ClientCertificateRevocations)?
+    /// Bounds on work in flight per route class and rate limits on open routes (see ``AdmissionControl``); nil:
+    /// every request is admitted.
+    public var admission: AdmissionControl?
+    /// Route classes by `METHOD pattern` (``classify(_:as:)``).
+    var routeClasses: [String: RouteClass] = [:]
 
     public init() {}
 

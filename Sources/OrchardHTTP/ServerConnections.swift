@@ -158,9 +158,11 @@ final class ListenerInstance: @unchecked Sendable {
             var request = parsed
             request.pathParameters = parameters
             let handler: Router.Handler
+            let release: (@Sendable () -> Void)?
             do {
                 try server.router.authorize(route, request)
                 handler = try server.router.handler(for: route, request)
+                release = try server.router.admit(route, request)
             } catch {
                 inFlight.complete(ErrorMapping.response(for: error, requestID: parsed.requestID, logger: server.logger))
                 return
@@ -168,6 +170,7 @@ final class ListenerInstance: @unchecked Sendable {
             let logger = server.logger
             let revocations = server.router.revocations
             inFlight.task = Task(executorPreference: loop) { [request] in
+                defer { release?() }
                 let response: HTTPResponse
                 do {
                     if let revocations, let certificate = request.clientCertificate,

@@ -44,6 +44,8 @@ public final class HTTPServiceInstance: ServiceInstance {
         }
         var routes = router
         routes.idempotency = idempotency
+        // Every service sheds load: bounded work per route class, rate limits on routes open without a certificate.
+        if routes.admission == nil { routes.admission = AdmissionControl() }
         let serviceName = name.rawValue
         routes.add(Self.health) { _ in
             try HTTPResponse.json(["status": "ok", "service": serviceName])

@@ -163,6 +163,7 @@ extension PayServer {
         router.exemptFromIdempotency(
             PayAPI.Declared.anonymousPurchases,
             because: "the channel is anonymous: a kept key would link a device's reports; a repeat adds one to a tally")
+        router.classify(PayAPI.Declared.anonymousPurchases, as: .analytics)
         router.add(PayAPI.Declared.anonymousPurchases, status: .accepted) {
             (report: AnonymousPurchase, request: HTTPRequest) -> AnonymousPurchaseAccepted in
             guard request.clientCertificate == nil else {

@@ -38,11 +38,16 @@ final class InAppPayments: Sendable {
     private let ecEncoder: PaymentTokenEncoder
     private let rsaEncoder: PaymentTokenEncoder
     private let clock: any WallClock
+    /// Nonces per device (``PayService/noncesPerMinute``): a device cannot fill the nonce table.
+    private let nonceQuota: RateLimiter
 
     init(
         store: Store, devices: DeviceRegistry, pki: InAppPKI.Loaded, tokenSigning: TokenSigningPKI,
-        wallClock: any WallClock, monotonicClock: any MonotonicClock, random: any RandomSource
+        wallClock: any WallClock, monotonicClock: any MonotonicClock, random: any RandomSource,
+        noncesPerMinute: Int = PayService.noncesPerMinute.defaultValue
     ) throws {
+        nonceQuota = RateLimiter(
+            RateLimit(perSecond: Double(noncesPerMinute) / 60, burst: noncesPerMinute), clock: monotonicClock)
         self.store = store
         self.devices = devices
         cache = VerifiedKeyCache(deviceCA: pki.deviceCA)
@@ -64,11 +69,12 @@ final class InAppPayments: Sendable {
     /// Loads the keys `init` wrote and makes the endpoints.
     static func load(
         directory: DeploymentDirectory, store: Store, devices: DeviceRegistry, tokenSigning: TokenSigningPKI,
-        environment: ServiceEnvironment
+        environment: ServiceEnvironment, noncesPerMinute: Int = PayService.noncesPerMinute.defaultValue
     ) throws -> InAppPayments {
         try InAppPayments(
             store: store, devices: devices, pki: try InAppPKI.load(from: directory), tokenSigning: tokenSigning,
-            wallClock: environment.wallClock, monotonicClock: environment.monotonicClock, random: environment.random)
+            wallClock: environment.wallClock, monotonicClock: environment.monotonicClock, random: environment.random,
+            noncesPerMinute: noncesPerMinute)
     }
 
     // MARK: Routes
@@ -85,8 +91,13 @@ final class InAppPayments: Sendable {
         router.exemptFromIdempotency(
             PayAPI.Declared.paymentCredential,
             because: "a kept token would tie a payment to the device; the nonce inside makes a repeat fail, not pay")
+        router.classify(PayAPI.Declared.paymentNonce, as: .payment)
+        router.classify(PayAPI.Declared.paymentCredential, as: .payment)
         router.add(PayAPI.Declared.paymentNonce) { [self] request in
             let device = try await payingDevice(request)
+            if let wait = nonceQuota.take(device.deviceID) {
+                throw OverloadError.rateLimited("payment nonces for this device", retryAfter: wait)
+            }
             let nonce = try await nonces.issue(to: device.deviceID)
             return try Self.json(
                 PaymentNonceResponse(

@@ -93,7 +93,7 @@ public final class PayServer: Sendable {
                 random: environment.random,
                 inApp: try InAppPayments.load(
                     directory: directory, store: store, devices: devices, tokenSigning: tokenSigning,
-                    environment: environment),
+                    environment: environment, noncesPerMinute: configuration[PayService.noncesPerMinute]),
                 domains: domains,
                 sessions: try MerchantSessions(
                     store: store, tokenSigning: tokenSigning, clock: environment.wallClock, random: environment.random),

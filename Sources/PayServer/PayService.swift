@@ -32,10 +32,15 @@ public struct PayService: OrchardService {
         }
     )
 
+    /// `pay.noncesPerMinute`: the nonces one device may ask for in a minute (and at once, after a quiet minute),
+    /// on the monotonic clock; beyond it the nonce route answers 429 with `Retry-After`.
+    public static let noncesPerMinute = ConfigurationKey<Int>.integer(
+        "pay", "noncesPerMinute", default: 60, range: 1...1_000_000)
+
     public init() {}
 
     public var name: ServiceName { .pay }
-    public var configurationKeys: [AnyConfigurationKey] { [Self.demoAccount.erased] }
+    public var configurationKeys: [AnyConfigurationKey] { [Self.demoAccount.erased, Self.noncesPerMinute.erased] }
     /// The mutual-TLS web gateway and the public side, both on the main listener for now.
     public var hostNames: [ServiceHostName] {
         [

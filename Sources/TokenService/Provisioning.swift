@@ -140,6 +140,7 @@ extension TokenService {
             encryptedCard: try sealCard(pan: card.pan, expiry: card.expiry, context: "session:" + sessionID),
             decision: decision, expiresAt: clock.now().addingTimeInterval(configuration.sessionLifetime),
             tokenReference: nil, closed: false)
+        sessionDeadlines.start(sessionID, now: monotonicClock.nanoseconds())
         try await vault.saveSession(session)
         return CheckCardResponse(sessionID: sessionID, decision: decision, termsID: Self.termsID)
     }
@@ -297,7 +298,9 @@ extension TokenService {
             throw TokenServiceError(.sessionState, "the provisioning session belongs to another device")
         }
         guard !session.closed else { throw TokenServiceError(.sessionState, "the provisioning session has ended") }
-        guard clock.now() < session.expiresAt else {
+        // The monotonic clock of this process decides (R6): setting the wall clock neither ends a session early nor
+        // keeps it alive; a session from before a restart has no deadline here and is expired.
+        guard sessionDeadlines.isLive(sessionID, now: monotonicClock.nanoseconds()) else {
             throw TokenServiceError(.sessionState, "the provisioning session has expired; check the card again")
         }
         return session

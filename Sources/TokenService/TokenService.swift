@@ -108,6 +108,9 @@ public actor TokenService {
     let deviceKeys: any DeviceKeyVerifier
     let notifier: any TokenStatusNotifier
     let clock: any WallClock
+    /// Provisioning sessions expire on it (R6), in this process.
+    let monotonicClock: any MonotonicClock
+    var sessionDeadlines: MonotonicDeadlines
     let random: any RandomSource
     let serializer = KeyedSerializer()
     let requestors: [String: TokenRequestor]
@@ -123,7 +126,8 @@ public actor TokenService {
         configuration: TokenServiceConfiguration = TokenServiceConfiguration(), keyStore: any KeyStore,
         keys: TokenServiceKeys, ranges: [TokenRange], issuers: [IssuerRoute], vault: any TokenVaultStore,
         deviceKeys: any DeviceKeyVerifier, notifier: any TokenStatusNotifier, clock: any WallClock = SystemClock(),
-        random: any RandomSource = SystemRandom(), authorizationProbe: (any AuthorizationProbe)? = nil
+        random: any RandomSource = SystemRandom(), authorizationProbe: (any AuthorizationProbe)? = nil,
+        monotonicClock: any MonotonicClock = SystemClock()
     ) throws(TokenServiceError) {
         var routes: [String: IssuerRoute] = [:]
         for issuer in issuers {
@@ -164,6 +168,8 @@ public actor TokenService {
         self.deviceKeys = deviceKeys
         self.notifier = notifier
         self.clock = clock
+        self.monotonicClock = monotonicClock
+        sessionDeadlines = MonotonicDeadlines(lifetimeSeconds: configuration.sessionLifetime)
         self.random = random
         self.probe = authorizationProbe
         self.requestors = Dictionary(configuration.tokenRequestors.map { ($0.id, $0) }) { first, _ in first }

@@ -15,7 +15,7 @@ struct IssuerFixture {
         issuer = Issuer(
             configuration: TestCards.configuration, store: store,
             cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: clock,
-            random: InsecureDeterministicRandom(seed: [1, 2, 3]))
+            random: InsecureDeterministicRandom(seed: [1, 2, 3]), monotonicClock: clock)
         try await TestCards.seed(into: issuer)
     }
 
@@ -140,6 +140,46 @@ struct IssuerProvisioningTests {
         f.clock.advance(by: 601)
         #expect(
             try await f.issuer.verifyOneTimeCode(reference: second.reference, code: "123456")
+                == .decline(.challengeExpired))
+    }
+
+    @Test("R6: A step-up expires on the monotonic clock: the wall clock moved an hour either way changes nothing")
+    func stepUpIgnoresTheWallClock() async throws {
+        let f = try await IssuerFixture()
+        for shift in [3600.0, -3600.0] {
+            guard case .stepUp(let challenge, _) = try await f.check("4000000000003220") else {
+                Issue.record("expected a step-up")
+                return
+            }
+            f.clock.setWall(IssuerFixture.now.addingTimeInterval(shift))
+            guard case .approve = try await f.issuer.verifyOneTimeCode(reference: challenge.reference, code: "123456")
+            else {
+                Issue.record("a wall clock moved by \(shift) s ended a live challenge")
+                return
+            }
+            f.clock.setWall(IssuerFixture.now)
+        }
+        // Monotonic time past the lifetime expires it even with the wall clock set back an hour.
+        guard case .stepUp(let late, _) = try await f.check("4000000000003220") else {
+            Issue.record("expected a step-up")
+            return
+        }
+        f.clock.advance(by: 601)
+        f.clock.setWall(IssuerFixture.now.addingTimeInterval(-3600))
+        #expect(
+            try await f.issuer.verifyOneTimeCode(reference: late.reference, code: "123456")
+                == .decline(.challengeExpired))
+        // A challenge another process (a restarted issuer on the same store) started has no deadline here: expired.
+        guard case .stepUp(let earlier, _) = try await f.check("4000000000003220") else {
+            Issue.record("expected a step-up")
+            return
+        }
+        let restarted = Issuer(
+            configuration: TestCards.configuration, store: f.store,
+            cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: f.clock,
+            random: InsecureDeterministicRandom(seed: [4]), monotonicClock: f.clock)
+        #expect(
+            try await restarted.verifyOneTimeCode(reference: earlier.reference, code: "123456")
                 == .decline(.challengeExpired))
     }
 }

@@ -50,7 +50,8 @@ public final class NetworkHarness: Sendable {
         self.issuerStore = issuerStore ?? InMemoryIssuerStore()
         issuer = Issuer(
             configuration: TestCards.configuration, store: self.issuerStore,
-            cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: clock, random: random)
+            cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: clock, random: random,
+            monotonicClock: clock)
         try await TestCards.seed(into: issuer)
         issuerSwitch = IssuerSwitch(inner: issuerHost ?? issuer)
         vault = InMemoryTokenVaultStore()
@@ -75,7 +76,7 @@ public final class NetworkHarness: Sendable {
                     host: issuerSwitch)
             ],
             vault: vaultStore ?? vault, deviceKeys: deviceKeyVerifier ?? deviceKeys, notifier: outbox, clock: clock,
-            random: random, authorizationProbe: authorizationProbe)
+            random: random, authorizationProbe: authorizationProbe, monotonicClock: clock)
         await issuer.connect(to: tokenService)
     }
 

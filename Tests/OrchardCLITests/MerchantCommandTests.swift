@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import NetworkServer
 import OrchardStore
@@ -120,5 +121,23 @@ struct InAppBenchCommandTests {
         #expect((report["tokensPerSecond"] as? Double ?? 0) > 0 && (report["ceilingPerSecond"] as? Double ?? 0) > 0)
         let bad = Capture()
         #expect(await bad.run(["bench", "inapp", "--requests", "5"]) == 2)
+    }
+}
+
+@Suite("orchard bench overload")
+struct OverloadBenchCommandTests {
+    @Test("R5: A short overload run sheds by class, loses no acknowledged row and reports every figure")
+    func shortRun() async throws {
+        // As a process of its own: inside the test process its server and load generator would share the
+        // concurrency pool (two threads) with every suite running in parallel, and measure nothing.
+        let run = try await orchard(["bench", "overload", "--seconds", "2", "--multiple", "2", "--max-in-flight", "4"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try run.json()
+        #expect(report["lost"] as? Int == 0 && (report["acknowledged"] as? Int ?? 0) > 0)
+        #expect(report["maxInFlight"] as? Int == 4 && (report["capacityPerSecond"] as? Double ?? 0) > 0)
+        let shed = try #require(report["shedFractionByClass"] as? [String: Double])
+        #expect(Set(shed.keys) == ["payment", "order_creation", "analytics"])
+        let bad = Capture()
+        #expect(await bad.run(["bench", "overload", "--multiple", "11"]) == 2)
     }
 }

@@ -224,6 +224,30 @@ struct InAppPaymentTests {
         await f.close()
     }
 
+    @Test("R5/R6: A device past its nonce quota gets 429 with Retry-After; the quota refills on the monotonic clock")
+    func nonceQuotaPerDevice() async throws {
+        let f = try await InAppFixture()
+        let phone = try await f.device("phone-a")
+        let other = try await f.device("phone-b")
+        let quota = PayService.noncesPerMinute.defaultValue
+        for _ in 0..<quota { _ = try await f.nonce(for: phone) }
+        let refused = try await phone.client.post(f.base + "/v1/payments/nonce", json: [String: String]())
+        #expect(refused.status == .tooManyRequests, "\(String(decoding: refused.body, as: UTF8.self))")
+        #expect(refused.headers["Retry-After"] == "1")
+        #expect(InAppFixture.errorCode(refused) == "rate_limited")
+        _ = try await f.nonce(for: other)
+        // Half an hour on the wall clock (within the device certificate's hour) refills nothing (R6); one second
+        // of monotonic time gives one nonce back.
+        let start = f.clock.now()
+        f.clock.setWall(start.addingTimeInterval(1800))
+        let still = try await phone.client.post(f.base + "/v1/payments/nonce", json: [String: String]())
+        #expect(still.status == .tooManyRequests)
+        f.clock.setWall(start)
+        f.clock.advance(by: 1)
+        _ = try await f.nonce(for: phone)
+        await f.close()
+    }
+
     @Test("A2/R6: An unknown nonce and an expired nonce (monotonic clock) are refused")
     func unknownAndExpired() async throws {
         let f = try await InAppFixture()

@@ -217,6 +217,25 @@ struct ProvisioningTests {
         await #expect(throws: TokenServiceError(.sessionState, "")) { try await h.link(sessionID, on: phone) }
     }
 
+    @Test("R6: A provisioning session expires on the monotonic clock, not when the wall clock moves an hour")
+    func sessionsIgnoreTheWallClock() async throws {
+        let h = try await NetworkHarness()
+        let start = h.clock.now()
+        for (index, shift) in [3600.0, -3600.0].enumerated() {
+            let phone = try h.makeDevice("phone-r6-\(index)")
+            let sessionID = try #require(try await h.checkCard("4111111111111111", on: phone).sessionID)
+            h.clock.setWall(start.addingTimeInterval(shift))
+            await #expect(throws: Never.self, "wall clock moved \(shift) s") { try await h.link(sessionID, on: phone) }
+            h.clock.setWall(start)
+        }
+        // Monotonic time past the lifetime ends a session even with the wall clock set back an hour.
+        let late = try h.makeDevice("phone-r6-late")
+        let sessionID = try #require(try await h.checkCard("4111111111111111", on: late).sessionID)
+        h.clock.advance(by: 901)
+        h.clock.setWall(start.addingTimeInterval(-3600))
+        await #expect(throws: TokenServiceError(.sessionState, "")) { try await h.link(sessionID, on: late) }
+    }
+
     @Test func tamperedOrMisaddressedCardDataIsRefused() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")

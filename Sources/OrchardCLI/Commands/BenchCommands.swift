@@ -12,7 +12,7 @@ enum BenchCommands {
         summary: "Measure Orchard's primitives against C baselines (build with `swift build -c release` first).",
         subcommands: BenchmarkSuites.all.map(suiteCommand) + [
             named("emv", EMVCommands.bench), named("http", HTTPCommands.bench), InStoreBench.command,
-            InAppBenchCommand.command, SessionBenchCommand.command,
+            InAppBenchCommand.command, SessionBenchCommand.command, OverloadBenchCommand.command,
         ]
     )
 

@@ -1,0 +1,186 @@
+import AccessPolicy
+import Foundation
+import OrchardCrypto
+import OrchardLogging
+import Synchronization
+import Testing
+
+@testable import OrchardHTTP
+
+/// Holds handlers until opened: the test decides when work in flight ends, so nothing depends on timing.
+final class AdmissionGate: Sendable {
+    private let open = Atomic<Bool>(false)
+    /// Handlers that ran.
+    let ran = Atomic<Int>(0)
+
+    func pass() async {
+        ran.wrappingAdd(1, ordering: .relaxed)
+        while !open.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(5)) }
+    }
+
+    func release() { open.store(true, ordering: .relaxed) }
+}
+
+@Suite("Admission control: load shed by route class, rate limits on open routes")
+struct AdmissionTests {
+    @Test("R5: Each class is admitted up to its share of the bound: analytics shed first, payments last")
+    func classesShedInPriorityOrder() throws {
+        var limits = AdmissionLimits()
+        limits.maxInFlight = 8
+        let admission = AdmissionControl(limits: limits)
+        #expect(admission.bound(for: .analytics) == 2)
+        #expect(admission.bound(for: .orderCreation) == 4)
+        #expect(admission.bound(for: .standard) == 6)
+        #expect(admission.bound(for: .payment) == 8)
+        // Fill the server with payments one at a time and see which classes still get in at each level.
+        var shedOrder: [RouteClass] = []
+        let classes: [RouteClass] = [.analytics, .orderCreation, .standard, .payment]
+        for level in 0..<8 {
+            #expect(admission.inFlight == level)
+            for routeClass in classes where !shedOrder.contains(routeClass) {
+                do {
+                    try admission.admit(routeClass)
+                    admission.release()
+                } catch {
+                    #expect(error.httpStatus == .serviceUnavailable && error.retryAfterSeconds == 1)
+                    shedOrder.append(routeClass)
+                }
+            }
+            try admission.admit(.payment)
+        }
+        #expect(throws: OverloadError.self) { try admission.admit(.payment) }
+        shedOrder.append(.payment)
+        #expect(shedOrder == classes)
+        for _ in 0..<8 { admission.release() }
+        #expect(admission.inFlight == 0)
+        #expect(throws: Never.self) { try admission.admit(.analytics) }
+    }
+
+    @Test("R6: A rate limit refills on the monotonic clock; moving the wall clock an hour either way changes nothing")
+    func rateLimitIgnoresTheWallClock() {
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let clock = ManualClock(now: start)
+        let limiter = RateLimiter(RateLimit(perSecond: 1, burst: 3), clock: clock)
+        for _ in 0..<3 { #expect(limiter.take("10.0.0.1") == nil) }
+        #expect(limiter.take("10.0.0.1") == 1)
+        #expect(limiter.take("10.0.0.2") == nil, "another key has its own bucket")
+        clock.setWall(start.addingTimeInterval(3600))
+        #expect(limiter.take("10.0.0.1") == 1, "an hour forward on the wall clock refills nothing")
+        clock.setWall(start.addingTimeInterval(-3600))
+        #expect(limiter.take("10.0.0.1") == 1, "an hour back neither")
+        clock.advance(by: 1)
+        #expect(limiter.take("10.0.0.1") == nil)
+        #expect(limiter.take("10.0.0.1") == 1)
+    }
+
+    @Test("R5: A full rate limiter forgets idle keys first, and never grows past its bound")
+    func rateLimiterIsBounded() {
+        let clock = ManualClock(now: Date())
+        let limiter = RateLimiter(RateLimit(perSecond: 1, burst: 1), clock: clock, maxKeys: 2)
+        #expect(limiter.take("a") == nil)
+        clock.advance(by: 0.25)
+        #expect(limiter.take("b") == nil)
+        clock.advance(by: 0.25)
+        #expect(limiter.take("b") == 1)
+        #expect(limiter.take("c") == nil)  // evicts the oldest, a
+        #expect(limiter.keyCount == 2)
+        #expect(limiter.take("b") == 1, "b was kept")
+        #expect(limiter.take("a") == nil, "a starts over with a full bucket")
+        #expect(limiter.keyCount == 2)
+        // Idle keys (their buckets full again) go first.
+        clock.advance(by: 5)
+        #expect(limiter.take("d") == nil)
+        #expect(limiter.keyCount == 1)
+    }
+
+    /// A server whose routes each wait on `gate`: a payment, a standard route, order creation and analytics.
+    func gatedRouter(_ gate: AdmissionGate, admission: AdmissionControl) -> Router {
+        var router = Router()
+        router.admission = admission
+        for (path, routeClass) in [
+            ("/pay", RouteClass.payment), ("/standard", .standard), ("/orders", .orderCreation),
+            ("/analytics", .analytics),
+        ] {
+            let route = DeclaredRoute("POST", path, .anyone)
+            router.classify(route, as: routeClass)
+            router.add(route) { _ in
+                await gate.pass()
+                return .text("done")
+            }
+        }
+        return router
+    }
+
+    @Test("R5: Over the bound the server answers 503 with Retry-After, analytics first and payments last")
+    func serverSheds503sInPriorityOrder() async throws {
+        let gate = AdmissionGate()
+        var limits = AdmissionLimits()
+        limits.maxInFlight = 4  // analytics 1, order creation 2, standard 3, payments 4
+        limits.retryAfterSeconds = 2
+        limits.openRouteRate = nil
+        let admission = AdmissionControl(limits: limits)
+        try await withServer(router: gatedRouter(gate, admission: admission)) { server in
+            let client = try PKI.client()
+            defer { gate.release() }
+            var held: [Task<HTTPResponse, any Error>] = []
+            func hold(_ path: String) async throws {
+                let expected = admission.inFlight + 1
+                held.append(Task { try await client.post(url(server, path), json: [String: String]()) })
+                #expect(await eventually { admission.inFlight == expected }, "\(path) admitted")
+            }
+            func shed(_ path: String) async throws {
+                let response = try await client.post(url(server, path), json: [String: String]())
+                #expect(response.status == .serviceUnavailable, "\(path): \(response.text)")
+                #expect(response.headers["Retry-After"] == "2")
+                #expect(try JSONDecoder().decode(ErrorBody.self, from: response.body).error.code == "overloaded")
+            }
+            // One request in flight: analytics is shed; order creation still gets in.
+            try await hold("/pay")
+            try await shed("/analytics")
+            try await hold("/orders")
+            // Two: order creation is shed too; a standard route gets in.
+            try await shed("/orders")
+            try await shed("/analytics")
+            try await hold("/standard")
+            // Three: only payments get in.
+            try await shed("/standard")
+            try await hold("/pay")
+            // Four: everything is shed.
+            try await shed("/pay")
+            try await shed("/analytics")
+            #expect(gate.ran.load(ordering: .relaxed) == 4, "no shed request reached its handler")
+            gate.release()
+            for task in held { #expect(try await task.value.status == .ok) }
+            #expect(await eventually { admission.inFlight == 0 })
+            let after = try await client.post(url(server, "/analytics"), json: [String: String]())
+            #expect(after.status == .ok, "once the load is gone analytics is served again")
+        }
+    }
+
+    @Test("R5: A route open without a client certificate answers 429 with Retry-After past its per-address rate")
+    func openRoutesAreRateLimited() async throws {
+        let clock = ManualClock(now: Date())
+        var limits = AdmissionLimits()
+        limits.openRouteRate = RateLimit(perSecond: 1, burst: 2)
+        let admission = AdmissionControl(limits: limits, clock: clock)
+        var router = Router()
+        router.admission = admission
+        router.roles["client"] = .required
+        router.add(DeclaredRoute("GET", "/open", .anyone)) { _ in .text("open") }
+        router.add(DeclaredRoute("GET", "/mtls", .role("client"))) { _ in .text("mtls") }
+        try await withServer(router: router) { server in
+            let anonymous = try PKI.client()
+            for _ in 0..<2 { #expect(try await anonymous.get(url(server, "/open")).status == .ok) }
+            let limited = try await anonymous.get(url(server, "/open"))
+            #expect(limited.status == .tooManyRequests)
+            #expect(limited.headers["Retry-After"] == "1")
+            #expect(try JSONDecoder().decode(ErrorBody.self, from: limited.body).error.code == "rate_limited")
+            // A caller with a client certificate is not counted against the open routes' rate.
+            let identified = try PKI.client(identity: "client")
+            #expect(try await identified.get(url(server, "/mtls")).status == .ok)
+            #expect(try await identified.get(url(server, "/open")).status == .ok)
+            clock.advance(by: 1)
+            #expect(try await anonymous.get(url(server, "/open")).status == .ok)
+        }
+    }
+}
