@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "PaymentCredential", targets: ["PaymentCredential"]),
         .library(name: "NFCLink", targets: ["NFCLink"]),
         .library(name: "DeviceProcess", targets: ["DeviceProcess"]),
+        .library(name: "RelayAPI", targets: ["RelayAPI"]),
     ],
     targets: [
         // C libraries from Debian (scripts/bootstrap installs them).

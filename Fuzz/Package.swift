@@ -38,6 +38,8 @@ let package = Package(
         .target(name: "FuzzPersonalisation", dependencies: [.product(name: "PaymentCredential", package: "Orchard")]),
         // NFC link frames and their JSON payloads (NFCLink).
         .target(name: "FuzzNFCFrame", dependencies: [.product(name: "NFCLink", package: "Orchard")]),
+        // The relay's frames between a user's devices and their routing header (RelayAPI).
+        .target(name: "FuzzRelayFrame", dependencies: [.product(name: "RelayAPI", package: "Orchard")]),
         // The device control socket's HTTP parser (DeviceProcess).
         .target(name: "FuzzControlHTTP", dependencies: [.product(name: "DeviceProcess", package: "Orchard")]),
     ]
