@@ -125,12 +125,17 @@ public struct MerchantService: OrchardService {
         let configuration = context.currentConfiguration
         let logger = try ServiceLogging.logger(
             for: .merchant, configuration: configuration, directory: context.directory)
-        let site = try MerchantSite(configuration: configuration, directory: context.directory, logger: logger)
+        // On a port of its own for the check: the configured one may be shared, through SO_REUSEPORT, with
+        // another deployment's site that picked the same free port (parallel inits), and answer in its name.
+        var checkConfiguration = configuration
+        try checkConfiguration.set(sitePort, 0)
+        let site = try MerchantSite(configuration: checkConfiguration, directory: context.directory, logger: logger)
         try site.server.start()
         let domain = WebMerchantAPI.HostNames.store
         let failure: String?
         do {
-            failure = try await web.registerAndValidate(domain: domain, merchantIdentifier: merchantID)
+            failure = try await web.registerAndValidate(
+                domain: domain, merchantIdentifier: merchantID, port: site.server.port)
         } catch {
             await site.server.shutdown()
             throw error

@@ -37,9 +37,10 @@ public protocol WebDomainOnboarding: Sendable {
     /// A new domain-association file for `merchantIdentifier`: the exact text the merchant hosts.
     func associationFile(for merchantIdentifier: String) async throws -> String
 
-    /// Registers `domain` for `merchantIdentifier` and validates it now (the merchant's site must be serving);
-    /// returns nil when it validated, else the first failed check.
-    func registerAndValidate(domain: String, merchantIdentifier: String) async throws -> String?
+    /// Registers `domain` for `merchantIdentifier` and validates it now against the site serving on loopback
+    /// `port` (init starts it on a port of its own, not the configured one, which another deployment's server may
+    /// share through `SO_REUSEPORT`); returns nil when it validated, else the first failed check.
+    func registerAndValidate(domain: String, merchantIdentifier: String, port: Int) async throws -> String?
 }
 
 /// What an ``OrchardService/initialize(_:)`` step gets: the new deployment's directory and configuration, the

@@ -42,7 +42,10 @@ public final class DomainValidator: Sendable {
 
     /// Validates `domain` for `merchantIdentifier`. `hasIdentityCertificate` is the first check: validation
     /// runs only once the merchant's identity certificate was issued.
-    public func validate(domain: String, merchantIdentifier: String, hasIdentityCertificate: Bool) async -> Outcome {
+    /// `port`, when given, replaces the mapping of `domain` for this check.
+    public func validate(
+        domain: String, merchantIdentifier: String, hasIdentityCertificate: Bool, port override: Int? = nil
+    ) async -> Outcome {
         var checks: [DomainCheck] = []
         var notAfter: Date?
         func pass(_ name: DomainCheck.Name, _ detail: String) {
@@ -64,7 +67,7 @@ public final class DomainValidator: Sendable {
                     + "it is issued (`orchard merchant register --identity-csr FILE`)")
         }
         pass(.identityCertificate, "\(merchantIdentifier) has a valid identity certificate")
-        guard let port = hostNames[domain] else {
+        guard let port = override ?? hostNames[domain] else {
             return fail(
                 .nameMapping,
                 "\(domain) is not a host name this deployment serves (config.json names: "

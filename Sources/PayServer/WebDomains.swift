@@ -84,12 +84,16 @@ public final class WebDomains: WebDomainOnboarding {
 
     /// Validates a registered domain now and records the outcome: on success the validation lasts until the
     /// site certificate's expiry; a failure is recorded but does not cut short a validation still running.
-    public func verify(_ domain: String, merchantIdentifier: String) async throws -> DomainVerificationReport {
+    ///
+    /// `port` replaces the deployment's mapping of `domain` for this check (init's one-off site).
+    public func verify(
+        _ domain: String, merchantIdentifier: String, port: Int? = nil
+    ) async throws -> DomainVerificationReport {
         let domain = domain.lowercased()
         _ = try await record(domain, merchantIdentifier: merchantIdentifier)
         let hasIdentity = try await hasIdentityCertificate(merchantIdentifier)
         let outcome = await validator.validate(
-            domain: domain, merchantIdentifier: merchantIdentifier, hasIdentityCertificate: hasIdentity)
+            domain: domain, merchantIdentifier: merchantIdentifier, hasIdentityCertificate: hasIdentity, port: port)
         let now = clock.now()
         try await store.write { db in
             if outcome.passed, let notAfter = outcome.siteCertificateNotAfter {
@@ -142,9 +146,9 @@ public final class WebDomains: WebDomainOnboarding {
         try await issueAssociationFile(merchantIdentifier: merchantIdentifier).fileContents
     }
 
-    public func registerAndValidate(domain: String, merchantIdentifier: String) async throws -> String? {
+    public func registerAndValidate(domain: String, merchantIdentifier: String, port: Int) async throws -> String? {
         _ = try await add(domain, merchantIdentifier: merchantIdentifier)
-        let report = try await verify(domain, merchantIdentifier: merchantIdentifier)
+        let report = try await verify(domain, merchantIdentifier: merchantIdentifier, port: port)
         return report.verified ? nil : (report.record.failure ?? "failed")
     }
 
