@@ -432,15 +432,19 @@ public final class SQLiteAcquirerStore: AcquirerStore {
     }
 
     public func saveAuthorization(_ record: AcquirerAuthorizationRecord) async throws {
-        let bytes = try RecordCoding.encode(record)
+        try await saveSettling(record.idempotencyKey, try RecordCoding.encode(record), in: "authorizations")
+    }
+
+    /// Upserts a result or a reversal of `key` into `table` and, in the same transaction, removes the key's pending
+    /// record: either settles the authorization.
+    private func saveSettling(_ key: String, _ bytes: [UInt8], in table: StaticString) async throws {
+        let upsert = """
+            INSERT INTO \(table) (idempotency_key, record) VALUES (?, ?)
+            ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
+            """
         try await store.write { database in
-            try database.execute(
-                """
-                INSERT INTO authorizations (idempotency_key, record) VALUES (?, ?)
-                ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
-                """, [.text(record.idempotencyKey), .blob(bytes)])
-            try database.execute(
-                "DELETE FROM pending_authorizations WHERE idempotency_key = ?", [.text(record.idempotencyKey)])
+            try database.execute(upsert, [.text(key), .blob(bytes)])
+            try database.execute("DELETE FROM pending_authorizations WHERE idempotency_key = ?", [.text(key)])
         }
     }
 
@@ -469,15 +473,6 @@ public final class SQLiteAcquirerStore: AcquirerStore {
     }
 
     public func saveReversal(_ record: AcquirerReversalRecord) async throws {
-        let bytes = try RecordCoding.encode(record)
-        try await store.write { database in
-            try database.execute(
-                """
-                INSERT INTO reversals (idempotency_key, record) VALUES (?, ?)
-                ON CONFLICT (idempotency_key) DO UPDATE SET record = excluded.record
-                """, [.text(record.idempotencyKey), .blob(bytes)])
-            try database.execute(
-                "DELETE FROM pending_authorizations WHERE idempotency_key = ?", [.text(record.idempotencyKey)])
-        }
+        try await saveSettling(record.idempotencyKey, try RecordCoding.encode(record), in: "reversals")
     }
 }

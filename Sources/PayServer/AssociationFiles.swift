@@ -46,21 +46,10 @@ public final class AssociationFiles: Sendable {
     /// Checks `file`'s signature (to the token-signing root, chain valid at its signingTime, which must be
     /// `createdOn` to the second), then that it was issued for `merchantIdentifier`. Nil when both hold.
     public func problem(with file: DomainAssociationFile, merchantIdentifier: String) -> Problem? {
-        let result: CMSVerificationResult
-        do {
-            result = try verifier.verifyDetachedSignature(
-                file.signature, content: file.signedContent, at: .signingTime)
-        } catch {
-            return .signature("the signature is not a CMS SignedData (\(error.message))")
-        }
-        switch result {
-        case .invalid(let failure):
-            return .signature("the signature does not verify to the Orchard token-signing root: \(failure.message)")
-        case .valid(_, _, let signingTime):
-            let expected = Date(timeIntervalSince1970: Double(file.createdOn / 1000))
-            guard signingTime == expected else {
-                return .signature("the signature's signingTime is not the file's createdOn")
-            }
+        if let problem = verifier.signingProblem(
+            file.signature, content: file.signedContent, signedAt: file.createdOn, field: "the file's createdOn")
+        {
+            return .signature(problem)
         }
         guard file.pspId == Self.merchantHash(merchantIdentifier) else { return .otherMerchant(pspId: file.pspId) }
         return nil

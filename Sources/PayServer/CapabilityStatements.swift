@@ -73,20 +73,11 @@ public final class CapabilityStatements: @unchecked Sendable {
     /// Checks a statement's signature (to the token-signing root, signingTime = `issuedAt`) and that it is
     /// current at `now`: nil when it holds.
     public static func problem(with statement: CapabilityStatement, verifier: CMSVerifier, now: Date) -> String? {
-        let result: CMSVerificationResult
-        do {
-            result = try verifier.verifyDetachedSignature(
-                statement.signature, content: statement.signedContent, at: .signingTime)
-        } catch {
-            return "the signature is not a CMS SignedData (\(error.message))"
-        }
-        switch result {
-        case .invalid(let failure):
-            return "the signature does not verify to the Orchard token-signing root: \(failure.message)"
-        case .valid(_, _, let signingTime):
-            guard signingTime == Date(timeIntervalSince1970: Double(statement.issuedAt / 1000)) else {
-                return "the signature's signingTime is not the statement's issuedAt"
-            }
+        if let problem = verifier.signingProblem(
+            statement.signature, content: statement.signedContent, signedAt: statement.issuedAt,
+            field: "the statement's issuedAt")
+        {
+            return problem
         }
         let nowMS = now.orchardMilliseconds
         guard nowMS >= statement.issuedAt - 60_000, nowMS <= statement.expiresAt else {

@@ -298,20 +298,11 @@ public final class MerchantSessions: Sendable {
     public static func problem(
         with session: MerchantSession, verifier: CMSVerifier, now: Date
     ) -> String? {
-        let result: CMSVerificationResult
-        do {
-            result = try verifier.verifyDetachedSignature(
-                session.signature, content: session.signedContent, at: .signingTime)
-        } catch {
-            return "the signature is not a CMS SignedData (\(error.message))"
-        }
-        switch result {
-        case .invalid(let failure):
-            return "the signature does not verify to the Orchard token-signing root: \(failure.message)"
-        case .valid(_, _, let signingTime):
-            guard signingTime == Date(timeIntervalSince1970: Double(session.epochTimestamp / 1000)) else {
-                return "the signature's signingTime is not the session's epochTimestamp"
-            }
+        if let problem = verifier.signingProblem(
+            session.signature, content: session.signedContent, signedAt: session.epochTimestamp,
+            field: "the session's epochTimestamp")
+        {
+            return problem
         }
         let age = now.orchardMilliseconds - session.epochTimestamp
         guard age >= -60_000 else { return "the session is dated \(-age / 1000) s in the future" }
