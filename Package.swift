@@ -34,6 +34,8 @@ let package = Package(
         // C libraries from Debian (scripts/bootstrap installs them).
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // libpq, the PostgreSQL client: the store's second backend, for server parties on a shared database.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // What Swift cannot call directly: variadic functions, function-like macros.
         .target(name: "CShims", dependencies: ["COpenSSL", "CSQLite"]),
         // HTTP: libevent's evhttp with bufferevent_openssl (server), libcurl (client), and their shims.
@@ -120,8 +122,9 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
 
-        // SQLite: connections, cached statements, migrations, transactions, one writer thread, idempotency keys.
-        .target(name: "OrchardStore", dependencies: ["OrchardCrypto", "CSQLite", "CShims"], swiftSettings: strict),
+        // SQLite (or PostgreSQL through libpq): connections, cached statements, migrations, transactions, one writer thread, idempotency keys.
+        .target(
+            name: "OrchardStore", dependencies: ["OrchardCrypto", "CSQLite", "CShims", "CLibPQ"], swiftSettings: strict),
         // Configuration and the deployment directory (no C imports).
         .target(name: "OrchardRuntime", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         // The service contract: the protocol every service implements, `orchard init`, hosting and run records.

@@ -47,7 +47,10 @@ public enum TransactionKind: Sendable, Hashable {
     case exclusive
 }
 
-/// One SQLite connection: pragmas set, a cache of compiled statements, transactions and migrations.
+/// One SQLite connection: pragmas set, a cache of compiled statements, transactions and migrations. Or, opened
+/// at a ``StoreLocation/postgreSQL(_:)`` location, one PostgreSQL connection behind the same API: the SQL is
+/// translated (see `PostgreSQLDialect`), write transactions run SERIALIZABLE and a top-level transaction that
+/// a concurrent one made fail (``StoreError/Code/serializationFailure``) runs again.
 ///
 /// Not `Sendable`: a connection is used by one thread at a time. ``Store`` gives each connection its thread;
 /// a `Database` alone suits single-threaded tools. The connection closes when the object is released.
@@ -60,8 +63,11 @@ public final class Database {
         case readOnly
     }
 
-    let handle: ConnectionHandle
-    /// The file this connection opened.
+    /// The SQLite connection (nil on PostgreSQL).
+    let handle: ConnectionHandle!
+    /// The PostgreSQL connection (nil on SQLite).
+    let postgres: PostgreSQLConnection?
+    /// The file this connection opened (on PostgreSQL: the URL and schema).
     public let path: String
     /// Whether this connection may write.
     public let access: Access
@@ -84,6 +90,7 @@ public final class Database {
             throw error
         }
         handle = ConnectionHandle(owning: raw, stopsOnDiskError: access == .readWrite)
+        postgres = nil
         self.path = path
         self.access = access
         // The file may hold payment data: owner-only, like every file of a deployment. SQLite gives the
@@ -93,6 +100,32 @@ public final class Database {
         }
         try configure(options)
     }
+
+    /// Opens a connection to `location`: an SQLite file as ``init(path:options:access:)``, or a PostgreSQL schema
+    /// (created when missing, for ``Access/readWrite``). On PostgreSQL ``Durability/full`` is
+    /// `synchronous_commit = on` and ``Durability/normal`` `off`, the busy timeout is the `lock_timeout`, and
+    /// ``StoreOptions/secureDelete`` does not apply (the server's own storage settings decide).
+    public convenience init(location: StoreLocation, options: StoreOptions, access: Access = .readWrite)
+        throws(StoreError)
+    {
+        switch location {
+        case .file(let path): try self.init(path: path, options: options, access: access)
+        case .postgreSQL(let target):
+            self.init(
+                postgres: try PostgreSQLConnection(location: target, options: options, readOnly: access == .readOnly),
+                name: target.description, access: access)
+        }
+    }
+
+    private init(postgres: PostgreSQLConnection, name: String, access: Access) {
+        handle = nil
+        self.postgres = postgres
+        path = name
+        self.access = access
+    }
+
+    /// Whether this connection is to PostgreSQL (rather than an SQLite file).
+    public var isPostgreSQL: Bool { postgres != nil }
 
     private func configure(_ options: StoreOptions) throws(StoreError) {
         let milliseconds =
@@ -122,6 +155,7 @@ public final class Database {
 
     /// The integer a `PRAGMA name` returns.
     public func pragmaInteger(_ name: String) throws(StoreError) -> Int64? {
+        guard postgres == nil else { throw StoreError(.unsupported, "PostgreSQL has no pragma \(name)") }
         guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
             throw StoreError(.invalidArgument, "\"\(name)\" is not a pragma name")
         }
@@ -146,6 +180,7 @@ public final class Database {
         defer { release(statement) }
         try statement.bind(arguments)
         while try statement.step() != nil {}
+        if let postgres { return postgres.changes }
         return Int(sqlite3_changes(handle.pointer))
     }
 
@@ -188,6 +223,7 @@ public final class Database {
     /// Compiles `sql` into a statement the caller owns, outside the cache.
     public func prepare(_ sql: String) throws(StoreError) -> Statement {
         statementsCompiled += 1
+        if let postgres { return try Statement(postgres: postgres, sql: sql) }
         return try Statement(handle: handle, sql: sql, persistent: false)
     }
 
@@ -206,7 +242,12 @@ public final class Database {
             cache[victim] = nil
         }
         statementsCompiled += 1
-        let statement = try Statement(handle: handle, sql: sql, persistent: true)
+        let statement =
+            if let postgres {
+                try Statement(postgres: postgres, sql: sql)
+            } else {
+                try Statement(handle: handle, sql: sql, persistent: true)
+            }
         statement.isLeased = true
         cache[sql] = statement
         return statement
@@ -220,6 +261,7 @@ public final class Database {
 
     /// Runs one or more `;`-separated statements without parameters (migrations, pragmas).
     public func executeScript(_ sql: String) throws(StoreError) {
+        if let postgres { return try postgres.executeScript(PostgreSQLDialect.translateScript(sql)) }
         if let stopped = handle.stopped { throw stopped }
         var message: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle.pointer, sql, nil, nil, &message)
@@ -235,15 +277,29 @@ public final class Database {
 
     /// Set once a disk error (an I/O error, a full disk) stopped this read-write connection: an
     /// ``StoreError/Code/unavailable`` error that every later write gets, until the process restarts.
-    public var diskFailure: StoreError? { handle.stopped }
+    public var diskFailure: StoreError? { handle?.stopped }
 
-    /// The rowid of the last row inserted on this connection.
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle.pointer) }
+    /// The rowid of the last row inserted on this connection. On PostgreSQL the last value an identity column
+    /// (an `INTEGER PRIMARY KEY`) took on this connection, 0 when none did; portable code says
+    /// `INSERT … RETURNING id` instead.
+    public var lastInsertRowID: Int64 {
+        guard postgres == nil else {
+            guard case .integer(let id) = try? firstValue("SELECT lastval()") else { return 0 }
+            return id
+        }
+        return sqlite3_last_insert_rowid(handle.pointer)
+    }
 
     // MARK: Transactions
 
     /// Whether a transaction is open on this connection.
-    public var isInTransaction: Bool { sqlite3_get_autocommit(handle.pointer) == 0 }
+    public var isInTransaction: Bool {
+        if let postgres { return postgres.isInTransaction }
+        return sqlite3_get_autocommit(handle.pointer) == 0
+    }
+
+    /// How often a PostgreSQL transaction runs before a serialization failure reaches the caller.
+    static let serializationAttempts = 8
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
     ///
@@ -252,6 +308,25 @@ public final class Database {
     @discardableResult
     public func transaction<T>(_ kind: TransactionKind = .immediate, _ body: (Database) throws -> T) throws -> T {
         if isInTransaction { return try savepoint(body) }
+        guard postgres != nil else { return try runTransaction(kind, body) }
+        var attempt = 1
+        while true {
+            do {
+                return try runTransaction(kind, body)
+            } catch let error as StoreError where error.code == .serializationFailure {
+                guard attempt < Self.serializationAttempts else { throw error }
+                Self.backOff(attempt)
+                attempt += 1
+            }
+        }
+    }
+
+    /// Waits a little longer after each serialization failure, so the transactions that collided spread out.
+    static func backOff(_ attempt: Int) {
+        usleep(useconds_t(min(attempt, 8) * 2_000))
+    }
+
+    private func runTransaction<T>(_ kind: TransactionKind, _ body: (Database) throws -> T) throws -> T {
         switch kind {
         case .deferred: try execute("BEGIN DEFERRED")
         case .immediate: try execute("BEGIN IMMEDIATE")
@@ -269,7 +344,8 @@ public final class Database {
         } catch {
             rollback()
             throw StoreError(
-                error.code, "the transaction was rolled back: \(error.message)", sqliteCode: error.sqliteCode)
+                error.code, "the transaction was rolled back: \(error.message)", sqliteCode: error.sqliteCode,
+                sqlState: error.sqlState)
         }
         return result
     }
@@ -308,7 +384,9 @@ public final class Database {
     /// (`PRAGMA wal_checkpoint(TRUNCATE)`). After deleting sensitive rows with `secureDelete`, this removes
     /// the old page images the log still held. Throws ``StoreError/Code/busy`` when a reader kept it from
     /// finishing.
+    /// On PostgreSQL nothing to do: the server checkpoints its own log.
     public func checkpoint() throws(StoreError) {
+        guard postgres == nil else { return }
         let statement = try prepare("PRAGMA wal_checkpoint(TRUNCATE)")
         guard let row = try statement.step(), try row.int64(0) == 0 else {
             throw StoreError(.busy, "the checkpoint of \(path) could not finish: a reader is still active")
@@ -316,7 +394,11 @@ public final class Database {
     }
 
     /// `PRAGMA integrity_check`: the problems found, empty when the file is intact.
+    /// On PostgreSQL throws ``StoreError/Code/unsupported``.
     public func integrityCheck() throws(StoreError) -> [String] {
+        guard postgres == nil else {
+            throw StoreError(.unsupported, "integrity_check is SQLite's; PostgreSQL checks with its amcheck extension")
+        }
         let statement = try prepare("PRAGMA integrity_check")
         var lines: [String] = []
         while let row = try statement.step() {

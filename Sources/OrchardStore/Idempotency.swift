@@ -200,9 +200,13 @@ public final class IdempotencyKeys: Sendable {
                 let attempt = lastAttempt + 1
                 try database.execute(
                     """
-                    INSERT OR REPLACE INTO orchard_idempotency_keys
+                    INSERT INTO orchard_idempotency_keys
                         (scope, key, fingerprint, attempt, state, lease_until, created_at, expires_at)
                     VALUES (?, ?, ?, ?, 0, ?, ?, ?)
+                    ON CONFLICT (scope, key) DO UPDATE SET
+                        fingerprint = excluded.fingerprint, attempt = excluded.attempt, state = 0,
+                        lease_until = excluded.lease_until, status = NULL, headers = NULL, body = NULL,
+                        created_at = excluded.created_at, expires_at = excluded.expires_at
                     """,
                     [
                         .text(scope), .text(key), .blob(fingerprint.bytes), .integer(attempt), .integer(leaseUntil),
@@ -331,9 +335,13 @@ public final class IdempotencyKeys: Sendable {
     ) throws {
         try database.execute(
             """
-            INSERT OR REPLACE INTO orchard_idempotency_keys
+            INSERT INTO orchard_idempotency_keys
                 (scope, key, fingerprint, attempt, state, lease_until, status, headers, body, created_at, expires_at)
             VALUES (?, ?, ?, ?, 1, NULL, ?, ?, ?, ?, ?)
+            ON CONFLICT (scope, key) DO UPDATE SET
+                fingerprint = excluded.fingerprint, attempt = excluded.attempt, state = 1, lease_until = NULL,
+                status = excluded.status, headers = excluded.headers, body = excluded.body,
+                created_at = excluded.created_at, expires_at = excluded.expires_at
             """,
             [
                 .text(scope), .text(key), .blob(fingerprint.bytes), .integer(attempt), .int(response.status),

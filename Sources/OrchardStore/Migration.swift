@@ -24,8 +24,38 @@ public struct Migration: Sendable {
 
 extension Database {
     /// The schema version recorded in the file (`PRAGMA user_version`).
+    /// On PostgreSQL the version is kept in the schema's `orchard_schema_version` table (0 before it exists).
     public var schemaVersion: Int {
-        get throws(StoreError) { Int(try pragmaInteger("user_version") ?? 0) }
+        get throws(StoreError) {
+            guard isPostgreSQL else { return Int(try pragmaInteger("user_version") ?? 0) }
+            guard case .text = try firstValue("SELECT to_regclass('orchard_schema_version')::text") else { return 0 }
+            guard case .integer(let version) = try firstValue("SELECT version FROM orchard_schema_version WHERE id = 1")
+            else { return 0 }
+            return Int(version)
+        }
+    }
+
+    /// Creates PostgreSQL's version table; a concurrent creation by another instance is no failure.
+    private func createVersionTable() throws(StoreError) {
+        do throws(StoreError) {
+            try executeScript(
+                """
+                CREATE TABLE IF NOT EXISTS orchard_schema_version (
+                    id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+                INSERT INTO orchard_schema_version (id, version) VALUES (1, 0) ON CONFLICT DO NOTHING
+                """)
+        } catch where error.sqlState == "23505" || error.sqlState == "42P07" {
+            // Another instance created it at the same moment.
+        }
+    }
+
+    /// Records `version`: `PRAGMA user_version` on SQLite, the version table on PostgreSQL.
+    private func setSchemaVersion(_ version: Int) throws(StoreError) {
+        if isPostgreSQL {
+            try execute("UPDATE orchard_schema_version SET version = ? WHERE id = 1", [.int(version)])
+        } else {
+            try executeScript("PRAGMA user_version = \(version)")
+        }
     }
 
     /// Applies the migrations the file has not seen yet, each in its own `BEGIN IMMEDIATE` transaction that
@@ -45,16 +75,21 @@ extension Database {
             )
         }
         let known = migrations.count
+        if isPostgreSQL && !migrations.isEmpty { try createVersionTable() }
         let current = try schemaVersion
         guard current <= known else { throw newerError(current, known) }
         var applied: [Int] = []
         for migration in migrations where migration.version > current {
             do {
                 let ran = try transaction(.immediate) { database -> Bool in
+                    if database.isPostgreSQL {
+                        // Instances migrating at once queue here; the later ones then see the new version.
+                        try database.execute("SELECT version FROM orchard_schema_version WHERE id = 1 FOR UPDATE")
+                    }
                     let version = try database.schemaVersion
                     guard version < migration.version else { return false }
                     try migration.apply(database)
-                    try database.executeScript("PRAGMA user_version = \(migration.version)")
+                    try database.setSchemaVersion(migration.version)
                     return true
                 }
                 if ran { applied.append(migration.version) }

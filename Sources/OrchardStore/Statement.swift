@@ -45,9 +45,20 @@ final class ConnectionHandle {
 ///
 /// Not `Sendable`: a statement belongs to its connection's thread. ``Database`` caches the statements
 /// it compiles; ``Database/prepare(_:)`` gives one the caller owns. Finalized when released.
+///
+/// On PostgreSQL a statement keeps its translated SQL (see ``PostgreSQLDialect``) and its bound values; its
+/// first `step` sends both, and the following steps walk the rows of the answer.
 public final class Statement {
-    let handle: ConnectionHandle
-    let pointer: OpaquePointer
+    /// The SQLite connection and statement (nil on PostgreSQL).
+    let handle: ConnectionHandle!
+    let pointer: OpaquePointer!
+    /// The PostgreSQL connection (nil on SQLite), the translated SQL and its state.
+    let postgres: PostgreSQLConnection?
+    private let postgresSQL: String
+    private let postgresParameterCount: Int
+    private var postgresValues: [SQLiteValue] = []
+    private(set) var postgresResult: PostgreSQLResult?
+    private(set) var postgresRow = 0
     /// The SQL text this statement was compiled from.
     public let sql: String
     /// Bumped on every step and reset, so a ``Row`` kept past its step is detected instead of read.
@@ -79,18 +90,48 @@ public final class Statement {
         self.handle = handle
         self.pointer = statement
         self.sql = sql
+        postgres = nil
+        postgresSQL = ""
+        postgresParameterCount = 0
     }
 
-    deinit { sqlite3_finalize(pointer) }
+    /// A statement on a PostgreSQL connection: `sql` translated, nothing sent before the first `step`.
+    init(postgres: PostgreSQLConnection, sql: String) throws(StoreError) {
+        let statements = PostgreSQLDialect.splitStatements(sql)
+        guard statements.count <= 1 else {
+            throw StoreError(.sql, "more than one statement in \(Self.excerpt(sql)); use executeScript for scripts")
+        }
+        guard !statements.isEmpty else { throw StoreError(.sql, "no SQL statement in \(Self.excerpt(sql))") }
+        let translated = PostgreSQLDialect.translate(statements[0])
+        handle = nil
+        pointer = nil
+        self.postgres = postgres
+        self.sql = sql
+        postgresSQL = translated.sql
+        postgresParameterCount = translated.parameters
+        postgresValues = Array(repeating: .null, count: translated.parameters)
+    }
+
+    deinit { if let pointer { sqlite3_finalize(pointer) } }
 
     /// The number of `?` parameters.
-    public var parameterCount: Int { Int(sqlite3_bind_parameter_count(pointer)) }
+    public var parameterCount: Int {
+        if postgres != nil { return postgresParameterCount }
+        return Int(sqlite3_bind_parameter_count(pointer))
+    }
 
-    /// The number of columns each row has.
-    public var columnCount: Int { Int(sqlite3_column_count(pointer)) }
+    /// The number of columns each row has (on PostgreSQL, known once the statement ran).
+    public var columnCount: Int {
+        if postgres != nil { return postgresResult?.columnCount ?? 0 }
+        return Int(sqlite3_column_count(pointer))
+    }
 
     /// The name of column `index` (0-based), as the SQL gave it.
     public func columnName(_ index: Int) -> String {
+        if postgres != nil {
+            guard let postgresResult, index >= 0, index < postgresResult.columnCount else { return "#\(index)" }
+            return postgresResult.columnName(index)
+        }
         guard index >= 0, index < columnCount, let name = sqlite3_column_name(pointer, Int32(index)) else {
             return "#\(index)"
         }
@@ -102,11 +143,15 @@ public final class Statement {
     /// Throws ``StoreError/Code/misuse`` when the count differs from ``parameterCount``.
     public func bind(_ values: [SQLiteValue]) throws(StoreError) {
         reset()
-        sqlite3_clear_bindings(pointer)
+        clearBindings()
         guard values.count == parameterCount else {
             throw StoreError(
                 .misuse, "\(Self.excerpt(sql)) has \(parameterCount) parameters, \(values.count) values were given"
             )
+        }
+        if postgres != nil {
+            postgresValues = values
+            return
         }
         for (offset, value) in values.enumerated() {
             try bind(value, at: offset + 1)
@@ -117,6 +162,10 @@ public final class Statement {
     public func bind(_ value: SQLiteValue, at index: Int) throws(StoreError) {
         guard index >= 1, index <= parameterCount else {
             throw StoreError(.misuse, "parameter \(index) out of range 1...\(parameterCount) in \(Self.excerpt(sql))")
+        }
+        if postgres != nil {
+            postgresValues[index - 1] = value
+            return
         }
         let position = Int32(index)
         let rc: Int32
@@ -161,6 +210,15 @@ public final class Statement {
     @discardableResult
     public func step() throws(StoreError) -> Row? {
         generation &+= 1
+        if let postgres {
+            if postgresResult == nil {
+                postgresResult = try postgres.execute(postgresSQL, postgresValues)
+                postgresRow = 0
+            }
+            guard let postgresResult, postgresRow < postgresResult.rowCount else { return nil }
+            postgresRow += 1
+            return Row(statement: self, generation: generation)
+        }
         // After a disk error nothing that could write runs: only reads and the transaction control statements
         // (BEGIN, SAVEPOINT, RELEASE, ROLLBACK, an empty COMMIT) that undo or close what is open.
         if let stopped = handle.stopped, !isSafeAfterDiskError { throw stopped }
@@ -183,12 +241,30 @@ public final class Statement {
     /// Rewinds the statement so it can run again; bindings are kept.
     public func reset() {
         generation &+= 1
+        if postgres != nil {
+            postgresResult = nil
+            return
+        }
         // The return value repeats the last step's error, which `step` already reported.
         sqlite3_reset(pointer)
     }
 
     /// Unbinds every parameter (they read as NULL).
-    public func clearBindings() { sqlite3_clear_bindings(pointer) }
+    public func clearBindings() {
+        if postgres != nil {
+            postgresValues = Array(repeating: .null, count: postgresParameterCount)
+            return
+        }
+        sqlite3_clear_bindings(pointer)
+    }
+
+    /// Column `index` of the current PostgreSQL row.
+    func postgresValue(_ index: Int) throws(StoreError) -> SQLiteValue {
+        guard let postgresResult, postgresRow >= 1 else {
+            throw StoreError(.misuse, "a row of \(Self.excerpt(sql)) was read after its statement moved on")
+        }
+        return try postgresResult.value(row: postgresRow - 1, column: index)
+    }
 
     /// The SQL in error messages, shortened. SQL text holds `?` placeholders, never bound values.
     static func excerpt(_ sql: String) -> String {
@@ -214,6 +290,10 @@ public struct Row {
 
     /// The value of column `index`, whatever its storage class.
     public func value(_ index: Int) throws(StoreError) -> SQLiteValue {
+        if statement.postgres != nil {
+            try check(index)
+            return try statement.postgresValue(index)
+        }
         switch try type(index) {
         case SQLITE_NULL: return .null
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement.pointer, Int32(index)))
@@ -224,10 +304,18 @@ public struct Row {
     }
 
     /// Whether column `index` is NULL.
-    public func isNull(_ index: Int) throws(StoreError) -> Bool { try type(index) == SQLITE_NULL }
+    public func isNull(_ index: Int) throws(StoreError) -> Bool {
+        if statement.postgres != nil { return try value(index) == .null }
+        return try type(index) == SQLITE_NULL
+    }
 
     /// An INTEGER column.
     public func int64(_ index: Int) throws(StoreError) -> Int64 {
+        if statement.postgres != nil {
+            let value = try value(index)
+            guard case .integer(let number) = value else { throw mismatch(index, value, "INTEGER") }
+            return number
+        }
         try expect(index, SQLITE_INTEGER, "INTEGER")
         return sqlite3_column_int64(statement.pointer, Int32(index))
     }
@@ -246,6 +334,13 @@ public struct Row {
 
     /// A REAL column (an INTEGER one is widened).
     public func double(_ index: Int) throws(StoreError) -> Double {
+        if statement.postgres != nil {
+            switch try value(index) {
+            case .real(let number): return number
+            case .integer(let number): return Double(number)
+            case let other: throw mismatch(index, other, "REAL")
+            }
+        }
         let kind = try type(index)
         guard kind == SQLITE_FLOAT || kind == SQLITE_INTEGER else { throw mismatch(index, kind, "REAL") }
         return sqlite3_column_double(statement.pointer, Int32(index))
@@ -253,12 +348,22 @@ public struct Row {
 
     /// A TEXT column; its bytes must be valid UTF-8.
     public func string(_ index: Int) throws(StoreError) -> String {
+        if statement.postgres != nil {
+            let value = try value(index)
+            guard case .text(let text) = value else { throw mismatch(index, value, "TEXT") }
+            return text
+        }
         try expect(index, SQLITE_TEXT, "TEXT")
         return try text(index)
     }
 
     /// A BLOB column.
     public func blob(_ index: Int) throws(StoreError) -> [UInt8] {
+        if statement.postgres != nil {
+            let value = try value(index)
+            guard case .blob(let bytes) = value else { throw mismatch(index, value, "BLOB") }
+            return bytes
+        }
         try expect(index, SQLITE_BLOB, "BLOB")
         return bytes(index)
     }
@@ -282,6 +387,12 @@ public struct Row {
     }
 
     private func type(_ index: Int) throws(StoreError) -> Int32 {
+        try check(index)
+        return sqlite3_column_type(statement.pointer, Int32(index))
+    }
+
+    /// Throws ``StoreError/Code/misuse`` when the statement moved on or `index` is out of range.
+    private func check(_ index: Int) throws(StoreError) {
         guard statement.generation == generation else {
             throw StoreError(
                 .misuse, "a row of \(Statement.excerpt(statement.sql)) was read after its statement moved on")
@@ -289,7 +400,10 @@ public struct Row {
         guard index >= 0, index < statement.columnCount else {
             throw StoreError(.misuse, "column \(index) out of range 0..<\(statement.columnCount)")
         }
-        return sqlite3_column_type(statement.pointer, Int32(index))
+    }
+
+    private func mismatch(_ index: Int, _ value: SQLiteValue, _ wanted: String) -> StoreError {
+        StoreError(.typeMismatch, "column \(name(index)) holds \(value.typeName), expected \(wanted)")
     }
 
     private func expect(_ index: Int, _ wanted: Int32, _ wantedName: String) throws(StoreError) {

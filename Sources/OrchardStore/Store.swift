@@ -12,22 +12,37 @@ internal import Foundation
 /// on reader connections in a read transaction, so they see one consistent snapshot and never wait for a
 /// writer (WAL). A write's closure always runs to its end once started, even if the awaiting task is
 /// cancelled, so no half-done money movement is abandoned mid-way.
+///
+/// At a PostgreSQL location (``init(location:options:migrations:)``) the same holds with the server's
+/// transactions: the group runs in one SERIALIZABLE transaction, and when a concurrent transaction (another
+/// instance of the party) makes it fail with a serialization failure, the whole group is rolled back and applied
+/// again, up to eight times, before its writes fail with ``StoreError/Code/serializationFailure``. A write's
+/// closure may therefore run more than once, but its changes commit at most once.
 public final class Store: Sendable {
-    /// The database file.
+    /// The database file (on PostgreSQL: the URL and schema).
     public let path: String
+    /// Where the data lives.
+    public let location: StoreLocation
     /// The settings every connection of this store uses.
     public let options: StoreOptions
     private let writer: WriterThread
     private let readers: ReaderPool
 
     /// Opens (creating if needed) the database at `path` and applies `migrations` before anything else runs.
-    public init(path: String, options: StoreOptions, migrations: [Migration] = []) throws(StoreError) {
-        let database = try Database(path: path, options: options, access: .readWrite)
+    public convenience init(path: String, options: StoreOptions, migrations: [Migration] = []) throws(StoreError) {
+        try self.init(location: .file(path), options: options, migrations: migrations)
+    }
+
+    /// Opens the store at `location` (an SQLite file, created if needed, or a PostgreSQL schema, created if needed)
+    /// and applies `migrations` before anything else runs.
+    public init(location: StoreLocation, options: StoreOptions, migrations: [Migration] = []) throws(StoreError) {
+        let database = try Database(location: location, options: options, access: .readWrite)
         try database.migrate(migrations)
-        self.path = path
+        self.path = location.description
+        self.location = location
         self.options = options
         writer = WriterThread(database: database, name: "orchard-store-writer")
-        readers = ReaderPool(path: path, options: options)
+        readers = ReaderPool(location: location, options: options)
     }
 
     deinit {
@@ -47,7 +62,11 @@ public final class Store: Sendable {
             writer.submit(
                 .write(
                     GroupedWrite(
-                        apply: { database in outcome.result = Result { try database.transaction(.immediate, body) } },
+                        apply: { database in
+                            outcome.result = Result { try database.transaction(.immediate, body) }
+                            guard case .failure(let error as StoreError) = outcome.result else { return false }
+                            return error.code == .serializationFailure
+                        },
                         complete: { groupFailure in
                             if let groupFailure {
                                 continuation.resume(throwing: groupFailure)
@@ -112,7 +131,8 @@ private final class WriteOutcome<T>: @unchecked Sendable {
 /// A ``Store/write(_:)`` waiting for the writer: applied in a savepoint of the group's transaction, completed
 /// (with nil, or the failure that undid the whole group) after the group's `COMMIT`.
 private struct GroupedWrite: Sendable {
-    let apply: @Sendable (Database) -> Void
+    /// Returns whether the write failed on a serialization failure (PostgreSQL), which dooms the transaction.
+    let apply: @Sendable (Database) -> Bool
     let complete: @Sendable ((any Error)?) -> Void
     let closed: @Sendable () -> Void
 }
@@ -219,7 +239,11 @@ private final class WriterThread: @unchecked Sendable {
                         group.append(write)
                         index += 1
                     }
-                    Self.commit(group, on: database)
+                    if database.isPostgreSQL {
+                        Self.commitSerializable(group, on: database)
+                    } else {
+                        Self.commit(group, on: database)
+                    }
                 }
             }
         }
@@ -261,7 +285,7 @@ extension WriterThread {
             var abandoned = false
             var stopped: StoreError?
             while next < group.count, !abandoned, stopped == nil {
-                group[next].apply(database)
+                _ = group[next].apply(database)
                 next += 1
                 abandoned = !database.isInTransaction
                 stopped = database.diskFailure
@@ -298,6 +322,44 @@ extension WriterThread {
     }
 }
 
+extension WriterThread {
+    /// PostgreSQL's group commit: the group in one SERIALIZABLE transaction, each write in its savepoint, one
+    /// `COMMIT`. A serialization failure (in a write or at the `COMMIT`) rolls back the whole group, which is then
+    /// applied again, up to `Database.serializationAttempts` times.
+    fileprivate static func commitSerializable(_ group: [GroupedWrite], on database: Database) {
+        var attempt = 1
+        while true {
+            var failure: StoreError?
+            do throws(StoreError) {
+                try database.execute("BEGIN IMMEDIATE")
+                var conflicted = false
+                for write in group where write.apply(database) { conflicted = true }
+                if conflicted {
+                    failure = StoreError(
+                        .serializationFailure, "a concurrent transaction conflicted with this write; retry the request")
+                } else {
+                    try database.execute("COMMIT")
+                    for write in group { write.complete(nil) }
+                    return
+                }
+            } catch {
+                failure = error
+            }
+            if database.isInTransaction { _ = try? database.execute("ROLLBACK") }
+            guard let failure else { return }
+            if failure.code == .serializationFailure, attempt < Database.serializationAttempts {
+                Database.backOff(attempt)
+                attempt += 1
+                continue
+            }
+            let reported = StoreError(
+                failure.code, "the transaction was rolled back: \(failure.message)", sqlState: failure.sqlState)
+            for write in group { write.complete(reported) }
+            return
+        }
+    }
+}
+
 /// Read-only connections, opened on demand up to `options.maximumReaders` and lent to one thread at a time.
 ///
 /// `@unchecked Sendable`: all state is guarded by `condition`, and a connection is used only by the thread
@@ -307,11 +369,12 @@ private final class ReaderPool: @unchecked Sendable {
     private var idle: [Database] = []
     private var opened = 0
     private var closed = false
-    private let path: String
+    private let location: StoreLocation
+    private var path: String { location.description }
     private let options: StoreOptions
 
-    init(path: String, options: StoreOptions) {
-        self.path = path
+    init(location: StoreLocation, options: StoreOptions) {
+        self.location = location
         self.options = options
     }
 
@@ -335,7 +398,7 @@ private final class ReaderPool: @unchecked Sendable {
         opened += 1
         condition.unlock()
         do throws(StoreError) {
-            return try Database(path: path, options: options, access: .readOnly)
+            return try Database(location: location, options: options, access: .readOnly)
         } catch {
             condition.withLock {
                 opened -= 1

@@ -14,6 +14,7 @@ public struct StoreError: Error, Hashable, CustomStringConvertible, Sendable {
         private enum Base: String, Hashable, Sendable {
             case cannotOpen, busy, constraint, sql, typeMismatch, migration, transaction, corrupt, io
             case readOnly, closed, misuse, invalidArgument, internalFailure, unavailable
+            case serializationFailure, unsupported
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -50,6 +51,12 @@ public struct StoreError: Error, Hashable, CustomStringConvertible, Sendable {
         /// before is on disk, nothing since was acknowledged. Reads still work; restart the process once the disk
         /// is fixed (a service answers 503 with `Retry-After` meanwhile).
         public static let unavailable = Code(.unavailable)
+        /// PostgreSQL aborted the transaction because a concurrent one conflicted with it (SQLSTATE 40001, or a
+        /// deadlock, 40P01). ``Store`` retries such transactions itself; the error reaches a caller only when
+        /// the retries ran out: retry the request.
+        public static let serializationFailure = Code(.serializationFailure)
+        /// The operation has no meaning on this backend (an SQLite pragma on PostgreSQL).
+        public static let unsupported = Code(.unsupported)
 
         public var description: String { base.rawValue }
     }
@@ -59,14 +66,19 @@ public struct StoreError: Error, Hashable, CustomStringConvertible, Sendable {
     public let message: String
     /// SQLite's extended result code, when the error came from SQLite.
     public let sqliteCode: Int32?
+    /// PostgreSQL's SQLSTATE (five characters, `23505` for a unique violation), when the error came from
+    /// PostgreSQL.
+    public let sqlState: String?
 
-    public init(_ code: Code, _ message: String, sqliteCode: Int32? = nil) {
+    public init(_ code: Code, _ message: String, sqliteCode: Int32? = nil, sqlState: String? = nil) {
         self.code = code
         self.message = message
         self.sqliteCode = sqliteCode
+        self.sqlState = sqlState
     }
 
     public var description: String {
+        if let sqlState { return "\(code): \(message) (SQLSTATE \(sqlState))" }
         guard let sqliteCode else { return "\(code): \(message)" }
         return "\(code): \(message) (SQLite \(sqliteCode))"
     }
