@@ -105,7 +105,9 @@ public final class Database {
     /// (created when missing, for ``Access/readWrite``). On PostgreSQL ``Durability/full`` is
     /// `synchronous_commit = on` and ``Durability/normal`` `off`, the busy timeout is the `lock_timeout`, and
     /// ``StoreOptions/secureDelete`` does not apply (the server's own storage settings decide).
-    public convenience init(location: StoreLocation, options: StoreOptions, access: Access = .readWrite)
+    public convenience init(
+        location: StoreLocation, options: StoreOptions, access: Access = .readWrite
+    )
         throws(StoreError)
     {
         switch location {

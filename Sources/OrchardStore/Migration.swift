@@ -44,7 +44,7 @@ extension Database {
                     id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
                 INSERT INTO orchard_schema_version (id, version) VALUES (1, 0) ON CONFLICT DO NOTHING
                 """)
-        } catch where error.sqlState == "23505" || error.sqlState == "42P07" {
+        } catch  where error.sqlState == "23505" || error.sqlState == "42P07" {
             // Another instance created it at the same moment.
         }
     }

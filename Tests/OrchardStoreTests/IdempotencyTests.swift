@@ -3,7 +3,7 @@ import OrchardCrypto
 import OrchardStore
 import Testing
 
-@Suite("Idempotency keys: IETF Idempotency-Key draft semantics")
+@Suite("Idempotency keys: IETF Idempotency-Key draft semantics", .serialized)
 struct IdempotencyTests {
     let directory: TemporaryDirectory
     let clock = ManualClock(now: Date(timeIntervalSince1970: 1_750_000_000))
@@ -54,49 +54,53 @@ struct IdempotencyTests {
                 != RequestFingerprint(method: "POST", path: "/ab", body: [UInt8]()))
     }
 
-    @Test("R2: the same key and body replay the stored response")
-    func sameKeySameBodyReplaysTheStoredResponse() async throws {
+    @Test("R2: the same key and body replay the stored response", arguments: StoreBackend.all)
+    func sameKeySameBodyReplaysTheStoredResponse(_ backend: StoreBackend) async throws {
+        let t = try IdempotencyFixture(backend)
         let runs = Counter()
-        let first = try await keys.perform(
+        let first = try await t.keys.perform(
             scope: "merchant-1", key: "k-1", fingerprint: Self.payment, Self.createOrder(runs))
         guard case .executed(let response) = first else {
             Issue.record("first request should execute, got \(first)")
             return
         }
         #expect(response.status == 201)
-        let second = try await keys.perform(
+        let second = try await t.keys.perform(
             scope: "merchant-1", key: "k-1", fingerprint: Self.payment, Self.createOrder(runs))
         #expect(second == .replayed(response))
         #expect(second.httpStatus == 201)
         #expect(runs.value == 1)
-        #expect(try await orderCount() == 1)
+        #expect(try await t.orderCount() == 1)
     }
 
-    @Test("R2: the same key with another request is a mismatch")
-    func sameKeyAnotherRequestIsAMismatch() async throws {
+    @Test("R2: the same key with another request is a mismatch", arguments: StoreBackend.all)
+    func sameKeyAnotherRequestIsAMismatch(_ backend: StoreBackend) async throws {
+        let t = try IdempotencyFixture(backend)
         let runs = Counter()
-        _ = try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+        _ = try await t.keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         for other in [
             RequestFingerprint(method: "POST", path: "/v1/payments", body: Array(#"{"amount":1001}"#.utf8)),
             RequestFingerprint(method: "POST", path: "/v1/refunds", body: Array(#"{"amount":1000}"#.utf8)),
             RequestFingerprint(method: "PUT", path: "/v1/payments", body: Array(#"{"amount":1000}"#.utf8)),
         ] {
-            let outcome = try await keys.perform(scope: "m", key: "k", fingerprint: other, Self.createOrder(runs))
+            let outcome = try await t.keys.perform(scope: "m", key: "k", fingerprint: other, Self.createOrder(runs))
             #expect(outcome == .mismatch)
             #expect(outcome.httpStatus == 422)
-            #expect(try await keys.begin(scope: "m", key: "k", fingerprint: other) == .mismatch)
+            #expect(try await t.keys.begin(scope: "m", key: "k", fingerprint: other) == .mismatch)
         }
         #expect(runs.value == 1)
         // Keys belong to their scope: another merchant's identical key is independent.
-        let elsewhere = try await keys.perform(scope: "m2", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+        let elsewhere = try await t.keys.perform(
+            scope: "m2", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         #expect(elsewhere.response != nil && elsewhere != .replayed(elsewhere.response!))
         #expect(runs.value == 2)
     }
 
-    @Test("R2: concurrent requests with one key run once")
-    func concurrentRequestsWithOneKeyRunOnce() async throws {
+    @Test("R2: concurrent requests with one key run once", arguments: StoreBackend.all)
+    func concurrentRequestsWithOneKeyRunOnce(_ backend: StoreBackend) async throws {
+        let t = try IdempotencyFixture(backend)
         let runs = Counter()
-        let keys = self.keys
+        let keys = t.keys
         let outcomes = try await withThrowingTaskGroup(of: IdempotencyOutcome.self) { group in
             for _ in 0..<24 {
                 group.addTask {
@@ -109,11 +113,14 @@ struct IdempotencyTests {
         #expect(executed.count == 1)
         #expect(outcomes.filter { $0 == .replayed(executed[0]) }.count == 23)
         #expect(runs.value == 1)
-        #expect(try await orderCount() == 1)
+        #expect(try await t.orderCount() == 1)
     }
 
-    @Test func concurrentClaimsWithOneKeyLetOneProceed() async throws {
-        let keys = self.keys
+    @Test(arguments: StoreBackend.all) func concurrentClaimsWithOneKeyLetOneProceed(
+        _ backend: StoreBackend
+    ) async throws {
+        let t = try IdempotencyFixture(backend)
+        let keys = t.keys
         let claims = try await withThrowingTaskGroup(of: IdempotencyClaim.self) { group in
             for _ in 0..<24 {
                 group.addTask { try await keys.begin(scope: "m", key: "same", fingerprint: Self.payment) }
@@ -126,53 +133,58 @@ struct IdempotencyTests {
         #expect(IdempotencyOutcome.inProgress.httpStatus == 409)
     }
 
-    @Test("R2: a running request is in progress until it completes")
-    func aRunningRequestIsInProgressUntilItCompletes() async throws {
+    @Test("R2: a running request is in progress until it completes", arguments: StoreBackend.all)
+    func aRunningRequestIsInProgressUntilItCompletes(_ backend: StoreBackend) async throws {
+        let t = try IdempotencyFixture(backend)
         let runs = Counter()
-        guard case .proceed(let ticket) = try await keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
+        guard case .proceed(let ticket) = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("a fresh key should proceed")
             return
         }
-        #expect(try await keys.begin(scope: "m", key: "k", fingerprint: Self.payment) == .inProgress)
-        let meanwhile = try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+        #expect(try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) == .inProgress)
+        let meanwhile = try await t.keys.perform(
+            scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         #expect(meanwhile == .inProgress)
         #expect(runs.value == 0)
-        let done = try await keys.complete(ticket, Self.createOrder(runs))
+        let done = try await t.keys.complete(ticket, Self.createOrder(runs))
         guard case .executed(let response) = done else {
             Issue.record("the ticket holder should execute, got \(done)")
             return
         }
-        #expect(try await keys.begin(scope: "m", key: "k", fingerprint: Self.payment) == .replay(response))
+        #expect(try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) == .replay(response))
         // Completing the same ticket twice does not run the side effect again.
-        #expect(try await keys.complete(ticket, Self.createOrder(runs)) == .replayed(response))
+        #expect(try await t.keys.complete(ticket, Self.createOrder(runs)) == .replayed(response))
         #expect(runs.value == 1)
     }
 
-    @Test func aFailedSideEffectCommitsNothingAndFreesTheKey() async throws {
+    @Test(arguments: StoreBackend.all) func aFailedSideEffectCommitsNothingAndFreesTheKey(
+        _ backend: StoreBackend
+    ) async throws {
+        let t = try IdempotencyFixture(backend)
         struct Declined: Error {}
         let runs = Counter()
         await #expect(throws: Declined.self) {
-            try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment) { database in
+            try await t.keys.perform(scope: "m", key: "k", fingerprint: Self.payment) { database in
                 try database.execute("INSERT INTO orders (amount) VALUES (1)")
                 throw Declined()
             }
         }
-        #expect(try await orderCount() == 0)
-        guard case .proceed(let ticket) = try await keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
+        #expect(try await t.orderCount() == 0)
+        guard case .proceed(let ticket) = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("the key should be free after a failed request")
             return
         }
         await #expect(throws: Declined.self) {
-            try await keys.complete(ticket) { database in
+            try await t.keys.complete(ticket) { database in
                 try database.execute("INSERT INTO orders (amount) VALUES (1)")
                 throw Declined()
             }
         }
-        #expect(try await orderCount() == 0)
+        #expect(try await t.orderCount() == 0)
         // complete released the key, so a retry runs.
-        let retry = try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+        let retry = try await t.keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         #expect(retry.response?.status == 201 && retry != .replayed(retry.response!))
-        #expect(try await orderCount() == 1)
+        #expect(try await t.orderCount() == 1)
     }
 
     @Test("R4: the response and the side effect commit together")
@@ -206,69 +218,99 @@ struct IdempotencyTests {
         #expect(try await orderCount() == 0)
     }
 
-    @Test("R2: keys are kept 24 hours, then expire")
-    func keysAreKeptTwentyFourHoursThenExpire() async throws {
+    @Test("R2: keys are kept 24 hours, then expire", arguments: StoreBackend.all)
+    func keysAreKeptTwentyFourHoursThenExpire(_ backend: StoreBackend) async throws {
+        let t = try IdempotencyFixture(backend)
         let runs = Counter()
-        let first = try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
-        clock.advance(by: 24 * 3600 - 1)
-        #expect(try await keys.purgeExpired() == 0)
+        let first = try await t.keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+        t.clock.advance(by: 24 * 3600 - 1)
+        #expect(try await t.keys.purgeExpired() == 0)
         #expect(
-            try await keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+            try await t.keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
                 == .replayed(first.response!))
         // A mismatch is still a mismatch just before expiry...
         let other = RequestFingerprint(method: "POST", path: "/v1/payments", body: Array("{}".utf8))
-        #expect(try await keys.begin(scope: "m", key: "k", fingerprint: other) == .mismatch)
-        clock.advance(by: 2)
+        #expect(try await t.keys.begin(scope: "m", key: "k", fingerprint: other) == .mismatch)
+        t.clock.advance(by: 2)
         // ...and after it, the key is free for any request, and purging reclaims it.
-        #expect(try await keys.purgeExpired() == 1)
-        let again = try await keys.perform(scope: "m", key: "k", fingerprint: other, Self.createOrder(runs))
+        #expect(try await t.keys.purgeExpired() == 1)
+        let again = try await t.keys.perform(scope: "m", key: "k", fingerprint: other, Self.createOrder(runs))
         #expect(again.response != nil && again != .replayed(again.response!))
         #expect(runs.value == 2)
     }
 
-    @Test func aStaleRunningMarkerIsTakenOverAndTheStaleTicketCannotCommit() async throws {
+    @Test(arguments: StoreBackend.all) func aStaleRunningMarkerIsTakenOverAndTheStaleTicketCannotCommit(
+        _ backend: StoreBackend
+    ) async throws {
+        let t = try IdempotencyFixture(backend)
         let runs = Counter()
-        guard case .proceed(let stale) = try await keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
+        guard case .proceed(let stale) = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("a fresh key should proceed")
             return
         }
-        clock.advance(by: 121)  // past the 120 s lease: the first holder is presumed dead
-        guard case .proceed(let fresh) = try await keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
+        t.clock.advance(by: 121)  // past the 120 s lease: the first holder is presumed dead
+        guard case .proceed(let fresh) = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("a repeat after the lease should take over")
             return
         }
-        #expect(try await keys.complete(stale, Self.createOrder(runs)) == .inProgress)
+        #expect(try await t.keys.complete(stale, Self.createOrder(runs)) == .inProgress)
         #expect(runs.value == 0)
-        let done = try await keys.complete(fresh, Self.createOrder(runs))
-        #expect(try await keys.complete(stale, Self.createOrder(runs)) == .replayed(done.response!))
+        let done = try await t.keys.complete(fresh, Self.createOrder(runs))
+        #expect(try await t.keys.complete(stale, Self.createOrder(runs)) == .replayed(done.response!))
         #expect(runs.value == 1)
-        #expect(try await orderCount() == 1)
+        #expect(try await t.orderCount() == 1)
     }
 
-    @Test func abandonFreesTheKey() async throws {
-        guard case .proceed(let ticket) = try await keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
+    @Test(arguments: StoreBackend.all) func abandonFreesTheKey(_ backend: StoreBackend) async throws {
+        let t = try IdempotencyFixture(backend)
+        guard case .proceed(let ticket) = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("a fresh key should proceed")
             return
         }
-        try await keys.abandon(ticket)
-        guard case .proceed = try await keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
+        try await t.keys.abandon(ticket)
+        guard case .proceed = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("an abandoned key should be free")
             return
         }
     }
 
-    @Test func invalidKeysAndShortRetentionAreRejected() async throws {
+    @Test(arguments: StoreBackend.all) func invalidKeysAndShortRetentionAreRejected(
+        _ backend: StoreBackend
+    ) async throws {
+        let t = try IdempotencyFixture(backend)
         for bad in ["", String(repeating: "a", count: 256), "caf\u{E9}", "line\nbreak"] {
             await expectStoreError(.invalidArgument) {
-                _ = try await keys.begin(scope: "m", key: bad, fingerprint: Self.payment)
+                _ = try await t.keys.begin(scope: "m", key: bad, fingerprint: Self.payment)
             }
         }
         await expectStoreError(.invalidArgument) {
-            _ = try await keys.begin(scope: "", key: "k", fingerprint: Self.payment)
+            _ = try await t.keys.begin(scope: "", key: "k", fingerprint: Self.payment)
         }
         expectStoreError(.invalidArgument) {
-            _ = try IdempotencyKeys(store: store, clock: clock, retention: .seconds(3600))
+            _ = try IdempotencyKeys(store: t.store, clock: t.clock, retention: .seconds(3600))
         }
-        expectStoreError(.invalidArgument) { _ = try IdempotencyKeys(store: store, clock: clock, lease: .zero) }
+        expectStoreError(.invalidArgument) { _ = try IdempotencyKeys(store: t.store, clock: t.clock, lease: .zero) }
+    }
+}
+
+/// One store with the idempotency table and an orders table, on one backend.
+final class IdempotencyFixture {
+    let directory: TemporaryDirectory
+    let clock = ManualClock(now: Date(timeIntervalSince1970: 1_750_000_000))
+    let store: Store
+    let keys: IdempotencyKeys
+
+    init(_ backend: StoreBackend) throws {
+        directory = try TemporaryDirectory()
+        store = try Store(
+            location: try backend.location(in: directory), options: StoreOptions(durability: .full),
+            migrations: IdempotencyTests.migrations)
+        keys = try IdempotencyKeys(store: store, clock: clock)
+    }
+
+    func orderCount() async throws -> Int {
+        try await store.read { database in
+            try database.queryFirst("SELECT count(*) FROM orders") { try $0.int(0) } ?? -1
+        }
     }
 }

@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import OrchardStore
 import Testing
@@ -64,4 +65,25 @@ final class Counter: @unchecked Sendable {
     private var count = 0
     func increment() { lock.withLock { count += 1 } }
     var value: Int { lock.withLock { count } }
+}
+
+/// The backends the store's guarantees are proven on: SQLite always, PostgreSQL when it is installed (always with
+/// `CI=true`, where a missing PostgreSQL fails `PostgreSQLServerTests`).
+enum StoreBackend: String, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgreSQL
+
+    static let all: [StoreBackend] = TestPostgreSQL.enabled ? [.sqlite, .postgreSQL] : [.sqlite]
+
+    var testDescription: String { rawValue }
+
+    /// A location of its own: a file in `directory`, or a fresh schema on the test run's PostgreSQL server.
+    func location(in directory: TemporaryDirectory, _ name: String = "store.sqlite") throws -> StoreLocation {
+        switch self {
+        case .sqlite: return .file(directory.file(name))
+        case .postgreSQL:
+            let server = try TestPostgreSQL.shared()
+            return .postgreSQL(try PostgreSQLLocation(url: server.url, schema: TestPostgreSQL.freshSchema()))
+        }
+    }
 }
