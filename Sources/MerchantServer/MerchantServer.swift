@@ -64,7 +64,7 @@ public final class MerchantServer: Sendable {
             identities: identities, trustRoots: [root], freshnessWindow: freshnessWindow,
             clock: environment.wallClock)
         let logger = try ServiceLogging.logger(for: .merchant, configuration: configuration, directory: directory)
-        let store = try MerchantService.openStore(in: directory)
+        let store = try MerchantService.openStore(in: directory, configuration: configuration)
         let merchantID = configuration[MerchantService.merchantIdentifier]
         let payments = PaymentProcessor(
             merchantIdentifier: merchantID, store: store, decryptor: decryptor, gateway: gateway,

@@ -53,7 +53,7 @@ public struct MerchantService: OrchardService {
     public var configurationKeys: [AnyConfigurationKey] {
         [
             Self.merchantIdentifier.erased, Self.displayName.erased, Self.applicationIdentifier.erased,
-            Self.reconcileIntervalSeconds.erased,
+            Self.reconcileIntervalSeconds.erased, StoreSettings.database(.merchant).erased,
             Self.sitePort.erased,
         ]
     }
@@ -106,7 +106,7 @@ public struct MerchantService: OrchardService {
                 + "merchant:\(merchantID)) for its domains and association files")
         try await Self.validateSite(context, merchantID: merchantID)
 
-        let store = try Self.openStore(in: context.directory)
+        let store = try Self.openStore(in: context.directory, configuration: context.currentConfiguration)
         await store.close()
         for key in [Self.merchantIdentifier, Self.displayName, Self.applicationIdentifier] {
             try context.set(key, context[key])
@@ -156,11 +156,14 @@ public struct MerchantService: OrchardService {
         try await MerchantServer.build(configuration: configuration, directory: directory, environment: environment)
     }
 
-    /// Opens (creating) `DIR/merchant.sqlite`.
-    public static func openStore(in directory: DeploymentDirectory) throws(StoreError) -> Store {
+    /// Opens (creating) `DIR/merchant.sqlite`, or the `merchant` schema of the PostgreSQL database `configuration`
+    /// names (`merchant.database`).
+    public static func openStore(
+        in directory: DeploymentDirectory, configuration: Configuration
+    ) throws(StoreError) -> Store {
         try Store(
-            path: directory.databasePath(for: .merchant), options: storeOptions,
-            migrations: MerchantOrderStore.migrations)
+            location: try StoreSettings.location(for: .merchant, configuration: configuration, directory: directory),
+            options: storeOptions, migrations: MerchantOrderStore.migrations)
     }
 
     /// The merchant's decryption identity from `pki/merchant-processing`, as MerchantKit uses it.

@@ -38,11 +38,11 @@ extension NetworkServerService {
     public static func allowAppleMerchantID(
         _ appleMerchantID: String, forAcquiringAccount merchantID: String, in directory: DeploymentDirectory
     ) async throws {
-        let path = directory.databasePath(for: .acquirer)
-        guard FileManager.default.fileExists(atPath: path) else {
+        let location = try StoreSettings.location(for: .acquirer, in: directory)
+        if case .file(let path) = location, !FileManager.default.fileExists(atPath: path) {
             throw AcquirerError(.unknownMerchant, "this deployment has no acquirer: `orchard init` with a network")
         }
-        let store = try SQLiteAcquirerStore(path: path)
+        let store = try SQLiteAcquirerStore(location: location)
         let acquirer = Acquirer(acquirerID: acquirerID, store: store, network: OfflineNetwork())
         do {
             try await acquirer.allowAppleMerchantID(appleMerchantID, forMerchant: merchantID)

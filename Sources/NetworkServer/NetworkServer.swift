@@ -103,7 +103,7 @@ public enum NetworkServer {
             let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
             let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
 
-            let vault = try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))
+            let vault = try SQLiteTokenVaultStore(location: try StoreSettings.location(for: .network, in: directory))
             let issuerStore: SQLiteIssuerStore
             do {
                 issuerStore = try await SQLiteIssuerStore.open(
@@ -112,7 +112,8 @@ public enum NetworkServer {
                 await vault.store.close()
                 throw error
             }
-            let acquirerStore = try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer))
+            let acquirerStore = try SQLiteAcquirerStore(
+                location: try StoreSettings.location(for: .acquirer, in: directory))
             let closeStores: @Sendable () async -> Void = {
                 await vault.store.close()
                 await issuerStore.store.close()

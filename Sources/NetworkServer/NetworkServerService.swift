@@ -65,7 +65,10 @@ public struct NetworkServerService: OrchardService {
 
     public var name: ServiceName { .network }
     public var configurationKeys: [AnyConfigurationKey] {
-        [Self.reconcileAfterSeconds.erased, Self.reconcileIntervalSeconds.erased, NetworkMasterKey.kekFile.erased]
+        [
+            Self.reconcileAfterSeconds.erased, Self.reconcileIntervalSeconds.erased, NetworkMasterKey.kekFile.erased,
+            StoreSettings.database(.network).erased,
+        ]
     }
 
     public func initialize(_ context: InitializationContext) async throws {
@@ -97,9 +100,13 @@ public struct NetworkServerService: OrchardService {
                 + "(pki/network/\(Files.wrappedKeys))")
 
         // The vault starts empty; the issuer gets its test cards.
-        await (try SQLiteTokenVaultStore(path: directory.databasePath(for: .network))).store.close()
+        let configuration = context.currentConfiguration
+        func location(_ party: Party) throws -> StoreLocation {
+            try StoreSettings.location(for: party, configuration: configuration, directory: directory)
+        }
+        await (try SQLiteTokenVaultStore(location: try location(.network))).store.close()
         // The acquirer starts without merchants; the merchant's step onboards itself through this.
-        let acquirerStore = try SQLiteAcquirerStore(path: directory.databasePath(for: .acquirer))
+        let acquirerStore = try SQLiteAcquirerStore(location: try location(.acquirer))
         context.atEnd { await acquirerStore.store.close() }
         context.provideAcquirer(
             StoreAcquirerOnboarding(
@@ -109,7 +116,7 @@ public struct NetworkServerService: OrchardService {
                     clock: context.clock, random: context.random)))
         // The issuer's own key seals its card records (pki/network/network-issuer-vault.key).
         let issuerStore = try await SQLiteIssuerStore.open(
-            path: directory.databasePath(for: .issuer),
+            location: try location(.issuer),
             key: try IssuerStorageKey.create(in: directory, random: context.random))
         let issuer = Issuer(
             configuration: TestCards.configuration, store: issuerStore,

@@ -38,8 +38,11 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
     ]
 
     /// Opens (creating and migrating) the vault at `path`.
-    public init(path: String) throws {
-        store = try Store(path: path, options: RecordCoding.options, migrations: Self.migrations)
+    public convenience init(path: String) throws { try self.init(location: .file(path)) }
+
+    /// Opens (creating and migrating) the store at `location` (a file, or a PostgreSQL schema).
+    public init(location: StoreLocation) throws {
+        store = try Store(location: location, options: RecordCoding.options, migrations: Self.migrations)
     }
 
     public func card(id: String) async throws -> CardRecord? {
@@ -184,7 +187,12 @@ public final class SQLiteIssuerStore: IssuerStore {
     /// Opens (creating and migrating) `issuer.sqlite` at `path` with the issuer's storage key: refuses a file
     /// sealed under another key, and seals the clear records an older deployment left.
     public static func open(path: String, key: IssuerStorageKey) async throws -> SQLiteIssuerStore {
-        let store = try Store(path: path, options: RecordCoding.options, migrations: migrations)
+        try await open(location: .file(path), key: key)
+    }
+
+    /// ``open(path:key:)`` at `location` (a file, or a PostgreSQL schema).
+    public static func open(location: StoreLocation, key: IssuerStorageKey) async throws -> SQLiteIssuerStore {
+        let store = try Store(location: location, options: RecordCoding.options, migrations: migrations)
         do {
             let migrated = try await store.write { database in try Self.adopt(key, in: database) }
             // The clear pages `secure_delete` zeroed are in the log until a checkpoint: make it now, so the
@@ -203,7 +211,7 @@ public final class SQLiteIssuerStore: IssuerStore {
         in directory: DeploymentDirectory, kekPath: String = "", random: any RandomSource = SystemRandom()
     ) async throws -> SQLiteIssuerStore {
         try await open(
-            path: directory.databasePath(for: .issuer),
+            location: try StoreSettings.location(for: .issuer, in: directory),
             key: try IssuerStorageKey.load(from: directory, kekPath: kekPath, random: random))
     }
 
@@ -221,9 +229,7 @@ public final class SQLiteIssuerStore: IssuerStore {
         } else {
             _ = try database.execute("INSERT INTO storage_key (check_value) VALUES (?)", [.text(key.checkValue)])
         }
-        let tables = try database.query(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('clear_cards', 'clear_step_ups')", []
-        ) { row in try row.string(0) }
+        let tables = try ["clear_cards", "clear_step_ups"].filter { name in try database.tableExists(name) }
         guard !tables.isEmpty else { return false }
         let cards = try database.query("SELECT record FROM clear_cards", []) { row in try row.blob(0) }
         for bytes in cards {
@@ -384,8 +390,11 @@ public final class SQLiteAcquirerStore: AcquirerStore {
                 """),
     ]
 
-    public init(path: String) throws {
-        store = try Store(path: path, options: RecordCoding.options, migrations: Self.migrations)
+    public convenience init(path: String) throws { try self.init(location: .file(path)) }
+
+    /// Opens (creating and migrating) the store at `location` (a file, or a PostgreSQL schema).
+    public init(location: StoreLocation) throws {
+        store = try Store(location: location, options: RecordCoding.options, migrations: Self.migrations)
     }
 
     public func merchant(id: String) async throws -> MerchantAccount? {

@@ -1,6 +1,7 @@
 import Foundation
 public import OrchardCrypto
 public import OrchardRuntime
+import OrchardStore
 import OrchardX509
 
 #if canImport(Glibc)
@@ -20,10 +21,20 @@ public enum DeploymentInitializer {
         public var force: Bool
         /// Fixed ports: the services get `basePort`, `basePort + 1`, … in registry order; nil picks free ones.
         public var basePort: Int?
+        /// The PostgreSQL database (a `postgresql://` URL without a password) of each server service that keeps
+        /// its state there instead of SQLite files (see ``StoreSettings``).
+        public var databases: [ServiceName: String]
+        /// A libpq password file copied (mode 0600) into the key folder of every service in ``databases``, as
+        /// `pki/<service>/pgpass`.
+        public var passfile: String?
 
-        public init(force: Bool = false, basePort: Int? = nil) {
+        public init(
+            force: Bool = false, basePort: Int? = nil, databases: [ServiceName: String] = [:], passfile: String? = nil
+        ) {
             self.force = force
             self.basePort = basePort
+            self.databases = databases
+            self.passfile = passfile
         }
     }
 
@@ -54,6 +65,7 @@ public enum DeploymentInitializer {
         var configuration = Configuration(schema: registry.schema)
         try assignPorts(&configuration, registry: registry, basePort: options.basePort)
         try mapHostNames(&configuration, registry: registry)
+        try configureDatabases(&configuration, directory: directory, registry: registry, options: options)
 
         let rootCA = try CertificateAuthority.create(
             subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Root CA")]), issuer: nil,
@@ -161,6 +173,49 @@ public enum DeploymentInitializer {
                 try manager.removeItem(atPath: path)
             } catch {
                 throw ServicesError(.invalidConfiguration, "cannot remove \(path): \(error.localizedDescription)")
+            }
+        }
+    }
+
+    /// Records each service's database, copies the password file into its key folder, and clears (with `force`)
+    /// or refuses the schemas an earlier deployment left in the database.
+    static func configureDatabases(
+        _ configuration: inout Configuration, directory: DeploymentDirectory, registry: ServiceRegistry,
+        options: Options
+    ) throws(ServicesError) {
+        for (service, url) in options.databases.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            guard StoreSettings.serverServices.contains(service), registry.names.contains(service) else {
+                throw ServicesError(
+                    .invalidConfiguration,
+                    "\(service) keeps no database of its own: --database takes pay, network or merchant")
+            }
+            do {
+                try configuration.set(StoreSettings.database(service), url)
+                if let passfile = options.passfile {
+                    let folder = directory.pkiFolderPath(service.rawValue)
+                    try SecureFile.createDirectory(directory.pkiPath, mode: 0o700)
+                    try SecureFile.createDirectory(folder, mode: 0o700)
+                    try SecureFile.writeSecret(try SecureFile.readSecret(passfile), to: "\(folder)/pgpass")
+                }
+                for party in StoreSettings.parties(of: service) {
+                    guard
+                        case .postgreSQL(let location) = try StoreSettings.location(
+                            for: party, configuration: configuration, directory: directory)
+                    else { continue }
+                    guard try location.tableCount() > 0 else { continue }
+                    guard options.force else {
+                        throw ServicesError(
+                            .alreadyInitialized,
+                            "the PostgreSQL database already holds the \(location.schema) schema of a deployment; "
+                                + "pass --force to replace it (its data is lost)")
+                    }
+                    try location.dropSchema()
+                }
+            } catch let error as ServicesError {
+                throw error
+            } catch {
+                throw ServicesError(
+                    .invalidConfiguration, "cannot use the database of \(service)", underlying: error)
             }
         }
     }

@@ -35,6 +35,17 @@ extension Database {
         }
     }
 
+    /// Whether the table `name` exists (in the store's schema, on PostgreSQL): the portable form of a look into
+    /// `sqlite_master`.
+    public func tableExists(_ name: String) throws(StoreError) -> Bool {
+        let sql =
+            isPostgreSQL
+            ? "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
+            : "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+        guard case .integer(let count) = try firstValue(sql, [.text(name)]) else { return false }
+        return count > 0
+    }
+
     /// Creates PostgreSQL's version table; a concurrent creation by another instance is no failure.
     private func createVersionTable() throws(StoreError) {
         do throws(StoreError) {

@@ -294,7 +294,7 @@ final class PostgreSQLResult {
 
 /// The SQL the parties write (SQLite's dialect, kept to what PostgreSQL also means the same way) rewritten for
 /// PostgreSQL, outside string literals, quoted identifiers and comments:
-/// - `?` parameters become `$1`, `$2`, …;
+/// - `?` parameters become `$1`, `$2`, … and `?NNN` `$NNN`;
 /// - `BEGIN IMMEDIATE` / `BEGIN EXCLUSIVE` become `BEGIN ISOLATION LEVEL SERIALIZABLE`, `BEGIN DEFERRED` becomes
 ///   `BEGIN ISOLATION LEVEL REPEATABLE READ` (one snapshot for the whole read);
 /// - in schemas, `INTEGER PRIMARY KEY [AUTOINCREMENT]` becomes an identity column, `INTEGER` `BIGINT`, `BLOB`
@@ -306,7 +306,8 @@ final class PostgreSQLResult {
 enum PostgreSQLDialect {
     enum Token: Equatable {
         case word(String)
-        case parameter
+        /// `?` (number nil: the next one) or `?NNN`.
+        case parameter(Int?)
         case other(String)
     }
 
@@ -337,9 +338,10 @@ enum PostgreSQLDialect {
         }
         while index < tokens.count {
             switch tokens[index] {
-            case .parameter:
-                parameters += 1
-                output += "$\(parameters)"
+            case .parameter(let number):
+                let position = number ?? parameters + 1
+                parameters = max(parameters, position)
+                output += "$\(position)"
                 index += 1
             case .other(let text):
                 if text == ")", let next = word(index + 1), next == "STRICT" || next == "WITHOUT" {
@@ -438,7 +440,7 @@ enum PostgreSQLDialect {
                 statements.append(current)
                 current = ""
             case .word(let text), .other(let text): current += text
-            case .parameter: current += "?"
+            case .parameter(let number): current += "?" + (number.map(String.init) ?? "")
             }
         }
         statements.append(current)
@@ -477,8 +479,10 @@ enum PostgreSQLDialect {
                 tokens.append(.other(String(characters[index..<end])))
                 index = end
             } else if character == "?" {
-                tokens.append(.parameter)
-                index += 1
+                var end = index + 1
+                while end < characters.count, characters[end].isASCII, characters[end].isNumber { end += 1 }
+                tokens.append(.parameter(end > index + 1 ? Int(String(characters[(index + 1)..<end])) : nil))
+                index = end
             } else if isWordCharacter(character) {
                 var end = index
                 while end < characters.count, isWordCharacter(characters[end]) { end += 1 }

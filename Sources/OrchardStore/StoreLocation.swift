@@ -78,3 +78,21 @@ public struct PostgreSQLLocation: Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+extension PostgreSQLLocation {
+    /// How many tables the schema holds (0 when it does not exist yet): whether `orchard init` would replace a
+    /// deployment's data.
+    public func tableCount() throws(StoreError) -> Int {
+        let database = try Database(location: .postgreSQL(self), options: StoreOptions(durability: .full))
+        let count = try database.firstValue(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = ?", [.text(schema)])
+        guard case .integer(let tables) = count else { return 0 }
+        return Int(tables)
+    }
+
+    /// Drops the schema with every table in it (`orchard init --force`).
+    public func dropSchema() throws(StoreError) {
+        let database = try Database(location: .postgreSQL(self), options: StoreOptions(durability: .full))
+        try database.executeScript("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
+    }
+}

@@ -86,14 +86,15 @@ public enum AnonymousAnalytics {
                 """
                 INSERT INTO anonymous_purchase_tallies (amount_bucket, purchase_hour, coarse_region, tally)
                 VALUES (?, ?, ?, 1)
-                ON CONFLICT (amount_bucket, purchase_hour, coarse_region) DO UPDATE SET tally = tally + 1
+                ON CONFLICT (amount_bucket, purchase_hour, coarse_region) DO UPDATE SET tally = anonymous_purchase_tallies.tally + 1
                 """, [.text(report.amountBucket), .text(report.hour), .text(report.region)])
             try database.execute(
                 """
                 INSERT INTO anonymous_daily_tallies (tally_day, day_region, day_tally)
                 SELECT substr(purchase_hour, 1, 10), coarse_region, SUM(tally) FROM anonymous_purchase_tallies
                 WHERE tally < ?1 AND substr(purchase_hour, 1, 10) < ?2 GROUP BY 1, 2
-                ON CONFLICT (tally_day, day_region) DO UPDATE SET day_tally = day_tally + excluded.day_tally
+                ON CONFLICT (tally_day, day_region) DO UPDATE SET
+                    day_tally = anonymous_daily_tallies.day_tally + excluded.day_tally
                 """, [.integer(Int64(minimumCell)), .text(today)])
             try database.execute(
                 "DELETE FROM anonymous_purchase_tallies WHERE tally < ?1 AND substr(purchase_hour, 1, 10) < ?2",

@@ -37,7 +37,8 @@ enum InAppStore {
             """
             INSERT INTO in_app_purchase_tallies (payment_channel, currency_code, value_band, purchase_day, purchases)
             VALUES (?, ?, ?, ?, 1)
-            ON CONFLICT (payment_channel, currency_code, value_band, purchase_day) DO UPDATE SET purchases = purchases + 1
+            ON CONFLICT (payment_channel, currency_code, value_band, purchase_day)
+            DO UPDATE SET purchases = in_app_purchase_tallies.purchases + 1
             """, [.text(channel), .text(currency), .text(amountBucket(minorUnits)), .text(day)])
     }
 

@@ -81,7 +81,7 @@ public final class PayServer: Sendable {
         let files = try AssociationFiles(tokenSigning: tokenSigning, clock: environment.wallClock)
         let validator = DomainValidator(
             hostNames: configuration.hostNames, trustedRootsPEM: root.pemRepresentation, files: files)
-        let store = try PayStore.open(in: directory)
+        let store = try PayStore.open(in: directory, configuration: configuration)
         do {
             let devices = DeviceRegistry(store: store, deviceCA: deviceCA, clock: environment.wallClock)
             let domains = WebDomains(store: store, validator: validator, files: files, clock: environment.wallClock)

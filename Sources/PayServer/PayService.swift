@@ -40,7 +40,9 @@ public struct PayService: OrchardService {
     public init() {}
 
     public var name: ServiceName { .pay }
-    public var configurationKeys: [AnyConfigurationKey] { [Self.demoAccount.erased, Self.noncesPerMinute.erased] }
+    public var configurationKeys: [AnyConfigurationKey] {
+        [Self.demoAccount.erased, Self.noncesPerMinute.erased, StoreSettings.database(.pay).erased]
+    }
     /// The mutual-TLS web gateway and the public side, both on the main listener for now.
     public var hostNames: [ServiceHostName] {
         [
@@ -74,7 +76,7 @@ public struct PayService: OrchardService {
             clock: context.clock, random: context.random)
         context.trace("pay: client certificate pki/\(Files.client).pem (token requestor) for calls to the network")
 
-        let store = try PayStore.open(in: directory)
+        let store = try PayStore.open(in: directory, configuration: context.currentConfiguration)
         context.atEnd { await store.close() }
         let account = context[Self.demoAccount]
         try await store.write { db in

@@ -1,5 +1,6 @@
 import Foundation
 public import OrchardRuntime
+import OrchardServices
 public import OrchardStore
 
 /// The Pay server's database, `DIR/pay.sqlite`: accounts, the merchant registry, issued merchant
@@ -103,8 +104,28 @@ public enum PayStore {
         Migration(version: 9, name: PayServer.relayMigrationName, sql: PayServer.relayMigrationSQL),
     ]
 
-    /// Opens (creating and migrating) `DIR/pay.sqlite`.
-    public static func open(in directory: DeploymentDirectory) throws(StoreError) -> Store {
-        try Store(path: directory.databasePath(for: .pay), options: options, migrations: migrations)
+    /// Opens the Pay server's store of the deployment in `directory` (its `config.json` says where), for commands
+    /// that work on it directly.
+    public static func open(in directory: DeploymentDirectory) throws -> Store {
+        try Store(
+            location: try StoreSettings.location(for: .pay, in: directory), options: options, migrations: migrations)
+    }
+
+    /// Whether the deployment in `directory` has a Pay server store: `DIR/pay.sqlite`, or a PostgreSQL database.
+    public static func exists(in directory: DeploymentDirectory) -> Bool {
+        guard case .file(let path) = try? StoreSettings.location(for: .pay, in: directory) else {
+            return FileManager.default.fileExists(atPath: directory.configurationPath)
+        }
+        return FileManager.default.fileExists(atPath: path)
+    }
+
+    /// Opens (creating and migrating) `DIR/pay.sqlite`, or the `pay` schema of the PostgreSQL database
+    /// `configuration` names (`pay.database`).
+    public static func open(
+        in directory: DeploymentDirectory, configuration: Configuration
+    ) throws(StoreError) -> Store {
+        try Store(
+            location: try StoreSettings.location(for: .pay, configuration: configuration, directory: directory),
+            options: options, migrations: migrations)
     }
 }

@@ -230,6 +230,8 @@ struct BackendTests {
             #expect(PostgreSQLDialect.translate(sqlite).sql == postgreSQL)
         }
         #expect(PostgreSQLDialect.translate("SELECT ?, ?, ?").parameters == 3)
+        #expect(PostgreSQLDialect.translate("SELECT ?2, ?1 WHERE ?2").sql == "SELECT $2, $1 WHERE $2")
+        #expect(PostgreSQLDialect.translate("SELECT ?2, ?1 WHERE ?2").parameters == 2)
         #expect(PostgreSQLDialect.splitStatements("A; B ';'; ; C").count == 3)
     }
 }

@@ -34,13 +34,13 @@ enum AnalyticsCommands {
     /// Synchronous, so no typed-throws call sits directly in the command's async closure.
     static func openStore(_ path: String) throws -> Store {
         let directory = DeploymentDirectory(path: path)
-        guard FileManager.default.fileExists(atPath: directory.databasePath(for: .pay)) else {
+        guard PayStore.exists(in: directory) else {
             throw CLIError.failure("\(path) has no pay.sqlite: run `orchard init --data-dir \(path)` first")
         }
         do {
             return try PayStore.open(in: directory)
         } catch {
-            throw CLIError.failure("cannot open pay.sqlite: \(error.message)")
+            throw CLIError.failure("cannot open the Pay server's store: \((error as? StoreError)?.message ?? "\(error)")")
         }
     }
 }

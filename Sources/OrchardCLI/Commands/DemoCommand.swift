@@ -21,7 +21,11 @@ enum DemoCommand {
             The trace goes to stderr, the results to stdout. With --data-dir, a missing or empty DIR is
             initialised as a deployment first (as `orchard init` does) and kept; without it the demo runs in a
             temporary directory removed at the end. Services already running for DIR are used.
-            """
+            With --database postgresql://… (and --pgpass FILE, as for `orchard init`) the server parties keep
+            their state in that PostgreSQL database, one schema each, instead of SQLite files; without
+            --data-dir the demo's fresh deployment replaces those schemas.
+            """,
+        options: [DeploymentCommands.databaseOption, DeploymentCommands.pgpassOption]
     ) { arguments, context in
         try await run(arguments, context)
     }
@@ -36,7 +40,10 @@ enum DemoCommand {
         let deployment = DeploymentDirectory(path: path)
         defer { if !kept { try? FileManager.default.removeItem(atPath: path) } }
         context.trace("== deployment ==")
-        try await DeploymentCommands.initializeIfEmpty(deployment, context: context)
+        let options = DeploymentInitializer.Options(
+            force: !kept, databases: try DeploymentCommands.databases(arguments[DeploymentCommands.databaseOption]),
+            passfile: arguments[DeploymentCommands.pgpassOption])
+        try await DeploymentCommands.initializeIfEmpty(deployment, options: options, context: context)
         context.trace("deployment ready at \(path)\(kept ? "" : " (temporary, removed at the end)")")
         context.trace("")
         context.trace("== cryptographic known answers ==")

@@ -48,14 +48,48 @@ enum DeploymentCommands {
             merchant.dev.orchard.demo with its payment processing and identity certificates, the demo app
             dev.orchard.demo-app entitled for it, and free ports (or --base-port N, N+1, ...) in config.json.
             Keys are written 0600 and DIR is 0700. Prints a JSON summary on stdout.
+
+            --database postgresql://USER@HOST:PORT/DB keeps the server parties' state (pay, network with its
+            issuer and acquirer, merchant; one schema each) in that PostgreSQL database instead of SQLite files
+            in DIR; --database pay=URL (repeatable) sets one service's database. The URL never holds a password:
+            --pgpass FILE copies a libpq password file into each such service's key folder (pki/<service>/pgpass).
             """,
-        options: [forceOption, basePortOption]
+        options: [forceOption, basePortOption, databaseOption, pgpassOption]
     ) { arguments, context in
         let directory = DeploymentDirectory(path: context.dataDirectory.path)
         let summary = try await initialize(
-            directory, options: .init(force: arguments[forceOption], basePort: arguments[basePortOption]),
+            directory,
+            options: .init(
+                force: arguments[forceOption], basePort: arguments[basePortOption],
+                databases: try databases(arguments[databaseOption]), passfile: arguments[pgpassOption]),
             context: context)
         try context.outputJSON(summary)
+    }
+
+    static let databaseOption = Option.repeatable(
+        "database", "URL|SERVICE=URL",
+        help: "Keep the server parties' state in PostgreSQL (postgresql://…), all of them or one service's.")
+    static let pgpassOption = Option.optional(
+        "pgpass", "FILE", help: "A libpq password file for the --database URLs, copied into the key folders.")
+
+    /// `--database` values: a URL for every server service, or `SERVICE=URL` for one.
+    static func databases(_ values: [String]) throws(CLIError) -> [ServiceName: String] {
+        var databases: [ServiceName: String] = [:]
+        // A URL for all first, so that SERVICE=URL wins wherever it stands.
+        for value in values where value.hasPrefix("postgresql://") || value.hasPrefix("postgres://") {
+            for service in StoreSettings.serverServices { databases[service] = value }
+        }
+        for value in values where !(value.hasPrefix("postgresql://") || value.hasPrefix("postgres://")) {
+            guard let equals = value.firstIndex(of: "="),
+                let service = try? ServiceName(String(value[..<equals])),
+                StoreSettings.serverServices.contains(service)
+            else {
+                throw CLIError.usage(
+                    "--database takes postgresql://… or SERVICE=postgresql://… with SERVICE pay, network or merchant")
+            }
+            databases[service] = String(value[value.index(after: equals)...])
+        }
+        return databases
     }
 
     static let forceOption = Option.flag("force", help: "Replace what DIR holds (its keys and databases are lost).")
@@ -120,7 +154,9 @@ enum DeploymentCommands {
 
     /// The process contract for `up` and `demo`: a DIR that is missing or empty is initialised; one that
     /// holds other files but no deployment is refused.
-    static func initializeIfEmpty(_ directory: DeploymentDirectory, context: CommandContext) async throws {
+    static func initializeIfEmpty(
+        _ directory: DeploymentDirectory, options: DeploymentInitializer.Options = .init(), context: CommandContext
+    ) async throws {
         let state: DeploymentDirectory.State
         do {
             state = try directory.state()
@@ -129,7 +165,7 @@ enum DeploymentCommands {
         }
         switch state {
         case .deployment: return
-        case .missing, .empty: _ = try await initialize(directory, options: .init(), context: context)
+        case .missing, .empty: _ = try await initialize(directory, options: options, context: context)
         case .occupied:
             throw CLIError.failure(
                 "\(directory) holds files but no deployment; run `orchard init --force` or pick another DIR")

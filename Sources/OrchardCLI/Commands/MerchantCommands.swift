@@ -217,7 +217,7 @@ enum MerchantCommands {
 
     static func initializedDeployment(_ context: CommandContext) throws -> DeploymentDirectory {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        guard FileManager.default.fileExists(atPath: deployment.databasePath(for: .pay)) else {
+        guard PayStore.exists(in: deployment) else {
             throw CLIError.failure("\(deployment.path) has no Pay server yet: run `orchard init --data-dir DIR` first")
         }
         return deployment
