@@ -38,7 +38,9 @@ public final class HTTPServiceInstance: ServiceInstance {
         }
         do {
             idempotency = try SQLiteIdempotencyRecords(
-                path: directory.path + "/" + name.rawValue + "-idempotency.sqlite", clock: clock)
+                location: try StoreSettings.idempotencyLocation(
+                    for: name, configuration: configuration, directory: directory),
+                clock: clock)
         } catch {
             throw ServicesError(.startFailed, "cannot open the \(name) Idempotency-Key records", underlying: error)
         }

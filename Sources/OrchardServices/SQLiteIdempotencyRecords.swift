@@ -1,7 +1,7 @@
 public import Foundation
 public import OrchardCrypto
 public import OrchardHTTP
-import OrchardStore
+public import OrchardStore
 
 /// The router's ``IdempotencyRecords`` over OrchardStore's ``IdempotencyKeys``, in a SQLite file of the party's
 /// own (`DIR/<service>-idempotency.sqlite`).
@@ -23,10 +23,15 @@ public final class SQLiteIdempotencyRecords: IdempotencyRecords, @unchecked Send
     private var lastPurge: Int64?
 
     /// Opens (creating if needed) the records at `path`, keeping keys 24 hours by `clock`.
-    public init(path: String, clock: any WallClock) throws {
+    public convenience init(path: String, clock: any WallClock) throws {
+        try self.init(location: .file(path), clock: clock)
+    }
+
+    /// Opens (creating if needed) the records at `location` (a file, or a PostgreSQL schema).
+    public init(location: StoreLocation, clock: any WallClock) throws {
         store = try Store(
             // Full: an answer acknowledged to a client must survive a power loss, or its retry would run again.
-            path: path, options: StoreOptions(durability: .full),
+            location: location, options: StoreOptions(durability: .full),
             migrations: [
                 Migration(version: 1, name: "idempotency keys") { database in
                     try IdempotencyKeys.install(in: database)
@@ -74,9 +79,12 @@ public final class SQLiteIdempotencyRecords: IdempotencyRecords, @unchecked Send
 
     /// Releases the keys a previous process of this service left marked running (it was killed mid-request):
     /// their retries run again at once instead of getting 409 until the lease ends. Call it before listening;
-    /// one process serves a deployment's service at a time (`DIR/run/`), so no live request holds one.
+    /// one process serves a deployment's service at a time (`DIR/run/`), so no live request holds one. On
+    /// PostgreSQL, where several instances share the records, nothing is released (returns 0): a live request of
+    /// another instance may hold a claim, and the lease decides instead.
     public func releaseAbandonedClaims() async throws -> Int {
-        try await keys.releaseRunning()
+        if case .postgreSQL = store.location { return 0 }
+        return try await keys.releaseRunning()
     }
 
     /// Closes the file.

@@ -25,6 +25,22 @@ public enum StoreSettings {
         }
     }
 
+    /// Where `service` keeps its Idempotency-Key records: `DIR/<service>-idempotency.sqlite`, or the
+    /// `<service>_idempotency` schema of its PostgreSQL database.
+    public static func idempotencyLocation(
+        for service: ServiceName, configuration: Configuration, directory: DeploymentDirectory
+    ) throws(StoreError) -> StoreLocation {
+        let file = StoreLocation.file(directory.path + "/" + service.rawValue + "-idempotency.sqlite")
+        guard serverServices.contains(service) else { return file }
+        let url = configuration[database(service)]
+        guard !url.isEmpty else { return file }
+        let passfile = "\(directory.pkiFolderPath(service.rawValue))/pgpass"
+        return .postgreSQL(
+            try PostgreSQLLocation(
+                url: url, schema: service.rawValue + "_idempotency",
+                passfile: FileManager.default.fileExists(atPath: passfile) ? passfile : nil))
+    }
+
     /// The parties whose stores `service` keeps.
     public static func parties(of service: ServiceName) -> [Party] {
         switch service {
