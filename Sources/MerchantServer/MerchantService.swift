@@ -156,6 +156,14 @@ public struct MerchantService: OrchardService {
         try await MerchantServer.build(configuration: configuration, directory: directory, environment: environment)
     }
 
+    /// Opens the merchant's store of the deployment in `directory` (its `config.json` says where), for commands and
+    /// tools that work on it directly.
+    public static func openStore(in directory: DeploymentDirectory) throws -> Store {
+        try Store(
+            location: try StoreSettings.location(for: .merchant, in: directory), options: storeOptions,
+            migrations: MerchantOrderStore.migrations)
+    }
+
     /// Opens (creating) `DIR/merchant.sqlite`, or the `merchant` schema of the PostgreSQL database `configuration`
     /// names (`merchant.database`).
     public static func openStore(

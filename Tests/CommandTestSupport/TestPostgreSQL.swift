@@ -69,12 +69,40 @@ public final class TestPostgreSQL: Sendable {
         try run(
             asRoot, "\(bin)/initdb",
             ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
+        // Trust on the private socket, except for the role that proves passwords come from a passfile.
+        try "local all \(Self.passwordRole) scram-sha-256\nlocal all all trust\n".write(
+            toFile: "\(directory)/data/pg_hba.conf", atomically: false, encoding: .utf8)
         try run(
             asRoot, "\(bin)/pg_ctl",
             [
                 "-w", "-D", "\(directory)/data", "-l", "\(directory)/server.log", "-o",
                 "-k \(directory) -p \(port) -c listen_addresses= -c fsync=off -c max_connections=200", "start",
             ])
+    }
+
+    /// A role that logs in only with its password (``password``), for the passfile tests.
+    public static let passwordRole = "orchard_pw"
+    /// Its password (a test value).
+    public static let password = "pw-9d2f-not-a-secret"
+
+    /// A new empty database and its URL (as `postgres`, or as ``passwordRole`` when `role` is set, which owns it).
+    public func freshDatabase(role: String? = nil) throws -> String {
+        let name = TestPostgreSQL.freshSchema("d")
+        let asRoot = getuid() == 0
+        if let role {
+            try run(
+                asRoot, "\(bin)/psql",
+                [
+                    "-h", directory, "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1",
+                    "-c",
+                    "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(role)') THEN "
+                        + "CREATE ROLE \(role) LOGIN PASSWORD '\(Self.password)'; END IF; END $$",
+                ])
+        }
+        try run(
+            asRoot, "\(bin)/createdb",
+            ["-h", directory, "-p", "\(port)", "-U", "postgres"] + (role.map { ["-O", $0] } ?? []) + [name])
+        return "postgresql://\(role ?? "postgres")@/\(name)?host=\(directory)&port=\(port)"
     }
 
     private func run(_ asRoot: Bool, _ executable: String, _ arguments: [String]) throws {

@@ -41,11 +41,13 @@ final class InAppFixture: @unchecked Sendable {
     let tokenRoot: Certificate
     var atc: UInt16 = 0
 
-    init() async throws {
+    init(database: String? = nil) async throws {
         temporary = try TemporaryDirectory()
         directory = DeploymentDirectory(path: temporary.child("deployment"))
         let registry = try ServiceRegistry([PayService(), MerchantService()])
-        _ = try await DeploymentInitializer.initialize(directory, registry: registry)
+        _ = try await DeploymentInitializer.initialize(
+            directory, registry: registry,
+            options: .init(databases: database.map { [.pay: $0, .merchant: $0] } ?? [:]))
         clock = ManualClock(now: Date())
         connections = try await ServiceConnections.connect(
             [.pay], directory: directory, registry: registry,
@@ -330,9 +332,11 @@ struct InAppPaymentTests {
         await f.close()
     }
 
-    @Test("A3: 64 concurrent redemptions of one nonce: exactly one token, 63 refusals, one record")
-    func concurrentRedemptions() async throws {
-        let f = try await InAppFixture()
+    @Test(
+        "A3: 64 concurrent redemptions of one nonce: exactly one token, 63 refusals, one record",
+        arguments: PartyBackend.all)
+    func concurrentRedemptions(_ backend: PartyBackend) async throws {
+        let f = try await InAppFixture(database: try backend.database())
         let phone = try await f.device("phone-a")
         let nonce = try await f.nonce(for: phone)
         let sealed = try f.credential(nonce, signer: phone)

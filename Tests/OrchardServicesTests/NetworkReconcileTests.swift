@@ -55,9 +55,11 @@ struct NetworkReconcileTests {
         return account?.balance
     }
 
-    @Test("R3: `orchard network reconcile` reverses old unanswered holds once as JSON; the network does at start")
-    func reconcileReversesOldHoldsOncePrintsJSONAndRefusesWhileTheNetworkRuns() async throws {
-        #expect(try await runOrchard(["init", "--data-dir", directory.path]).status == 0)
+    @Test(
+        "R3: `orchard network reconcile` reverses old unanswered holds once as JSON; the network does at start",
+        arguments: PartyBackend.all)
+    func reconcileReversesOldHoldsOncePrintsJSONAndRefusesWhileTheNetworkRuns(_ backend: PartyBackend) async throws {
+        #expect(try await runOrchard(["init", "--data-dir", directory.path] + backend.initArguments()).status == 0)
         let start = try #require(try await balance())
         try await orphanHold("lost-old", amount: 700, age: 3600)
         try await orphanHold("lost-young", amount: 30, age: 60)

@@ -1,6 +1,7 @@
 import CommandTestSupport
 import Foundation
 import OrchardHTTP
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -77,4 +78,23 @@ func client(trusting rootPEM: String) throws -> HTTPClient {
     try HTTPClient(
         configuration: HTTPClientConfiguration(
             trustedRootsPEM: rootPEM, connectTimeout: .seconds(5), requestTimeout: .seconds(10), maxAttempts: 1))
+}
+
+/// The backends a party's guarantees are proven on: SQLite files always, the test run's PostgreSQL server when it
+/// is installed (always with `CI=true`).
+enum PartyBackend: String, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgreSQL
+
+    static let all: [PartyBackend] = TestPostgreSQL.enabled ? [.sqlite, .postgreSQL] : [.sqlite]
+
+    var testDescription: String { rawValue }
+
+    /// A fresh PostgreSQL database for the server parties, or nil for SQLite files.
+    func database() throws -> String? {
+        self == .postgreSQL ? try TestPostgreSQL.shared().freshDatabase() : nil
+    }
+
+    /// `orchard init` arguments that put the server parties there.
+    func initArguments() throws -> [String] { try database().map { ["--database", $0] } ?? [] }
 }

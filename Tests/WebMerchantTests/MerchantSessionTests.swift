@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
@@ -26,8 +27,13 @@ struct SessionFixture {
     let identity: [String: [UInt8]]
     let processing: [UInt8]
 
-    init() async throws {
+    init(database: String? = nil) async throws {
         temporary = try TemporaryDirectory()
+        if let database {
+            // PayStore.open(in:) reads the Pay server's database from config.json.
+            try #"{"pay": {"database": "\#(database)"}}"#.write(
+                toFile: temporary.path + "/config.json", atomically: false, encoding: .utf8)
+        }
         let now = Date()
         clock = ManualClock(now: now)
         let root = try CertificateAuthority.create(
@@ -261,10 +267,11 @@ struct MerchantSessionTests {
     }
 
     @Test(
-        "W4: a session is used once, by its merchant, for its domain and nonce, within 5 minutes; a race has one winner"
-    )
-    func consumption() async throws {
-        let fixture = try await SessionFixture()
+        "W4: a session is used once, by its merchant, for its domain and nonce, within 5 minutes; a race has one winner",
+        arguments: TestPostgreSQL.enabled ? [false, true] : [false])
+    func consumption(onPostgreSQL: Bool) async throws {
+        let fixture = try await SessionFixture(
+            database: onPostgreSQL ? try TestPostgreSQL.shared().freshDatabase() : nil)
         defer { Task { await fixture.close() } }
         func code(
             _ session: MerchantSession, merchant: String = SessionFixture.merchant,

@@ -40,7 +40,8 @@ enum AnalyticsCommands {
         do {
             return try PayStore.open(in: directory)
         } catch {
-            throw CLIError.failure("cannot open the Pay server's store: \((error as? StoreError)?.message ?? "\(error)")")
+            throw CLIError.failure(
+                "cannot open the Pay server's store: \((error as? StoreError)?.message ?? "\(error)")")
         }
     }
 }
