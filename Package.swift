@@ -355,7 +355,7 @@ let package = Package(
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
                 "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI", "NetworkAuthorizationAPI",
                 "OrchardServices",
-                "DeviceTestSupport",
+                "DeviceTestSupport", "CommandTestSupport",
             ],
             swiftSettings: strict
         ),

@@ -190,10 +190,11 @@ extension PayServer {
                         .notFound, "the recipient is not a device of this account with published relay keys")
                 }
                 try db.execute("DELETE FROM relay_queue WHERE expires_at <= ?", [.milliseconds(now)])
-                try db.execute(
-                    "INSERT INTO relay_queue (recipient, sender, frame, expires_at) VALUES (?, ?, ?, ?)",
-                    [.text(header.recipient), .text(header.sender), .blob(bytes), .milliseconds(expiresAt)])
-                return db.lastInsertRowID
+                // RETURNING rather than lastInsertRowID: portable to PostgreSQL.
+                return try db.queryFirst(
+                    "INSERT INTO relay_queue (recipient, sender, frame, expires_at) VALUES (?, ?, ?, ?) RETURNING id",
+                    [.text(header.recipient), .text(header.sender), .blob(bytes), .milliseconds(expiresAt)]
+                ) { row in try row.int64(0) } ?? 0
             }
             mailboxes.signal(header.recipient)
             return RelaySendResult(id: id)

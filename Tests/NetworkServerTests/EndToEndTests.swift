@@ -1,5 +1,6 @@
 import Acquirer
 import CardBasics
+import CommandTestSupport
 import Device
 import DeviceTestSupport
 import EMV
@@ -10,6 +11,7 @@ import NetworkServer
 import NetworkTestSupport
 import OrchardCrypto
 import OrchardRuntime
+import OrchardStore
 import OrchardX509
 import PaymentCredential
 import SecureElement
@@ -29,14 +31,33 @@ struct DeviceLink: CardTransport {
 /// deployment's device CA, the token service checking that certificate and sealing the personalisation to
 /// it, the EMV terminal reading the device, the acquirer, the token service verifying the ARQC with the EMV
 /// verifier, and the demo issuer.
-@Suite("End to end: device, terminal, acquirer, token service, issuer")
+///
+/// The token vault (ATC windows) and the issuer (holds, balances) are the network's stores, on an SQLite file and
+/// on PostgreSQL in turn.
+@Suite("End to end: device, terminal, acquirer, token service, issuer", .serialized)
 struct EndToEndTests {
-    @Test func provisionTapAndPay() async throws {
+    @Test(arguments: TestPostgreSQL.enabled ? [false, true] : [false])
+    func provisionTapAndPay(onPostgreSQL: Bool) async throws {
         let directory = try TemporaryDirectory()
         let deployment = DeploymentDirectory(path: directory.path)
         let clock = ManualClock(now: NetworkHarness.start)
         let deviceCA = try DeviceCertificateAuthority.loadOrCreate(in: deployment, clock: clock)
+        func location(_ name: String) throws -> StoreLocation {
+            guard onPostgreSQL else { return .file("\(directory.path)/\(name).sqlite") }
+            return .postgreSQL(
+                try PostgreSQLLocation(url: try TestPostgreSQL.shared().url, schema: TestPostgreSQL.freshSchema(name)))
+        }
+        let vaultStore = try SQLiteTokenVaultStore(location: try location("network"))
+        let issuerStore = try await SQLiteIssuerStore.open(
+            location: try location("issuer"), key: try IssuerStorageKey.generate())
+        defer {
+            Task {
+                await vaultStore.store.close()
+                await issuerStore.store.close()
+            }
+        }
         let network = try await NetworkHarness(
+            vaultStore: vaultStore, issuerStore: issuerStore,
             deviceKeyVerifier: try DeviceCAKeyVerifier(deviceCARoots: [deviceCA.certificate], clock: clock))
         // The factory pins this token service's install-signing key in the phone's Secure Element.
         try TestInstallAuthority.pin(
