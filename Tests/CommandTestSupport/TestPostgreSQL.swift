@@ -72,9 +72,15 @@ public final class TestPostgreSQL: Sendable {
         // Trust on the private socket, except for the role that proves passwords come from a passfile.
         try "local all \(Self.passwordRole) scram-sha-256\nlocal all all trust\n".write(
             toFile: "\(directory)/data/pg_hba.conf", atomically: false, encoding: .utf8)
+        // The server outlives pg_ctl and runs as long as the tests: it must hold none of their descriptors (a socket
+        // a test waits to see closed), so every descriptor above stderr is closed before pg_ctl runs.
         try run(
-            asRoot, "\(bin)/pg_ctl",
+            asRoot, "/bin/bash",
             [
+                "-c",
+                "for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ \"$n\" -gt 2 ]; then eval \"exec $n>&-\"; fi; done "
+                    + "2>/dev/null; exec \"$@\"",
+                "orchard-test-postgresql", "\(bin)/pg_ctl",
                 "-w", "-D", "\(directory)/data", "-l", "\(directory)/server.log", "-o",
                 "-k \(directory) -p \(port) -c listen_addresses= -c fsync=off -c max_connections=200", "start",
             ])
