@@ -125,6 +125,27 @@ int orchard_pin_current_thread(int cpu) {
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
+int orchard_get_thread_cpus(uint64_t *mask) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int rc = pthread_getaffinity_np(pthread_self(), sizeof set, &set);
+    if (rc != 0) return rc;
+    *mask = 0;
+    for (int cpu = 0; cpu < 64; cpu++) {
+        if (CPU_ISSET(cpu, &set)) *mask |= (uint64_t)1 << cpu;
+    }
+    return 0;
+}
+
+int orchard_set_thread_cpus(uint64_t mask) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu = 0; cpu < 64; cpu++) {
+        if (mask & ((uint64_t)1 << cpu)) CPU_SET(cpu, &set);
+    }
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 int orchard_set_tcp_nodelay(int fd) {
     int one = 1;
     return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -37,6 +37,10 @@ void orchard_name_current_thread(const char *name);
 
 /* Pins the calling thread to one CPU (the benchmark keeps the server off the load generator's core). */
 int orchard_pin_current_thread(int cpu);
+/// The calling thread's CPUs (the first 64) as a bit mask; 0 or an errno value.
+int orchard_get_thread_cpus(uint64_t *mask);
+/// Restricts the calling thread (and the threads it creates from now on) to the CPUs of `mask`; 0 or an errno value.
+int orchard_set_thread_cpus(uint64_t mask);
 
 /* TCP_NODELAY lives in <netinet/tcp.h>, which Glibc's Swift module does not export. */
 int orchard_set_tcp_nodelay(int fd);
