@@ -298,4 +298,39 @@ struct AdmissionTests {
             #expect(try await holder.post(url(server, "/pay"), json: [String: String]()).status == .ok)
         }
     }
+
+    @Test("R5: A connection carrying only payments is never held back: a payment over the bound is shed at once")
+    func paymentConnectionsAreNeverHeldBack() async throws {
+        let gate = AdmissionGate()
+        var limits = AdmissionLimits()
+        limits.maxInFlight = 2
+        limits.openRouteRate = nil
+        limits.holdBackLimit = .seconds(120)
+        let admission = AdmissionControl(limits: limits)
+        var router = gatedRouter(gate, admission: admission)
+        let quick = DeclaredRoute("POST", "/pay-quick", .anyone)
+        router.classify(quick, as: .payment)
+        router.add(quick) { _ in .text("quick") }
+        try await withServer(router: router) { server in
+            let holder = try PKI.client()
+            let terminal = try PKI.client { $0.maxCachedConnections = 1 }
+            defer { gate.release() }
+            for _ in 0..<2 {
+                #expect(try await terminal.post(url(server, "/pay-quick"), json: [String: String]()).status == .ok)
+            }
+            var held: [Task<HTTPResponse, any Error>] = []
+            for expected in 1...2 {
+                held.append(Task { try await holder.post(url(server, "/pay"), json: [String: String]()) })
+                #expect(await eventually { admission.inFlight == expected })
+            }
+            // Payments at their bound: the terminal's payments are shed, one after the other, never held back.
+            for _ in 0..<2 {
+                let shed = try await terminal.post(url(server, "/pay-quick"), json: [String: String]())
+                #expect(shed.status == .serviceUnavailable)
+                #expect(server.heldBackCount == 0)
+            }
+            gate.release()
+            for task in held { #expect(try await task.value.status == .ok) }
+        }
+    }
 }
