@@ -105,7 +105,7 @@ final class ListenerInstance: @unchecked Sendable {
         acceptRecheck = nil
         if let holdTimer { event_free(holdTimer) }
         holdTimer = nil
-        heldBack.removeAll()
+        readHeldBack()  // no bufferevent keeps the read limit, which is freed below
         if let http {
             if let bound { evhttp_del_accept_socket(http, bound) }
             evhttp_free(http)
@@ -215,7 +215,10 @@ final class ListenerInstance: @unchecked Sendable {
         var room: [String: Int] = [:]
         var kept: [Connection] = []
         for connection in heldBack {
-            guard let routeClass = connection.holdableClass, let since = connection.heldSince else { continue }
+            guard let routeClass = connection.holdableClass, let since = connection.heldSince else {
+                release(connection)
+                continue
+            }
             let free = room[routeClass.name] ?? max(0, admission.bound(for: routeClass) - admission.inFlight)
             if free > 0 || now &- since >= limit {
                 release(connection)
