@@ -44,6 +44,16 @@ CURLcode orchard_curl_getinfo_pointer(CURL *easy, CURLINFO info, void **value) {
     return curl_easy_getinfo(easy, info, value);
 }
 
+CURLSH *orchard_curl_share_tls_sessions(void) {
+    CURLSH *share = curl_share_init();
+    if (share == NULL) return NULL;
+    if (curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+        curl_share_cleanup(share);
+        return NULL;
+    }
+    return share;
+}
+
 CURLMcode orchard_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }
