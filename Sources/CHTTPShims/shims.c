@@ -44,6 +44,16 @@ CURLcode orchard_curl_getinfo_pointer(CURL *easy, CURLINFO info, void **value) {
     return curl_easy_getinfo(easy, info, value);
 }
 
+CURLSH *orchard_curl_share_tls_sessions(void) {
+    CURLSH *share = curl_share_init();
+    if (share == NULL) return NULL;
+    if (curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+        curl_share_cleanup(share);
+        return NULL;
+    }
+    return share;
+}
+
 CURLMcode orchard_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }
@@ -122,6 +132,27 @@ int orchard_pin_current_thread(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+int orchard_get_thread_cpus(uint64_t *mask) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int rc = pthread_getaffinity_np(pthread_self(), sizeof set, &set);
+    if (rc != 0) return rc;
+    *mask = 0;
+    for (int cpu = 0; cpu < 64; cpu++) {
+        if (CPU_ISSET(cpu, &set)) *mask |= (uint64_t)1 << cpu;
+    }
+    return 0;
+}
+
+int orchard_set_thread_cpus(uint64_t mask) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu = 0; cpu < 64; cpu++) {
+        if (mask & ((uint64_t)1 << cpu)) CPU_SET(cpu, &set);
+    }
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 

@@ -39,12 +39,17 @@ public struct OverloadBenchmarkResult: Sendable, Codable {
     public let lost: Int
     /// Answers other than 200 and 503, and transport failures.
     public let errors: Int
-    /// Arrivals of the overload phase the generator did not send because it already had
-    /// ``OverloadBenchmark/maxOutstanding`` requests open (counted as not served).
+    /// Arrivals of the overload phase still unsent 2 s after its end (counted as not served): their class's
+    /// connections were held back by the server (see ``AdmissionLimits/holdBackLimit``) or busy.
     public let notSent: Int
-    /// The CPU the server's event loop was pinned to (nil on one core); the generator and the blocking pool are not
-    /// pinned.
+    /// The same per route class.
+    public let notSentByClass: [String: Int]
+    /// The CPU the server's event loop and its store's writer thread were pinned to (nil on one core).
     public let serverLoopCPU: Int?
+    /// The CPU the generator's client threads were pinned to (nil on one core); its Swift tasks are not pinned.
+    public let generatorCPU: Int?
+    /// Keep-alive connections of each class's callers.
+    public let connectionsPerClass: Int
 }
 
 /// Overload: an in-process HTTPS server with admission control, whose three routes (payment, order creation,
@@ -67,13 +72,20 @@ public enum OverloadBenchmark {
             "orchard-bench-overload-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try Store(
-            path: directory.appendingPathComponent("overload.sqlite").path, options: StoreOptions(durability: .full),
-            migrations: [
-                Migration(version: 1, name: "acknowledged") { db in
-                    try db.executeScript("CREATE TABLE acknowledged (id TEXT PRIMARY KEY, class TEXT NOT NULL)")
-                }
-            ])
+        // The server (its event loop and its store's writer thread) on the last core, the generator on the first.
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let serverCPU = cores >= 2 ? cores - 1 : nil
+        let generatorCPU = cores >= 2 ? 0 : nil
+        let store = try ThreadAffinity.withThreads(on: serverCPU.map { [$0] } ?? []) {
+            try Store(
+                path: directory.appendingPathComponent("overload.sqlite").path,
+                options: StoreOptions(durability: .full),
+                migrations: [
+                    Migration(version: 1, name: "acknowledged") { db in
+                        try db.executeScript("CREATE TABLE acknowledged (id TEXT PRIMARY KEY, class TEXT NOT NULL)")
+                    }
+                ])
+        }
         let key = try P256.Signing.PrivateKey()
         var limits = AdmissionLimits()
         limits.maxInFlight = maxInFlight
@@ -93,8 +105,9 @@ public enum OverloadBenchmark {
                 return HTTPResponse(status: .ok, headers: [:], body: Data())
             }
         }
+        router.add(DeclaredRoute("GET", "/warm", .anyone)) { _ in HTTPResponse(status: .ok, headers: [:], body: Data())
+        }
         let identity = try EphemeralCertificate()
-        let cores = ProcessInfo.processInfo.activeProcessorCount
         var configuration = HTTPServerConfiguration(
             listeners: [
                 .init(
@@ -104,38 +117,43 @@ public enum OverloadBenchmark {
                         clientCertificatePolicy: .none))
             ],
             threads: 1)
-        let loopCPU = cores >= 2 ? cores - 1 : nil
-        configuration.loopCPUs = loopCPU.map { [$0] }
+        configuration.loopCPUs = serverCPU.map { [$0] }
         let server = try HTTPServer(
             configuration: configuration, router: router, logger: Logger(label: "bench", level: .warning))
         try server.start()
+        let connections = 2 * maxInFlight
         var clientConfiguration = HTTPClientConfiguration(trustedRootsPEM: identity.certificatePEM)
         clientConfiguration.maxAttempts = 1
-        clientConfiguration.maxCachedConnections = 256
-        let client = try HTTPClient(configuration: clientConfiguration)
+        clientConfiguration.maxCachedConnections = connections + 8
+        // The callers' client threads start on the generator's core and stay there.
+        let callers = try ThreadAffinity.withThreads(on: generatorCPU.map { [$0] } ?? []) {
+            try routes.map { path, routeClass in
+                Caller(
+                    path: path, name: routeClass.name, client: try HTTPClient(configuration: clientConfiguration),
+                    connections: connections)
+            }
+        }
+        let (payments, orders, analytics) = (callers[0], callers[1], callers[2])
         let base = "https://localhost:\(server.port)"
         let ids = RequestIDs()
 
         do {
+            for caller in callers { await warm(caller, base: base) }
             // As many closed-loop clients as the bound admits: none is shed, the server is kept busy.
             trace("capacity: \(maxInFlight) closed-loop clients, payments only, \(Int(seconds)) s…")
             let closed = try await closedLoop(
-                client: client, base: base, clients: maxInFlight, seconds: seconds, ids: ids)
+                caller: payments, base: base, clients: maxInFlight, seconds: seconds, ids: ids)
             let capacity = Double(closed.filter { $0.status == 200 }.count) / seconds
             trace("capacity \(Int(capacity))/s; unloaded: payments at \(Int(capacity / 2))/s, open loop…")
-            let unloaded = try await openLoop(
-                client: client, base: base, rate: capacity / 2, seconds: seconds, mix: [("/pay", "payment")],
-                ids: ids)
+            let unloaded = await openLoop(
+                callers: [(payments, 1)], base: base, rate: capacity / 2, seconds: seconds, ids: ids)
             let offered = capacity * multiple
             trace("overload: \(Int(offered))/s (20 % payments, 40 % orders, 40 % analytics), open loop…")
-            let loaded = try await openLoop(
-                client: client, base: base, rate: offered, seconds: seconds,
-                mix: [
-                    ("/pay", "payment"), ("/orders", "order_creation"), ("/orders", "order_creation"),
-                    ("/analytics", "analytics"), ("/analytics", "analytics"),
-                ], ids: ids)
+            let loaded = await openLoop(
+                callers: [(payments, 0.2), (orders, 0.4), (analytics, 0.4)], base: base, rate: offered,
+                seconds: seconds, ids: ids)
             await server.shutdown()
-            client.shutdown()
+            for caller in callers { caller.client.shutdown() }
 
             let all = closed + unloaded + loaded
             let acknowledged = all.filter { $0.status == 200 }.count
@@ -170,37 +188,25 @@ public enum OverloadBenchmark {
                 paymentsShed: loadedPayments.filter { $0.status == 503 }.count, acknowledged: acknowledged,
                 lost: max(0, acknowledged - stored),
                 errors: all.filter { $0.status != 200 && $0.status != 503 && $0.status != -1 }.count,
-                notSent: loaded.filter { $0.status == -1 }.count, serverLoopCPU: loopCPU)
+                notSent: loaded.filter { $0.status == -1 }.count,
+                notSentByClass: Dictionary(grouping: loaded.filter { $0.status == -1 }, by: \.routeClass).mapValues(
+                    \.count),
+                serverLoopCPU: serverCPU,
+                generatorCPU: generatorCPU, connectionsPerClass: connections)
         } catch {
             await server.shutdown()
-            client.shutdown()
+            for caller in callers { caller.client.shutdown() }
             await store.close()
             throw error
         }
     }
 
-    /// The most requests the open-loop generator keeps open at once.
-    static let maxOutstanding = 512
-
-    /// Requests the generator has open.
-    final class Outstanding: Sendable {
-        private let count = Atomic<Int>(0)
-        /// Counts one more open request; false (and nothing counted) when `limit` are open already.
-        func open(limit: Int) -> Bool {
-            guard count.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
-                count.wrappingSubtract(1, ordering: .relaxed)
-                return false
-            }
-            return true
-        }
-        /// One open request was answered.
-        func close() { count.wrappingSubtract(1, ordering: .relaxed) }
-    }
-
     /// Unique row IDs over every phase.
     final class RequestIDs: Sendable {
         private let counter = Atomic<Int>(0)
-        func next() -> String { "r\(counter.wrappingAdd(1, ordering: .relaxed).newValue)" }
+        func next() -> String { "r\(take())" }
+        /// 0, 1, 2, …
+        func take() -> Int { counter.wrappingAdd(1, ordering: .relaxed).oldValue }
     }
 
     static let routes: [(String, RouteClass)] = [
@@ -209,9 +215,27 @@ public enum OverloadBenchmark {
 
     static func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
 
+    /// One class's callers: their own client with a pool of `connections` keep-alive connections (the callers of
+    /// one class are other parties than those of another, as terminals and devices are).
+    struct Caller: Sendable {
+        let path: String
+        let name: String
+        let client: HTTPClient
+        let connections: Int
+    }
+
+    /// Opens every connection of `caller`'s pool (a request to `/warm` on each) before anything is timed.
+    static func warm(_ caller: Caller, base: String) async {
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<caller.connections {
+                group.addTask { _ = try? await caller.client.send(HTTPClientRequest(url: base + "/warm")) }
+            }
+        }
+    }
+
     /// `clients` tasks, each sending the next payment as soon as the last is answered, for `seconds`.
     static func closedLoop(
-        client: HTTPClient, base: String, clients: Int, seconds: Double, ids: RequestIDs
+        caller: Caller, base: String, clients: Int, seconds: Double, ids: RequestIDs
     ) async throws -> [Sample] {
         let clock = SystemClock()
         let end = clock.nanoseconds() + UInt64(seconds * 1e9)
@@ -221,7 +245,8 @@ public enum OverloadBenchmark {
                     var samples: [Sample] = []
                     while clock.nanoseconds() < end {
                         let begin = clock.nanoseconds()
-                        samples.append(await send(client, base + "/pay", "payment", ids.next(), since: begin))
+                        samples.append(
+                            await send(caller.client, base + caller.path, caller.name, ids.next(), since: begin))
                     }
                     return samples
                 }
@@ -232,42 +257,45 @@ public enum OverloadBenchmark {
         }
     }
 
-    /// Sends at `rate` per second for `seconds`, whatever the answers (open loop), cycling through `mix`; each
-    /// latency runs from the request's intended send time, so a stalled generator is counted, not hidden.
+    /// Open loop: each caller's arrivals come at `rate × share` per second on a fixed schedule for `seconds`, whatever
+    /// the answers. A caller sends over its pool of connections, each arrival as soon as a connection is free and its
+    /// time has come; its latency runs from its scheduled time, so time spent waiting for a connection (a server
+    /// that answers late) is counted, not hidden (no coordinated omission). Arrivals still unsent 2 s after the end
+    /// are counted as not sent.
     static func openLoop(
-        client: HTTPClient, base: String, rate: Double, seconds: Double, mix: [(String, String)],
-        ids: RequestIDs
-    ) async throws -> [Sample] {
+        callers: [(Caller, Double)], base: String, rate: Double, seconds: Double, ids: RequestIDs
+    ) async -> [Sample] {
         let clock = SystemClock()
-        let start = clock.nanoseconds()
-        let total = Int(rate * seconds)
-        let interval = 1e9 / rate
-        let outstanding = Outstanding()
-        return await withTaskGroup(of: Sample.self) { group in
-            var notSent: [Sample] = []
-            var index = 0
-            while index < total {
-                let now = clock.nanoseconds()
-                while index < total, Double(now - start) >= Double(index) * interval {
-                    let intended = start + UInt64(Double(index) * interval)
-                    let (path, name) = mix[index % mix.count]
-                    let id = ids.next()
-                    index += 1
-                    // The generator keeps at most `maxOutstanding` requests open (one connection each): past it an
-                    // arrival is counted as not sent rather than opening connections until descriptors run out.
-                    guard outstanding.open(limit: maxOutstanding) else {
-                        notSent.append(Sample(routeClass: name, status: -1, nanoseconds: 0))
-                        continue
-                    }
+        let start = clock.nanoseconds() + 1_000_000
+        let giveUp = start + UInt64((seconds + 2) * 1e9)
+        return await withTaskGroup(of: [Sample].self) { group in
+            for (caller, share) in callers {
+                let callerRate = rate * share
+                let total = Int(callerRate * seconds)
+                let interval = 1e9 / callerRate
+                let next = RequestIDs()
+                for _ in 0..<caller.connections {
                     group.addTask {
-                        defer { outstanding.close() }
-                        return await send(client, base + path, name, id, since: intended)
+                        var samples: [Sample] = []
+                        while true {
+                            let index = next.take()
+                            guard index < total else { break }
+                            let intended = start + UInt64(Double(index) * interval)
+                            let now = clock.nanoseconds()
+                            if now > giveUp {
+                                samples.append(Sample(routeClass: caller.name, status: -1, nanoseconds: 0))
+                                continue
+                            }
+                            if intended > now { try? await Task.sleep(for: .nanoseconds(intended - now)) }
+                            samples.append(
+                                await send(caller.client, base + caller.path, caller.name, ids.next(), since: intended))
+                        }
+                        return samples
                     }
                 }
-                try? await Task.sleep(for: .microseconds(500))
             }
-            var all = notSent
-            for await sample in group { all.append(sample) }
+            var all: [Sample] = []
+            for await part in group { all += part }
             return all
         }
     }

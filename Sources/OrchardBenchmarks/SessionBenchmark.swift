@@ -21,6 +21,11 @@ public struct SessionBenchmarkResult: Sendable, Encodable {
     public let ceilingPerSecond: Double
     public let ceilingCPUMicrosecondsPerSession: Double
     public let fractionOfCeiling: Double
+    /// CPU time of the whole process (server, load generator, every thread) per session in the timed phase.
+    public let processCPUMicrosecondsPerSession: Double
+    /// The ceiling's CPU per session ÷ the process's: the share of the CPU the run spent that the crypto ceiling
+    /// accounts for (what ``fractionOfCeiling`` would be with the cores to ourselves and nothing idle).
+    public let cpuFractionOfCeiling: Double
     /// The fraction of the ceiling the issue asks for.
     public let target: Double
     public let loadAverage: Double
@@ -52,6 +57,7 @@ public enum SessionBenchmark {
             throw BenchmarkError(.operationFailed, "the Pay server is not running")
         }
         let identity = try TLSIdentity.load(named: MerchantService.Files.identity, from: directory)
+        // A client (a libcurl thread) per connection: one client's thread for all of them was the bottleneck.
         let clients = try (0..<connections).map { _ in
             try HTTPClient(
                 configuration: HTTPClientConfiguration(
@@ -73,9 +79,10 @@ public enum SessionBenchmark {
         trace("asking for \(requests) merchant sessions over \(connections) keep-alive mutual-TLS connections…")
         let clock = SystemClock()
         let start = clock.nanoseconds()
+        let cpuStart = InAppCeiling.processCPUSeconds()
         let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
             for (index, client) in clients.enumerated() {
-                let count = requests / clients.count + (index < requests % clients.count ? 1 : 0)
+                let count = requests / connections + (index < requests % connections ? 1 : 0)
                 group.addTask {
                     var out: [UInt64] = []
                     for _ in 0..<count {
@@ -91,6 +98,7 @@ public enum SessionBenchmark {
             return all
         }
         let elapsed = Double(clock.nanoseconds() - start) / 1e9
+        let cpuPerSession = (InAppCeiling.processCPUSeconds() - cpuStart) / Double(max(latencies.count, 1))
         let sorted = latencies.sorted()
         func percentile(_ p: Double) -> Double {
             let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
@@ -103,11 +111,13 @@ public enum SessionBenchmark {
         let ceiling = perCore * Double(cores)
         let rate = Double(latencies.count) / elapsed
         return SessionBenchmarkResult(
-            requests: latencies.count, connections: clients.count, cores: cores,
+            requests: latencies.count, connections: connections, cores: cores,
             build: BenchmarkReport.buildConfiguration, sessionsPerSecond: rate.rounded(),
             p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99), ceilingPerSecond: ceiling.rounded(),
             ceilingCPUMicrosecondsPerSession: (1e6 / perCore).rounded(),
-            fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000, target: 0.6,
+            fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
+            processCPUMicrosecondsPerSession: (cpuPerSession * 1e6).rounded(),
+            cpuFractionOfCeiling: (1 / perCore / cpuPerSession * 1000).rounded() / 1000, target: 0.6,
             loadAverage: InAppBenchmark.loadAverage())
     }
 

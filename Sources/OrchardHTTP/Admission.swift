@@ -29,6 +29,9 @@ public struct RouteClass: Hashable, Sendable, CustomStringConvertible {
     /// Analytics: a quarter of the bound.
     public static let analytics = RouteClass(name: "analytics", share: 25)
 
+    /// Whether the class's connections are served first by the event loop (the whole bound: payments).
+    var isUrgent: Bool { share == 100 }
+
     /// The class's name.
     public var description: String { name }
 }
@@ -57,6 +60,16 @@ public struct AdmissionLimits: Sendable {
     /// Per client address on routes open without a client certificate (policy `anyone`, or a bare route that
     /// requires none); nil: no limit.
     public var openRouteRate: RateLimit? = RateLimit(perSecond: 200, burst: 1000)
+    /// Connections open at which a saturated server (``maxInFlight`` requests in flight) stops accepting: new
+    /// connections then wait in the kernel's backlog, costing the server no TLS handshake, until a request is
+    /// answered; clients that already have a connection keep it and are answered (503 beyond their class's share).
+    /// nil: twice ``maxInFlight``.
+    public var acceptBound: Int?
+    /// The longest a connection is held back: a kept-alive connection whose last two requests were of one class is
+    /// not read while that class is over its bound (its next request waits in the client's socket, costing the
+    /// server nothing, instead of being answered 503), and is read again as soon as the class has room, or after
+    /// this long, whatever the load (then its request is admitted or shed as any other).
+    public var holdBackLimit: Duration = .milliseconds(100)
 
     /// The defaults: 256 in flight, `Retry-After: 1`, 200 requests per second (bursts of 1000) per address on
     /// open routes.
@@ -85,6 +98,14 @@ public struct OverloadError: Error, Sendable, HTTPResponseError, CustomStringCon
             retryAfterSeconds: seconds)
     }
 
+    /// The answer: status, `Retry-After` and the JSON error body. A shed request is answered from a copy made once
+    /// per class and `Retry-After` (see ``AdmissionControl/admit(_:)``), so shedding encodes nothing.
+    var response: HTTPResponse {
+        var response = ErrorMapping.errorResponse(status: httpStatus, code: httpErrorCode, message: httpErrorMessage)
+        response.headers.set("Retry-After", String(retryAfterSeconds))
+        return response
+    }
+
     /// The caller is over `what`'s rate.
     public static func rateLimited(_ what: String, retryAfter seconds: Int) -> OverloadError {
         OverloadError(
@@ -108,6 +129,8 @@ public final class AdmissionControl: Sendable {
     public let limits: AdmissionLimits
     private let inFlightCount = Atomic<Int>(0)
     private let openRoutes: RateLimiter?
+    /// The 503 of each class (by name), built at its first shed.
+    private let shedAnswers = Mutex<[String: (error: OverloadError, response: HTTPResponse)]>([:])
 
     /// Admission with `limits`; `clock` refills the open routes' buckets (inject a ManualClock in tests).
     public init(limits: AdmissionLimits = AdmissionLimits(), clock: any MonotonicClock = SystemClock()) {
@@ -118,6 +141,12 @@ public final class AdmissionControl: Sendable {
 
     /// Requests admitted and not yet answered.
     public var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
+
+    /// Whether a server with `openConnections` connections should stop accepting new ones for now: every class is
+    /// over its bound and at least ``AdmissionLimits/acceptBound`` connections are open.
+    public func refusesNewConnections(openConnections: Int) -> Bool {
+        inFlight >= limits.maxInFlight && openConnections >= (limits.acceptBound ?? 2 * limits.maxInFlight)
+    }
 
     /// The most requests in flight when one of `routeClass` is admitted.
     public func bound(for routeClass: RouteClass) -> Int {
@@ -130,7 +159,19 @@ public final class AdmissionControl: Sendable {
         let count = inFlightCount.wrappingAdd(1, ordering: .relaxed).newValue
         guard count <= bound else {
             inFlightCount.wrappingSubtract(1, ordering: .relaxed)
-            throw .overloaded(routeClass, retryAfter: limits.retryAfterSeconds)
+            throw shed(routeClass).error
+        }
+    }
+
+    /// The 503 (error and answer) a request of `routeClass` gets when it is shed, made once per class.
+    func shed(_ routeClass: RouteClass) -> (error: OverloadError, response: HTTPResponse) {
+        let seconds = limits.retryAfterSeconds
+        return shedAnswers.withLock { answers in
+            if let answer = answers[routeClass.name] { return answer }
+            let error = OverloadError.overloaded(routeClass, retryAfter: seconds)
+            let answer = (error, error.response)
+            answers[routeClass.name] = answer
+            return answer
         }
     }
 

@@ -26,12 +26,7 @@ enum ErrorMapping {
             response.headers.set("Retry-After", String(seconds))
             return response
         }
-        if let overload = error as? OverloadError {
-            var response = errorResponse(
-                status: overload.httpStatus, code: overload.httpErrorCode, message: overload.httpErrorMessage)
-            response.headers.set("Retry-After", String(overload.retryAfterSeconds))
-            return response
-        }
+        if let overload = error as? OverloadError { return overload.response }
         if let known = error as? any HTTPResponseError {
             status = known.httpStatus
             code = known.httpErrorCode

@@ -58,6 +58,10 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
             throw HTTPError(.internalFailure, "event_base_new failed")
         }
         self.base = base
+        // Two priorities: 0 for the loop's own work (replies of finished handlers) and the connections that carry
+        // payments, 1 (libevent's default, the middle) for everything else, accepts included. Active events of
+        // priority 0 run before any of priority 1, so under load payments are read and answered first.
+        _ = event_base_priority_init(base, 2)
         guard
             let wake = event_new(
                 base, -1, 0,
@@ -67,8 +71,14 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
             event_base_free(base)
             throw HTTPError(.internalFailure, "event_new failed")
         }
+        _ = event_priority_set(wake, Self.urgentPriority)
         self.wake = wake
     }
+
+    /// The priority of the loop's own work and of connections that carry payments (``RouteClass/payment``).
+    static let urgentPriority: Int32 = 0
+    /// Every other event's priority.
+    static let normalPriority: Int32 = 1
 
     deinit {
         // Normally freed by the loop thread; this covers a loop that was never started.

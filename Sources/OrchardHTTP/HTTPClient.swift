@@ -62,10 +62,13 @@ public struct TLSSessionInfo: Sendable, Hashable {
     public let version: String
     /// The server's leaf certificate (DER), as it was presented and verified.
     public let peerCertificateDER: [UInt8]?
+    /// Whether the connection resumed an earlier TLS session of the same client (no certificate exchange).
+    public let resumed: Bool
 
-    public init(version: String, peerCertificateDER: [UInt8]?) {
+    public init(version: String, peerCertificateDER: [UInt8]?, resumed: Bool = false) {
         self.version = version
         self.peerCertificateDER = peerCertificateDER
+        self.resumed = resumed
     }
 }
 
@@ -243,6 +246,10 @@ final class PinnedBytes: @unchecked Sendable {
 final class CurlEngine: @unchecked Sendable {
     private let configuration: HTTPClientConfiguration
     private let multi: UnsafeMutableRawPointer
+    /// The client's TLS session cache: a new connection to a server this client has spoken to resumes the session
+    /// (TLS 1.3 tickets), as browsers and HTTP libraries do, instead of a full handshake. Used on the client's
+    /// thread only, so it needs no locks.
+    private let share: UnsafeMutableRawPointer?
     private let roots: PinnedBytes?
     private let certificate: PinnedBytes?
     private let key: PinnedBytes?
@@ -259,6 +266,7 @@ final class CurlEngine: @unchecked Sendable {
         guard let multi = curl_multi_init() else { throw HTTPError(.internalFailure, "curl_multi_init failed") }
         self.multi = multi
         _ = orchard_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxCachedConnections)
+        share = orchard_curl_share_tls_sessions()
         roots = configuration.trustedRootsPEM.map { PinnedBytes(Array($0.utf8)) }
         certificate = configuration.clientCertificateChainPEM.map { PinnedBytes(Array($0.utf8)) }
         key = configuration.clientPrivateKeyPEM.map { secret in secret.withUnsafeBytes { PinnedBytes($0) } }
@@ -345,6 +353,7 @@ final class CurlEngine: @unchecked Sendable {
         for transfer in left { transfer.finish(.failure(failure)) }
         for (_, transfer) in active { remove(transfer, result: .failure(failure)) }
         curl_multi_cleanup(multi)
+        if let share { curl_share_cleanup(share) }
     }
 
     private func start(_ transfer: Transfer) {
@@ -401,6 +410,7 @@ final class CurlEngine: @unchecked Sendable {
         }
 
         try set(CURLOPT_URL, request.url)
+        if let share { try set(CURLOPT_SHARE, pointer: UnsafeRawPointer(share)) }
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)
@@ -671,7 +681,7 @@ final class Transfer: @unchecked Sendable {
                 orchard_http_openssl_free(out)
             }
         }
-        return TLSSessionInfo(version: version, peerCertificateDER: certificate)
+        return TLSSessionInfo(version: version, peerCertificateDER: certificate, resumed: SSL_session_reused(ssl) == 1)
     }
 
     static func trimmed(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Slice<UnsafeBufferPointer<UInt8>> {

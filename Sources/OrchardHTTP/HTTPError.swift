@@ -19,6 +19,7 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public static let forbidden = HTTPStatus(code: 403, reason: "Forbidden")
     public static let notFound = HTTPStatus(code: 404, reason: "Not Found")
     public static let methodNotAllowed = HTTPStatus(code: 405, reason: "Method Not Allowed")
+    public static let misdirectedRequest = HTTPStatus(code: 421, reason: "Misdirected Request")
     public static let conflict = HTTPStatus(code: 409, reason: "Conflict")
     public static let gone = HTTPStatus(code: 410, reason: "Gone")
     public static let payloadTooLarge = HTTPStatus(code: 413, reason: "Payload Too Large")
@@ -74,6 +75,7 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
             case invalidRequest = "invalid_request"
             case notFound = "not_found"
             case methodNotAllowed = "method_not_allowed"
+            case misdirectedRequest = "misdirected_request"
             case clientCertificateRequired = "client_certificate_required"
             case clientCertificateNotAllowed = "client_certificate_not_allowed"
             case clientCertificateRevoked = "client_certificate_revoked"
@@ -106,6 +108,8 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         public static let notFound = Code(.notFound)
         /// A route matches the path but not the method (405).
         public static let methodNotAllowed = Code(.methodNotAllowed)
+        /// The route exists on this server but not under the request's `Host` (virtual hosts, 421).
+        public static let misdirectedRequest = Code(.misdirectedRequest)
         /// The route needs a verified client certificate and the connection has none (401).
         public static let clientCertificateRequired = Code(.clientCertificateRequired)
         /// The client certificate is verified but the route does not accept it (403).
@@ -166,6 +170,7 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         case .invalidJSON, .duplicateKey, .invalidRequest: .badRequest
         case .notFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
+        case .misdirectedRequest: .misdirectedRequest
         case .clientCertificateRequired: .unauthorized
         case .clientCertificateNotAllowed, .clientCertificateRevoked, .callerMismatch: .forbidden
         case .payloadTooLarge: .payloadTooLarge

@@ -108,6 +108,10 @@ public final class HTTPServer: @unchecked Sendable {
     private var boundPorts: [Int] = []
     private let openConnections = Atomic<Int>(0)
     private let forceRequested = Atomic<Bool>(false)
+    private let pausedListeners = Atomic<Int>(0)
+    private let acceptPauses = Atomic<Int>(0)
+    private let urgentConnections = Atomic<Int>(0)
+    private let heldBackConnections = Atomic<Int>(0)
     private let stopped = DispatchSemaphore(value: 0)
 
     /// Builds the TLS contexts now, so a bad certificate or key fails here rather than at start.
@@ -271,6 +275,37 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     func connectionClosed() { openConnections.wrappingSubtract(1, ordering: .relaxed) }
+
+    /// Listeners (over every loop) not accepting now because the server is saturated.
+    var listenersPaused: Int { pausedListeners.load(ordering: .relaxed) }
+    /// Times a listener stopped accepting because the server was saturated.
+    public var acceptPauseCount: Int { acceptPauses.load(ordering: .relaxed) }
+
+    func acceptPausedOnce() {
+        pausedListeners.wrappingAdd(1, ordering: .relaxed)
+        acceptPauses.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    func acceptResumed() { pausedListeners.wrappingSubtract(1, ordering: .relaxed) }
+
+    /// Connections served at the urgent priority (their last request was a payment).
+    var urgentConnectionCount: Int { urgentConnections.load(ordering: .relaxed) }
+
+    func urgentConnectionChanged(by delta: Int) { urgentConnections.wrappingAdd(delta, ordering: .relaxed) }
+
+    /// Connections held back now (not read: they carry only a class over its bound).
+    public var heldBackCount: Int { heldBackConnections.load(ordering: .relaxed) }
+
+    func heldBackChanged(by delta: Int) { heldBackConnections.wrappingAdd(delta, ordering: .relaxed) }
+
+    /// Asks every loop but `loop` to check whether its listeners should stop accepting (one loop saw the server
+    /// saturated; the others may be idle and would not look).
+    func updateAcceptingOnOtherLoops(than loop: EventLoop) {
+        let others = lock.withLock { zip(loops, instances).filter { $0.0 !== loop } }
+        for (other, instances) in others {
+            other.execute { for instance in instances { instance.updateAccepting() } }
+        }
+    }
 }
 
 /// A listening socket bound with `SO_REUSEPORT`, non-blocking, `TCP_NODELAY` (inherited by accepted

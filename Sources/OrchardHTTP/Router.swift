@@ -83,6 +83,10 @@ public struct Router: Sendable {
     public var admission: AdmissionControl?
     /// Route classes by `METHOD pattern` (``classify(_:as:)``).
     var routeClasses: [String: RouteClass] = [:]
+    /// Virtual hosts (``serve(_:onlyAt:)``): the host of each route served under one host only, by
+    /// `METHOD pattern`, and the set of such hosts.
+    var routeHosts: [String: String] = [:]
+    var virtualHostNames: Set<String> = []
 
     public init() {}
 

@@ -29,6 +29,16 @@ final class ListenerInstance: @unchecked Sendable {
     private var http: OpaquePointer?
     private var bound: OpaquePointer?
     private(set) var draining = false
+    /// Whether this listener stopped accepting because the server is saturated (see
+    /// ``AdmissionLimits/acceptBound``), and the timer that checks again while it is.
+    private(set) var acceptPaused = false
+    private var acceptRecheck: OpaquePointer?
+    /// Connections not read for now because they carry only a class that is over its bound (see
+    /// ``AdmissionLimits/holdBackLimit``), oldest first; the timer that reads them again; the read limit that holds
+    /// them (one byte a minute).
+    private var heldBack: [Connection] = []
+    private var holdTimer: OpaquePointer?
+    private var holdRate: OpaquePointer?
     /// Open, admitted connections.
     var connections: [ObjectIdentifier: Connection] = [:]
     /// Requests whose handler has not replied yet.
@@ -91,17 +101,30 @@ final class ListenerInstance: @unchecked Sendable {
     func teardown() {
         for request in inFlight.values { request.abandon() }
         inFlight.removeAll()
+        if let acceptRecheck { event_free(acceptRecheck) }
+        acceptRecheck = nil
+        if let holdTimer { event_free(holdTimer) }
+        holdTimer = nil
+        readHeldBack()  // no bufferevent keeps the read limit, which is freed below
         if let http {
             if let bound { evhttp_del_accept_socket(http, bound) }
             evhttp_free(http)
         }
         http = nil
         bound = nil
+        if let holdRate { ev_token_bucket_cfg_free(holdRate) }
+        holdRate = nil
     }
 
     /// On the loop thread, at the start of a graceful shutdown.
     func drain() {
         draining = true
+        readHeldBack()
+        if let acceptRecheck { event_del(acceptRecheck) }
+        if acceptPaused {
+            acceptPaused = false
+            server.acceptResumed()
+        }
         if let http, let bound {
             evhttp_del_accept_socket(http, bound)  // closes the listening socket: new connects are refused
             self.bound = nil
@@ -128,8 +151,133 @@ final class ListenerInstance: @unchecked Sendable {
             SSL_free(ssl)
             fatalError("bufferevent_openssl_socket_new failed: out of memory")
         }
+        _ = bufferevent_priority_set(bev, EventLoop.normalPriority)
         connection.opened(bev: bev, base: base, admitted: !draining && server.admitConnection())
+        updateAccepting()
         return bev
+    }
+
+    /// Stops accepting while the server is saturated (every class over its bound, enough connections open: see
+    /// ``AdmissionControl/refusesNewConnections(openConnections:)``), so that a connection that would only be
+    /// answered 503 costs no TLS handshake; accepts again, checking every millisecond while paused, once it is not.
+    func updateAccepting() {
+        guard let admission = server.router.admission, !draining, let bound,
+            let listener = evhttp_bound_socket_get_listener(bound)
+        else { return }
+        let refuse = admission.refusesNewConnections(openConnections: server.connectionCount)
+        if refuse && !acceptPaused {
+            guard evconnlistener_disable(listener) == 0 else { return }
+            acceptPaused = true
+            server.acceptPausedOnce()
+            armAcceptRecheck()
+            server.updateAcceptingOnOtherLoops(than: loop)
+        } else if !refuse && acceptPaused {
+            guard evconnlistener_enable(listener) == 0 else { return }
+            acceptPaused = false
+            server.acceptResumed()
+        } else if acceptPaused {
+            armAcceptRecheck()
+        }
+    }
+
+    /// After a reply on `connection`: holds it back if its last two requests were of one class and that class is over
+    /// its bound (not counting the request just answered, if it was admitted). Payments are never held back: their
+    /// latency is what the server protects, and one over the bound is shed at once.
+    func considerHoldingBack(_ connection: Connection, admitted: Bool) {
+        guard let admission = server.router.admission, !draining, let routeClass = connection.holdableClass,
+            !routeClass.isUrgent, connection.heldSince == nil, !connection.closed, let bev = connection.bev
+        else { return }
+        guard admission.inFlight - (admitted ? 1 : 0) >= admission.bound(for: routeClass) else { return }
+        if holdRate == nil {
+            var minute = Glibc.timeval(tv_sec: 60, tv_usec: 0)
+            holdRate = ev_token_bucket_cfg_new(1, 1, Int(Int32.max), Int(Int32.max), &minute)
+        }
+        // The bucket starts with one byte, which bufferevent_openssl would spend on a whole TLS record (it reads
+        // as much as the buffer it reserved holds): taking that byte at once suspends reading before any.
+        guard let holdRate, bufferevent_set_rate_limit(bev, holdRate) == 0 else { return }
+        guard bufferevent_decrement_read_limit(bev, 1) == 0 else {
+            _ = bufferevent_set_rate_limit(bev, nil)
+            return
+        }
+        connection.heldSince = SystemClock().nanoseconds()
+        heldBack.append(connection)
+        server.heldBackChanged(by: 1)
+        armHoldTimer()
+    }
+
+    /// Reads held-back connections again, oldest first, as many per class as it has room for, and any held for
+    /// ``AdmissionLimits/holdBackLimit``; checks again every millisecond while some are held.
+    private func readHeldBackWithRoom() {
+        guard let admission = server.router.admission else { return readHeldBack() }
+        let now = SystemClock().nanoseconds()
+        let (seconds, attoseconds) = admission.limits.holdBackLimit.components
+        let limit = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        var room: [String: Int] = [:]
+        var kept: [Connection] = []
+        for connection in heldBack {
+            guard let routeClass = connection.holdableClass, let since = connection.heldSince else {
+                release(connection)
+                continue
+            }
+            let free = room[routeClass.name] ?? max(0, admission.bound(for: routeClass) - admission.inFlight)
+            if free > 0 || now &- since >= limit {
+                release(connection)
+                room[routeClass.name] = max(0, free - 1)
+            } else {
+                room[routeClass.name] = free
+                kept.append(connection)
+            }
+        }
+        heldBack = kept
+        if !heldBack.isEmpty { armHoldTimer() }
+    }
+
+    /// Reads every held-back connection again (at shutdown).
+    private func readHeldBack() {
+        for connection in heldBack { release(connection) }
+        heldBack.removeAll()
+    }
+
+    private func release(_ connection: Connection) {
+        guard connection.heldSince != nil else { return }
+        connection.heldSince = nil
+        server.heldBackChanged(by: -1)
+        if !connection.closed, let bev = connection.bev { _ = bufferevent_set_rate_limit(bev, nil) }
+    }
+
+    /// A held-back connection closed.
+    func forget(_ connection: Connection) {
+        guard connection.heldSince != nil else { return }
+        heldBack.removeAll { $0 === connection }
+        connection.heldSince = nil
+        server.heldBackChanged(by: -1)
+    }
+
+    private func armHoldTimer() {
+        if holdTimer == nil {
+            holdTimer = event_new(
+                loop.base, -1, 0,
+                { _, _, context in
+                    Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().readHeldBackWithRoom()
+                }, Unmanaged.passUnretained(self).toOpaque())
+            if let holdTimer { _ = event_priority_set(holdTimer, EventLoop.urgentPriority) }
+        }
+        guard let holdTimer else { return }
+        var delay = Glibc.timeval(tv_sec: 0, tv_usec: 1000)
+        event_add(holdTimer, &delay)
+    }
+
+    private func armAcceptRecheck() {
+        if acceptRecheck == nil {
+            acceptRecheck = event_new(
+                loop.base, -1, 0,
+                { _, _, context in
+                    Unmanaged<ListenerInstance>.fromOpaque(context!).takeUnretainedValue().updateAccepting()
+                }, Unmanaged.passUnretained(self).toOpaque())
+        }
+        guard let acceptRecheck else { return }
+        var delay = Glibc.timeval(tv_sec: 0, tv_usec: 1000)
+        event_add(acceptRecheck, &delay)
     }
 
     /// evhttp's request callback: a complete request (headers and body) arrived.
@@ -160,12 +308,31 @@ final class ListenerInstance: @unchecked Sendable {
             let handler: Router.Handler
             let release: (@Sendable () -> Void)?
             do {
+                try server.router.checkHost(route, request)
                 try server.router.authorize(route, request)
                 handler = try server.router.handler(for: route, request)
                 release = try server.router.admit(route, request)
+            } catch let overload as OverloadError {
+                // A shed request is answered with the class's ready-made 503; a rate-limited one with its 429.
+                let routeClass = server.router.routeClass(of: route)
+                connection.prioritize(routeClass)
+                connection.carried(routeClass)
+                if overload.httpStatus == .serviceUnavailable, let admission = server.router.admission {
+                    inFlight.complete(admission.shed(routeClass).response)
+                } else {
+                    inFlight.complete(overload.response)
+                }
+                return
             } catch {
                 inFlight.complete(ErrorMapping.response(for: error, requestID: parsed.requestID, logger: server.logger))
                 return
+            }
+            if server.router.admission != nil {
+                let routeClass = server.router.routeClass(of: route)
+                connection.prioritize(routeClass)
+                connection.carried(routeClass)
+                inFlight.admitted = release != nil
+                updateAccepting()
             }
             let logger = server.logger
             let revocations = server.router.revocations
@@ -218,6 +385,12 @@ final class Connection {
     private var readMark: UInt = 0
     private var certificate: ClientCertificate??
     private var peer: String?
+    private var urgent = false
+    /// The class of the last request and how many requests in a row were of it.
+    private var lastClass: RouteClass?
+    private var classRun = 0
+    /// When the connection was held back (nil: it is read).
+    var heldSince: UInt64?
 
     init(instance: ListenerInstance, ssl: OpaquePointer) {
         self.instance = instance
@@ -251,6 +424,28 @@ final class Connection {
             instance.connections[ObjectIdentifier(self)] = nil
             instance.server.connectionClosed()
         }
+        if urgent { instance.server.urgentConnectionChanged(by: -1) }
+        if !instance.loop.isTearingDown { instance.forget(self) }
+    }
+
+    /// The class this connection carries alone (its last two requests were of it), if any.
+    var holdableClass: RouteClass? { classRun >= 2 ? lastClass : nil }
+
+    /// Notes the class of a request this connection carried.
+    func carried(_ routeClass: RouteClass) {
+        classRun = lastClass?.name == routeClass.name ? classRun + 1 : 1
+        lastClass = routeClass
+    }
+
+    /// Serves this connection ahead of the others (libevent's urgent priority) while the requests it carries are of
+    /// an urgent class (payments): a payment terminal's connection is read and answered first under load.
+    func prioritize(_ routeClass: RouteClass) {
+        guard routeClass.isUrgent != urgent, !closed, let bev else { return }
+        let priority = routeClass.isUrgent ? EventLoop.urgentPriority : EventLoop.normalPriority
+        // libevent refuses to change the priority of an event that is active; the next request tries again.
+        guard bufferevent_priority_set(bev, priority) == 0 else { return }
+        urgent = routeClass.isUrgent
+        instance.server.urgentConnectionChanged(by: urgent ? 1 : -1)
     }
 
     /// The verified client certificate, read once per connection.
@@ -337,6 +532,8 @@ final class InFlight: @unchecked Sendable {
     var method = HTTPMethod.get
     var path = ""
     var startNanoseconds: UInt64 = 0
+    /// Whether admission control admitted the request (it counts in flight until its task ends).
+    var admitted = false
     private var done = false
     private var abandoned = false
     /// Headers the server sets itself; a handler's values for them are ignored.
@@ -395,6 +592,8 @@ final class InFlight: @unchecked Sendable {
             evbuffer_pullup(output, -1)
         }
         connection.requestFinished()
+        if instance.acceptPaused { instance.updateAccepting() }
+        instance.considerHoldingBack(connection, admitted: admitted)
         let logger = instance.server.logger
         if logger.isEnabled(.debug) {
             let micros = (SystemClock().nanoseconds() - startNanoseconds) / 1000

@@ -5,8 +5,10 @@ import WebMerchantAPI
 extension PayServer {
     /// The web gateway (`apple-pay-gateway.orchard.test`, docs/web.md): merchant sessions for a merchant's server
     /// presenting its identity certificate. Every refusal is Apple's 400 `{"statusMessage","statusCode"}`.
+    /// The gateway is a virtual host of the Pay server's listener: its routes only under its name, nothing else there.
     func installGatewayRoutes(into router: inout Router) {
         let sessions = self.sessions
+        router.serve(WebMerchantAPI.Gateway.Declared.all, onlyAt: WebMerchantAPI.HostNames.gateway)
         for (declared, legacy) in [
             (WebMerchantAPI.Gateway.Declared.paymentSession, false),
             (WebMerchantAPI.Gateway.Declared.startSession, true),

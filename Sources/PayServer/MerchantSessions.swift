@@ -79,9 +79,10 @@ public final class MerchantSessions: Sendable {
                     "reason=\"no client certificate: connect with the merchant identity certificate (mutual TLS)\""))
         }
         let merchant: String
+        let validated: [String]
         switch try await certificateHolder(certificateDER) {
         case .failure(let refusal): return .failure(refusal)
-        case .success(let holder): merchant = holder
+        case .success(let holder): (merchant, validated) = holder
         }
         let mediaType = contentType?.split(separator: ";").first.map {
             $0.trimmingCharacters(in: .whitespaces).lowercased()
@@ -111,19 +112,19 @@ public final class MerchantSessions: Sendable {
                     "\(Self.named(merchant)) reason=\"the body is not a JSON object with merchantIdentifier, "
                         + "displayName, initiative and initiativeContext\""))
         }
-        return try await session(request, merchant: merchant, legacy: legacy)
+        return try await session(request, merchant: merchant, validated: validated, legacy: legacy)
     }
 
-    /// The merchant a presented certificate is the identity certificate of: one this Pay server issued and
-    /// recorded, of kind identity, unrevoked and valid now.
-    func certificateHolder(_ der: [UInt8]) async throws -> Result<String, Refusal> {
+    /// The merchant a presented certificate is the identity certificate of (one this Pay server issued and
+    /// recorded, of kind identity, unrevoked and valid now), with the domains it has validated now: one read.
+    func certificateHolder(_ der: [UInt8]) async throws -> Result<(String, [String]), Refusal> {
         guard let certificate = try? Certificate(derEncoded: der) else {
             return .failure(Refusal(.notIssuedHere, "reason=\"the client certificate cannot be read\""))
         }
         let serial = Hex.encode(certificate.serialNumber)
         let now = clock.now()
-        let row = try await store.read { db in
-            try db.queryFirst(
+        let (row, validated) = try await store.read { db in
+            let row = try db.queryFirst(
                 """
                 SELECT merchant_identifier, kind, der, not_after, revoked_at FROM merchant_certificates WHERE serial = ?
                 """, [.text(serial)]
@@ -133,6 +134,12 @@ public final class MerchantSessions: Sendable {
                     try row.optionalInt64(4)
                 )
             }
+            guard let merchant = row?.0 else { return (row, [String]()) }
+            let validated = try db.query(
+                "SELECT domain FROM merchant_domains WHERE merchant_identifier = ? AND expires_at > ?",
+                [.text(merchant), .milliseconds(now)]
+            ) { try $0.string(0) }
+            return (row, validated)
         }
         guard let (merchant, kind, recorded, notAfter, revokedAt) = row, recorded == der else {
             return .failure(
@@ -157,12 +164,13 @@ public final class MerchantSessions: Sendable {
                 Refusal(
                     .expired, "\(Self.named(merchant)) reason=\"the merchant identity certificate is not valid now\""))
         }
-        return .success(merchant)
+        return .success((merchant, validated))
     }
 
-    /// The checks after authentication: the merchant named, the initiative, the domain; then a new session.
+    /// The checks after authentication: the merchant named, the initiative, the domain (`validated`: the merchant's
+    /// domains validated now, read with its certificate); then a new session.
     func session(
-        _ request: PaymentSessionRequest, merchant: String, legacy: Bool
+        _ request: PaymentSessionRequest, merchant: String, validated: [String], legacy: Bool
     ) async throws -> Result<MerchantSession, Refusal> {
         let certificateHash = AssociationFiles.merchantHash(merchant)
         let named = request.merchantIdentifier
@@ -214,13 +222,6 @@ public final class MerchantSessions: Sendable {
                     .malformed,
                     "\(Self.named(merchant)) reason=\"displayName must be 1 to 64 printable bytes without \\\" or \\\\\""
                 ))
-        }
-        let now = clock.now()
-        let validated = try await store.read { db in
-            try db.query(
-                "SELECT domain FROM merchant_domains WHERE merchant_identifier = ? AND expires_at > ?",
-                [.text(merchant), .milliseconds(now)]
-            ) { try $0.string(0) }
         }
         guard validated.contains(context) else {
             if let match = validated.first(where: { $0 == Self.addressBarHost(context) }) {

@@ -183,4 +183,154 @@ struct AdmissionTests {
             #expect(try await anonymous.get(url(server, "/open")).status == .ok)
         }
     }
+
+    @Test(
+        "R5: A saturated server stops accepting connections (no TLS handshake) and accepts again once one is answered")
+    func saturatedServerPausesAccepting() async throws {
+        let gate = AdmissionGate()
+        var limits = AdmissionLimits()
+        limits.maxInFlight = 2
+        limits.acceptBound = 2
+        limits.openRouteRate = nil
+        let admission = AdmissionControl(limits: limits)
+        #expect(!admission.refusesNewConnections(openConnections: 5), "not saturated: connections are accepted")
+        try await withServer(router: gatedRouter(gate, admission: admission)) { server in
+            let client = try PKI.client()
+            let late = try PKI.client()
+            defer { gate.release() }
+            var held: [Task<HTTPResponse, any Error>] = []
+            for expected in 1...2 {
+                held.append(Task { try await client.post(url(server, "/pay"), json: [String: String]()) })
+                #expect(await eventually { admission.inFlight == expected })
+            }
+            #expect(admission.refusesNewConnections(openConnections: server.connectionCount))
+            #expect(await eventually { server.listenersPaused == 1 })
+            #expect(server.acceptPauseCount == 1)
+            // A new connection now waits in the kernel's backlog: not accepted, no handshake, no handler.
+            let waiting = Task { try await late.post(url(server, "/pay"), json: [String: String]()) }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(server.connectionCount == 2)
+            #expect(gate.ran.load(ordering: .relaxed) == 2)
+            gate.release()
+            for task in held { #expect(try await task.value.status == .ok) }
+            #expect(try await waiting.value.status == .ok, "accepted and served once the server had room")
+            #expect(await eventually { server.listenersPaused == 0 })
+        }
+    }
+
+    @Test("R5: A connection carrying payments is served at the event loop's urgent priority, other classes' are not")
+    func paymentConnectionsAreUrgent() async throws {
+        let gate = AdmissionGate()
+        gate.release()
+        var limits = AdmissionLimits()
+        limits.openRouteRate = nil
+        let admission = AdmissionControl(limits: limits)
+        try await withServer(router: gatedRouter(gate, admission: admission)) { server in
+            let client = try PKI.client { $0.maxCachedConnections = 1 }
+            #expect(try await client.post(url(server, "/pay"), json: [String: String]()).status == .ok)
+            #expect(server.urgentConnectionCount == 1)
+            #expect(try await client.post(url(server, "/analytics"), json: [String: String]()).status == .ok)
+            #expect(server.urgentConnectionCount == 0, "the same connection, now carrying analytics")
+            #expect(try await client.post(url(server, "/pay"), json: [String: String]()).status == .ok)
+            #expect(server.urgentConnectionCount == 1)
+            client.shutdown()
+            #expect(await eventually { server.urgentConnectionCount == 0 }, "closed")
+        }
+    }
+
+    @Test("R5: Every shed request of a class gets the same ready-made 503, with Retry-After")
+    func shedAnswersAreMadeOnce() throws {
+        var limits = AdmissionLimits()
+        limits.maxInFlight = 1
+        limits.retryAfterSeconds = 3
+        let admission = AdmissionControl(limits: limits)
+        try admission.admit(.payment)
+        defer { admission.release() }
+        for _ in 0..<2 {
+            #expect(throws: OverloadError.self) { try admission.admit(.analytics) }
+        }
+        let answer = admission.shed(.analytics).response
+        #expect(answer.status == .serviceUnavailable && answer.headers["Retry-After"] == "3")
+        let body = try JSONDecoder().decode(ErrorBody.self, from: answer.body)
+        #expect(body.error.code == "overloaded" && body.error.message.contains("sheds analytics requests"))
+        #expect(admission.shed(.analytics).response.body == answer.body)
+        #expect(admission.shed(.orderCreation).response.body != answer.body)
+    }
+
+    @Test("R5: A connection carrying only a class over its bound is held back (not read) and served once it has room")
+    func connectionsOfASaturatedClassAreHeldBack() async throws {
+        let gate = AdmissionGate()
+        var limits = AdmissionLimits()
+        limits.maxInFlight = 4  // analytics 1
+        limits.openRouteRate = nil
+        limits.holdBackLimit = .seconds(120)  // the test, not a timer, decides when analytics has room
+        let admission = AdmissionControl(limits: limits)
+        var router = gatedRouter(gate, admission: admission)
+        let quick = DeclaredRoute("POST", "/analytics-quick", .anyone)
+        router.classify(quick, as: .analytics)
+        router.add(quick) { _ in .text("quick") }
+        try await withServer(router: router) { server in
+            let holder = try PKI.client()
+            let uploader = try PKI.client { $0.maxCachedConnections = 1 }
+            defer { gate.release() }
+            // Two analytics requests on one connection while analytics has room: answered, nothing held.
+            for _ in 0..<2 {
+                #expect(
+                    try await uploader.post(url(server, "/analytics-quick"), json: [String: String]()).status == .ok)
+            }
+            #expect(server.heldBackCount == 0)
+            // Analytics at its bound: the uploader's next request is shed, and its connection is then held back.
+            let held = Task { try await holder.post(url(server, "/analytics"), json: [String: String]()) }
+            #expect(await eventually { admission.inFlight == 1 })
+            let shed = try await uploader.post(url(server, "/analytics-quick"), json: [String: String]())
+            #expect(shed.status == .serviceUnavailable)
+            #expect(await eventually { server.heldBackCount == 1 })
+            // Its next request waits in the socket, unread (had it been read, analytics being full, it would be shed).
+            let waiting = Task { try await uploader.post(url(server, "/analytics-quick"), json: [String: String]()) }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(server.heldBackCount == 1)
+            gate.release()
+            #expect(try await held.value.status == .ok)
+            let answer = try await waiting.value
+            #expect(answer.status == .ok, "read once analytics had room, and admitted: \(answer.text)")
+            #expect(server.heldBackCount == 0)
+            // Payments and other classes are never held back by analytics' bound.
+            #expect(try await holder.post(url(server, "/pay"), json: [String: String]()).status == .ok)
+        }
+    }
+
+    @Test("R5: A connection carrying only payments is never held back: a payment over the bound is shed at once")
+    func paymentConnectionsAreNeverHeldBack() async throws {
+        let gate = AdmissionGate()
+        var limits = AdmissionLimits()
+        limits.maxInFlight = 2
+        limits.openRouteRate = nil
+        limits.holdBackLimit = .seconds(120)
+        let admission = AdmissionControl(limits: limits)
+        var router = gatedRouter(gate, admission: admission)
+        let quick = DeclaredRoute("POST", "/pay-quick", .anyone)
+        router.classify(quick, as: .payment)
+        router.add(quick) { _ in .text("quick") }
+        try await withServer(router: router) { server in
+            let holder = try PKI.client()
+            let terminal = try PKI.client { $0.maxCachedConnections = 1 }
+            defer { gate.release() }
+            for _ in 0..<2 {
+                #expect(try await terminal.post(url(server, "/pay-quick"), json: [String: String]()).status == .ok)
+            }
+            var held: [Task<HTTPResponse, any Error>] = []
+            for expected in 1...2 {
+                held.append(Task { try await holder.post(url(server, "/pay"), json: [String: String]()) })
+                #expect(await eventually { admission.inFlight == expected })
+            }
+            // Payments at their bound: the terminal's payments are shed, one after the other, never held back.
+            for _ in 0..<2 {
+                let shed = try await terminal.post(url(server, "/pay-quick"), json: [String: String]())
+                #expect(shed.status == .serviceUnavailable)
+                #expect(server.heldBackCount == 0)
+            }
+            gate.release()
+            for task in held { #expect(try await task.value.status == .ok) }
+        }
+    }
 }

@@ -258,4 +258,28 @@ struct ClientTests {
             #expect(error.code == .invalidURL)
         }
     }
+
+    @Test("A new connection resumes the client's TLS session, and the server still sees its verified certificate")
+    func newConnectionsResumeTheSession() async throws {
+        var router = Router()
+        router.get("/who") { request in .text(request.clientCertificate?.commonName ?? "nobody") }
+        try await withServer(policy: .optional, router: router) { server in
+            let client = try PKI.client(identity: "client")
+            let anonymous = try PKI.client()
+            for round in 0..<3 {
+                // Connection: close makes every request open a new connection.
+                let (response, tls) = try await client.sendInspectingTLS(
+                    HTTPClientRequest(url: url(server, "/who"), headers: ["Connection": "close"]))
+                #expect(response.text == "merchant.test", "round \(round)")
+                #expect(tls?.resumed == (round > 0), "round \(round): a full handshake first, then resumptions")
+            }
+            // Another client (without a certificate) has sessions of its own: it never resumes the first one's.
+            let (other, tls) = try await anonymous.sendInspectingTLS(
+                HTTPClientRequest(url: url(server, "/who"), headers: ["Connection": "close"]))
+            #expect(other.text == "nobody" && tls?.resumed == false)
+            let (again, _) = try await anonymous.sendInspectingTLS(
+                HTTPClientRequest(url: url(server, "/who"), headers: ["Connection": "close"]))
+            #expect(again.text == "nobody", "a resumed anonymous session stays anonymous")
+        }
+    }
 }

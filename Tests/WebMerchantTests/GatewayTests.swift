@@ -166,3 +166,58 @@ struct GatewayTests {
             ])
     }
 }
+
+extension GatewayTests {
+    @Test("W3: The gateway is a virtual host: its paths only under its name (421 elsewhere), no Pay route under it")
+    func gatewayIsAVirtualHost() async throws {
+        let deployment = try await WebCommandTests.Deployment()
+        let directory = deployment.directory
+        let host = try await ServiceHost.start(
+            [.pay], directory: directory, registry: try ServiceRegistry([PayService(), MerchantService()]),
+            publish: false, anyPort: true)
+        let port = try #require(host.endpoint(of: .pay)?.port)
+        let identity = try TLSIdentity.load(named: "merchant-identity", from: directory)
+        let client = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: try directory.readCertificate(named: PKIFiles.rootCA),
+                clientCertificateChainPEM: identity.certificateChainPEM, clientPrivateKeyPEM: identity.privateKeyPEM,
+                maxAttempts: 1,
+                connectTo: [WebMerchantAPI.HostNames.gateway: port, WebMerchantAPI.HostNames.pay: port]))
+        defer { client.shutdown() }
+        let body = try JSONCoding.encode(
+            PaymentSessionRequest(
+                merchantIdentifier: Self.demo, displayName: "Orchard Demo", initiativeContext: "store.orchard.test"))
+        func post(_ host: String, _ path: String, _ body: Data) async throws -> HTTPResponse {
+            try await client.send(
+                HTTPClientRequest(
+                    method: .post, url: "https://" + host + path, headers: ["Content-Type": "application/json"],
+                    body: body))
+        }
+        // The session under the gateway's name, with a port in the Host as well.
+        let session = try await post(WebMerchantAPI.HostNames.gateway, WebMerchantAPI.Gateway.paymentSession, body)
+        #expect(session.status == .ok, "\(String(decoding: session.body, as: UTF8.self))")
+        let withPort = try await post(
+            WebMerchantAPI.HostNames.gateway + ":443", WebMerchantAPI.Gateway.paymentSession, body)
+        #expect(withPort.status == .ok)
+        // The gateway's paths under the Pay server's own name: refused before the handler (nothing recorded).
+        for path in [WebMerchantAPI.Gateway.paymentSession, WebMerchantAPI.Gateway.startSession] {
+            let misdirected = try await post(WebMerchantAPI.HostNames.pay, path, body)
+            #expect(misdirected.status.code == 421, "\(path)")
+            #expect(String(decoding: misdirected.body, as: UTF8.self).contains("misdirected_request"))
+        }
+        // Pay routes under the gateway's name: refused; under the Pay server's name they answer.
+        let capability = try JSONCoding.encode(
+            CapabilityRequest(merchantIdentifier: Self.demo, domain: "store.orchard.test"))
+        #expect(
+            try await post(WebMerchantAPI.HostNames.gateway, WebMerchantAPI.Capability.path, capability).status.code
+                == 421)
+        #expect(try await post(WebMerchantAPI.HostNames.pay, WebMerchantAPI.Capability.path, capability).status == .ok)
+        let health = try await client.send(
+            HTTPClientRequest(url: "https://" + WebMerchantAPI.HostNames.gateway + "/health"))
+        #expect(health.status.code == 421)
+        #expect(
+            try await client.send(HTTPClientRequest(url: "https://" + WebMerchantAPI.HostNames.pay + "/health")).status
+                == .ok)
+        await host.stop()
+    }
+}

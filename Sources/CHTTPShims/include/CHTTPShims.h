@@ -17,6 +17,9 @@ CURLcode orchard_curl_setopt_callback(CURL *easy, CURLoption option, orchard_cur
 CURLcode orchard_curl_getinfo_long(CURL *easy, CURLINFO info, long *value);
 CURLcode orchard_curl_getinfo_pointer(CURL *easy, CURLINFO info, void **value);
 CURLMcode orchard_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+/* A share handle holding libcurl's TLS session cache (curl_share_setopt is variadic), for the easy handles of one
+ * thread; NULL if libcurl refuses. Free it with curl_share_cleanup once no easy handle uses it. */
+CURLSH *orchard_curl_share_tls_sessions(void);
 
 /* XN_FLAG_RFC2253 and the SSL_OP_* bits are composite macros; OPENSSL_free is a function-like macro. */
 unsigned long orchard_xn_flag_rfc2253(void);
@@ -37,6 +40,10 @@ void orchard_name_current_thread(const char *name);
 
 /* Pins the calling thread to one CPU (the benchmark keeps the server off the load generator's core). */
 int orchard_pin_current_thread(int cpu);
+/// The calling thread's CPUs (the first 64) as a bit mask; 0 or an errno value.
+int orchard_get_thread_cpus(uint64_t *mask);
+/// Restricts the calling thread (and the threads it creates from now on) to the CPUs of `mask`; 0 or an errno value.
+int orchard_set_thread_cpus(uint64_t mask);
 
 /* TCP_NODELAY lives in <netinet/tcp.h>, which Glibc's Swift module does not export. */
 int orchard_set_tcp_nodelay(int fd);

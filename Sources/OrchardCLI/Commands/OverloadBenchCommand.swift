@@ -7,14 +7,16 @@ enum OverloadBenchCommand {
         name: "overload",
         summary: "Open-loop load at a multiple of the capacity: payments' p99, goodput, shed fraction, losses.",
         discussion: """
-            Starts an HTTPS server in this process (its event loop pinned to the last core) with admission control \
-            and three routes, payment, order creation and analytics, each signing the body with P-256 and storing a \
-            row durably before it answers. Measures the capacity (MAX-IN-FLIGHT closed-loop clients, payments only), the \
-            payments' p99 at half of it (open loop), then sends MULTIPLE × capacity open loop (20 % payments, 40 % \
-            orders, 40 % analytics) and reports the payments' p99 against the unloaded figure (target ≤ 2×), the \
-            goodput against the capacity (target ≥ 90 %), the fraction shed by class, and acknowledged rows \
-            missing from the store (must be 0). Latencies run from each request's intended send time. The load \
-            generator is not pinned. Build with `swift build -c release` first.
+            Starts an HTTPS server in this process (its event loop and its store's writer on the last core) with \
+            admission control and three routes, payment, order creation and analytics, each signing the body with \
+            P-256 and storing a row durably before it answers. The load generator's callers (one client per class, \
+            2 × MAX-IN-FLIGHT keep-alive connections each, their threads on the first core) measure the capacity \
+            (MAX-IN-FLIGHT closed-loop clients, payments only), the payments' p99 at half of it (open loop), then \
+            send MULTIPLE × capacity open loop (20 % payments, 40 % orders, 40 % analytics) and report the \
+            payments' p99 against the unloaded figure (target ≤ 2×), the goodput against the capacity (target ≥ \
+            90 %), the fraction shed by class, arrivals not sent (their connections held back) by class, and \
+            acknowledged rows missing from the store (must be 0). Latencies run from each request's scheduled \
+            time, so waiting for a connection counts. Build with `swift build -c release` first.
             """,
         options: [seconds, multiple, maxInFlight]
     ) { arguments, context in
@@ -26,7 +28,7 @@ enum OverloadBenchCommand {
                 + "p99 \(result.loadedPaymentP99Milliseconds) ms vs \(result.unloadedPaymentP99Milliseconds) ms "
                 + "unloaded (\(result.paymentP99Ratio)×), goodput \(Int(result.goodputPerSecond))/s "
                 + "(\(Int(result.goodputFraction * 100)) % of capacity), shed \(Int(result.shedFraction * 100)) %, "
-                + "lost \(result.lost), errors \(result.errors)")
+                + "not sent \(result.notSent), lost \(result.lost), errors \(result.errors)")
         try context.outputJSON(result)
     }
 
