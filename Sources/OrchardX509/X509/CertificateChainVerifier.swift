@@ -1,8 +1,11 @@
 public import Foundation
 public import OrchardCrypto
 
-/// Verifies certificate chains to a fixed set of trust roots with OpenSSL's `X509_verify_cert`
-/// (purpose ANY, at a given time), applies a ``ChainPolicy``, and caches the chains that verified.
+/// Verifies certificate chains to a fixed set of trust roots (purpose ANY, at a given time), applies a
+/// ``ChainPolicy``, and caches the chains that verified. The path is validated in Swift over the parsed
+/// certificates with OpenSSL checking each signature (cheap checks first, no `d2i_X509`); chains that use what
+/// that validator does not check (name or policy constraints) go to OpenSSL's `X509_verify_cert` once their
+/// signatures have verified.
 ///
 /// The cache is keyed by the exact DER bytes of the leaf and intermediates. A cached chain is reused
 /// for any validation time inside its ``VerifiedChain/validityInterval`` (signatures do not depend on
@@ -14,6 +17,7 @@ public final class CertificateChainVerifier: Sendable {
     /// The rules applied after OpenSSL accepts a chain.
     public let policy: ChainPolicy
     private let store: OpenSSLTrustStore
+    private let anchors: [TrustAnchor]
     private let cache: ExpiringCache<ChainKey, VerifiedChain>
 
     /// - Parameters:
@@ -30,12 +34,14 @@ public final class CertificateChainVerifier: Sendable {
         self.trustRoots = trustRoots
         self.policy = policy
         store = try OpenSSLTrustStore(roots: trustRoots)
+        anchors = trustRoots.map(TrustAnchor.init)
         cache = ExpiringCache(capacity: cacheCapacity, clock: clock)
     }
 
     /// Verifies that `leaf` chains to a trust root through (some of) `intermediates` at `time`, then
     /// applies the policy. Uses and fills the cache.
     public func verify(leaf: Certificate, intermediates: [Certificate] = [], at time: Date) -> ChainVerificationResult {
+        guard cache.isEnabled else { return verifyUncached(leaf: leaf, intermediates: intermediates, at: time) }
         let key = ChainKey(
             leaf: leaf.derRepresentation[...], intermediates: intermediates.map { $0.derRepresentation[...] })
         if let chain = cache.value(for: key, at: time) { return .valid(chain) }
@@ -53,6 +59,18 @@ public final class CertificateChainVerifier: Sendable {
 
     /// Verifies without looking at or filling the cache (for benchmarks and tests).
     package func verifyUncached(
+        leaf: Certificate, intermediates: [Certificate], at time: Date
+    ) -> ChainVerificationResult {
+        switch PathValidation.validate(leaf: leaf, intermediates: intermediates, anchors: anchors, at: time) {
+        case .invalid(let failure): return .invalid(failure)
+        case .valid(let chain): return finish(chain, leaf: leaf)
+        case .needsOpenSSL: return verifyWithOpenSSL(leaf: leaf, intermediates: intermediates, at: time)
+        }
+    }
+
+    /// Verifies with OpenSSL's `X509_verify_cert` alone, without the cache (the reference the Swift path
+    /// validation is tested against, and its fallback).
+    package func verifyWithOpenSSL(
         leaf: Certificate, intermediates: [Certificate], at time: Date
     ) -> ChainVerificationResult {
         let handles: (OpenSSLCertificate, [OpenSSLCertificate])
@@ -85,14 +103,19 @@ public final class CertificateChainVerifier: Sendable {
             guard !chain.isEmpty else {
                 return .invalid(VerificationFailure(.invalidChain, "OpenSSL returned an empty chain"))
             }
-            if let failure = policy.evaluate(chain) { return .invalid(failure) }
-            let start = chain.map(\.notValidBefore).max() ?? leaf.notValidBefore
-            let end = chain.map(\.notValidAfter).min() ?? leaf.notValidAfter
-            guard start <= end else {
-                return .invalid(VerificationFailure(.invalidChain, "the chain's validity periods do not overlap"))
-            }
-            return .valid(VerifiedChain(certificates: chain, validityInterval: start...end))
+            return finish(chain, leaf: leaf)
         }
+    }
+
+    /// The policy and the validity interval of a chain that verified.
+    private func finish(_ chain: [Certificate], leaf: Certificate) -> ChainVerificationResult {
+        if let failure = policy.evaluate(chain) { return .invalid(failure) }
+        let start = chain.map(\.notValidBefore).max() ?? leaf.notValidBefore
+        let end = chain.map(\.notValidAfter).min() ?? leaf.notValidAfter
+        guard start <= end else {
+            return .invalid(VerificationFailure(.invalidChain, "the chain's validity periods do not overlap"))
+        }
+        return .valid(VerifiedChain(certificates: chain, validityInterval: start...end))
     }
 
     /// How many chains the cache holds (for tests and monitoring).
@@ -151,6 +174,9 @@ final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked
     }
 
     var count: Int { lock.withLock { entries.count } }
+
+    /// Whether entries are kept at all (a capacity of 0 keeps none: no key need be built).
+    var isEnabled: Bool { capacity > 0 }
 
     func value(for key: Key, at time: Date) -> Value? {
         let now = clock.now()

@@ -39,8 +39,12 @@ public struct CertificatePublicKey: Hashable, Sendable {
                 throw X509Error(error, "the P-256 public key")
             }
         case .rsaEncryption:
+            guard info.algorithm.hasNoParameters else {
+                throw X509Error(.invalidValue, "an rsaEncryption key takes NULL parameters")
+            }
+            let (modulus, exponent) = try PathValidation.rsaPublicKeyParts(info.publicKey)
             do {
-                backing = .rsa(try RSA.PublicKey(derRepresentation: info.derRepresentation))
+                backing = .rsa(try RSA.PublicKey(modulus: modulus, exponent: exponent))
             } catch {
                 throw X509Error(error, "the RSA public key")
             }
