@@ -173,6 +173,18 @@ struct PathValidationTests {
         #expect(swift.isValid == openSSL.isValid)
     }
 
+    @Test("F2: a trusted certificate that is not self-issued does not end a path (OpenSSL needs a self-signed top)")
+    func anchorsMustBeSelfIssued() throws {
+        let pki = try TestPKI()
+        let onIntermediate = try CertificateChainVerifier(trustRoots: [pki.intermediate], cacheCapacity: 0)
+        agree(onIntermediate, pki.leaf, [], at: TestPKI.inside, valid: false, code: .untrustedChain, "no root")
+        agree(
+            onIntermediate, pki.leaf, [pki.intermediate], at: TestPKI.inside, valid: false, code: .untrustedChain,
+            "the intermediate presented too")
+        let both = try CertificateChainVerifier(trustRoots: [pki.intermediate, pki.root], cacheCapacity: 0)
+        agree(both, pki.leaf, [], at: TestPKI.inside, valid: true, "a trusted intermediate under a trusted root")
+    }
+
     @Test func rsaIssuers() throws {
         let rootKey = CertificatePrivateKey(try RSA.PrivateKey(keySize: 2048))
         let root = try Self.issue("RSA Root", key: rootKey, by: nil, extensions: Self.ca)

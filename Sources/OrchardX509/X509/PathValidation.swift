@@ -41,8 +41,13 @@ enum PathValidation {
     static let maximumLength = 10
 
     static func validate(
-        leaf: Certificate, intermediates: [Certificate], anchors: [TrustAnchor], at time: Date
+        leaf: Certificate, intermediates presented: [Certificate], anchors configured: [TrustAnchor], at time: Date
     ) -> Outcome {
+        // As in OpenSSL (without partial chains), a path ends in a self-issued trusted certificate; a trusted
+        // certificate that is not self-issued is a CA the path may go through on its way to one.
+        let anchors = configured.filter { $0.certificate.isSelfIssued }
+        let intermediates =
+            presented + configured.filter { !$0.certificate.isSelfIssued }.map(\.certificate)
         // A trusted certificate presented as the leaf is its own path (as OpenSSL accepts it).
         if anchors.contains(where: { $0.certificate.derRepresentation == leaf.derRepresentation }) {
             if let failure = timeFailure(leaf, depth: 0, at: time) { return .invalid(failure) }
