@@ -150,6 +150,17 @@ struct PathValidationTests {
         (leaf, intermediate) = try chain(Self.ca, leaf: Self.leafExtensions + [unknownNonCritical])
         agree(verifier, leaf, [intermediate], at: time, valid: true, "an unknown non-critical extension")
 
+        // Certificate policies (non-critical, as Apple's leaves carry them): neither requires a policy.
+        let policies = Certificate.Extension(
+            oid: try ASN1ObjectIdentifier("2.5.29.32"),
+            value: DERWriter.encode { w in
+                w.appendConstructed(.sequence) { w in
+                    w.appendConstructed(.sequence) { $0.appendObjectIdentifier(.appleTokenSigningLeaf) }
+                }
+            })
+        (leaf, intermediate) = try chain(Self.ca, leaf: Self.leafExtensions + [policies])
+        agree(verifier, leaf, [intermediate], at: time, valid: true, "certificate policies")
+
         // Path length: a CA limited to 0 cannot have a CA below it.
         let limitedKey = try Self.p256()
         let limited = try Self.issue(

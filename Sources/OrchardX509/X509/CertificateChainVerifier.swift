@@ -17,7 +17,9 @@ public final class CertificateChainVerifier: Sendable {
     /// The rules applied after OpenSSL accepts a chain.
     public let policy: ChainPolicy
     private let store: OpenSSLTrustStore
+    /// The self-issued trust roots (a path ends in one of them) and the others (CAs a path may go through).
     private let anchors: [TrustAnchor]
+    private let trustedIntermediates: [Certificate]
     private let cache: ExpiringCache<ChainKey, VerifiedChain>
 
     /// - Parameters:
@@ -34,7 +36,8 @@ public final class CertificateChainVerifier: Sendable {
         self.trustRoots = trustRoots
         self.policy = policy
         store = try OpenSSLTrustStore(roots: trustRoots)
-        anchors = trustRoots.map(TrustAnchor.init)
+        anchors = trustRoots.filter(\.isSelfIssued).map(TrustAnchor.init)
+        trustedIntermediates = trustRoots.filter { !$0.isSelfIssued }
         cache = ExpiringCache(capacity: cacheCapacity, clock: clock)
     }
 
@@ -61,7 +64,10 @@ public final class CertificateChainVerifier: Sendable {
     package func verifyUncached(
         leaf: Certificate, intermediates: [Certificate], at time: Date
     ) -> ChainVerificationResult {
-        switch PathValidation.validate(leaf: leaf, intermediates: intermediates, anchors: anchors, at: time) {
+        switch PathValidation.validate(
+            leaf: leaf, intermediates: intermediates, anchors: anchors, trustedIntermediates: trustedIntermediates,
+            at: time)
+        {
         case .invalid(let failure): return .invalid(failure)
         case .valid(let chain): return finish(chain, leaf: leaf)
         case .needsOpenSSL: return verifyWithOpenSSL(leaf: leaf, intermediates: intermediates, at: time)

@@ -40,14 +40,15 @@ enum PathValidation {
     /// The most certificates in a path, the trust root included.
     static let maximumLength = 10
 
+    /// - Parameters:
+    ///   - anchors: the self-issued trust roots, where a path ends (as in OpenSSL without partial chains).
+    ///   - trustedIntermediates: trusted certificates that are not self-issued: CAs a path may go through on its
+    ///     way to an anchor.
     static func validate(
-        leaf: Certificate, intermediates presented: [Certificate], anchors configured: [TrustAnchor], at time: Date
+        leaf: Certificate, intermediates presented: [Certificate], anchors: [TrustAnchor],
+        trustedIntermediates: [Certificate] = [], at time: Date
     ) -> Outcome {
-        // As in OpenSSL (without partial chains), a path ends in a self-issued trusted certificate; a trusted
-        // certificate that is not self-issued is a CA the path may go through on its way to one.
-        let anchors = configured.filter { $0.certificate.isSelfIssued }
-        let intermediates =
-            presented + configured.filter { !$0.certificate.isSelfIssued }.map(\.certificate)
+        let intermediates = trustedIntermediates.isEmpty ? presented : presented + trustedIntermediates
         // A trusted certificate presented as the leaf is its own path (as OpenSSL accepts it).
         if anchors.contains(where: { $0.certificate.derRepresentation == leaf.derRepresentation }) {
             if let failure = timeFailure(leaf, depth: 0, at: time) { return .invalid(failure) }
@@ -171,10 +172,11 @@ enum PathValidation {
         .basicConstraints, .keyUsage, .extendedKeyUsage, .subjectAlternativeName, .subjectKeyIdentifier,
         .authorityKeyIdentifier,
     ]
+    private static let certificatePolicies = ASN1ObjectIdentifier(constant: "2.5.29.32")
     /// Extensions that constrain a path in ways only OpenSSL checks.
     private static let constraining: [ASN1ObjectIdentifier] = [
         ASN1ObjectIdentifier(constant: "2.5.29.30"),  // nameConstraints
-        ASN1ObjectIdentifier(constant: "2.5.29.32"),  // certificatePolicies
+        certificatePolicies,
         ASN1ObjectIdentifier(constant: "2.5.29.33"),  // policyMappings
         ASN1ObjectIdentifier(constant: "2.5.29.36"),  // policyConstraints
         ASN1ObjectIdentifier(constant: "2.5.29.54"),  // inhibitAnyPolicy
@@ -186,7 +188,7 @@ enum PathValidation {
             if processed.contains(ext.oid) { continue }
             // certificatePolicies only matters when a policy is required, which Orchard never asks: non-critical
             // ones are what every public CA writes (Apple's included).
-            if ext.oid == constraining[1] && !ext.isCritical { continue }
+            if ext.oid == certificatePolicies && !ext.isCritical { continue }
             if constraining.contains(ext.oid) {
                 outcome = .needsOpenSSL
                 continue
