@@ -30,7 +30,7 @@ public struct CertificatePublicKey: Hashable, Sendable {
     public init(_ info: SubjectPublicKeyInfo) throws(X509Error) {
         switch info.algorithm.algorithm {
         case .ecPublicKey:
-            guard info.algorithm.parameters == DERWriter.encode({ $0.appendObjectIdentifier(.prime256v1) }) else {
+            guard info.algorithm.parameters == Self.p256Parameters else {
                 throw X509Error(.unsupportedAlgorithm, "only EC keys on the named curve P-256 are supported")
             }
             do {
@@ -53,6 +53,9 @@ public struct CertificatePublicKey: Hashable, Sendable {
         }
         derRepresentation = info.derRepresentation
     }
+
+    /// The named-curve parameters of a P-256 key (encoded once, not per key).
+    private static let p256Parameters = DERWriter.encode { $0.appendObjectIdentifier(.prime256v1) }
 
     /// A DER SubjectPublicKeyInfo.
     public init(derRepresentation: [UInt8]) throws(X509Error) {
