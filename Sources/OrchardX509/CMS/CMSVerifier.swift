@@ -270,9 +270,11 @@ public final class CMSVerifier: Sendable {
                 VerificationFailure(.invalidSignature, "the signature does not verify with the signer's key"),
                 cacheable: false)
         }
-        switch chainVerifier.verify(leaf: leaf, intermediates: intermediates, at: time) {
+        let (outcome, decidedInSwift) = chainVerifier.verifyReportingDecider(
+            leaf: leaf, intermediates: intermediates, at: time)
+        switch outcome {
         case .invalid(let failure):
-            return .invalid(failure, cacheable: Self.bytesOnlyFailures.contains(failure.code))
+            return .invalid(failure, cacheable: decidedInSwift && Self.bytesOnlyFailures.contains(failure.code))
         case .valid(let chain):
             return .resolved(CachedSigner(chain: chain, key: leafKey))
         }

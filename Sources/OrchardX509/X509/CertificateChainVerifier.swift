@@ -44,13 +44,24 @@ public final class CertificateChainVerifier: Sendable {
     /// Verifies that `leaf` chains to a trust root through (some of) `intermediates` at `time`, then
     /// applies the policy. Uses and fills the cache.
     public func verify(leaf: Certificate, intermediates: [Certificate] = [], at time: Date) -> ChainVerificationResult {
-        guard cache.isEnabled else { return verifyUncached(leaf: leaf, intermediates: intermediates, at: time) }
+        verifyReportingDecider(leaf: leaf, intermediates: intermediates, at: time).result
+    }
+
+    /// ``verify(leaf:intermediates:at:)``, and whether Swift's path validation decided it (its refusals of
+    /// untrusted chains, certificate signatures, policies and algorithms follow from the bytes alone) rather than
+    /// OpenSSL's fallback (whose choice among candidate issuers can depend on the time).
+    func verifyReportingDecider(
+        leaf: Certificate, intermediates: [Certificate], at time: Date
+    ) -> (result: ChainVerificationResult, decidedInSwift: Bool) {
+        guard cache.isEnabled else {
+            return verifyUncachedReportingDecider(leaf: leaf, intermediates: intermediates, at: time)
+        }
         let key = ChainKey(
             leaf: leaf.derRepresentation[...], intermediates: intermediates.map { $0.derRepresentation[...] })
-        if let chain = cache.value(for: key, at: time) { return .valid(chain) }
-        let result = verifyUncached(leaf: leaf, intermediates: intermediates, at: time)
-        if case .valid(let chain) = result { cache.insert(chain, for: key, validity: chain.validityInterval) }
-        return result
+        if let chain = cache.value(for: key, at: time) { return (.valid(chain), true) }
+        let outcome = verifyUncachedReportingDecider(leaf: leaf, intermediates: intermediates, at: time)
+        if case .valid(let chain) = outcome.result { cache.insert(chain, for: key, validity: chain.validityInterval) }
+        return outcome
     }
 
     /// The cached chain for these exact bytes, if one is cached and usable at `time`.
@@ -64,13 +75,19 @@ public final class CertificateChainVerifier: Sendable {
     package func verifyUncached(
         leaf: Certificate, intermediates: [Certificate], at time: Date
     ) -> ChainVerificationResult {
+        verifyUncachedReportingDecider(leaf: leaf, intermediates: intermediates, at: time).result
+    }
+
+    private func verifyUncachedReportingDecider(
+        leaf: Certificate, intermediates: [Certificate], at time: Date
+    ) -> (result: ChainVerificationResult, decidedInSwift: Bool) {
         switch PathValidation.validate(
             leaf: leaf, intermediates: intermediates, anchors: anchors, trustedIntermediates: trustedIntermediates,
             at: time)
         {
-        case .invalid(let failure): return .invalid(failure)
-        case .valid(let chain): return finish(chain, leaf: leaf)
-        case .needsOpenSSL: return verifyWithOpenSSL(leaf: leaf, intermediates: intermediates, at: time)
+        case .invalid(let failure): return (.invalid(failure), true)
+        case .valid(let chain): return (finish(chain, leaf: leaf), true)
+        case .needsOpenSSL: return (verifyWithOpenSSL(leaf: leaf, intermediates: intermediates, at: time), false)
         }
     }
 
