@@ -46,7 +46,7 @@ public final class CMSVerifier: Sendable {
     /// embedded bytes, so the outcome holds for cache hits too.
     public let embeddedCertificatesPolicy: ChainPolicy
     private let signers: ExpiringCache<SignerKey, CachedSigner>
-    private let rejections: RejectionCache<SignerKey>
+    private let rejections: RejectionCache<RefusedSignerKey>
 
     private struct CachedSigner: Sendable {
         let chain: VerifiedChain
@@ -86,6 +86,19 @@ public final class CMSVerifier: Sendable {
                 }
             }
         }
+    }
+
+    /// The refused signers' key: the same bytes, hashed in full. Unlike the signer cache, anyone can add entries
+    /// here, so a partial hash would let them plant colliding keys and slow every lookup down.
+    private struct RefusedSignerKey: Hashable, Sendable {
+        let signer: SignerKey
+
+        func hash(into hasher: inout Hasher) {
+            signer.identifier.withUnsafeBytes { hasher.combine(bytes: $0) }
+            signer.certificates.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
+        static func == (a: Self, b: Self) -> Bool { a.signer == b.signer }
     }
 
     /// A verifier over an existing chain verifier (sharing its trust roots, policy and chain cache).
@@ -204,13 +217,13 @@ public final class CMSVerifier: Sendable {
         } else {
             // A signer already refused for these exact bytes, whatever the time: refused again at the cost of a
             // lookup.
-            if let refused = rejections.failure(for: key) { return .invalid(refused) }
+            if let refused = rejections.failure(for: RefusedSignerKey(signer: key)) { return .invalid(refused) }
             switch try resolveSigner(
                 view: view, signer: signer, signedBytes: attributes.signedBytes, algorithm: signatureOID,
                 at: validationTime)
             {
             case .invalid(let failure, let cacheable):
-                if cacheable { rejections.insert(failure, for: key.compacted()) }
+                if cacheable { rejections.insert(failure, for: RefusedSignerKey(signer: key.compacted())) }
                 return .invalid(failure)
             case .resolved(let resolved):
                 signers.insert(resolved, for: key.compacted(), validity: resolved.chain.validityInterval)
@@ -294,8 +307,8 @@ public final class CMSVerifier: Sendable {
 }
 
 /// Signers refused for reasons that hold for their exact bytes, so the same bytes are refused again without the
-/// work. It cannot be poisoned: keys are the exact bytes (compared in full), only failures that follow from those
-/// bytes alone are inserted, and a success is never recorded here. Bounded: the oldest entry goes first.
+/// work. It cannot be poisoned: keys are the exact bytes (hashed and compared in full), only failures that follow
+/// from those bytes alone are inserted, and a success is never recorded here. Bounded: the oldest entry goes first.
 final class RejectionCache<Key: Hashable & Sendable>: @unchecked Sendable {
     // All mutable state is guarded by `lock`.
     private let lock = NSLock()

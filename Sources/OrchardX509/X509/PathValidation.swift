@@ -108,7 +108,8 @@ enum PathValidation {
                     VerificationFailure(
                         isRecognized(certificate.signatureAlgorithm)
                             ? .invalidCertificateSignature : .unsupportedAlgorithm,
-                        "certificate \(depth) of the chain: signature algorithm \(certificate.signatureAlgorithm) is not one its issuer's key signs with"
+                        "certificate \(depth) of the chain: signature algorithm \(certificate.signatureAlgorithm) "
+                            + "is not one its issuer's key signs with"
                     ))
             }
             let good = certificate.signature.withUnsafeBytes { s in
