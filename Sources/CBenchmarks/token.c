@@ -58,3 +58,56 @@ int orchard_bench_token_symmetric(const EVP_MD *sha256, const EVP_CIPHER *gcm, c
     }
     return 1;
 }
+
+static EVP_PKEY *import_point(EVP_PKEY *template, const unsigned char *point, size_t len) {
+    EVP_PKEY *key = EVP_PKEY_new();
+    if (key == NULL) return NULL;
+    if (EVP_PKEY_copy_parameters(key, template) != 1 || EVP_PKEY_set1_encoded_public_key(key, point, len) != 1) {
+        EVP_PKEY_free(key);
+        return NULL;
+    }
+    return key;
+}
+
+static EVP_PKEY *import_rsa(const unsigned char *n, size_t n_len, const unsigned char *e, size_t e_len) {
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+    EVP_PKEY *key = NULL;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_RSA_N, (unsigned char *)n, n_len),
+        OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_RSA_E, (unsigned char *)e, e_len),
+        OSSL_PARAM_construct_end(),
+    };
+    if (ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1 || EVP_PKEY_fromdata(ctx, &key, EVP_PKEY_PUBLIC_KEY, params) != 1)
+        key = NULL;
+    EVP_PKEY_CTX_free(ctx);
+    return key;
+}
+
+static int verify_signature(EVP_PKEY *key, orchard_bench_cert_signature s) {
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    int ok = md != NULL && EVP_DigestVerifyInit(md, NULL, s.md, NULL, key) == 1 &&
+             EVP_DigestVerify(md, s.signature, s.signature_len, s.tbs, s.tbs_len) == 1;
+    EVP_MD_CTX_free(md);
+    return ok;
+}
+
+int orchard_bench_chain(EVP_PKEY *root, EVP_PKEY *ec_template, const unsigned char *intermediate_point,
+                        size_t intermediate_point_len, orchard_bench_cert_signature intermediate,
+                        orchard_bench_cert_signature leaf, const unsigned char *leaf_point, size_t leaf_point_len,
+                        const unsigned char *rsa_n, size_t rsa_n_len, const unsigned char *rsa_e, size_t rsa_e_len,
+                        long iterations) {
+    for (long i = 0; i < iterations; i++) {
+        EVP_PKEY *inter = import_point(ec_template, intermediate_point, intermediate_point_len);
+        int ok = inter != NULL && verify_signature(root, intermediate) && verify_signature(inter, leaf);
+        EVP_PKEY *leaf_key = NULL;
+        if (ok) {
+            leaf_key = leaf_point != NULL ? import_point(ec_template, leaf_point, leaf_point_len)
+                                          : import_rsa(rsa_n, rsa_n_len, rsa_e, rsa_e_len);
+            ok = leaf_key != NULL;
+        }
+        EVP_PKEY_free(leaf_key);
+        EVP_PKEY_free(inter);
+        if (!ok) return 0;
+    }
+    return 1;
+}

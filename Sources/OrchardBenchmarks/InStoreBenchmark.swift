@@ -29,6 +29,10 @@ public enum InStoreBenchmark {
     /// Targets on loopback (issue 11): device side p99 ≤ 5 ms per APDU exchange, tap → response p99 ≤ 50 ms.
     public static let exchangeTargetMilliseconds = 5.0
     public static let tapTargetMilliseconds = 50.0
+    /// Target for `orchard device run` (issue 34): from the process's start to its first tap answered, ≤ 200 ms.
+    public static let deviceStartTargetMilliseconds = 200.0
+    /// How many times the device process is started for that figure.
+    static let deviceStarts = 5
 
     /// How the terminal reaches the deployment's acquirer, as `orchard terminal` connects it (its client
     /// certificate issued in the deployment, the deployment's root trusted): the CLI passes its own wiring, so the
@@ -37,21 +41,23 @@ public enum InStoreBenchmark {
         any AuthorizationGateway
 
     /// Sets everything up, charges until `seconds` passed or `maxTaps` were made, and tears it down.
+    /// - Parameter deviceExecutable: the `orchard` executable: when given, the phone is then started
+    ///   ``deviceStarts`` times as `orchard device run` and each start is timed to its first tap answered.
     public static func run(
         seconds: Double, maxTaps: Int, registry: ServiceRegistry, terminalGateway: TerminalGateway,
-        trace: @escaping @Sendable (String) -> Void
+        deviceExecutable: String? = nil, trace: @escaping @Sendable (String) -> Void
     ) async throws -> InStoreBenchmarkReport {
         try await withThrowawayDeployment(named: "instore", registry: registry, services: [.network]) {
             deployment, connections in
             try await charge(
                 deployment: deployment, connections: connections, seconds: seconds, maxTaps: maxTaps,
-                terminalGateway: terminalGateway, trace: trace)
+                terminalGateway: terminalGateway, deviceExecutable: deviceExecutable, trace: trace)
         }
     }
 
     static func charge(
         deployment: DeploymentDirectory, connections: ServiceConnections, seconds: Double, maxTaps: Int,
-        terminalGateway: TerminalGateway, trace: @escaping @Sendable (String) -> Void
+        terminalGateway: TerminalGateway, deviceExecutable: String?, trace: @escaping @Sendable (String) -> Void
     ) async throws -> InStoreBenchmarkReport {
         let base = try connections.baseURL(of: .network)
         let identity = try Device.create(
@@ -108,7 +114,7 @@ public enum InStoreBenchmark {
             fsyncNanoseconds.append(try probe.measure())
         }
         let elapsed = clock.now - start
-        let figures = [
+        var figures = [
             try LatencyFigure(
                 name: "device-side APDU exchange", nanoseconds: exchangeNanoseconds,
                 targetP99Milliseconds: exchangeTargetMilliseconds),
@@ -118,9 +124,59 @@ public enum InStoreBenchmark {
             try LatencyFigure(
                 name: "device store fsync (4 KiB)", nanoseconds: fsyncNanoseconds, targetP99Milliseconds: nil),
         ]
+        if let deviceExecutable {
+            // The phone as its own process from now on: this process's antenna goes first.
+            antenna.stop()
+            var starts: [UInt64] = []
+            for _ in 0..<deviceStarts {
+                starts.append(
+                    try await timeDeviceStart(
+                        executable: deviceExecutable, deployment: deployment, terminal: terminal, amount: amount,
+                        antennaPath: antennaPath))
+            }
+            trace("in store: `orchard device run` started \(deviceStarts) times, each until its first tap answered")
+            figures.append(
+                try LatencyFigure(
+                    name: "device run → first tap answered", nanoseconds: starts,
+                    targetP99Milliseconds: deviceStartTargetMilliseconds))
+        }
         return InStoreBenchmarkReport(
             taps: tapNanoseconds.count, approved: approved, seconds: Double(nanoseconds(elapsed)) / 1e9,
             figures: figures)
+    }
+
+    /// Starts `orchard device run` for the benchmark phone and times it from the start to the first tap it answers
+    /// (the terminal taps as soon as the antenna's socket exists, again until a charge is approved), then stops it.
+    static func timeDeviceStart(
+        executable: String, deployment: DeploymentDirectory, terminal: PaymentTerminal, amount: Money,
+        antennaPath: String
+    ) async throws -> UInt64 {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let process = try Subprocess(
+            executable,
+            ["device", "run", "--name", deviceName, "--auto-auth", "face-id", "--data-dir", deployment.path],
+            stderrPath: deployment.path + "/device-run-bench.stderr")
+        defer { process.send(SIGKILL) }
+        let deadline = start + .seconds(30)
+        while clock.now < deadline {
+            guard process.isRunning else {
+                throw BenchmarkError(
+                    .operationFailed,
+                    "`orchard device run` ended at start (see \(deployment.path)/device-run-bench.stderr)")
+            }
+            if FileManager.default.fileExists(atPath: antennaPath),
+                try await terminal.charge(amount, antenna: antennaPath).outcome == .approved
+            {
+                let elapsed = nanoseconds(clock.now - start)
+                process.send(SIGTERM)
+                if await process.exit(within: 10) == nil { process.send(SIGKILL) }
+                _ = await process.exit()
+                return elapsed
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        throw BenchmarkError(.operationFailed, "`orchard device run` answered no tap in 30 s")
     }
 
     /// Check Card and Link and Provision at the network, as the Pay server relays them; returns the SE

@@ -17,4 +17,24 @@ int orchard_bench_token_symmetric(const EVP_MD *sha256, const EVP_CIPHER *gcm, c
                                   const unsigned char *data, size_t data_len, unsigned char *plaintext,
                                   long iterations);
 
+/* One certificate signature of a chain: the signed bytes (tbsCertificate), the signature and its digest. */
+typedef struct {
+    const unsigned char *tbs;
+    size_t tbs_len;
+    const unsigned char *signature;
+    size_t signature_len;
+    const EVP_MD *md;
+} orchard_bench_cert_signature;
+
+/* The chain's share of a token whose chain is verified every time, `iterations` times: import the intermediate's
+   EC point (a copy of `ec_template`'s group, then the encoded point), verify the intermediate's signature under
+   the trust root's key (imported once: roots are configuration), import the leaf's key (an EC point the same way,
+   or RSA n and e, native byte order, through EVP_PKEY_fromdata) and verify the leaf's signature under the
+   intermediate's key. */
+int orchard_bench_chain(EVP_PKEY *root, EVP_PKEY *ec_template, const unsigned char *intermediate_point,
+                        size_t intermediate_point_len, orchard_bench_cert_signature intermediate,
+                        orchard_bench_cert_signature leaf, const unsigned char *leaf_point, size_t leaf_point_len,
+                        const unsigned char *rsa_n, size_t rsa_n_len, const unsigned char *rsa_e, size_t rsa_e_len,
+                        long iterations);
+
 #endif

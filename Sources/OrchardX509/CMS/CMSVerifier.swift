@@ -46,6 +46,7 @@ public final class CMSVerifier: Sendable {
     /// embedded bytes, so the outcome holds for cache hits too.
     public let embeddedCertificatesPolicy: ChainPolicy
     private let signers: ExpiringCache<SignerKey, CachedSigner>
+    private let rejections: RejectionCache<RefusedSignerKey>
 
     private struct CachedSigner: Sendable {
         let chain: VerifiedChain
@@ -87,6 +88,19 @@ public final class CMSVerifier: Sendable {
         }
     }
 
+    /// The refused signers' key: the same bytes, hashed in full. Unlike the signer cache, anyone can add entries
+    /// here, so a partial hash would let them plant colliding keys and slow every lookup down.
+    private struct RefusedSignerKey: Hashable, Sendable {
+        let signer: SignerKey
+
+        func hash(into hasher: inout Hasher) {
+            signer.identifier.withUnsafeBytes { hasher.combine(bytes: $0) }
+            signer.certificates.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
+        static func == (a: Self, b: Self) -> Bool { a.signer == b.signer }
+    }
+
     /// A verifier over an existing chain verifier (sharing its trust roots, policy and chain cache).
     public init(
         chainVerifier: CertificateChainVerifier, embeddedCertificatesPolicy: ChainPolicy = .none,
@@ -95,6 +109,7 @@ public final class CMSVerifier: Sendable {
         self.chainVerifier = chainVerifier
         self.embeddedCertificatesPolicy = embeddedCertificatesPolicy
         signers = ExpiringCache(capacity: cacheCapacity, clock: clock)
+        rejections = RejectionCache(capacity: cacheCapacity)
     }
 
     /// A verifier for signatures whose chains end in `trustRoots` and satisfy `policy` (for Apple's
@@ -107,6 +122,9 @@ public final class CMSVerifier: Sendable {
             trustRoots: trustRoots, policy: policy, cacheCapacity: cacheCapacity, clock: clock)
         self.init(chainVerifier: chains, cacheCapacity: cacheCapacity, clock: clock)
     }
+
+    /// How many refused signers are remembered (for tests and monitoring).
+    package var rejectedSignerCount: Int { rejections.count }
 
     /// Verifies a detached signature over `content`.
     ///
@@ -197,11 +215,20 @@ public final class CMSVerifier: Sendable {
         if let hit = signers.value(for: key, at: validationTime) {
             cached = hit
         } else {
-            switch try resolveSigner(view: view, signer: signer, at: validationTime) {
-            case .invalid(let failure): return .invalid(failure)
+            // A signer already refused for these exact bytes, whatever the time: refused again at the cost of a
+            // lookup.
+            if let refused = rejections.failure(for: RefusedSignerKey(signer: key)) { return .invalid(refused) }
+            switch try resolveSigner(
+                view: view, signer: signer, signedBytes: attributes.signedBytes, algorithm: signatureOID,
+                at: validationTime)
+            {
+            case .invalid(let failure, let cacheable):
+                if cacheable { rejections.insert(failure, for: RefusedSignerKey(signer: key.compacted())) }
+                return .invalid(failure)
             case .resolved(let resolved):
                 signers.insert(resolved, for: key.compacted(), validity: resolved.chain.validityInterval)
-                cached = resolved
+                // The signature was checked before the chain.
+                return .valid(signer: resolved.chain.leaf, chain: resolved.chain.certificates, signingTime: signingTime)
             }
         }
 
@@ -214,31 +241,55 @@ public final class CMSVerifier: Sendable {
 
     private enum Resolution {
         case resolved(CachedSigner)
-        case invalid(VerificationFailure)
+        /// `cacheable`: the refusal follows from the signer's bytes alone (not from the time, the content or the
+        /// signature over it), so the same bytes can be refused again without the work.
+        case invalid(VerificationFailure, cacheable: Bool)
     }
 
-    /// Cache miss: parse the certificates, find the signer's, verify its chain, decode its key.
+    /// Chain failures that depend on nothing but the certificates' bytes (never on the validation time, which
+    /// the signer chooses through signingTime: a real chain refused at a forged time must not stay refused).
+    private static let bytesOnlyFailures: [VerificationFailure.Code] = [
+        .untrustedChain, .invalidCertificateSignature, .policyViolation, .signerNotFound, .unsupportedAlgorithm,
+    ]
+
+    /// Cache miss, cheapest checks first: parse the certificates, Apple's rule on them, the signer's certificate
+    /// and key, the signature with that key (before the chain: a bad signature costs one verification), then the
+    /// chain.
     private func resolveSigner(
-        view: SignedDataView, signer: SignerInfoView, at time: Date
+        view: SignedDataView, signer: SignerInfoView, signedBytes: [UInt8], algorithm: ASN1ObjectIdentifier,
+        at time: Date
     ) throws(X509Error) -> Resolution {
         let certificates = try view.certificates.map { (c) throws(X509Error) in try Certificate(ownedDER: Array(c)) }
         let identifier = try signer.identifier()
-        if let failure = embeddedCertificatesPolicy.evaluate(certificates) { return .invalid(failure) }
+        if let failure = embeddedCertificatesPolicy.evaluate(certificates) {
+            return .invalid(failure, cacheable: true)
+        }
         guard let index = certificates.firstIndex(where: { identifier.matches($0) }) else {
             return .invalid(
-                VerificationFailure(.signerNotFound, "no certificate in the signature matches the signer identifier"))
+                VerificationFailure(.signerNotFound, "no certificate in the signature matches the signer identifier"),
+                cacheable: true)
         }
         var intermediates = certificates
         let leaf = intermediates.remove(at: index)
-        switch chainVerifier.verify(leaf: leaf, intermediates: intermediates, at: time) {
+        let leafKey: CertificatePublicKey
+        do {
+            leafKey = try leaf.publicKey
+        } catch {
+            return .invalid(
+                VerificationFailure(.unsupportedAlgorithm, "the signer key: \(error.message)"), cacheable: true)
+        }
+        guard leafKey.isValidSignature(signer.signature, for: signedBytes, algorithm: algorithm) else {
+            return .invalid(
+                VerificationFailure(.invalidSignature, "the signature does not verify with the signer's key"),
+                cacheable: false)
+        }
+        let (outcome, decidedInSwift) = chainVerifier.verifyReportingDecider(
+            leaf: leaf, intermediates: intermediates, at: time)
+        switch outcome {
         case .invalid(let failure):
-            return .invalid(failure)
+            return .invalid(failure, cacheable: decidedInSwift && Self.bytesOnlyFailures.contains(failure.code))
         case .valid(let chain):
-            do {
-                return .resolved(CachedSigner(chain: chain, key: try leaf.publicKey))
-            } catch {
-                return .invalid(VerificationFailure(.unsupportedAlgorithm, "the signer key: \(error.message)"))
-            }
+            return .resolved(CachedSigner(chain: chain, key: leafKey))
         }
     }
 
@@ -252,5 +303,41 @@ public final class CMSVerifier: Sendable {
             return algorithm.hasNoParameters ? .sha256WithRSAEncryption : nil
         }
         return nil
+    }
+}
+
+/// Signers refused for reasons that hold for their exact bytes, so the same bytes are refused again without the
+/// work. It cannot be poisoned: keys are the exact bytes (hashed and compared in full), only failures that follow
+/// from those bytes alone are inserted, and a success is never recorded here. Bounded: the oldest entry goes first.
+final class RejectionCache<Key: Hashable & Sendable>: @unchecked Sendable {
+    // All mutable state is guarded by `lock`.
+    private let lock = NSLock()
+    private var failures: [Key: VerificationFailure] = [:]
+    private var order: [Key] = []
+    private var head = 0
+    private let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(0, capacity) }
+
+    var count: Int { lock.withLock { failures.count } }
+
+    func failure(for key: Key) -> VerificationFailure? {
+        guard capacity > 0 else { return nil }
+        return lock.withLock { failures[key] }
+    }
+
+    func insert(_ failure: VerificationFailure, for key: Key) {
+        guard capacity > 0 else { return }
+        lock.withLock {
+            guard failures.updateValue(failure, forKey: key) == nil else { return }
+            if order.count < capacity {
+                order.append(key)
+            } else {
+                // A ring over the insertion order: the oldest key makes room.
+                failures[order[head]] = nil
+                order[head] = key
+                head = (head + 1) % capacity
+            }
+        }
     }
 }

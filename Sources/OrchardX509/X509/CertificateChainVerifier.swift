@@ -1,8 +1,11 @@
 public import Foundation
 public import OrchardCrypto
 
-/// Verifies certificate chains to a fixed set of trust roots with OpenSSL's `X509_verify_cert`
-/// (purpose ANY, at a given time), applies a ``ChainPolicy``, and caches the chains that verified.
+/// Verifies certificate chains to a fixed set of trust roots (purpose ANY, at a given time), applies a
+/// ``ChainPolicy``, and caches the chains that verified. The path is validated in Swift over the parsed
+/// certificates with OpenSSL checking each signature (cheap checks first, no `d2i_X509`); chains that use what
+/// that validator does not check (name or policy constraints) go to OpenSSL's `X509_verify_cert` once their
+/// signatures have verified.
 ///
 /// The cache is keyed by the exact DER bytes of the leaf and intermediates. A cached chain is reused
 /// for any validation time inside its ``VerifiedChain/validityInterval`` (signatures do not depend on
@@ -14,6 +17,9 @@ public final class CertificateChainVerifier: Sendable {
     /// The rules applied after OpenSSL accepts a chain.
     public let policy: ChainPolicy
     private let store: OpenSSLTrustStore
+    /// The self-issued trust roots (a path ends in one of them) and the others (CAs a path may go through).
+    private let anchors: [TrustAnchor]
+    private let trustedIntermediates: [Certificate]
     private let cache: ExpiringCache<ChainKey, VerifiedChain>
 
     /// - Parameters:
@@ -30,18 +36,32 @@ public final class CertificateChainVerifier: Sendable {
         self.trustRoots = trustRoots
         self.policy = policy
         store = try OpenSSLTrustStore(roots: trustRoots)
+        anchors = trustRoots.filter(\.isSelfIssued).map(TrustAnchor.init)
+        trustedIntermediates = trustRoots.filter { !$0.isSelfIssued }
         cache = ExpiringCache(capacity: cacheCapacity, clock: clock)
     }
 
     /// Verifies that `leaf` chains to a trust root through (some of) `intermediates` at `time`, then
     /// applies the policy. Uses and fills the cache.
     public func verify(leaf: Certificate, intermediates: [Certificate] = [], at time: Date) -> ChainVerificationResult {
+        verifyReportingDecider(leaf: leaf, intermediates: intermediates, at: time).result
+    }
+
+    /// ``verify(leaf:intermediates:at:)``, and whether Swift's path validation decided it (its refusals of
+    /// untrusted chains, certificate signatures, policies and algorithms follow from the bytes alone) rather than
+    /// OpenSSL's fallback (whose choice among candidate issuers can depend on the time).
+    func verifyReportingDecider(
+        leaf: Certificate, intermediates: [Certificate], at time: Date
+    ) -> (result: ChainVerificationResult, decidedInSwift: Bool) {
+        guard cache.isEnabled else {
+            return verifyUncachedReportingDecider(leaf: leaf, intermediates: intermediates, at: time)
+        }
         let key = ChainKey(
             leaf: leaf.derRepresentation[...], intermediates: intermediates.map { $0.derRepresentation[...] })
-        if let chain = cache.value(for: key, at: time) { return .valid(chain) }
-        let result = verifyUncached(leaf: leaf, intermediates: intermediates, at: time)
-        if case .valid(let chain) = result { cache.insert(chain, for: key, validity: chain.validityInterval) }
-        return result
+        if let chain = cache.value(for: key, at: time) { return (.valid(chain), true) }
+        let outcome = verifyUncachedReportingDecider(leaf: leaf, intermediates: intermediates, at: time)
+        if case .valid(let chain) = outcome.result { cache.insert(chain, for: key, validity: chain.validityInterval) }
+        return outcome
     }
 
     /// The cached chain for these exact bytes, if one is cached and usable at `time`.
@@ -53,6 +73,27 @@ public final class CertificateChainVerifier: Sendable {
 
     /// Verifies without looking at or filling the cache (for benchmarks and tests).
     package func verifyUncached(
+        leaf: Certificate, intermediates: [Certificate], at time: Date
+    ) -> ChainVerificationResult {
+        verifyUncachedReportingDecider(leaf: leaf, intermediates: intermediates, at: time).result
+    }
+
+    private func verifyUncachedReportingDecider(
+        leaf: Certificate, intermediates: [Certificate], at time: Date
+    ) -> (result: ChainVerificationResult, decidedInSwift: Bool) {
+        switch PathValidation.validate(
+            leaf: leaf, intermediates: intermediates, anchors: anchors, trustedIntermediates: trustedIntermediates,
+            at: time)
+        {
+        case .invalid(let failure): return (.invalid(failure), true)
+        case .valid(let chain): return (finish(chain, leaf: leaf), true)
+        case .needsOpenSSL: return (verifyWithOpenSSL(leaf: leaf, intermediates: intermediates, at: time), false)
+        }
+    }
+
+    /// Verifies with OpenSSL's `X509_verify_cert` alone, without the cache (the reference the Swift path
+    /// validation is tested against, and its fallback).
+    package func verifyWithOpenSSL(
         leaf: Certificate, intermediates: [Certificate], at time: Date
     ) -> ChainVerificationResult {
         let handles: (OpenSSLCertificate, [OpenSSLCertificate])
@@ -85,14 +126,19 @@ public final class CertificateChainVerifier: Sendable {
             guard !chain.isEmpty else {
                 return .invalid(VerificationFailure(.invalidChain, "OpenSSL returned an empty chain"))
             }
-            if let failure = policy.evaluate(chain) { return .invalid(failure) }
-            let start = chain.map(\.notValidBefore).max() ?? leaf.notValidBefore
-            let end = chain.map(\.notValidAfter).min() ?? leaf.notValidAfter
-            guard start <= end else {
-                return .invalid(VerificationFailure(.invalidChain, "the chain's validity periods do not overlap"))
-            }
-            return .valid(VerifiedChain(certificates: chain, validityInterval: start...end))
+            return finish(chain, leaf: leaf)
         }
+    }
+
+    /// The policy and the validity interval of a chain that verified.
+    private func finish(_ chain: [Certificate], leaf: Certificate) -> ChainVerificationResult {
+        if let failure = policy.evaluate(chain) { return .invalid(failure) }
+        let start = chain.map(\.notValidBefore).max() ?? leaf.notValidBefore
+        let end = chain.map(\.notValidAfter).min() ?? leaf.notValidAfter
+        guard start <= end else {
+            return .invalid(VerificationFailure(.invalidChain, "the chain's validity periods do not overlap"))
+        }
+        return .valid(VerifiedChain(certificates: chain, validityInterval: start...end))
     }
 
     /// How many chains the cache holds (for tests and monitoring).
@@ -151,6 +197,9 @@ final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked
     }
 
     var count: Int { lock.withLock { entries.count } }
+
+    /// Whether entries are kept at all (a capacity of 0 keeps none: no key need be built).
+    var isEnabled: Bool { capacity > 0 }
 
     func value(for key: Key, at time: Date) -> Value? {
         let now = clock.now()

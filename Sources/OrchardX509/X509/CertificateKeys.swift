@@ -30,7 +30,7 @@ public struct CertificatePublicKey: Hashable, Sendable {
     public init(_ info: SubjectPublicKeyInfo) throws(X509Error) {
         switch info.algorithm.algorithm {
         case .ecPublicKey:
-            guard info.algorithm.parameters == DERWriter.encode({ $0.appendObjectIdentifier(.prime256v1) }) else {
+            guard info.algorithm.parameters == Self.p256Parameters else {
                 throw X509Error(.unsupportedAlgorithm, "only EC keys on the named curve P-256 are supported")
             }
             do {
@@ -39,8 +39,12 @@ public struct CertificatePublicKey: Hashable, Sendable {
                 throw X509Error(error, "the P-256 public key")
             }
         case .rsaEncryption:
+            guard info.algorithm.hasNoParameters else {
+                throw X509Error(.invalidValue, "an rsaEncryption key takes NULL parameters")
+            }
+            let (modulus, exponent) = try PathValidation.rsaPublicKeyParts(info.publicKey)
             do {
-                backing = .rsa(try RSA.PublicKey(derRepresentation: info.derRepresentation))
+                backing = .rsa(try RSA.PublicKey(modulus: modulus, exponent: exponent))
             } catch {
                 throw X509Error(error, "the RSA public key")
             }
@@ -49,6 +53,9 @@ public struct CertificatePublicKey: Hashable, Sendable {
         }
         derRepresentation = info.derRepresentation
     }
+
+    /// The named-curve parameters of a P-256 key (encoded once, not per key).
+    private static let p256Parameters = DERWriter.encode { $0.appendObjectIdentifier(.prime256v1) }
 
     /// A DER SubjectPublicKeyInfo.
     public init(derRepresentation: [UInt8]) throws(X509Error) {
