@@ -493,6 +493,17 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Apple Pay on the web in a real Chromium over WebDriver (Debian's chromium and chromedriver), and the browser
+        // agent's contract.
+        .testTarget(
+            name: "BrowserTests",
+            dependencies: [
+                "CommandTestSupport", "OrchardHTTP", "OrchardWeb", "BrowserAgentAPI", "DeviceControlAPI", "orchard",
+                "AccessPolicy", "AppPayments",
+            ],
+            swiftSettings: strict
+        ),
+
         // The merchant server (orchard serve merchant) end to end: real tokens from the Pay server, charges through
         // the network's acquirer.
         .testTarget(

@@ -118,6 +118,7 @@ private final class AgentState: @unchecked Sendable {
         var sheet: String?
         var merchantName: String?
         var failure: String?
+        let began = ContinuousClock.now
         init(id: String, frameSecret: String, domain: String, version: Int, request: PaymentRequest) {
             self.id = id
             self.frameSecret = frameSecret
@@ -226,7 +227,7 @@ private final class AgentState: @unchecked Sendable {
             let capable = refusal == nil ? await canMakePayments() : false
             return Self.json(BrowserAgentAPI.Hello(canMakePayments: capable, refusal: refusal))
         case BrowserAgentAPI.Route.sessions:
-            return begin(request, secret: caller.secret)
+            return await begin(request, secret: caller.secret)
         case BrowserAgentAPI.Route.activeCard:
             guard let query = try? Self.decoder.decode(BrowserAgentAPI.ActiveCardQuery.self, from: request.body)
             else { return Self.failure(400, "invalidRequest", "the body is {merchantIdentifier, page}") }
@@ -310,7 +311,28 @@ private final class AgentState: @unchecked Sendable {
         return host.lowercased()
     }
 
-    private func begin(_ request: HTTPRequest, secret: String) -> HTTPResponse {
+    /// Whether the device's latest web session is still going: its sheet is up, or it waits for its merchant's
+    /// validation (for at most the handler timeout, as WebKit's 30-second rule ends an unanswered
+    /// `onvalidatemerchant`).
+    private func busy() async -> Bool {
+        guard let session = lock.withLock({ latest }) else { return false }
+        let (state, sheet) = lock.withLock { (session.state, session.sheet) }
+        if state == "ended" { return false }
+        if let sheet {
+            guard let current = await sheets.session(sheet) else { return false }
+            return await current.ending == nil
+        }
+        guard ContinuousClock.now - session.began < configuration.handlerTimeout else {
+            lock.withLock {
+                session.state = "ended"
+                session.failure = "the page did not complete its merchant's validation in time"
+            }
+            return false
+        }
+        return true
+    }
+
+    private func begin(_ request: HTTPRequest, secret: String) async -> HTTPResponse {
         guard let begin = try? Self.decoder.decode(BrowserAgentAPI.BeginSession.self, from: request.body) else {
             return Self.failure(400, "invalidRequest", "the body is {version, page, request}")
         }
@@ -328,8 +350,9 @@ private final class AgentState: @unchecked Sendable {
         let id = UUID().uuidString.lowercased()
         let session = WebSession(
             id: id, frameSecret: secret, domain: domain, version: begin.version, request: converted)
+        let running = await busy()
         let busy = lock.withLock { () -> Bool in
-            if let latest, latest.state != "ended" { return true }
+            if running { return true }
             sessions[id] = session
             latest = session
             if sessions.count > 64, let oldest = sessions.values.filter({ $0.state == "ended" }).first {
@@ -480,19 +503,27 @@ private final class AgentState: @unchecked Sendable {
             let sheet = lock.withLock { latest?.sheet } ?? "current"
             return Self.response(await sheets.handle(.sheetAction(sheet, verb), body: request.body))
         }
-        let web = lock.withLock { latest.map { ($0.state, $0.domain, $0.merchantName, $0.failure, $0.sheet) } }
-        var view: PaymentSheetView?
-        var state = web?.0 ?? "idle"
-        if let current = await sheets.session(web?.4 ?? "current") {
-            view = await current.currentSheet
-            if let status = view?.status, status != "presented" { state = "ended" }
-            if web == nil || web?.4 != nil { state = view?.status == "presented" ? "presented" : "ended" }
+        let web = lock.withLock {
+            latest.map {
+                (state: $0.state, domain: $0.domain, name: $0.merchantName, failure: $0.failure, sheet: $0.sheet)
+            }
         }
-        if state == "presenting" { state = "validating" }
+        if let web, web.sheet == nil {
+            // Before its sheet: the page's merchant is being validated, or its session was refused.
+            return Self.json(
+                BrowserAgentAPI.SheetScreen(
+                    state: web.state == "ended" ? "ended" : "validating", domain: web.domain, merchantName: web.name,
+                    failure: web.failure, sheet: nil))
+        }
+        var current = await sheets.session(web?.sheet ?? "current")
+        if current == nil { current = await sheets.session("current") }
+        let view = await current?.currentSheet
+        let state = view.map { $0.status == "presented" ? "presented" : "ended" } ?? "idle"
+        let own = web?.sheet != nil && web?.sheet == current?.id
         return Self.json(
             BrowserAgentAPI.SheetScreen(
-                state: state, domain: web?.1 ?? view?.applicationIdentifier, merchantName: web?.2,
-                failure: web?.3 ?? view?.failure, sheet: view))
+                state: state, domain: own ? web?.domain : view?.applicationIdentifier,
+                merchantName: own ? web?.name : view?.merchantName, failure: view?.failure, sheet: view))
     }
 }
 

@@ -172,14 +172,22 @@
     }
 
     function begin(message) {
+        // Known before the agent answers, so an abort() right after begin() is not lost.
+        const state = { agent: null, sequence: null, ended: false };
+        sessions.set(message.session, state);
         call("POST", "/v1/frame/sessions", { version: message.version, page: page, request: message.request })
             .then(function (answer) {
                 if (answer.status !== 201) {
                     console.error("Apple Pay: " + answer.body.error.message);
+                    state.ended = true;
                     toPage({ type: "event", session: message.session, event: { type: "cancel" } });
                     return;
                 }
-                sessions.set(message.session, { agent: answer.body.session, sequence: null, ended: false });
+                state.agent = answer.body.session;
+                if (state.ended) {
+                    call("POST", sessionPath("/v1/frame/sessions/:session/abort", state.agent), {});
+                    return;
+                }
                 toPage({
                     type: "event", session: message.session,
                     event: { type: "validatemerchant", validationURL: answer.body.validationURL },
@@ -228,7 +236,9 @@
                 const state = sessions.get(message.session);
                 if (state && !state.ended) {
                     state.ended = true;
-                    call("POST", sessionPath("/v1/frame/sessions/:session/abort", state.agent), {});
+                    if (state.agent) {
+                        call("POST", sessionPath("/v1/frame/sessions/:session/abort", state.agent), {});
+                    }
                 }
                 break;
             }

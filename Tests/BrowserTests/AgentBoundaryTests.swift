@@ -1,0 +1,68 @@
+import BrowserAgentAPI
+import Foundation
+import OrchardHTTP
+import Testing
+
+extension BrowserPurchaseTests {
+    /// An HTTPS client to `device`'s browser agent at https://agent.orchard.test (trusting the deployment's root).
+    static func agentClient(_ sandbox: BrowserSandbox, _ device: String) throws -> HTTPClient {
+        let data = try Data(contentsOf: URL(fileURLWithPath: sandbox.dataDirectory + "/devices/\(device)/agent.json"))
+        let port = try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["port"] as? Int)
+        let root = try String(contentsOfFile: sandbox.dataDirectory + "/pki/root/root-ca.pem", encoding: .utf8)
+        return try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: root, maxAttempts: 1, connectTo: [BrowserAgentAPI.host: port]))
+    }
+
+    /// The secret the agent put in the document at `page`.
+    static func secret(_ client: HTTPClient, _ page: String) async throws -> String {
+        let document = String(decoding: try await client.get(BrowserAgentAPI.origin + page).body, as: UTF8.self)
+        let marker = #"name="orchard-agent-secret" content=""#
+        let start = try #require(document.range(of: marker)?.upperBound)
+        return String(document[start...].prefix { $0 != "\"" })
+    }
+
+    @Test("W6: the agent's server answers only its own documents: Sec-Fetch-Site same-origin and their secret")
+    func agentAnswersOnlyItsDocuments() async throws {
+        let sandbox = try sandbox
+        let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
+        defer { client.shutdown() }
+        let frame = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        let sheet = try await Self.secret(client, BrowserAgentAPI.Page.sheet)
+        #expect(frame.count == 32 && sheet.count == 32 && frame != sheet)
+        let page = try JSONEncoder().encode(
+            BrowserAgentAPI.PageContext(
+                ancestorOrigins: ["https://store.orchard.test"], secureContext: true, paymentAllowed: true))
+        func hello(_ headers: HTTPHeaders) async throws -> Int {
+            var all = headers
+            all.set("Content-Type", "application/json")
+            return try await client.send(
+                HTTPClientRequest(
+                    method: .post, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.hello, headers: all, body: page)
+            ).status.code
+        }
+        #expect(try await hello(["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: frame]) == 200)
+        // A page of the store (same site, another origin), a page of another site, no fetch metadata, a guessed
+        // secret, the sheet's secret on the frame's route: refused.
+        #expect(try await hello(["Sec-Fetch-Site": "same-site", BrowserAgentAPI.secretHeader: frame]) == 403)
+        #expect(try await hello(["Sec-Fetch-Site": "cross-site", BrowserAgentAPI.secretHeader: frame]) == 403)
+        #expect(try await hello([BrowserAgentAPI.secretHeader: frame]) == 403)
+        #expect(
+            try await hello(
+                ["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: String(repeating: "0", count: 32)])
+                == 403)
+        #expect(try await hello(["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: sheet]) == 403)
+        // The frame's secret on the sheet's route.
+        let screen = try await client.send(
+            HTTPClientRequest(
+                method: .get, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.screen,
+                headers: ["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: frame]))
+        #expect(screen.status.code == 403)
+        // No page can frame the sheet; the frame only under https pages.
+        let sheetPage = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.sheet)
+        #expect(sheetPage.headers["Content-Security-Policy"]?.hasSuffix("frame-ancestors 'none'") == true)
+        #expect(sheetPage.headers["X-Frame-Options"] == "DENY")
+        let framePage = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.frame)
+        #expect(framePage.headers["Content-Security-Policy"]?.hasSuffix("frame-ancestors https:") == true)
+    }
+}
