@@ -53,11 +53,12 @@ final class BrowserAgent: Sendable {
     init(
         configuration: BrowserAgentConfiguration, sheets: PaymentSheetService,
         canMakePayments: @escaping @Sendable () async -> Bool,
-        websiteQueries: @escaping @Sendable () async -> Bool, trace: @escaping @Sendable (String) -> Void
+        activeCard: @escaping @Sendable (_ merchantIdentifier: String, _ domain: String) async -> Bool,
+        trace: @escaping @Sendable (String) -> Void
     ) throws {
         let state = AgentState(
-            configuration: configuration, sheets: sheets, canMakePayments: canMakePayments,
-            websiteQueries: websiteQueries, trace: trace)
+            configuration: configuration, sheets: sheets, canMakePayments: canMakePayments, activeCard: activeCard,
+            trace: trace)
         self.state = state
         var router = Router()
         router.add(.get, BrowserAgentAPI.Page.frame) { _ in
@@ -131,7 +132,7 @@ private final class AgentState: @unchecked Sendable {
     let configuration: BrowserAgentConfiguration
     let sheets: PaymentSheetService
     let canMakePayments: @Sendable () async -> Bool
-    let websiteQueries: @Sendable () async -> Bool
+    let activeCard: @Sendable (String, String) async -> Bool
     let trace: @Sendable (String) -> Void
     private let lock = NSLock()
     private var secrets: [String: SecretKind] = [:]
@@ -141,13 +142,13 @@ private final class AgentState: @unchecked Sendable {
 
     init(
         configuration: BrowserAgentConfiguration, sheets: PaymentSheetService,
-        canMakePayments: @escaping @Sendable () async -> Bool, websiteQueries: @escaping @Sendable () async -> Bool,
-        trace: @escaping @Sendable (String) -> Void
+        canMakePayments: @escaping @Sendable () async -> Bool,
+        activeCard: @escaping @Sendable (String, String) async -> Bool, trace: @escaping @Sendable (String) -> Void
     ) {
         self.configuration = configuration
         self.sheets = sheets
         self.canMakePayments = canMakePayments
-        self.websiteQueries = websiteQueries
+        self.activeCard = activeCard
         self.trace = trace
     }
 
@@ -234,14 +235,9 @@ private final class AgentState: @unchecked Sendable {
             guard Self.refusal(query.page) == nil, let domain = Self.topHost(query.page) else {
                 return Self.json(BrowserAgentAPI.ActiveCardAnswer(canMakePayments: false))
             }
-            let capable = await canMakePayments()
-            // Website queries off: answer as canMakePayments(), asking no server (WebKit's
-            // shouldDiscloseApplePayCapability).
-            guard capable, await websiteQueries() else {
-                return Self.json(BrowserAgentAPI.ActiveCardAnswer(canMakePayments: capable))
-            }
-            let answer = await configuration.activeCard?(query.merchantIdentifier, domain) ?? false
-            return Self.json(BrowserAgentAPI.ActiveCardAnswer(canMakePayments: answer))
+            // The wallet's answer (website queries off: as canMakePayments(), asking no server).
+            return Self.json(
+                BrowserAgentAPI.ActiveCardAnswer(canMakePayments: await activeCard(query.merchantIdentifier, domain)))
         default:
             break
         }

@@ -92,7 +92,12 @@ public enum DeviceProcessRunner {
                 let started = try BrowserAgent(
                     configuration: agentConfiguration, sheets: sheets,
                     canMakePayments: { device.profile.authorizesPayments },
-                    websiteQueries: { await device.wallet.currentSettings.allowWebsiteQueries }, trace: trace)
+                    activeCard: { merchant, domain in
+                        await device.wallet.answer(.canMakePaymentsWithActiveCard(networks: [])) {
+                            trace("agent: canMakePaymentsWithActiveCard asks the Pay server's capability statement")
+                            return await agentConfiguration.activeCard?(merchant, domain) ?? false
+                        }
+                    }, trace: trace)
                 try started.server.start()
                 try Data(#"{"port":\#(started.server.port)}"#.utf8).write(
                     to: URL(fileURLWithPath: agentFile(of: name, in: deployment)), options: .atomic)

@@ -215,3 +215,36 @@ extension BrowserPurchaseTests {
         #expect(after.range(of: #"\b[0-9]{13,19}\b"#, options: .regularExpression) == nil, "a card-like number")
     }
 }
+
+extension BrowserPurchaseTests {
+    @Test(
+        "W3: website queries in Chromium: canMakePaymentsWithActiveCard asks for the Pay server's statement; off, it answers like canMakePayments and asks nothing"
+    )
+    func websiteQueries() async throws {
+        let sandbox = try sandbox
+        let browser = try await sandbox.browser(for: BrowserSandbox.phone)
+        try await browser.navigate(Self.store)
+        try await browser.wait("the store", until: "return document.body.dataset.applePay === 'available';")
+        func asked() -> Int {
+            sandbox.log(of: BrowserSandbox.phone).components(separatedBy: "asks the Pay server's capability").count - 1
+        }
+        let before = asked()
+        let query = "ApplePaySession.canMakePaymentsWithActiveCard"
+        #expect(try await browser.awaitPromise("\(query)('merchant.dev.orchard.demo')") == "true")
+        #expect(try await browser.awaitPromise("\(query)('merchant.dev.never-registered')") == "false")
+        #expect(asked() == before + 2)
+        let off = try await orchard([
+            "device", "settings", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
+            "--website-queries", "off",
+        ])
+        try #require(off.status == 0, "\(off.stderr)")
+        #expect(try await browser.awaitPromise("\(query)('merchant.dev.never-registered')") == "true")
+        #expect(try await browser.evaluate("return ApplePaySession.canMakePayments();") == "true")
+        #expect(asked() == before + 2)
+        let on = try await orchard([
+            "device", "settings", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
+            "--website-queries", "on",
+        ])
+        #expect(on.status == 0, "\(on.stderr)")
+    }
+}

@@ -100,6 +100,16 @@ final class WebDriver: Sendable {
         return try await command(.post, "/execute/sync", ["script": wrapped, "args": [Any]()]) as? String ?? "null"
     }
 
+    /// Runs `expression`, a promise, in the current page; what it resolves to as JSON text.
+    func awaitPromise(_ expression: String) async throws -> String {
+        let script = """
+            const done = arguments[arguments.length - 1];
+            Promise.resolve(\(expression)).then((value) => done(JSON.stringify(value)),
+                (error) => done(JSON.stringify(error.name + ': ' + error.message)));
+            """
+        return try await command(.post, "/execute/async", ["script": script, "args": [Any]()]) as? String ?? "null"
+    }
+
     /// Runs `script`, which returns a string.
     func string(_ script: String) async throws -> String {
         let json = try await evaluate(script)
