@@ -155,7 +155,8 @@ struct WalletTests {
         #expect(try await wallet.answer(.canMakePayments, verifyMerchantSession: verified))
         #expect(try await wallet.answer(.canMakePaymentsWithActiveCard(networks: []), verifyMerchantSession: verified))
         #expect(
-            try await wallet.answer(.canMakePaymentsWithActiveCard(networks: ["amex"]), verifyMerchantSession: verified))
+            try await wallet.answer(.canMakePaymentsWithActiveCard(networks: ["amex"]), verifyMerchantSession: verified)
+        )
         #expect(calls.value == 1)
         let mac = try Wallet(storage: InMemoryWalletStorage(), deviceCanPay: false)
         #expect(!(try await mac.answer(.canMakePayments, verifyMerchantSession: verified)))
