@@ -22,7 +22,7 @@ extension BrowserPurchaseTests {
         return String(document[start...].prefix { $0 != "\"" })
     }
 
-    @Test("W6: the agent's server answers only its own documents: Sec-Fetch-Site same-origin and their secret")
+    @Test("W5: the agent's server answers only its own documents: Sec-Fetch-Site same-origin and their secret")
     func agentAnswersOnlyItsDocuments() async throws {
         let sandbox = try sandbox
         let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
@@ -64,5 +64,46 @@ extension BrowserPurchaseTests {
         #expect(sheetPage.headers["X-Frame-Options"] == "DENY")
         let framePage = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.frame)
         #expect(framePage.headers["Content-Security-Policy"]?.hasSuffix("frame-ancestors https:") == true)
+    }
+
+    @Test(
+        "W5: the agent refuses an insecure document, an insecure parent, a third-party frame without payment, no page")
+    func agentRefusesInsecurePages() async throws {
+        let sandbox = try sandbox
+        let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
+        defer { client.shutdown() }
+        let secret = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        func begin(_ origins: [String], secure: Bool = true, payment: Bool = true) async throws -> String {
+            let body = BrowserAgentAPI.BeginSession(
+                version: 3,
+                page: .init(ancestorOrigins: origins, secureContext: secure, paymentAllowed: payment),
+                request: .init(
+                    countryCode: "US", currencyCode: "USD", supportedNetworks: ["visa"],
+                    merchantCapabilities: ["supports3DS"], total: .init(label: "Orchard Demo Store", amount: "1.00")))
+            let answer = try await client.send(
+                HTTPClientRequest(
+                    method: .post, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.sessions,
+                    headers: [
+                        "Content-Type": "application/json", "Sec-Fetch-Site": "same-origin",
+                        BrowserAgentAPI.secretHeader: secret,
+                    ], body: try JSONEncoder().encode(body)))
+            let object = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+            let error = object?["error"] as? [String: Any]
+            return "\(answer.status.code) \(error?["code"] ?? "") \(error?["message"] ?? "")"
+        }
+        #expect(
+            try await begin(["http://store.orchard.test"], secure: false)
+                == "403 InvalidAccessError Trying to start an Apple Pay session from an insecure document.")
+        #expect(
+            try await begin(["https://store.orchard.test", "http://news.orchard.test"], secure: false)
+                == "403 InvalidAccessError Trying to start an Apple Pay session from a document with an insecure parent frame."
+        )
+        #expect(
+            try await begin(["https://store.orchard.test", "https://news.orchard.test"], payment: false)
+                == "403 SecurityError Third-party iframes are not allowed to request payments unless explicitly allowed via Feature-Policy (payment)"
+        )
+        #expect(
+            try await begin([])
+                == "403 InvalidAccessError Trying to start an Apple Pay session from an inactive document.")
     }
 }

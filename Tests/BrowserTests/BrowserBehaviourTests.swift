@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 extension BrowserPurchaseTests {
-    @Test("W5: a Mac with Touch ID buys in the store in Chromium")
+    @Test("A Mac with Touch ID buys in the store in Chromium")
     func macBuys() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.mac)
@@ -13,7 +13,7 @@ extension BrowserPurchaseTests {
         #expect(sandbox.log(of: BrowserSandbox.mac).contains("authorized by Touch ID"))
     }
 
-    @Test("W5: the user cancels on the sheet: the page's oncancel fires, nothing is charged")
+    @Test("The user cancels on the sheet: the page's oncancel fires, nothing is charged")
     func cancel() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
@@ -27,7 +27,7 @@ extension BrowserPurchaseTests {
         #expect(sandbox.log(of: BrowserSandbox.phone).contains(#""outcome":"cancelled""#))
     }
 
-    @Test("W5: a face that does not match, then Face ID: the sheet stays up and the payment is approved")
+    @Test("A face that does not match, then Face ID: the sheet stays up and the payment is approved")
     func failedThenGoodAuthentication() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
@@ -41,7 +41,7 @@ extension BrowserPurchaseTests {
         #expect(confirmation.contains("is paid"), "\(confirmation)")
     }
 
-    @Test("W5: choosing express shipping on the sheet: the page's update changes the total, which is charged")
+    @Test("Express shipping chosen on the sheet: the page's update changes the total, which is charged")
     func shippingChangeUpdatesTotal() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)

@@ -57,7 +57,9 @@ struct BrowserPurchaseTests {
         return try await browser.string("return document.getElementById('confirmation').textContent;")
     }
 
-    @Test("W5: a phone buys in the store in Chromium: orchard-pay.js, merchant session, Face ID, approved")
+    @Test(
+        "A phone buys in the store in Chromium: orchard-pay.js, merchant session verified by the device, Face ID, approved"
+    )
     func phoneBuys() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)

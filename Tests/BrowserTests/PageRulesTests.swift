@@ -42,7 +42,7 @@ extension BrowserPurchaseTests {
           total: { label: 'Orchard Demo Store', amount: '1.00' } }
         """
 
-    @Test("W5: WebKit's rules in Chromium: user gesture, versions, exceptions and their messages, one active session")
+    @Test("WebKit's rules in Chromium: user gesture, versions, exceptions and their messages, one active session")
     func webKitRules() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
@@ -100,7 +100,7 @@ extension BrowserPurchaseTests {
         try await browser.switchTo(try #require(try await browser.windowHandles.first))
     }
 
-    @Test("W5: a merchant session for another domain: the agent refuses it before any sheet, the page gets oncancel")
+    @Test("W4: a merchant session for another domain: the device refuses it before any sheet, the page gets oncancel")
     func sessionForAnotherDomain() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
@@ -138,7 +138,7 @@ extension BrowserPurchaseTests {
             ), "\(log.suffix(800))")
     }
 
-    @Test("W5: the 30-second rule (4 s here): a page that does not complete a selection ends the sheet")
+    @Test("The 30-second rule (4 s here): a page that does not complete a selection ends the sheet")
     func handlerTimeout() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
@@ -162,7 +162,7 @@ extension BrowserPurchaseTests {
         #expect(sandbox.log(of: BrowserSandbox.phone).contains("did not complete event"))
     }
 
-    @Test("W7: everything the page's script can observe before authorization: no card number, DPAN or full contact")
+    @Test("A11: everything the page's script can observe before authorization: no card number, DPAN or full contact")
     func pageObservesNoSecrets() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
@@ -218,7 +218,7 @@ extension BrowserPurchaseTests {
 
 extension BrowserPurchaseTests {
     @Test(
-        "W3: website queries in Chromium: canMakePaymentsWithActiveCard asks for the Pay server's statement; off, it answers like canMakePayments and asks nothing"
+        "W6: website queries in Chromium: canMakePaymentsWithActiveCard asks for the Pay server's statement; off, it answers like canMakePayments and asks nothing"
     )
     func websiteQueries() async throws {
         let sandbox = try sandbox
@@ -246,5 +246,60 @@ extension BrowserPurchaseTests {
             "--website-queries", "on",
         ])
         #expect(on.status == 0, "\(on.stderr)")
+    }
+}
+
+extension BrowserPurchaseTests {
+    static let canMakePayments =
+        "try { return String(ApplePaySession.canMakePayments()); } catch (e) { return e.name + ': ' + e.message; }"
+
+    @Test(
+        "W5: in Chromium, a third-party frame without allow=\"payment\" and the agent's frame on its own are refused with WebKit's errors"
+    )
+    func insecureAndThirdPartyPages() async throws {
+        let sandbox = try sandbox
+        let browser = try await sandbox.browser(for: BrowserSandbox.phone)
+        // A third-party frame (another origin) without allow="payment", and one with it.
+        try await browser.navigate("https://pay.orchard.test/health")
+        _ = try await browser.evaluate(
+            """
+            for (const [id, allow] of [['plain', ''], ['allowed', 'payment']]) {
+                const frame = document.createElement('iframe');
+                frame.id = id;
+                if (allow) { frame.allow = allow; }
+                frame.src = 'https://apple-pay-gateway.orchard.test/health';
+                document.body.appendChild(frame);
+            }
+            return true;
+            """)
+        try await browser.wait(
+            "the frames",
+            until:
+                "return [...document.querySelectorAll('iframe')].every((f) => f.contentWindow && f.dataset.x !== 'y');")
+        try await Task.sleep(for: .milliseconds(500))
+        try await browser.switchToFrame("#plain")
+        try await Self.loadScript(browser)
+        #expect(
+            try await browser.string(Self.canMakePayments)
+                == "SecurityError: Third-party iframes are not allowed to request payments unless explicitly allowed via Feature-Policy (payment)"
+        )
+        try await browser.switchToFrame(nil)
+        try await browser.switchToFrame("#allowed")
+        try await Self.loadScript(browser)
+        #expect(try await browser.string(Self.canMakePayments) == "true")
+        try await browser.switchToFrame(nil)
+        // The agent's frame loaded on its own (no page embeds it): it says nothing to anyone and the agent refuses
+        // its calls for a page.
+        try await browser.navigate("https://agent.orchard.test/frame")
+        let refused = try await browser.awaitPromise(
+            """
+            fetch('/v1/frame/sessions', { method: 'POST', headers: { 'Content-Type': 'application/json',
+                'X-Orchard-Agent-Secret': document.querySelector('meta[name=orchard-agent-secret]').content },
+                body: JSON.stringify({ version: 3, page: { ancestorOrigins: [], secureContext: true, paymentAllowed: true },
+                request: { countryCode: 'US', currencyCode: 'USD', supportedNetworks: ['visa'],
+                    merchantCapabilities: ['supports3DS'], total: { label: 'x', amount: '1.00' } } }) })
+                .then((r) => r.json()).then((j) => j.error.message)
+            """)
+        #expect(refused == "\"Trying to start an Apple Pay session from an inactive document.\"")
     }
 }

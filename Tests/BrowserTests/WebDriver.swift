@@ -149,6 +149,16 @@ final class WebDriver: Sendable {
         throw BrowserTestFailure("no new window opened")
     }
 
+    /// Switches into the frame element matching `css` (nil: back to the top-level document).
+    func switchToFrame(_ css: String?) async throws {
+        guard let css else {
+            try await command(.post, "/frame", ["id": NSNull()])
+            return
+        }
+        let id = try await element(css)
+        try await command(.post, "/frame", ["id": ["element-6066-11e4-a52e-4f735466cecf": id]])
+    }
+
     /// Closes every window but the first (a sheet a failed test left open) and switches to it.
     func closeOtherWindows() async throws {
         let handles = try await windowHandles
