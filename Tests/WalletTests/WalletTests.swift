@@ -127,7 +127,9 @@ struct WalletTests {
         #expect(try await wallet.recentContacts(.shipping).isEmpty)
     }
 
-    @Test("W6: Website queries: off answers false without asking; on answers only after the merchant check")
+    @Test(
+        "W6: Website queries: canMakePayments answers at once; off, the active-card query answers the same without asking; on, only after the merchant check"
+    )
     func websiteQueries() async throws {
         let wallet = try Wallet(storage: InMemoryWalletStorage(), deviceCanPay: true)
         try await wallet.add(try Self.card(1, type: .debit))
