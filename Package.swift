@@ -499,7 +499,7 @@ let package = Package(
             name: "BrowserTests",
             dependencies: [
                 "CommandTestSupport", "OrchardHTTP", "OrchardWeb", "BrowserAgentAPI", "DeviceControlAPI", "orchard",
-                "AccessPolicy", "AppPayments",
+                "AccessPolicy", "AppPayments", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),

@@ -5,6 +5,7 @@ import DeviceControlAPI
 import Foundation
 import OrchardWeb
 import Testing
+import WebMerchantAPI
 
 /// The browser agent's boundary (BrowserAgentAPI): the frame's and the sheet page's scripts (web/agent/) use the
 /// contract's routes, header and member names, which the agent's server registers and decodes.
@@ -74,5 +75,8 @@ struct BrowserAgentContractTests {
         #expect(integrity.hasPrefix("sha384-") && integrity.count == 7 + 64)
         #expect(String(decoding: script, as: UTF8.self).contains("\"\(BrowserAgentAPI.origin)\""))
         #expect(WebAssets.file("agent", "../jsapi/orchard-pay.js") == nil)
+        // The Pay server's declared routes are the files' paths.
+        #expect(WebMerchantAPI.Script.latest == WebAssets.latestScriptPath)
+        #expect(WebMerchantAPI.Script.pinned == WebAssets.pinnedScriptPath)
     }
 }

@@ -122,10 +122,16 @@ enum DeviceCommands {
         } catch {
             throw CLIError.usage(error.message)
         }
-        // The browser agent (docs/web.md): https://agent.orchard.test for browsers on this device.
-        configuration.browserAgent = try BrowserCommands.agentConfiguration(
-            deployment: deployment, port: arguments[agentPortOption],
-            handlerTimeout: arguments[handlerTimeoutOption], context: context)
+        // The browser agent (docs/web.md): https://agent.orchard.test for browsers on this device. A deployment that
+        // cannot give it a certificate or the token-signing root (a host with the device's folder alone) runs
+        // without it.
+        do {
+            configuration.browserAgent = try BrowserCommands.agentConfiguration(
+                deployment: deployment, port: arguments[agentPortOption],
+                handlerTimeout: arguments[handlerTimeoutOption], context: context)
+        } catch {
+            context.trace("browser agent not started: \(error)")
+        }
         try await DeviceProcessRunner.run(
             configuration: configuration,
             connect: { try await DeviceSheetCommands.payServer(device: name, in: deployment, context: context) },
