@@ -139,6 +139,8 @@ private final class AgentState: @unchecked Sendable {
     private var secretOrder: [String] = []
     private var sessions: [String: WebSession] = [:]
     private var latest: WebSession?
+    /// The events whose handler time is watched (each once).
+    private var watched: Set<String> = []
 
     init(
         configuration: BrowserAgentConfiguration, sheets: PaymentSheetService,
@@ -475,7 +477,8 @@ private final class AgentState: @unchecked Sendable {
     private func watch(_ answer: ControlResponse, sheet: String) {
         guard answer.status == 200,
             let event = try? Self.decoder.decode(PaymentSheetAppEvent.self, from: answer.body),
-            let sequence = event.sequence, event.kind != .none, event.kind != .ended
+            let sequence = event.sequence, event.kind != .none, event.kind != .ended,
+            lock.withLock({ watched.insert("\(sheet) \(sequence)").inserted })
         else { return }
         let timeout = configuration.handlerTimeout
         let sheets = self.sheets

@@ -110,8 +110,14 @@
         if (!state || state.ended) {
             return;
         }
+        // One chain of polls per session: a newer poll makes an older one's answer moot.
+        state.generation = (state.generation || 0) + 1;
+        const generation = state.generation;
         call("GET", sessionPath("/v1/frame/sessions/:session/events", state.agent) + "?wait=20")
             .then(function (answer) {
+                if (generation !== state.generation) {
+                    return;
+                }
                 if (answer.status !== 200) {
                     throw new Error(answer.body.error ? answer.body.error.message : "the agent refused");
                 }
@@ -126,16 +132,25 @@
                     }
                     return;
                 }
-                if (event.kind !== "none" && event.sequence !== state.sequence) {
-                    state.sequence = event.sequence;
-                    const forPage = pageEvent(event);
-                    if (forPage) {
-                        toPage({ type: "event", session: local, event: forPage });
+                if (event.kind !== "none") {
+                    if (event.sequence !== state.sequence) {
+                        state.sequence = event.sequence;
+                        const forPage = pageEvent(event);
+                        if (forPage) {
+                            toPage({ type: "event", session: local, event: forPage });
+                        }
                     }
+                    // The event waits for the page's answer (which polls again at once): look again only to learn
+                    // whether the sheet ended meanwhile.
+                    state.timer = setTimeout(function () { poll(local); }, 500);
+                    return;
                 }
                 poll(local);
             })
             .catch(function (error) {
+                if (generation !== state.generation) {
+                    return;
+                }
                 console.error("Apple Pay: " + error.message);
                 state.ended = true;
                 toPage({ type: "event", session: local, event: { type: "cancel" } });
@@ -168,7 +183,10 @@
                 errors: message.result.errors.map(function (error) { return error.message || error.code; }),
             };
         }
-        call("POST", sessionPath("/v1/frame/sessions/:session/answer", state.agent), body);
+        call("POST", sessionPath("/v1/frame/sessions/:session/answer", state.agent), body).then(function () {
+            clearTimeout(state.timer);
+            poll(local);
+        });
     }
 
     function begin(message) {

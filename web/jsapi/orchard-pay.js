@@ -77,6 +77,8 @@
             agent.canPay = Boolean(message.canMakePayments);
             agent.refusal = message.refusal || null;
             agent.waiters.splice(0).forEach(function (action) { action(); });
+            // Orchard's own addition: a page may check canMakePayments() again once the agent has spoken.
+            window.dispatchEvent(new Event("orchardpayready"));
         } else if (message.type === "reply") {
             const resolve = agent.queries.get(message.query);
             if (resolve) {

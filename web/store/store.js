@@ -167,5 +167,7 @@
     } else {
         window.addEventListener("load", offerApplePay);
     }
+    // The agent's hello usually comes before the load event, but nothing orders the two.
+    window.addEventListener("orchardpayready", offerApplePay);
     drawCart();
 })();
