@@ -1,4 +1,5 @@
 import BrowserAgentAPI
+import CommandTestSupport
 import Foundation
 import OrchardHTTP
 import Testing
@@ -105,5 +106,37 @@ extension BrowserPurchaseTests {
         #expect(
             try await begin([])
                 == "403 InvalidAccessError Trying to start an Apple Pay session from an inactive document.")
+    }
+}
+
+extension BrowserPurchaseTests {
+    @Test(
+        "orchard browser setup: the NSS database trusts the deployment's root; a device whose agent is not running is named"
+    )
+    func browserSetup() async throws {
+        let sandbox = try sandbox
+        let profile = sandbox.path + "/setup-profile"
+        let setup = try await orchard([
+            "browser", "setup", "--data-dir", sandbox.dataDirectory, "--device", BrowserSandbox.mac, "--profile",
+            profile,
+        ])
+        try #require(setup.status == 0, "\(setup.stderr)")
+        let lines = setup.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("--user-data-dir=\(profile)/chromium"))
+        let rules = try #require(lines.first { $0.hasPrefix("--host-resolver-rules=") })
+        for name in ["store.orchard.test", "pay.orchard.test", "apple-pay-gateway.orchard.test", "agent.orchard.test"] {
+            #expect(rules.contains("MAP \(name):443 127.0.0.1:"), "\(rules)")
+        }
+        #expect(!setup.stdout.contains("ignore-certificate-errors"))
+        // certutil lists the root, trusted for TLS servers ("C,,").
+        let list = try ChildProcess(
+            Chromium.certutil, ["-L", "-d", "sql:" + profile + "/.pki/nssdb"], stdout: .capture, stderr: .capture)
+        _ = await list.exit()
+        #expect(list.stdout.contains("Orchard root") && list.stdout.contains("C,,"), "\(list.stdout)")
+        let missing = try await orchard([
+            "browser", "setup", "--data-dir", sandbox.dataDirectory, "--device", "nobody", "--profile", profile,
+        ])
+        #expect(missing.status == 1 && missing.stdout.isEmpty, "\(missing.stdout)")
+        #expect(missing.stderr.hasPrefix("error: the browser agent of nobody is not running"), "\(missing.stderr)")
     }
 }
