@@ -99,12 +99,22 @@ final class BrowserSandbox: Sendable {
             Chromium.driver, ["--port=0"], environment: ["HOME": path + "/profile"], stdout: .file(driverLog),
             stderr: .file(driverLog))
         var port = 0
-        try await waitFor("chromedriver", seconds: 20) {
-            let text = (try? String(contentsOfFile: driverLog, encoding: .utf8)) ?? ""
-            if let range = text.range(of: "started successfully on port ") {
-                port = Int(text[range.upperBound...].prefix { $0.isNumber }) ?? 0
+        do {
+            try await waitFor("chromedriver", seconds: 20) {
+                let text = (try? String(contentsOfFile: driverLog, encoding: .utf8)) ?? ""
+                if let range = text.range(of: "started successfully on port ") {
+                    port = Int(text[range.upperBound...].prefix { $0.isNumber }) ?? 0
+                }
+                return port != 0 || driver.ended != nil
             }
-            return port != 0 || driver.ended != nil
+            guard port != 0 else {
+                throw BrowserTestFailure("chromedriver ended: \(driver.ended.map { "\($0)" } ?? "?")")
+            }
+        } catch {
+            driver.send(SIGKILL)
+            for (_, device) in devices { device.terminate() }
+            up.terminate()
+            throw error
         }
         return BrowserSandbox(path: path, up: up, devices: devices, driver: driver, driverPort: port)
     }
