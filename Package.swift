@@ -112,7 +112,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
                 "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy", "Acquirer", "WebMerchantAPI",
-                "RelayAPI",
+                "RelayAPI", "BrowserAgentAPI",
             ],
             swiftSettings: strict
         ),
@@ -143,7 +143,7 @@ let package = Package(
                 "CardBasics",
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "PaymentToken",
                 "OrchardHTTP", "OrchardLogging", "PayAPI", "PaymentCredential", "TokenRequestorAPI", "AccessPolicy",
-                "WebMerchantAPI", "RelayAPI",
+                "WebMerchantAPI", "RelayAPI", "OrchardWeb",
             ],
             swiftSettings: strict
         ),
@@ -164,7 +164,7 @@ let package = Package(
             dependencies: [
                 "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto", "OrchardX509", "MerchantKit",
                 "OrchardHTTP", "OrchardLogging", "PaymentToken", "PaymentCredential", "CardBasics", "AcquirerAPI",
-                "MerchantAPI", "AccessPolicy", "WebMerchantAPI",
+                "MerchantAPI", "AccessPolicy", "WebMerchantAPI", "OrchardWeb",
             ],
             swiftSettings: strict
         ),
@@ -233,6 +233,14 @@ let package = Package(
         .target(name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto"], swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", swiftSettings: strict),
+        // The browser's files, the `web/` directory as resources: orchard-pay.js, the browser agent's frame and sheet
+        // pages, the demo store's pages (docs/web.md, "Apple Pay in a browser").
+        .target(
+            name: "OrchardWeb", dependencies: ["OrchardCrypto"], path: "web", exclude: ["README.md"],
+            resources: [.copy("jsapi"), .copy("agent"), .copy("store")], swiftSettings: strict),
+        // The browser agent's frame and sheet page ↔ its server in the device process: routes, secrets, bodies.
+        .target(
+            name: "BrowserAgentAPI", dependencies: ["AccessPolicy", "DeviceControlAPI"], swiftSettings: strict),
         // The device's client of the Pay server: registration, adding a card, the owner's lifecycle actions and
         // token-status notifications.
         .target(
@@ -251,6 +259,7 @@ let package = Package(
             dependencies: [
                 "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
                 "AppPayments", "SecureElement", "Wallet", "OrchardX509", "CardBasics", "PayAPI", "DeviceControlAPI",
+                "BrowserAgentAPI", "OrchardWeb", "OrchardLogging", "WebMerchantAPI", "AccessPolicy",
             ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
@@ -483,6 +492,17 @@ let package = Package(
                 "PayServer", "MerchantServer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "WebMerchantAPI", "PaymentToken", "AccessPolicy", "OrchardLogging",
                 "OrchardCLI", "CommandTestSupport",
+            ],
+            swiftSettings: strict
+        ),
+
+        // Apple Pay on the web in a real Chromium over WebDriver (Debian's chromium and chromedriver), and the browser
+        // agent's contract.
+        .testTarget(
+            name: "BrowserTests",
+            dependencies: [
+                "CommandTestSupport", "OrchardHTTP", "OrchardWeb", "BrowserAgentAPI", "DeviceControlAPI", "orchard",
+                "AccessPolicy", "AppPayments", "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),

@@ -1,8 +1,11 @@
 public import Device
 import Foundation
 import NFCLink
+import OrchardHTTP
 public import OrchardRuntime
 import PayClient
+import SecureElement
+import Wallet
 
 #if canImport(Glibc)
     import Glibc
@@ -23,6 +26,8 @@ public struct DeviceProcessConfiguration: Sendable {
     public let sheetTimeout: Duration
     /// How often the Pay server's token-status notifications are applied.
     public let syncInterval: Duration
+    /// The browser agent at `https://agent.orchard.test` (docs/web.md), or nil for none.
+    public var browserAgent: BrowserAgentConfiguration?
 
     /// Throws ``DeviceError/Code/invalidArgument`` when a duration is not from 1 second to ``longest``.
     public init(
@@ -81,15 +86,51 @@ public enum DeviceProcessRunner {
         let poller = NotificationPoller(
             device: device, deployment: deployment, interval: configuration.syncInterval, alerts: relayAlerts,
             trace: trace)
+        var agent: BrowserAgent?
+        if let agentConfiguration = configuration.browserAgent {
+            do {
+                let started = try BrowserAgent(
+                    configuration: agentConfiguration, sheets: sheets,
+                    canMakePayments: { device.profile.authorizesPayments },
+                    activeCard: { merchant, domain in
+                        await device.wallet.answer(.canMakePaymentsWithActiveCard(networks: [])) {
+                            trace("agent: canMakePaymentsWithActiveCard asks the Pay server's capability statement")
+                            return await agentConfiguration.activeCard?(merchant, domain) ?? false
+                        }
+                    }, trace: trace)
+                try started.server.start()
+                try Data(#"{"port":\#(started.server.port)}"#.utf8).write(
+                    to: URL(fileURLWithPath: agentFile(of: name, in: deployment)), options: .atomic)
+                agent = started
+            } catch {
+                antenna?.stop()
+                server.stop()
+                poller.stop()
+                throw error
+            }
+        }
         trace("device \(name) (\(device.profile)) listening on \(path)")
         output(#"{"event":"listening","socket":"\#(path)"}"#)
         if let antenna { output(#"{"event":"antenna","socket":"\#(antenna.path)"}"#) }
+        if let agent {
+            trace("browser agent: https://agent.orchard.test on 127.0.0.1:\(agent.server.port)")
+            output(#"{"event":"browser-agent","port":\#(agent.server.port)}"#)
+        }
         let signal = await TerminationSignal.wait()
         trace("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
         poller.stop()
         antenna?.stop()
         server.stop()
+        if let agent {
+            await agent.server.shutdown()
+            try? FileManager.default.removeItem(atPath: agentFile(of: name, in: deployment))
+        }
         output(#"{"event":"stopped"}"#)
+    }
+
+    /// `DIR/devices/NAME/agent.json`: `{"port": N}`, the browser agent's port while the device process runs.
+    public static func agentFile(of name: String, in deployment: DeploymentDirectory) -> String {
+        (Device.controlSocketPath(of: name, in: deployment) as NSString).deletingLastPathComponent + "/agent.json"
     }
 
     /// One line of JSON (sorted keys, slashes unescaped), or nil if the event does not encode.

@@ -133,6 +133,19 @@ public final class PaymentSheetService: Sendable {
         case .success(let parsed): request = parsed
         case .failure(let error): return Self.failure(error)
         }
+        return await start(request, applicationIdentifier: presentation.applicationIdentifier, web: nil)
+    }
+
+    /// Presents a web page's payment for the browser agent (its merchant session verified); the answer is the
+    /// presentation's (201 with the sheet's identifier) or the refusal.
+    func presentWeb(_ request: PaymentRequest, web: WebPaymentContext) async -> ControlResponse {
+        await start(request, applicationIdentifier: web.domain, web: web)
+    }
+
+    private func start(
+        _ request: PaymentRequest, applicationIdentifier: String, web: WebPaymentContext?
+    ) async -> ControlResponse {
+        let presentation = (applicationIdentifier: applicationIdentifier, web: web)
         let id = newIdentifier()
         let session = PaymentSheetSession(
             id: id, applicationIdentifier: presentation.applicationIdentifier, automatic: automatic != nil)
@@ -169,7 +182,7 @@ public final class PaymentSheetService: Sendable {
                 merchant: request.merchantIdentifier, outcome: outcome, detail: detail)
         }
         let run = Task {
-            let ending = await Self.run(sheet, request, presentation.applicationIdentifier, delegate)
+            let ending = await Self.run(sheet, request, presentation.applicationIdentifier, web, delegate)
             await connection.close()
             // Free the device for the next sheet before anyone learns this one ended.
             await self.registry.release(session)
@@ -203,10 +216,17 @@ public final class PaymentSheetService: Sendable {
     /// Runs the state machine to its end (an untyped-throws helper: typed catches around actor calls in async code
     /// crash the Swift 6.3 compiler).
     private static func run(
-        _ sheet: DevicePaymentSheet, _ request: PaymentRequest, _ application: String, _ delegate: RemoteAppDelegate
+        _ sheet: DevicePaymentSheet, _ request: PaymentRequest, _ application: String, _ web: WebPaymentContext?,
+        _ delegate: RemoteAppDelegate
     ) async -> PaymentSheetSession.Ending {
         do {
-            switch try await sheet.present(request, applicationIdentifier: application, delegate: delegate) {
+            let outcome =
+                if let web {
+                    try await sheet.present(request, web: web, delegate: delegate)
+                } else {
+                    try await sheet.present(request, applicationIdentifier: application, delegate: delegate)
+                }
+            switch outcome {
             case .completed(let result): return .completed(result)
             case .cancelled: return .cancelled(timedOut: false)
             }
@@ -242,7 +262,7 @@ public final class PaymentSheetService: Sendable {
             })
     }
 
-    private func session(_ id: String) async -> PaymentSheetSession? {
+    func session(_ id: String) async -> PaymentSheetSession? {
         guard let session = await registry.latest, id == "current" || id == session.id else { return nil }
         return session
     }

@@ -181,6 +181,21 @@ actor PaymentSheetSession {
         cancel()
     }
 
+    /// The page did not complete event `number` within the handler timeout (WebKit's 30-second rule): the sheet
+    /// ends as timed out, and the event's answer, even an authorization's verdict, is no longer awaited. False when
+    /// that event was answered in time.
+    func handlerTimedOut(_ number: Int) -> Bool {
+        guard ending == nil, let pending, pending.sequence == number else { return false }
+        timedOut = true
+        cancelRequested = true
+        machineWaiter?.resume(returning: .cancel)
+        machineWaiter = nil
+        self.pending = nil
+        answerWaiter?.resume(returning: nil)
+        answerWaiter = nil
+        return true
+    }
+
     /// Ends the wait for the user, and for the app's answer to a selection (an app that is slow to answer does not
     /// hold up a cancellation); the app's verdict on an authorized payment is still awaited.
     private func cancel() {

@@ -3,10 +3,11 @@ import OrchardHTTP
 import OrchardLogging
 import OrchardRuntime
 import OrchardServices
+import OrchardWeb
 import WebMerchantAPI
 
 /// The demo merchant's website, `https://store.orchard.test` (config.json `names`), on its own listener
-/// (`merchant.sitePort`, no client certificates): a placeholder page until the browser issue, and the
+/// (`merchant.sitePort`, no client certificates): the demo store's pages (`web/store/`), and the
 /// domain-association file at WebMerchantAPI's well-known path, read from `DIR/merchant-site/` (written by
 /// `init`, or replaced with `orchard merchant association-file --out`).
 final class MerchantSite: Sendable {
@@ -26,10 +27,19 @@ final class MerchantSite: Sendable {
         let identity = try TLSIdentity.load(named: PKIFiles.tlsServer(.merchant), from: directory)
         let file = FileManager.default.contents(atPath: Self.associationFilePath(in: directory))
         var router = Router()
-        router.add(.get, "/") { _ in
-            HTTPResponse(
-                status: .ok, headers: ["Content-Type": "text/html; charset=utf-8"],
-                body: Data(Self.placeholderPage.utf8))
+        router.add(.get, "/") { _ in try Self.page("index.html") }
+        router.add(.get, "/confirmation") { _ in try Self.page("confirmation.html") }
+        router.add(.get, "/assets/:name") { request in
+            let name = try request.parameter("name")
+            guard !name.hasSuffix(".html"), let file = WebAssets.file("store", name) else {
+                throw HTTPError(.notFound, "no asset \(name)")
+            }
+            return HTTPResponse(
+                status: .ok,
+                headers: [
+                    "Content-Type": WebAssets.contentType(of: name), "X-Content-Type-Options": "nosniff",
+                    "Cache-Control": "no-cache",
+                ], body: file)
         }
         router.add(WebMerchantAPI.Site.associationFile) { _ in
             guard let file else {
@@ -59,11 +69,21 @@ final class MerchantSite: Sendable {
             to: URL(fileURLWithPath: associationFilePath(in: directory)), options: .atomic)
     }
 
-    static let placeholderPage = """
-        <!doctype html>
-        <html lang="en"><head><meta charset="utf-8"><title>Orchard Demo Store</title></head>
-        <body><h1>Orchard Demo Store</h1>
-        <p>The demo merchant's website. Apple Pay on the web comes with the browser issue.</p></body></html>
-
-        """
+    /// A page of the demo store (`web/store/`), loading `orchard-pay.js` at its pinned version with its SRI hash.
+    static func page(_ name: String) throws -> HTTPResponse {
+        guard let template = WebAssets.file("store", name) else { throw HTTPError(.notFound, "no page \(name)") }
+        let page = String(decoding: template, as: UTF8.self)
+            .replacingOccurrences(of: "{{ORCHARD_PAY_PATH}}", with: WebAssets.pinnedScriptPath)
+            .replacingOccurrences(
+                of: "{{ORCHARD_PAY_INTEGRITY}}", with: WebAssets.integrity(of: WebAssets.orchardPayScript))
+        return HTTPResponse(
+            status: .ok,
+            headers: [
+                "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-cache",
+                "Content-Security-Policy":
+                    "default-src 'self'; script-src 'self' https://pay.orchard.test; "
+                    + "frame-src https://agent.orchard.test; connect-src 'self'; frame-ancestors 'none'",
+                "Permissions-Policy": "payment=(self \"https://agent.orchard.test\")",
+            ], body: Data(page.utf8))
+    }
 }

@@ -19,6 +19,7 @@ public enum CommandRegistry {
         MerchantCommands.command,
         NetworkCommands.command,
         ChaosCommand.command,
+        BrowserCommands.command,
     ]
 
     public static let root = Command(

@@ -143,6 +143,8 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         var billingContact: PaymentContact?
         var shippingMethod: ShippingMethod?
         var appErrors: [String] = []
+        /// A web page's payment: its domain and merchant session (nil for an app's).
+        var web: WebPaymentContext?
 
         /// What the user must still do before paying.
         var needs: [String] {
@@ -164,6 +166,23 @@ public final class DevicePaymentSheet: PaymentSheetHost {
     public func present(
         _ request: PaymentRequest, applicationIdentifier: String, delegate: any PaymentAuthorizationControllerDelegate
     ) async throws -> PaymentSheetOutcome {
+        try await run(request, applicationIdentifier: applicationIdentifier, web: nil, delegate: delegate)
+    }
+
+    /// Presents a web page's payment (docs/web.md, "The browser agent"): no app entitlement, but a merchant
+    /// session the browser agent verified; the user authenticates for a web payment and the Secure Element's
+    /// credential (version 2) carries the session's identifier and nonce and the page's domain as its
+    /// application. `request.merchantIdentifier` is the session's merchant (its hash, as the session names it).
+    public func present(
+        _ request: PaymentRequest, web: WebPaymentContext, delegate: any PaymentAuthorizationControllerDelegate
+    ) async throws -> PaymentSheetOutcome {
+        try await run(request, applicationIdentifier: web.domain, web: web, delegate: delegate)
+    }
+
+    private func run(
+        _ request: PaymentRequest, applicationIdentifier: String, web: WebPaymentContext?,
+        delegate: any PaymentAuthorizationControllerDelegate
+    ) async throws -> PaymentSheetOutcome {
         let currency: Currency
         do {
             currency = try Currency(request.currencyCode)
@@ -176,13 +195,16 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         guard device.profile.authorizesPayments else {
             throw PaymentSheetError(.deviceCannotPay, "this \(device.profile.kind.rawValue) cannot authorize payments")
         }
-        // Before anything is shown: may this app pay for this merchant?
-        let entitled = try await payServer { try await $0.entitlements(of: applicationIdentifier) }
-        guard entitled.merchantIdentifiers.contains(request.merchantIdentifier) else {
-            throw PaymentSheetError(
-                .notEntitled, "\(applicationIdentifier) is not entitled to pay for \(request.merchantIdentifier)")
+        if web == nil {
+            // Before anything is shown: may this app pay for this merchant? (A page's merchant session was
+            // verified by the browser agent instead.)
+            let entitled = try await payServer { try await $0.entitlements(of: applicationIdentifier) }
+            guard entitled.merchantIdentifiers.contains(request.merchantIdentifier) else {
+                throw PaymentSheetError(
+                    .notEntitled, "\(applicationIdentifier) is not entitled to pay for \(request.merchantIdentifier)")
+            }
+            trace("sheet: \(applicationIdentifier) is entitled to \(request.merchantIdentifier)")
         }
-        trace("sheet: \(applicationIdentifier) is entitled to \(request.merchantIdentifier)")
 
         let eligible = await eligibleCards(
             networks: request.supportedNetworks, capabilities: request.merchantCapabilities)
@@ -206,7 +228,7 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         }
         var state = State(
             request: request, applicationIdentifier: applicationIdentifier, eligible: eligible, proposed: proposed,
-            card: proposed, shippingMethod: request.shippingMethods.first)
+            card: proposed, shippingMethod: request.shippingMethods.first, web: web)
         // The sheet opens on the proposed card: the app learns its network, type and display name.
         await driver.show(await view(of: state))
         try apply(await delegate.didSelectPaymentMethod(state.method, request: state.request), to: &state, driver)
@@ -291,7 +313,8 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 // Authentication for this card and amount, in-app.
                 let outcome: AuthenticationOutcome
                 do {
-                    outcome = try await device.authenticate(evidence, for: .inApp, card: state.card.id, amount: amount)
+                    outcome = try await device.authenticate(
+                        evidence, for: state.web == nil ? .inApp : .web, card: state.card.id, amount: amount)
                 } catch {
                     guard driver.staysOnFailure else { throw error }
                     result = .refused(error)
@@ -328,7 +351,8 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         do {
             sealed = try await credential(
                 statement: statement, card: state.card.id, request: request,
-                applicationIdentifier: state.applicationIdentifier, amount: amount, nonce: nonce, key: key)
+                applicationIdentifier: state.applicationIdentifier, web: state.web, amount: amount, nonce: nonce,
+                key: key)
         } catch {
             throw PaymentSheetError(.secureElementRefused, "\(error)")
         }
@@ -399,11 +423,12 @@ public final class DevicePaymentSheet: PaymentSheetHost {
     /// code crashes the Swift 6.3 compiler).
     private func credential(
         statement: SignedEnclaveStatement, card: String, request: PaymentRequest, applicationIdentifier: String,
-        amount: PaymentAmount, nonce: [UInt8], key: PayCredentialKey
+        web: WebPaymentContext?, amount: PaymentAmount, nonce: [UInt8], key: PayCredentialKey
     ) async throws -> [UInt8] {
         let remote = try RemotePaymentRequest(
             merchantIdentifier: request.merchantIdentifier, applicationIdentifier: applicationIdentifier,
-            amount: amount, applicationDataHash: request.applicationData.map { SHA256.hash(Array($0)) })
+            amount: amount, applicationDataHash: request.applicationData.map { SHA256.hash(Array($0)) },
+            merchantSessionIdentifier: web?.merchantSessionIdentifier, merchantSessionNonce: web?.merchantSessionNonce)
         return try await device.secureElement.remotePaymentCredential(
             authorization: statement, card: try CardIdentifier(hex: card), request: remote, nonce: nonce,
             payServerKey: key.publicKey)
@@ -432,5 +457,20 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         } catch let error as PayClientError {
             throw PaymentSheetError(.payServerFailed, error.message)
         }
+    }
+}
+
+/// A web page's payment as the browser agent hands it to the sheet: the top-level page's domain and the merchant
+/// session it verified.
+public struct WebPaymentContext: Sendable, Hashable {
+    /// The top-level page's host (the credential's application, tag 03).
+    public let domain: String
+    public let merchantSessionIdentifier: String
+    public let merchantSessionNonce: String
+
+    public init(domain: String, merchantSessionIdentifier: String, merchantSessionNonce: String) {
+        self.domain = domain
+        self.merchantSessionIdentifier = merchantSessionIdentifier
+        self.merchantSessionNonce = merchantSessionNonce
     }
 }

@@ -148,9 +148,10 @@ final class InAppPayments: Sendable {
         )
         let certificate = try await store.write { db in
             try nonces.consume(credential.nonce, device: device.deviceID, in: db)
+            var merchant = credential.merchantIdentifier
             if let session = credential.merchantSession {
                 // Web: the merchant session is consumed in the transaction that issues the token.
-                try MerchantSessions.consume(
+                merchant = try MerchantSessions.consume(
                     identifier: session.identifier, nonce: session.nonce, merchant: credential.merchantIdentifier,
                     domain: credential.applicationIdentifier, at: now, in: db)
             } else {
@@ -165,7 +166,7 @@ final class InAppPayments: Sendable {
             }
             guard
                 let certificate = try MerchantCertificates.processingCertificate(
-                    for: credential.merchantIdentifier, at: now, in: db, parse: cache.processingCertificate)
+                    for: merchant, at: now, in: db, parse: cache.processingCertificate)
             else {
                 throw PayServerError(
                     .noProcessingCertificate, "the merchant has no valid, unrevoked payment processing certificate")

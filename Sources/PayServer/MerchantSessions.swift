@@ -326,13 +326,15 @@ public final class MerchantSessions: Sendable {
         }
     }
 
-    /// Consumes a web credential's merchant session inside the transaction that issues its token: the session
-    /// must be one this Pay server issued, for `merchant` and `domain` (the credential's tag 03), with this
+    /// Consumes a web credential's merchant session inside the transaction that issues its token, and returns the
+    /// session's merchant ID: the session must be one this Pay server issued, for `merchant` (its ID or the
+    /// upper-case hex SHA-256 the session names it by) and `domain` (the credential's tag 03), with this
     /// nonce, at most ``MerchantSession/usableMilliseconds`` old and unused. Two credentials racing for one
     /// session: the store's write transactions are serial, so the second finds it used.
+    @discardableResult
     static func consume(
         identifier: String, nonce: String, merchant: String, domain: String, at now: Date, in db: Database
-    ) throws {
+    ) throws -> String {
         let row = try db.queryFirst(
             "SELECT merchant_identifier, domain, nonce, created_at, consumed_at FROM merchant_sessions WHERE identifier = ?",
             [.text(identifier)]
@@ -342,7 +344,8 @@ public final class MerchantSessions: Sendable {
         guard let (sessionMerchant, sessionDomain, sessionNonce, createdAt, consumedAt) = row else {
             throw PayServerError(.sessionMismatch, "the merchant session was not issued by this Pay server")
         }
-        guard sessionMerchant == merchant else {
+        // A browser's device knows the merchant by the session's identifier (the hash, as the session names it).
+        guard sessionMerchant == merchant || AssociationFiles.merchantHash(sessionMerchant) == merchant else {
             throw PayServerError(.sessionMismatch, "the merchant session was issued to another merchant")
         }
         guard sessionDomain == domain else {
@@ -360,5 +363,6 @@ public final class MerchantSessions: Sendable {
         try db.execute(
             "UPDATE merchant_sessions SET consumed_at = ? WHERE identifier = ? AND consumed_at IS NULL",
             [.milliseconds(now), .text(identifier)])
+        return sessionMerchant
     }
 }

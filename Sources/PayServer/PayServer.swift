@@ -138,6 +138,7 @@ public final class PayServer: Sendable {
         installWebMerchantRoutes(into: &router, root: root)
         installGatewayRoutes(into: &router)
         installCapabilityRoute(into: &router)
+        installScriptRoutes(into: &router)
         return router
     }
 

@@ -92,6 +92,19 @@ public struct RemoteCryptogram: Sendable, Hashable, CustomStringConvertible {
         return RemoteCryptogram(keyIndex: keyIndex, atc: atc, nonceBinding: binding, mac: mac)
     }
 
+    /// Computes the cryptogram for a merchant known by its wire identifier, the SHA-256 of its ID (a web payment:
+    /// the merchant session names the merchant by the upper-case hex of that hash).
+    public static func generate(
+        masterKey: SymmetricKey, keyIndex: UInt8 = defaultKeyIndex, atc: UInt16, amount: Int64, currency: UInt16,
+        nonce: some DataProtocol, merchantIdentifierHash: [UInt8]
+    ) throws(PaymentCredentialError) -> RemoteCryptogram {
+        let binding = nonceBinding(for: nonce)
+        let mac = try computeMAC(
+            masterKey: masterKey, keyIndex: keyIndex, atc: atc, amount: amount, currency: currency,
+            nonceBinding: binding, merchantIdentifierHash: merchantIdentifierHash)
+        return RemoteCryptogram(keyIndex: keyIndex, atc: atc, nonceBinding: binding, mac: mac)
+    }
+
     /// Checks the MAC against the transaction the verifier knows (the token service's side). Returns false
     /// for any other amount, currency, merchant, ATC, nonce binding or key; throws only for a key or value
     /// out of range.

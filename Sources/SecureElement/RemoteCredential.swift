@@ -98,9 +98,21 @@ extension SecureElement {
             throw SecureElementError(.storageFailure, "the transaction counter of card \(card) could not be stored")
         }
         do throws(PaymentCredentialError) {
-            let cryptogram = try RemoteCryptogram.generate(
-                masterKey: material.remoteMasterKey, atc: atc, amount: request.amount.minorUnits,
-                currency: request.amount.currency, nonce: nonce, merchantIdentifier: request.merchantIdentifier)
+            // A web payment's merchant session names the merchant by its wire identifier, the hex SHA-256 of its
+            // ID: the cryptogram binds those bytes, as it binds the hash of an app's merchant ID.
+            let wireIdentifier =
+                session != nil && request.merchantIdentifier.utf8.count == 64
+                ? Hex.decode(request.merchantIdentifier) : nil
+            let cryptogram =
+                if let wireIdentifier, wireIdentifier.count == 32 {
+                    try RemoteCryptogram.generate(
+                        masterKey: material.remoteMasterKey, atc: atc, amount: request.amount.minorUnits,
+                        currency: request.amount.currency, nonce: nonce, merchantIdentifierHash: wireIdentifier)
+                } else {
+                    try RemoteCryptogram.generate(
+                        masterKey: material.remoteMasterKey, atc: atc, amount: request.amount.minorUnits,
+                        currency: request.amount.currency, nonce: nonce, merchantIdentifier: request.merchantIdentifier)
+                }
             let credential = try PaymentCredential(
                 nonce: nonce, merchantIdentifier: request.merchantIdentifier,
                 applicationIdentifier: request.applicationIdentifier, dpan: material.dpan,

@@ -177,18 +177,23 @@ public actor Wallet {
 
     // MARK: Websites
 
-    /// Answers a website's capability query. With ``WalletSettings/allowWebsiteQueries`` off the answer is
-    /// false and `verifyMerchantSession` is not called. Otherwise the answer is given only after
-    /// `verifyMerchantSession` confirms the Pay server's signature binding the page's domain to a registered
-    /// merchant, and says nothing but yes or no.
+    /// Answers a website's capability query as WebKit does (`shouldDiscloseApplePayCapability`):
+    /// `canMakePayments` is the device's capability, answered at once without asking anyone. For
+    /// `canMakePaymentsWithActiveCard`, with ``WalletSettings/allowWebsiteQueries`` off the answer is the same as
+    /// `canMakePayments` and `verifyMerchantSession` is not called (no server is asked); with it on, the answer is
+    /// yes only after `verifyMerchantSession` confirms the Pay server's signed statement that the merchant has the
+    /// page's domain validated, and only for an active credit, debit or prepaid card on one of the networks.
     public func answer(
         _ query: WebsiteQuery, verifyMerchantSession: @Sendable () async throws -> Bool
     ) async rethrows -> Bool {
-        guard settings.allowWebsiteQueries, deviceCanPay else { return false }
-        guard try await verifyMerchantSession() else { return false }
+        guard deviceCanPay else { return false }
         switch query {
-        case .canMakePayments: return true
-        case .canMakePaymentsWithActiveCard(let networks): return hasActiveCard(networks: networks)
+        case .canMakePayments:
+            return true
+        case .canMakePaymentsWithActiveCard(let networks):
+            guard settings.allowWebsiteQueries else { return true }
+            guard hasActiveCard(networks: networks, types: [.credit, .debit, .prepaid]) else { return false }
+            return try await verifyMerchantSession()
         }
     }
 

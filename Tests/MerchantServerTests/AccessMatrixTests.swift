@@ -292,7 +292,7 @@ extension AccessMatrixTests {
         try await Self.runMatrix(
             "pay", server: server, base: base,
             declared: PayAPI.Declared.all + WebMerchantAPI.Declared.all + WebMerchantAPI.Gateway.Declared.all
-                + [WebMerchantAPI.Capability.declared] + RelayAPI.Declared.all,
+                + [WebMerchantAPI.Capability.declared] + WebMerchantAPI.Script.declared + RelayAPI.Declared.all,
             anonymous: clients.anonymous,
             foreign: clients.foreign, callers: callers, others: others)
         await pay.shutdown()

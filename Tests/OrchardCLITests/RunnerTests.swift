@@ -53,7 +53,7 @@ struct RunnerTests {
         #expect(report?["failed"] as? Int == 0)
         #expect((report?["passed"] as? Int ?? 0) >= 10)
         #expect(capture.stderr.contains("known answers match"))
-        #expect((report?["payments"] as? [[String: Any]])?.count == 3)
+        #expect((report?["payments"] as? [[String: Any]])?.count == 4)
         #expect((report?["provisioning"] as? [[String: Any]])?.count == 2)
         #expect(!capture.stdout.contains("4111111111111111") && !capture.stderr.contains("4111111111111111"))
     }
@@ -78,8 +78,8 @@ struct RunnerTests {
         let summary =
             try JSONSerialization.jsonObject(
                 with: Data(contentsOf: dir.appendingPathComponent("demo-summary.json"))) as? [[String: String]]
-        #expect(summary?.map { $0["device"] ?? "" } == ["demo-phone", "demo-watch", "demo-phone"])
-        #expect(summary?.map { $0["channel"] ?? "" } == ["in-store", "in-store", "in-app"])
+        #expect(summary?.map { $0["device"] ?? "" } == ["demo-phone", "demo-watch", "demo-phone", "demo-phone"])
+        #expect(summary?.map { $0["channel"] ?? "" } == ["in-store", "in-store", "in-app", "web (no browser)"])
         #expect(summary?.allSatisfy { $0["result"] == "approved" && $0["responseCode"] == "00" } == true)
         #expect(summary?.allSatisfy { ($0["card"] ?? "").contains("******") } == true)
         // No card number, DPAN, CVV, cryptogram, key or address in any party's log (the CVV by its field names: three

@@ -127,7 +127,9 @@ struct WalletTests {
         #expect(try await wallet.recentContacts(.shipping).isEmpty)
     }
 
-    @Test("W6: Website queries: off answers false without asking; on answers only after the merchant check")
+    @Test(
+        "W6: Website queries: canMakePayments answers at once; off, the active-card query answers the same without asking; on, only after the merchant check"
+    )
     func websiteQueries() async throws {
         let wallet = try Wallet(storage: InMemoryWalletStorage(), deviceCanPay: true)
         try await wallet.add(try Self.card(1, type: .debit))
@@ -139,19 +141,30 @@ struct WalletTests {
         #expect(
             try await wallet.answer(.canMakePaymentsWithActiveCard(networks: ["visa"]), verifyMerchantSession: verified)
         )
+        // No card of the network: no question to the Pay server.
         #expect(
             !(try await wallet.answer(
                 .canMakePaymentsWithActiveCard(networks: ["amex"]), verifyMerchantSession: verified)))
-        #expect(!(await wallet.answer(.canMakePayments) { false }))
-        #expect(calls.value == 2)
+        #expect(calls.value == 1)
+        // A statement that does not verify: false.
+        #expect(!(await wallet.answer(.canMakePaymentsWithActiveCard(networks: ["visa"])) { false }))
+        // canMakePayments() is the device's capability, at once, asking nobody.
+        #expect(await wallet.answer(.canMakePayments) { false })
+        #expect(try await wallet.answer(.canMakePayments, verifyMerchantSession: verified))
+        #expect(calls.value == 1)
+        // Website queries off (WebKit): canMakePaymentsWithActiveCard answers like canMakePayments, asking no server.
         try await wallet.update(WalletSettings(allowWebsiteQueries: false))
-        #expect(!(try await wallet.answer(.canMakePayments, verifyMerchantSession: verified)))
+        #expect(try await wallet.answer(.canMakePayments, verifyMerchantSession: verified))
+        #expect(try await wallet.answer(.canMakePaymentsWithActiveCard(networks: []), verifyMerchantSession: verified))
         #expect(
-            !(try await wallet.answer(.canMakePaymentsWithActiveCard(networks: []), verifyMerchantSession: verified)))
-        #expect(calls.value == 2)
+            try await wallet.answer(.canMakePaymentsWithActiveCard(networks: ["amex"]), verifyMerchantSession: verified)
+        )
+        #expect(calls.value == 1)
         let mac = try Wallet(storage: InMemoryWalletStorage(), deviceCanPay: false)
         #expect(!(try await mac.answer(.canMakePayments, verifyMerchantSession: verified)))
-        #expect(calls.value == 2)
+        #expect(
+            !(try await mac.answer(.canMakePaymentsWithActiveCard(networks: []), verifyMerchantSession: verified)))
+        #expect(calls.value == 1)
         #expect(await wallet.hasActiveCard(networks: ["visa"], types: [.debit]))
         #expect(!(await wallet.hasActiveCard(types: [.credit])))
     }

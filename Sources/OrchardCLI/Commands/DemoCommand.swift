@@ -85,11 +85,16 @@ enum DemoCommand {
                 order: MerchantAPI.CreateOrder(item: "Secret Roast Blend", amount: "9.99", currency: "USD"),
                 application: DemoApp.identifier, device: phone, merchant: nil, out: nil,
                 trace: { context.trace("  " + $0) })
+            context.trace("")
+            context.trace("== on the web: the phone buys in the demo store at store.orchard.test ==")
+            let web = try await DemoWeb.run(
+                deployment: deployment, connections: connections, device: phone, trace: { context.trace("  " + $0) })
             payments =
                 inStore + [
                     DemoInStore.Row(
                         channel: "in-app", device: bought.device, card: bought.card, amount: bought.amount,
-                        result: bought.outcome, responseCode: bought.responseCode)
+                        result: bought.outcome, responseCode: bought.responseCode),
+                    web,
                 ]
             await connections.close()
         } catch {

@@ -105,19 +105,32 @@ enum DeviceCommands {
             Apps on the device (`orchard app buy --device NAME`) present their payment sheet here: the user drives
             it with `orchard device sheet ...`, or --auto-auth approves it (the proposed card, the wallet's recent
             contact or a demo contact, the first shipping method); the device reaches the Pay server for it
-            (docs/in-app.md).
+            (docs/in-app.md). Browsers on the device reach its browser agent at https://agent.orchard.test
+            (`orchard browser setup`, docs/web.md).
             """,
-        options: [nameOption, autoAuthOption, sheetTimeoutOption, syncIntervalOption]
+        options: [
+            nameOption, autoAuthOption, sheetTimeoutOption, syncIntervalOption, agentPortOption, handlerTimeoutOption,
+        ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = arguments[nameOption]
-        let configuration: DeviceProcessConfiguration
+        var configuration: DeviceProcessConfiguration
         do throws(DeviceError) {
             configuration = try DeviceProcessConfiguration(
                 deployment: deployment, name: name, autoAuthentication: arguments[autoAuthOption],
                 sheetTimeout: arguments[sheetTimeoutOption], syncInterval: arguments[syncIntervalOption])
         } catch {
             throw CLIError.usage(error.message)
+        }
+        // The browser agent (docs/web.md): https://agent.orchard.test for browsers on this device. A deployment that
+        // cannot give it a certificate or the token-signing root (a host with the device's folder alone) runs
+        // without it.
+        do {
+            configuration.browserAgent = try BrowserCommands.agentConfiguration(
+                deployment: deployment, port: arguments[agentPortOption],
+                handlerTimeout: arguments[handlerTimeoutOption], context: context)
+        } catch {
+            context.trace("browser agent not started: \(error)")
         }
         try await DeviceProcessRunner.run(
             configuration: configuration,
@@ -136,6 +149,12 @@ enum DeviceCommands {
             throw CLIError.usage(error.message)
         }
     }
+    static let agentPortOption = Option<Int>.integer(
+        "agent-port", default: 0, range: 0...65535,
+        help: "The browser agent's loopback port (0: a free port, written to DIR/devices/NAME/agent.json).")
+    static let handlerTimeoutOption = Option<Duration>(
+        "web-handler-timeout", default: .seconds(30), range: 1...3600,
+        help: "A web page must complete each Apple Pay event in this time (WebKit's 30-second rule).")
     static let sheetTimeoutOption = Option<Duration>(
         "sheet-timeout", default: .seconds(120), range: 1...3600,
         help: "Cancel a payment sheet not completed in this time.")

@@ -1,0 +1,261 @@
+public import AccessPolicy
+public import DeviceControlAPI
+import Foundation
+
+/// The boundary between the browser agent's invisible frame (and its payment sheet page), which run in the
+/// browser at `https://agent.orchard.test`, and the agent's server in `orchard device run` (docs/web.md, "The
+/// browser agent").
+///
+/// The server writes the pages (`web/agent/`), whose scripts read and write these routes and bodies; the contract
+/// test binds the scripts' paths and member names to this module. Every `/v1` route answers only a request of
+/// the agent's own documents: `Sec-Fetch-Site: same-origin` and the page's secret in ``secretHeader`` (a secret
+/// the server put in the frame or sheet document it served, which no other page can read). Refusals are
+/// `{"error": {"code", "message"}}`.
+public enum BrowserAgentAPI {
+    /// The agent's host name; browsers map it to the device's agent port (`orchard browser setup`).
+    public static let host = "agent.orchard.test"
+    /// The agent's origin, which `orchard-pay.js` frames and posts messages to.
+    public static let origin = "https://" + host
+    /// The header carrying the page's secret.
+    public static let secretHeader = "X-Orchard-Agent-Secret"
+    /// The validation URL the agent hands the page's `onvalidatemerchant` (the sandbox's Apple gateway).
+    public static let validationURL = "https://apple-pay-gateway.orchard.test/paymentservices/paymentSession"
+    /// The highest `ApplePaySession` version `orchard-pay.js` supports.
+    public static let latestVersion = 14
+
+    /// The documents the agent serves (no secret needed to load them).
+    public enum Page {
+        /// The invisible frame `orchard-pay.js` inserts (framable by https pages only).
+        public static let frame = "/frame"
+        /// The payment sheet on the device's screen (`frame-ancestors 'none'`).
+        public static let sheet = "/sheet"
+        /// Scripts and styles of both: `/assets/<name>`.
+        public static let assets = "/assets/:name"
+    }
+
+    /// The routes of the frame and of the sheet page.
+    public enum Route {
+        /// `POST` ``PageContext`` → ``Hello``: the frame's first call, with what it read of its parents.
+        public static let hello = "/v1/frame/hello"
+        /// `POST` ``BeginSession`` → ``SessionBegun`` (201): `begin()`.
+        public static let sessions = "/v1/frame/sessions"
+        /// `POST` the merchant session JSON object, unchanged → ``SessionState``: `completeMerchantValidation`.
+        public static let merchantSession = "/v1/frame/sessions/:session/merchant-session"
+        /// `GET ?wait=SECONDS` → DeviceControlAPI's `PaymentSheetAppEvent` (the next event for the page).
+        public static let events = "/v1/frame/sessions/:session/events"
+        /// `POST` DeviceControlAPI's `AnswerPaymentSheetEvent.Body` → ``SessionState``: a completion.
+        public static let answer = "/v1/frame/sessions/:session/answer"
+        /// `POST {}` → ``SessionState``: `abort()`.
+        public static let abort = "/v1/frame/sessions/:session/abort"
+        /// `POST` ``ActiveCardQuery`` → ``ActiveCardAnswer``: `canMakePaymentsWithActiveCard`.
+        public static let activeCard = "/v1/frame/active-card"
+        /// `GET` → ``SheetScreen``: what the device's screen shows.
+        public static let screen = "/v1/sheet/current"
+        /// `POST /v1/sheet/current/<action>` with the device control API's action bodies (`card`,
+        /// `shipping-contact`, `billing-contact`, `shipping-method`, `authenticate`, `cancel`).
+        public static let screenAction = "/v1/sheet/current/:action"
+
+        /// A session's path for a route pattern with `:session`.
+        public static func path(_ pattern: String, session: String) -> String {
+            pattern.replacingOccurrences(of: ":session", with: session)
+        }
+    }
+
+    /// The routes with their policy: `anyone` at the router (no client certificates in a browser); the agent's
+    /// server checks `Sec-Fetch-Site` and the secret before any handler runs.
+    public enum Declared {
+        public static let hello = DeclaredRoute("POST", Route.hello, .anyone)
+        public static let sessions = DeclaredRoute("POST", Route.sessions, .anyone)
+        public static let merchantSession = DeclaredRoute("POST", Route.merchantSession, .anyone)
+        public static let events = DeclaredRoute("GET", Route.events, .anyone)
+        public static let answer = DeclaredRoute("POST", Route.answer, .anyone)
+        public static let abort = DeclaredRoute("POST", Route.abort, .anyone)
+        public static let activeCard = DeclaredRoute("POST", Route.activeCard, .anyone)
+        public static let screen = DeclaredRoute("GET", Route.screen, .anyone)
+        public static let screenAction = DeclaredRoute("POST", Route.screenAction, .anyone)
+        /// The frame's routes (a frame's secret).
+        public static let frame = [hello, sessions, merchantSession, events, answer, abort, activeCard]
+        /// The sheet page's routes (a sheet's secret).
+        public static let sheet = [screen, screenAction]
+    }
+
+    /// What the frame read of the page that embeds it, from the browser (not from the page).
+    public struct PageContext: Codable, Sendable, Hashable {
+        /// `location.ancestorOrigins`, nearest first: the embedding page's origin, then its parents'.
+        public let ancestorOrigins: [String]
+        /// The frame's `isSecureContext` (false when any ancestor is not secure).
+        public let secureContext: Bool
+        /// Whether the `payment` permission policy allows the frame (false for a third-party frame without
+        /// `allow="payment"` above it).
+        public let paymentAllowed: Bool
+
+        public init(ancestorOrigins: [String], secureContext: Bool, paymentAllowed: Bool) {
+            self.ancestorOrigins = ancestorOrigins
+            self.secureContext = secureContext
+            self.paymentAllowed = paymentAllowed
+        }
+    }
+
+    /// A refusal the page's script throws as a `DOMException` (WebKit's names and messages).
+    public struct Refusal: Codable, Sendable, Hashable {
+        /// `InvalidAccessError` or `SecurityError`.
+        public let name: String
+        public let message: String
+
+        public init(name: String, message: String) {
+            self.name = name
+            self.message = message
+        }
+    }
+
+    /// The answer of ``Route/hello``.
+    public struct Hello: Codable, Sendable, Hashable {
+        /// The device's capability (`canMakePayments()`), false when refused.
+        public let canMakePayments: Bool
+        /// Why this page may not use Apple Pay at all (insecure, third-party frame), or nil.
+        public let refusal: Refusal?
+
+        public init(canMakePayments: Bool, refusal: Refusal?) {
+            self.canMakePayments = canMakePayments
+            self.refusal = refusal
+        }
+    }
+
+    /// A line item or total of Apple Pay JS (`ApplePayLineItem`).
+    public struct LineItem: Codable, Sendable, Hashable {
+        public let label: String
+        /// A decimal string (absent for a `pending` item).
+        public let amount: String?
+        /// `final` (default) or `pending`.
+        public let type: String?
+
+        public init(label: String, amount: String?, type: String? = nil) {
+            self.label = label
+            self.amount = amount
+            self.type = type
+        }
+    }
+
+    /// A shipping method of Apple Pay JS (`ApplePayShippingMethod`).
+    public struct ShippingMethod: Codable, Sendable, Hashable {
+        public let label: String
+        public let detail: String?
+        public let amount: String
+        public let identifier: String
+
+        public init(label: String, detail: String?, amount: String, identifier: String) {
+            self.label = label
+            self.detail = detail
+            self.amount = amount
+            self.identifier = identifier
+        }
+    }
+
+    /// The members of `ApplePayPaymentRequest` the agent uses (`orchard-pay.js` validated the request first).
+    public struct PaymentRequest: Codable, Sendable, Hashable {
+        public let countryCode: String
+        public let currencyCode: String
+        public let supportedNetworks: [String]
+        public let merchantCapabilities: [String]
+        public let total: LineItem
+        public let lineItems: [LineItem]?
+        public let requiredShippingContactFields: [String]?
+        public let requiredBillingContactFields: [String]?
+        public let shippingMethods: [ShippingMethod]?
+        /// Base64, as in Apple Pay JS.
+        public let applicationData: String?
+
+        public init(
+            countryCode: String, currencyCode: String, supportedNetworks: [String], merchantCapabilities: [String],
+            total: LineItem, lineItems: [LineItem]? = nil, requiredShippingContactFields: [String]? = nil,
+            requiredBillingContactFields: [String]? = nil, shippingMethods: [ShippingMethod]? = nil,
+            applicationData: String? = nil
+        ) {
+            self.countryCode = countryCode
+            self.currencyCode = currencyCode
+            self.supportedNetworks = supportedNetworks
+            self.merchantCapabilities = merchantCapabilities
+            self.total = total
+            self.lineItems = lineItems
+            self.requiredShippingContactFields = requiredShippingContactFields
+            self.requiredBillingContactFields = requiredBillingContactFields
+            self.shippingMethods = shippingMethods
+            self.applicationData = applicationData
+        }
+    }
+
+    /// The body of ``Route/sessions``.
+    public struct BeginSession: Codable, Sendable, Hashable {
+        public let version: Int
+        public let page: PageContext
+        public let request: PaymentRequest
+
+        public init(version: Int, page: PageContext, request: PaymentRequest) {
+            self.version = version
+            self.page = page
+            self.request = request
+        }
+    }
+
+    /// The answer of ``Route/sessions``: the session and the URL for `onvalidatemerchant`.
+    public struct SessionBegun: Codable, Sendable, Hashable {
+        public let session: String
+        public let validationURL: String
+
+        public init(session: String, validationURL: String) {
+            self.session = session
+            self.validationURL = validationURL
+        }
+    }
+
+    /// A session's state after a call.
+    public struct SessionState: Codable, Sendable, Hashable {
+        /// `validating` (waits for the merchant session), `presented`, `ended`.
+        public let state: String
+
+        public init(state: String) { self.state = state }
+    }
+
+    /// The body of ``Route/activeCard``.
+    public struct ActiveCardQuery: Codable, Sendable, Hashable {
+        public let merchantIdentifier: String
+        public let page: PageContext
+
+        public init(merchantIdentifier: String, page: PageContext) {
+            self.merchantIdentifier = merchantIdentifier
+            self.page = page
+        }
+    }
+
+    /// The answer of ``Route/activeCard``.
+    public struct ActiveCardAnswer: Codable, Sendable, Hashable {
+        public let canMakePayments: Bool
+
+        public init(canMakePayments: Bool) { self.canMakePayments = canMakePayments }
+    }
+
+    /// What the device's screen shows (``Route/screen``): nothing, a page waiting for its merchant's validation,
+    /// or the sheet (DeviceControlAPI's `PaymentSheetStatusAnswer` as JSON in ``sheet``).
+    public struct SheetScreen: Codable, Sendable, Hashable {
+        /// `idle`, `validating`, `presented`, `ended`.
+        public let state: String
+        /// The top-level page's host.
+        public let domain: String?
+        /// The merchant's display name from its verified session.
+        public let merchantName: String?
+        /// Why the last session ended without a sheet (a refused merchant session), for the user.
+        public let failure: String?
+        /// The sheet: merchant, items, cards (network, type, suffix), contacts, shipping, what it needs.
+        public let sheet: PaymentSheetView?
+
+        public init(
+            state: String, domain: String?, merchantName: String?, failure: String?, sheet: PaymentSheetView?
+        ) {
+            self.state = state
+            self.domain = domain
+            self.merchantName = merchantName
+            self.failure = failure
+            self.sheet = sheet
+        }
+    }
+}

@@ -1,0 +1,533 @@
+import AccessPolicy
+import AppPayments
+import BrowserAgentAPI
+import DeviceControlAPI
+import Foundation
+public import OrchardCrypto
+import OrchardHTTP
+import OrchardLogging
+import OrchardWeb
+public import PayClient
+import WebMerchantAPI
+
+/// What the browser agent of `orchard device run` runs with.
+public struct BrowserAgentConfiguration: Sendable {
+    /// The loopback port (0: any free port; the one bound is written to `DIR/devices/NAME/agent.json`).
+    public let port: Int
+    /// The TLS certificate chain for `agent.orchard.test` (issued by the Orchard root) and its key.
+    public let certificateChainPEM: String
+    public let privateKeyPEM: SecureBytes
+    /// Checks a page's merchant session before any sheet.
+    public let sessions: MerchantSessionCheck
+    /// WebKit's 30-second rule: a page that does not complete an event in this time ends its sheet.
+    public let handlerTimeout: Duration
+    /// `canMakePaymentsWithActiveCard(merchantID)` for a top-level page's host, when website queries are on (the
+    /// Pay server's capability statement); nil answers false.
+    public let activeCard: (@Sendable (_ merchantIdentifier: String, _ domain: String) async -> Bool)?
+
+    public init(
+        port: Int, certificateChainPEM: String, privateKeyPEM: SecureBytes, sessions: MerchantSessionCheck,
+        handlerTimeout: Duration = .seconds(30),
+        activeCard: (@Sendable (_ merchantIdentifier: String, _ domain: String) async -> Bool)? = nil
+    ) {
+        self.port = port
+        self.certificateChainPEM = certificateChainPEM
+        self.privateKeyPEM = privateKeyPEM
+        self.sessions = sessions
+        self.handlerTimeout = handlerTimeout
+        self.activeCard = activeCard
+    }
+}
+
+/// The device's browser agent (docs/web.md, "The browser agent"): the built-in side of a browser's Apple Pay,
+/// served at `https://agent.orchard.test` by the device process. `orchard-pay.js` frames ``BrowserAgentAPI/Page/frame``
+/// invisibly and talks to it only by `postMessage`; the frame reads the page's real origin from the browser and
+/// calls this server, which answers only its own documents (`Sec-Fetch-Site: same-origin` and the secret it put in
+/// the document it served). Before any sheet it verifies the merchant session (``MerchantSessionCheck``); the sheet
+/// is the device's ``PaymentSheetService`` sheet, shown at ``BrowserAgentAPI/Page/sheet``, a page no other page
+/// can frame.
+final class BrowserAgent: Sendable {
+    let server: HTTPServer
+    private let state: AgentState
+
+    init(
+        configuration: BrowserAgentConfiguration, sheets: PaymentSheetService,
+        canMakePayments: @escaping @Sendable () async -> Bool,
+        activeCard: @escaping @Sendable (_ merchantIdentifier: String, _ domain: String) async -> Bool,
+        trace: @escaping @Sendable (String) -> Void
+    ) throws {
+        let state = AgentState(
+            configuration: configuration, sheets: sheets, canMakePayments: canMakePayments, activeCard: activeCard,
+            trace: trace)
+        self.state = state
+        var router = Router()
+        router.add(.get, BrowserAgentAPI.Page.frame) { _ in
+            let capable = await canMakePayments()
+            return try state.document(
+                "frame.html", secret: state.newSecret(.frame), frameAncestors: "https:",
+                values: ["CAN_MAKE_PAYMENTS": capable ? "true" : "false"])
+        }
+        router.add(.get, BrowserAgentAPI.Page.sheet) { _ in
+            try state.document("sheet.html", secret: state.newSecret(.sheet), frameAncestors: "'none'")
+        }
+        router.add(.get, BrowserAgentAPI.Page.assets) { request in
+            let name = try request.parameter("name")
+            guard let file = WebAssets.file("agent", name), !name.hasSuffix(".html") else {
+                throw HTTPError(.notFound, "no asset \(name)")
+            }
+            return HTTPResponse(
+                status: .ok,
+                headers: [
+                    "Content-Type": WebAssets.contentType(of: name), "Cache-Control": "no-store",
+                    "X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "same-origin",
+                ], body: file)
+        }
+        for route in BrowserAgentAPI.Declared.frame {
+            router.add(route) { request in await state.frameRoute(route, request) }
+        }
+        for route in BrowserAgentAPI.Declared.sheet {
+            router.add(route) { request in await state.sheetRoute(route, request) }
+        }
+        var limits = HTTPServerConfiguration.Limits()
+        limits.maxBodyBytes = 64 * 1024
+        server = try HTTPServer(
+            configuration: HTTPServerConfiguration(
+                listeners: [
+                    .init(
+                        host: "127.0.0.1", port: configuration.port,
+                        tls: TLSServerConfiguration(
+                            certificateChainPEM: configuration.certificateChainPEM,
+                            privateKeyPEM: configuration.privateKeyPEM))
+                ], threads: 1, limits: limits), router: router, logger: .disabled)
+    }
+}
+
+/// The agent's state: the secrets it handed out, the pages' sessions.
+private final class AgentState: @unchecked Sendable {
+    // @unchecked: the mutable members are guarded by `lock`; the rest is immutable.
+    enum SecretKind { case frame, sheet }
+
+    /// A page's session, from `begin()` to its end.
+    final class WebSession: @unchecked Sendable {
+        // @unchecked: guarded by the agent's `lock`.
+        let id: String
+        let frameSecret: String
+        let domain: String
+        let version: Int
+        let request: PaymentRequest
+        var state = "validating"
+        var sheet: String?
+        var merchantName: String?
+        var failure: String?
+        let began = ContinuousClock.now
+        init(id: String, frameSecret: String, domain: String, version: Int, request: PaymentRequest) {
+            self.id = id
+            self.frameSecret = frameSecret
+            self.domain = domain
+            self.version = version
+            self.request = request
+        }
+    }
+
+    let configuration: BrowserAgentConfiguration
+    let sheets: PaymentSheetService
+    let canMakePayments: @Sendable () async -> Bool
+    let activeCard: @Sendable (String, String) async -> Bool
+    let trace: @Sendable (String) -> Void
+    private let lock = NSLock()
+    private var secrets: [String: SecretKind] = [:]
+    private var secretOrder: [String] = []
+    private var sessions: [String: WebSession] = [:]
+    private var latest: WebSession?
+    /// The events whose handler time is watched (each once).
+    private var watched: Set<String> = []
+
+    init(
+        configuration: BrowserAgentConfiguration, sheets: PaymentSheetService,
+        canMakePayments: @escaping @Sendable () async -> Bool,
+        activeCard: @escaping @Sendable (String, String) async -> Bool, trace: @escaping @Sendable (String) -> Void
+    ) {
+        self.configuration = configuration
+        self.sheets = sheets
+        self.canMakePayments = canMakePayments
+        self.activeCard = activeCard
+        self.trace = trace
+    }
+
+    // MARK: Documents
+
+    /// A fresh secret for one document (the last 1024 are kept).
+    func newSecret(_ kind: SecretKind) -> String {
+        let secret = Hex.encode(SystemRandom().bytes(16), lowercase: true)
+        lock.withLock {
+            secrets[secret] = kind
+            secretOrder.append(secret)
+            if secretOrder.count > 1024 { secrets.removeValue(forKey: secretOrder.removeFirst()) }
+        }
+        return secret
+    }
+
+    /// `web/agent/<name>` with its secret in place of `{{SECRET}}`, never cached, framable only by
+    /// `frameAncestors`.
+    func document(
+        _ name: String, secret: String, frameAncestors: String, values: [String: String] = [:]
+    ) throws -> HTTPResponse {
+        guard let template = WebAssets.file("agent", name) else { throw HTTPError(.notFound, "no page \(name)") }
+        var page = String(decoding: template, as: UTF8.self).replacingOccurrences(of: "{{SECRET}}", with: secret)
+        for (key, value) in values { page = page.replacingOccurrences(of: "{{\(key)}}", with: value) }
+        var headers: HTTPHeaders = [
+            "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store",
+            "Content-Security-Policy":
+                "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                + "frame-ancestors \(frameAncestors)",
+            "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+        ]
+        if frameAncestors == "'none'" { headers.set("X-Frame-Options", "DENY") }
+        return HTTPResponse(status: .ok, headers: headers, body: Data(page.utf8))
+    }
+
+    // MARK: Who may call
+
+    /// The secret's kind when `request` comes from one of the agent's own documents, else nil.
+    private func caller(_ request: HTTPRequest) -> (kind: SecretKind, secret: String)? {
+        guard request.headers["Sec-Fetch-Site"] == "same-origin",
+            let secret = request.headers[BrowserAgentAPI.secretHeader],
+            let kind = lock.withLock({ secrets[secret] })
+        else { return nil }
+        return (kind, secret)
+    }
+
+    private static let forbidden = failure(
+        403, "notAgentDocument",
+        "the browser agent answers only its own frame and sheet (Sec-Fetch-Site same-origin and their secret)")
+
+    static func failure(_ status: Int, _ code: String, _ message: String) -> HTTPResponse {
+        response(ControlResponse.error(status, code, message))
+    }
+
+    static func response(_ control: ControlResponse) -> HTTPResponse {
+        HTTPResponse(
+            status: HTTPStatus(code: control.status, reason: control.status < 400 ? "OK" : "Refused"),
+            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"], body: control.body)
+    }
+
+    static func json(_ value: some Encodable, status: Int = 200) -> HTTPResponse {
+        response(ControlResponse.json(value, status: status))
+    }
+
+    private static let decoder = JSONDecoder()
+
+    // MARK: The frame
+
+    func frameRoute(_ route: DeclaredRoute, _ request: HTTPRequest) async -> HTTPResponse {
+        guard let caller = caller(request), caller.kind == .frame else { return Self.forbidden }
+        switch route.pattern {
+        case BrowserAgentAPI.Route.hello:
+            guard let page = try? Self.decoder.decode(BrowserAgentAPI.PageContext.self, from: request.body) else {
+                return Self.failure(400, "invalidRequest", "the body is a page context")
+            }
+            let refusal = Self.refusal(page)
+            let capable = refusal == nil ? await canMakePayments() : false
+            return Self.json(BrowserAgentAPI.Hello(canMakePayments: capable, refusal: refusal))
+        case BrowserAgentAPI.Route.sessions:
+            return await begin(request, secret: caller.secret)
+        case BrowserAgentAPI.Route.activeCard:
+            guard let query = try? Self.decoder.decode(BrowserAgentAPI.ActiveCardQuery.self, from: request.body)
+            else { return Self.failure(400, "invalidRequest", "the body is {merchantIdentifier, page}") }
+            guard Self.refusal(query.page) == nil, let domain = Self.topHost(query.page) else {
+                return Self.json(BrowserAgentAPI.ActiveCardAnswer(canMakePayments: false))
+            }
+            // The wallet's answer (website queries off: as canMakePayments(), asking no server).
+            return Self.json(
+                BrowserAgentAPI.ActiveCardAnswer(canMakePayments: await activeCard(query.merchantIdentifier, domain)))
+        default:
+            break
+        }
+        guard let id = request.pathParameters["session"],
+            let session = lock.withLock({ sessions[id] }), session.frameSecret == caller.secret
+        else { return Self.failure(404, "notFound", "no such session of this frame") }
+        switch route.pattern {
+        case BrowserAgentAPI.Route.merchantSession:
+            return await validate(session, request.body)
+        case BrowserAgentAPI.Route.events:
+            let wait = request.queryValue("wait").flatMap(Int.init) ?? 20
+            guard let sheet = lock.withLock({ session.sheet }) else {
+                let ended = lock.withLock { session.state == "ended" }
+                var event = PaymentSheetAppEvent(sheet: id, kind: ended ? .ended : .none)
+                if ended { event.outcome = "cancelled" }
+                return Self.json(event)
+            }
+            let answer = await sheets.handle(.sheetEvents(sheet, wait: wait), body: Data())
+            watch(answer, sheet: sheet)
+            return Self.response(answer)
+        case BrowserAgentAPI.Route.answer:
+            guard let sheet = lock.withLock({ session.sheet }) else {
+                return Self.failure(409, "invalidAction", "the session has no sheet")
+            }
+            return Self.response(await sheets.handle(.sheetAnswer(sheet), body: request.body))
+        case BrowserAgentAPI.Route.abort:
+            let sheet = lock.withLock { () -> String? in
+                if session.sheet == nil { session.state = "ended" }
+                return session.sheet
+            }
+            if let sheet { _ = await sheets.handle(.sheetAction(sheet, .cancel), body: Data()) }
+            trace("agent: the page at \(session.domain) aborted its session")
+            return Self.json(BrowserAgentAPI.SessionState(state: "ended"))
+        default:
+            return Self.failure(404, "notFound", "no route")
+        }
+    }
+
+    /// WebKit's refusals of a page, from what the frame read of it (notes/apple-pay-web.md §1.8).
+    static func refusal(_ page: BrowserAgentAPI.PageContext) -> BrowserAgentAPI.Refusal? {
+        guard let first = page.ancestorOrigins.first else {
+            return .init(
+                name: "InvalidAccessError", message: "Trying to start an Apple Pay session from an inactive document.")
+        }
+        guard first.hasPrefix("https://") else {
+            return .init(
+                name: "InvalidAccessError", message: "Trying to start an Apple Pay session from an insecure document.")
+        }
+        guard page.ancestorOrigins.allSatisfy({ $0.hasPrefix("https://") }), page.secureContext else {
+            return .init(
+                name: "InvalidAccessError",
+                message: "Trying to start an Apple Pay session from a document with an insecure parent frame.")
+        }
+        guard page.ancestorOrigins.count == 1 || page.paymentAllowed else {
+            return .init(
+                name: "SecurityError",
+                message:
+                    "Third-party iframes are not allowed to request payments unless explicitly allowed via Feature-Policy (payment)"
+            )
+        }
+        return nil
+    }
+
+    /// The top-level page's host (the last ancestor origin's), lower-cased, without a port.
+    static func topHost(_ page: BrowserAgentAPI.PageContext) -> String? {
+        guard let top = page.ancestorOrigins.last, let url = URL(string: top), let host = url.host else { return nil }
+        return host.lowercased()
+    }
+
+    /// Whether the device's latest web session is still going: its sheet is up, or it waits for its merchant's
+    /// validation (for at most the handler timeout, as WebKit's 30-second rule ends an unanswered
+    /// `onvalidatemerchant`).
+    private func busy() async -> Bool {
+        guard let session = lock.withLock({ latest }) else { return false }
+        let (state, sheet) = lock.withLock { (session.state, session.sheet) }
+        if state == "ended" { return false }
+        if let sheet {
+            guard let current = await sheets.session(sheet) else { return false }
+            return await current.ending == nil
+        }
+        guard ContinuousClock.now - session.began < configuration.handlerTimeout else {
+            lock.withLock {
+                session.state = "ended"
+                session.failure = "the page did not complete its merchant's validation in time"
+            }
+            return false
+        }
+        return true
+    }
+
+    private func begin(_ request: HTTPRequest, secret: String) async -> HTTPResponse {
+        guard let begin = try? Self.decoder.decode(BrowserAgentAPI.BeginSession.self, from: request.body) else {
+            return Self.failure(400, "invalidRequest", "the body is {version, page, request}")
+        }
+        if let refusal = Self.refusal(begin.page) {
+            return Self.failure(403, refusal.name, refusal.message)
+        }
+        guard let domain = Self.topHost(begin.page) else {
+            return Self.failure(400, "invalidRequest", "the page has no top-level origin")
+        }
+        let converted: PaymentRequest
+        switch Self.paymentRequest(begin.request) {
+        case .success(let request): converted = request
+        case .failure(let problem): return Self.failure(400, "invalidRequest", problem.message)
+        }
+        let id = UUID().uuidString.lowercased()
+        let session = WebSession(
+            id: id, frameSecret: secret, domain: domain, version: begin.version, request: converted)
+        let running = await busy()
+        let busy = lock.withLock { () -> Bool in
+            if running { return true }
+            sessions[id] = session
+            latest = session
+            if sessions.count > 64, let oldest = sessions.values.filter({ $0.state == "ended" }).first {
+                sessions.removeValue(forKey: oldest.id)
+            }
+            return false
+        }
+        guard !busy else {
+            return Self.failure(
+                409, "InvalidAccessError", "Page already has an active payment session.")
+        }
+        trace("agent: \(domain) began a session (version \(begin.version)); waiting for its merchant session")
+        return Self.json(
+            BrowserAgentAPI.SessionBegun(session: id, validationURL: BrowserAgentAPI.validationURL), status: 201)
+    }
+
+    /// Apple Pay JS's request as the device's payment request (the merchant comes from the verified session).
+    static func paymentRequest(_ request: BrowserAgentAPI.PaymentRequest) -> Result<PaymentRequest, RequestProblem> {
+        var items: [PaymentSummaryItem] = []
+        for item in (request.lineItems ?? []) + [request.total] {
+            items.append(
+                PaymentSummaryItem(
+                    label: item.label, amount: item.amount ?? "0",
+                    type: item.type == "pending" ? .pending : .final))
+        }
+        func fields(_ names: [String]?) -> Result<Set<ContactField>, RequestProblem> {
+            var set = Set<ContactField>()
+            for name in names ?? [] {
+                switch name {
+                case "email": set.insert(.emailAddress)
+                case "phone": set.insert(.phoneNumber)
+                case "name": set.insert(.name)
+                case "postalAddress": set.insert(.postalAddress)
+                case "phoneticName": continue
+                default: return .failure(RequestProblem("\"\(name)\" is not a valid contact field."))
+                }
+            }
+            return .success(set)
+        }
+        var applicationData: Data?
+        if let text = request.applicationData {
+            guard let data = Data(base64Encoded: text) else {
+                return .failure(RequestProblem("\"applicationData\" must be a Base64-encoded string."))
+            }
+            applicationData = data
+        }
+        let shipping: Set<ContactField>
+        let billing: Set<ContactField>
+        switch (fields(request.requiredShippingContactFields), fields(request.requiredBillingContactFields)) {
+        case (.success(let s), .success(let b)):
+            shipping = s
+            billing = b
+        case (.failure(let problem), _), (_, .failure(let problem)):
+            return .failure(problem)
+        }
+        return .success(
+            PaymentRequest(
+                merchantIdentifier: "", countryCode: request.countryCode, currencyCode: request.currencyCode,
+                supportedNetworks: request.supportedNetworks.map(PaymentNetwork.init(rawValue:)),
+                merchantCapabilities: MerchantCapabilities(names: request.merchantCapabilities),
+                paymentSummaryItems: items, applicationData: applicationData,
+                requiredBillingContactFields: billing, requiredShippingContactFields: shipping,
+                shippingMethods: (request.shippingMethods ?? []).map {
+                    ShippingMethod(
+                        identifier: $0.identifier, label: $0.label, detail: $0.detail ?? "", amount: $0.amount)
+                }))
+    }
+
+    /// `completeMerchantValidation`: the session verified, then the sheet presented.
+    private func validate(_ session: WebSession, _ body: Data) async -> HTTPResponse {
+        guard lock.withLock({ session.state == "validating" }) else {
+            return Self.failure(409, "InvalidAccessError", "the session does not wait for its merchant's validation")
+        }
+        let problem: String?
+        let merchantSession: MerchantSession?
+        do {
+            let parsed = try MerchantSession(json: Array(body))
+            merchantSession = parsed
+            problem = configuration.sessions.problem(with: parsed, domain: session.domain)
+        } catch {
+            merchantSession = nil
+            problem = "the merchant session is not one: \(error.message)"
+        }
+        guard let merchantSession, problem == nil else {
+            let reason = problem ?? "the merchant session was refused"
+            lock.withLock {
+                session.state = "ended"
+                session.failure = reason
+            }
+            trace("agent: \(session.domain)'s merchant session refused: \(reason)")
+            return Self.failure(422, "merchantSessionRefused", reason)
+        }
+        var request = session.request
+        request.merchantIdentifier = merchantSession.merchantIdentifier
+        let web = WebPaymentContext(
+            domain: session.domain, merchantSessionIdentifier: merchantSession.merchantSessionIdentifier,
+            merchantSessionNonce: merchantSession.nonce)
+        lock.withLock {
+            session.merchantName = merchantSession.displayName
+            session.state = "presenting"
+        }
+        let presented = await sheets.presentWeb(request, web: web)
+        guard presented.status == 201,
+            let sheet = try? Self.decoder.decode(PresentedPaymentSheet.self, from: presented.body)
+        else {
+            let message =
+                (try? Self.decoder.decode(DeviceControlErrorBody.self, from: presented.body))?.error.message
+                ?? "the sheet could not be presented"
+            lock.withLock {
+                session.state = "ended"
+                session.failure = message
+            }
+            return Self.response(presented)
+        }
+        lock.withLock {
+            session.sheet = sheet.id
+            session.state = "presented"
+        }
+        trace("agent: \(session.domain)'s merchant session verified; sheet \(sheet.id) on the device's screen")
+        return Self.json(BrowserAgentAPI.SessionState(state: "presented"))
+    }
+
+    /// WebKit's 30-second rule: the page must complete each event it was handed within the handler timeout.
+    private func watch(_ answer: ControlResponse, sheet: String) {
+        guard answer.status == 200,
+            let event = try? Self.decoder.decode(PaymentSheetAppEvent.self, from: answer.body),
+            let sequence = event.sequence, event.kind != .none, event.kind != .ended,
+            lock.withLock({ watched.insert("\(sheet) \(sequence)").inserted })
+        else { return }
+        let timeout = configuration.handlerTimeout
+        let sheets = self.sheets
+        let trace = self.trace
+        Task {
+            try? await Task.sleep(for: timeout)
+            guard let session = await sheets.session(sheet) else { return }
+            if await session.handlerTimedOut(sequence) {
+                trace("agent: the page did not complete event \(sequence) in time: the sheet ends")
+            }
+        }
+    }
+
+    // MARK: The sheet page (the device's screen)
+
+    func sheetRoute(_ route: DeclaredRoute, _ request: HTTPRequest) async -> HTTPResponse {
+        guard let caller = caller(request), caller.kind == .sheet else { return Self.forbidden }
+        if route.pattern == BrowserAgentAPI.Route.screenAction {
+            guard let name = request.pathParameters["action"], let verb = PaymentSheetActionName(rawValue: name)
+            else { return Self.failure(404, "notFound", "no such action") }
+            let sheet = lock.withLock { latest?.sheet } ?? "current"
+            return Self.response(await sheets.handle(.sheetAction(sheet, verb), body: request.body))
+        }
+        let web = lock.withLock {
+            latest.map {
+                (state: $0.state, domain: $0.domain, name: $0.merchantName, failure: $0.failure, sheet: $0.sheet)
+            }
+        }
+        if let web, web.sheet == nil {
+            // Before its sheet: the page's merchant is being validated, or its session was refused.
+            return Self.json(
+                BrowserAgentAPI.SheetScreen(
+                    state: web.state == "ended" ? "ended" : "validating", domain: web.domain, merchantName: web.name,
+                    failure: web.failure, sheet: nil))
+        }
+        var current = await sheets.session(web?.sheet ?? "current")
+        if current == nil { current = await sheets.session("current") }
+        let view = await current?.currentSheet
+        let state = view.map { $0.status == "presented" ? "presented" : "ended" } ?? "idle"
+        let own = web?.sheet != nil && web?.sheet == current?.id
+        return Self.json(
+            BrowserAgentAPI.SheetScreen(
+                state: state, domain: own ? web?.domain : view?.applicationIdentifier,
+                merchantName: own ? web?.name : view?.merchantName, failure: view?.failure, sheet: view))
+    }
+}
+
+/// Why a page's request cannot be the device's payment request.
+struct RequestProblem: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}

@@ -1,0 +1,179 @@
+import BrowserAgentAPI
+import Device
+import DeviceProcess
+import Foundation
+import OrchardCrypto
+import OrchardHTTP
+import OrchardRuntime
+import OrchardServices
+import OrchardX509
+import PayClient
+import WebMerchantAPI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `orchard browser`: a real browser (Chromium) against the deployment (docs/web.md, "Apple Pay in a browser").
+enum BrowserCommands {
+    static let command = Command(
+        name: "browser", summary: "Set up a browser (Chromium) to use the deployment's websites and a device's agent.",
+        subcommands: [setup])
+
+    static let deviceOption = Option.required(
+        "device", "NAME", help: "The device whose browser agent (orchard device run) the browser uses.")
+    static let profileOption = Option.required(
+        "profile", "DIR2",
+        help: "The browser's home: DIR2/.pki/nssdb trusts the deployment's root (run it with HOME=DIR2).")
+
+    static let setup = Command(
+        name: "setup",
+        summary: "Write an NSS database trusting the deployment's root and print Chromium's arguments, one per line.",
+        discussion: """
+            Writes DIR2/.pki/nssdb (certutil from libnss3-tools) trusting DIR/pki/root-ca.pem for websites, and prints
+            the arguments to start Chromium with HOME=DIR2: host-resolver rules mapping every name of config.json
+            `names` to its loopback port and agent.orchard.test to the browser agent of --device (which must be
+            running: `orchard device run --name NAME`), the profile directory, and --no-sandbox when run as root.
+            Certificate errors are never ignored. Then: HOME=DIR2 chromium $(orchard browser setup ...) \
+            https://store.orchard.test/
+            """,
+        options: [deviceOption, profileOption]
+    ) { arguments, context in
+        let deployment = try MerchantCommands.initializedDeployment(context)
+        let device = arguments[deviceOption]
+        let profile = URL(fileURLWithPath: arguments[profileOption]).standardizedFileURL.path
+        let lines = try await chromiumArguments(deployment: deployment, device: device, profile: profile, context)
+        for line in lines { context.output(line) }
+        context.trace(
+            "NSS database \(profile)/.pki/nssdb trusts the Orchard root; start Chromium with HOME=\(profile) "
+                + "and these arguments, then open https://store.orchard.test/")
+    }
+
+    /// Writes the NSS database and returns Chromium's arguments.
+    static func chromiumArguments(
+        deployment: DeploymentDirectory, device: String, profile: String, _ context: CommandContext
+    ) async throws -> [String] {
+        let agentPort = try agentPort(of: device, in: deployment)
+        let configuration = try DeploymentCommands.registry().loadConfiguration(
+            from: deployment, environment: context.environment)
+        var names = configuration.hostNames
+        names[BrowserAgentAPI.host] = agentPort
+        try await writeNSSDatabase(profile: profile, root: try deployment.certificatePath(named: PKIFiles.rootCA))
+        let rules = names.sorted { $0.key < $1.key }.map { "MAP \($0.key):443 127.0.0.1:\($0.value)" }
+        var lines = [
+            "--host-resolver-rules=" + rules.joined(separator: ","),
+            "--user-data-dir=" + profile + "/chromium",
+            "--no-first-run", "--no-default-browser-check",
+        ]
+        if getuid() == 0 { lines.append("--no-sandbox") }
+        return lines
+    }
+
+    /// The port of `device`'s running browser agent (`DIR/devices/NAME/agent.json`).
+    static func agentPort(of device: String, in deployment: DeploymentDirectory) throws -> Int {
+        let path = DeviceProcessRunner.agentFile(of: device, in: deployment)
+        guard let data = FileManager.default.contents(atPath: path),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let port = object["port"] as? Int, (1...65535).contains(port)
+        else {
+            throw CLIError.failure(
+                "the browser agent of \(device) is not running: start `orchard device run --data-dir "
+                    + "\(deployment.path) --name \(device)` first")
+        }
+        return port
+    }
+
+    /// `certutil -N` (an empty password) and `certutil -A` of the root, trusted for TLS servers.
+    static func writeNSSDatabase(profile: String, root: String) async throws {
+        let database = profile + "/.pki/nssdb"
+        do {
+            try FileManager.default.createDirectory(
+                atPath: database, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CLIError.failure("cannot create \(database): \(error.localizedDescription)")
+        }
+        guard
+            let certutil = ["/usr/bin/certutil", "/usr/local/bin/certutil"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
+            throw CLIError.failure("certutil is not installed: apt-get install libnss3-tools (scripts/bootstrap)")
+        }
+        if !FileManager.default.fileExists(atPath: database + "/cert9.db") {
+            try await run(certutil, ["-N", "-d", "sql:" + database, "--empty-password"])
+        }
+        // Replaces an earlier root of another deployment under the same nickname.
+        _ = try? await run(certutil, ["-D", "-d", "sql:" + database, "-n", "Orchard root"], quiet: true)
+        try await run(certutil, ["-A", "-d", "sql:" + database, "-n", "Orchard root", "-t", "C,,", "-i", root])
+    }
+
+    private static func run(_ executable: String, _ arguments: [String], quiet: Bool = false) async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-certutil-\(UUID().uuidString)")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let child = try Subprocess(executable, arguments, stdoutPath: log, stderrPath: log)
+        let ended = await child.exit()
+        guard ended == .exited(0) else {
+            let detail = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if quiet { throw CLIError.failure("certutil failed") }
+            throw CLIError.failure(
+                "certutil \(arguments.first ?? "") failed (\(ended)): "
+                    + detail.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    // MARK: The browser agent of `orchard device run`
+
+    /// `pki/devices/device-agent-tls`: the TLS identity of `agent.orchard.test`, issued by the Orchard root the first
+    /// time a device process runs (as `terminal setup` issues a terminal's).
+    static func agentIdentity(in deployment: DeploymentDirectory) throws -> TLSIdentity {
+        let name = "device-agent-tls"
+        if let identity = try? TLSIdentity.load(named: name, from: deployment) { return identity }
+        let root = try CertificateAuthority.load(named: PKIFiles.rootCA, from: deployment)
+        let key = try DeploymentPKI.newSigningKey()
+        let now = Date()
+        let certificate = try Certificate.issue(
+            subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard browser agent")]),
+            publicKey: CertificatePublicKey(key.publicKey), issuer: root.issuer,
+            notValidBefore: now.addingTimeInterval(-300), notValidAfter: now.addingTimeInterval(397 * 86_400),
+            extensions: [
+                .basicConstraints(isCA: false), .keyUsage([.digitalSignature]), .extendedKeyUsage([.serverAuth]),
+                try .subjectAlternativeNames(dnsNames: [BrowserAgentAPI.host], ipAddresses: []),
+            ], random: SystemRandom())
+        try DeploymentPKI.writeSigningKey(key, named: name, to: deployment)
+        try DeploymentPKI.writeCertificates([certificate], named: name, to: deployment)
+        return try TLSIdentity.load(named: name, from: deployment)
+    }
+
+    /// The browser agent's configuration for `device run`.
+    static func agentConfiguration(
+        deployment: DeploymentDirectory, port: Int, handlerTimeout: Duration, context: CommandContext
+    ) throws -> BrowserAgentConfiguration {
+        let identity = try agentIdentity(in: deployment)
+        let tokenRoot = try DeploymentPKI.readCertificate(named: "token-root", from: deployment)
+        let rootPEM = try deployment.readCertificate(named: PKIFiles.rootCA)
+        let configuration = try DeploymentCommands.registry().loadConfiguration(
+            from: deployment, environment: context.environment)
+        let payPort = configuration.hostNames[WebMerchantAPI.HostNames.pay]
+        let activeCard: (@Sendable (String, String) async -> Bool)?
+        if let payPort {
+            // Asked without any client certificate: the Pay server cannot tell which device visits which site.
+            let client = try HTTPClient(
+                configuration: HTTPClientConfiguration(
+                    trustedRootsPEM: rootPEM, connectTimeout: .seconds(5), requestTimeout: .seconds(10),
+                    maxAttempts: 1, connectTo: [WebMerchantAPI.HostNames.pay: payPort]))
+            let check = try WebCapabilityCheck(
+                client: client, baseURL: "https://" + WebMerchantAPI.HostNames.pay, tokenRoot: tokenRoot,
+                clock: SystemClock())
+            activeCard = { merchant, domain in
+                (try? await check.isValidated(merchantIdentifier: merchant, domain: domain)) ?? false
+            }
+        } else {
+            activeCard = nil
+        }
+        return BrowserAgentConfiguration(
+            port: port, certificateChainPEM: identity.certificateChainPEM, privateKeyPEM: identity.privateKeyPEM,
+            sessions: try MerchantSessionCheck(tokenRoot: tokenRoot, clock: SystemClock()),
+            handlerTimeout: handlerTimeout, activeCard: activeCard)
+    }
+}

@@ -1,0 +1,142 @@
+import BrowserAgentAPI
+import CommandTestSupport
+import Foundation
+import OrchardHTTP
+import Testing
+
+extension BrowserPurchaseTests {
+    /// An HTTPS client to `device`'s browser agent at https://agent.orchard.test (trusting the deployment's root).
+    static func agentClient(_ sandbox: BrowserSandbox, _ device: String) throws -> HTTPClient {
+        let data = try Data(contentsOf: URL(fileURLWithPath: sandbox.dataDirectory + "/devices/\(device)/agent.json"))
+        let port = try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["port"] as? Int)
+        let root = try String(contentsOfFile: sandbox.dataDirectory + "/pki/root/root-ca.pem", encoding: .utf8)
+        return try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: root, maxAttempts: 1, connectTo: [BrowserAgentAPI.host: port]))
+    }
+
+    /// The secret the agent put in the document at `page`.
+    static func secret(_ client: HTTPClient, _ page: String) async throws -> String {
+        let document = String(decoding: try await client.get(BrowserAgentAPI.origin + page).body, as: UTF8.self)
+        let marker = #"name="orchard-agent-secret" content=""#
+        let start = try #require(document.range(of: marker)?.upperBound)
+        return String(document[start...].prefix { $0 != "\"" })
+    }
+
+    @Test("W5: the agent's server answers only its own documents: Sec-Fetch-Site same-origin and their secret")
+    func agentAnswersOnlyItsDocuments() async throws {
+        let sandbox = try sandbox
+        let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
+        defer { client.shutdown() }
+        let frame = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        let sheet = try await Self.secret(client, BrowserAgentAPI.Page.sheet)
+        #expect(frame.count == 32 && sheet.count == 32 && frame != sheet)
+        let page = try JSONEncoder().encode(
+            BrowserAgentAPI.PageContext(
+                ancestorOrigins: ["https://store.orchard.test"], secureContext: true, paymentAllowed: true))
+        func hello(_ headers: HTTPHeaders) async throws -> Int {
+            var all = headers
+            all.set("Content-Type", "application/json")
+            return try await client.send(
+                HTTPClientRequest(
+                    method: .post, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.hello, headers: all, body: page)
+            ).status.code
+        }
+        #expect(try await hello(["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: frame]) == 200)
+        // A page of the store (same site, another origin), a page of another site, no fetch metadata, a guessed
+        // secret, the sheet's secret on the frame's route: refused.
+        #expect(try await hello(["Sec-Fetch-Site": "same-site", BrowserAgentAPI.secretHeader: frame]) == 403)
+        #expect(try await hello(["Sec-Fetch-Site": "cross-site", BrowserAgentAPI.secretHeader: frame]) == 403)
+        #expect(try await hello([BrowserAgentAPI.secretHeader: frame]) == 403)
+        #expect(
+            try await hello(
+                ["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: String(repeating: "0", count: 32)])
+                == 403)
+        #expect(try await hello(["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: sheet]) == 403)
+        // The frame's secret on the sheet's route.
+        let screen = try await client.send(
+            HTTPClientRequest(
+                method: .get, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.screen,
+                headers: ["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: frame]))
+        #expect(screen.status.code == 403)
+        // No page can frame the sheet; the frame only under https pages.
+        let sheetPage = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.sheet)
+        #expect(sheetPage.headers["Content-Security-Policy"]?.hasSuffix("frame-ancestors 'none'") == true)
+        #expect(sheetPage.headers["X-Frame-Options"] == "DENY")
+        let framePage = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.frame)
+        #expect(framePage.headers["Content-Security-Policy"]?.hasSuffix("frame-ancestors https:") == true)
+    }
+
+    @Test(
+        "W5: the agent refuses an insecure document, an insecure parent, a third-party frame without payment, no page")
+    func agentRefusesInsecurePages() async throws {
+        let sandbox = try sandbox
+        let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
+        defer { client.shutdown() }
+        let secret = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        func begin(_ origins: [String], secure: Bool = true, payment: Bool = true) async throws -> String {
+            let body = BrowserAgentAPI.BeginSession(
+                version: 3,
+                page: .init(ancestorOrigins: origins, secureContext: secure, paymentAllowed: payment),
+                request: .init(
+                    countryCode: "US", currencyCode: "USD", supportedNetworks: ["visa"],
+                    merchantCapabilities: ["supports3DS"], total: .init(label: "Orchard Demo Store", amount: "1.00")))
+            let answer = try await client.send(
+                HTTPClientRequest(
+                    method: .post, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.sessions,
+                    headers: [
+                        "Content-Type": "application/json", "Sec-Fetch-Site": "same-origin",
+                        BrowserAgentAPI.secretHeader: secret,
+                    ], body: try JSONEncoder().encode(body)))
+            let object = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+            let error = object?["error"] as? [String: Any]
+            return "\(answer.status.code) \(error?["code"] ?? "") \(error?["message"] ?? "")"
+        }
+        #expect(
+            try await begin(["http://store.orchard.test"], secure: false)
+                == "403 InvalidAccessError Trying to start an Apple Pay session from an insecure document.")
+        #expect(
+            try await begin(["https://store.orchard.test", "http://news.orchard.test"], secure: false)
+                == "403 InvalidAccessError Trying to start an Apple Pay session from a document with an insecure parent frame."
+        )
+        #expect(
+            try await begin(["https://store.orchard.test", "https://news.orchard.test"], payment: false)
+                == "403 SecurityError Third-party iframes are not allowed to request payments unless explicitly allowed via Feature-Policy (payment)"
+        )
+        #expect(
+            try await begin([])
+                == "403 InvalidAccessError Trying to start an Apple Pay session from an inactive document.")
+    }
+}
+
+extension BrowserPurchaseTests {
+    @Test(
+        "orchard browser setup: the NSS database trusts the deployment's root; a device whose agent is not running is named"
+    )
+    func browserSetup() async throws {
+        let sandbox = try sandbox
+        let profile = sandbox.path + "/setup-profile"
+        let setup = try await orchard([
+            "browser", "setup", "--data-dir", sandbox.dataDirectory, "--device", BrowserSandbox.mac, "--profile",
+            profile,
+        ])
+        try #require(setup.status == 0, "\(setup.stderr)")
+        let lines = setup.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("--user-data-dir=\(profile)/chromium"))
+        let rules = try #require(lines.first { $0.hasPrefix("--host-resolver-rules=") })
+        for name in ["store.orchard.test", "pay.orchard.test", "apple-pay-gateway.orchard.test", "agent.orchard.test"] {
+            #expect(rules.contains("MAP \(name):443 127.0.0.1:"), "\(rules)")
+        }
+        #expect(!setup.stdout.contains("ignore-certificate-errors"))
+        // certutil lists the root, trusted for TLS servers ("C,,").
+        let list = try ChildProcess(
+            Chromium.certutil, ["-L", "-d", "sql:" + profile + "/.pki/nssdb"], stdout: .capture, stderr: .capture)
+        _ = await list.exit()
+        #expect(list.stdout.contains("Orchard root") && list.stdout.contains("C,,"), "\(list.stdout)")
+        let missing = try await orchard([
+            "browser", "setup", "--data-dir", sandbox.dataDirectory, "--device", "nobody", "--profile", profile,
+        ])
+        #expect(missing.status == 1 && missing.stdout.isEmpty, "\(missing.stdout)")
+        #expect(missing.stderr.hasPrefix("error: the browser agent of nobody is not running"), "\(missing.stderr)")
+    }
+}

@@ -1,0 +1,82 @@
+import AccessPolicy
+import AppPayments
+import BrowserAgentAPI
+import DeviceControlAPI
+import Foundation
+import OrchardWeb
+import Testing
+import WebMerchantAPI
+
+/// The browser agent's boundary (BrowserAgentAPI): the frame's and the sheet page's scripts (web/agent/) use the
+/// contract's routes, header and member names, which the agent's server registers and decodes.
+@Suite("The browser agent's contract")
+struct BrowserAgentContractTests {
+    static func script(_ name: String) throws -> String {
+        String(decoding: try #require(WebAssets.file("agent", name)), as: UTF8.self)
+    }
+
+    /// The JSON member names of `value`.
+    static func members(_ value: some Encodable) throws -> Set<String> {
+        let object = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(value)) as? [String: Any]
+        return Set((object ?? [:]).keys)
+    }
+
+    @Test("The frame's script calls every frame route with the secret header, and writes the bodies' members")
+    func frameScript() throws {
+        let frame = try Self.script("frame.js")
+        for route in BrowserAgentAPI.Declared.frame {
+            #expect(frame.contains("\"\(route.pattern)\""), "frame.js does not call \(route.pattern)")
+        }
+        #expect(frame.contains("\"\(BrowserAgentAPI.secretHeader)\""))
+        let page = BrowserAgentAPI.PageContext(ancestorOrigins: [], secureContext: true, paymentAllowed: true)
+        let begin = BrowserAgentAPI.BeginSession(
+            version: 3, page: page,
+            request: .init(
+                countryCode: "US", currencyCode: "USD", supportedNetworks: [], merchantCapabilities: [],
+                total: .init(label: "x", amount: "1")))
+        for member in try Self.members(page).union(try Self.members(begin))
+            .union(try Self.members(BrowserAgentAPI.ActiveCardQuery(merchantIdentifier: "m", page: page)))
+        {
+            #expect(frame.contains("\(member):") || frame.contains("\(member) ="), "frame.js never writes \(member)")
+        }
+        // What it reads of the answers.
+        for member in try Self.members(BrowserAgentAPI.SessionBegun(session: "s", validationURL: "u"))
+            .union(try Self.members(BrowserAgentAPI.ActiveCardAnswer(canMakePayments: true)))
+        {
+            #expect(frame.contains(".\(member)"), "frame.js never reads \(member)")
+        }
+        // The answer it posts is DeviceControlAPI's AnswerPaymentSheetEvent.Body.
+        let answer = AnswerPaymentSheetEvent.Body(
+            sequence: 1,
+            update: PaymentSheetUpdateBody(.init(paymentSummaryItems: [], shippingMethods: [], errors: ["e"])))
+        for member in try Self.members(answer) { #expect(frame.contains(member), "frame.js never writes \(member)") }
+    }
+
+    @Test("The sheet page's script reads the screen and posts every action of the device's sheet")
+    func sheetScript() throws {
+        let sheet = try Self.script("sheet.js")
+        #expect(sheet.contains("\"\(BrowserAgentAPI.Route.screen)\""))
+        #expect(sheet.contains("\"/v1/sheet/current/\" + action"))
+        for action in PaymentSheetActionName.allCases where action != .billingContact {
+            #expect(sheet.contains("\"\(action.rawValue)\""), "sheet.js never posts \(action.rawValue)")
+        }
+        let screen = BrowserAgentAPI.SheetScreen(
+            state: "idle", domain: "d", merchantName: "m", failure: "f", sheet: nil)
+        for member in try Self.members(screen) {
+            #expect(sheet.contains(".\(member)"), "sheet.js never reads \(member)")
+        }
+    }
+
+    @Test("orchard-pay.js is pinned by its SRI hash; the agent's origin is the contract's")
+    func pinnedScript() throws {
+        let script = WebAssets.orchardPayScript
+        #expect(!script.isEmpty)
+        let integrity = WebAssets.integrity(of: script)
+        #expect(integrity.hasPrefix("sha384-") && integrity.count == 7 + 64)
+        #expect(String(decoding: script, as: UTF8.self).contains("\"\(BrowserAgentAPI.origin)\""))
+        #expect(WebAssets.file("agent", "../jsapi/orchard-pay.js") == nil)
+        // The Pay server's declared routes are the files' paths.
+        #expect(WebMerchantAPI.Script.latest == WebAssets.latestScriptPath)
+        #expect(WebMerchantAPI.Script.pinned == WebAssets.pinnedScriptPath)
+    }
+}

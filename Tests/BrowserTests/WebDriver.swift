@@ -1,0 +1,190 @@
+import Foundation
+import OrchardHTTP
+import Testing
+
+/// A W3C WebDriver session on chromedriver, spoken as JSON through Orchard's own HTTP client (libcurl).
+final class WebDriver: Sendable {
+    let client: HTTPClient
+    let base: String
+    let session: String
+
+    /// A new Chromium session with `arguments` (headless added).
+    static func start(driverPort: Int, arguments: [String]) async throws -> WebDriver {
+        let client = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                connectTimeout: .seconds(5), requestTimeout: .seconds(60), maxAttempts: 1))
+        let base = "http://127.0.0.1:\(driverPort)"
+        let capabilities: [String: Any] = [
+            "capabilities": [
+                "alwaysMatch": [
+                    "browserName": "chrome",
+                    "goog:chromeOptions": [
+                        "binary": Chromium.binary,
+                        "args": arguments + ["--headless=new", "--window-size=1000,900", "--disable-gpu"],
+                    ],
+                    "goog:loggingPrefs": ["browser": "ALL"],
+                ]
+            ]
+        ]
+        let answer = try await Self.send(client, .post, base + "/session", capabilities)
+        guard let value = answer["value"] as? [String: Any], let session = value["sessionId"] as? String else {
+            client.shutdown()
+            throw BrowserTestFailure("chromedriver did not start a session: \(answer)")
+        }
+        return WebDriver(client: client, base: base, session: session)
+    }
+
+    private init(client: HTTPClient, base: String, session: String) {
+        self.client = client
+        self.base = base
+        self.session = session
+    }
+
+    private static func send(
+        _ client: HTTPClient, _ method: HTTPMethod, _ url: String, _ body: [String: Any]?
+    ) async throws -> [String: Any] {
+        var request = HTTPClientRequest(method: method, url: url)
+        if let body {
+            request.headers = ["Content-Type": "application/json"]
+            request.body = try JSONSerialization.data(withJSONObject: body)
+        }
+        let response = try await client.send(request)
+        guard let object = try JSONSerialization.jsonObject(with: response.body) as? [String: Any] else {
+            throw BrowserTestFailure("chromedriver answered \(response.status.code) with no JSON object")
+        }
+        if response.status.code >= 400 {
+            let value = object["value"] as? [String: Any]
+            throw BrowserTestFailure(
+                "WebDriver \(method) \(url): \(value?["error"] ?? "?"): \(String(describing: value?["message"] ?? ""))")
+        }
+        return object
+    }
+
+    @discardableResult
+    private func command(_ method: HTTPMethod, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
+        let answer = try await Self.send(client, method, base + "/session/" + session + path, body)
+        return answer["value"]
+    }
+
+    func navigate(_ url: String) async throws { try await command(.post, "/url", ["url": url]) }
+
+    /// The element matching `css` (waiting up to 10 s for it).
+    func element(_ css: String) async throws -> String {
+        for _ in 0..<100 {
+            if let value = try? await command(.post, "/element", ["using": "css selector", "value": css])
+                as? [String: Any], let id = value.values.first as? String
+            {
+                return id
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw BrowserTestFailure("no element \(css)")
+    }
+
+    /// Clicks the element matching `css` (a real pointer click: a user gesture).
+    func click(_ css: String) async throws {
+        let id = try await element(css)
+        try await command(.post, "/element/\(id)/click", [:])
+    }
+
+    /// Types `text` into the element matching `css`.
+    func type(_ css: String, _ text: String) async throws {
+        let id = try await element(css)
+        try await command(.post, "/element/\(id)/clear", [:])
+        try await command(.post, "/element/\(id)/value", ["text": text])
+    }
+
+    /// Runs `script` (a function body) in the current page; its return value as JSON text.
+    func evaluate(_ script: String) async throws -> String {
+        let wrapped = "return JSON.stringify((function () { \(script) })());"
+        return try await command(.post, "/execute/sync", ["script": wrapped, "args": [Any]()]) as? String ?? "null"
+    }
+
+    /// Runs `expression`, a promise, in the current page; what it resolves to as JSON text.
+    func awaitPromise(_ expression: String) async throws -> String {
+        let script = """
+            const done = arguments[arguments.length - 1];
+            Promise.resolve(\(expression)).then((value) => done(JSON.stringify(value)),
+                (error) => done(JSON.stringify(error.name + ': ' + error.message)));
+            """
+        return try await command(.post, "/execute/async", ["script": script, "args": [Any]()]) as? String ?? "null"
+    }
+
+    /// Runs `script`, which returns a string.
+    func string(_ script: String) async throws -> String {
+        let json = try await evaluate(script)
+        return (try? JSONDecoder().decode(String.self, from: Data(json.utf8))) ?? json
+    }
+
+    /// Waits (up to `seconds`) until `script` returns true.
+    func wait(_ what: String, seconds: Double = 20, until script: String) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if (try? await evaluate(script)) == "true" { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let page = (try? await string("return location.href + ' | ' + document.body.innerText.slice(0, 600);")) ?? "?"
+        throw BrowserTestFailure("timed out waiting for \(what); the page: \(page)")
+    }
+
+    var windowHandles: [String] {
+        get async throws { try await command(.get, "/window/handles") as? [String] ?? [] }
+    }
+
+    var currentWindow: String {
+        get async throws { try await command(.get, "/window") as? String ?? "" }
+    }
+
+    func switchTo(_ handle: String) async throws { try await command(.post, "/window", ["handle": handle]) }
+
+    /// Waits for a window other than `known` and switches to it.
+    func switchToNewWindow(besides known: [String]) async throws -> String {
+        for _ in 0..<100 {
+            if let handle = try await windowHandles.first(where: { !known.contains($0) }) {
+                try await switchTo(handle)
+                return handle
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw BrowserTestFailure("no new window opened")
+    }
+
+    /// Switches into the frame element matching `css` (nil: back to the top-level document).
+    func switchToFrame(_ css: String?) async throws {
+        guard let css else {
+            try await command(.post, "/frame", ["id": NSNull()])
+            return
+        }
+        let id = try await element(css)
+        try await command(.post, "/frame", ["id": ["element-6066-11e4-a52e-4f735466cecf": id]])
+    }
+
+    /// Closes every window but the first (a sheet a failed test left open) and switches to it.
+    func closeOtherWindows() async throws {
+        let handles = try await windowHandles
+        for handle in handles.dropFirst() {
+            try await switchTo(handle)
+            try await closeWindow()
+        }
+        if let first = handles.first { try await switchTo(first) }
+    }
+
+    /// Closes the current window.
+    func closeWindow() async throws { try await command(.delete, "/window") }
+
+    /// The browser's console messages since the last call.
+    func consoleMessages() async throws -> [String] {
+        let entries = try await command(.post, "/se/log", ["type": "browser"]) as? [[String: Any]] ?? []
+        return entries.compactMap { $0["message"] as? String }
+    }
+
+    func quit() async {
+        _ = try? await Self.send(client, .delete, base + "/session/" + session, nil)
+        client.shutdown()
+    }
+}
+
+struct BrowserTestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

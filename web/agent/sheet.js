@@ -1,0 +1,198 @@
+/*
+ * The payment sheet on the device's screen (docs/web.md, "The payment sheet"): a page of the agent's origin that no
+ * page can frame. It shows what the device's sheet holds (merchant, items and total, cards by network, type and
+ * suffix, shipping, contact) and sends the user's actions, including the device's own authentication, to the agent.
+ */
+(function () {
+    "use strict";
+    if (window.opener) {
+        window.opener = null;
+    }
+    const secret = document.querySelector("meta[name=orchard-agent-secret]").content;
+    const $ = function (id) { return document.getElementById(id); };
+    let shown = null; // The JSON of what is drawn, to redraw only on change.
+    let busy = false;
+
+    function call(method, path, body) {
+        const init = { method: method, headers: { "X-Orchard-Agent-Secret": secret }, credentials: "omit" };
+        if (body !== undefined) {
+            init.headers["Content-Type"] = "application/json";
+            init.body = JSON.stringify(body);
+        }
+        return fetch(path, init).then(function (response) {
+            return response.json().then(function (json) { return { status: response.status, body: json }; });
+        });
+    }
+
+    function act(action, body) {
+        if (busy) {
+            return;
+        }
+        busy = true;
+        call("POST", "/v1/sheet/current/" + action, body || {}).then(function (answer) {
+            busy = false;
+            if (answer.status !== 200) {
+                showError(answer.body.error ? answer.body.error.message : "refused");
+            } else if (answer.body.result === "rejected") {
+                showError("Not recognised. Try again" + (answer.body.offered && answer.body.offered.length
+                    ? " (" + answer.body.offered.join(", ") + ")" : "") + ".");
+            } else {
+                showError(null);
+            }
+            refresh();
+        }, function () { busy = false; });
+    }
+
+    function showError(message) {
+        $("errors").hidden = !message;
+        $("errors").textContent = message || "";
+    }
+
+    function text(element, value) {
+        element.textContent = value;
+        return element;
+    }
+
+    const METHOD_LABELS = {
+        "face-id": "Pay with Face ID", "touch-id": "Pay with Touch ID", "passcode": "Pay with Passcode",
+        "double-click": "Confirm with Side Button",
+    };
+
+    function draw(screen) {
+        const json = JSON.stringify(screen);
+        if (json === shown) {
+            return;
+        }
+        shown = json;
+        const sheet = screen.sheet;
+        const status = $("status");
+        if (screen.state === "idle" || (!sheet && screen.state !== "validating" && screen.state !== "ended")) {
+            $("details").hidden = true;
+            status.textContent = "Waiting for a payment request. Keep this window open: the device's payment sheet shows here.";
+            return;
+        }
+        if (screen.state === "validating") {
+            $("details").hidden = true;
+            status.textContent = "Checking " + (screen.domain || "the website") + "…";
+            return;
+        }
+        if (!sheet || sheet.status !== "presented") {
+            $("details").hidden = true;
+            const outcome = sheet ? sheet.status : "ended";
+            status.textContent = outcome === "completed" ? "Done" : outcome === "cancelled" ? "Cancelled"
+                : "Payment not completed" + (screen.failure ? ": " + screen.failure : "");
+            document.title = "Apple Pay: " + status.textContent;
+            return;
+        }
+        document.title = "Apple Pay: " + (screen.merchantName || sheet.merchantName);
+        $("details").hidden = false;
+        status.textContent = "Pay " + (screen.merchantName || sheet.merchantName) + " (" + (screen.domain || sheet.applicationIdentifier) + ")";
+        text($("merchant"), (screen.merchantName || sheet.merchantName) + " · " + (screen.domain || sheet.applicationIdentifier));
+        const body = $("items").tBodies[0];
+        body.replaceChildren();
+        sheet.items.slice(0, -1).forEach(function (item) {
+            const row = body.insertRow();
+            text(row.insertCell(), item.label);
+            text(row.insertCell(), item.amount + " " + sheet.currencyCode);
+        });
+        text($("total"), "Total " + sheet.total + " " + sheet.currencyCode);
+
+        const cards = $("cards");
+        cards.replaceChildren(text(document.createElement("legend"), "Card"));
+        sheet.cards.forEach(function (card) {
+            const label = document.createElement("label");
+            const input = document.createElement("input");
+            input.type = "radio";
+            input.name = "card";
+            input.value = card.id;
+            input.checked = card.id === sheet.selectedCard;
+            input.addEventListener("change", function () { act("card", { card: card.id }); });
+            label.append(input, " " + card.displayName + " •••• " + card.suffix + " (" + card.network + ", " + card.type + ")");
+            cards.append(label);
+        });
+
+        const shipping = $("shipping");
+        shipping.hidden = sheet.shippingMethods.length === 0;
+        shipping.replaceChildren(text(document.createElement("legend"), "Shipping method"));
+        sheet.shippingMethods.forEach(function (method) {
+            const label = document.createElement("label");
+            const input = document.createElement("input");
+            input.type = "radio";
+            input.name = "shipping";
+            input.value = method.identifier;
+            input.id = "shipping-" + method.identifier;
+            input.checked = method.identifier === sheet.selectedShippingMethod;
+            input.addEventListener("change", function () { act("shipping-method", { identifier: method.identifier }); });
+            label.append(input, " " + method.label + (method.detail ? " (" + method.detail + ")" : "") + " " + method.amount);
+            shipping.append(label);
+        });
+
+        const needsContact = sheet.requiredShippingContactFields.length > 0;
+        $("contact").hidden = !needsContact || Boolean(sheet.shippingContact);
+        const summary = $("contact-summary");
+        summary.hidden = !sheet.shippingContact;
+        if (sheet.shippingContact) {
+            const c = sheet.shippingContact;
+            summary.textContent = "Ship to " + [c.name, c.postalAddress && c.postalAddress.city].filter(Boolean).join(", ");
+        }
+        showError(sheet.appErrors.length ? sheet.appErrors.join("; ") : null);
+
+        const authenticate = $("authenticate");
+        authenticate.replaceChildren();
+        $("passcode-label").hidden = !sheet.authenticationMethods.includes("passcode");
+        sheet.authenticationMethods.forEach(function (method) {
+            const button = document.createElement("button");
+            button.type = "button";
+            button.id = "pay-" + method;
+            button.textContent = METHOD_LABELS[method] || method;
+            button.disabled = sheet.needs.length > 1;
+            button.addEventListener("click", function () {
+                if (method === "passcode") {
+                    act("authenticate", { method: method, passcode: $("passcode").value });
+                } else {
+                    act("authenticate", { method: method, success: !document.body.dataset.mismatch });
+                }
+            });
+            authenticate.append(button);
+        });
+        // The simulated user's face or finger that does not match (to try a failed authentication).
+        const mismatch = document.createElement("button");
+        mismatch.type = "button";
+        mismatch.id = "pay-mismatch";
+        mismatch.textContent = "Try with a face or finger that does not match";
+        mismatch.disabled = sheet.needs.length > 1;
+        mismatch.addEventListener("click", function () {
+            const method = sheet.authenticationMethods.find(function (m) { return m === "face-id" || m === "touch-id"; });
+            if (method) {
+                act("authenticate", { method: method, success: false });
+            }
+        });
+        authenticate.append(mismatch);
+    }
+
+    $("contact").addEventListener("submit", function (event) {
+        event.preventDefault();
+        const form = event.target.elements;
+        act("shipping-contact", {
+            name: form.name.value || undefined,
+            emailAddress: form.email.value || undefined,
+            phoneNumber: form.phone.value || undefined,
+            postalAddress: {
+                street: form.street.value, city: form.city.value, state: form.state.value,
+                postalCode: form.postalCode.value, country: form.country.value,
+            },
+        });
+    });
+    $("cancel").addEventListener("click", function () { act("cancel"); });
+
+    function refresh() {
+        call("GET", "/v1/sheet/current").then(function (answer) {
+            if (answer.status === 200) {
+                draw(answer.body);
+            }
+        }, function () {});
+    }
+
+    refresh();
+    setInterval(refresh, 400);
+})();

@@ -1,0 +1,564 @@
+/*
+ * orchard-pay.js 1.0.0: Apple Pay JS (`ApplePaySession`, versions 1 to 14) for browsers without it, through the
+ * device's browser agent (https://agent.orchard.test). Orchard, docs/web.md "Apple Pay in a browser".
+ *
+ * The page talks to the agent only by postMessage to an invisible frame of the agent's origin; the frame reads the
+ * page's real origin from the browser, and the payment sheet is a page of the agent's origin on the device's screen.
+ * This script keeps WebKit's state machine, exception names and messages, and the user-gesture rule.
+ */
+(function () {
+    "use strict";
+    if (typeof window === "undefined" || window.ApplePaySession) {
+        return; // The browser's own Apple Pay.
+    }
+
+    const AGENT = "https://agent.orchard.test";
+    const LATEST_VERSION = 14;
+    const NETWORKS = [
+        "amex", "bancomat", "bancontact", "cartesBancaires", "chinaUnionPay", "dankort", "discover", "eftpos",
+        "electron", "elo", "girocard", "interac", "jcb", "mada", "maestro", "masterCard", "mir", "privateLabel",
+        "visa", "vPay",
+    ];
+    const CAPABILITIES = ["supports3DS", "supportsEMV", "supportsCredit", "supportsDebit"];
+    const CONTACT_FIELDS = ["email", "name", "phone", "postalAddress", "phoneticName"];
+    const ERROR_CODES = [
+        "unknown", "shippingContactInvalid", "billingContactInvalid", "addressUnserviceable", "couponCodeInvalid",
+        "couponCodeExpired",
+    ];
+    const CONTACT_ERROR_FIELDS = [
+        "phoneNumber", "emailAddress", "name", "phoneticName", "postalAddress", "addressLines", "locality",
+        "subLocality", "postalCode", "administrativeArea", "subAdministrativeArea", "country", "countryCode",
+    ];
+    const FINAL_STATES = ["completed", "aborted", "canceled"];
+
+    // The agent's frame and what it said.
+    const agent = { frame: null, ready: false, canPay: false, refusal: null, waiters: [], queries: new Map() };
+    let nextLocal = 1;
+    let nextQuery = 1;
+    const sessions = new Map();
+    let activeSession = null;
+
+    function insertFrame() {
+        const frame = document.createElement("iframe");
+        frame.src = AGENT + "/frame";
+        frame.allow = "payment";
+        frame.title = "Apple Pay (the device's browser agent)";
+        frame.setAttribute("aria-hidden", "true");
+        frame.tabIndex = -1;
+        frame.style.cssText = "position:absolute;width:0;height:0;border:0;visibility:hidden";
+        (document.body || document.documentElement).appendChild(frame);
+        agent.frame = frame;
+    }
+
+    function whenReady(action) {
+        if (agent.ready) {
+            action();
+        } else {
+            agent.waiters.push(action);
+        }
+    }
+
+    function post(message) {
+        whenReady(function () {
+            agent.frame.contentWindow.postMessage(Object.assign({ orchard: 1 }, message), AGENT);
+        });
+    }
+
+    window.addEventListener("message", function (event) {
+        if (!agent.frame || event.source !== agent.frame.contentWindow || event.origin !== AGENT) {
+            return;
+        }
+        const message = event.data;
+        if (!message || message.orchard !== 1) {
+            return;
+        }
+        if (message.type === "hello") {
+            agent.ready = true;
+            agent.canPay = Boolean(message.canMakePayments);
+            agent.refusal = message.refusal || null;
+            agent.waiters.splice(0).forEach(function (action) { action(); });
+            // Orchard's own addition: a page may check canMakePayments() again once the agent has spoken.
+            window.dispatchEvent(new Event("orchardpayready"));
+        } else if (message.type === "reply") {
+            const resolve = agent.queries.get(message.query);
+            if (resolve) {
+                agent.queries.delete(message.query);
+                resolve(message.value);
+            }
+        } else if (message.type === "event") {
+            const session = sessions.get(message.session);
+            if (session) {
+                session._agentEvent(message.event);
+            }
+        }
+    });
+
+    function invalidAccess(message) {
+        return new DOMException(message || "", "InvalidAccessError");
+    }
+
+    /// WebKit's refusals of an insecure page or a third-party frame (notes §1.8).
+    function checkPage() {
+        if (!window.isSecureContext || location.protocol !== "https:") {
+            throw invalidAccess("Trying to start an Apple Pay session from an insecure document.");
+        }
+        if (agent.refusal) {
+            throw new DOMException(agent.refusal.message, agent.refusal.name);
+        }
+    }
+
+    function userGesture() {
+        return !navigator.userActivation || navigator.userActivation.isActive;
+    }
+
+    // MARK: Request validation (WebKit's TypeErrors)
+
+    function amount(value, what) {
+        const text = typeof value === "number" ? String(value) : value;
+        if (typeof text !== "string" || !/^-?[0-9]+(\.[0-9]+)?$/.test(text)) {
+            throw new TypeError("\"" + value + "\" is not a valid amount.");
+        }
+        return text;
+    }
+
+    function lineItem(item, total) {
+        if (typeof item !== "object" || item === null) {
+            throw new TypeError("Type error");
+        }
+        if (typeof item.label !== "string") {
+            throw new TypeError(total ? "Missing total label." : "Missing line item label.");
+        }
+        const type = item.type === undefined ? "final" : item.type;
+        if (type !== "final" && type !== "pending") {
+            throw new TypeError("\"" + type + "\" is not a valid line item type.");
+        }
+        const out = { label: item.label, type: type };
+        if (item.amount !== undefined || type === "final") {
+            out.amount = amount(item.amount);
+        }
+        return out;
+    }
+
+    function contactFields(fields) {
+        if (fields === undefined) {
+            return undefined;
+        }
+        if (!Array.isArray(fields)) {
+            throw new TypeError("Type error");
+        }
+        fields.forEach(function (field) {
+            if (!CONTACT_FIELDS.includes(field)) {
+                throw new TypeError("\"" + field + "\" is not a valid contact field.");
+            }
+        });
+        return fields.slice();
+    }
+
+    function shippingMethods(methods) {
+        if (methods === undefined) {
+            return undefined;
+        }
+        if (!Array.isArray(methods)) {
+            throw new TypeError("Type error");
+        }
+        return methods.map(function (method) {
+            if (typeof method !== "object" || method === null || typeof method.label !== "string"
+                || typeof method.identifier !== "string") {
+                throw new TypeError("Type error");
+            }
+            return {
+                label: method.label, detail: typeof method.detail === "string" ? method.detail : "",
+                amount: amount(method.amount), identifier: method.identifier,
+            };
+        });
+    }
+
+    function validateTotal(total, version) {
+        const item = lineItem(total, true);
+        if (item.amount === undefined) {
+            throw new TypeError("Missing total amount.");
+        }
+        const value = Number(item.amount);
+        if (value < 0) {
+            throw new TypeError("Total amount must not be negative.");
+        }
+        if (version < 4 && value === 0) {
+            throw new TypeError("Total amount must be greater than zero.");
+        }
+        return item;
+    }
+
+    function validateRequest(version, request) {
+        if (typeof request !== "object" || request === null) {
+            throw new TypeError("Type error");
+        }
+        if (!Array.isArray(request.merchantCapabilities) || request.merchantCapabilities.length === 0) {
+            throw new TypeError("At least one merchant capability must be provided.");
+        }
+        request.merchantCapabilities.forEach(function (capability) {
+            if (!CAPABILITIES.includes(capability)) {
+                throw new TypeError("\"" + capability + "\" is not a valid merchant capability.");
+            }
+        });
+        if (!Array.isArray(request.supportedNetworks) || request.supportedNetworks.length === 0) {
+            throw new TypeError("At least one supported network must be provided.");
+        }
+        request.supportedNetworks.forEach(function (network) {
+            if (!NETWORKS.includes(network)) {
+                throw new TypeError("\"" + network + "\" is not a valid payment network.");
+            }
+        });
+        if (typeof request.countryCode !== "string" || !/^[A-Za-z]{2}$/.test(request.countryCode)) {
+            throw new TypeError("\"" + request.countryCode + "\" is not a valid country code.");
+        }
+        if (typeof request.currencyCode !== "string" || !/^[A-Za-z]{3}$/.test(request.currencyCode)) {
+            throw new TypeError("\"" + request.currencyCode + "\" is not a valid currency code.");
+        }
+        if (request.total === undefined) {
+            throw new TypeError("Missing total.");
+        }
+        if (request.applicationData !== undefined && typeof request.applicationData !== "string") {
+            throw new TypeError("\"applicationData\" must be a Base64-encoded string.");
+        }
+        return {
+            countryCode: request.countryCode.toUpperCase(),
+            currencyCode: request.currencyCode.toUpperCase(),
+            supportedNetworks: request.supportedNetworks.slice(),
+            merchantCapabilities: request.merchantCapabilities.slice(),
+            total: validateTotal(request.total, version),
+            lineItems: (request.lineItems || []).map(function (item) { return lineItem(item, false); }),
+            requiredShippingContactFields: contactFields(request.requiredShippingContactFields),
+            requiredBillingContactFields: contactFields(request.requiredBillingContactFields),
+            shippingMethods: shippingMethods(request.shippingMethods),
+            applicationData: request.applicationData,
+        };
+    }
+
+    /// An update dictionary (version 3 and later): `newTotal` required.
+    function validateUpdate(update, version) {
+        if (typeof update !== "object" || update === null) {
+            throw new TypeError("Type error");
+        }
+        if (update.newTotal === undefined) {
+            throw new TypeError("Missing total.");
+        }
+        return {
+            newTotal: validateTotal(update.newTotal, version),
+            newLineItems: (update.newLineItems || []).map(function (item) { return lineItem(item, false); }),
+            newShippingMethods: shippingMethods(update.newShippingMethods),
+            errors: (update.errors || []).map(plainError),
+        };
+    }
+
+    function plainError(error) {
+        return { code: error.code, contactField: error.contactField, message: error.message || "" };
+    }
+
+    // MARK: ApplePayError
+
+    class ApplePayError {
+        constructor(code, contactField, message) {
+            if (!ERROR_CODES.includes(code)) {
+                throw new TypeError(
+                    "Failed to construct 'ApplePayError': The provided value '" + code
+                    + "' is not a valid enum value of type ApplePayErrorCode.");
+            }
+            if (contactField !== undefined && !CONTACT_ERROR_FIELDS.includes(contactField)) {
+                throw new TypeError(
+                    "Failed to construct 'ApplePayError': The provided value '" + contactField
+                    + "' is not a valid enum value of type ApplePayErrorContactField.");
+            }
+            this.code = code;
+            this.contactField = contactField;
+            this.message = message === undefined ? "" : String(message);
+        }
+    }
+
+    // MARK: ApplePaySession
+
+    class ApplePaySession extends EventTarget {
+        constructor(version, paymentRequest) {
+            super();
+            if (arguments.length < 2) {
+                throw new TypeError(
+                    "Failed to construct 'ApplePaySession': 2 arguments required, but only " + arguments.length
+                    + " present.");
+            }
+            checkPage();
+            const number = Number(version);
+            if (!ApplePaySession.supportsVersion(number)) {
+                throw invalidAccess("\"" + version + "\" is not a supported version.");
+            }
+            if (!userGesture()) {
+                throw invalidAccess("Must create a new ApplePaySession from a user gesture handler.");
+            }
+            this._request = validateRequest(number, paymentRequest);
+            this._version = number;
+            this._state = "idle";
+            this._validation = "idle";
+            this._local = "s" + nextLocal++;
+            this._listeners = new Map();
+            this.onvalidatemerchant = null;
+            this.onpaymentmethodselected = null;
+            this.onshippingcontactselected = null;
+            this.onshippingmethodselected = null;
+            this.oncouponcodechanged = null;
+            this.onpaymentauthorized = null;
+            this.oncancel = null;
+        }
+
+        static supportsVersion(version) {
+            const number = Number(version);
+            if (number === 0) {
+                throw invalidAccess();
+            }
+            return Number.isInteger(number) && number >= 1 && number <= LATEST_VERSION;
+        }
+
+        static canMakePayments() {
+            checkPage();
+            return agent.canPay;
+        }
+
+        static canMakePaymentsWithActiveCard(merchantIdentifier) {
+            return new Promise(function (resolve, reject) {
+                try {
+                    checkPage();
+                } catch (error) {
+                    reject(error);
+                    return;
+                }
+                const query = nextQuery++;
+                agent.queries.set(query, function (value) { resolve(Boolean(value)); });
+                post({ type: "activeCard", query: query, merchantIdentifier: String(merchantIdentifier) });
+            });
+        }
+
+        static openPaymentSetup(merchantIdentifier) {
+            if (!userGesture()) {
+                return Promise.reject(invalidAccess("Must call ApplePaySession.openPaymentSetup from a user gesture handler."));
+            }
+            return Promise.resolve(false);
+        }
+
+        addEventListener(type, listener, options) {
+            this._listeners.set(type, (this._listeners.get(type) || 0) + 1);
+            super.addEventListener(type, listener, options);
+        }
+
+        removeEventListener(type, listener, options) {
+            this._listeners.set(type, Math.max(0, (this._listeners.get(type) || 0) - 1));
+            super.removeEventListener(type, listener, options);
+        }
+
+        begin() {
+            if (this._state !== "idle") {
+                throw invalidAccess("Payment session is already active.");
+            }
+            if (activeSession && !FINAL_STATES.includes(activeSession._state)) {
+                throw invalidAccess("Page already has an active payment session.");
+            }
+            activeSession = this;
+            this._state = "active";
+            sessions.set(this._local, this);
+            // The sheet is on the device's screen: opened from this gesture (a window the page keeps no handle to).
+            window.open(AGENT + "/sheet", "_blank", "noopener,popup,width=440,height=760");
+            post({ type: "begin", session: this._local, version: this._version, request: this._request });
+        }
+
+        abort() {
+            if (this._state === "idle") {
+                throw invalidAccess();
+            }
+            if (FINAL_STATES.includes(this._state)) {
+                return;
+            }
+            this._state = "aborted";
+            this._end();
+            post({ type: "abort", session: this._local });
+        }
+
+        completeMerchantValidation(merchantSession) {
+            if (typeof merchantSession !== "object" || merchantSession === null) {
+                throw new TypeError("Type error");
+            }
+            if (this._state !== "active" || this._validation !== "validating") {
+                throw invalidAccess();
+            }
+            this._validation = "complete";
+            post({ type: "merchantSession", session: this._local, merchantSession: merchantSession });
+        }
+
+        completePaymentMethodSelection(updateOrTotal, newLineItems) {
+            if (this._state !== "paymentMethodSelected") {
+                throw invalidAccess();
+            }
+            const update = this._version >= 3 && arguments.length === 1
+                ? validateUpdate(updateOrTotal, this._version)
+                : validateUpdate({ newTotal: updateOrTotal, newLineItems: newLineItems }, this._version);
+            this._answer(update);
+        }
+
+        completeShippingContactSelection(updateOrStatus, newShippingMethods, newTotal, newLineItems) {
+            if (this._state !== "shippingContactSelected") {
+                throw invalidAccess();
+            }
+            if (this._version >= 3 && arguments.length === 1) {
+                this._answer(validateUpdate(updateOrStatus, this._version));
+            } else {
+                this._legacy(updateOrStatus, { newShippingMethods: newShippingMethods, newTotal: newTotal,
+                    newLineItems: newLineItems });
+            }
+        }
+
+        completeShippingMethodSelection(updateOrStatus, newTotal, newLineItems) {
+            if (this._state !== "shippingMethodSelected") {
+                throw invalidAccess();
+            }
+            if (this._version >= 3 && arguments.length === 1) {
+                this._answer(validateUpdate(updateOrStatus, this._version));
+            } else {
+                this._legacy(updateOrStatus, { newTotal: newTotal, newLineItems: newLineItems });
+            }
+        }
+
+        completeCouponCodeChange(update) {
+            if (this._state !== "couponCodeChanged") {
+                throw invalidAccess();
+            }
+            this._answer(validateUpdate(update, this._version));
+        }
+
+        completePayment(resultOrStatus) {
+            if (this._state !== "authorized") {
+                throw invalidAccess();
+            }
+            let result = typeof resultOrStatus === "object" && resultOrStatus !== null
+                ? { status: resultOrStatus.status, errors: (resultOrStatus.errors || []).map(plainError) }
+                : { status: resultOrStatus, errors: [] };
+            // The legacy statuses become FAILURE with an ApplePayError (WebKit).
+            if (result.status === 2) {
+                result = { status: 1, errors: [plainError(new ApplePayError("billingContactInvalid"))] };
+            } else if (result.status === 3) {
+                result = { status: 1, errors: [plainError(new ApplePayError("shippingContactInvalid", "postalAddress"))] };
+            } else if (result.status === 4) {
+                result = { status: 1, errors: [plainError(new ApplePayError("shippingContactInvalid"))] };
+            }
+            if (typeof result.status !== "number" || result.status < 0 || result.status > 7) {
+                throw new TypeError("Type error");
+            }
+            this._state = "completed";
+            this._end();
+            post({ type: "answer", session: this._local, result: result });
+        }
+
+        // Internal.
+
+        _legacy(status, update) {
+            if (status !== ApplePaySession.STATUS_SUCCESS) {
+                // Versions 1 and 2: a non-success status cancels the sheet.
+                this._state = "canceled";
+                this._end();
+                post({ type: "abort", session: this._local });
+                return;
+            }
+            this._answer(validateUpdate(update, this._version));
+        }
+
+        _answer(update) {
+            this._state = "active";
+            post({ type: "answer", session: this._local, update: update });
+        }
+
+        _end() {
+            if (activeSession === this) {
+                activeSession = null;
+            }
+        }
+
+        _hasListener(type) {
+            return typeof this["on" + type] === "function" || (this._listeners.get(type) || 0) > 0;
+        }
+
+        _dispatch(type, fields) {
+            const event = new Event(type);
+            Object.keys(fields).forEach(function (key) {
+                Object.defineProperty(event, key, { value: fields[key], enumerable: true });
+            });
+            const handler = this["on" + type];
+            if (typeof handler === "function") {
+                try {
+                    handler.call(this, event);
+                } catch (error) {
+                    setTimeout(function () { throw error; });
+                }
+            }
+            this.dispatchEvent(event);
+        }
+
+        _agentEvent(event) {
+            if (FINAL_STATES.includes(this._state) && event.type !== "cancel") {
+                return;
+            }
+            const current = { newTotal: this._request.total, newLineItems: this._request.lineItems };
+            switch (event.type) {
+                case "validatemerchant":
+                    this._validation = "validating";
+                    this._dispatch("validatemerchant", { validationURL: event.validationURL });
+                    break;
+                case "paymentmethodselected":
+                    this._state = "paymentMethodSelected";
+                    if (!this._hasListener("paymentmethodselected")) {
+                        this._answer(validateUpdate(current, this._version));
+                    } else {
+                        this._dispatch("paymentmethodselected", { paymentMethod: event.paymentMethod });
+                    }
+                    break;
+                case "shippingcontactselected":
+                    this._state = "shippingContactSelected";
+                    if (!this._hasListener("shippingcontactselected")) {
+                        this._answer(validateUpdate(current, this._version));
+                    } else {
+                        this._dispatch("shippingcontactselected", { shippingContact: event.shippingContact });
+                    }
+                    break;
+                case "shippingmethodselected":
+                    this._state = "shippingMethodSelected";
+                    if (!this._hasListener("shippingmethodselected")) {
+                        this._answer(validateUpdate(current, this._version));
+                    } else {
+                        this._dispatch("shippingmethodselected", { shippingMethod: event.shippingMethod });
+                    }
+                    break;
+                case "paymentauthorized":
+                    this._state = "authorized";
+                    this._dispatch("paymentauthorized", { payment: event.payment });
+                    break;
+                case "cancel":
+                    if (FINAL_STATES.includes(this._state)) {
+                        return;
+                    }
+                    this._state = "canceled";
+                    this._end();
+                    this._dispatch("cancel", { sessionError: { code: "unknown", info: {} } });
+                    break;
+                default:
+                    break;
+            }
+        }
+    }
+
+    const STATUSES = {
+        STATUS_SUCCESS: 0, STATUS_FAILURE: 1, STATUS_INVALID_BILLING_POSTAL_ADDRESS: 2,
+        STATUS_INVALID_SHIPPING_POSTAL_ADDRESS: 3, STATUS_INVALID_SHIPPING_CONTACT: 4, STATUS_PIN_REQUIRED: 5,
+        STATUS_PIN_INCORRECT: 6, STATUS_PIN_LOCKOUT: 7,
+    };
+    Object.keys(STATUSES).forEach(function (name) {
+        Object.defineProperty(ApplePaySession, name, { value: STATUSES[name], enumerable: true });
+        Object.defineProperty(ApplePaySession.prototype, name, { value: STATUSES[name], enumerable: true });
+    });
+
+    Object.defineProperty(window, "ApplePaySession", { value: ApplePaySession, configurable: true, writable: true });
+    Object.defineProperty(window, "ApplePayError", { value: ApplePayError, configurable: true, writable: true });
+    insertFrame();
+})();
