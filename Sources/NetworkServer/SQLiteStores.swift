@@ -125,6 +125,9 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
             ProvisioningSession.self, "SELECT record FROM provisioning_sessions WHERE session_id = ?", [.text(id)])
     }
 
+    /// The database's clock on PostgreSQL (shared by every instance), nil on SQLite.
+    public func sharedClock() async throws -> Date? { try await store.databaseClock() }
+
     public func saveSession(_ session: ProvisioningSession) async throws {
         let record = try RecordCoding.encode(session)
         try await store.write { database in

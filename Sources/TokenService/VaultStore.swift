@@ -1,5 +1,5 @@
 public import CardBasics
-import Foundation
+public import Foundation
 import Issuer
 
 /// The token service's persistence: tokens, cards, provisioning sessions and idempotency records.
@@ -24,9 +24,17 @@ public protocol TokenVaultStore: Sendable {
 
     func session(id: String) async throws -> ProvisioningSession?
     func saveSession(_ session: ProvisioningSession) async throws
+    /// The clock every instance of the token service reads (a shared database's), or nil when one process owns the
+    /// store and its own clocks decide. Provisioning sessions expire on it when there is one.
+    func sharedClock() async throws -> Date?
 
     func idempotencyRecord(scope: String, key: String) async throws -> IdempotencyRecord?
     func saveIdempotencyRecord(_ record: IdempotencyRecord) async throws
+}
+
+extension TokenVaultStore {
+    /// No shared clock: the default for stores one process owns.
+    public func sharedClock() async throws -> Date? { nil }
 }
 
 /// Everything a vault store holds, for inspection (tests check that no FPAN or CVV is in it).
