@@ -1,12 +1,16 @@
 import CommandTestSupport
+import Device
 import Foundation
 import MerchantServer
+import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
 import OrchardStore
 import PayAPI
+import PayClient
 import PayServer
+import SecureElement
 import Testing
 
 #if canImport(Glibc)
@@ -136,6 +140,16 @@ struct MultiInstanceTests {
             ["credential": Data(try f.credential(pending, signer: phone)).base64EncodedString()])
         #expect(try await phone.client.send(payment, failover: both).status == .ok)
         #expect(try f.directory.runningService(.pay, instance: 2) == nil)
+        // A device's PayServerClient given both instances registers through the one still running.
+        let created = try Device.create(
+            in: f.directory, name: "phone-b",
+            profile: try DeviceProfile(kind: .phone, biometry: .face, account: "demo"))
+        let payClient = try PayServerClient(
+            baseURLs: [base2, f.base], trustedRootPEM: try f.directory.readCertificate(named: PKIFiles.rootCA),
+            identity: try Device.clientIdentity(of: "phone-b", in: f.directory))
+        #expect(payClient.endpoints == [base2, f.base])
+        _ = try await payClient.register(
+            secureElementCertificate: created.certificate, enclavePublicKey: P256.Signing.PrivateKey().publicKey)
         await f.close()
     }
 
