@@ -23,8 +23,8 @@ public struct FailoverEndpoints: Sendable, Hashable {
 }
 
 extension HTTPClient {
-    /// Sends `request`, whose `url` is a path (`/v1/…`), to the first of `endpoints`, and to the next one when an
-    /// instance cannot be reached or answers 503 (Service Unavailable: overloaded, or its store stopped). The same
+    /// Sends `request`, whose `url` is a path (`/v1/…`), to the first of `endpoints` (once: the last instance alone
+    /// gets the client's retries), and to the next one when an instance cannot be reached or answers 503 (Service Unavailable: overloaded, or its store stopped). The same
     /// request goes to the next instance, headers and `Idempotency-Key` included.
     ///
     /// A connection that could not be made carried nothing, so any request moves on. A failure after the request
@@ -40,11 +40,21 @@ extension HTTPClient {
         }
         var lastResponse: HTTPResponse?
         var lastError: HTTPError?
-        for base in endpoints.baseURLs {
+        for (index, base) in endpoints.baseURLs.enumerated() {
             var attempt = request
             attempt.url = base + request.url
             do throws(HTTPError) {
-                let response = try await send(attempt)
+                // One attempt at each instance but the last, which gets the client's retries: with another instance
+                // to go to, retrying one that failed only delays the answer.
+                let response: HTTPResponse
+                if index < endpoints.baseURLs.count - 1 {
+                    guard attempt.url.hasPrefix("https://") || attempt.url.hasPrefix("http://") else {
+                        throw HTTPError(.invalidURL, "the URL must start with https:// or http://")
+                    }
+                    response = try await engine.perform(attempt).mapError(\.error).get()
+                } else {
+                    response = try await send(attempt)
+                }
                 guard response.status.code == 503 else { return response }
                 lastResponse = response
                 lastError = nil

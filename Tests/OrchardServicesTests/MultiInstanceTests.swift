@@ -153,6 +153,41 @@ struct MultiInstanceTests {
         await f.close()
     }
 
+    @Test("R2: one instance killed under load: every answer acknowledged before is given again, nothing is lost")
+    func killedUnderLoad() async throws {
+        let f = try await InAppFixture(database: try TestPostgreSQL.shared().freshDatabase())
+        let child = try OrchardChild(["serve", "pay", "--instance", "2", "--data-dir", f.directory.path])
+        let record = try ServiceRecord(json: Data(try await child.firstLine().utf8))
+        let both = try FailoverEndpoints([ServiceEndpoint(host: record.host, port: record.port).baseURL, f.base])
+        let phone = try await f.device("phone-a")
+        // 24 requests, each with its own key, through the failover client; instance 2 (tried first) is killed while
+        // the first half is in flight.
+        let answers = try await withThrowingTaskGroup(of: (String, HTTPResponse?).self) { group in
+            for index in 0..<24 {
+                if index == 12 { child.send(SIGKILL) }
+                let key = "pay-load-\(index)"
+                group.addTask {
+                    let response = try? await phone.client.send(
+                        Self.challengeRequest("phone-a", key: key), failover: both)
+                    return (key, response)
+                }
+            }
+            var all: [(String, HTTPResponse?)] = []
+            for try await answer in group { all.append(answer) }
+            return all
+        }
+        _ = try await child.exitStatus()
+        // Every request was answered by an instance (the one killed or the other): none failed outright.
+        #expect(answers.allSatisfy { $0.1 != nil })
+        let acknowledged = answers.compactMap { key, response in response?.status == .ok ? (key, response!.body) : nil }
+        #expect(acknowledged.count >= 12)
+        for (key, body) in acknowledged {
+            let again = try await phone.client.send(Self.challengeRequest("phone-a", key: key), failover: both)
+            #expect(again.status == .ok && again.body == body, "\(key) was acknowledged, then answered otherwise")
+        }
+        await f.close()
+    }
+
     @Test("serve --instance 2 is refused on SQLite files: instances share one database")
     func instancesNeedPostgreSQL() async throws {
         let temporary = try TemporaryDirectory()
