@@ -133,19 +133,21 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
     private func post(
         _ path: String, _ body: some Encodable & Sendable, idempotencyKey: String
     ) async -> AcquirerOutcome<Data> {
-        guard let base = peers.baseURL(of: .network, in: directory) else {
+        // Every instance of the network service, tried in order: one that cannot be reached or answers 503 is
+        // passed over for the next, with the same Idempotency-Key (so a repeat gets the first answer).
+        guard let endpoints = try? FailoverEndpoints(peers.baseURLs(of: .network, in: directory)) else {
             return .notDelivered("the network service is not running")
         }
         let request: HTTPClientRequest
         do {
             request = try HTTPClientRequest.json(
-                .post, base + path, body, headers: ["Idempotency-Key": idempotencyKey])
+                .post, path, body, headers: ["Idempotency-Key": idempotencyKey])
         } catch {
             return .notDelivered("the request to the acquirer could not be encoded")
         }
         let response: HTTPResponse
         do {
-            response = try await client.send(request)
+            response = try await client.send(request, failover: endpoints)
         } catch {
             switch error.code {
             case .connectionFailed, .invalidURL, .tlsFailure, .notRunning:

@@ -99,6 +99,24 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
         }
     }
 
+    /// Compare-and-set inside one write transaction (SERIALIZABLE on PostgreSQL): the stored token must still be
+    /// `expected`, else nothing is saved and the answer is false (another instance recorded a counter first).
+    public func saveToken(
+        _ token: TokenRecord, with idempotencyRecord: IdempotencyRecord, ifUnchangedFrom expected: TokenRecord
+    ) async throws -> Bool {
+        let record = try RecordCoding.encode(token)
+        let bytes = try RecordCoding.encode(idempotencyRecord)
+        return try await store.write { database in
+            let stored = try database.queryFirst(
+                "SELECT record FROM tokens WHERE token_reference = ?", [.text(expected.tokenReference)]
+            ) { row in try row.blob(0) }
+            guard let stored, try RecordCoding.decode(TokenRecord.self, stored) == expected else { return false }
+            try Self.upsert(token, record, in: database)
+            try Self.upsert(idempotencyRecord, bytes, in: database)
+            return true
+        }
+    }
+
     static func upsert(_ token: TokenRecord, _ record: [UInt8], in database: Database) throws {
         try database.execute(
             """
@@ -124,6 +142,9 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
         try await store.record(
             ProvisioningSession.self, "SELECT record FROM provisioning_sessions WHERE session_id = ?", [.text(id)])
     }
+
+    /// The database's clock on PostgreSQL (shared by every instance), nil on SQLite.
+    public func sharedClock() async throws -> Date? { try await store.databaseClock() }
 
     public func saveSession(_ session: ProvisioningSession) async throws {
         let record = try RecordCoding.encode(session)

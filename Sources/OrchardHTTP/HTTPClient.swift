@@ -115,7 +115,7 @@ public struct HTTPClientRequest: Sendable {
 /// indistinguishable from a request the server never saw.
 public final class HTTPClient: Sendable {
     public let configuration: HTTPClientConfiguration
-    private let engine: CurlEngine
+    let engine: CurlEngine
 
     public init(configuration: HTTPClientConfiguration = HTTPClientConfiguration()) throws(HTTPError) {
         guard configuration.maxAttempts >= 1, configuration.maxResponseBytes > 0 else {

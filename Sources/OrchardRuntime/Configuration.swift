@@ -244,9 +244,9 @@ public enum ServiceSettings {
         .string(service.rawValue, "logLevel", default: "info", allowed: logLevels)
     }
 
-    /// The three keys above, for a schema.
+    /// The keys above, for a schema.
     public static func keys(for service: ServiceName) -> [AnyConfigurationKey] {
-        [host(service).erased, port(service).erased, logLevel(service).erased]
+        [host(service).erased, port(service).erased, logLevel(service).erased, instancePorts(service).erased]
     }
 }
 

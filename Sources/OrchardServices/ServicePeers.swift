@@ -33,6 +33,19 @@ public final class ServicePeers: Sendable {
     public func baseURL(of name: ServiceName, in directory: DeploymentDirectory) -> String? {
         endpoint(of: name, in: directory).map(\.baseURL)
     }
+
+    /// `https://host:port` of every instance of `name` (one started in this process first, then each live run
+    /// record, `orchard serve --instance N` included), for a client that fails over between them; empty when it
+    /// runs nowhere.
+    public func baseURLs(of name: ServiceName, in directory: DeploymentDirectory) -> [String] {
+        var urls: [String] = []
+        if let local = started.withLock({ $0[name] }) { urls.append(local.baseURL) }
+        for record in directory.runningInstances(of: name) {
+            let url = ServiceEndpoint(host: record.host, port: record.port, ports: record.ports).baseURL
+            if !urls.contains(url) { urls.append(url) }
+        }
+        return urls
+    }
 }
 
 extension ServiceEndpoint {

@@ -99,8 +99,8 @@ public enum IdempotencyClaim: Sendable, Hashable {
 
 /// Idempotency keys (IETF draft "The Idempotency-Key HTTP Header Field") over a ``Store``.
 ///
-/// Keys are remembered for at least ``retention`` (24 hours or more) after their request, by the injected
-/// wall clock. The stored response commits in the same transaction as the request's side effect, so a
+/// Keys are remembered for at least ``retention`` (24 hours or more) after their request, by ``expiryClock``:
+/// on PostgreSQL the database's clock (shared by every instance of the party), on SQLite the injected wall clock. The stored response commits in the same transaction as the request's side effect, so a
 /// crash leaves both or neither. Two ways to use it:
 /// - ``perform(scope:key:fingerprint:_:)`` when the side effect is local: lookup, side effect and stored
 ///   response in one write transaction. Concurrent repeats queue behind it and get the replay.
@@ -118,6 +118,8 @@ public final class IdempotencyKeys: Sendable {
     public let retention: Duration
     /// How long a running request holds its key before a repeat may take it over.
     public let lease: Duration
+    /// Which clock retention and leases run on (``ExpiryClock/database`` unless a test moves time by hand).
+    public let expiryClock: ExpiryClock
     private let store: Store
     private let clock: any WallClock
 
@@ -125,7 +127,7 @@ public final class IdempotencyKeys: Sendable {
     /// is not positive.
     public init(
         store: Store, clock: any WallClock, retention: Duration = IdempotencyKeys.minimumRetention,
-        lease: Duration = .seconds(120)
+        lease: Duration = .seconds(120), expiryClock: ExpiryClock = .database
     ) throws(StoreError) {
         guard retention >= Self.minimumRetention else {
             throw StoreError(.invalidArgument, "idempotency keys must be kept at least 24 hours")
@@ -135,6 +137,13 @@ public final class IdempotencyKeys: Sendable {
         self.clock = clock
         self.retention = retention
         self.lease = lease
+        self.expiryClock = expiryClock
+    }
+
+    /// Now, in milliseconds since 1970, on the clock keys expire by (read inside the write, so on PostgreSQL it is
+    /// the database's time when the write runs).
+    private func now(_ database: Database) throws(StoreError) -> Int64 {
+        try database.expiryMilliseconds(expiryClock) { clock.now() }
     }
 
     /// Creates the idempotency table; call it from one of the store's migrations.
@@ -170,9 +179,9 @@ public final class IdempotencyKeys: Sendable {
         _ sideEffect: @escaping @Sendable (Database) throws -> IdempotentResponse
     ) async throws -> IdempotencyOutcome {
         try Self.validate(scope: scope, key: key)
-        let now = clock.now().orchardMilliseconds
         let keep = milliseconds(retention)
         return try await store.write { database in
+            let now = try self.now(database)
             switch try Self.lookup(database, scope, key, fingerprint, now) {
             case .mismatch: return .mismatch
             case .completed(let response): return .replayed(response)
@@ -188,10 +197,11 @@ public final class IdempotencyKeys: Sendable {
     /// Claims `key` for a request that must await something before its side effect.
     public func begin(scope: String, key: String, fingerprint: RequestFingerprint) async throws -> IdempotencyClaim {
         try Self.validate(scope: scope, key: key)
-        let now = clock.now().orchardMilliseconds
         let keep = milliseconds(retention)
-        let leaseUntil = now + milliseconds(lease)
+        let leaseLength = milliseconds(lease)
         return try await store.write { database in
+            let now = try self.now(database)
+            let leaseUntil = now + leaseLength
             switch try Self.lookup(database, scope, key, fingerprint, now) {
             case .mismatch: return .mismatch
             case .completed(let response): return .replay(response)
@@ -226,10 +236,10 @@ public final class IdempotencyKeys: Sendable {
     public func complete(
         _ ticket: IdempotencyTicket, _ sideEffect: @escaping @Sendable (Database) throws -> IdempotentResponse
     ) async throws -> IdempotencyOutcome {
-        let now = clock.now().orchardMilliseconds
         let keep = milliseconds(retention)
         do {
             return try await store.write { database in
+                let now = try self.now(database)
                 let current = try database.queryFirst(
                     "SELECT attempt, state FROM orchard_idempotency_keys WHERE scope = ? AND key = ?",
                     [.text(ticket.scope), .text(ticket.key)]
@@ -278,9 +288,9 @@ public final class IdempotencyKeys: Sendable {
     /// returns how many. Expired keys already behave as absent; purging only reclaims space.
     @discardableResult
     public func purgeExpired() async throws -> Int {
-        let now = clock.now().orchardMilliseconds
-        return try await store.write { database in
-            try database.execute(
+        try await store.write { database in
+            let now = try self.now(database)
+            return try database.execute(
                 """
                 DELETE FROM orchard_idempotency_keys
                 WHERE expires_at <= ? AND (state = 1 OR lease_until <= ?)

@@ -9,6 +9,11 @@ public enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
     /// A schema of a PostgreSQL database.
     case postgreSQL(PostgreSQLLocation)
 
+    /// Whether the data lives on PostgreSQL (shared by several instances of a party, on the database's clock).
+    public var isPostgreSQL: Bool {
+        if case .postgreSQL = self { true } else { false }
+    }
+
     /// The path, or the PostgreSQL URL and schema (never a password: a URL with one is refused).
     public var description: String {
         switch self {

@@ -54,12 +54,14 @@ public final class NotificationPoller: Sendable {
     static func pollOnce(
         device: Device, deployment: DeploymentDirectory, alerts: RelayJoinAlerts, trace: @Sendable (String) -> Void
     ) async {
-        guard let record = try? deployment.runningService(.pay),
+        // Every running instance of the Pay server, failed over between in order.
+        let instances = deployment.runningInstances(of: .pay).map {
+            ServiceEndpoint(host: $0.host, port: $0.port).baseURL
+        }
+        guard !instances.isEmpty,
             let root = try? deployment.readCertificate(named: PKIFiles.rootCA),
             let identity = try? Device.clientIdentity(of: device.name, in: deployment),
-            let client = try? PayServerClient(
-                baseURL: ServiceEndpoint(host: record.host, port: record.port).baseURL, trustedRootPEM: root,
-                identity: identity)
+            let client = try? PayServerClient(baseURLs: instances, trustedRootPEM: root, identity: identity)
         else { return }
         do {
             let applied = try await NotificationSync.run(client: client) { reference, change in

@@ -9,19 +9,41 @@ public import PayAPI
 /// A device's HTTPS client of the Pay server: mutual TLS with the device's client identity, trusting only the
 /// Orchard root. Each call maps to one route of ``PayAPI/Route``; a refusal carries the server's status and
 /// error code.
+///
+/// Given several instances of the Pay server (``init(baseURLs:trustedRootPEM:identity:)``), each call goes to the
+/// first that answers: an instance that cannot be reached or answers 503 is passed over for the next, with the
+/// same request and `Idempotency-Key` (``OrchardHTTP/HTTPClient/send(_:failover:)``).
 public final class PayServerClient: Sendable {
+    /// The first instance's `https://host:port`.
     public let baseURL: String
+    /// Every instance, in the order they are tried.
+    public let endpoints: [String]
+    private let failover: FailoverEndpoints
     private let client: HTTPClient
 
     /// - Parameters:
     ///   - baseURL: `https://host:port` of the Pay server.
     ///   - trustedRootPEM: the Orchard root (`DIR/pki/root-ca.pem`).
     ///   - identity: the device's client identity (``Device/clientIdentity(of:in:clock:random:)``).
-    public init(baseURL: String, trustedRootPEM: String, identity: DeviceClientIdentity) throws(PayClientError) {
-        guard baseURL.hasPrefix("https://") else {
+    public convenience init(
+        baseURL: String, trustedRootPEM: String, identity: DeviceClientIdentity
+    ) throws(PayClientError) {
+        try self.init(baseURLs: [baseURL], trustedRootPEM: trustedRootPEM, identity: identity)
+    }
+
+    /// A client of several instances of the Pay server on one database (`https://host:port` each, first
+    /// preferred), failing over from one to the next.
+    public init(baseURLs: [String], trustedRootPEM: String, identity: DeviceClientIdentity) throws(PayClientError) {
+        guard let first = baseURLs.first, baseURLs.allSatisfy({ $0.hasPrefix("https://") }) else {
             throw PayClientError(.invalidArgument, "the Pay server's URL is https://")
         }
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        do {
+            failover = try FailoverEndpoints(baseURLs)
+        } catch {
+            throw PayClientError(.invalidArgument, "the Pay server's addresses are not usable: \(error.message)")
+        }
+        baseURL = first.hasSuffix("/") ? String(first.dropLast()) : first
+        endpoints = failover.baseURLs
         do {
             client = try HTTPClient(
                 configuration: HTTPClientConfiguration(
@@ -114,7 +136,7 @@ public final class PayServerClient: Sendable {
     private struct EmptyBody: Codable, Sendable {}
 
     func get<Output: Decodable>(_ path: String) async throws(PayClientError) -> Output {
-        try await send(HTTPClientRequest(method: .get, url: baseURL + path))
+        try await send(HTTPClientRequest(method: .get, url: path))
     }
 
     func post<Output: Decodable>(
@@ -123,7 +145,7 @@ public final class PayServerClient: Sendable {
         let request: HTTPClientRequest
         do {
             request = try HTTPClientRequest.json(
-                .post, baseURL + path, body, headers: idempotencyKey.map { ["Idempotency-Key": $0] } ?? [:])
+                .post, path, body, headers: idempotencyKey.map { ["Idempotency-Key": $0] } ?? [:])
         } catch {
             throw PayClientError(.invalidArgument, "the request could not be encoded")
         }
@@ -134,7 +156,7 @@ public final class PayServerClient: Sendable {
     func postRaw(_ path: String, _ body: some Encodable & Sendable) async throws(PayClientError) -> Data {
         let request: HTTPClientRequest
         do {
-            request = try HTTPClientRequest.json(.post, baseURL + path, body)
+            request = try HTTPClientRequest.json(.post, path, body)
         } catch {
             throw PayClientError(.invalidArgument, "the request could not be encoded")
         }
@@ -155,9 +177,10 @@ public final class PayServerClient: Sendable {
     private func exchange(_ request: HTTPClientRequest) async throws(PayClientError) -> HTTPResponse {
         let response: HTTPResponse
         do {
-            response = try await client.send(request)
+            response = try await client.send(request, failover: failover)
         } catch {
-            throw PayClientError(.unreachable, "the Pay server cannot be reached at \(baseURL): \(error.code)")
+            let addresses = endpoints.joined(separator: ", ")
+            throw PayClientError(.unreachable, "the Pay server cannot be reached at \(addresses): \(error.code)")
         }
         guard (200..<300).contains(response.status.code) else {
             let problem = response.errorBody

@@ -183,8 +183,11 @@ extension PayServer {
                     "device \(device.deviceID) was erased; it stays erased until it registers again")
             }
             let challenge = self.random.bytes(PayAPI.PasscodeAttestation.challengeByteCount)
-            let expiresAt = clock.now().addingTimeInterval(Self.resumeChallengeLifetime)
+            let wall = clock
             try await store.write { db in
+                // On PostgreSQL the database's clock, which every instance reads (another may take the answer).
+                let now = Date(orchardMilliseconds: try db.expiryMilliseconds(.database) { wall.now() })
+                let expiresAt = now.addingTimeInterval(Self.resumeChallengeLifetime)
                 try db.execute(
                     """
                     INSERT INTO resume_challenges (device_id, challenge, expires_at) VALUES (?, ?, ?)
@@ -222,15 +225,16 @@ extension PayServer {
         guard let body = try? JSONDecoder().decode(ResumeRequest.self, from: request.body),
             let challenge = Data(base64Encoded: body.challenge), let signature = Data(base64Encoded: body.attestation)
         else { throw refused }
-        let now = clock.now()
+        let wall = clock
         let outstanding = try await store.write { db in
+            let now = Date(orchardMilliseconds: try db.expiryMilliseconds(.database) { wall.now() })
             let row = try db.queryFirst(
                 "SELECT challenge, expires_at FROM resume_challenges WHERE device_id = ?", [.text(device.deviceID)]
-            ) { row in (try row.blob(0), try row.date(1)) }
+            ) { row in (try row.blob(0), try row.date(1), now) }
             try db.execute("DELETE FROM resume_challenges WHERE device_id = ?", [.text(device.deviceID)])
             return row
         }
-        guard let outstanding, now < outstanding.1, constantTimeEquals(outstanding.0, Array(challenge)),
+        guard let outstanding, outstanding.2 < outstanding.1, constantTimeEquals(outstanding.0, Array(challenge)),
             let registered = device.enclaveKey,
             let key = try? P256.Signing.PublicKey(x963Representation: registered),
             let ecdsa = try? P256.Signing.ECDSASignature(derRepresentation: Array(signature)),

@@ -252,9 +252,12 @@ public final class MerchantSessions: Sendable {
     }
 
     /// Signs and records a new session for a validated domain.
+    /// The session is dated by the database's clock on PostgreSQL (every instance reads it, so any instance ages it
+    /// alike), by this process's wall clock on SQLite.
     func issue(merchant: String, domain: String, displayName: String) async throws -> MerchantSession {
+        let now = try await store.databaseClock() ?? clock.now()
         let session = try Self.sign(
-            merchant: merchant, domain: domain, displayName: displayName, at: clock.now(), random: random,
+            merchant: merchant, domain: domain, displayName: displayName, at: now, random: random,
             tokenSigning: tokenSigning)
         let epoch = session.epochTimestamp
         try await store.write { db in
@@ -330,11 +333,13 @@ public final class MerchantSessions: Sendable {
     /// session's merchant ID: the session must be one this Pay server issued, for `merchant` (its ID or the
     /// upper-case hex SHA-256 the session names it by) and `domain` (the credential's tag 03), with this
     /// nonce, at most ``MerchantSession/usableMilliseconds`` old and unused. Two credentials racing for one
-    /// session: the store's write transactions are serial, so the second finds it used.
+    /// session: the store's write transactions are serial, so the second finds it used. On PostgreSQL the age is
+    /// measured on the database's clock, not `local` (another instance may have issued the session).
     @discardableResult
     static func consume(
-        identifier: String, nonce: String, merchant: String, domain: String, at now: Date, in db: Database
+        identifier: String, nonce: String, merchant: String, domain: String, at local: Date, in db: Database
     ) throws -> String {
+        let now = Date(orchardMilliseconds: try db.expiryMilliseconds(.database) { local })
         let row = try db.queryFirst(
             "SELECT merchant_identifier, domain, nonce, created_at, consumed_at FROM merchant_sessions WHERE identifier = ?",
             [.text(identifier)]

@@ -6,7 +6,8 @@ import TokenRequestorAPI
 
 /// The Pay server's HTTPS client of the network's token-requestor routes: mutual TLS with `pki/pay-client`
 /// (role token-requestor), trusting only the Orchard root. The network is found per call
-/// (``ServicePeers``), so it may start after the Pay server.
+/// (``ServicePeers``), so it may start after the Pay server; with several instances of the network, each is tried
+/// in turn (failover on connection errors and 503s, ``OrchardHTTP/HTTPClient/send(_:failover:)``).
 ///
 /// The Pay server links none of the network's modules: paths, bodies and the error body are `TokenRequestorAPI`'s,
 /// which the network serves too.
@@ -46,22 +47,23 @@ final class NetworkClient: Sendable {
     private func send<Output: Decodable>(
         _ method: HTTPMethod, _ path: String, body: (some Encodable & Sendable)?
     ) async throws(PayServerError) -> Output {
-        guard let base = peers.baseURL(of: .network, in: directory) else {
+        // Every instance of the network service, tried in order (failover on connection errors and 503s).
+        guard let endpoints = try? FailoverEndpoints(peers.baseURLs(of: .network, in: directory)) else {
             throw PayServerError(.networkUnavailable, "the network service is not running")
         }
         let request: HTTPClientRequest
         do {
             if let body {
-                request = try HTTPClientRequest.json(method, base + path, body)
+                request = try HTTPClientRequest.json(method, path, body)
             } else {
-                request = HTTPClientRequest(method: method, url: base + path)
+                request = HTTPClientRequest(method: method, url: path)
             }
         } catch {
             throw PayServerError(.internalFailure, "cannot encode the request to the network")
         }
         let response: HTTPResponse
         do {
-            response = try await client.send(request)
+            response = try await client.send(request, failover: endpoints)
         } catch {
             throw PayServerError(.networkUnavailable, "the network cannot be reached: \(error.code)")
         }

@@ -8,8 +8,12 @@ import OrchardStore
 /// - a nonce is 32 random bytes, issued to one device (the client certificate's device name);
 /// - it is stored durably (pay.sqlite, synchronous FULL) as a keyed hash only (HMAC-SHA256 under a key
 ///   derived from the credential key), never in clear;
-/// - it is valid for ``lifetime`` on the monotonic clock of the boot it was issued in (a nonce from before a
-///   reboot is expired: monotonic time restarts, so it fails closed); a wall-clock change moves nothing;
+/// - on SQLite (one process owns the file) it is valid for ``lifetime`` on the monotonic clock of the boot it was
+///   issued in (a nonce from before a reboot is expired: monotonic time restarts, so it fails closed); a
+///   wall-clock change moves nothing;
+/// - on PostgreSQL (several instances of the Pay server on one database, on several hosts) it is valid for
+///   ``lifetime`` on the database's clock (``Database/databaseClockMicroseconds()``), the one clock every
+///   instance reads: any instance redeems it, and it expires at the same instant for all of them;
 /// - ``consume(_:device:in:)`` runs inside the caller's write transaction, so the nonce is used exactly when
 ///   the request that uses it is recorded; afterwards the row keeps only the keyed hash and a coarse purge
 ///   time (the device link and issue time are deleted) for the replay window, then is purged.
@@ -19,6 +23,8 @@ final class PaymentNonces: Sendable {
     /// How long the hash of a used nonce is kept.
     static let replayWindow: TimeInterval = 24 * 3600
     static let byteCount = 32
+    /// The `boot_id` of a nonce timed by the database's clock (PostgreSQL), which no host's boot ID equals.
+    static let databaseClockID = "database-clock"
 
     private let store: Store
     private let hashKey: SymmetricKey
@@ -55,19 +61,23 @@ final class PaymentNonces: Sendable {
     func issue(to device: String) async throws -> [UInt8] {
         let nonce = random.bytes(Self.byteCount)
         let hash = keyedHash(nonce)
-        let issuedAt = monotonic.nanoseconds()
-        let now = wall.now()
-        // An unused nonce's row (with its device link) goes at the first purge after twice its lifetime.
-        let purgeAfter = now.addingTimeInterval(2 * Double(Self.lifetime) / 1e9)
-        let bootID = self.bootID
+        let localIssuedAt = monotonic.nanoseconds()
+        let wall = self.wall
+        let localBootID = self.bootID
         try await store.write { db in
-            try db.execute("DELETE FROM payment_nonces WHERE purge_after < ?", [.milliseconds(now)])
+            let shared = try db.databaseClockMicroseconds()
+            let now = shared.map { $0 / 1000 } ?? wall.now().orchardMilliseconds
+            let issuedAt = shared.map { UInt64($0) &* 1000 } ?? localIssuedAt
+            let bootID = shared == nil ? localBootID : Self.databaseClockID
+            // An unused nonce's row (with its device link) goes at the first purge after twice its lifetime.
+            let purgeAfter = now + 2 * Int64(Self.lifetime / 1_000_000)
+            try db.execute("DELETE FROM payment_nonces WHERE purge_after < ?", [.integer(now)])
             try db.execute(
                 """
                 INSERT INTO payment_nonces (nonce_hash, device, boot_id, issued_at_ns, used, purge_after)
                 VALUES (?, ?, ?, ?, 0, ?)
                 """,
-                [.blob(hash), .text(device), .text(bootID), .integer(Int64(issuedAt)), .milliseconds(purgeAfter)])
+                [.blob(hash), .text(device), .text(bootID), .integer(Int64(issuedAt)), .integer(purgeAfter)])
         }
         return nonce
     }
@@ -95,11 +105,14 @@ final class PaymentNonces: Sendable {
         guard let owner = row.device, constantTimeEquals(Array(owner.utf8), Array(device.utf8)) else {
             throw PayServerError(.nonceNotIssuedToDevice, "this nonce was issued to another device")
         }
-        guard let issuedAt = row.issuedAt, row.bootID == bootID,
-            monotonic.nanoseconds() &- UInt64(issuedAt) <= Self.lifetime
+        let shared = try db.databaseClockMicroseconds()
+        let (clockID, now) =
+            shared.map { (Self.databaseClockID, UInt64($0) &* 1000) } ?? (bootID, monotonic.nanoseconds())
+        guard let issuedAt = row.issuedAt, row.bootID == clockID, now &- UInt64(issuedAt) <= Self.lifetime
         else { throw PayServerError(.nonceExpired, "this nonce has expired; ask for a new one") }
         // Keep only the keyed hash, until a purge time rounded up to the hour (not a timestamp of the payment).
-        let purgeAfter = (wall.now().timeIntervalSince1970 + Self.replayWindow) / 3600
+        let nowSeconds = shared.map { Double($0) / 1e6 } ?? wall.now().timeIntervalSince1970
+        let purgeAfter = (nowSeconds + Self.replayWindow) / 3600
         try db.execute(
             """
             UPDATE payment_nonces SET device = NULL, boot_id = NULL, issued_at_ns = NULL, used = 1, purge_after = ?

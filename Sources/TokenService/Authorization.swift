@@ -180,7 +180,7 @@ extension TokenService {
     }
 
     private func decide(
-        _ request: NetworkAuthorizationRequest, scope: String, fingerprint: String
+        _ request: NetworkAuthorizationRequest, scope: String, fingerprint: String, attempt: Int = 1
     ) async throws -> NetworkAuthorizationResponse {
         func decline(
             _ code: ResponseCode, _ reason: NetworkDeclineReason, suffix: String? = nil
@@ -237,15 +237,25 @@ extension TokenService {
         }
         // The counter is used from here on, whatever the issuer answers: record it before asking, together with
         // the record that this transaction started (a retry after a crash resumes instead of reading a replay).
+        // Only if the token is still as read: another instance of the token service on the same database may have
+        // recorded a counter meanwhile (the same one, racing), and then the decision is taken again on the token
+        // as it is now.
+        let read = token
         token.atcWindow.record(atc)
         token.updatedAt = clock.now()
-        try await vault.saveToken(
+        let saved = try await vault.saveToken(
             token,
             with: IdempotencyRecord(
                 scope: scope, key: request.transactionID, requestFingerprint: fingerprint, response: [],
                 createdAt: clock.now(),
                 started: StartedAuthorization(tokenReference: token.tokenReference, applicationTransactionCounter: atc)
-            ))
+            ), ifUnchangedFrom: read)
+        guard saved else {
+            guard attempt < 8 else {
+                throw TokenServiceError(.storeFailure, "the token kept changing under this authorization; retry it")
+            }
+            return try await decide(request, scope: scope, fingerprint: fingerprint, attempt: attempt + 1)
+        }
         await probe?.reached(.counterRecorded, transactionID: request.transactionID)
         return try await askIssuer(request, token: token)
     }

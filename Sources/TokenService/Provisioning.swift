@@ -134,11 +134,12 @@ extension TokenService {
         }
         if case .decline = decision { return CheckCardResponse(sessionID: nil, decision: decision, termsID: nil) }
         let sessionID = randomIdentifier("chk_")
+        let shared = try await vault.sharedClock()
         let session = ProvisioningSession(
             sessionID: sessionID, tokenRequestorID: request.tokenRequestorID, deviceID: request.deviceID,
             deviceKind: request.deviceKind, issuerID: route.issuerID,
             encryptedCard: try sealCard(pan: card.pan, expiry: card.expiry, context: "session:" + sessionID),
-            decision: decision, expiresAt: clock.now().addingTimeInterval(configuration.sessionLifetime),
+            decision: decision, expiresAt: (shared ?? clock.now()).addingTimeInterval(configuration.sessionLifetime),
             tokenReference: nil, closed: false)
         sessionDeadlines.start(sessionID, now: monotonicClock.nanoseconds())
         try await vault.saveSession(session)
@@ -298,9 +299,17 @@ extension TokenService {
             throw TokenServiceError(.sessionState, "the provisioning session belongs to another device")
         }
         guard !session.closed else { throw TokenServiceError(.sessionState, "the provisioning session has ended") }
-        // The monotonic clock of this process decides (R6): setting the wall clock neither ends a session early nor
-        // keeps it alive; a session from before a restart has no deadline here and is expired.
-        guard sessionDeadlines.isLive(sessionID, now: monotonicClock.nanoseconds()) else {
+        // A store shared by several instances has one clock (the database's): any instance continues the session
+        // until its expiry on that clock. Otherwise the monotonic clock of this process decides (R6): setting the
+        // wall clock neither ends a session early nor keeps it alive; a session from before a restart has no
+        // deadline here and is expired.
+        let live: Bool
+        if let shared = try await vault.sharedClock() {
+            live = shared < session.expiresAt
+        } else {
+            live = sessionDeadlines.isLive(sessionID, now: monotonicClock.nanoseconds())
+        }
+        guard live else {
             throw TokenServiceError(.sessionState, "the provisioning session has expired; check the card again")
         }
         return session

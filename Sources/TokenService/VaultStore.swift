@@ -1,5 +1,5 @@
 public import CardBasics
-import Foundation
+public import Foundation
 import Issuer
 
 /// The token service's persistence: tokens, cards, provisioning sessions and idempotency records.
@@ -21,12 +21,35 @@ public protocol TokenVaultStore: Sendable {
     /// token together with the record that says it started, so a crash never leaves a used counter that no
     /// record explains (the retry would be declined as a replay).
     func saveToken(_ token: TokenRecord, with record: IdempotencyRecord) async throws
+    /// ``saveToken(_:with:)`` if the stored token is still `expected` (what the caller read and decided on): false,
+    /// with nothing saved, when another writer changed it meanwhile. Several instances of the token service on one
+    /// database use it to record an ATC at most once; the caller reads the token again and decides anew.
+    func saveToken(
+        _ token: TokenRecord, with record: IdempotencyRecord, ifUnchangedFrom expected: TokenRecord
+    ) async throws -> Bool
 
     func session(id: String) async throws -> ProvisioningSession?
     func saveSession(_ session: ProvisioningSession) async throws
+    /// The clock every instance of the token service reads (a shared database's), or nil when one process owns the
+    /// store and its own clocks decide. Provisioning sessions expire on it when there is one.
+    func sharedClock() async throws -> Date?
 
     func idempotencyRecord(scope: String, key: String) async throws -> IdempotencyRecord?
     func saveIdempotencyRecord(_ record: IdempotencyRecord) async throws
+}
+
+extension TokenVaultStore {
+    /// For stores one process owns, where the token service's per-token serializer already orders the writers:
+    /// saves unconditionally.
+    public func saveToken(
+        _ token: TokenRecord, with record: IdempotencyRecord, ifUnchangedFrom expected: TokenRecord
+    ) async throws -> Bool {
+        try await saveToken(token, with: record)
+        return true
+    }
+
+    /// No shared clock: the default for stores one process owns.
+    public func sharedClock() async throws -> Date? { nil }
 }
 
 /// Everything a vault store holds, for inspection (tests check that no FPAN or CVV is in it).

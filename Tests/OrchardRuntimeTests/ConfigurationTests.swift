@@ -72,7 +72,7 @@ struct ConfigurationTests {
             "config.json: network.port: 70000 is out of range 0...65535 for a port (0 picks a free one)",
             "config.json: pay.host: \"localhost\" is not an IPv4 or IPv6 address",
             "config.json: pay.port: expected an integer, found a string",
-            "config.json: pay.prot: unknown key (known: host, logLevel, port)",
+            "config.json: pay.prot: unknown key (known: host, instancePorts, logLevel, port)",
             "config.json: unknown section \"pya\" (known: version, acquirer, issuer, merchant, network, pay)",
             "config.json: version: expected 1, found 2",
         ]
@@ -131,7 +131,7 @@ struct ConfigurationTests {
                 "ORCHARD_NETWORK_PORT: 65536 is out of range 0...65535 for a port (0 picks a free one)",
                 "ORCHARD_PAY_PORT: \"eighty\" is not an integer",
                 "ORCHARD_PAY_PROT: pay has no such key "
-                    + "(known: ORCHARD_PAY_HOST, ORCHARD_PAY_LOG_LEVEL, ORCHARD_PAY_PORT)",
+                    + "(known: ORCHARD_PAY_HOST, ORCHARD_PAY_INSTANCE_PORTS, ORCHARD_PAY_LOG_LEVEL, ORCHARD_PAY_PORT)",
             ]
         )
     }

@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import OrchardCrypto
 import OrchardRuntime
@@ -89,5 +90,53 @@ struct PaymentNonceTests {
         await expectRefusal(.nonceUnknown) { try await consume(nonces(store), used, "phone-a", store) }
         await expectRefusal(.nonceUnknown) { try await consume(nonces(store), unused, "phone-a", store) }
         await store.close()
+    }
+
+    @Test(
+        "A3: on PostgreSQL a nonce issued by one instance is redeemed by another, once, and expires on the database's clock",
+        .enabled(if: TestPostgreSQL.enabled, Comment(rawValue: TestPostgreSQL.installHint)))
+    func sharedAcrossInstancesOnTheDatabaseClock() async throws {
+        let location = StoreLocation.postgreSQL(
+            try PostgreSQLLocation(url: try TestPostgreSQL.shared().url, schema: TestPostgreSQL.freshSchema("pay")))
+        let storeA = try Store(location: location, options: PayStore.options, migrations: PayStore.migrations)
+        let storeB = try Store(location: location, options: PayStore.options, migrations: PayStore.migrations)
+        // Two hosts: other boot IDs, monotonic clocks an hour apart; neither decides.
+        let clockB = ManualClock(now: Date(timeIntervalSince1970: 1_772_366_400))
+        clockB.advance(by: 3600)
+        let instanceA = nonces(storeA, boot: "host-a")
+        let instanceB = PaymentNonces(
+            store: storeB, hashKey: key, monotonic: clockB, wall: clockB, random: SystemRandom(), bootID: "host-b")
+        let nonce = try await instanceA.issue(to: "phone-a")
+        let clockID = try await storeB.read { db in
+            try db.queryFirst("SELECT boot_id FROM payment_nonces", [], { try $0.string(0) })
+        }
+        #expect(clockID == PaymentNonces.databaseClockID)
+        await expectRefusal(.nonceNotIssuedToDevice) { try await consume(instanceB, nonce, "phone-b", storeB) }
+        try await consume(instanceB, nonce, "phone-a", storeB)
+        await expectRefusal(.nonceUsed) { try await consume(instanceA, nonce, "phone-a", storeA) }
+
+        // Both instances redeem one nonce at once: exactly one succeeds.
+        let raced = try await instanceB.issue(to: "phone-a")
+        async let first: Bool = (try? await consume(instanceA, raced, "phone-a", storeA)) != nil
+        async let second: Bool = (try? await consume(instanceB, raced, "phone-a", storeB)) != nil
+        let outcomes = await [first, second]
+        #expect(outcomes.filter { $0 }.count == 1)
+
+        // A nonce 30 s old on the database's clock is still good; one 61 s old is expired, on every instance.
+        let young = try await instanceA.issue(to: "phone-a")
+        let old = try await instanceA.issue(to: "phone-a")
+        try await storeA.write { db in
+            try db.execute(
+                "UPDATE payment_nonces SET issued_at_ns = issued_at_ns - ? WHERE nonce_hash = ?",
+                [.integer(30_000_000_000), .blob(HMAC<SHA256>.authenticationCode(for: young, using: key))])
+            try db.execute(
+                "UPDATE payment_nonces SET issued_at_ns = issued_at_ns - ? WHERE nonce_hash = ?",
+                [.integer(61_000_000_000), .blob(HMAC<SHA256>.authenticationCode(for: old, using: key))])
+        }
+        await expectRefusal(.nonceExpired) { try await consume(instanceB, old, "phone-a", storeB) }
+        await expectRefusal(.nonceExpired) { try await consume(instanceA, old, "phone-a", storeA) }
+        try await consume(instanceB, young, "phone-a", storeB)
+        await storeA.close()
+        await storeB.close()
     }
 }

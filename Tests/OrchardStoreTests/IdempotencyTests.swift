@@ -1,3 +1,4 @@
+import CommandTestSupport
 import Foundation
 import OrchardCrypto
 import OrchardStore
@@ -220,7 +221,7 @@ struct IdempotencyTests {
 
     @Test("R2: keys are kept 24 hours, then expire", arguments: StoreBackend.all)
     func keysAreKeptTwentyFourHoursThenExpire(_ backend: StoreBackend) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try IdempotencyFixture(backend, expiryClock: .injected)
         let runs = Counter()
         let first = try await t.keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         t.clock.advance(by: 24 * 3600 - 1)
@@ -242,7 +243,7 @@ struct IdempotencyTests {
     @Test(arguments: StoreBackend.all) func aStaleRunningMarkerIsTakenOverAndTheStaleTicketCannotCommit(
         _ backend: StoreBackend
     ) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try IdempotencyFixture(backend, expiryClock: .injected)
         let runs = Counter()
         guard case .proceed(let stale) = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("a fresh key should proceed")
@@ -259,6 +260,80 @@ struct IdempotencyTests {
         #expect(try await t.keys.complete(stale, Self.createOrder(runs)) == .replayed(done.response!))
         #expect(runs.value == 1)
         #expect(try await t.orderCount() == 1)
+    }
+
+    @Test(
+        "R2: two instances on one PostgreSQL database share its clock: keys and leases expire on it, not on theirs",
+        .enabled(if: TestPostgreSQL.enabled, Comment(rawValue: TestPostgreSQL.installHint)))
+    func twoInstancesExpireKeysOnTheDatabaseClock() async throws {
+        let directory = try TemporaryDirectory()
+        let location = try StoreBackend.postgreSQL.location(in: directory)
+        let options = StoreOptions(durability: .full)
+        let storeA = try Store(location: location, options: options, migrations: Self.migrations)
+        let storeB = try Store(location: location, options: options, migrations: Self.migrations)
+        // Instance B's own clock is two days ahead of A's: neither clock decides anything.
+        let clockA = ManualClock(now: Date(timeIntervalSince1970: 1_750_000_000))
+        let clockB = ManualClock(now: Date(timeIntervalSince1970: 1_750_000_000 + 2 * 86_400))
+        let keysA = try IdempotencyKeys(store: storeA, clock: clockA)
+        let keysB = try IdempotencyKeys(store: storeB, clock: clockB)
+        let runs = Counter()
+        let first = try await keysA.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+        #expect(
+            try await keysB.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+                == .replayed(first.response!))
+        #expect(try await keysB.purgeExpired() == 0)
+        // 24 hours pass on the database's clock (the record is aged by as much): the key is free on both.
+        try await storeA.write { db in
+            try db.execute(
+                "UPDATE orchard_idempotency_keys SET created_at = created_at - ?, expires_at = expires_at - ?",
+                [.integer(86_400_001), .integer(86_400_001)])
+        }
+        let again = try await keysA.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
+        #expect(again != .replayed(first.response!) && runs.value == 2)
+
+        // A running claim of A holds against B although B's clock is past A's lease...
+        guard case .proceed(let stale) = try await keysA.begin(scope: "m", key: "l", fingerprint: Self.payment) else {
+            Issue.record("a fresh key should proceed")
+            return
+        }
+        #expect(try await keysB.begin(scope: "m", key: "l", fingerprint: Self.payment) == .inProgress)
+        // ...until the lease runs out on the database's clock: then B takes it over and A's ticket cannot commit.
+        try await storeA.write { db in
+            try db.execute("UPDATE orchard_idempotency_keys SET lease_until = lease_until - ?", [.integer(120_001)])
+        }
+        guard case .proceed(let fresh) = try await keysB.begin(scope: "m", key: "l", fingerprint: Self.payment)
+        else {
+            Issue.record("a repeat after the lease should take over")
+            return
+        }
+        #expect(try await keysA.complete(stale, Self.createOrder(runs)) == .inProgress)
+        let done = try await keysB.complete(fresh, Self.createOrder(runs))
+        #expect(try await keysA.complete(stale, Self.createOrder(runs)) == .replayed(done.response!))
+        #expect(runs.value == 3)
+        await storeA.close()
+        await storeB.close()
+    }
+
+    @Test("the database clock: PostgreSQL's, moving; none on SQLite", arguments: StoreBackend.all)
+    func databaseClock(_ backend: StoreBackend) async throws {
+        let t = try IdempotencyFixture(backend)
+        let clock = t.clock
+        let (first, second) = try await t.store.write { db in
+            (try db.databaseClockMicroseconds(), try db.databaseClockMicroseconds())
+        }
+        switch backend {
+        case .sqlite:
+            #expect(first == nil && second == nil)
+            let now = try await t.store.write { db in try db.expiryMilliseconds(.database) { clock.now() } }
+            #expect(now == 1_750_000_000_000)
+        case .postgreSQL:
+            let system = Int64(Date().timeIntervalSince1970 * 1_000_000)
+            // The test server runs on this host: its clock agrees with ours to well within a minute.
+            #expect(abs((first ?? 0) - system) < 60_000_000)
+            #expect((second ?? 0) >= (first ?? .max))
+            let injected = try await t.store.write { db in try db.expiryMilliseconds(.injected) { clock.now() } }
+            #expect(injected == 1_750_000_000_000)
+        }
     }
 
     @Test(arguments: StoreBackend.all) func abandonFreesTheKey(_ backend: StoreBackend) async throws {
@@ -300,12 +375,12 @@ final class IdempotencyFixture {
     let store: Store
     let keys: IdempotencyKeys
 
-    init(_ backend: StoreBackend) throws {
+    init(_ backend: StoreBackend, expiryClock: ExpiryClock = .database) throws {
         directory = try TemporaryDirectory()
         store = try Store(
             location: try backend.location(in: directory), options: StoreOptions(durability: .full),
             migrations: IdempotencyTests.migrations)
-        keys = try IdempotencyKeys(store: store, clock: clock)
+        keys = try IdempotencyKeys(store: store, clock: clock, expiryClock: expiryClock)
     }
 
     func orderCount() async throws -> Int {

@@ -236,6 +236,25 @@ struct ProvisioningTests {
         await #expect(throws: TokenServiceError(.sessionState, "")) { try await h.link(sessionID, on: late) }
     }
 
+    @Test("A provisioning session in a shared store expires on the store's clock, not this process's")
+    func sessionsInASharedStoreExpireOnItsClock() async throws {
+        let database = ManualClock(now: NetworkHarness.start.addingTimeInterval(86_400))
+        let h = try await NetworkHarness(vaultStore: SharedClockVault(clock: database))
+        let phone = try h.makeDevice("phone-shared")
+        let sessionID = try #require(try await h.checkCard("4111111111111111", on: phone).sessionID)
+        // This process's clocks (another instance's, say) move past the lifetime: the shared clock decides.
+        h.clock.advance(by: 901)
+        database.advance(by: 899)
+        let kept = try h.makeDevice("phone-shared-2")
+        let keptID = try #require(try await h.checkCard("4111111111111111", on: kept).sessionID)
+        guard case .provisioned = try await h.link(sessionID, on: phone) else {
+            Issue.record("a session live on the shared clock should provision")
+            return
+        }
+        database.advance(by: 901)
+        await #expect(throws: TokenServiceError(.sessionState, "")) { try await h.link(keptID, on: kept) }
+    }
+
     @Test func tamperedOrMisaddressedCardDataIsRefused() async throws {
         let h = try await NetworkHarness()
         let phone = try h.makeDevice("phone-1")
@@ -317,5 +336,33 @@ struct ProvisioningTests {
             try await h.checkCard("4111111111111111", on: phone, idempotencyKey: "u")
         }
         #expect(h.vault.snapshot().idempotencyRecords.isEmpty)
+    }
+}
+
+/// An in-memory vault with a clock of its own, like a database shared by several instances of the token service.
+final class SharedClockVault: TokenVaultStore {
+    let inner = InMemoryTokenVaultStore()
+    let clock: ManualClock
+    init(clock: ManualClock) { self.clock = clock }
+
+    func sharedClock() async throws -> Date? { clock.now() }
+    func card(id: String) async throws -> CardRecord? { try await inner.card(id: id) }
+    func card(panLookup: String) async throws -> CardRecord? { try await inner.card(panLookup: panLookup) }
+    func saveCard(_ card: CardRecord) async throws { try await inner.saveCard(card) }
+    func token(reference: String) async throws -> TokenRecord? { try await inner.token(reference: reference) }
+    func token(dpan: PrimaryAccountNumber) async throws -> TokenRecord? { try await inner.token(dpan: dpan) }
+    func tokens(cardID: String) async throws -> [TokenRecord] { try await inner.tokens(cardID: cardID) }
+    func tokens(deviceID: String) async throws -> [TokenRecord] { try await inner.tokens(deviceID: deviceID) }
+    func saveToken(_ token: TokenRecord) async throws { try await inner.saveToken(token) }
+    func saveToken(_ token: TokenRecord, with record: IdempotencyRecord) async throws {
+        try await inner.saveToken(token, with: record)
+    }
+    func session(id: String) async throws -> ProvisioningSession? { try await inner.session(id: id) }
+    func saveSession(_ session: ProvisioningSession) async throws { try await inner.saveSession(session) }
+    func idempotencyRecord(scope: String, key: String) async throws -> IdempotencyRecord? {
+        try await inner.idempotencyRecord(scope: scope, key: key)
+    }
+    func saveIdempotencyRecord(_ record: IdempotencyRecord) async throws {
+        try await inner.saveIdempotencyRecord(record)
     }
 }

@@ -118,8 +118,11 @@ enum DeploymentCommands {
             port of its config.json section (ORCHARD_<SERVICE>_PORT overrides), publishes DIR/run/<service>.json
             with its address while it runs, and stops gracefully on SIGTERM or SIGINT (a second signal cuts
             in-flight requests short). Prints the run record as JSON on stdout once it listens; logs go to
-            DIR/logs/<service>.log.
+            DIR/logs/<service>.log. --instance N (2 and up) runs a further instance of a service whose state is on
+            PostgreSQL (`init --database`): its port is listed in config.json (<service>.instancePorts, any free
+            port when not listed, then listed), its run record is DIR/run/<service>.<N>.json.
             """,
+        options: [instanceOption],
         positionals: ["service"]
     ) { arguments, context in
         guard let name = arguments.positionals.first else {
@@ -134,8 +137,14 @@ enum DeploymentCommands {
             throw CLIError.usage(error.message)
         }
         let directory = DeploymentDirectory(path: context.dataDirectory.path)
-        try await host([service.name], directory: directory, registry: registry, context: context)
+        try await host(
+            [service.name], directory: directory, registry: registry, context: context,
+            instance: arguments[instanceOption])
     }
+
+    static let instanceOption = Option<Int>.integer(
+        "instance", default: 1, range: 1...ServiceSettings.maximumInstances,
+        help: "Which instance of the service to run (2 and up: further instances on one PostgreSQL database).")
 
     static let up = Command(
         name: "up",
@@ -174,7 +183,8 @@ enum DeploymentCommands {
 
     /// Starts `names`, prints their run records, and runs until a signal.
     static func host(
-        _ names: [ServiceName], directory: DeploymentDirectory, registry: ServiceRegistry, context: CommandContext
+        _ names: [ServiceName], directory: DeploymentDirectory, registry: ServiceRegistry, context: CommandContext,
+        instance: Int = 1
     ) async throws {
         // Handlers first: a SIGTERM right after the records appear must already stop gracefully.
         let signals = ShutdownSignals.shared
@@ -183,7 +193,7 @@ enum DeploymentCommands {
         do {
             host = try await ServiceHost.start(
                 names, directory: directory, registry: registry,
-                environment: ServiceEnvironment(variables: context.environment), publish: true)
+                environment: ServiceEnvironment(variables: context.environment), publish: true, instance: instance)
         } catch {
             throw CLIError.failure(error.message)
         }
@@ -192,7 +202,7 @@ enum DeploymentCommands {
             records[running.name.rawValue] = running.record
             context.trace(
                 "\(running.name) listening on https://\(running.endpoint.host):\(running.endpoint.port) "
-                    + "(DIR/run/\(running.name).json)")
+                    + "(DIR/run/\(running.name)\(instance > 1 ? ".\(instance)" : "").json)")
         }
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601

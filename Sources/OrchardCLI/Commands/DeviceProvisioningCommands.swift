@@ -280,12 +280,18 @@ struct PaySession {
 
     func close() async { await connections.close() }
 
-    /// A client of the connected Pay server with device `name`'s identity, trusting only the Orchard root.
+    /// A client of the connected Pay server with device `name`'s identity, trusting only the Orchard root; it fails
+    /// over to the Pay server's further running instances (`serve pay --instance N`).
     static func client(
         device name: String, in deployment: DeploymentDirectory, connections: ServiceConnections
     ) throws -> PayServerClient {
-        try PayServerClient(
-            baseURL: try connections.baseURL(of: .pay), trustedRootPEM: connections.rootCertificatePEM,
+        var instances = [try connections.baseURL(of: .pay)]
+        for record in deployment.runningInstances(of: .pay) {
+            let url = ServiceEndpoint(host: record.host, port: record.port).baseURL
+            if !instances.contains(url) { instances.append(url) }
+        }
+        return try PayServerClient(
+            baseURLs: instances, trustedRootPEM: connections.rootCertificatePEM,
             identity: try Device.clientIdentity(of: name, in: deployment))
     }
 
