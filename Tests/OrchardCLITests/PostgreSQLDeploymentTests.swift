@@ -28,7 +28,8 @@ struct PostgreSQLDeploymentTests {
         let report = try JSONSerialization.jsonObject(with: Data(capture.stdout.utf8)) as? [String: Any]
         #expect(report?["failed"] as? Int == 0)
         let payments = report?["payments"] as? [[String: Any]]
-        #expect(payments?.map { $0["channel"] as? String ?? "" } == ["in-store", "in-store", "in-app", "web (no browser)"])
+        #expect(
+            payments?.map { $0["channel"] as? String ?? "" } == ["in-store", "in-store", "in-app", "web (no browser)"])
         #expect(payments?.allSatisfy { $0["result"] as? String == "approved" } == true)
         let files = try FileManager.default.contentsOfDirectory(atPath: dir)
         for name in Self.serverFiles { #expect(!files.contains(name), "\(name) was written") }
