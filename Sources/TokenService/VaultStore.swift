@@ -1,5 +1,5 @@
 public import CardBasics
-import Foundation
+public import Foundation
 import Issuer
 
 /// The token service's persistence: tokens, cards, provisioning sessions and idempotency records.
@@ -24,6 +24,9 @@ public protocol TokenVaultStore: Sendable {
 
     func session(id: String) async throws -> ProvisioningSession?
     func saveSession(_ session: ProvisioningSession) async throws
+    /// Deletes the provisioning sessions whose ``ProvisioningSession/expiresAt`` is before `date` (a session
+    /// stored before the column existed, from before a restart and so expired, goes too); returns how many.
+    func purgeSessions(expiredBefore date: Date) async throws -> Int
 
     func idempotencyRecord(scope: String, key: String) async throws -> IdempotencyRecord?
     func saveIdempotencyRecord(_ record: IdempotencyRecord) async throws
@@ -106,6 +109,14 @@ public final class InMemoryTokenVaultStore: TokenVaultStore, @unchecked Sendable
 
     public func saveSession(_ session: ProvisioningSession) async throws {
         lock.withLock { sessions[session.sessionID] = session }
+    }
+
+    public func purgeSessions(expiredBefore date: Date) async throws -> Int {
+        lock.withLock {
+            let expired = sessions.values.filter { $0.expiresAt < date }.map(\.sessionID)
+            for id in expired { sessions[id] = nil }
+            return expired.count
+        }
     }
 
     public func idempotencyRecord(scope: String, key: String) async throws -> IdempotencyRecord? {
