@@ -104,7 +104,8 @@ public final class PayServer: Sendable {
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(root: root),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
             return PayServiceInstance(
-                http: http, domains: domains, sessions: server.sessions, interval: domainRecheckInterval, logger: logger)
+                http: http, domains: domains, sessions: server.sessions, interval: domainRecheckInterval, logger: logger
+            )
         } catch {
             await store.close()
             throw error
