@@ -83,7 +83,7 @@ let package = Package(
                 "PaymentCredential", "OrchardHTTP", "OrchardLogging", "OrchardRuntime", "OrchardServices", "PayAPI",
                 "PayServer", "MerchantServer", "Issuer", "TokenService", "TokenRequestorAPI",
                 "Device", "DeviceProcess", "NFCLink", "SecureElement", "Wallet", "Terminal", "WebMerchantAPI",
-                "OrchardStore", "AccessPolicy",
+                "OrchardStore", "AccessPolicy", "NetworkServer",
             ],
             swiftSettings: strict),
         // The network side: issuer (accounts, decisions), token service (vault, HSM, lifecycle), acquirer.

@@ -235,6 +235,13 @@ final class NetworkServiceInstance: ServiceInstance, @unchecked Sendable {
         } catch {
             logger.warning("reconciliation: the pass failed; the next one retries")
         }
+        // Expired provisioning sessions go on the same schedule.
+        do {
+            let purged = try await reconciler.holds.tokenService.purgeExpiredSessions()
+            if purged > 0 { logger.info("purged \(purged) expired provisioning sessions") }
+        } catch {
+            logger.warning("provisioning sessions: the purge failed; the next pass retries")
+        }
     }
 
     func shutdown() async {

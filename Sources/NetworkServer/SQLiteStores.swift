@@ -35,6 +35,13 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
                     sequence INTEGER PRIMARY KEY AUTOINCREMENT, token_requestor_id TEXT NOT NULL,
                     record BLOB NOT NULL) STRICT;
                 """),
+        // Provisioning sessions purged on a schedule by their expiry (``purgeSessions(expiredBefore:)``).
+        Migration(
+            version: 3, name: "provisioning sessions by expiry",
+            sql: """
+                ALTER TABLE provisioning_sessions ADD COLUMN expires_at INTEGER;
+                CREATE INDEX provisioning_sessions_by_expiry ON provisioning_sessions (expires_at);
+                """),
     ]
 
     /// Opens (creating and migrating) the vault at `path`.
@@ -151,9 +158,16 @@ public final class SQLiteTokenVaultStore: TokenVaultStore {
         try await store.write { database in
             try database.execute(
                 """
-                INSERT INTO provisioning_sessions (session_id, record) VALUES (?, ?)
-                ON CONFLICT (session_id) DO UPDATE SET record = excluded.record
-                """, [.text(session.sessionID), .blob(record)])
+                INSERT INTO provisioning_sessions (session_id, record, expires_at) VALUES (?, ?, ?)
+                ON CONFLICT (session_id) DO UPDATE SET record = excluded.record, expires_at = excluded.expires_at
+                """, [.text(session.sessionID), .blob(record), .milliseconds(session.expiresAt)])
+        }
+    }
+
+    public func purgeSessions(expiredBefore date: Date) async throws -> Int {
+        try await store.write { database in
+            try database.execute(
+                "DELETE FROM provisioning_sessions WHERE expires_at IS NULL OR expires_at < ?", [.milliseconds(date)])
         }
     }
 

@@ -321,6 +321,21 @@ public final class MerchantSessions: Sendable {
         Self.problem(with: session, verifier: verifier, now: clock.now())
     }
 
+    /// Deletes the sessions older than ``MerchantSession/usableMilliseconds`` at the clock's time, used or not;
+    /// returns how many. Such a session is refused anyway (its signed `epochTimestamp` is too old), so purging
+    /// only reclaims space; the Pay server runs it with its periodic pass.
+    @discardableResult
+    public func purgeExpired() async throws -> Int {
+        let local = clock.now()
+        return try await store.write { db in
+            // Sessions are dated on the database's clock when instances share one (as `consume` ages them).
+            let now = try db.expiryMilliseconds(.database) { local }
+            return try db.execute(
+                "DELETE FROM merchant_sessions WHERE created_at < ?",
+                [.integer(now - MerchantSession.usableMilliseconds)])
+        }
+    }
+
     /// ``consume(identifier:nonce:merchant:domain:at:in:)`` in a transaction of its own, at the clock's time.
     public func consume(identifier: String, nonce: String, merchant: String, domain: String) async throws {
         let now = clock.now()

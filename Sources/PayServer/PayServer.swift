@@ -103,7 +103,9 @@ public final class PayServer: Sendable {
             let http = try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(root: root),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
-            return PayServiceInstance(http: http, domains: domains, interval: domainRecheckInterval, logger: logger)
+            return PayServiceInstance(
+                http: http, domains: domains, sessions: server.sessions, interval: domainRecheckInterval, logger: logger
+            )
         } catch {
             await store.close()
             throw error
@@ -158,27 +160,32 @@ public final class PayServer: Sendable {
 }
 
 /// The Pay server's HTTPS service plus its domain re-check loop: a pass right after the listener starts, then
-/// one every `interval`, each checking again the domains whose site certificates expire in 30, 15 or 7 days.
+/// one every `interval`, each checking again the domains whose site certificates expire in 30, 15 or 7 days and
+/// purging the expired merchant sessions.
 public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
     /// The HTTPS service (for tests that read its routes).
     public let http: HTTPServiceInstance
     let domains: WebDomains
+    let sessions: MerchantSessions
     let interval: Duration
     let logger: Logger
     // Guarded by `lock`.
     private let lock = NSLock()
     private var loop: Task<Void, Never>?
 
-    init(http: HTTPServiceInstance, domains: WebDomains, interval: Duration, logger: Logger) {
+    init(
+        http: HTTPServiceInstance, domains: WebDomains, sessions: MerchantSessions, interval: Duration, logger: Logger
+    ) {
         self.http = http
         self.domains = domains
+        self.sessions = sessions
         self.interval = interval
         self.logger = logger
     }
 
     public func start() async throws -> ServiceEndpoint {
         let endpoint = try await http.start()
-        let (domains, interval, logger) = (self.domains, self.interval, self.logger)
+        let (domains, sessions, interval, logger) = (self.domains, self.sessions, self.interval, self.logger)
         let task = Task {
             while !Task.isCancelled {
                 do {
@@ -189,6 +196,12 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
                     }
                 } catch {
                     logger.warning("domain re-check: the pass failed; the next one retries")
+                }
+                do {
+                    let purged = try await sessions.purgeExpired()
+                    if purged > 0 { logger.info("purged \(purged) expired merchant sessions") }
+                } catch {
+                    logger.warning("merchant sessions: the purge failed; the next pass retries")
                 }
                 try? await Task.sleep(for: interval)
             }

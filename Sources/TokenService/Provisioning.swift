@@ -330,3 +330,14 @@ extension TokenService {
         }
     }
 }
+
+extension TokenService {
+    /// Deletes the provisioning sessions whose wall-clock expiry has passed (the network service runs it with
+    /// each reconciliation pass); returns how many. A session past its expiry can no longer be opened: its
+    /// monotonic deadline, which decides, is never longer than the session lifetime either.
+    @discardableResult
+    public func purgeExpiredSessions() async throws -> Int {
+        // A shared database's clock when instances share the vault (sessions expire on it), else this process's.
+        try await vault.purgeSessions(expiredBefore: try await vault.sharedClock() ?? clock.now())
+    }
+}

@@ -33,6 +33,9 @@ public protocol TokenVaultStore: Sendable {
     /// The clock every instance of the token service reads (a shared database's), or nil when one process owns the
     /// store and its own clocks decide. Provisioning sessions expire on it when there is one.
     func sharedClock() async throws -> Date?
+    /// Deletes the provisioning sessions whose ``ProvisioningSession/expiresAt`` is before `date` (a session
+    /// stored before the column existed, from before a restart and so expired, goes too); returns how many.
+    func purgeSessions(expiredBefore date: Date) async throws -> Int
 
     func idempotencyRecord(scope: String, key: String) async throws -> IdempotencyRecord?
     func saveIdempotencyRecord(_ record: IdempotencyRecord) async throws
@@ -129,6 +132,14 @@ public final class InMemoryTokenVaultStore: TokenVaultStore, @unchecked Sendable
 
     public func saveSession(_ session: ProvisioningSession) async throws {
         lock.withLock { sessions[session.sessionID] = session }
+    }
+
+    public func purgeSessions(expiredBefore date: Date) async throws -> Int {
+        lock.withLock {
+            let expired = sessions.values.filter { $0.expiresAt < date }.map(\.sessionID)
+            for id in expired { sessions[id] = nil }
+            return expired.count
+        }
     }
 
     public func idempotencyRecord(scope: String, key: String) async throws -> IdempotencyRecord? {

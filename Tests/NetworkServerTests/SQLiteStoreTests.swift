@@ -83,6 +83,33 @@ struct SQLiteStoreTests {
         #expect(try await vault.token(dpan: onPhone.data.dpan)?.cardID == token.cardID)
     }
 
+    @Test("Expired provisioning sessions are purged on the clock's time; an unexpired one stays and still provisions")
+    func expiredProvisioningSessionsArePurged() async throws {
+        let directory = try TemporaryDirectory()
+        let vault = try SQLiteTokenVaultStore(path: directory.path + "/network.sqlite")
+        let h = try await NetworkHarness(vaultStore: vault)
+        let phone = try h.makeDevice("phone-1")
+        let old = try #require(try await h.checkCard("4111111111111111", on: phone).sessionID)
+        h.clock.advance(by: 500)
+        let young = try #require(try await h.checkCard("4111111111111111", on: phone).sessionID)
+        #expect(try await h.tokenService.purgeExpiredSessions() == 0)
+        // The default lifetime is 900 s: the first session is 901 s old, the second 401 s.
+        h.clock.advance(by: 401)
+        #expect(try await h.tokenService.purgeExpiredSessions() == 1)
+        #expect(try await vault.session(id: old) == nil)
+        #expect(try await vault.session(id: young) != nil)
+        guard case .provisioned = try await h.link(young, on: phone) else {
+            Issue.record("the unexpired session no longer provisions")
+            return
+        }
+        // A row from before the expiry column (NULL) is from before a restart, so expired: it goes too.
+        try await vault.store.write { db in
+            try db.execute("UPDATE provisioning_sessions SET expires_at = NULL WHERE session_id = ?", [.text(young)])
+        }
+        #expect(try await h.tokenService.purgeExpiredSessions() == 1)
+        #expect(try await vault.session(id: young) == nil)
+    }
+
     @Test func recordsSurviveReopening() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/acquirer.sqlite"

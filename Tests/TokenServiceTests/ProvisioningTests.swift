@@ -359,6 +359,9 @@ final class SharedClockVault: TokenVaultStore {
     }
     func session(id: String) async throws -> ProvisioningSession? { try await inner.session(id: id) }
     func saveSession(_ session: ProvisioningSession) async throws { try await inner.saveSession(session) }
+    func purgeSessions(expiredBefore date: Date) async throws -> Int {
+        try await inner.purgeSessions(expiredBefore: date)
+    }
     func idempotencyRecord(scope: String, key: String) async throws -> IdempotencyRecord? {
         try await inner.idempotencyRecord(scope: scope, key: key)
     }

@@ -179,6 +179,31 @@ struct MerchantSessionTests {
         #expect(fixture.sessions.problem(with: session)?.contains("expired") == true)
     }
 
+    @Test("Expired merchant sessions are purged on the clock's time; an unexpired one stays and is still usable")
+    func expiredSessionsArePurged() async throws {
+        let fixture = try await SessionFixture()
+        defer { Task { await fixture.close() } }
+        let old = try (try await fixture.ask()).get()
+        fixture.clock.advance(by: 200)
+        let young = try (try await fixture.ask()).get()
+        #expect(try await fixture.sessions.purgeExpired() == 0)
+        // Usable for 300 s: the first is 301 s old, the second 101 s.
+        fixture.clock.advance(by: 101)
+        #expect(try await fixture.sessions.purgeExpired() == 1)
+        let left = try await fixture.store.read { db in
+            try db.query("SELECT identifier FROM merchant_sessions ORDER BY identifier") { try $0.string(0) }
+        }
+        #expect(left == [young.merchantSessionIdentifier])
+        try await fixture.sessions.consume(
+            identifier: young.merchantSessionIdentifier, nonce: young.nonce, merchant: SessionFixture.merchant,
+            domain: SessionFixture.domain)
+        await #expect(throws: PayServerError.self) {
+            try await fixture.sessions.consume(
+                identifier: old.merchantSessionIdentifier, nonce: old.nonce, merchant: SessionFixture.merchant,
+                domain: SessionFixture.domain)
+        }
+    }
+
     @Test("W3: each gateway refusal names its own reason, in Apple's format, naming the plain ID and the hash")
     func refusals() async throws {
         let fixture = try await SessionFixture()
