@@ -1,15 +1,20 @@
 import Foundation
-import OrchardHTTP
-import Testing
+public import OrchardHTTP
 
-/// A W3C WebDriver session on chromedriver, spoken as JSON through Orchard's own HTTP client (libcurl).
-final class WebDriver: Sendable {
-    let client: HTTPClient
-    let base: String
-    let session: String
+/// A W3C WebDriver session on chromedriver (Debian's chromium-driver), spoken as JSON through Orchard's own HTTP
+/// client (libcurl): what `orchard demo` and the browser tests drive headless Chromium with.
+public final class WebDriver: Sendable {
+    /// The HTTP client the session's commands go through.
+    public let client: HTTPClient
+    /// chromedriver's base URL (`http://127.0.0.1:PORT`).
+    public let base: String
+    /// The WebDriver session's identifier.
+    public let session: String
 
-    /// A new Chromium session with `arguments` (headless added).
-    static func start(driverPort: Int, arguments: [String]) async throws -> WebDriver {
+    /// A new Chromium session on the chromedriver at `driverPort`, Chromium at `binary` started with `arguments`
+    /// (`--headless=new` added).
+    /// - Throws: ``WebDriverError`` when chromedriver cannot be reached or starts no session.
+    public static func start(driverPort: Int, binary: String, arguments: [String]) async throws -> WebDriver {
         let client = try HTTPClient(
             configuration: HTTPClientConfiguration(
                 connectTimeout: .seconds(5), requestTimeout: .seconds(60), maxAttempts: 1))
@@ -19,17 +24,23 @@ final class WebDriver: Sendable {
                 "alwaysMatch": [
                     "browserName": "chrome",
                     "goog:chromeOptions": [
-                        "binary": Chromium.binary,
+                        "binary": binary,
                         "args": arguments + ["--headless=new", "--window-size=1000,900", "--disable-gpu"],
                     ],
                     "goog:loggingPrefs": ["browser": "ALL"],
                 ]
             ]
         ]
-        let answer = try await Self.send(client, .post, base + "/session", capabilities)
+        let answer: [String: Any]
+        do {
+            answer = try await Self.send(client, .post, base + "/session", capabilities)
+        } catch {
+            client.shutdown()
+            throw error
+        }
         guard let value = answer["value"] as? [String: Any], let session = value["sessionId"] as? String else {
             client.shutdown()
-            throw BrowserTestFailure("chromedriver did not start a session: \(answer)")
+            throw WebDriverError(.noSession, "chromedriver did not start a session: \(answer)")
         }
         return WebDriver(client: client, base: base, session: session)
     }
@@ -48,13 +59,19 @@ final class WebDriver: Sendable {
             request.headers = ["Content-Type": "application/json"]
             request.body = try JSONSerialization.data(withJSONObject: body)
         }
-        let response = try await client.send(request)
-        guard let object = try JSONSerialization.jsonObject(with: response.body) as? [String: Any] else {
-            throw BrowserTestFailure("chromedriver answered \(response.status.code) with no JSON object")
+        let response: HTTPResponse
+        do {
+            response = try await client.send(request)
+        } catch {
+            throw WebDriverError(.unreachable, "chromedriver at \(url) did not answer: \(error)")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] else {
+            throw WebDriverError(.command, "chromedriver answered \(response.status.code) with no JSON object")
         }
         if response.status.code >= 400 {
             let value = object["value"] as? [String: Any]
-            throw BrowserTestFailure(
+            throw WebDriverError(
+                .command,
                 "WebDriver \(method) \(url): \(value?["error"] ?? "?"): \(String(describing: value?["message"] ?? ""))")
         }
         return object
@@ -66,10 +83,11 @@ final class WebDriver: Sendable {
         return answer["value"]
     }
 
-    func navigate(_ url: String) async throws { try await command(.post, "/url", ["url": url]) }
+    /// Opens `url` in the current window.
+    public func navigate(_ url: String) async throws { try await command(.post, "/url", ["url": url]) }
 
     /// The element matching `css` (waiting up to 10 s for it).
-    func element(_ css: String) async throws -> String {
+    public func element(_ css: String) async throws -> String {
         for _ in 0..<100 {
             if let value = try? await command(.post, "/element", ["using": "css selector", "value": css])
                 as? [String: Any], let id = value.values.first as? String
@@ -78,30 +96,30 @@ final class WebDriver: Sendable {
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw BrowserTestFailure("no element \(css)")
+        throw WebDriverError(.timeout, "no element \(css)")
     }
 
     /// Clicks the element matching `css` (a real pointer click: a user gesture).
-    func click(_ css: String) async throws {
+    public func click(_ css: String) async throws {
         let id = try await element(css)
         try await command(.post, "/element/\(id)/click", [:])
     }
 
     /// Types `text` into the element matching `css`.
-    func type(_ css: String, _ text: String) async throws {
+    public func type(_ css: String, _ text: String) async throws {
         let id = try await element(css)
         try await command(.post, "/element/\(id)/clear", [:])
         try await command(.post, "/element/\(id)/value", ["text": text])
     }
 
     /// Runs `script` (a function body) in the current page; its return value as JSON text.
-    func evaluate(_ script: String) async throws -> String {
+    public func evaluate(_ script: String) async throws -> String {
         let wrapped = "return JSON.stringify((function () { \(script) })());"
         return try await command(.post, "/execute/sync", ["script": wrapped, "args": [Any]()]) as? String ?? "null"
     }
 
     /// Runs `expression`, a promise, in the current page; what it resolves to as JSON text.
-    func awaitPromise(_ expression: String) async throws -> String {
+    public func awaitPromise(_ expression: String) async throws -> String {
         let script = """
             const done = arguments[arguments.length - 1];
             Promise.resolve(\(expression)).then((value) => done(JSON.stringify(value)),
@@ -111,34 +129,37 @@ final class WebDriver: Sendable {
     }
 
     /// Runs `script`, which returns a string.
-    func string(_ script: String) async throws -> String {
+    public func string(_ script: String) async throws -> String {
         let json = try await evaluate(script)
         return (try? JSONDecoder().decode(String.self, from: Data(json.utf8))) ?? json
     }
 
     /// Waits (up to `seconds`) until `script` returns true.
-    func wait(_ what: String, seconds: Double = 20, until script: String) async throws {
+    public func wait(_ what: String, seconds: Double = 20, until script: String) async throws {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if (try? await evaluate(script)) == "true" { return }
             try await Task.sleep(for: .milliseconds(100))
         }
         let page = (try? await string("return location.href + ' | ' + document.body.innerText.slice(0, 600);")) ?? "?"
-        throw BrowserTestFailure("timed out waiting for \(what); the page: \(page)")
+        throw WebDriverError(.timeout, "timed out waiting for \(what); the page: \(page)")
     }
 
-    var windowHandles: [String] {
+    /// The session's window handles.
+    public var windowHandles: [String] {
         get async throws { try await command(.get, "/window/handles") as? [String] ?? [] }
     }
 
-    var currentWindow: String {
+    /// The current window's handle.
+    public var currentWindow: String {
         get async throws { try await command(.get, "/window") as? String ?? "" }
     }
 
-    func switchTo(_ handle: String) async throws { try await command(.post, "/window", ["handle": handle]) }
+    /// Switches to the window `handle`.
+    public func switchTo(_ handle: String) async throws { try await command(.post, "/window", ["handle": handle]) }
 
     /// Waits for a window other than `known` and switches to it.
-    func switchToNewWindow(besides known: [String]) async throws -> String {
+    public func switchToNewWindow(besides known: [String]) async throws -> String {
         for _ in 0..<100 {
             if let handle = try await windowHandles.first(where: { !known.contains($0) }) {
                 try await switchTo(handle)
@@ -146,11 +167,11 @@ final class WebDriver: Sendable {
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw BrowserTestFailure("no new window opened")
+        throw WebDriverError(.timeout, "no new window opened")
     }
 
     /// Switches into the frame element matching `css` (nil: back to the top-level document).
-    func switchToFrame(_ css: String?) async throws {
+    public func switchToFrame(_ css: String?) async throws {
         guard let css else {
             try await command(.post, "/frame", ["id": NSNull()])
             return
@@ -159,8 +180,8 @@ final class WebDriver: Sendable {
         try await command(.post, "/frame", ["id": ["element-6066-11e4-a52e-4f735466cecf": id]])
     }
 
-    /// Closes every window but the first (a sheet a failed test left open) and switches to it.
-    func closeOtherWindows() async throws {
+    /// Closes every window but the first (a sheet left open) and switches to it.
+    public func closeOtherWindows() async throws {
         let handles = try await windowHandles
         for handle in handles.dropFirst() {
             try await switchTo(handle)
@@ -170,21 +191,71 @@ final class WebDriver: Sendable {
     }
 
     /// Closes the current window.
-    func closeWindow() async throws { try await command(.delete, "/window") }
+    public func closeWindow() async throws { try await command(.delete, "/window") }
 
     /// The browser's console messages since the last call.
-    func consoleMessages() async throws -> [String] {
+    public func consoleMessages() async throws -> [String] {
         let entries = try await command(.post, "/se/log", ["type": "browser"]) as? [[String: Any]] ?? []
         return entries.compactMap { $0["message"] as? String }
     }
 
-    func quit() async {
+    /// Ends the session (Chromium quits) and the HTTP client.
+    public func quit() async {
         _ = try? await Self.send(client, .delete, base + "/session/" + session, nil)
         client.shutdown()
     }
 }
 
-struct BrowserTestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+/// A WebDriver failure: chromedriver unreachable, a command refused, or a wait that timed out.
+public struct WebDriverError: Error, CustomStringConvertible, Sendable {
+    /// What failed.
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        /// The code's name.
+        public let rawValue: String
+        /// A code named `rawValue`.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// chromedriver did not answer.
+        public static let unreachable = Code(rawValue: "unreachable")
+        /// chromedriver started no session (is Chromium installed?).
+        public static let noSession = Code(rawValue: "noSession")
+        /// A command failed.
+        public static let command = Code(rawValue: "command")
+        /// A wait timed out.
+        public static let timeout = Code(rawValue: "timeout")
+    }
+
+    /// What failed.
+    public let code: Code
+    /// What happened and what to do.
+    public let message: String
+
+    /// An error with `code` and `message`.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// Debian's Chromium and chromedriver (scripts/bootstrap installs them).
+public enum Chromium {
+    /// Where Debian installs Chromium.
+    public static let binary = "/usr/bin/chromium"
+    /// Where Debian installs chromedriver (chromium-driver).
+    public static let driver = "/usr/bin/chromedriver"
+    /// What to run when Chromium is missing.
+    public static let installHint =
+        "run scripts/bootstrap (apt-get install chromium chromium-driver libnss3-tools)"
+
+    /// Whether Chromium and chromedriver are installed.
+    public static var installed: Bool {
+        [binary, driver].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// chromedriver's port from its log (`... started successfully on port N`), or nil before it says so.
+    public static func driverPort(inLog text: String) -> Int? {
+        guard let range = text.range(of: "started successfully on port ") else { return nil }
+        return Int(text[range.upperBound...].prefix { $0.isNumber })
+    }
 }
