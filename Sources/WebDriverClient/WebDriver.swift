@@ -253,6 +253,24 @@ public enum Chromium {
         [binary, driver].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// Chromium and chromedriver found in the directories of `searchPath` (a `PATH` value; nil: the default
+    /// `/usr/local/bin:/usr/bin:/bin`), or nil when either is missing.
+    public static func locate(searchPath: String?) -> (browser: String, driver: String)? {
+        let directories = (searchPath ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").map(String.init)
+        func find(_ names: [String]) -> String? {
+            for directory in directories where !directory.isEmpty {
+                for name in names where FileManager.default.isExecutableFile(atPath: directory + "/" + name) {
+                    return directory + "/" + name
+                }
+            }
+            return nil
+        }
+        guard let browser = find(["chromium", "chromium-browser"]), let driver = find(["chromedriver"]) else {
+            return nil
+        }
+        return (browser, driver)
+    }
+
     /// chromedriver's port from its log (`... started successfully on port N`), or nil before it says so.
     public static func driverPort(inLog text: String) -> Int? {
         guard let range = text.range(of: "started successfully on port ") else { return nil }
