@@ -112,7 +112,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
                 "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy", "Acquirer", "WebMerchantAPI",
-                "RelayAPI", "BrowserAgentAPI",
+                "RelayAPI", "BrowserAgentAPI", "WebDriverClient",
             ],
             swiftSettings: strict
         ),
@@ -121,6 +121,8 @@ let package = Package(
             name: "DemoApp", dependencies: ["AppPayments", "MerchantAPI", "OrchardHTTP", "PaymentToken"],
             swiftSettings: strict),
         .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
+        // A W3C WebDriver client (chromedriver) over OrchardHTTP: the demo's headless Chromium and the browser tests'.
+        .target(name: "WebDriverClient", dependencies: ["OrchardHTTP"], swiftSettings: strict),
 
         // SQLite (or PostgreSQL through libpq): connections, cached statements, migrations, transactions, one writer thread, idempotency keys.
         .target(
@@ -502,7 +504,7 @@ let package = Package(
             name: "BrowserTests",
             dependencies: [
                 "CommandTestSupport", "OrchardHTTP", "OrchardWeb", "BrowserAgentAPI", "DeviceControlAPI", "orchard",
-                "AccessPolicy", "AppPayments", "WebMerchantAPI",
+                "AccessPolicy", "AppPayments", "WebMerchantAPI", "WebDriverClient",
             ],
             swiftSettings: strict
         ),

@@ -140,3 +140,34 @@ public enum DeviceProcessRunner {
         return (try? encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) }
     }
 }
+
+/// A browser agent (``BrowserAgentConfiguration``) with its own payment-sheet service, outside a device process:
+/// what `orchard demo` runs for the Mac that buys in headless Chromium. A person (or WebDriver) drives the sheet page.
+public final class BrowserAgentHost: Sendable {
+    private let agent: BrowserAgent
+
+    /// Starts the agent on 127.0.0.1 for `device`.
+    /// - Parameter connect: the device's connection to the Pay server, opened when a sheet is presented.
+    public init(
+        device: Device, configuration: BrowserAgentConfiguration, sheetTimeout: Duration = .seconds(120),
+        connect: @escaping @Sendable () async throws -> PaymentSheetService.PayServerConnection,
+        trace: @escaping @Sendable (String) -> Void
+    ) throws {
+        let sheets = PaymentSheetService(
+            device: device, automatic: nil, timeout: sheetTimeout, connect: connect, trace: trace)
+        agent = try BrowserAgent(
+            configuration: configuration, sheets: sheets, canMakePayments: { device.profile.authorizesPayments },
+            activeCard: { merchant, domain in
+                await device.wallet.answer(.canMakePaymentsWithActiveCard(networks: [])) {
+                    await configuration.activeCard?(merchant, domain) ?? false
+                }
+            }, trace: trace)
+        try agent.server.start()
+    }
+
+    /// The agent's loopback port.
+    public var port: Int { agent.server.port }
+
+    /// Stops the agent.
+    public func stop() async { await agent.server.shutdown() }
+}

@@ -131,9 +131,11 @@ public enum MerchantOrderStore {
 
     /// The order's latest payment (the live one if any, else the last submitted).
     static func latestPayment(orderID: String, in db: Database) throws -> Payment? {
-        try db.queryFirst(
-            paymentColumns + " WHERE order_id = ? ORDER BY received_at DESC, rowid DESC LIMIT 1", [.text(orderID)],
-            payment(from:))
+        // PostgreSQL has no rowid: there, two payments received in the same instant are told apart by transaction ID.
+        let tieBreak = db.isPostgreSQL ? "transaction_id" : "rowid"
+        return try db.queryFirst(
+            paymentColumns + " WHERE order_id = ? ORDER BY received_at DESC, \(tieBreak) DESC LIMIT 1",
+            [.text(orderID)], payment(from:))
     }
 
     /// Payments left `charging` or `reversing` (by a process that stopped before the outcome).

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebDriverClient
 
 extension BrowserPurchaseTests {
     @Test("A Mac with Touch ID buys in the store in Chromium")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebDriverClient
 
 /// Apple Pay on the web in a real Chromium (docs/web.md, "Apple Pay in a browser"): the demo store at
 /// https://store.orchard.test loads orchard-pay.js from the Pay server, the device's browser agent verifies the

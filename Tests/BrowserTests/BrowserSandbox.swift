@@ -1,6 +1,7 @@
 import CommandTestSupport
 import Foundation
 import Testing
+import WebDriverClient
 
 #if canImport(Glibc)
     import Glibc
@@ -8,8 +9,8 @@ import Testing
 
 /// Debian's Chromium, chromedriver and certutil (scripts/bootstrap installs them).
 enum Chromium {
-    static let binary = "/usr/bin/chromium"
-    static let driver = "/usr/bin/chromedriver"
+    static let binary = WebDriverClient.Chromium.binary
+    static let driver = WebDriverClient.Chromium.driver
     static let certutil = "/usr/bin/certutil"
     static var installed: Bool {
         [binary, driver, certutil].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
@@ -102,9 +103,7 @@ final class BrowserSandbox: Sendable {
         do {
             try await waitFor("chromedriver", seconds: 20) {
                 let text = (try? String(contentsOfFile: driverLog, encoding: .utf8)) ?? ""
-                if let range = text.range(of: "started successfully on port ") {
-                    port = Int(text[range.upperBound...].prefix { $0.isNumber }) ?? 0
-                }
+                port = WebDriverClient.Chromium.driverPort(inLog: text) ?? 0
                 return port != 0 || driver.ended != nil
             }
             guard port != 0 else {
@@ -150,7 +149,8 @@ final class BrowserSandbox: Sendable {
         let arguments = setup.stdout.split(separator: "\n").map(String.init).map {
             $0.hasPrefix("--user-data-dir=") ? $0 + "-" + device : $0
         }
-        let browser = try await WebDriver.start(driverPort: driverPort, arguments: arguments)
+        let browser = try await WebDriver.start(
+            driverPort: driverPort, binary: Chromium.binary, arguments: arguments)
         browsers.set(device, browser)
         return browser
     }
@@ -207,4 +207,9 @@ struct BrowserScope: SuiteTrait, TestScoping {
 extension Trait where Self == BrowserScope {
     /// One deployment, its devices and Chromium for the whole suite.
     static var browserSandbox: BrowserScope { BrowserScope() }
+}
+
+struct BrowserTestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

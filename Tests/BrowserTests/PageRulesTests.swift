@@ -1,6 +1,7 @@
 import CommandTestSupport
 import Foundation
 import Testing
+import WebDriverClient
 
 extension BrowserPurchaseTests {
     /// Loads orchard-pay.js into the current page (as a merchant's page does) and waits for the agent's hello.

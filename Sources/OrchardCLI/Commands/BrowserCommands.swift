@@ -58,6 +58,13 @@ enum BrowserCommands {
             from: deployment, environment: context.environment)
         var names = configuration.hostNames
         names[BrowserAgentAPI.host] = agentPort
+        return try await chromiumArguments(deployment: deployment, names: names, profile: profile)
+    }
+
+    /// Writes the NSS database and returns Chromium's arguments, `names` resolved to their loopback ports.
+    static func chromiumArguments(
+        deployment: DeploymentDirectory, names: [String: Int], profile: String
+    ) async throws -> [String] {
         try await writeNSSDatabase(profile: profile, root: try deployment.certificatePath(named: PKIFiles.rootCA))
         let rules = names.sorted { $0.key < $1.key }.map { "MAP \($0.key):443 127.0.0.1:\($0.value)" }
         var lines = [
@@ -147,14 +154,15 @@ enum BrowserCommands {
 
     /// The browser agent's configuration for `device run`.
     static func agentConfiguration(
-        deployment: DeploymentDirectory, port: Int, handlerTimeout: Duration, context: CommandContext
+        deployment: DeploymentDirectory, port: Int, handlerTimeout: Duration, context: CommandContext,
+        payPort: Int? = nil
     ) throws -> BrowserAgentConfiguration {
         let identity = try agentIdentity(in: deployment)
         let tokenRoot = try DeploymentPKI.readCertificate(named: "token-root", from: deployment)
         let rootPEM = try deployment.readCertificate(named: PKIFiles.rootCA)
         let configuration = try DeploymentCommands.registry().loadConfiguration(
             from: deployment, environment: context.environment)
-        let payPort = configuration.hostNames[WebMerchantAPI.HostNames.pay]
+        let payPort = payPort ?? configuration.hostNames[WebMerchantAPI.HostNames.pay]
         let activeCard: (@Sendable (String, String) async -> Bool)?
         if let payPort {
             // Asked without any client certificate: the Pay server cannot tell which device visits which site.

@@ -86,9 +86,10 @@ enum DemoCommand {
                 application: DemoApp.identifier, device: phone, merchant: nil, out: nil,
                 trace: { context.trace("  " + $0) })
             context.trace("")
-            context.trace("== on the web: the phone buys in the demo store at store.orchard.test ==")
-            let web = try await DemoWeb.run(
-                deployment: deployment, connections: connections, device: phone, trace: { context.trace("  " + $0) })
+            context.trace(
+                "== on the web: a Mac in Chromium (or the phone, without a browser) buys at store.orchard.test ==")
+            let web = try await DemoWeb.row(
+                deployment: deployment, connections: connections, phone: phone, context: context)
             payments =
                 inStore + [
                     DemoInStore.Row(

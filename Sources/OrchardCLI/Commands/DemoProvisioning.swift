@@ -32,13 +32,13 @@ enum DemoProvisioning {
     /// card keeps it). `connections` reach the running network and Pay server.
     static func run(
         deployment: DeploymentDirectory, connections: ServiceConnections, trace: @escaping @Sendable (String) -> Void,
-        only: Set<String>? = nil
+        only: Set<String>? = nil, specs: [(name: String, kind: DeviceKind, biometry: Biometry)] = devices
     ) async throws -> (rows: [Row], devices: [String: Device]) {
         let root = try Certificate(pemEncoded: connections.rootCertificatePEM)
         let account = "demo"
         var rows: [Row] = []
         var opened: [String: Device] = [:]
-        for spec in devices where only?.contains(spec.name) ?? true {
+        for spec in specs where only?.contains(spec.name) ?? true {
             let profile = try DeviceProfile(kind: spec.kind, biometry: spec.biometry, account: account)
             let fresh = !Device.names(in: deployment).contains(spec.name)
             if fresh {

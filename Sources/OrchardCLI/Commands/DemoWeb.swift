@@ -11,13 +11,169 @@ import OrchardRuntime
 import OrchardServices
 import OrchardX509
 import PayClient
+import SecureElement
+import WebDriverClient
 import WebMerchantAPI
 
-/// The demo's web row without a browser (docs/web.md, part 3): the calls a browser and the device's browser agent
-/// make for the demo store at https://store.orchard.test, in this process. The row through a real Chromium is the
-/// browser tests' (`Tests/BrowserTests`); the demo runs no browser.
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The demo's web row (docs/web.md, part 3). With Chromium installed, a Mac with Touch ID buys in the demo store at
+/// https://store.orchard.test in headless Chromium driven over WebDriver, its browser agent in this process
+/// (``inChromium(deployment:connections:chromium:context:)``). Without it, the row `web (no browser)`: the calls a browser and
+/// the device's browser agent make, in this process, for the phone.
 enum DemoWeb {
     static let channel = "web (no browser)"
+    static let browserChannel = "web"
+    /// The Mac that buys in Chromium.
+    static let mac: (name: String, kind: DeviceKind, biometry: Biometry) = ("demo-mac", .mac, .touch)
+
+    /// The web row: in Chromium when Chromium and chromedriver are on `PATH` and certutil is installed, else without
+    /// a browser (and a line on stderr saying how to install Chromium).
+    static func row(
+        deployment: DeploymentDirectory, connections: ServiceConnections, phone: Device, context: CommandContext
+    ) async throws -> DemoInStore.Row {
+        guard let chromium = locateChromium(context.environment) else {
+            context.trace(
+                "Chromium was not found (chromium and chromedriver on PATH, /usr/bin/certutil): the web row runs "
+                    + "without a browser; to buy in Chromium, \(Chromium.installHint)")
+            return try await run(
+                deployment: deployment, connections: connections, device: phone,
+                trace: { context.trace("  " + $0) })
+        }
+        return try await inChromium(
+            deployment: deployment, connections: connections, chromium: chromium, context: context)
+    }
+
+    /// Chromium and chromedriver on the environment's `PATH` (the default path without one), when certutil is
+    /// installed too; nil otherwise.
+    static func locateChromium(_ environment: [String: String]) -> (browser: String, driver: String)? {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/certutil") else { return nil }
+        return Chromium.locate(searchPath: environment["PATH"])
+    }
+
+    /// The Mac buys Tea in headless Chromium: `orchard browser setup`'s NSS profile and arguments (the names resolved
+    /// to the services this demo reaches), chromedriver, the store page, the sheet page, Touch ID, the confirmation.
+    static func inChromium(
+        deployment: DeploymentDirectory, connections: ServiceConnections,
+        chromium: (browser: String, driver: String), context: CommandContext
+    ) async throws -> DemoInStore.Row {
+        let trace: @Sendable (String) -> Void = { context.trace("  " + $0) }
+        let (_, devices) = try await DemoProvisioning.run(
+            deployment: deployment, connections: connections, trace: trace, only: [mac.name], specs: [mac])
+        guard let device = devices[mac.name] else { throw CLIError.failure("the demo Mac is missing") }
+        guard let sitePort = connections.endpoints[.merchant]?.ports["site"],
+            let payPort = connections.endpoints[.pay]?.port
+        else {
+            throw CLIError.failure("the merchant server runs no site for \(WebMerchantAPI.HostNames.store)")
+        }
+        let root = try Certificate(pemEncoded: connections.rootCertificatePEM)
+        let agent = try BrowserAgentHost(
+            device: device,
+            configuration: try BrowserCommands.agentConfiguration(
+                deployment: deployment, port: 0, handlerTimeout: .seconds(10), context: context, payPort: payPort),
+            connect: {
+                PaymentSheetService.PayServerConnection(
+                    client: try PaySession.client(device: mac.name, in: deployment, connections: connections),
+                    root: root, close: {})
+            }, trace: trace)
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "orchard-demo-chromium-\(UUID().uuidString)"
+        ).path
+        var driver: Subprocess?
+        var browser: WebDriver?
+        do {
+            var names = try DeploymentCommands.registry().loadConfiguration(
+                from: deployment, environment: context.environment
+            ).hostNames
+            names[WebMerchantAPI.HostNames.store] = sitePort
+            names[WebMerchantAPI.HostNames.pay] = payPort
+            names[WebMerchantAPI.HostNames.gateway] = payPort
+            names[BrowserAgentAPI.host] = agent.port
+            let arguments = try await BrowserCommands.chromiumArguments(
+                deployment: deployment, names: names, profile: profile)
+            let log = profile + "/chromedriver.log"
+            let started = try Subprocess(
+                chromium.driver, ["--port=0"], environment: ["HOME": profile], stdoutPath: log, stderrPath: log)
+            driver = started
+            var port: Int?
+            for _ in 0..<200 where port == nil && started.isRunning {
+                try await Task.sleep(for: .milliseconds(100))
+                port = Chromium.driverPort(inLog: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+            }
+            guard let port else { throw CLIError.failure("chromedriver did not start (its log: \(log))") }
+            trace("headless Chromium (chromedriver on 127.0.0.1:\(port)), profile \(profile)")
+            let session = try await WebDriver.start(driverPort: port, binary: chromium.browser, arguments: arguments)
+            browser = session
+            let orderID = try await buy(session, trace: trace)
+            await session.quit()
+            browser = nil
+            let row = try await paidRow(orderID: orderID, connections: connections)
+            started.send(SIGKILL)
+            _ = await started.exit()
+            await agent.stop()
+            try? FileManager.default.removeItem(atPath: profile)
+            return row
+        } catch {
+            await browser?.quit()
+            driver?.send(SIGKILL)
+            _ = await driver?.exit()
+            await agent.stop()
+            try? FileManager.default.removeItem(atPath: profile)
+            throw CLIError.failure("the web payment in Chromium failed: \(error)")
+        }
+    }
+
+    /// The store, Tea in the cart, Apple Pay, the contact on the sheet, Touch ID: the order's identifier.
+    private static func buy(_ browser: WebDriver, trace: @Sendable (String) -> Void) async throws -> String {
+        try await browser.navigate("https://" + WebMerchantAPI.HostNames.store + "/")
+        try await browser.wait("the Apple Pay button", until: "return document.body.dataset.applePay === 'available';")
+        trace("Chromium: the store shows the Apple Pay button (orchard-pay.js, the Mac's browser agent)")
+        try await browser.click("button[data-item=Tea]")
+        let store = try await browser.currentWindow
+        let known = try await browser.windowHandles
+        try await browser.click("#apple-pay")
+        _ = try await browser.switchToNewWindow(besides: known)
+        try await browser.wait("the sheet", until: "return !document.getElementById('details').hidden;")
+        trace("Chromium: the sheet page of agent.orchard.test is open")
+        // The demo contact (PaymentSheetService.demoContact), typed on the sheet.
+        for (field, value) in [
+            ("name", "Alice Appleseed"), ("email", "alice@example.com"), ("phone", "+1 555 0100"),
+            ("street", "1 Orchard Way"), ("city", "Cupertino"), ("state", "CA"), ("postalCode", "95014"),
+        ] {
+            try await browser.type("#contact input[name=\(field)]", value)
+        }
+        try await browser.click("#use-contact")
+        try await browser.wait(
+            "the contact applied", until: "return !document.getElementById('contact-summary').hidden;")
+        try await browser.click("#pay-touch-id")
+        try await browser.wait("the sheet to finish", until: "return document.title === 'Apple Pay: Done';")
+        trace("Chromium: Touch ID on the sheet; the token went to the store")
+        try await browser.closeWindow()
+        try await browser.switchTo(store)
+        try await browser.wait("the confirmation", until: "return location.pathname === '/confirmation';")
+        return try await browser.string("return new URLSearchParams(location.search).get('order') || '';")
+    }
+
+    /// The merchant server's answer for the order the browser paid (its order route, on its API port).
+    private static func paidRow(orderID: String, connections: ServiceConnections) async throws -> DemoInStore.Row {
+        guard let merchant = connections.endpoints[.merchant] else { throw CLIError.failure("no merchant server") }
+        let client = try HTTPClient(
+            configuration: HTTPClientConfiguration(trustedRootsPEM: connections.rootCertificatePEM, maxAttempts: 1))
+        defer { client.shutdown() }
+        let answer = try await client.send(
+            HTTPClientRequest(
+                method: .get, url: "https://127.0.0.1:\(merchant.port)" + MerchantAPI.Route.order(orderID)))
+        guard answer.status == .ok else {
+            throw CLIError.failure("the merchant server has no order \(orderID): \(answer.status.code)")
+        }
+        let order = try JSONDecoder().decode(MerchantAPI.OrderStatus.self, from: answer.body)
+        guard let payment = order.payment else { throw CLIError.failure("order \(orderID) has no payment") }
+        return DemoInStore.Row(
+            channel: browserChannel, device: mac.name, card: payment.maskedPAN,
+            amount: order.total + " " + order.currency, result: payment.outcome, responseCode: payment.responseCode)
+    }
 
     static func run(
         deployment: DeploymentDirectory, connections: ServiceConnections, device: Device,
