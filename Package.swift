@@ -493,7 +493,7 @@ let package = Package(
             dependencies: [
                 "PayServer", "MerchantServer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "WebMerchantAPI", "PaymentToken", "AccessPolicy", "OrchardLogging",
-                "OrchardCLI", "CommandTestSupport",
+                "OrchardCLI", "CommandTestSupport", "OrchardFixtures",
             ],
             swiftSettings: strict
         ),
