@@ -218,8 +218,12 @@ public struct PaymentAuthorizationResult: Hashable, Sendable {
     public enum Status: String, Hashable, Sendable { case success, failure }
     public let status: Status
     public let errors: [String]
-    public init(status: Status, errors: [String] = []) {
+    /// A failure the user can correct on the sheet (WebKit: `STATUS_FAILURE` with contact errors and none
+    /// `unknown`): the sheet stays, shows ``errors`` and lets the user authorize again. Only a failure with errors.
+    public let keepsSheet: Bool
+    public init(status: Status, errors: [String] = [], keepsSheet: Bool = false) {
         self.status = status
         self.errors = errors
+        self.keepsSheet = status == .failure && !errors.isEmpty && keepsSheet
     }
 }

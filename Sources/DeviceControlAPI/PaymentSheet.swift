@@ -275,17 +275,20 @@ public struct PaymentSheetVerdict: Codable, Sendable, Hashable {
     /// `success` or `failure`.
     public let status: String
     public let errors: [String]?
+    /// `true`: a failure the user corrects on the sheet, which stays (absent: the sheet ends).
+    public let keepsSheet: Bool?
 
     /// The JSON of `result`.
     public init(_ result: PaymentAuthorizationResult) {
         status = result.status.rawValue
         errors = result.errors.isEmpty ? nil : result.errors
+        keepsSheet = result.keepsSheet ? true : nil
     }
 
     /// The result, or nil for an unknown status.
     public var value: PaymentAuthorizationResult? {
         PaymentAuthorizationResult.Status(rawValue: status).map {
-            PaymentAuthorizationResult(status: $0, errors: errors ?? [])
+            PaymentAuthorizationResult(status: $0, errors: errors ?? [], keepsSheet: keepsSheet ?? false)
         }
     }
 }

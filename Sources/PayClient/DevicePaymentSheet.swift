@@ -323,9 +323,13 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 switch outcome {
                 case .authorized(let statement):
                     trace("sheet: \(total.label) \(total.amount) \(currency) authorized by \(evidence)")
-                    return .completed(
-                        try await pay(
-                            state, statement: statement, amount: amount, delegate: delegate))
+                    let verdict = try await pay(state, statement: statement, amount: amount, delegate: delegate)
+                    guard verdict.keepsSheet, driver.staysOnFailure else { return .completed(verdict) }
+                    // WebKit: a failure with contact errors keeps the sheet; the user corrects the contact (the
+                    // app's answer to the new selection clears the errors) and authorizes again.
+                    trace("sheet: the app refused the payment with errors to correct; the sheet stays")
+                    state.appErrors = verdict.errors
+                    await driver.show(await view(of: state))
                 case .rejected(let offered):
                     guard driver.staysOnFailure else {
                         throw PaymentSheetError(.authenticationFailed, "the user did not authenticate")

@@ -50,6 +50,12 @@ struct BrowserAgentContractTests {
             sequence: 1,
             update: PaymentSheetUpdateBody(.init(paymentSummaryItems: [], shippingMethods: [], errors: ["e"])))
         for member in try Self.members(answer) { #expect(frame.contains(member), "frame.js never writes \(member)") }
+        // Its result: a failure with errors the user corrects on the sheet (keepsSheet).
+        let verdict = PaymentSheetVerdict(.init(status: .failure, errors: ["e"], keepsSheet: true))
+        #expect(try Self.members(verdict) == ["status", "errors", "keepsSheet"])
+        for member in try Self.members(verdict) {
+            #expect(frame.contains("result.\(member)"), "frame.js never writes \(member)")
+        }
     }
 
     @Test("The sheet page's script reads the screen and posts every action of the device's sheet")

@@ -182,6 +182,9 @@
                 status: message.result.status === 0 ? "success" : "failure",
                 errors: message.result.errors.map(function (error) { return error.message || error.code; }),
             };
+            if (message.result.keepsSheet === true) {
+                body.result.keepsSheet = true;
+            }
         }
         call("POST", sessionPath("/v1/frame/sessions/:session/answer", state.agent), body).then(function () {
             clearTimeout(state.timer);

@@ -128,14 +128,19 @@
         });
 
         const needsContact = sheet.requiredShippingContactFields.length > 0;
-        $("contact").hidden = !needsContact || Boolean(sheet.shippingContact);
+        // The app's errors (e.g. a failed payment's ApplePayError for the address) show next to the contact form,
+        // open again so the user can correct the contact.
+        const correcting = needsContact && sheet.appErrors.length > 0;
+        $("contact").hidden = !needsContact || (Boolean(sheet.shippingContact) && !correcting);
+        $("contact-errors").hidden = !correcting;
+        $("contact-errors").textContent = correcting ? sheet.appErrors.join("; ") : "";
         const summary = $("contact-summary");
         summary.hidden = !sheet.shippingContact;
         if (sheet.shippingContact) {
             const c = sheet.shippingContact;
             summary.textContent = "Ship to " + [c.name, c.postalAddress && c.postalAddress.city].filter(Boolean).join(", ");
         }
-        showError(sheet.appErrors.length ? sheet.appErrors.join("; ") : null);
+        showError(sheet.appErrors.length && !correcting ? sheet.appErrors.join("; ") : null);
 
         const authenticate = $("authenticate");
         authenticate.replaceChildren();

@@ -447,8 +447,16 @@
             if (typeof result.status !== "number" || result.status < 0 || result.status > 7) {
                 throw new TypeError("Type error");
             }
-            this._state = "completed";
-            this._end();
+            // WebKit's isFinalStateResult: FAILURE with errors, none "unknown", keeps the sheet so the user can
+            // correct them and authorize again (the PIN statuses of China UnionPay are not supported: they end it).
+            result.keepsSheet = result.status === 1 && result.errors.length > 0
+                && !result.errors.some(function (error) { return error.code === "unknown"; });
+            if (result.keepsSheet) {
+                this._state = "active";
+            } else {
+                this._state = "completed";
+                this._end();
+            }
             post({ type: "answer", session: this._local, result: result });
         }
 
