@@ -81,18 +81,7 @@ package struct P256PublicKeyImpl: @unchecked Sendable {
         guard bytes.count == 65, bytes[0] == 0x04 else {
             throw CryptoError(.invalidKey, "a P-256 public key is a 65-byte uncompressed point (04 ‖ X ‖ Y)")
         }
-        // A copy of the cached group and the point set on it: the same validation as EVP_PKEY_fromdata
-        // (EC_POINT_oct2point rejects coordinates ≥ p and points not on the curve), without building the
-        // group from its name for every key (about 33 µs with fromdata, 9 µs this way).
-        guard let pkey = EVP_PKEY_new() else { throw CryptoError(.internalFailure, "EVP_PKEY_new failed") }
-        let key = EVPKey(owning: pkey)
-        try check(EVP_PKEY_copy_parameters(pkey, template), .internalFailure, "copying the P-256 group failed")
-        let rc = bytes.withUnsafeBufferPointer { EVP_PKEY_set1_encoded_public_key(pkey, $0.baseAddress, 65) }
-        guard rc == 1 else {
-            _ = drainOpenSSLErrors()
-            throw CryptoError(.invalidKey, "the point is not on the P-256 curve")
-        }
-        self.key = key
+        key = try ecPublicKey(point: bytes, groupOf: template, curve: "P-256")
         x963 = bytes
     }
 
@@ -561,4 +550,20 @@ extension P256.Signing {
             return out
         }
     }
+}
+
+/// An EC public key from an uncompressed point on the group of `template` (a key of that curve): a copy of the
+/// cached group and the point set on it. The same validation as EVP_PKEY_fromdata (EC_POINT_oct2point rejects
+/// coordinates ≥ p and points not on the curve), without building the group from its name for every key (about
+/// 33 µs with fromdata, 9 µs this way).
+func ecPublicKey(point: [UInt8], groupOf template: OpaquePointer, curve: String) throws(CryptoError) -> EVPKey {
+    guard let pkey = EVP_PKEY_new() else { throw CryptoError(.internalFailure, "EVP_PKEY_new failed") }
+    let key = EVPKey(owning: pkey)
+    try check(EVP_PKEY_copy_parameters(pkey, template), .internalFailure, "copying the \(curve) group failed")
+    let rc = point.withUnsafeBufferPointer { EVP_PKEY_set1_encoded_public_key(pkey, $0.baseAddress, $0.count) }
+    guard rc == 1 else {
+        _ = drainOpenSSLErrors()
+        throw CryptoError(.invalidKey, "the point is not on the \(curve) curve")
+    }
+    return key
 }

@@ -42,15 +42,7 @@ package struct SignatureVerificationKey: @unchecked Sendable {
             guard ecPoint.count == 97, ecPoint[0] == 0x04, let template = p384Parameters.pointer else {
                 throw CryptoError(.invalidKey, "a P-384 public key is a 97-byte uncompressed point (04 ‖ X ‖ Y)")
             }
-            guard let pkey = EVP_PKEY_new() else { throw CryptoError(.internalFailure, "EVP_PKEY_new failed") }
-            let owned = EVPKey(owning: pkey)
-            try check(EVP_PKEY_copy_parameters(pkey, template), .internalFailure, "copying the P-384 group failed")
-            let rc = ecPoint.withUnsafeBufferPointer { EVP_PKEY_set1_encoded_public_key(pkey, $0.baseAddress, 97) }
-            guard rc == 1 else {
-                _ = drainOpenSSLErrors()
-                throw CryptoError(.invalidKey, "the point is not on the P-384 curve")
-            }
-            key = owned
+            key = try ecPublicKey(point: ecPoint, groupOf: template, curve: "P-384")
         case .rsa:
             throw CryptoError(.invalidKey, "an RSA key is not a point")
         }

@@ -90,6 +90,13 @@ enum BrowserCommands {
         return port
     }
 
+    /// NSS's certutil (Debian's libnss3-tools), or nil when it is not installed.
+    static var certutil: String? {
+        ["/usr/bin/certutil", "/usr/local/bin/certutil"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        })
+    }
+
     /// `certutil -N` (an empty password) and `certutil -A` of the root, trusted for TLS servers.
     static func writeNSSDatabase(profile: String, root: String) async throws {
         let database = profile + "/.pki/nssdb"
@@ -99,11 +106,7 @@ enum BrowserCommands {
         } catch {
             throw CLIError.failure("cannot create \(database): \(error.localizedDescription)")
         }
-        guard
-            let certutil = ["/usr/bin/certutil", "/usr/local/bin/certutil"].first(where: {
-                FileManager.default.isExecutableFile(atPath: $0)
-            })
-        else {
+        guard let certutil else {
             throw CLIError.failure("certutil is not installed: apt-get install libnss3-tools (scripts/bootstrap)")
         }
         if !FileManager.default.fileExists(atPath: database + "/cert9.db") {

@@ -36,7 +36,7 @@ enum DemoWeb {
     ) async throws -> DemoInStore.Row {
         guard let chromium = locateChromium(context.environment) else {
             context.trace(
-                "Chromium was not found (chromium and chromedriver on PATH, /usr/bin/certutil): the web row runs "
+                "Chromium was not found (chromium and chromedriver on PATH, certutil): the web row runs "
                     + "without a browser; to buy in Chromium, \(Chromium.installHint)")
             return try await run(
                 deployment: deployment, connections: connections, device: phone,
@@ -49,7 +49,7 @@ enum DemoWeb {
     /// Chromium and chromedriver on the environment's `PATH` (the default path without one), when certutil is
     /// installed too; nil otherwise.
     static func locateChromium(_ environment: [String: String]) -> (browser: String, driver: String)? {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/certutil") else { return nil }
+        guard BrowserCommands.certutil != nil else { return nil }
         return Chromium.locate(searchPath: environment["PATH"])
     }
 
