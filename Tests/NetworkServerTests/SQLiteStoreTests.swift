@@ -220,7 +220,14 @@ struct SQLiteStoreTests {
                     || file.bytes.contains(ascii: ":\(cvv)}")
                 #expect(!found, "a CVV-shaped value in \(file.name)")
             }
-            #expect(!file.bytes.contains(ascii: "cvv") && !file.bytes.contains(ascii: "CVV"))
+            // A CVV field or column by name: a JSON key or string, or an SQL column (after a space, a parenthesis or a
+            // comma). Not the three letters alone: sealed records are random bytes, which hold "cvv" or "CVV"
+            // somewhere in a few percent of runs.
+            for prefix in ["\"", " ", "(", ","] {
+                for name in ["cvv", "CVV"] {
+                    #expect(!file.bytes.contains(ascii: prefix + name), "\(prefix + name) in \(file.name)")
+                }
+            }
         }
         // The files do hold what they must: the issuer its cards, the network the DPANs, the acquirer masks.
         let issuerBytes = try #require(files.first { $0.name == "issuer.sqlite" }).bytes
