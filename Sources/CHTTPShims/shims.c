@@ -36,6 +36,21 @@ CURLcode orchard_curl_setopt_callback(CURL *easy, CURLoption option, orchard_cur
     return curl_easy_setopt(easy, option, callback);
 }
 
+static int orchard_count_request(void *counter, char *primary_ip, char *local_ip, int primary_port, int local_port) {
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    *(long *)counter += 1;
+    return CURL_PREREQFUNC_OK;
+}
+
+CURLcode orchard_curl_count_requests(CURL *easy, long *counter) {
+    CURLcode code = curl_easy_setopt(easy, CURLOPT_PREREQDATA, counter);
+    if (code != CURLE_OK) return code;
+    return curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, orchard_count_request);
+}
+
 CURLcode orchard_curl_getinfo_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
 }

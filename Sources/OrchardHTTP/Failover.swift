@@ -24,14 +24,16 @@ public struct FailoverEndpoints: Sendable, Hashable {
 
 extension HTTPClient {
     /// Sends `request`, whose `url` is a path (`/v1/…`), to the first of `endpoints` (once: the last instance alone
-    /// gets the client's retries), and to the next one when an instance cannot be reached or answers 503 (Service Unavailable: overloaded, or its store stopped). The same
-    /// request goes to the next instance, headers and `Idempotency-Key` included.
+    /// gets the client's retries), and to the next one when an instance cannot be reached or answers 503 (Service
+    /// Unavailable: overloaded, or its store stopped). The same request goes to the next instance, headers and
+    /// `Idempotency-Key` included.
     ///
     /// A connection that could not be made carried nothing, so any request moves on. A failure after the request
     /// may have reached the instance (a timeout, a connection cut mid-answer) moves on only when the request may be
     /// repeated (``HTTPClientRequest/isRetryable``: an idempotent method, or an `Idempotency-Key` the party
     /// deduplicates on); otherwise it is thrown, as the instance may have acted on it. When every instance failed,
-    /// the last 503 is returned, or the last error thrown.
+    /// the last 503 is returned, or the last error thrown: ``HTTPError/Code/connectionFailed`` only if no instance
+    /// may have received the request.
     public func send(
         _ request: HTTPClientRequest, failover endpoints: FailoverEndpoints
     ) async throws(HTTPError) -> HTTPResponse {
@@ -40,6 +42,8 @@ extension HTTPClient {
         }
         var lastResponse: HTTPResponse?
         var lastError: HTTPError?
+        // Whether an instance before the current one may have received the request.
+        var mayHaveArrived = false
         for (index, base) in endpoints.baseURLs.enumerated() {
             var attempt = request
             attempt.url = base + request.url
@@ -59,14 +63,20 @@ extension HTTPClient {
                 lastResponse = response
                 lastError = nil
             } catch {
-                let nothingSent = error.code == .connectionFailed
+                // Could not connect, or timed out before the request went out.
+                let nothingSent =
+                    !error.requestMayHaveArrived && (error.code == .connectionFailed || error.code == .timedOut)
                 let mayRepeat = request.isRetryable && (error.code == .timedOut || error.code == .transportFailure)
-                guard nothingSent || mayRepeat, !Task.isCancelled else { throw error }
+                guard nothingSent || mayRepeat, !Task.isCancelled else {
+                    throw error.afterAttemptThat(mayHaveArrived: mayHaveArrived)
+                }
+                mayHaveArrived = mayHaveArrived || error.requestMayHaveArrived
                 lastError = error
                 lastResponse = nil
             }
         }
         if let lastResponse { return lastResponse }
-        throw lastError ?? HTTPError(.internalFailure, "no instance was tried")
+        throw lastError?.afterAttemptThat(mayHaveArrived: mayHaveArrived)
+            ?? HTTPError(.internalFailure, "no instance was tried")
     }
 }

@@ -158,6 +158,7 @@ public final class HTTPClient: Sendable {
         }
         var attempt = 1
         var backoff = configuration.retryBackoff
+        var mayHaveArrived = false
         while true {
             switch await engine.perform(request) {
             case .success(let response):
@@ -165,7 +166,11 @@ public final class HTTPClient: Sendable {
             case .failure(let failure):
                 guard failure.transient, request.isRetryable, attempt < configuration.maxAttempts,
                     !Task.isCancelled
-                else { throw failure.error }
+                else {
+                    throw failure.error.afterAttemptThat(
+                        mayHaveArrived: mayHaveArrived || failure.error.requestMayHaveArrived)
+                }
+                mayHaveArrived = mayHaveArrived || failure.error.requestMayHaveArrived
                 attempt += 1
                 try? await Task.sleep(for: backoff)
                 backoff *= 2
@@ -463,7 +468,8 @@ final class CurlEngine: @unchecked Sendable {
                 easy, CURLOPT_HEADERFUNCTION,
                 { data, size, count, context in
                     Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data, size * count)
-                }) == CURLE_OK
+                }) == CURLE_OK,
+            orchard_curl_count_requests(easy, transfer.requestsSent) == CURLE_OK
         else { throw HTTPError(.internalFailure, "libcurl refused a callback") }
 
         switch request.method {
@@ -550,17 +556,29 @@ final class CurlEngine: @unchecked Sendable {
                     body: transfer.body))
         }
         let detail = transfer.errorText.isEmpty ? String(cString: curl_easy_strerror(code)) : transfer.errorText
-        func failure(_ error: HTTPError.Code, _ transient: Bool, _ what: String) -> Result<HTTPResponse, AttemptFailure>
+        func failure(_ code: HTTPError.Code, _ transient: Bool, _ what: String) -> Result<HTTPResponse, AttemptFailure>
         {
-            .failure(AttemptFailure(error: HTTPError(error, "\(what): \(detail)"), transient: transient))
+            var error = HTTPError(code, "\(what): \(detail)")
+            error.requestMayHaveArrived = transfer.requestsSent.pointee > 0
+            return .failure(AttemptFailure(error: error, transient: transient))
+        }
+        // libcurl resends a request whose reused connection died before any answer on a fresh connection, and
+        // reports only that connection's failure. If the request went out before, the server may have acted on
+        // it: that is not "could not connect", which callers read as "nothing was sent".
+        let connectPhase: [CURLcode] = [
+            CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+            CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+            CURLE_SSL_ENGINE_INITFAILED, CURLE_USE_SSL_FAILED,
+        ]
+        if transfer.requestsSent.pointee > 0, connectPhase.contains(code) {
+            return failure(.transportFailure, true, "the connection closed after the request was sent")
         }
         switch code {
         case CURLE_WRITE_ERROR where transfer.tooLarge:
-            return .failure(
-                AttemptFailure(
-                    error: HTTPError(
-                        .responseTooLarge, "the response is larger than \(configuration.maxResponseBytes) bytes"),
-                    transient: false))
+            var error = HTTPError(
+                .responseTooLarge, "the response is larger than \(configuration.maxResponseBytes) bytes")
+            error.requestMayHaveArrived = true
+            return .failure(AttemptFailure(error: error, transient: false))
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             return failure(.connectionFailed, false, "cannot resolve the host")
         case CURLE_COULDNT_CONNECT:
@@ -593,6 +611,9 @@ final class Transfer: @unchecked Sendable {
     var inspectTLS = false
     var tlsSession: TLSSessionInfo?
     let errorBuffer: UnsafeMutablePointer<CChar>
+    /// How many times libcurl was about to send the request (once per connection it used); written by libcurl on
+    /// the client thread.
+    let requestsSent: UnsafeMutablePointer<Int>
     var body = Data()
     var headers = HTTPHeaders()
     var reason = ""
@@ -605,11 +626,14 @@ final class Transfer: @unchecked Sendable {
         self.maxBytes = maxBytes
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        requestsSent = .allocate(capacity: 1)
+        requestsSent.initialize(to: 0)
     }
 
     deinit {
         releaseHandles()
         errorBuffer.deallocate()
+        requestsSent.deallocate()
     }
 
     var errorText: String { String(cString: errorBuffer) }

@@ -131,7 +131,8 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
         public static let notRunning = Code(.notRunning)
         /// A client URL is malformed or not http(s).
         public static let invalidURL = Code(.invalidURL)
-        /// The client could not connect, or the TLS handshake failed (including a refused certificate).
+        /// The client could not connect, or the TLS handshake failed (including a refused certificate), on every
+        /// attempt: no attempt of the request reached a server, so it cannot have been acted on.
         public static let connectionFailed = Code(.connectionFailed)
         /// The client's request did not complete in time.
         public static let timedOut = Code(.timedOut)
@@ -154,6 +155,10 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
     public let code: Code
     /// What happened, for the caller or the log. Never contains a secret or a card number.
     public let message: String
+
+    /// Whether the request of a client call may have reached a server (libcurl was about to send it on some
+    /// connection): a party may have acted on it even though the call failed.
+    var requestMayHaveArrived = false
 
     public init(_ code: Code, _ message: String) {
         self.code = code
@@ -182,4 +187,18 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible, HTT
 
     public var httpErrorCode: String { httpStatus.code >= 500 ? "internal_error" : code.description }
     public var httpErrorMessage: String { httpStatus.code >= 500 ? "internal error" : message }
+}
+
+extension HTTPError {
+    /// The error to report for the last of several attempts, `mayHaveArrived` saying whether any of them may have
+    /// reached a server: then never "could not connect", which callers read as "nothing was sent".
+    func afterAttemptThat(mayHaveArrived: Bool) -> HTTPError {
+        guard mayHaveArrived else { return self }
+        var error =
+            code == .connectionFailed
+            ? HTTPError(.transportFailure, "an earlier attempt may have reached the server; the last one: \(message)")
+            : self
+        error.requestMayHaveArrived = true
+        return error
+    }
 }

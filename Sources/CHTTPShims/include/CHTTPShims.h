@@ -20,6 +20,11 @@ CURLMcode orchard_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long 
 /* A share handle holding libcurl's TLS session cache (curl_share_setopt is variadic), for the easy handles of one
  * thread; NULL if libcurl refuses. Free it with curl_share_cleanup once no easy handle uses it. */
 CURLSH *orchard_curl_share_tls_sessions(void);
+/* Counts in *counter every request the handle is about to send (CURLOPT_PREREQFUNCTION: once per connection
+ * used, fresh or reused). libcurl resends a request on a fresh connection when a reused one died before any
+ * answer, and reports only the last connection's error: the count tells whether an earlier one may have
+ * delivered the request. *counter must outlive the handle's transfers. */
+CURLcode orchard_curl_count_requests(CURL *easy, long *counter);
 
 /* XN_FLAG_RFC2253 and the SSL_OP_* bits are composite macros; OPENSSL_free is a function-like macro. */
 unsigned long orchard_xn_flag_rfc2253(void);

@@ -411,9 +411,20 @@ final class ChaosRun: @unchecked Sendable {
         let acquirerStore = try SQLiteAcquirerStore(path: deployment.databasePath(for: .acquirer))
         let pending = try await acquirerStore.pendingAuthorizations(sentBefore: .distantFuture)
         await acquirerStore.store.close()
-        for id in holds.keys where !claimed.contains(id) {
+        // The acquirer's key of each network transaction (`terminal:<ID>:<STAN>`, `merchant:<ID>:<key>`), to say
+        // whose payment an unexplained hold is.
+        let acquirer = try Database(path: deployment.databasePath(for: .acquirer), options: options, access: .readOnly)
+        var acquirerKeys: [String: String] = [:]
+        for table in ["authorizations", "pending_authorizations", "reversals"] {
+            for key in try acquirer.query("SELECT idempotency_key FROM \(table)", [], { try $0.string(0) }) {
+                acquirerKeys[networkTransactionID(key)] = key
+            }
+        }
+        for id in holds.keys.sorted() where !claimed.contains(id) {
             unreconciled += 1
-            violations.append("hold \(id) has no approved record at the terminal or merchant")
+            violations.append(
+                "hold \(id) (acquirer key \(acquirerKeys[id] ?? "unknown")) has no approved record at the terminal or "
+                    + "merchant")
         }
         if !pending.isEmpty {
             unreconciled += pending.count
