@@ -30,19 +30,31 @@ public final class TestPostgreSQL: Sendable {
 
     static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
-    private static let state = Mutex()
+    private static let starter = Starter()
 
     /// The server of this test run, started on first use. Throws when PostgreSQL is missing (the CI must fail
-    /// then) or does not start.
-    public static func shared() throws -> TestPostgreSQL {
-        try state.withLock { current in
-            if let current { return current }
-            guard let bin = binDirectory() else { throw CommandTestFailure(installHint) }
-            let server = try TestPostgreSQL(bin: bin)
-            current = server
-            runningPostmaster = server.directory
-            atexit { TestPostgreSQL.stopAtExit() }
-            return server
+    /// then) or does not start. Callers that come while it starts wait for the same start, suspended: `initdb`
+    /// takes seconds, and a test that blocked a thread of the concurrency pool for them (two such tests on two
+    /// cores) would stall every other test of the run.
+    public static func shared() async throws -> TestPostgreSQL {
+        try await starter.server()
+    }
+
+    /// Starts the server once; every caller awaits that one start.
+    private actor Starter {
+        private var start: Task<TestPostgreSQL, any Error>?
+
+        func server() async throws -> TestPostgreSQL {
+            if let start { return try await start.value }
+            let start = Task { () async throws -> TestPostgreSQL in
+                guard let bin = binDirectory() else { throw CommandTestFailure(installHint) }
+                let server = try await TestPostgreSQL(bin: bin)
+                runningPostmaster = server.directory
+                atexit { TestPostgreSQL.stopAtExit() }
+                return server
+            }
+            self.start = start
+            return try await start.value
         }
     }
 
@@ -51,7 +63,7 @@ public final class TestPostgreSQL: Sendable {
         "\(prefix)_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
     }
 
-    private init(bin: String) throws {
+    private init(bin: String) async throws {
         self.bin = bin
         let base = FileManager.default.temporaryDirectory.path
         directory = "\(base)/orchard-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -66,7 +78,7 @@ public final class TestPostgreSQL: Sendable {
                 throw CommandTestFailure("cannot give \(directory) to postgres: errno \(errno)")
             }
         }
-        try run(
+        try await run(
             asRoot, "\(bin)/initdb",
             ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
         // Trust on the private socket, except for the role that proves passwords come from a passfile.
@@ -74,7 +86,7 @@ public final class TestPostgreSQL: Sendable {
             toFile: "\(directory)/data/pg_hba.conf", atomically: false, encoding: .utf8)
         // The server outlives pg_ctl and runs as long as the tests: it must hold none of their descriptors (a socket
         // a test waits to see closed), so every descriptor above stderr is closed before pg_ctl runs.
-        try run(
+        try await run(
             asRoot, "/bin/bash",
             [
                 "-c",
@@ -92,11 +104,11 @@ public final class TestPostgreSQL: Sendable {
     public static let password = "pw-9d2f-not-a-secret"
 
     /// A new empty database and its URL (as `postgres`, or as ``passwordRole`` when `role` is set, which owns it).
-    public func freshDatabase(role: String? = nil) throws -> String {
+    public func freshDatabase(role: String? = nil) async throws -> String {
         let name = TestPostgreSQL.freshSchema("d")
         let asRoot = getuid() == 0
         if let role {
-            try run(
+            try await run(
                 asRoot, "\(bin)/psql",
                 [
                     "-h", directory, "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1",
@@ -105,20 +117,20 @@ public final class TestPostgreSQL: Sendable {
                         + "CREATE ROLE \(role) LOGIN PASSWORD '\(Self.password)'; END IF; END $$",
                 ])
         }
-        try run(
+        try await run(
             asRoot, "\(bin)/createdb",
             ["-h", directory, "-p", "\(port)", "-U", "postgres"] + (role.map { ["-O", $0] } ?? []) + [name])
         return "postgresql://\(role ?? "postgres")@/\(name)?host=\(directory)&port=\(port)"
     }
 
-    private func run(_ asRoot: Bool, _ executable: String, _ arguments: [String]) throws {
+    private func run(_ asRoot: Bool, _ executable: String, _ arguments: [String]) async throws {
         let child =
             asRoot
             ? try ChildProcess(
                 "/usr/sbin/runuser", ["-u", "postgres", "--", executable] + arguments, stdout: .capture,
                 stderr: .capture)
             : try ChildProcess(executable, arguments, stdout: .capture, stderr: .capture)
-        let ended = child.waitUntilExit()
+        let ended = await child.exit()
         guard ended == .exited(0) else {
             throw CommandTestFailure("\(executable) \(ended): \(child.stderr) \(child.stdout)")
         }
@@ -168,16 +180,5 @@ public final class TestPostgreSQL: Sendable {
         // The server removes its files as it stops; what it still holds open goes with the directory.
         for _ in 0..<100 where kill(pid, 0) == 0 { usleep(20_000) }
         try? FileManager.default.removeItem(atPath: directory)
-    }
-}
-
-/// A lock around the shared server.
-private final class Mutex: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: TestPostgreSQL?
-    func withLock<T>(_ body: (inout TestPostgreSQL?) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

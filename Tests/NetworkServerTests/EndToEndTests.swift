@@ -42,14 +42,15 @@ struct EndToEndTests {
         let deployment = DeploymentDirectory(path: directory.path)
         let clock = ManualClock(now: NetworkHarness.start)
         let deviceCA = try DeviceCertificateAuthority.loadOrCreate(in: deployment, clock: clock)
-        func location(_ name: String) throws -> StoreLocation {
+        func location(_ name: String) async throws -> StoreLocation {
             guard onPostgreSQL else { return .file("\(directory.path)/\(name).sqlite") }
             return .postgreSQL(
-                try PostgreSQLLocation(url: try TestPostgreSQL.shared().url, schema: TestPostgreSQL.freshSchema(name)))
+                try PostgreSQLLocation(
+                    url: try await TestPostgreSQL.shared().url, schema: TestPostgreSQL.freshSchema(name)))
         }
-        let vaultStore = try SQLiteTokenVaultStore(location: try location("network"))
+        let vaultStore = try SQLiteTokenVaultStore(location: try await location("network"))
         let issuerStore = try await SQLiteIssuerStore.open(
-            location: try location("issuer"), key: try IssuerStorageKey.generate())
+            location: try await location("issuer"), key: try IssuerStorageKey.generate())
         defer {
             Task {
                 await vaultStore.store.close()

@@ -46,7 +46,8 @@ struct NetworkInstancesTests {
     @Test("two network instances receive one cryptogram at once: one approval, the other declined")
     func oneCryptogramOneApproval() async throws {
         let location = StoreLocation.postgreSQL(
-            try PostgreSQLLocation(url: try TestPostgreSQL.shared().url, schema: TestPostgreSQL.freshSchema("network")))
+            try PostgreSQLLocation(
+                url: try await TestPostgreSQL.shared().url, schema: TestPostgreSQL.freshSchema("network")))
         let vaultA = try SQLiteTokenVaultStore(location: location)
         let vaultB = try SQLiteTokenVaultStore(location: location)
         let h = try await NetworkHarness(vaultStore: vaultA)

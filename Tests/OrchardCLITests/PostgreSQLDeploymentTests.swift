@@ -16,7 +16,7 @@ struct PostgreSQLDeploymentTests {
 
     @Test("orchard demo --database: the whole demo with the server parties on PostgreSQL, no server SQLite file")
     func demoRunsOnPostgreSQL() async throws {
-        let url = try TestPostgreSQL.shared().freshDatabase()
+        let url = try await TestPostgreSQL.shared().freshDatabase()
         let dir = Self.temporaryPath("orchard-pg-demo")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let capture = Capture()
@@ -49,7 +49,7 @@ struct PostgreSQLDeploymentTests {
 
     @Test("orchard init --database: a URL with a password is refused; another deployment's schemas need --force")
     func initRefusesPasswordsAndForeignSchemas() async throws {
-        let url = try TestPostgreSQL.shared().freshDatabase()
+        let url = try await TestPostgreSQL.shared().freshDatabase()
         let withPassword = url.replacingOccurrences(of: "postgres@", with: "postgres:hunter2@")
         let refused = Capture()
         let dir = Self.temporaryPath("orchard-pg-init")
@@ -76,8 +76,8 @@ struct PostgreSQLDeploymentTests {
 
     @Test("orchard init --pgpass: the password comes from pki/<party>/pgpass (0600), never from the command line")
     func passwordComesFromThePassfile() async throws {
-        let server = try TestPostgreSQL.shared()
-        let url = try server.freshDatabase(role: TestPostgreSQL.passwordRole)
+        let server = try await TestPostgreSQL.shared()
+        let url = try await server.freshDatabase(role: TestPostgreSQL.passwordRole)
         let dir = Self.temporaryPath("orchard-pg-pass")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // Without the password the server refuses the role.

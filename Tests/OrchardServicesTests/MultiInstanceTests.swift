@@ -26,7 +26,7 @@ import Testing
 struct MultiInstanceTests {
     /// The in-app fixture on PostgreSQL with a second Pay server instance in this process.
     static func twoInstances() async throws -> (InAppFixture, ServiceHost, String) {
-        let f = try await InAppFixture(database: try TestPostgreSQL.shared().freshDatabase())
+        let f = try await InAppFixture(database: try await TestPostgreSQL.shared().freshDatabase())
         let second = try await ServiceHost.start(
             [.pay], directory: f.directory, registry: try ServiceRegistry([PayService(), MerchantService()]),
             environment: ServiceEnvironment(wallClock: f.clock, monotonicClock: f.clock), publish: false, instance: 2)
@@ -106,7 +106,7 @@ struct MultiInstanceTests {
         "orchard serve pay --instance 2: its own port, listed in config.json; killed, the client fails over, nothing lost"
     )
     func killedInstanceFailsOver() async throws {
-        let f = try await InAppFixture(database: try TestPostgreSQL.shared().freshDatabase())
+        let f = try await InAppFixture(database: try await TestPostgreSQL.shared().freshDatabase())
         let child = try OrchardChild(["serve", "pay", "--instance", "2", "--data-dir", f.directory.path])
         let line = try await child.firstLine()
         let record = try ServiceRecord(json: Data(line.utf8))
@@ -155,7 +155,7 @@ struct MultiInstanceTests {
 
     @Test("R2: one instance killed under load: every answer acknowledged before is given again, nothing is lost")
     func killedUnderLoad() async throws {
-        let f = try await InAppFixture(database: try TestPostgreSQL.shared().freshDatabase())
+        let f = try await InAppFixture(database: try await TestPostgreSQL.shared().freshDatabase())
         let child = try OrchardChild(["serve", "pay", "--instance", "2", "--data-dir", f.directory.path])
         let record = try ServiceRecord(json: Data(try await child.firstLine().utf8))
         let both = try FailoverEndpoints([ServiceEndpoint(host: record.host, port: record.port).baseURL, f.base])

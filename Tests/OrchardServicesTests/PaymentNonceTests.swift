@@ -97,7 +97,8 @@ struct PaymentNonceTests {
         .enabled(if: TestPostgreSQL.enabled, Comment(rawValue: TestPostgreSQL.installHint)))
     func sharedAcrossInstancesOnTheDatabaseClock() async throws {
         let location = StoreLocation.postgreSQL(
-            try PostgreSQLLocation(url: try TestPostgreSQL.shared().url, schema: TestPostgreSQL.freshSchema("pay")))
+            try PostgreSQLLocation(
+                url: try await TestPostgreSQL.shared().url, schema: TestPostgreSQL.freshSchema("pay")))
         let storeA = try Store(location: location, options: PayStore.options, migrations: PayStore.migrations)
         let storeB = try Store(location: location, options: PayStore.options, migrations: PayStore.migrations)
         // Two hosts: other boot IDs, monotonic clocks an hour apart; neither decides.

@@ -91,10 +91,10 @@ enum PartyBackend: String, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     /// A fresh PostgreSQL database for the server parties, or nil for SQLite files.
-    func database() throws -> String? {
-        self == .postgreSQL ? try TestPostgreSQL.shared().freshDatabase() : nil
+    func database() async throws -> String? {
+        self == .postgreSQL ? try await TestPostgreSQL.shared().freshDatabase() : nil
     }
 
     /// `orchard init` arguments that put the server parties there.
-    func initArguments() throws -> [String] { try database().map { ["--database", $0] } ?? [] }
+    func initArguments() async throws -> [String] { try await database().map { ["--database", $0] } ?? [] }
 }

@@ -12,7 +12,7 @@ struct BackendTests {
         "PostgreSQL starts for the tests (with CI=true a missing PostgreSQL fails here)",
         .enabled(if: TestPostgreSQL.enabled, Comment(rawValue: TestPostgreSQL.installHint)))
     func postgreSQLStarts() async throws {
-        let server = try TestPostgreSQL.shared()
+        let server = try await TestPostgreSQL.shared()
         let database = try Database(
             location: .postgreSQL(try PostgreSQLLocation(url: server.url, schema: TestPostgreSQL.freshSchema())),
             options: StoreOptions(durability: .full))
@@ -35,7 +35,7 @@ struct BackendTests {
     func valuesRoundTrip(_ backend: StoreBackend) async throws {
         let directory = try TemporaryDirectory()
         let store = try Store(
-            location: try backend.location(in: directory), options: StoreOptions(durability: .full),
+            location: try await backend.location(in: directory), options: StoreOptions(durability: .full),
             migrations: Self.counterMigrations)
         let blob: [UInt8] = [0, 1, 0x7F, 0x80, 0xFF]
         let id = try await store.write { database in
@@ -93,7 +93,7 @@ struct BackendTests {
     func groupCommitIsolatesAFailingWrite(_ backend: StoreBackend) async throws {
         let directory = try TemporaryDirectory()
         let store = try Store(
-            location: try backend.location(in: directory), options: StoreOptions(durability: .full),
+            location: try await backend.location(in: directory), options: StoreOptions(durability: .full),
             migrations: Self.counterMigrations)
         let results = await withTaskGroup(of: Bool.self) { group in
             for index in 0..<40 {
@@ -123,7 +123,7 @@ struct BackendTests {
         arguments: StoreBackend.all)
     func twoInstancesNeverLoseOrRepeatAWrite(_ backend: StoreBackend) async throws {
         let directory = try TemporaryDirectory()
-        let location = try backend.location(in: directory)
+        let location = try await backend.location(in: directory)
         // Two instances of a party: two stores, each with its own writer connection, migrating at once.
         async let first = Store(
             location: location, options: StoreOptions(durability: .full), migrations: Self.counterMigrations)
@@ -177,7 +177,7 @@ struct BackendTests {
     @Test("migrations: a database newer than the program is refused, on both backends", arguments: StoreBackend.all)
     func newerSchemaIsRefused(_ backend: StoreBackend) async throws {
         let directory = try TemporaryDirectory()
-        let location = try backend.location(in: directory)
+        let location = try await backend.location(in: directory)
         let later =
             Self.counterMigrations + [
                 Migration(version: 2, name: "notes", sql: "ALTER TABLE journal ADD COLUMN memo TEXT")

@@ -57,7 +57,7 @@ struct IdempotencyTests {
 
     @Test("R2: the same key and body replay the stored response", arguments: StoreBackend.all)
     func sameKeySameBodyReplaysTheStoredResponse(_ backend: StoreBackend) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try await IdempotencyFixture(backend)
         let runs = Counter()
         let first = try await t.keys.perform(
             scope: "merchant-1", key: "k-1", fingerprint: Self.payment, Self.createOrder(runs))
@@ -76,7 +76,7 @@ struct IdempotencyTests {
 
     @Test("R2: the same key with another request is a mismatch", arguments: StoreBackend.all)
     func sameKeyAnotherRequestIsAMismatch(_ backend: StoreBackend) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try await IdempotencyFixture(backend)
         let runs = Counter()
         _ = try await t.keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         for other in [
@@ -99,7 +99,7 @@ struct IdempotencyTests {
 
     @Test("R2: concurrent requests with one key run once", arguments: StoreBackend.all)
     func concurrentRequestsWithOneKeyRunOnce(_ backend: StoreBackend) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try await IdempotencyFixture(backend)
         let runs = Counter()
         let keys = t.keys
         let outcomes = try await withThrowingTaskGroup(of: IdempotencyOutcome.self) { group in
@@ -120,7 +120,7 @@ struct IdempotencyTests {
     @Test(arguments: StoreBackend.all) func concurrentClaimsWithOneKeyLetOneProceed(
         _ backend: StoreBackend
     ) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try await IdempotencyFixture(backend)
         let keys = t.keys
         let claims = try await withThrowingTaskGroup(of: IdempotencyClaim.self) { group in
             for _ in 0..<24 {
@@ -136,7 +136,7 @@ struct IdempotencyTests {
 
     @Test("R2: a running request is in progress until it completes", arguments: StoreBackend.all)
     func aRunningRequestIsInProgressUntilItCompletes(_ backend: StoreBackend) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try await IdempotencyFixture(backend)
         let runs = Counter()
         guard case .proceed(let ticket) = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("a fresh key should proceed")
@@ -161,7 +161,7 @@ struct IdempotencyTests {
     @Test(arguments: StoreBackend.all) func aFailedSideEffectCommitsNothingAndFreesTheKey(
         _ backend: StoreBackend
     ) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try await IdempotencyFixture(backend)
         struct Declined: Error {}
         let runs = Counter()
         await #expect(throws: Declined.self) {
@@ -221,7 +221,7 @@ struct IdempotencyTests {
 
     @Test("R2: keys are kept 24 hours, then expire", arguments: StoreBackend.all)
     func keysAreKeptTwentyFourHoursThenExpire(_ backend: StoreBackend) async throws {
-        let t = try IdempotencyFixture(backend, expiryClock: .injected)
+        let t = try await IdempotencyFixture(backend, expiryClock: .injected)
         let runs = Counter()
         let first = try await t.keys.perform(scope: "m", key: "k", fingerprint: Self.payment, Self.createOrder(runs))
         t.clock.advance(by: 24 * 3600 - 1)
@@ -243,7 +243,7 @@ struct IdempotencyTests {
     @Test(arguments: StoreBackend.all) func aStaleRunningMarkerIsTakenOverAndTheStaleTicketCannotCommit(
         _ backend: StoreBackend
     ) async throws {
-        let t = try IdempotencyFixture(backend, expiryClock: .injected)
+        let t = try await IdempotencyFixture(backend, expiryClock: .injected)
         let runs = Counter()
         guard case .proceed(let stale) = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("a fresh key should proceed")
@@ -267,7 +267,7 @@ struct IdempotencyTests {
         .enabled(if: TestPostgreSQL.enabled, Comment(rawValue: TestPostgreSQL.installHint)))
     func twoInstancesExpireKeysOnTheDatabaseClock() async throws {
         let directory = try TemporaryDirectory()
-        let location = try StoreBackend.postgreSQL.location(in: directory)
+        let location = try await StoreBackend.postgreSQL.location(in: directory)
         let options = StoreOptions(durability: .full)
         let storeA = try Store(location: location, options: options, migrations: Self.migrations)
         let storeB = try Store(location: location, options: options, migrations: Self.migrations)
@@ -316,7 +316,7 @@ struct IdempotencyTests {
 
     @Test("the database clock: PostgreSQL's, moving; none on SQLite", arguments: StoreBackend.all)
     func databaseClock(_ backend: StoreBackend) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try await IdempotencyFixture(backend)
         let clock = t.clock
         let (first, second) = try await t.store.write { db in
             (try db.databaseClockMicroseconds(), try db.databaseClockMicroseconds())
@@ -337,7 +337,7 @@ struct IdempotencyTests {
     }
 
     @Test(arguments: StoreBackend.all) func abandonFreesTheKey(_ backend: StoreBackend) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try await IdempotencyFixture(backend)
         guard case .proceed(let ticket) = try await t.keys.begin(scope: "m", key: "k", fingerprint: Self.payment) else {
             Issue.record("a fresh key should proceed")
             return
@@ -352,7 +352,7 @@ struct IdempotencyTests {
     @Test(arguments: StoreBackend.all) func invalidKeysAndShortRetentionAreRejected(
         _ backend: StoreBackend
     ) async throws {
-        let t = try IdempotencyFixture(backend)
+        let t = try await IdempotencyFixture(backend)
         for bad in ["", String(repeating: "a", count: 256), "caf\u{E9}", "line\nbreak"] {
             await expectStoreError(.invalidArgument) {
                 _ = try await t.keys.begin(scope: "m", key: bad, fingerprint: Self.payment)
@@ -375,10 +375,10 @@ final class IdempotencyFixture {
     let store: Store
     let keys: IdempotencyKeys
 
-    init(_ backend: StoreBackend, expiryClock: ExpiryClock = .database) throws {
+    init(_ backend: StoreBackend, expiryClock: ExpiryClock = .database) async throws {
         directory = try TemporaryDirectory()
         store = try Store(
-            location: try backend.location(in: directory), options: StoreOptions(durability: .full),
+            location: try await backend.location(in: directory), options: StoreOptions(durability: .full),
             migrations: IdempotencyTests.migrations)
         keys = try IdempotencyKeys(store: store, clock: clock, expiryClock: expiryClock)
     }

@@ -78,11 +78,11 @@ enum StoreBackend: String, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     /// A location of its own: a file in `directory`, or a fresh schema on the test run's PostgreSQL server.
-    func location(in directory: TemporaryDirectory, _ name: String = "store.sqlite") throws -> StoreLocation {
+    func location(in directory: TemporaryDirectory, _ name: String = "store.sqlite") async throws -> StoreLocation {
         switch self {
         case .sqlite: return .file(directory.file(name))
         case .postgreSQL:
-            let server = try TestPostgreSQL.shared()
+            let server = try await TestPostgreSQL.shared()
             return .postgreSQL(try PostgreSQLLocation(url: server.url, schema: TestPostgreSQL.freshSchema()))
         }
     }

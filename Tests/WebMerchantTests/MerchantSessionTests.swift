@@ -296,7 +296,7 @@ struct MerchantSessionTests {
         arguments: TestPostgreSQL.enabled ? [false, true] : [false])
     func consumption(onPostgreSQL: Bool) async throws {
         let fixture = try await SessionFixture(
-            database: onPostgreSQL ? try TestPostgreSQL.shared().freshDatabase() : nil)
+            database: onPostgreSQL ? try await TestPostgreSQL.shared().freshDatabase() : nil)
         defer { Task { await fixture.close() } }
         func code(
             _ session: MerchantSession, merchant: String = SessionFixture.merchant,
