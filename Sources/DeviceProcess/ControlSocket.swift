@@ -123,11 +123,13 @@ public final class ControlSocketServer: @unchecked Sendable {
             fd, HTTPMessage.response(Self.error(403, "forbidden", "the control socket serves its own user only")))
     }
 
-    /// Runs `body` on the concurrency pool and blocks this (non-pool) connection thread until it returns.
+    /// Runs `body` on the concurrency pool and blocks this (non-pool) connection thread until it returns. The
+    /// task is user-initiated: the user or a command waits for the answer with a deadline, which bulk work at the
+    /// default priority must not make it miss.
     private static func wait(_ body: @escaping @Sendable () async -> ControlResponse) -> ControlResponse {
         let box = ResponseBox()
         let done = DispatchSemaphore(value: 0)
-        Task {
+        Task(priority: .userInitiated) {
             box.set(await body())
             done.signal()
         }

@@ -241,11 +241,12 @@ public final class NFCAntenna: @unchecked Sendable {
     }
 
     /// Runs `body` on the concurrency pool and blocks this session's thread (never a pool thread) until it
-    /// returns.
+    /// returns. The task is user-initiated: the reader's field has deadlines, and at the default priority the
+    /// answer would queue behind whatever bulk work fills the pool (on Linux each priority has threads of its own).
     private static func wait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
         let box = ResultBox<T>()
         let done = DispatchSemaphore(value: 0)
-        Task {
+        Task(priority: .userInitiated) {
             box.value = await body()
             done.signal()
         }
