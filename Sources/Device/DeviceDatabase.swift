@@ -60,7 +60,10 @@ final class DeviceDatabase: @unchecked Sendable {
                     sealed BLOB NOT NULL
                 );
                 """
-        )
+        ),
+        Migration(
+            version: 2, name: "wallet-room",
+            sql: "ALTER TABLE wallet_settings ADD COLUMN room TEXT NOT NULL DEFAULT 'home';"),
     ]
 
     init(path: String) throws(StoreError) {
@@ -170,10 +173,12 @@ struct WalletTables: WalletStorage {
     func loadSettings() throws -> (settings: WalletSettings, defaultCardID: String?) {
         try database.read { db in
             try db.queryFirst(
-                "SELECT allow_website_queries, double_click_presents_cards, default_card FROM wallet_settings"
+                "SELECT allow_website_queries, double_click_presents_cards, default_card, room FROM wallet_settings"
             ) { row in
                 (
-                    WalletSettings(allowWebsiteQueries: try row.bool(0), doubleClickPresentsCards: try row.bool(1)),
+                    WalletSettings(
+                        allowWebsiteQueries: try row.bool(0), doubleClickPresentsCards: try row.bool(1),
+                        room: try row.string(3)),
                     try row.optionalString(2)
                 )
             } ?? (WalletSettings(), nil)
@@ -185,12 +190,12 @@ struct WalletTables: WalletStorage {
             try db.execute(
                 """
                 INSERT OR REPLACE INTO wallet_settings
-                    (id, allow_website_queries, double_click_presents_cards, default_card)
-                VALUES (1, ?, ?, ?)
+                    (id, allow_website_queries, double_click_presents_cards, default_card, room)
+                VALUES (1, ?, ?, ?, ?)
                 """,
                 [
                     .bool(settings.allowWebsiteQueries), .bool(settings.doubleClickPresentsCards),
-                    .optional(defaultCardID),
+                    .optional(defaultCardID), .text(settings.room),
                 ])
         }
     }

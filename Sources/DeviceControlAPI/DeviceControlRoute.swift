@@ -49,6 +49,8 @@ public enum DeviceControlRoute: Hashable, Sendable {
     case relayAlerts
     /// `GET /settings`.
     case settings
+    /// `GET /proximity`.
+    case proximity
     /// `PUT /settings`.
     case updateSettings
     /// `POST /payment-sheets`.
@@ -67,7 +69,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
     /// The HTTP method.
     public var method: String {
         switch self {
-        case .status, .cards, .settings, .sheet, .sheetEvents, .relayKeys, .relayAlerts: "GET"
+        case .status, .cards, .settings, .sheet, .sheetEvents, .relayKeys, .relayAlerts, .proximity: "GET"
         case .removeCard: "DELETE"
         case .updateSettings: "PUT"
         default: "POST"
@@ -100,6 +102,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case .relayVouch: "/relay/vouch"
         case .relayAlerts: "/relay/alerts"
         case .settings, .updateSettings: "/settings"
+        case .proximity: "/proximity"
         case .presentSheet: "/payment-sheets"
         case .canMakePayments: "/payment-sheets/can-make-payments"
         case .sheet(let id): "/payment-sheets/\(id)"
@@ -157,6 +160,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case ("GET", ["relay", "alerts"]): return .relayAlerts
         case ("GET", ["settings"]): return .settings
         case ("PUT", ["settings"]): return .updateSettings
+        case ("GET", ["proximity"]): return .proximity
         case ("POST", ["payment-sheets"]): return .presentSheet
         case ("POST", ["payment-sheets", "can-make-payments"]): return .canMakePayments
         case ("GET", let p) where p.count == 2 && p[0] == "payment-sheets": return .sheet(p[1])

@@ -330,13 +330,68 @@ public struct DeviceSettingsBody: Codable, Sendable, Hashable {
     public var doubleClickPresentsCards: Bool?
     /// Biometrics authorize payments (off: the passcode only).
     public var biometricsForPayments: Bool?
+    /// The room of the simulated radio medium the device is in (`orchard device move`).
+    public var room: String?
 
     public init(
-        allowWebsiteQueries: Bool? = nil, doubleClickPresentsCards: Bool? = nil, biometricsForPayments: Bool? = nil
+        allowWebsiteQueries: Bool? = nil, doubleClickPresentsCards: Bool? = nil, biometricsForPayments: Bool? = nil,
+        room: String? = nil
     ) {
         self.allowWebsiteQueries = allowWebsiteQueries
         self.doubleClickPresentsCards = doubleClickPresentsCards
         self.biometricsForPayments = biometricsForPayments
+        self.room = room
+    }
+}
+
+/// `GET /proximity`: the device's room and the devices of its account it hears (docs/handoff.md, "Proximity").
+public struct GetProximity: DeviceControlRequest, Hashable {
+    public typealias Answer = ProximityAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .proximity }
+}
+
+/// Where the device is and whom it hears.
+public struct ProximityAnswer: Codable, Sendable, Hashable {
+    /// A device of the account heard within the window.
+    public struct NearbyDevice: Codable, Sendable, Hashable {
+        public let device: String
+        public let kind: String
+        /// How long ago its last counted advertisement was heard.
+        public let heardMillisecondsAgo: Int
+
+        public init(device: String, kind: String, heardMillisecondsAgo: Int) {
+            self.device = device
+            self.kind = kind
+            self.heardMillisecondsAgo = heardMillisecondsAgo
+        }
+    }
+
+    public let room: String
+    /// Whether the device is on the radio medium (its process runs); when not, it hears nothing.
+    public let listening: Bool
+    public let nearby: [NearbyDevice]
+    /// How many advertisements were ignored since the process started: opened by no key (foreign or junk),
+    /// replayed (a counter not above the last), or stale (a counter outside the window).
+    public let ignored: IgnoredCounts
+
+    /// Counts of ignored advertisements.
+    public struct IgnoredCounts: Codable, Sendable, Hashable {
+        public var foreign: Int
+        public var replayed: Int
+        public var stale: Int
+        public init(foreign: Int = 0, replayed: Int = 0, stale: Int = 0) {
+            self.foreign = foreign
+            self.replayed = replayed
+            self.stale = stale
+        }
+    }
+
+    public init(room: String, listening: Bool, nearby: [NearbyDevice], ignored: IgnoredCounts = IgnoredCounts()) {
+        self.room = room
+        self.listening = listening
+        self.nearby = nearby
+        self.ignored = ignored
     }
 }
 

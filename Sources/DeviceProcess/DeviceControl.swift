@@ -58,11 +58,18 @@ public struct DeviceControl: Sendable {
     public let sheets: PaymentSheetService?
     /// The relay alerts the process's sync has shown; without it `GET /relay/alerts` answers none.
     public let relayAlerts: RelayJoinAlerts?
+    /// The process's radio (proximity); without it the device hears no one.
+    let radio: RadioMedium?
 
     public init(device: Device, sheets: PaymentSheetService? = nil, relayAlerts: RelayJoinAlerts? = nil) {
+        self.init(device: device, sheets: sheets, relayAlerts: relayAlerts, radio: nil)
+    }
+
+    init(device: Device, sheets: PaymentSheetService?, relayAlerts: RelayJoinAlerts?, radio: RadioMedium?) {
         self.device = device
         self.sheets = sheets
         self.relayAlerts = relayAlerts
+        self.radio = radio
     }
 
     /// Handles one request; never throws: every failure is a JSON error response.
@@ -214,11 +221,20 @@ public struct DeviceControl: Sendable {
             return .json(RelayVouchAnswer(signature: Data(signature.derRepresentation)))
         case .settings:
             return .json(await currentSettings())
+        case .proximity:
+            if let radio { return .json(await radio.answer()) }
+            return .json(ProximityAnswer(room: await device.wallet.currentSettings.room, listening: false, nearby: []))
         case .updateSettings:
             let change = try decode(DeviceSettingsBody.self, body)
             var settings = await device.wallet.currentSettings
             if let value = change.allowWebsiteQueries { settings.allowWebsiteQueries = value }
             if let value = change.doubleClickPresentsCards { settings.doubleClickPresentsCards = value }
+            if let room = change.room {
+                guard WalletSettings.isRoomName(room) else {
+                    throw DeviceError(.invalidArgument, "a room is 1 to 32 lowercase letters, digits and hyphens")
+                }
+                settings.room = room
+            }
             try await device.wallet.update(settings)
             if let value = change.biometricsForPayments {
                 try await device.secureEnclave.setBiometricsForPayments(value)
@@ -234,7 +250,7 @@ public struct DeviceControl: Sendable {
         let wallet = await device.wallet.currentSettings
         return DeviceSettingsBody(
             allowWebsiteQueries: wallet.allowWebsiteQueries, doubleClickPresentsCards: wallet.doubleClickPresentsCards,
-            biometricsForPayments: await device.secureEnclave.status.biometricsForPayments)
+            biometricsForPayments: await device.secureEnclave.status.biometricsForPayments, room: wallet.room)
     }
 
     // MARK: Requests and answers

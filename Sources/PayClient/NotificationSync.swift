@@ -37,12 +37,14 @@ public final class NotificationPoller: Sendable {
 
     public init(
         device: Device, deployment: DeploymentDirectory, interval: Duration,
-        alerts: RelayJoinAlerts = RelayJoinAlerts(),
+        alerts: RelayJoinAlerts = RelayJoinAlerts(), advertisingKeys: AdvertisingKeyExchange? = nil,
         trace: @escaping @Sendable (String) -> Void
     ) {
         task = Task {
             while !Task.isCancelled {
-                await Self.pollOnce(device: device, deployment: deployment, alerts: alerts, trace: trace)
+                await Self.pollOnce(
+                    device: device, deployment: deployment, alerts: alerts, advertisingKeys: advertisingKeys,
+                    trace: trace)
                 try? await Task.sleep(for: interval)
             }
         }
@@ -52,7 +54,8 @@ public final class NotificationPoller: Sendable {
     public func stop() { task.cancel() }
 
     static func pollOnce(
-        device: Device, deployment: DeploymentDirectory, alerts: RelayJoinAlerts, trace: @Sendable (String) -> Void
+        device: Device, deployment: DeploymentDirectory, alerts: RelayJoinAlerts,
+        advertisingKeys: AdvertisingKeyExchange?, trace: @Sendable (String) -> Void
     ) async {
         // Every running instance of the Pay server, failed over between in order.
         let instances = deployment.runningInstances(of: .pay).map {
@@ -74,11 +77,14 @@ public final class NotificationPoller: Sendable {
             trace("notifications: \(error)")
         }
         for alert in await alerts.check(device: device, client: client) { trace(alert) }
-        await Self.syncAddresses(device: device, client: client, trace: trace)
+        await Self.syncAddresses(device: device, client: client, advertisingKeys: advertisingKeys, trace: trace)
     }
 
     /// Address sync for a device that published its relay keys and holds the account key (or is the first to sync).
-    static func syncAddresses(device: Device, client: PayServerClient, trace: @Sendable (String) -> Void) async {
+    static func syncAddresses(
+        device: Device, client: PayServerClient, advertisingKeys: AdvertisingKeyExchange? = nil,
+        trace: @Sendable (String) -> Void
+    ) async {
         guard let directory = try? await client.relayDirectory(),
             directory.devices.contains(where: { $0.deviceID == device.name })
         else { return }
@@ -90,6 +96,9 @@ public final class NotificationPoller: Sendable {
             let changed = try await relay.syncWallet(device.wallet)
             if changed.uploaded { trace("addresses: this device's recent contacts synced to the account") }
             if changed.recorded { trace("addresses: the account's recent contacts recorded in this wallet") }
+            for peer in try await advertisingKeys?.exchange(device: device, client: client) ?? [] {
+                trace("radio: \(peer)'s advertising key received over the relay")
+            }
         } catch let error as PayClientError where error.code == .untrustedRelayKey {
             // Not approved yet, or removed: the join alert says so; nothing to sync.
         } catch {

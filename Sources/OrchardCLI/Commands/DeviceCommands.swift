@@ -21,7 +21,7 @@ enum DeviceCommands {
         subcommands: [
             create, list, run, status, cards, choose, setDefault, autoSelect, authenticate, lock, unlock, wrist,
             doubleClick, field, apdu, passcode, reset, settings, addCard, lostMode, erase, resume, sync, approve,
-            DeviceSheetCommands.command,
+            move, nearby, DeviceSheetCommands.command,
         ]
     )
 
@@ -110,6 +110,7 @@ enum DeviceCommands {
             """,
         options: [
             nameOption, autoAuthOption, sheetTimeoutOption, syncIntervalOption, agentPortOption, handlerTimeoutOption,
+            proximityWindowOption,
         ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
@@ -118,7 +119,8 @@ enum DeviceCommands {
         do throws(DeviceError) {
             configuration = try DeviceProcessConfiguration(
                 deployment: deployment, name: name, autoAuthentication: arguments[autoAuthOption],
-                sheetTimeout: arguments[sheetTimeoutOption], syncInterval: arguments[syncIntervalOption])
+                sheetTimeout: arguments[sheetTimeoutOption], syncInterval: arguments[syncIntervalOption],
+                proximityWindow: arguments[proximityWindowOption])
         } catch {
             throw CLIError.usage(error.message)
         }
@@ -161,6 +163,29 @@ enum DeviceCommands {
     static let syncIntervalOption = Option<Duration>(
         "sync-interval", default: .seconds(5), range: 1...3600,
         help: "Apply the Pay server's token-status notifications this often.")
+
+    static let proximityWindowOption = Option<Duration>(
+        "proximity-window", default: .seconds(5), range: 1...3600,
+        help: "A device heard on the radio medium is near for this long after its last advertisement.")
+
+    static let move = Command(
+        name: "move",
+        summary: "Put the device in a room of the simulated radio medium (it hears the devices in the same room).",
+        options: [nameOption, roomOption]
+    ) { arguments, context in
+        try await control(UpdateSettings(DeviceSettingsBody(room: arguments[roomOption])), arguments, context)
+    }
+
+    static let roomOption = Option.required(
+        "room", "ROOM", help: "The room: 1 to 32 lowercase letters, digits and hyphens (a device starts in home).")
+
+    static let nearby = Command(
+        name: "nearby",
+        summary: "Show the device's room and the devices of its account it hears (while its process runs).",
+        options: [nameOption]
+    ) { arguments, context in
+        try await control(GetProximity(), arguments, context)
+    }
 
     static let status = Command(
         name: "status", summary: "The device's state: lock, methods offered, cards, contactless interface.",
