@@ -232,7 +232,8 @@ let package = Package(
         .target(name: "NetworkAuthorizationAPI", swiftSettings: strict),
         // The wire format of the device's control socket (the payment sheet carries AppPayments' types, APDUs
         // travel as OrchardCrypto's hex): the device process serves it, the CLI, apps and tests send it.
-        .target(name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto"], swiftSettings: strict),
+        .target(
+            name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto", "RelayAPI"], swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", swiftSettings: strict),
         // The browser's files, the `web/` directory as resources: orchard-pay.js, the browser agent's frame and sheet

@@ -51,6 +51,8 @@ public enum DeviceControlRoute: Hashable, Sendable {
     case settings
     /// `GET /proximity`.
     case proximity
+    /// `GET /handoff/devices`.
+    case handoffDevices
     /// `PUT /settings`.
     case updateSettings
     /// `POST /payment-sheets`.
@@ -69,7 +71,8 @@ public enum DeviceControlRoute: Hashable, Sendable {
     /// The HTTP method.
     public var method: String {
         switch self {
-        case .status, .cards, .settings, .sheet, .sheetEvents, .relayKeys, .relayAlerts, .proximity: "GET"
+        case .status, .cards, .settings, .sheet, .sheetEvents, .relayKeys, .relayAlerts, .proximity, .handoffDevices:
+            "GET"
         case .removeCard: "DELETE"
         case .updateSettings: "PUT"
         default: "POST"
@@ -103,6 +106,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case .relayAlerts: "/relay/alerts"
         case .settings, .updateSettings: "/settings"
         case .proximity: "/proximity"
+        case .handoffDevices: "/handoff/devices"
         case .presentSheet: "/payment-sheets"
         case .canMakePayments: "/payment-sheets/can-make-payments"
         case .sheet(let id): "/payment-sheets/\(id)"
@@ -161,6 +165,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case ("GET", ["settings"]): return .settings
         case ("PUT", ["settings"]): return .updateSettings
         case ("GET", ["proximity"]): return .proximity
+        case ("GET", ["handoff", "devices"]): return .handoffDevices
         case ("POST", ["payment-sheets"]): return .presentSheet
         case ("POST", ["payment-sheets", "can-make-payments"]): return .canMakePayments
         case ("GET", let p) where p.count == 2 && p[0] == "payment-sheets": return .sheet(p[1])

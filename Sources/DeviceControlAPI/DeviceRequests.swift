@@ -1,5 +1,6 @@
 public import Foundation
 import OrchardCrypto
+public import RelayAPI
 
 // The device's own routes: cards, lifecycle, authentication, the NFC field, passcode and settings.
 // Requests that carry a secret (a personalisation envelope, a passcode) print and mirror without it.
@@ -332,15 +333,54 @@ public struct DeviceSettingsBody: Codable, Sendable, Hashable {
     public var biometricsForPayments: Bool?
     /// The room of the simulated radio medium the device is in (`orchard device move`).
     public var room: String?
+    /// A phone or watch offers its cards to the account's Macs near it (Handoff).
+    public var allowPaymentsOnMac: Bool?
 
     public init(
         allowWebsiteQueries: Bool? = nil, doubleClickPresentsCards: Bool? = nil, biometricsForPayments: Bool? = nil,
-        room: String? = nil
+        room: String? = nil, allowPaymentsOnMac: Bool? = nil
     ) {
         self.allowWebsiteQueries = allowWebsiteQueries
         self.doubleClickPresentsCards = doubleClickPresentsCards
         self.biometricsForPayments = biometricsForPayments
         self.room = room
+        self.allowPaymentsOnMac = allowPaymentsOnMac
+    }
+}
+
+/// `GET /handoff/devices`: a Mac asks the phones and watches of its account near it for their cards (Handoff
+/// discovery, docs/handoff.md).
+public struct DiscoverHandoffDevices: DeviceControlRequest, Hashable {
+    public typealias Answer = HandoffDevicesAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .handoffDevices }
+}
+
+/// The phones and watches that answered, as a Mac's payment sheet lists them.
+public struct HandoffDevicesAnswer: Codable, Sendable, Hashable {
+    /// A device that offers its cards.
+    public struct OfferingDevice: Codable, Sendable, Hashable {
+        public let device: String
+        public let kind: String
+        /// What the sheet shows: "Pay with iPhone", "Confirm with Apple Watch".
+        public let label: String
+        public let cards: [HandoffCard]
+
+        public init(device: String, kind: String, label: String, cards: [HandoffCard]) {
+            self.device = device
+            self.kind = kind
+            self.label = label
+            self.cards = cards
+        }
+    }
+
+    public let devices: [OfferingDevice]
+    /// When no device offers its cards: what the sheet says ("iPhone could not be found…").
+    public let message: String?
+
+    public init(devices: [OfferingDevice], message: String?) {
+        self.devices = devices
+        self.message = message
     }
 }
 

@@ -58,18 +58,18 @@ public struct DeviceControl: Sendable {
     public let sheets: PaymentSheetService?
     /// The relay alerts the process's sync has shown; without it `GET /relay/alerts` answers none.
     public let relayAlerts: RelayJoinAlerts?
-    /// The process's radio (proximity); without it the device hears no one.
-    let radio: RadioMedium?
+    /// The process's radio (proximity) and Handoff; without them the device hears no one and discovers nothing.
+    let handoff: Handoff?
 
     public init(device: Device, sheets: PaymentSheetService? = nil, relayAlerts: RelayJoinAlerts? = nil) {
-        self.init(device: device, sheets: sheets, relayAlerts: relayAlerts, radio: nil)
+        self.init(device: device, sheets: sheets, relayAlerts: relayAlerts, handoff: nil)
     }
 
-    init(device: Device, sheets: PaymentSheetService?, relayAlerts: RelayJoinAlerts?, radio: RadioMedium?) {
+    init(device: Device, sheets: PaymentSheetService?, relayAlerts: RelayJoinAlerts?, handoff: Handoff?) {
         self.device = device
         self.sheets = sheets
         self.relayAlerts = relayAlerts
-        self.radio = radio
+        self.handoff = handoff
     }
 
     /// Handles one request; never throws: every failure is a JSON error response.
@@ -222,8 +222,13 @@ public struct DeviceControl: Sendable {
         case .settings:
             return .json(await currentSettings())
         case .proximity:
-            if let radio { return .json(await radio.answer()) }
+            if let handoff { return .json(await handoff.radio.answer()) }
             return .json(ProximityAnswer(room: await device.wallet.currentSettings.room, listening: false, nearby: []))
+        case .handoffDevices:
+            guard let handoff else {
+                return .json(HandoffDevicesAnswer(devices: [], message: Handoff.notRunning))
+            }
+            return .json(await handoff.discover())
         case .updateSettings:
             let change = try decode(DeviceSettingsBody.self, body)
             var settings = await device.wallet.currentSettings
@@ -235,6 +240,7 @@ public struct DeviceControl: Sendable {
                 }
                 settings.room = room
             }
+            if let value = change.allowPaymentsOnMac { settings.allowPaymentsOnMac = value }
             try await device.wallet.update(settings)
             if let value = change.biometricsForPayments {
                 try await device.secureEnclave.setBiometricsForPayments(value)
@@ -250,7 +256,8 @@ public struct DeviceControl: Sendable {
         let wallet = await device.wallet.currentSettings
         return DeviceSettingsBody(
             allowWebsiteQueries: wallet.allowWebsiteQueries, doubleClickPresentsCards: wallet.doubleClickPresentsCards,
-            biometricsForPayments: await device.secureEnclave.status.biometricsForPayments, room: wallet.room)
+            biometricsForPayments: await device.secureEnclave.status.biometricsForPayments, room: wallet.room,
+            allowPaymentsOnMac: wallet.allowPaymentsOnMac)
     }
 
     // MARK: Requests and answers

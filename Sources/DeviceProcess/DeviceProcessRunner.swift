@@ -81,21 +81,21 @@ public enum DeviceProcessRunner {
             device: device, automatic: automatic, timeout: configuration.sheetTimeout, connect: connect,
             events: { event in if let line = jsonLine(event) { output(line) } }, trace: trace)
         let relayAlerts = RelayJoinAlerts()
-        let radio = RadioMedium(
+        let handoff = Handoff(
             device: device, deployment: deployment, window: configuration.proximityWindow, trace: trace)
         let server: ControlSocketServer
         do {
             server = try ControlSocketServer(
                 path: path,
-                control: DeviceControl(device: device, sheets: sheets, relayAlerts: relayAlerts, radio: radio))
+                control: DeviceControl(device: device, sheets: sheets, relayAlerts: relayAlerts, handoff: handoff))
         } catch {
             antenna?.stop()
             throw error
         }
-        radio.start()
+        handoff.start()
         let poller = NotificationPoller(
             device: device, deployment: deployment, interval: configuration.syncInterval, alerts: relayAlerts,
-            advertisingKeys: AdvertisingKeyExchange(), trace: trace)
+            trace: trace)
         var agent: BrowserAgent?
         if let agentConfiguration = configuration.browserAgent {
             do {
@@ -116,7 +116,7 @@ public enum DeviceProcessRunner {
                 antenna?.stop()
                 server.stop()
                 poller.stop()
-                await radio.stop()
+                await handoff.stop()
                 throw error
             }
         }
@@ -130,7 +130,7 @@ public enum DeviceProcessRunner {
         let signal = await TerminationSignal.wait()
         trace("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
         poller.stop()
-        await radio.stop()
+        await handoff.stop()
         antenna?.stop()
         server.stop()
         if let agent {

@@ -107,6 +107,12 @@ final class RadioMedium: Sendable {
         }
     }
 
+    /// The devices heard within the window, with their kinds.
+    func near() -> [(device: String, kind: String)] {
+        let now = monotonicMilliseconds()
+        return state.withLock { state in state.tracker.near(at: now).map { ($0.device, $0.kind) } }
+    }
+
     // MARK: Advertising
 
     private func advertise() async {

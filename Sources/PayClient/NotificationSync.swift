@@ -37,14 +37,12 @@ public final class NotificationPoller: Sendable {
 
     public init(
         device: Device, deployment: DeploymentDirectory, interval: Duration,
-        alerts: RelayJoinAlerts = RelayJoinAlerts(), advertisingKeys: AdvertisingKeyExchange? = nil,
+        alerts: RelayJoinAlerts = RelayJoinAlerts(),
         trace: @escaping @Sendable (String) -> Void
     ) {
         task = Task {
             while !Task.isCancelled {
-                await Self.pollOnce(
-                    device: device, deployment: deployment, alerts: alerts, advertisingKeys: advertisingKeys,
-                    trace: trace)
+                await Self.pollOnce(device: device, deployment: deployment, alerts: alerts, trace: trace)
                 try? await Task.sleep(for: interval)
             }
         }
@@ -53,19 +51,23 @@ public final class NotificationPoller: Sendable {
     /// Stops polling.
     public func stop() { task.cancel() }
 
-    static func pollOnce(
-        device: Device, deployment: DeploymentDirectory, alerts: RelayJoinAlerts,
-        advertisingKeys: AdvertisingKeyExchange?, trace: @Sendable (String) -> Void
-    ) async {
-        // Every running instance of the Pay server, failed over between in order.
+    /// The device's connection to every running instance of the deployment's Pay server (failed over between in
+    /// order), or nil when none runs or the device has no client identity.
+    public static func client(for name: String, in deployment: DeploymentDirectory) -> PayServerClient? {
         let instances = deployment.runningInstances(of: .pay).map {
             ServiceEndpoint(host: $0.host, port: $0.port).baseURL
         }
         guard !instances.isEmpty,
             let root = try? deployment.readCertificate(named: PKIFiles.rootCA),
-            let identity = try? Device.clientIdentity(of: device.name, in: deployment),
-            let client = try? PayServerClient(baseURLs: instances, trustedRootPEM: root, identity: identity)
-        else { return }
+            let identity = try? Device.clientIdentity(of: name, in: deployment)
+        else { return nil }
+        return try? PayServerClient(baseURLs: instances, trustedRootPEM: root, identity: identity)
+    }
+
+    static func pollOnce(
+        device: Device, deployment: DeploymentDirectory, alerts: RelayJoinAlerts, trace: @Sendable (String) -> Void
+    ) async {
+        guard let client = client(for: device.name, in: deployment) else { return }
         do {
             let applied = try await NotificationSync.run(client: client) { reference, change in
                 try await device.applyTokenStatus(tokenReference: reference, change)
@@ -77,14 +79,11 @@ public final class NotificationPoller: Sendable {
             trace("notifications: \(error)")
         }
         for alert in await alerts.check(device: device, client: client) { trace(alert) }
-        await Self.syncAddresses(device: device, client: client, advertisingKeys: advertisingKeys, trace: trace)
+        await Self.syncAddresses(device: device, client: client, trace: trace)
     }
 
     /// Address sync for a device that published its relay keys and holds the account key (or is the first to sync).
-    static func syncAddresses(
-        device: Device, client: PayServerClient, advertisingKeys: AdvertisingKeyExchange? = nil,
-        trace: @Sendable (String) -> Void
-    ) async {
+    static func syncAddresses(device: Device, client: PayServerClient, trace: @Sendable (String) -> Void) async {
         guard let directory = try? await client.relayDirectory(),
             directory.devices.contains(where: { $0.deviceID == device.name })
         else { return }
@@ -96,9 +95,6 @@ public final class NotificationPoller: Sendable {
             let changed = try await relay.syncWallet(device.wallet)
             if changed.uploaded { trace("addresses: this device's recent contacts synced to the account") }
             if changed.recorded { trace("addresses: the account's recent contacts recorded in this wallet") }
-            for peer in try await advertisingKeys?.exchange(device: device, client: client) ?? [] {
-                trace("radio: \(peer)'s advertising key received over the relay")
-            }
         } catch let error as PayClientError where error.code == .untrustedRelayKey {
             // Not approved yet, or removed: the join alert says so; nothing to sync.
         } catch {

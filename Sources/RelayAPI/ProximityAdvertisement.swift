@@ -111,14 +111,55 @@ public struct HandoffMessage: Codable, Sendable, Hashable {
     public enum Kind: String, Codable, Sendable, Hashable {
         /// The sender's advertising key (``advertisingKey``): the recipient can now recognise its advertisements.
         case advertisingKey = "advertising-key"
+        /// A Mac asks a phone or watch near it which cards it can pay with (``requestID``).
+        case discoveryRequest = "discovery-request"
+        /// The answer: the device's kind and its cards (``cards``), or why it does not offer them (``refusal``).
+        case discoveryAnswer = "discovery-answer"
     }
 
     public let kind: Kind
     /// For ``Kind/advertisingKey``: the sender's 32-byte AES-256-GCM advertising key.
     public let advertisingKey: [UInt8]?
+    /// For discovery: the request's random ID, which the answer repeats.
+    public let requestID: String?
+    /// For ``Kind/discoveryAnswer``: the answering device's kind (`phone`, `watch`).
+    public let deviceKind: String?
+    /// For ``Kind/discoveryAnswer``: the cards offered (display data and a random identifier each; never a card
+    /// number).
+    public let cards: [HandoffCard]?
+    /// For ``Kind/discoveryAnswer``: why no card is offered (payments on a Mac turned off, the Mac not heard).
+    public let refusal: String?
 
-    public init(kind: Kind, advertisingKey: [UInt8]? = nil) {
+    public init(
+        kind: Kind, advertisingKey: [UInt8]? = nil, requestID: String? = nil, deviceKind: String? = nil,
+        cards: [HandoffCard]? = nil, refusal: String? = nil
+    ) {
         self.kind = kind
         self.advertisingKey = advertisingKey
+        self.requestID = requestID
+        self.deviceKind = deviceKind
+        self.cards = cards
+        self.refusal = refusal
+    }
+}
+
+/// A card a phone or watch offers a Mac (discovery): what a payment sheet shows, and an identifier the device drew at
+/// random for this discovery (not derived from any card number) by which the Mac names the card it chooses.
+public struct HandoffCard: Codable, Sendable, Hashable {
+    /// Random, 32 hexadecimal digits.
+    public let identifier: String
+    public let network: String
+    /// `credit`, `debit` or `prepaid`.
+    public let type: String
+    public let displayName: String
+    /// The card number's last four digits, as the wallet shows them.
+    public let suffix: String
+
+    public init(identifier: String, network: String, type: String, displayName: String, suffix: String) {
+        self.identifier = identifier
+        self.network = network
+        self.type = type
+        self.displayName = displayName
+        self.suffix = suffix
     }
 }

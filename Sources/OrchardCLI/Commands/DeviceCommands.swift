@@ -21,7 +21,7 @@ enum DeviceCommands {
         subcommands: [
             create, list, run, status, cards, choose, setDefault, autoSelect, authenticate, lock, unlock, wrist,
             doubleClick, field, apdu, passcode, reset, settings, addCard, lostMode, erase, resume, sync, approve,
-            move, nearby, DeviceSheetCommands.command,
+            move, nearby, handoff, DeviceSheetCommands.command,
         ]
     )
 
@@ -187,6 +187,14 @@ enum DeviceCommands {
         try await control(GetProximity(), arguments, context)
     }
 
+    static let handoff = Command(
+        name: "handoff",
+        summary: "On a Mac: the phones and watches of its account near it and the cards they offer (Handoff).",
+        options: [nameOption]
+    ) { arguments, context in
+        try await control(DiscoverHandoffDevices(), arguments, context)
+    }
+
     static let status = Command(
         name: "status", summary: "The device's state: lock, methods offered, cards, contactless interface.",
         options: [nameOption]
@@ -336,9 +344,10 @@ enum DeviceCommands {
 
     static let settings = Command(
         name: "settings", summary: "Show or change the wallet's settings.",
-        options: [nameOption, websiteQueriesOption, doubleClickOption, biometricsOption]
+        options: [nameOption, websiteQueriesOption, doubleClickOption, biometricsOption, paymentsOnMacOption]
     ) { arguments, context in
         var change = DeviceSettingsBody()
+        change.allowPaymentsOnMac = arguments[paymentsOnMacOption]
         change.allowWebsiteQueries = arguments[websiteQueriesOption]
         change.doubleClickPresentsCards = arguments[doubleClickOption]
         change.biometricsForPayments = arguments[biometricsOption]
@@ -353,6 +362,8 @@ enum DeviceCommands {
         "website-queries", help: "Let websites check for Apple Pay (privacy switch).")
     static let doubleClickOption = Option.onOff("double-click", help: "A double-click presents the default card.")
     static let biometricsOption = Option.onOff("biometrics", help: "Biometrics for payments (off: the passcode only).")
+    static let paymentsOnMacOption = Option.onOff(
+        "allow-payments-on-mac", help: "A phone or watch offers its cards to the account's Macs near it (Handoff).")
 
     // MARK: Helpers
 
