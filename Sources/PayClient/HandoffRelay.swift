@@ -34,6 +34,9 @@ public final class HandoffRelay: Sendable {
     private let trace: @Sendable (String) -> Void
     private let state = Mutex(State())
     private let task = Mutex<Task<Void, Never>?>(nil)
+    /// The last send: each send waits for the one before, so frames to a device leave in the order of their
+    /// sequence numbers (the recipient refuses an older one after a newer).
+    private let lastSend = Mutex<Task<Void, any Error>?>(nil)
 
     public init(
         device: Device, deployment: DeploymentDirectory, random: any RandomSource = SystemRandom(),
@@ -88,7 +91,7 @@ public final class HandoffRelay: Sendable {
             let key = try await device.secureEnclave.advertisingKey()
             let message = HandoffMessage(kind: .advertisingKey, advertisingKey: key.bytes.unsafeCopyOfBytes())
             for peer in pending {
-                try await relay.send(SecureBytes(try JSONEncoder().encode(message)), to: peer)
+                try await send(message, to: peer, relay: relay)
                 state.withLock { _ = $0.sentTo.insert(peer) }
             }
         }
@@ -106,6 +109,21 @@ public final class HandoffRelay: Sendable {
         state.withLock { $0.cursor = receipt.lastID }
     }
 
+    /// Sends `message` to `peer` after every send started before it.
+    private func send(_ message: HandoffMessage, to peer: String, relay: DeviceRelay) async throws {
+        let plaintext = SecureBytes(try JSONEncoder().encode(message))
+        let sending = lastSend.withLock { last in
+            let previous = last
+            let next = Task<Void, any Error> {
+                _ = await previous?.result
+                try await relay.send(plaintext, to: peer)
+            }
+            last = next
+            return next
+        }
+        try await sending.value
+    }
+
     private func handle(_ message: HandoffMessage, from sender: String, relay: DeviceRelay) async throws {
         switch message.kind {
         case .advertisingKey:
@@ -115,7 +133,7 @@ public final class HandoffRelay: Sendable {
         case .discoveryRequest:
             guard let requestID = message.requestID else { return }
             let answer = await answerDiscovery(sender, requestID)
-            try await relay.send(SecureBytes(try JSONEncoder().encode(answer)), to: sender)
+            try await send(answer, to: sender, relay: relay)
         case .discoveryAnswer:
             guard let requestID = message.requestID else { return }
             state.withLock { state in
@@ -133,9 +151,8 @@ public final class HandoffRelay: Sendable {
         state.withLock { $0.waiting[requestID] = [:] }
         defer { _ = state.withLock { $0.waiting.removeValue(forKey: requestID) } }
         let (_, relay) = try connection()
-        let request = SecureBytes(
-            try JSONEncoder().encode(HandoffMessage(kind: .discoveryRequest, requestID: requestID)))
-        for device in devices { try await relay.send(request, to: device) }
+        let request = HandoffMessage(kind: .discoveryRequest, requestID: requestID)
+        for device in devices { try await send(request, to: device, relay: relay) }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let answers = state.withLock { $0.waiting[requestID] ?? [:] }
