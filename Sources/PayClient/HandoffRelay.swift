@@ -49,19 +49,23 @@ public final class HandoffRelay: Sendable {
         self.trace = trace
     }
 
-    /// Starts the loop: a round whenever a frame arrives or the long poll ends; a second's pause after a failure
-    /// (no Pay server yet, the device not approved).
+    /// Starts the loop: a round whenever a frame arrives or the long poll ends, on one connection while it works;
+    /// after a failure (no Pay server yet, the device not approved) a pause of 1 s, doubling up to 16 s.
     public func start() {
         let started = Task { [self] in
             var failures = 0
+            var connection: (PayServerClient, DeviceRelay)?
             while !Task.isCancelled {
                 do {
-                    try await round()
+                    let current = try connection ?? self.connection()
+                    connection = current
+                    try await round(current.0, current.1)
                     failures = 0
                 } catch {
                     if failures == 0, !(error is CancellationError) { trace("handoff relay: \(error)") }
+                    connection = nil
+                    try? await Task.sleep(for: .seconds(1 << min(failures, 4)))
                     failures += 1
-                    try? await Task.sleep(for: .seconds(1))
                 }
             }
         }
@@ -80,8 +84,7 @@ public final class HandoffRelay: Sendable {
         return (client, DeviceRelay(deviceID: device.name, client: client, enclave: device.secureEnclave))
     }
 
-    private func round() async throws {
-        let (client, relay) = try connection()
+    private func round(_ client: PayServerClient, _ relay: DeviceRelay) async throws {
         guard try await client.relayDirectory().devices.contains(where: { $0.deviceID == device.name }) else {
             throw PayClientError(.untrustedRelayKey, "this device has not published its relay keys (approve it)")
         }

@@ -45,6 +45,36 @@ struct ProximityTests {
         }
     }
 
+    @Test("The Handoff messages' JSON is pinned: what one device writes, the other reads")
+    func handoffMessages() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let card = HandoffCard(
+            identifier: String(repeating: "ab", count: 16), network: "visa", type: "credit",
+            displayName: "Orchard Bank Visa", suffix: "1111")
+        let messages = [
+            HandoffMessage(kind: .advertisingKey, advertisingKey: [1, 2]),
+            HandoffMessage(kind: .discoveryRequest, requestID: "r1"),
+            HandoffMessage(kind: .discoveryAnswer, requestID: "r1", deviceKind: "phone", cards: [card]),
+            HandoffMessage(kind: .discoveryAnswer, requestID: "r1", deviceKind: "watch", refusal: "off"),
+        ]
+        let pinned = [
+            #"{"advertisingKey":[1,2],"kind":"advertising-key"}"#,
+            #"{"kind":"discovery-request","requestID":"r1"}"#,
+            #"{"cards":[{"displayName":"Orchard Bank Visa","identifier":"abababababababababababababababab","#
+                + #""network":"visa","suffix":"1111","type":"credit"}],"deviceKind":"phone","#
+                + #""kind":"discovery-answer","requestID":"r1"}"#,
+            #"{"deviceKind":"watch","kind":"discovery-answer","refusal":"off","requestID":"r1"}"#,
+        ]
+        for (message, json) in zip(messages, pinned) {
+            #expect(String(decoding: try encoder.encode(message), as: UTF8.self) == json)
+            #expect(try JSONDecoder().decode(HandoffMessage.self, from: Data(json.utf8)) == message)
+        }
+        #expect(throws: (any Error).self) {
+            try JSONDecoder().decode(HandoffMessage.self, from: Data(#"{"kind":"payment-request"}"#.utf8))
+        }
+    }
+
     @Test("H3: A heard advertisement counts once: its replay, an older one and a changed byte are ignored")
     func replayIgnored() throws {
         var tracker = ProximityTracker(windowMilliseconds: 5000)
