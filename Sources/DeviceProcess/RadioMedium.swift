@@ -156,13 +156,15 @@ final class RadioMedium: Sendable {
         let socket = state.withLock { $0.socket }
         for target in targets {
             guard var address = try? UnixDomainSocket.address(target) else { continue }
-            _ = withUnsafePointer(to: &address) { pointer in
+            let sent = withUnsafePointer(to: &address) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     sendto(
                         socket, bytes, bytes.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL), $0,
                         socklen_t(MemoryLayout<sockaddr_un>.size))
                 }
             }
+            // Nothing reads there: the socket of a device process that was killed. Any device may sweep it.
+            if sent < 0, errno == ECONNREFUSED { unlink(target) }
         }
     }
 

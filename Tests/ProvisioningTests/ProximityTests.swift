@@ -22,8 +22,13 @@ struct ProximityTests {
         let fd: Int32
         let path: String
 
-        init(room: String, in deployment: DeploymentDirectory) throws {
-            path = deployment.path + "/run/radio/\(room)/listener.sock"
+        let unlinkOnClose: Bool
+
+        init(
+            room: String, in deployment: DeploymentDirectory, name: String = "listener.sock", unlinkOnClose: Bool = true
+        ) throws {
+            self.unlinkOnClose = unlinkOnClose
+            path = deployment.path + "/run/radio/\(room)/\(name)"
             try FileManager.default.createDirectory(
                 atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
@@ -42,7 +47,7 @@ struct ProximityTests {
 
         deinit {
             close(fd)
-            unlink(path)
+            if unlinkOnClose { unlink(path) }
         }
 
         /// Every datagram waiting.
@@ -135,6 +140,8 @@ struct ProximityTests {
         let phone = try await DeviceProcessChild(dataDirectory: path, name: "phone", options: options)
         let mac = try await DeviceProcessChild(dataDirectory: path, name: "mac", options: options)
         let listener = try Listener(room: "home", in: deployment)
+        // A socket left by a process that was killed: nothing reads there, and the devices sweep it.
+        do { _ = try Listener(room: "home", in: deployment, name: "stale.sock", unlinkOnClose: false) }
 
         // The keys travel over the relay; then each hears the other.
         let heard = try await Self.wait(phone, "the phone hears the Mac") { $0.nearby.map(\.device) == ["mac"] }
@@ -187,7 +194,7 @@ struct ProximityTests {
 
         #expect(try await phone.stop() == 0)
         #expect(try await mac.stop() == 0)
-        // The radio's sockets are gone with the processes (the listener's stays until the end of the test).
+        // The radio's sockets are gone with the processes, the stale one swept (the listener's stays until the end).
         #expect(
             (try FileManager.default.contentsOfDirectory(atPath: path + "/run/radio/home")) == ["listener.sock"])
     }
