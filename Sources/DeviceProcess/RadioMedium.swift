@@ -63,7 +63,8 @@ final class RadioMedium: Sendable {
         let milliseconds =
             UInt64(window.components.seconds) * 1000 + UInt64(window.components.attoseconds / 1_000_000_000_000_000)
         interval = .milliseconds(max(100, milliseconds / 5))
-        state = Mutex(State(tracker: ProximityTracker(windowMilliseconds: milliseconds)))
+        let started = UInt64(max(0, clock.now().timeIntervalSince1970 * 1000))
+        state = Mutex(State(tracker: ProximityTracker(windowMilliseconds: milliseconds, notBefore: started)))
     }
 
     /// Starts advertising and listening.

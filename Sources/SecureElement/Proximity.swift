@@ -42,7 +42,9 @@ public enum ProximityCipher {
 /// An advertisement counts when a peer's key opens it, its counter is above the last one counted from that peer
 /// (a replay, or an older one, is ignored: H3) and the counter (the sender's clock) is within the window of this
 /// device's clock (an advertisement recorded elsewhere and played back later is ignored even by a device that never
-/// heard it). A peer is near while its last counted advertisement was heard within the window.
+/// heard it). A peer is near while its last counted advertisement was heard within the window. The last counters live
+/// in memory; so that a restart does not forget them, a tracker counts nothing sent before it was made (``notBefore``):
+/// an advertisement recorded before a device restarted and played to it after is stale.
 public struct ProximityTracker: Sendable {
     /// A peer heard.
     public struct Heard: Sendable, Hashable {
@@ -67,10 +69,13 @@ public struct ProximityTracker: Sendable {
 
     /// How long an advertisement keeps a device near, in milliseconds.
     public let windowMilliseconds: UInt64
+    /// Counters at or below this (the hearer's wall clock, ms, when the tracker was made) are stale.
+    public let notBefore: UInt64
     public private(set) var heard: [String: Heard] = [:]
 
-    public init(windowMilliseconds: UInt64) {
+    public init(windowMilliseconds: UInt64, notBefore: UInt64 = 0) {
         self.windowMilliseconds = windowMilliseconds
+        self.notBefore = notBefore
     }
 
     /// Counts `bytes` heard at `monotonic` (this device's monotonic clock, ms) when its wall clock reads `wall`
@@ -83,7 +88,7 @@ public struct ProximityTracker: Sendable {
             guard let body = ProximityCipher.open(advertisement, key: key) else { continue }
             if let last = heard[device], body.counter <= last.counter { return .replayed(device: device) }
             let skew = body.counter > wall ? body.counter - wall : wall - body.counter
-            guard skew <= windowMilliseconds else { return .stale(device: device) }
+            guard skew <= windowMilliseconds, body.counter > notBefore else { return .stale(device: device) }
             heard[device] = Heard(device: device, kind: body.kind, counter: body.counter, heardAt: monotonic)
             return .counted(device: device)
         }

@@ -101,7 +101,9 @@ struct ProximityTests {
         #expect(tracker.near(at: 7000).map(\.device) == ["mac"])
     }
 
-    @Test("H3: An advertisement recorded elsewhere and played later is stale, even to a device that never heard it")
+    @Test(
+        "H3: An advertisement recorded elsewhere and played later is stale, even to a device that never heard it or restarted"
+    )
     func staleIgnored() throws {
         var tracker = ProximityTracker(windowMilliseconds: 5000)
         let keys = ["mac": Self.macKey]
@@ -110,6 +112,11 @@ struct ProximityTests {
         #expect(tracker.hear(recorded, keys: keys, wall: Self.wall - 5001, monotonic: 1) == .stale(device: "mac"))
         #expect(tracker.near(at: 1).isEmpty)
         #expect(tracker.hear(recorded, keys: keys, wall: Self.wall + 4999, monotonic: 1) == .counted(device: "mac"))
+        // A device that restarted (a new tracker) counts nothing sent before it started, though within the window.
+        var restarted = ProximityTracker(windowMilliseconds: 5000, notBefore: Self.wall + 1000)
+        #expect(restarted.hear(recorded, keys: keys, wall: Self.wall + 1000, monotonic: 2) == .stale(device: "mac"))
+        let fresh = try Self.advert(Self.wall + 1001, seed: "fresh").encoded
+        #expect(restarted.hear(fresh, keys: keys, wall: Self.wall + 1001, monotonic: 2) == .counted(device: "mac"))
     }
 
     @Test("A foreign device's advertisement, or junk, is ignored; nearness ends with the window and with a move")
