@@ -262,7 +262,7 @@ let package = Package(
             dependencies: [
                 "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
                 "AppPayments", "SecureElement", "Wallet", "OrchardX509", "CardBasics", "PayAPI", "DeviceControlAPI",
-                "BrowserAgentAPI", "OrchardWeb", "OrchardLogging", "WebMerchantAPI", "AccessPolicy",
+                "BrowserAgentAPI", "OrchardWeb", "OrchardLogging", "WebMerchantAPI", "AccessPolicy", "RelayAPI",
             ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
@@ -463,7 +463,8 @@ let package = Package(
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
-                "MerchantServer", "DeviceControlAPI", "orchard", "RelayAPI", "AccessPolicy",
+                "MerchantServer", "DeviceControlAPI", "orchard", "RelayAPI", "AccessPolicy", "MerchantAPI",
+                "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),

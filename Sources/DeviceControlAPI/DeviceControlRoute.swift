@@ -53,6 +53,8 @@ public enum DeviceControlRoute: Hashable, Sendable {
     case proximity
     /// `GET /handoff/devices`.
     case handoffDevices
+    /// `POST /handoff/payments`.
+    case handoffPayment
     /// `PUT /settings`.
     case updateSettings
     /// `POST /payment-sheets`.
@@ -107,6 +109,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case .settings, .updateSettings: "/settings"
         case .proximity: "/proximity"
         case .handoffDevices: "/handoff/devices"
+        case .handoffPayment: "/handoff/payments"
         case .presentSheet: "/payment-sheets"
         case .canMakePayments: "/payment-sheets/can-make-payments"
         case .sheet(let id): "/payment-sheets/\(id)"
@@ -166,6 +169,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case ("PUT", ["settings"]): return .updateSettings
         case ("GET", ["proximity"]): return .proximity
         case ("GET", ["handoff", "devices"]): return .handoffDevices
+        case ("POST", ["handoff", "payments"]): return .handoffPayment
         case ("POST", ["payment-sheets"]): return .presentSheet
         case ("POST", ["payment-sheets", "can-make-payments"]): return .canMakePayments
         case ("GET", let p) where p.count == 2 && p[0] == "payment-sheets": return .sheet(p[1])

@@ -356,6 +356,50 @@ public struct DiscoverHandoffDevices: DeviceControlRequest, Hashable {
     public var route: DeviceControlRoute { .handoffDevices }
 }
 
+/// `POST /handoff/payments`: a Mac without Touch ID asks a phone or watch near it to pay (Handoff, docs/handoff.md):
+/// the card it offered, the page's merchant session and payment request; the answer comes when the user authorized
+/// (or not) there.
+public struct HandoffPayment: DeviceControlRequest, Codable, Hashable {
+    public typealias Answer = HandoffPaymentAnswer
+    /// The phone or watch.
+    public let device: String
+    /// The card's identifier from that device's discovery answer.
+    public let card: String
+    /// The merchant session the page received (its JSON text).
+    public let merchantSession: String
+    /// The top-level page's host.
+    public let domain: String
+    public let request: PaymentSheetRequestBody
+
+    public init(device: String, card: String, merchantSession: String, domain: String, request: PaymentSheetRequestBody)
+    {
+        self.device = device
+        self.card = card
+        self.merchantSession = merchantSession
+        self.domain = domain
+        self.request = request
+    }
+
+    public var route: DeviceControlRoute { .handoffPayment }
+    public var body: Self { self }
+}
+
+/// The Handoff payment's outcome at the Mac.
+public struct HandoffPaymentAnswer: Codable, Sendable, Hashable {
+    /// `authorized` or `refused`.
+    public let outcome: String
+    /// The payment the phone or watch authorized (the token encrypted to the merchant).
+    public let payment: PaymentSheetPayment?
+    /// Why not.
+    public let failure: String?
+
+    public init(outcome: String, payment: PaymentSheetPayment?, failure: String?) {
+        self.outcome = outcome
+        self.payment = payment
+        self.failure = failure
+    }
+}
+
 /// The phones and watches that answered, as a Mac's payment sheet lists them.
 public struct HandoffDevicesAnswer: Codable, Sendable, Hashable {
     /// A device that offers its cards.

@@ -229,6 +229,12 @@ public struct DeviceControl: Sendable {
                 return .json(HandoffDevicesAnswer(devices: [], message: Handoff.notRunning))
             }
             return .json(await handoff.discover())
+        case .handoffPayment:
+            let request = try decode(HandoffPayment.self, body)
+            guard let handoff else {
+                return .json(HandoffPaymentAnswer(outcome: "refused", payment: nil, failure: Handoff.notRunning))
+            }
+            return .json(await handoff.pay(request))
         case .updateSettings:
             let change = try decode(DeviceSettingsBody.self, body)
             var settings = await device.wallet.currentSettings

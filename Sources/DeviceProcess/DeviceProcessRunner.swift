@@ -82,7 +82,8 @@ public enum DeviceProcessRunner {
             events: { event in if let line = jsonLine(event) { output(line) } }, trace: trace)
         let relayAlerts = RelayJoinAlerts()
         let handoff = Handoff(
-            device: device, deployment: deployment, window: configuration.proximityWindow, trace: trace)
+            device: device, deployment: deployment, window: configuration.proximityWindow, sheets: sheets,
+            sessions: configuration.browserAgent?.sessions, sheetTimeout: configuration.sheetTimeout, trace: trace)
         let server: ControlSocketServer
         do {
             server = try ControlSocketServer(

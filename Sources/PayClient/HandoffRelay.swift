@@ -19,6 +19,9 @@ import Synchronization
 public final class HandoffRelay: Sendable {
     /// Answers a discovery request from `requester` (a device the relay authenticated).
     public typealias DiscoveryAnswerer = @Sendable (_ requester: String, _ requestID: String) async -> HandoffMessage
+    /// Answers a payment request from `requester`: waits for the user, then gives the result to send back.
+    public typealias PaymentAnswerer =
+        @Sendable (_ requester: String, _ request: HandoffMessage) async -> HandoffMessage
 
     private struct State {
         var sentTo: Set<String> = []
@@ -31,6 +34,7 @@ public final class HandoffRelay: Sendable {
     private let deployment: DeploymentDirectory
     private let random: any RandomSource
     private let answerDiscovery: DiscoveryAnswerer
+    private let answerPayment: PaymentAnswerer
     private let trace: @Sendable (String) -> Void
     private let state = Mutex(State())
     private let task = Mutex<Task<Void, Never>?>(nil)
@@ -40,12 +44,14 @@ public final class HandoffRelay: Sendable {
 
     public init(
         device: Device, deployment: DeploymentDirectory, random: any RandomSource = SystemRandom(),
-        answerDiscovery: @escaping DiscoveryAnswerer, trace: @escaping @Sendable (String) -> Void
+        answerDiscovery: @escaping DiscoveryAnswerer, answerPayment: @escaping PaymentAnswerer,
+        trace: @escaping @Sendable (String) -> Void
     ) {
         self.device = device
         self.deployment = deployment
         self.random = random
         self.answerDiscovery = answerDiscovery
+        self.answerPayment = answerPayment
         self.trace = trace
     }
 
@@ -137,7 +143,18 @@ public final class HandoffRelay: Sendable {
             guard let requestID = message.requestID else { return }
             let answer = await answerDiscovery(sender, requestID)
             try await send(answer, to: sender, relay: relay)
-        case .discoveryAnswer:
+        case .paymentRequest:
+            guard message.requestID != nil else { return }
+            // The user takes their time: the loop goes on receiving meanwhile.
+            Task {
+                let answer = await answerPayment(sender, message)
+                do {
+                    try await send(answer, to: sender, relay: relay)
+                } catch {
+                    trace("handoff relay: the payment's result could not be sent to \(sender): \(error)")
+                }
+            }
+        case .discoveryAnswer, .paymentResult:
             guard let requestID = message.requestID else { return }
             state.withLock { state in
                 // Only an answer to a request of this device that still waits counts.
@@ -145,6 +162,22 @@ public final class HandoffRelay: Sendable {
                 state.waiting[requestID]?[sender] = message
             }
         }
+    }
+
+    /// Sends a payment request (its ``HandoffMessage/requestID`` set) to `device` and waits up to `timeout` for its
+    /// result; nil when none came in time.
+    public func pay(_ request: HandoffMessage, to device: String, timeout: Duration) async throws -> HandoffMessage? {
+        guard let requestID = request.requestID else { return nil }
+        state.withLock { $0.waiting[requestID] = [:] }
+        defer { _ = state.withLock { $0.waiting.removeValue(forKey: requestID) } }
+        let (_, relay) = try connection()
+        try await send(request, to: device, relay: relay)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let answer = state.withLock({ $0.waiting[requestID]?[device] }) { return answer }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return nil
     }
 
     /// Asks each of `devices` (trusted devices of the account) for the cards it offers and waits, up to `timeout`,

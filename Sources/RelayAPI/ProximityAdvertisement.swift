@@ -115,6 +115,11 @@ public struct HandoffMessage: Codable, Sendable, Hashable {
         case discoveryRequest = "discovery-request"
         /// The answer: the device's kind and its cards (``cards``), or why it does not offer them (``refusal``).
         case discoveryAnswer = "discovery-answer"
+        /// A Mac asks a phone or watch to pay (``requestID``, ``card``, ``merchantSession``, ``paymentRequest``,
+        /// ``domain``).
+        case paymentRequest = "payment-request"
+        /// The phone's or watch's answer: the authorized payment (``payment``), or why not (``refusal``).
+        case paymentResult = "payment-result"
     }
 
     public let kind: Kind
@@ -127,12 +132,27 @@ public struct HandoffMessage: Codable, Sendable, Hashable {
     /// For ``Kind/discoveryAnswer``: the cards offered (display data and a random identifier each; never a card
     /// number).
     public let cards: [HandoffCard]?
-    /// For ``Kind/discoveryAnswer``: why no card is offered (payments on a Mac turned off, the Mac not heard).
+    /// For ``Kind/discoveryAnswer`` and ``Kind/paymentResult``: why no card is offered or no payment made
+    /// (payments on a Mac turned off, the Mac not heard, the user cancelled).
     public let refusal: String?
+    /// For ``Kind/paymentRequest``: the identifier of the card chosen, from the device's discovery answer.
+    public let card: String?
+    /// For ``Kind/paymentRequest``: the merchant session the page received, as its JSON (the phone or watch
+    /// verifies it itself).
+    public let merchantSession: [UInt8]?
+    /// For ``Kind/paymentRequest``: the payment request, as the device control API's JSON
+    /// (`PaymentSheetRequestBody`).
+    public let paymentRequest: [UInt8]?
+    /// For ``Kind/paymentRequest``: the top-level page's host.
+    public let domain: String?
+    /// For ``Kind/paymentResult``: the authorized payment, as the device control API's JSON (`PaymentSheetPayment`:
+    /// the token encrypted to the merchant, the contacts).
+    public let payment: [UInt8]?
 
     public init(
         kind: Kind, advertisingKey: [UInt8]? = nil, requestID: String? = nil, deviceKind: String? = nil,
-        cards: [HandoffCard]? = nil, refusal: String? = nil
+        cards: [HandoffCard]? = nil, refusal: String? = nil, card: String? = nil, merchantSession: [UInt8]? = nil,
+        paymentRequest: [UInt8]? = nil, domain: String? = nil, payment: [UInt8]? = nil
     ) {
         self.kind = kind
         self.advertisingKey = advertisingKey
@@ -140,6 +160,11 @@ public struct HandoffMessage: Codable, Sendable, Hashable {
         self.deviceKind = deviceKind
         self.cards = cards
         self.refusal = refusal
+        self.card = card
+        self.merchantSession = merchantSession
+        self.paymentRequest = paymentRequest
+        self.domain = domain
+        self.payment = payment
     }
 }
 
