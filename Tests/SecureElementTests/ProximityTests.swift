@@ -71,7 +71,7 @@ struct ProximityTests {
             #expect(try JSONDecoder().decode(HandoffMessage.self, from: Data(json.utf8)) == message)
         }
         #expect(throws: (any Error).self) {
-            try JSONDecoder().decode(HandoffMessage.self, from: Data(#"{"kind":"payment-request"}"#.utf8))
+            try JSONDecoder().decode(HandoffMessage.self, from: Data(#"{"kind":"unknown-kind"}"#.utf8))
         }
     }
 
