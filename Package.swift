@@ -232,7 +232,8 @@ let package = Package(
         .target(name: "NetworkAuthorizationAPI", swiftSettings: strict),
         // The wire format of the device's control socket (the payment sheet carries AppPayments' types, APDUs
         // travel as OrchardCrypto's hex): the device process serves it, the CLI, apps and tests send it.
-        .target(name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto"], swiftSettings: strict),
+        .target(
+            name: "DeviceControlAPI", dependencies: ["AppPayments", "OrchardCrypto", "RelayAPI"], swiftSettings: strict),
         // The app-side payment API, shaped like PassKit (no dependencies: apps see only this).
         .target(name: "AppPayments", swiftSettings: strict),
         // The browser's files, the `web/` directory as resources: orchard-pay.js, the browser agent's frame and sheet
@@ -261,7 +262,7 @@ let package = Package(
             dependencies: [
                 "Device", "NFCLink", "OrchardRuntime", "EMV", "OrchardHTTP", "OrchardCrypto", "PayClient",
                 "AppPayments", "SecureElement", "Wallet", "OrchardX509", "CardBasics", "PayAPI", "DeviceControlAPI",
-                "BrowserAgentAPI", "OrchardWeb", "OrchardLogging", "WebMerchantAPI", "AccessPolicy",
+                "BrowserAgentAPI", "OrchardWeb", "OrchardLogging", "WebMerchantAPI", "AccessPolicy", "RelayAPI",
             ],
             swiftSettings: strict),
         // Test support, not a product: a device process the device tests kill with SIGKILL while it releases
@@ -433,7 +434,7 @@ let package = Package(
                 "DeviceTestSupport",
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
                 "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard", "OrchardFixtures",
-                "OrchardX509",
+                "OrchardX509", "RelayAPI",
             ],
             swiftSettings: strict
         ),
@@ -462,7 +463,8 @@ let package = Package(
                 "PayServer", "PayClient", "PayAPI", "Device", "DeviceProcess", "NetworkServer",
                 "TokenService", "Issuer", "OrchardServices", "OrchardRuntime", "OrchardStore", "OrchardCrypto",
                 "OrchardX509", "OrchardHTTP", "SecureElement", "Wallet", "AppPayments", "MerchantKit", "PaymentToken",
-                "MerchantServer", "DeviceControlAPI", "orchard", "RelayAPI", "AccessPolicy",
+                "MerchantServer", "DeviceControlAPI", "orchard", "RelayAPI", "AccessPolicy", "MerchantAPI",
+                "WebMerchantAPI",
             ],
             swiftSettings: strict
         ),

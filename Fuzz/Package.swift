@@ -40,6 +40,9 @@ let package = Package(
         .target(name: "FuzzNFCFrame", dependencies: [.product(name: "NFCLink", package: "Orchard")]),
         // The relay's frames between a user's devices and their routing header (RelayAPI).
         .target(name: "FuzzRelayFrame", dependencies: [.product(name: "RelayAPI", package: "Orchard")]),
+        // The proximity advertisements devices broadcast on the simulated radio medium, and their body (RelayAPI).
+        .target(
+            name: "FuzzProximityAdvertisement", dependencies: [.product(name: "RelayAPI", package: "Orchard")]),
         // The device control socket's HTTP parser (DeviceProcess).
         .target(name: "FuzzControlHTTP", dependencies: [.product(name: "DeviceProcess", package: "Orchard")]),
     ]

@@ -502,7 +502,7 @@ public final class Device: Sendable {
         for card in await secureElement.cards() { try await secureElement.remove(card.card) }
         for card in await wallet.allCards { try await wallet.remove(id: card.id) }
         try await wallet.clearRecentContacts()
-        try await wallet.update(WalletSettings())
+        try await wallet.update(WalletSettings(room: await wallet.currentSettings.room))  // it stays where it is
     }
 
     /// Writes the write-ahead log back into the database file.

@@ -60,7 +60,13 @@ final class DeviceDatabase: @unchecked Sendable {
                     sealed BLOB NOT NULL
                 );
                 """
-        )
+        ),
+        Migration(
+            version: 2, name: "wallet-handoff",
+            sql: """
+                ALTER TABLE wallet_settings ADD COLUMN room TEXT NOT NULL DEFAULT 'home';
+                ALTER TABLE wallet_settings ADD COLUMN allow_payments_on_mac INTEGER NOT NULL DEFAULT 1;
+                """),
     ]
 
     init(path: String) throws(StoreError) {
@@ -170,10 +176,15 @@ struct WalletTables: WalletStorage {
     func loadSettings() throws -> (settings: WalletSettings, defaultCardID: String?) {
         try database.read { db in
             try db.queryFirst(
-                "SELECT allow_website_queries, double_click_presents_cards, default_card FROM wallet_settings"
+                """
+                SELECT allow_website_queries, double_click_presents_cards, default_card, room, allow_payments_on_mac
+                FROM wallet_settings
+                """
             ) { row in
                 (
-                    WalletSettings(allowWebsiteQueries: try row.bool(0), doubleClickPresentsCards: try row.bool(1)),
+                    WalletSettings(
+                        allowWebsiteQueries: try row.bool(0), doubleClickPresentsCards: try row.bool(1),
+                        room: try row.string(3), allowPaymentsOnMac: try row.bool(4)),
                     try row.optionalString(2)
                 )
             } ?? (WalletSettings(), nil)
@@ -185,12 +196,12 @@ struct WalletTables: WalletStorage {
             try db.execute(
                 """
                 INSERT OR REPLACE INTO wallet_settings
-                    (id, allow_website_queries, double_click_presents_cards, default_card)
-                VALUES (1, ?, ?, ?)
+                    (id, allow_website_queries, double_click_presents_cards, default_card, room, allow_payments_on_mac)
+                VALUES (1, ?, ?, ?, ?, ?)
                 """,
                 [
                     .bool(settings.allowWebsiteQueries), .bool(settings.doubleClickPresentsCards),
-                    .optional(defaultCardID),
+                    .optional(defaultCardID), .text(settings.room), .bool(settings.allowPaymentsOnMac),
                 ])
         }
     }

@@ -49,6 +49,12 @@ public enum DeviceControlRoute: Hashable, Sendable {
     case relayAlerts
     /// `GET /settings`.
     case settings
+    /// `GET /proximity`.
+    case proximity
+    /// `GET /handoff/devices`.
+    case handoffDevices
+    /// `POST /handoff/payments`.
+    case handoffPayment
     /// `PUT /settings`.
     case updateSettings
     /// `POST /payment-sheets`.
@@ -67,7 +73,8 @@ public enum DeviceControlRoute: Hashable, Sendable {
     /// The HTTP method.
     public var method: String {
         switch self {
-        case .status, .cards, .settings, .sheet, .sheetEvents, .relayKeys, .relayAlerts: "GET"
+        case .status, .cards, .settings, .sheet, .sheetEvents, .relayKeys, .relayAlerts, .proximity, .handoffDevices:
+            "GET"
         case .removeCard: "DELETE"
         case .updateSettings: "PUT"
         default: "POST"
@@ -100,6 +107,9 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case .relayVouch: "/relay/vouch"
         case .relayAlerts: "/relay/alerts"
         case .settings, .updateSettings: "/settings"
+        case .proximity: "/proximity"
+        case .handoffDevices: "/handoff/devices"
+        case .handoffPayment: "/handoff/payments"
         case .presentSheet: "/payment-sheets"
         case .canMakePayments: "/payment-sheets/can-make-payments"
         case .sheet(let id): "/payment-sheets/\(id)"
@@ -157,6 +167,9 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case ("GET", ["relay", "alerts"]): return .relayAlerts
         case ("GET", ["settings"]): return .settings
         case ("PUT", ["settings"]): return .updateSettings
+        case ("GET", ["proximity"]): return .proximity
+        case ("GET", ["handoff", "devices"]): return .handoffDevices
+        case ("POST", ["handoff", "payments"]): return .handoffPayment
         case ("POST", ["payment-sheets"]): return .presentSheet
         case ("POST", ["payment-sheets", "can-make-payments"]): return .canMakePayments
         case ("GET", let p) where p.count == 2 && p[0] == "payment-sheets": return .sheet(p[1])

@@ -1,5 +1,6 @@
 public import Foundation
 import OrchardCrypto
+public import RelayAPI
 
 // The device's own routes: cards, lifecycle, authentication, the NFC field, passcode and settings.
 // Requests that carry a secret (a personalisation envelope, a passcode) print and mirror without it.
@@ -330,13 +331,151 @@ public struct DeviceSettingsBody: Codable, Sendable, Hashable {
     public var doubleClickPresentsCards: Bool?
     /// Biometrics authorize payments (off: the passcode only).
     public var biometricsForPayments: Bool?
+    /// The room of the simulated radio medium the device is in (`orchard device move`).
+    public var room: String?
+    /// A phone or watch offers its cards to the account's Macs near it (Handoff).
+    public var allowPaymentsOnMac: Bool?
 
     public init(
-        allowWebsiteQueries: Bool? = nil, doubleClickPresentsCards: Bool? = nil, biometricsForPayments: Bool? = nil
+        allowWebsiteQueries: Bool? = nil, doubleClickPresentsCards: Bool? = nil, biometricsForPayments: Bool? = nil,
+        room: String? = nil, allowPaymentsOnMac: Bool? = nil
     ) {
         self.allowWebsiteQueries = allowWebsiteQueries
         self.doubleClickPresentsCards = doubleClickPresentsCards
         self.biometricsForPayments = biometricsForPayments
+        self.room = room
+        self.allowPaymentsOnMac = allowPaymentsOnMac
+    }
+}
+
+/// `GET /handoff/devices`: a Mac asks the phones and watches of its account near it for their cards (Handoff
+/// discovery, docs/handoff.md).
+public struct DiscoverHandoffDevices: DeviceControlRequest, Hashable {
+    public typealias Answer = HandoffDevicesAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .handoffDevices }
+}
+
+/// `POST /handoff/payments`: a Mac without Touch ID asks a phone or watch near it to pay (Handoff, docs/handoff.md):
+/// the card it offered, the page's merchant session and payment request; the answer comes when the user authorized
+/// (or not) there.
+public struct HandoffPayment: DeviceControlRequest, Codable, Hashable {
+    public typealias Answer = HandoffPaymentAnswer
+    /// The phone or watch.
+    public let device: String
+    /// The card's identifier from that device's discovery answer.
+    public let card: String
+    /// The merchant session the page received (its JSON text).
+    public let merchantSession: String
+    /// The top-level page's host.
+    public let domain: String
+    public let request: PaymentSheetRequestBody
+
+    public init(device: String, card: String, merchantSession: String, domain: String, request: PaymentSheetRequestBody)
+    {
+        self.device = device
+        self.card = card
+        self.merchantSession = merchantSession
+        self.domain = domain
+        self.request = request
+    }
+
+    public var route: DeviceControlRoute { .handoffPayment }
+    public var body: Self { self }
+}
+
+/// The Handoff payment's outcome at the Mac.
+public struct HandoffPaymentAnswer: Codable, Sendable, Hashable {
+    /// `authorized` or `refused`.
+    public let outcome: String
+    /// The payment the phone or watch authorized (the token encrypted to the merchant).
+    public let payment: PaymentSheetPayment?
+    /// Why not.
+    public let failure: String?
+
+    public init(outcome: String, payment: PaymentSheetPayment?, failure: String?) {
+        self.outcome = outcome
+        self.payment = payment
+        self.failure = failure
+    }
+}
+
+/// The phones and watches that answered, as a Mac's payment sheet lists them.
+public struct HandoffDevicesAnswer: Codable, Sendable, Hashable {
+    /// A device that offers its cards.
+    public struct OfferingDevice: Codable, Sendable, Hashable {
+        public let device: String
+        public let kind: String
+        /// What the sheet shows: "Pay with iPhone", "Confirm with Apple Watch".
+        public let label: String
+        public let cards: [HandoffCard]
+
+        public init(device: String, kind: String, label: String, cards: [HandoffCard]) {
+            self.device = device
+            self.kind = kind
+            self.label = label
+            self.cards = cards
+        }
+    }
+
+    public let devices: [OfferingDevice]
+    /// When no device offers its cards: what the sheet says ("iPhone could not be found…").
+    public let message: String?
+
+    public init(devices: [OfferingDevice], message: String?) {
+        self.devices = devices
+        self.message = message
+    }
+}
+
+/// `GET /proximity`: the device's room and the devices of its account it hears (docs/handoff.md, "Proximity").
+public struct GetProximity: DeviceControlRequest, Hashable {
+    public typealias Answer = ProximityAnswer
+    public init() {}
+    public var route: DeviceControlRoute { .proximity }
+}
+
+/// Where the device is and whom it hears.
+public struct ProximityAnswer: Codable, Sendable, Hashable {
+    /// A device of the account heard within the window.
+    public struct NearbyDevice: Codable, Sendable, Hashable {
+        public let device: String
+        public let kind: String
+        /// How long ago its last counted advertisement was heard.
+        public let heardMillisecondsAgo: Int
+
+        public init(device: String, kind: String, heardMillisecondsAgo: Int) {
+            self.device = device
+            self.kind = kind
+            self.heardMillisecondsAgo = heardMillisecondsAgo
+        }
+    }
+
+    public let room: String
+    /// Whether the device is on the radio medium (its process runs); when not, it hears nothing.
+    public let listening: Bool
+    public let nearby: [NearbyDevice]
+    /// How many advertisements were ignored since the process started: opened by no key (foreign or junk),
+    /// replayed (a counter not above the last), or stale (a counter outside the window).
+    public let ignored: IgnoredCounts
+
+    /// Counts of ignored advertisements.
+    public struct IgnoredCounts: Codable, Sendable, Hashable {
+        public var foreign: Int
+        public var replayed: Int
+        public var stale: Int
+        public init(foreign: Int = 0, replayed: Int = 0, stale: Int = 0) {
+            self.foreign = foreign
+            self.replayed = replayed
+            self.stale = stale
+        }
+    }
+
+    public init(room: String, listening: Bool, nearby: [NearbyDevice], ignored: IgnoredCounts = IgnoredCounts()) {
+        self.room = room
+        self.listening = listening
+        self.nearby = nearby
+        self.ignored = ignored
     }
 }
 

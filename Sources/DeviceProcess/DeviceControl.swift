@@ -58,11 +58,18 @@ public struct DeviceControl: Sendable {
     public let sheets: PaymentSheetService?
     /// The relay alerts the process's sync has shown; without it `GET /relay/alerts` answers none.
     public let relayAlerts: RelayJoinAlerts?
+    /// The process's radio (proximity) and Handoff; without them the device hears no one and discovers nothing.
+    let handoff: Handoff?
 
     public init(device: Device, sheets: PaymentSheetService? = nil, relayAlerts: RelayJoinAlerts? = nil) {
+        self.init(device: device, sheets: sheets, relayAlerts: relayAlerts, handoff: nil)
+    }
+
+    init(device: Device, sheets: PaymentSheetService?, relayAlerts: RelayJoinAlerts?, handoff: Handoff?) {
         self.device = device
         self.sheets = sheets
         self.relayAlerts = relayAlerts
+        self.handoff = handoff
     }
 
     /// Handles one request; never throws: every failure is a JSON error response.
@@ -214,11 +221,32 @@ public struct DeviceControl: Sendable {
             return .json(RelayVouchAnswer(signature: Data(signature.derRepresentation)))
         case .settings:
             return .json(await currentSettings())
+        case .proximity:
+            if let handoff { return .json(await handoff.radio.answer()) }
+            return .json(ProximityAnswer(room: await device.wallet.currentSettings.room, listening: false, nearby: []))
+        case .handoffDevices:
+            guard let handoff else {
+                return .json(HandoffDevicesAnswer(devices: [], message: Handoff.notRunning))
+            }
+            return .json(await handoff.discover())
+        case .handoffPayment:
+            let request = try decode(HandoffPayment.self, body)
+            guard let handoff else {
+                return .json(HandoffPaymentAnswer(outcome: "refused", payment: nil, failure: Handoff.notRunning))
+            }
+            return .json(await handoff.pay(request))
         case .updateSettings:
             let change = try decode(DeviceSettingsBody.self, body)
             var settings = await device.wallet.currentSettings
             if let value = change.allowWebsiteQueries { settings.allowWebsiteQueries = value }
             if let value = change.doubleClickPresentsCards { settings.doubleClickPresentsCards = value }
+            if let room = change.room {
+                guard WalletSettings.isRoomName(room) else {
+                    throw DeviceError(.invalidArgument, "a room is 1 to 32 lowercase letters, digits and hyphens")
+                }
+                settings.room = room
+            }
+            if let value = change.allowPaymentsOnMac { settings.allowPaymentsOnMac = value }
             try await device.wallet.update(settings)
             if let value = change.biometricsForPayments {
                 try await device.secureEnclave.setBiometricsForPayments(value)
@@ -234,7 +262,8 @@ public struct DeviceControl: Sendable {
         let wallet = await device.wallet.currentSettings
         return DeviceSettingsBody(
             allowWebsiteQueries: wallet.allowWebsiteQueries, doubleClickPresentsCards: wallet.doubleClickPresentsCards,
-            biometricsForPayments: await device.secureEnclave.status.biometricsForPayments)
+            biometricsForPayments: await device.secureEnclave.status.biometricsForPayments, room: wallet.room,
+            allowPaymentsOnMac: wallet.allowPaymentsOnMac)
     }
 
     // MARK: Requests and answers

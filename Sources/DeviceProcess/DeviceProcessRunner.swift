@@ -28,13 +28,18 @@ public struct DeviceProcessConfiguration: Sendable {
     public let syncInterval: Duration
     /// The browser agent at `https://agent.orchard.test` (docs/web.md), or nil for none.
     public var browserAgent: BrowserAgentConfiguration?
+    /// How long an advertisement heard on the radio medium keeps a device near (docs/handoff.md, "Proximity").
+    public let proximityWindow: Duration
 
     /// Throws ``DeviceError/Code/invalidArgument`` when a duration is not from 1 second to ``longest``.
     public init(
         deployment: DeploymentDirectory, name: String, autoAuthentication: AutoAuthentication? = nil,
-        sheetTimeout: Duration = .seconds(120), syncInterval: Duration = .seconds(5)
+        sheetTimeout: Duration = .seconds(120), syncInterval: Duration = .seconds(5),
+        proximityWindow: Duration = .seconds(5)
     ) throws(DeviceError) {
-        for (label, duration) in [("sheet timeout", sheetTimeout), ("sync interval", syncInterval)]
+        for (label, duration) in [
+            ("sheet timeout", sheetTimeout), ("sync interval", syncInterval), ("proximity window", proximityWindow),
+        ]
         where duration < .seconds(1) || duration > Self.longest {
             throw DeviceError(.invalidArgument, "the \(label) is 1 to 3600 seconds")
         }
@@ -43,6 +48,7 @@ public struct DeviceProcessConfiguration: Sendable {
         self.autoAuthentication = autoAuthentication
         self.sheetTimeout = sheetTimeout
         self.syncInterval = syncInterval
+        self.proximityWindow = proximityWindow
     }
 }
 
@@ -75,14 +81,19 @@ public enum DeviceProcessRunner {
             device: device, automatic: automatic, timeout: configuration.sheetTimeout, connect: connect,
             events: { event in if let line = jsonLine(event) { output(line) } }, trace: trace)
         let relayAlerts = RelayJoinAlerts()
+        let handoff = Handoff(
+            device: device, deployment: deployment, window: configuration.proximityWindow, sheets: sheets,
+            sessions: configuration.browserAgent?.sessions, sheetTimeout: configuration.sheetTimeout, trace: trace)
         let server: ControlSocketServer
         do {
             server = try ControlSocketServer(
-                path: path, control: DeviceControl(device: device, sheets: sheets, relayAlerts: relayAlerts))
+                path: path,
+                control: DeviceControl(device: device, sheets: sheets, relayAlerts: relayAlerts, handoff: handoff))
         } catch {
             antenna?.stop()
             throw error
         }
+        handoff.start()
         let poller = NotificationPoller(
             device: device, deployment: deployment, interval: configuration.syncInterval, alerts: relayAlerts,
             trace: trace)
@@ -106,6 +117,7 @@ public enum DeviceProcessRunner {
                 antenna?.stop()
                 server.stop()
                 poller.stop()
+                await handoff.stop()
                 throw error
             }
         }
@@ -119,6 +131,7 @@ public enum DeviceProcessRunner {
         let signal = await TerminationSignal.wait()
         trace("received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
         poller.stop()
+        await handoff.stop()
         antenna?.stop()
         server.stop()
         if let agent {

@@ -142,8 +142,17 @@ public final class PaymentSheetService: Sendable {
         await start(request, applicationIdentifier: web.domain, web: web)
     }
 
+    /// Presents a web page's payment for a Mac (Handoff): as ``presentWeb(_:web:)``, but the page's events go to
+    /// `delegate` (which carries them to the Mac) rather than to an app on this device's control socket.
+    func presentHandoff(
+        _ request: PaymentRequest, web: WebPaymentContext, delegate: any PaymentAuthorizationControllerDelegate
+    ) async -> ControlResponse {
+        await start(request, applicationIdentifier: web.domain, web: web, delegate: delegate)
+    }
+
     private func start(
-        _ request: PaymentRequest, applicationIdentifier: String, web: WebPaymentContext?
+        _ request: PaymentRequest, applicationIdentifier: String, web: WebPaymentContext?,
+        delegate given: (any PaymentAuthorizationControllerDelegate)? = nil
     ) async -> ControlResponse {
         let presentation = (applicationIdentifier: applicationIdentifier, web: web)
         let id = newIdentifier()
@@ -175,7 +184,8 @@ public final class PaymentSheetService: Sendable {
         trace(
             "sheet \(id): \(presentation.applicationIdentifier) presents a payment for \(request.merchantIdentifier)"
                 + (automatic != nil ? " (approved by --auto-auth)" : "; it waits for the user on the control API"))
-        let delegate = RemoteAppDelegate(session: session, verdictTimeout: verdictTimeout)
+        let delegate: any PaymentAuthorizationControllerDelegate =
+            given ?? RemoteAppDelegate(session: session, verdictTimeout: verdictTimeout)
         let event = { @Sendable (name: String, outcome: String?, detail: String?) in
             PaymentSheetEvent(
                 event: name, sheet: id, application: presentation.applicationIdentifier,
@@ -217,7 +227,7 @@ public final class PaymentSheetService: Sendable {
     /// crash the Swift 6.3 compiler).
     private static func run(
         _ sheet: DevicePaymentSheet, _ request: PaymentRequest, _ application: String, _ web: WebPaymentContext?,
-        _ delegate: RemoteAppDelegate
+        _ delegate: any PaymentAuthorizationControllerDelegate
     ) async -> PaymentSheetSession.Ending {
         do {
             let outcome =

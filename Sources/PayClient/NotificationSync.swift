@@ -51,18 +51,23 @@ public final class NotificationPoller: Sendable {
     /// Stops polling.
     public func stop() { task.cancel() }
 
-    static func pollOnce(
-        device: Device, deployment: DeploymentDirectory, alerts: RelayJoinAlerts, trace: @Sendable (String) -> Void
-    ) async {
-        // Every running instance of the Pay server, failed over between in order.
+    /// The device's connection to every running instance of the deployment's Pay server (failed over between in
+    /// order), or nil when none runs or the device has no client identity.
+    public static func client(for name: String, in deployment: DeploymentDirectory) -> PayServerClient? {
         let instances = deployment.runningInstances(of: .pay).map {
             ServiceEndpoint(host: $0.host, port: $0.port).baseURL
         }
         guard !instances.isEmpty,
             let root = try? deployment.readCertificate(named: PKIFiles.rootCA),
-            let identity = try? Device.clientIdentity(of: device.name, in: deployment),
-            let client = try? PayServerClient(baseURLs: instances, trustedRootPEM: root, identity: identity)
-        else { return }
+            let identity = try? Device.clientIdentity(of: name, in: deployment)
+        else { return nil }
+        return try? PayServerClient(baseURLs: instances, trustedRootPEM: root, identity: identity)
+    }
+
+    static func pollOnce(
+        device: Device, deployment: DeploymentDirectory, alerts: RelayJoinAlerts, trace: @Sendable (String) -> Void
+    ) async {
+        guard let client = client(for: device.name, in: deployment) else { return }
         do {
             let applied = try await NotificationSync.run(client: client) { reference, change in
                 try await device.applyTokenStatus(tokenReference: reference, change)

@@ -162,10 +162,30 @@ public struct WalletSettings: Sendable, Hashable, Codable {
     public var allowWebsiteQueries: Bool
     /// A double-click of the side button (Home button on touch devices) presents the default card.
     public var doubleClickPresentsCards: Bool
+    /// The room of the simulated radio medium the device is in (docs/handoff.md, "Proximity"): it hears the devices
+    /// in the same room. A room name is 1 to 32 lowercase letters, digits and hyphens (``isRoomName(_:)``).
+    public var room: String
+    /// A phone or watch offers its cards to the account's Macs near it (Handoff); off: it answers their discovery with
+    /// a refusal.
+    public var allowPaymentsOnMac: Bool
 
-    public init(allowWebsiteQueries: Bool = true, doubleClickPresentsCards: Bool = true) {
+    /// The room a device starts in.
+    public static let defaultRoom = "home"
+
+    public init(
+        allowWebsiteQueries: Bool = true, doubleClickPresentsCards: Bool = true, room: String = defaultRoom,
+        allowPaymentsOnMac: Bool = true
+    ) {
         self.allowWebsiteQueries = allowWebsiteQueries
         self.doubleClickPresentsCards = doubleClickPresentsCards
+        self.room = room
+        self.allowPaymentsOnMac = allowPaymentsOnMac
+    }
+
+    /// Whether `name` is a room's name: 1 to 32 of `a`–`z`, `0`–`9` and `-`.
+    public static func isRoomName(_ name: String) -> Bool {
+        (1...32).contains(name.utf8.count)
+            && name.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
     }
 }
 

@@ -262,7 +262,7 @@ struct DeviceControlAPIContractTests {
                 .fieldOn, .fieldOff, .fieldAPDU, .setPasscode, .removePasscode, .reset, .settings, .updateSettings,
                 .presentSheet, .canMakePayments, .sheet("current"), .sheetEvents("s1", wait: 5),
                 .sheetEvents("s1", wait: nil),
-                .sheetAnswer("s1"), .relayKeys, .relayVouch, .relayAlerts,
+                .sheetAnswer("s1"), .relayKeys, .relayVouch, .relayAlerts, .proximity, .handoffDevices, .handoffPayment,
             ] + PaymentSheetActionName.allCases.map { .sheetAction("current", $0) }
         for route in routes {
             #expect(DeviceControlRoute(method: route.method, path: route.path) == route, "\(route.path)")

@@ -21,7 +21,7 @@ enum DeviceCommands {
         subcommands: [
             create, list, run, status, cards, choose, setDefault, autoSelect, authenticate, lock, unlock, wrist,
             doubleClick, field, apdu, passcode, reset, settings, addCard, lostMode, erase, resume, sync, approve,
-            DeviceSheetCommands.command,
+            move, nearby, handoff, DeviceSheetCommands.command,
         ]
     )
 
@@ -110,6 +110,7 @@ enum DeviceCommands {
             """,
         options: [
             nameOption, autoAuthOption, sheetTimeoutOption, syncIntervalOption, agentPortOption, handlerTimeoutOption,
+            proximityWindowOption,
         ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
@@ -118,7 +119,8 @@ enum DeviceCommands {
         do throws(DeviceError) {
             configuration = try DeviceProcessConfiguration(
                 deployment: deployment, name: name, autoAuthentication: arguments[autoAuthOption],
-                sheetTimeout: arguments[sheetTimeoutOption], syncInterval: arguments[syncIntervalOption])
+                sheetTimeout: arguments[sheetTimeoutOption], syncInterval: arguments[syncIntervalOption],
+                proximityWindow: arguments[proximityWindowOption])
         } catch {
             throw CLIError.usage(error.message)
         }
@@ -161,6 +163,37 @@ enum DeviceCommands {
     static let syncIntervalOption = Option<Duration>(
         "sync-interval", default: .seconds(5), range: 1...3600,
         help: "Apply the Pay server's token-status notifications this often.")
+
+    static let proximityWindowOption = Option<Duration>(
+        "proximity-window", default: .seconds(5), range: 1...3600,
+        help: "A device heard on the radio medium is near for this long after its last advertisement.")
+
+    static let move = Command(
+        name: "move",
+        summary: "Put the device in a room of the simulated radio medium (it hears the devices in the same room).",
+        options: [nameOption, roomOption]
+    ) { arguments, context in
+        try await control(UpdateSettings(DeviceSettingsBody(room: arguments[roomOption])), arguments, context)
+    }
+
+    static let roomOption = Option.required(
+        "room", "ROOM", help: "The room: 1 to 32 lowercase letters, digits and hyphens (a device starts in home).")
+
+    static let nearby = Command(
+        name: "nearby",
+        summary: "Show the device's room and the devices of its account it hears (while its process runs).",
+        options: [nameOption]
+    ) { arguments, context in
+        try await control(GetProximity(), arguments, context)
+    }
+
+    static let handoff = Command(
+        name: "handoff",
+        summary: "On a Mac: the phones and watches of its account near it and the cards they offer (Handoff).",
+        options: [nameOption]
+    ) { arguments, context in
+        try await control(DiscoverHandoffDevices(), arguments, context)
+    }
 
     static let status = Command(
         name: "status", summary: "The device's state: lock, methods offered, cards, contactless interface.",
@@ -311,9 +344,10 @@ enum DeviceCommands {
 
     static let settings = Command(
         name: "settings", summary: "Show or change the wallet's settings.",
-        options: [nameOption, websiteQueriesOption, doubleClickOption, biometricsOption]
+        options: [nameOption, websiteQueriesOption, doubleClickOption, biometricsOption, paymentsOnMacOption]
     ) { arguments, context in
         var change = DeviceSettingsBody()
+        change.allowPaymentsOnMac = arguments[paymentsOnMacOption]
         change.allowWebsiteQueries = arguments[websiteQueriesOption]
         change.doubleClickPresentsCards = arguments[doubleClickOption]
         change.biometricsForPayments = arguments[biometricsOption]
@@ -328,6 +362,8 @@ enum DeviceCommands {
         "website-queries", help: "Let websites check for Apple Pay (privacy switch).")
     static let doubleClickOption = Option.onOff("double-click", help: "A double-click presents the default card.")
     static let biometricsOption = Option.onOff("biometrics", help: "Biometrics for payments (off: the passcode only).")
+    static let paymentsOnMacOption = Option.onOff(
+        "allow-payments-on-mac", help: "A phone or watch offers its cards to the account's Macs near it (Handoff).")
 
     // MARK: Helpers
 
