@@ -1,6 +1,7 @@
 import AccessPolicy
 import AppPayments
 import BrowserAgentAPI
+import Device
 import DeviceControlAPI
 import Foundation
 public import OrchardCrypto
@@ -8,6 +9,7 @@ import OrchardHTTP
 import OrchardLogging
 import OrchardWeb
 public import PayClient
+import Wallet
 import WebMerchantAPI
 
 /// What the browser agent of `orchard device run` runs with.
@@ -235,11 +237,15 @@ private final class AgentState: @unchecked Sendable {
             guard let query = try? Self.decoder.decode(BrowserAgentAPI.ActiveCardQuery.self, from: request.body)
             else { return Self.failure(400, "invalidRequest", "the body is {merchantIdentifier, page}") }
             guard Self.refusal(query.page) == nil, let domain = Self.topHost(query.page) else {
-                return Self.json(BrowserAgentAPI.ActiveCardAnswer(canMakePayments: false))
+                return Self.json(
+                    BrowserAgentAPI.ActiveCardAnswer(canMakePayments: false, credentialStatus: "unsupported"))
             }
             // The wallet's answer (website queries off: as canMakePayments(), asking no server).
-            return Self.json(
-                BrowserAgentAPI.ActiveCardAnswer(canMakePayments: await activeCard(query.merchantIdentifier, domain)))
+            let answer = await activeCard(query.merchantIdentifier, domain)
+            let disclosed = await sheets.device.wallet.currentSettings.allowWebsiteQueries
+            let capable = await canMakePayments()
+            let status = !capable ? "unsupported" : !disclosed ? "unknown" : answer ? "available" : "unavailable"
+            return Self.json(BrowserAgentAPI.ActiveCardAnswer(canMakePayments: answer, credentialStatus: status))
         default:
             break
         }
@@ -406,17 +412,17 @@ private final class AgentState: @unchecked Sendable {
         case (.failure(let problem), _), (_, .failure(let problem)):
             return .failure(problem)
         }
-        return .success(
-            PaymentRequest(
-                merchantIdentifier: "", countryCode: request.countryCode, currencyCode: request.currencyCode,
-                supportedNetworks: request.supportedNetworks.map(PaymentNetwork.init(rawValue:)),
-                merchantCapabilities: MerchantCapabilities(names: request.merchantCapabilities),
-                paymentSummaryItems: items, applicationData: applicationData,
-                requiredBillingContactFields: billing, requiredShippingContactFields: shipping,
-                shippingMethods: (request.shippingMethods ?? []).map {
-                    ShippingMethod(
-                        identifier: $0.identifier, label: $0.label, detail: $0.detail ?? "", amount: $0.amount)
-                }))
+        var converted = PaymentRequest(
+            merchantIdentifier: "", countryCode: request.countryCode, currencyCode: request.currencyCode,
+            supportedNetworks: request.supportedNetworks.map(PaymentNetwork.init(rawValue:)),
+            merchantCapabilities: MerchantCapabilities(names: request.merchantCapabilities),
+            paymentSummaryItems: items, applicationData: applicationData,
+            requiredBillingContactFields: billing, requiredShippingContactFields: shipping,
+            shippingMethods: (request.shippingMethods ?? []).map {
+                ShippingMethod(identifier: $0.identifier, label: $0.label, detail: $0.detail ?? "", amount: $0.amount)
+            })
+        // Versions 12 and 14: the coupon code and the payment type (BrowserAgentPaymentTypes.swift).
+        return WebPaymentTypes.apply(request, to: &converted).map { converted }
     }
 
     /// `completeMerchantValidation`: the session verified, then the sheet presented.

@@ -142,6 +142,7 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         var shippingContact: PaymentContact?
         var billingContact: PaymentContact?
         var shippingMethod: ShippingMethod?
+        var couponCode: String?
         var appErrors: [String] = []
         /// A web page's payment: its domain and merchant session (nil for an app's).
         var web: WebPaymentContext?
@@ -228,7 +229,7 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         }
         var state = State(
             request: request, applicationIdentifier: applicationIdentifier, eligible: eligible, proposed: proposed,
-            card: proposed, shippingMethod: request.shippingMethods.first, web: web)
+            card: proposed, shippingMethod: request.shippingMethods.first, couponCode: request.couponCode, web: web)
         // The sheet opens on the proposed card: the app learns its network, type and display name.
         await driver.show(await view(of: state))
         try apply(await delegate.didSelectPaymentMethod(state.method, request: state.request), to: &state, driver)
@@ -281,6 +282,18 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 state.shippingMethod = method
                 await driver.show(await view(of: state))
                 try apply(await delegate.didSelectShippingMethod(method, request: state.request), to: &state, driver)
+            case .couponCode(let code):
+                guard state.request.supportsCouponCode else {
+                    result = .refused(PaymentSheetError(.invalidAction, "the request offers no coupon code"))
+                    continue
+                }
+                guard code.count <= 64 else {
+                    result = .refused(PaymentSheetError(.invalidAction, "a coupon code has at most 64 characters"))
+                    continue
+                }
+                state.couponCode = code
+                await driver.show(await view(of: state))
+                try apply(await delegate.didChangeCouponCode(code, request: state.request), to: &state, driver)
             case .billingContact(let contact):
                 if let refusal = Self.check(contact, state.request.requiredBillingContactFields, "billing") {
                     result = .refused(refusal)
@@ -388,7 +401,7 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 id: card.id, displayName: card.displayName, suffix: card.suffix, network: card.network,
                 type: card.type.rawValue)
         }
-        return PaymentSheetView(
+        var view = PaymentSheetView(
             applicationIdentifier: state.applicationIdentifier, merchantIdentifier: request.merchantIdentifier,
             merchantName: request.paymentSummaryItems.last?.label ?? "", currencyCode: request.currencyCode,
             items: request.paymentSummaryItems, total: request.paymentSummaryItems.last?.amount ?? "",
@@ -399,6 +412,16 @@ public final class DevicePaymentSheet: PaymentSheetHost {
             shippingContact: state.shippingContact, billingContact: state.billingContact, appErrors: state.appErrors,
             needs: state.needs, authenticationMethods: await device.secureEnclave.paymentMethods().map(\.name),
             status: "presented", waitingFor: "user", failure: nil)
+        if request.supportsCouponCode {
+            view.supportsCouponCode = true
+            view.couponCode = state.couponCode ?? ""
+        }
+        view.paymentType = request.paymentType.map {
+            PaymentSheetView.PaymentType(
+                kind: $0.kind.rawValue, paymentDescription: $0.paymentDescription, billing: $0.billing,
+                schedule: $0.schedule, managementURL: $0.managementURL, billingAgreement: $0.billingAgreement)
+        }
+        return view
     }
 
     /// Why `contact` cannot be the `role` contact of a request requiring `fields`, or nil.

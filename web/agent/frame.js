@@ -88,6 +88,8 @@
                         amount: event.shippingMethod.amount, identifier: event.shippingMethod.identifier,
                     },
                 };
+            case "couponCodeChanged":
+                return { type: "couponcodechanged", couponCode: event.couponCode };
             case "paymentAuthorized": {
                 const payment = event.payment;
                 const token = JSON.parse(atob(payment.token));
@@ -263,6 +265,15 @@
                 }
                 break;
             }
+            case "capabilities":
+                call("POST", "/v1/frame/active-card", { merchantIdentifier: message.merchantIdentifier, page: page })
+                    .then(function (answer) {
+                        toPage({
+                            type: "reply", query: message.query,
+                            value: answer.status === 200 ? answer.body.credentialStatus : "unsupported",
+                        });
+                    });
+                break;
             case "activeCard":
                 call("POST", "/v1/frame/active-card", { merchantIdentifier: message.merchantIdentifier, page: page })
                     .then(function (answer) {

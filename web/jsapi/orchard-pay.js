@@ -14,11 +14,28 @@
 
     const AGENT = "https://agent.orchard.test";
     const LATEST_VERSION = 14;
-    const NETWORKS = [
-        "amex", "bancomat", "bancontact", "cartesBancaires", "chinaUnionPay", "dankort", "discover", "eftpos",
-        "electron", "elo", "girocard", "interac", "jcb", "mada", "maestro", "masterCard", "mir", "privateLabel",
-        "visa", "vPay",
+    // The networks by the version that added them (notes §1.1): a version-N page may name only those of N or
+    // earlier.
+    const NETWORK_SINCE = {
+        amex: 1, chinaUnionPay: 1, discover: 1, interac: 1, masterCard: 1, privateLabel: 1, visa: 1, jcb: 2,
+        cartesBancaires: 4, eftpos: 4, electron: 4, maestro: 4, vPay: 4, elo: 5, mada: 5, mir: 11, girocard: 11,
+        dankort: 13, bancomat: 14, bancontact: 14,
+    };
+    // The version that added each part of the API beyond version 1 (docs/web.md, "The API by version"). A member
+    // of a later version in a request or update is not read, as a browser of that version does not know it.
+    const SINCE = {
+        openPaymentSetup: 2, updateDictionaries: 3, phoneticName: 3, supportedCountries: 3, zeroTotal: 4,
+        couponCode: 12, shippingContactEditingMode: 12, paymentTypes: 14, paymentTiming: 14,
+    };
+    const PAYMENT_TYPES = [
+        "recurringPaymentRequest", "automaticReloadPaymentRequest", "multiTokenContexts", "deferredPaymentRequest",
     ];
+    const PAYMENT_TIMINGS = ["immediate", "recurring", "deferred", "automaticReload"];
+    const INTERVAL_UNITS = ["year", "month", "day", "hour", "minute"];
+    const CREDENTIAL_STATUSES = {
+        available: "paymentCredentialsAvailable", unknown: "paymentCredentialStatusUnknown",
+        unavailable: "paymentCredentialsUnavailable", unsupported: "applePayUnsupported",
+    };
     const CAPABILITIES = ["supports3DS", "supportsEMV", "supportsCredit", "supportsDebit"];
     const CONTACT_FIELDS = ["email", "name", "phone", "postalAddress", "phoneticName"];
     const ERROR_CODES = [
@@ -121,7 +138,22 @@
         return text;
     }
 
-    function lineItem(item, total) {
+    function enumValue(value, values, type) {
+        if (!values.includes(value)) {
+            throw new TypeError("The provided value '" + value + "' is not a valid enum value of type " + type + ".");
+        }
+        return value;
+    }
+
+    function date(value, member) {
+        const parsed = value instanceof Date ? value : new Date(value);
+        if (typeof value !== "string" && !(value instanceof Date) || isNaN(parsed.getTime())) {
+            throw new TypeError("'" + member + "' must be a date.");
+        }
+        return parsed.toISOString();
+    }
+
+    function lineItem(item, total, version) {
         if (typeof item !== "object" || item === null) {
             throw new TypeError("Type error");
         }
@@ -136,10 +168,39 @@
         if (item.amount !== undefined || type === "final") {
             out.amount = amount(item.amount);
         }
+        if (version >= SINCE.paymentTiming && item.paymentTiming !== undefined) {
+            out.paymentTiming = enumValue(item.paymentTiming, PAYMENT_TIMINGS, "ApplePayPaymentTiming");
+            if (out.paymentTiming === "recurring") {
+                if (item.recurringPaymentStartDate !== undefined) {
+                    out.recurringPaymentStartDate = date(item.recurringPaymentStartDate, "recurringPaymentStartDate");
+                }
+                if (item.recurringPaymentEndDate !== undefined) {
+                    out.recurringPaymentEndDate = date(item.recurringPaymentEndDate, "recurringPaymentEndDate");
+                }
+                out.recurringPaymentIntervalUnit = enumValue(
+                    item.recurringPaymentIntervalUnit === undefined ? "month" : item.recurringPaymentIntervalUnit,
+                    INTERVAL_UNITS, "ApplePayRecurringPaymentDateUnit");
+                const count = item.recurringPaymentIntervalCount === undefined ? 1 : item.recurringPaymentIntervalCount;
+                if (!Number.isInteger(count) || count < 1) {
+                    throw new TypeError("'recurringPaymentIntervalCount' must be a positive whole number.");
+                }
+                out.recurringPaymentIntervalCount = count;
+            } else if (out.paymentTiming === "deferred") {
+                if (item.deferredPaymentDate === undefined) {
+                    throw new TypeError("Missing 'deferredPaymentDate'.");
+                }
+                out.deferredPaymentDate = date(item.deferredPaymentDate, "deferredPaymentDate");
+            } else if (out.paymentTiming === "automaticReload") {
+                if (item.automaticReloadPaymentThresholdAmount === undefined) {
+                    throw new TypeError("Missing 'automaticReloadPaymentThresholdAmount'.");
+                }
+                out.automaticReloadPaymentThresholdAmount = amount(item.automaticReloadPaymentThresholdAmount);
+            }
+        }
         return out;
     }
 
-    function contactFields(fields) {
+    function contactFields(fields, version) {
         if (fields === undefined) {
             return undefined;
         }
@@ -147,7 +208,7 @@
             throw new TypeError("Type error");
         }
         fields.forEach(function (field) {
-            if (!CONTACT_FIELDS.includes(field)) {
+            if (!CONTACT_FIELDS.includes(field) || (field === "phoneticName" && version < SINCE.phoneticName)) {
                 throw new TypeError("\"" + field + "\" is not a valid contact field.");
             }
         });
@@ -174,7 +235,7 @@
     }
 
     function validateTotal(total, version) {
-        const item = lineItem(total, true);
+        const item = lineItem(total, true, version);
         if (item.amount === undefined) {
             throw new TypeError("Missing total amount.");
         }
@@ -182,10 +243,109 @@
         if (value < 0) {
             throw new TypeError("Total amount must not be negative.");
         }
-        if (version < 4 && value === 0) {
+        if (version < SINCE.zeroTotal && value === 0) {
             throw new TypeError("Total amount must be greater than zero.");
         }
         return item;
+    }
+
+    function url(value, member) {
+        if (value === undefined) {
+            throw new TypeError("Missing '" + member + "'.");
+        }
+        let parsed;
+        try {
+            parsed = new URL(String(value));
+        } catch (error) {
+            throw new TypeError("'" + member + "' must be a valid URL.");
+        }
+        return parsed.href;
+    }
+
+    /// A version 14 payment type's billing item: a line item of `timing`.
+    function billing(item, member, timing, version, required) {
+        if (item === undefined && !required) {
+            return undefined;
+        }
+        if (item === undefined) {
+            throw new TypeError("Missing '" + member + "'.");
+        }
+        const out = lineItem(item, false, version);
+        if (out.paymentTiming !== timing) {
+            throw new TypeError("'" + member + "' must be " + (timing === "automaticReload" ? "an" : "a") + " '"
+                + timing + "' line item.");
+        }
+        return out;
+    }
+
+    /// The request's one payment type (version 14): `{kind, paymentDescription, billing, …}`, or undefined.
+    function paymentType(request, version) {
+        if (version < SINCE.paymentTypes) {
+            return undefined;
+        }
+        const present = PAYMENT_TYPES.filter(function (name) { return request[name] !== undefined; });
+        if (present.length > 1) {
+            throw new TypeError("Only one of 'recurringPaymentRequest', 'automaticReloadPaymentRequest', "
+                + "'multiTokenContexts' and 'deferredPaymentRequest' may be set.");
+        }
+        if (present.length === 0) {
+            return undefined;
+        }
+        const kind = present[0];
+        const value = request[kind];
+        if (kind === "multiTokenContexts") {
+            if (!Array.isArray(value) || value.length === 0) {
+                throw new TypeError("'multiTokenContexts' must be a non-empty list.");
+            }
+            return {
+                kind: "multiToken",
+                contexts: value.map(function (context) {
+                    if (typeof context !== "object" || context === null) {
+                        throw new TypeError("Type error");
+                    }
+                    ["merchantIdentifier", "externalIdentifier", "merchantName"].forEach(function (member) {
+                        if (typeof context[member] !== "string") {
+                            throw new TypeError("Missing '" + member + "'.");
+                        }
+                    });
+                    return {
+                        merchantIdentifier: context.merchantIdentifier, externalIdentifier: context.externalIdentifier,
+                        merchantName: context.merchantName, merchantDomain: context.merchantDomain,
+                        amount: amount(context.amount),
+                    };
+                }),
+            };
+        }
+        if (typeof value !== "object" || value === null) {
+            throw new TypeError("Type error");
+        }
+        if (typeof value.paymentDescription !== "string") {
+            throw new TypeError("Missing 'paymentDescription'.");
+        }
+        const out = {
+            paymentDescription: value.paymentDescription,
+            billingAgreement: typeof value.billingAgreement === "string" ? value.billingAgreement : undefined,
+        };
+        if (kind === "recurringPaymentRequest") {
+            out.kind = "recurring";
+            out.billing = billing(value.regularBilling, "regularBilling", "recurring", version, true);
+            out.trialBilling = billing(value.trialBilling, "trialBilling", "recurring", version, false);
+        } else if (kind === "automaticReloadPaymentRequest") {
+            out.kind = "automaticReload";
+            out.billing = billing(
+                value.automaticReloadBilling, "automaticReloadBilling", "automaticReload", version, true);
+        } else {
+            out.kind = "deferred";
+            out.billing = billing(value.deferredBilling, "deferredBilling", "deferred", version, true);
+            if (value.freeCancellationDate !== undefined) {
+                out.freeCancellationDate = date(value.freeCancellationDate, "freeCancellationDate");
+            }
+        }
+        out.managementURL = url(value.managementURL, "managementURL");
+        if (value.tokenNotificationURL !== undefined) {
+            out.tokenNotificationURL = url(value.tokenNotificationURL, "tokenNotificationURL");
+        }
+        return out;
     }
 
     function validateRequest(version, request) {
@@ -204,7 +364,7 @@
             throw new TypeError("At least one supported network must be provided.");
         }
         request.supportedNetworks.forEach(function (network) {
-            if (!NETWORKS.includes(network)) {
+            if (!Object.prototype.hasOwnProperty.call(NETWORK_SINCE, network) || NETWORK_SINCE[network] > version) {
                 throw new TypeError("\"" + network + "\" is not a valid payment network.");
             }
         });
@@ -220,18 +380,41 @@
         if (request.applicationData !== undefined && typeof request.applicationData !== "string") {
             throw new TypeError("\"applicationData\" must be a Base64-encoded string.");
         }
-        return {
+        const out = {
             countryCode: request.countryCode.toUpperCase(),
             currencyCode: request.currencyCode.toUpperCase(),
             supportedNetworks: request.supportedNetworks.slice(),
             merchantCapabilities: request.merchantCapabilities.slice(),
             total: validateTotal(request.total, version),
-            lineItems: (request.lineItems || []).map(function (item) { return lineItem(item, false); }),
-            requiredShippingContactFields: contactFields(request.requiredShippingContactFields),
-            requiredBillingContactFields: contactFields(request.requiredBillingContactFields),
+            lineItems: (request.lineItems || []).map(function (item) { return lineItem(item, false, version); }),
+            requiredShippingContactFields: contactFields(request.requiredShippingContactFields, version),
+            requiredBillingContactFields: contactFields(request.requiredBillingContactFields, version),
             shippingMethods: shippingMethods(request.shippingMethods),
             applicationData: request.applicationData,
         };
+        if (version >= SINCE.supportedCountries && request.supportedCountries !== undefined) {
+            if (!Array.isArray(request.supportedCountries)) {
+                throw new TypeError("Type error");
+            }
+            request.supportedCountries.forEach(function (country) {
+                if (typeof country !== "string" || !/^[A-Za-z]{2}$/.test(country)) {
+                    throw new TypeError("\"" + country + "\" is not a valid country code.");
+                }
+            });
+            out.supportedCountries = request.supportedCountries.map(function (c) { return c.toUpperCase(); });
+        }
+        if (version >= SINCE.couponCode) {
+            out.supportsCouponCode = Boolean(request.supportsCouponCode);
+            if (request.couponCode !== undefined) {
+                out.couponCode = String(request.couponCode);
+            }
+        }
+        if (version >= SINCE.shippingContactEditingMode && request.shippingContactEditingMode !== undefined) {
+            out.shippingContactEditingMode = enumValue(
+                request.shippingContactEditingMode, ["available", "storePickup"], "ApplePayShippingContactEditingMode");
+        }
+        out.paymentType = paymentType(request, version);
+        return out;
     }
 
     /// An update dictionary (version 3 and later): `newTotal` required.
@@ -244,7 +427,7 @@
         }
         return {
             newTotal: validateTotal(update.newTotal, version),
-            newLineItems: (update.newLineItems || []).map(function (item) { return lineItem(item, false); }),
+            newLineItems: (update.newLineItems || []).map(function (item) { return lineItem(item, false, version); }),
             newShippingMethods: shippingMethods(update.newShippingMethods),
             errors: (update.errors || []).map(plainError),
         };
@@ -334,9 +517,43 @@
             });
         }
 
+        /// The wallet's answer for `merchantIdentifier` at this page's top-level domain, as the Apple Pay JS SDK's
+        /// `applePayCapabilities`: `paymentCredentialStatusUnknown` when the device's website queries are off.
+        static applePayCapabilities(merchantIdentifier) {
+            return new Promise(function (resolve, reject) {
+                try {
+                    checkPage();
+                } catch (error) {
+                    reject(error);
+                    return;
+                }
+                whenReady(function () {
+                    if (!agent.canPay) {
+                        resolve({ paymentCredentialStatus: CREDENTIAL_STATUSES.unsupported });
+                        return;
+                    }
+                    const query = nextQuery++;
+                    agent.queries.set(query, function (value) {
+                        resolve({ paymentCredentialStatus: CREDENTIAL_STATUSES[value] || CREDENTIAL_STATUSES.unknown });
+                    });
+                    post({ type: "capabilities", query: query, merchantIdentifier: String(merchantIdentifier) });
+                });
+            });
+        }
+
+        /// Version 2: the device's wallet, to add a card. Orchard's device adds cards only from its own command line
+        /// (`orchard device add-card`), so this resolves false (WebKit's answer when setup could not be shown).
         static openPaymentSetup(merchantIdentifier) {
+            try {
+                checkPage();
+            } catch (error) {
+                return Promise.reject(error);
+            }
             if (!userGesture()) {
                 return Promise.reject(invalidAccess("Must call ApplePaySession.openPaymentSetup from a user gesture handler."));
+            }
+            if (typeof merchantIdentifier !== "string" || merchantIdentifier === "") {
+                return Promise.reject(new TypeError("Type error"));
             }
             return Promise.resolve(false);
         }
@@ -389,11 +606,17 @@
             post({ type: "merchantSession", session: this._local, merchantSession: merchantSession });
         }
 
+        // The completions have two forms, chosen as WebIDL chooses an overload, by the number of arguments: the
+        // positional form of versions 1 and 2, and version 3's one update dictionary (any version may use either).
+
         completePaymentMethodSelection(updateOrTotal, newLineItems) {
             if (this._state !== "paymentMethodSelected") {
                 throw invalidAccess();
             }
-            const update = this._version >= 3 && arguments.length === 1
+            if (arguments.length < 1) {
+                throw new TypeError("Not enough arguments");
+            }
+            const update = arguments.length === 1
                 ? validateUpdate(updateOrTotal, this._version)
                 : validateUpdate({ newTotal: updateOrTotal, newLineItems: newLineItems }, this._version);
             this._answer(update);
@@ -403,11 +626,14 @@
             if (this._state !== "shippingContactSelected") {
                 throw invalidAccess();
             }
-            if (this._version >= 3 && arguments.length === 1) {
+            if (arguments.length === 1) {
                 this._answer(validateUpdate(updateOrStatus, this._version));
+            } else if (arguments.length === 4) {
+                this._legacy("shippingContact", updateOrStatus, {
+                    newShippingMethods: newShippingMethods, newTotal: newTotal, newLineItems: newLineItems,
+                });
             } else {
-                this._legacy(updateOrStatus, { newShippingMethods: newShippingMethods, newTotal: newTotal,
-                    newLineItems: newLineItems });
+                throw new TypeError("Not enough arguments");
             }
         }
 
@@ -415,13 +641,17 @@
             if (this._state !== "shippingMethodSelected") {
                 throw invalidAccess();
             }
-            if (this._version >= 3 && arguments.length === 1) {
+            if (arguments.length === 1) {
                 this._answer(validateUpdate(updateOrStatus, this._version));
+            } else if (arguments.length === 3) {
+                this._legacy("shippingMethod", updateOrStatus, { newTotal: newTotal, newLineItems: newLineItems });
             } else {
-                this._legacy(updateOrStatus, { newTotal: newTotal, newLineItems: newLineItems });
+                throw new TypeError("Not enough arguments");
             }
         }
 
+        /// Version 12: the answer to `oncouponcodechanged` (`errors` may hold couponCodeInvalid or
+        /// couponCodeExpired, which the sheet shows; the sheet stays).
         completeCouponCodeChange(update) {
             if (this._state !== "couponCodeChanged") {
                 throw invalidAccess();
@@ -462,15 +692,31 @@
 
         // Internal.
 
-        _legacy(status, update) {
-            if (status !== ApplePaySession.STATUS_SUCCESS) {
-                // Versions 1 and 2: a non-success status cancels the sheet.
+        /// The positional completion forms of versions 1 and 2 (WebKit's closing rules): SUCCESS updates the sheet.
+        /// For a shipping method any other status cancels the sheet. For a shipping contact, the statuses naming a
+        /// contact become an ApplePayError the sheet shows (it stays, so the user can correct the contact); any
+        /// other status cancels the sheet.
+        _legacy(kind, status, update) {
+            if (typeof status !== "number" || !Number.isInteger(status) || status < 0 || status > 7) {
+                throw new TypeError("Type error");
+            }
+            const validated = validateUpdate(update, this._version);
+            const contactErrors = {
+                2: new ApplePayError("billingContactInvalid"),
+                3: new ApplePayError("shippingContactInvalid", "postalAddress"),
+                4: new ApplePayError("shippingContactInvalid"),
+            };
+            if (status === ApplePaySession.STATUS_SUCCESS) {
+                this._answer(validated);
+            } else if (kind === "shippingContact" && contactErrors[status]) {
+                validated.errors = [plainError(contactErrors[status])];
+                this._answer(validated);
+            } else {
                 this._state = "canceled";
                 this._end();
                 post({ type: "abort", session: this._local });
-                return;
+                this._dispatch("cancel", { sessionError: { code: "unknown", info: {} } });
             }
-            this._answer(validateUpdate(update, this._version));
         }
 
         _answer(update) {
@@ -536,6 +782,14 @@
                         this._answer(validateUpdate(current, this._version));
                     } else {
                         this._dispatch("shippingmethodselected", { shippingMethod: event.shippingMethod });
+                    }
+                    break;
+                case "couponcodechanged":
+                    this._state = "couponCodeChanged";
+                    if (!this._hasListener("couponcodechanged")) {
+                        this._answer(validateUpdate(current, this._version));
+                    } else {
+                        this._dispatch("couponcodechanged", { couponCode: event.couponCode });
                     }
                     break;
                 case "paymentauthorized":
