@@ -347,7 +347,7 @@ private final class AgentState: @unchecked Sendable {
             return Self.failure(400, "invalidRequest", "the page has no top-level origin")
         }
         let converted: PaymentRequest
-        switch Self.paymentRequest(begin.request) {
+        switch WebPaymentTypes.paymentRequest(begin.request) {
         case .success(let request): converted = request
         case .failure(let problem): return Self.failure(400, "invalidRequest", problem.message)
         }
@@ -371,58 +371,6 @@ private final class AgentState: @unchecked Sendable {
         trace("agent: \(domain) began a session (version \(begin.version)); waiting for its merchant session")
         return Self.json(
             BrowserAgentAPI.SessionBegun(session: id, validationURL: BrowserAgentAPI.validationURL), status: 201)
-    }
-
-    /// Apple Pay JS's request as the device's payment request (the merchant comes from the verified session).
-    static func paymentRequest(_ request: BrowserAgentAPI.PaymentRequest) -> Result<PaymentRequest, RequestProblem> {
-        var items: [PaymentSummaryItem] = []
-        for item in (request.lineItems ?? []) + [request.total] {
-            items.append(
-                PaymentSummaryItem(
-                    label: item.label, amount: item.amount ?? "0",
-                    type: item.type == "pending" ? .pending : .final))
-        }
-        func fields(_ names: [String]?) -> Result<Set<ContactField>, RequestProblem> {
-            var set = Set<ContactField>()
-            for name in names ?? [] {
-                switch name {
-                case "email": set.insert(.emailAddress)
-                case "phone": set.insert(.phoneNumber)
-                case "name": set.insert(.name)
-                case "postalAddress": set.insert(.postalAddress)
-                case "phoneticName": continue
-                default: return .failure(RequestProblem("\"\(name)\" is not a valid contact field."))
-                }
-            }
-            return .success(set)
-        }
-        var applicationData: Data?
-        if let text = request.applicationData {
-            guard let data = Data(base64Encoded: text) else {
-                return .failure(RequestProblem("\"applicationData\" must be a Base64-encoded string."))
-            }
-            applicationData = data
-        }
-        let shipping: Set<ContactField>
-        let billing: Set<ContactField>
-        switch (fields(request.requiredShippingContactFields), fields(request.requiredBillingContactFields)) {
-        case (.success(let s), .success(let b)):
-            shipping = s
-            billing = b
-        case (.failure(let problem), _), (_, .failure(let problem)):
-            return .failure(problem)
-        }
-        var converted = PaymentRequest(
-            merchantIdentifier: "", countryCode: request.countryCode, currencyCode: request.currencyCode,
-            supportedNetworks: request.supportedNetworks.map(PaymentNetwork.init(rawValue:)),
-            merchantCapabilities: MerchantCapabilities(names: request.merchantCapabilities),
-            paymentSummaryItems: items, applicationData: applicationData,
-            requiredBillingContactFields: billing, requiredShippingContactFields: shipping,
-            shippingMethods: (request.shippingMethods ?? []).map {
-                ShippingMethod(identifier: $0.identifier, label: $0.label, detail: $0.detail ?? "", amount: $0.amount)
-            })
-        // Versions 12 and 14: the coupon code and the payment type (BrowserAgentPaymentTypes.swift).
-        return WebPaymentTypes.apply(request, to: &converted).map { converted }
     }
 
     /// `completeMerchantValidation`: the session verified, then the sheet presented.

@@ -1,5 +1,6 @@
 import AppPayments
 import BrowserAgentAPI
+import DeviceControlAPI
 import Foundation
 
 /// The version 12 and 14 members of a page's request, checked again by the agent (the page's script is the page's:
@@ -9,6 +10,58 @@ enum WebPaymentTypes {
     static let maxText = 512
     static let timings = ["immediate", "recurring", "deferred", "automaticReload"]
     static let units = ["year", "month", "day", "hour", "minute"]
+
+    /// Apple Pay JS's request as the device's payment request (the merchant comes from the verified session).
+    static func paymentRequest(_ request: BrowserAgentAPI.PaymentRequest) -> Result<PaymentRequest, RequestProblem> {
+        var items: [PaymentSummaryItem] = []
+        for item in (request.lineItems ?? []) + [request.total] {
+            items.append(
+                PaymentSummaryItem(
+                    label: item.label, amount: item.amount ?? "0",
+                    type: item.type == "pending" ? .pending : .final))
+        }
+        func fields(_ names: [String]?) -> Result<Set<ContactField>, RequestProblem> {
+            var set = Set<ContactField>()
+            for name in names ?? [] {
+                switch name {
+                case "email": set.insert(.emailAddress)
+                case "phone": set.insert(.phoneNumber)
+                case "name": set.insert(.name)
+                case "postalAddress": set.insert(.postalAddress)
+                case "phoneticName": continue
+                default: return .failure(RequestProblem("\"\(name.prefix(32))\" is not a valid contact field."))
+                }
+            }
+            return .success(set)
+        }
+        var applicationData: Data?
+        if let text = request.applicationData {
+            guard let data = Data(base64Encoded: text) else {
+                return .failure(RequestProblem("\"applicationData\" must be a Base64-encoded string."))
+            }
+            applicationData = data
+        }
+        let shipping: Set<ContactField>
+        let billing: Set<ContactField>
+        switch (fields(request.requiredShippingContactFields), fields(request.requiredBillingContactFields)) {
+        case (.success(let s), .success(let b)):
+            shipping = s
+            billing = b
+        case (.failure(let problem), _), (_, .failure(let problem)):
+            return .failure(problem)
+        }
+        var converted = PaymentRequest(
+            merchantIdentifier: "", countryCode: request.countryCode, currencyCode: request.currencyCode,
+            supportedNetworks: request.supportedNetworks.map(PaymentNetwork.init(rawValue:)),
+            merchantCapabilities: MerchantCapabilities(names: request.merchantCapabilities),
+            paymentSummaryItems: items, applicationData: applicationData,
+            requiredBillingContactFields: billing, requiredShippingContactFields: shipping,
+            shippingMethods: (request.shippingMethods ?? []).map {
+                ShippingMethod(identifier: $0.identifier, label: $0.label, detail: $0.detail ?? "", amount: $0.amount)
+            })
+        // Versions 12 and 14: the coupon code and the payment type.
+        return WebPaymentTypes.apply(request, to: &converted).map { converted }
+    }
 
     /// Applies the request's coupon code and payment type to `request`.
     static func apply(
@@ -143,5 +196,44 @@ enum WebPaymentTypes {
 
     static func isDate(_ text: String) -> Bool {
         text.count <= 40 && text.prefixMatch(of: /[0-9]{4}-[0-9]{2}-[0-9]{2}/) != nil
+    }
+}
+
+/// The agent's reading of what a page's frame sends it (docs/web.md, "The browser agent"), public for the fuzz target
+/// `FuzzAgentMessage`: every frame body decodes into its contract type or is refused, and a `begin()` body's request
+/// becomes the device's payment request or a refusal, never a crash.
+public enum BrowserAgentMessage {
+    /// The frame's routes whose bodies ``refusal(of:route:)`` reads.
+    public static let routes = [
+        BrowserAgentAPI.Route.sessions, BrowserAgentAPI.Route.hello, BrowserAgentAPI.Route.activeCard,
+        BrowserAgentAPI.Route.answer,
+    ]
+
+    /// Reads `body` as the body of the frame's route `route` (a ``BrowserAgentAPI/Route`` pattern): nil when the
+    /// agent would take it, else why not (the message its 400 answer carries).
+    public static func refusal(of body: [UInt8], route: String) -> String? {
+        let decoder = JSONDecoder()
+        let data = Data(body)
+        switch route {
+        case BrowserAgentAPI.Route.hello:
+            return (try? decoder.decode(BrowserAgentAPI.PageContext.self, from: data)) == nil
+                ? "the body is a page context" : nil
+        case BrowserAgentAPI.Route.activeCard:
+            return (try? decoder.decode(BrowserAgentAPI.ActiveCardQuery.self, from: data)) == nil
+                ? "the body is {merchantIdentifier, page}" : nil
+        case BrowserAgentAPI.Route.answer:
+            return (try? decoder.decode(AnswerPaymentSheetEvent.Body.self, from: data)) == nil
+                ? "the body is an answer" : nil
+        case BrowserAgentAPI.Route.sessions:
+            guard let begin = try? decoder.decode(BrowserAgentAPI.BeginSession.self, from: data) else {
+                return "the body is {version, page, request}"
+            }
+            switch WebPaymentTypes.paymentRequest(begin.request) {
+            case .success: return nil
+            case .failure(let problem): return problem.message
+            }
+        default:
+            return "no such route"
+        }
     }
 }

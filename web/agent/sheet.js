@@ -12,6 +12,7 @@
     const $ = function (id) { return document.getElementById(id); };
     let shown = null; // The JSON of what is drawn, to redraw only on change.
     let busy = false;
+    let drawnCoupon = null; // The coupon code last put in the field.
 
     function call(method, path, body) {
         const init = { method: method, headers: { "X-Orchard-Agent-Secret": secret }, credentials: "omit" };
@@ -120,7 +121,9 @@
         // Version 12: the coupon code field; the page's errors for it show beside it.
         const couponErrors = sheet.appErrors.filter(function (error) { return /coupon/i.test(error); });
         $("coupon").hidden = !sheet.supportsCouponCode;
-        if (sheet.supportsCouponCode && document.activeElement !== $("coupon-code")) {
+        // The field shows the sheet's code when that changes, never overwriting what the user is typing.
+        if (sheet.supportsCouponCode && sheet.couponCode !== drawnCoupon) {
+            drawnCoupon = sheet.couponCode;
             $("coupon-code").value = sheet.couponCode || "";
         }
         $("coupon-errors").hidden = couponErrors.length === 0;

@@ -119,6 +119,11 @@
         if (!window.isSecureContext || location.protocol !== "https:") {
             throw invalidAccess("Trying to start an Apple Pay session from an insecure document.");
         }
+        // Any ancestor not https (the agent's frame will not load under one, and the agent refuses it too).
+        const ancestors = location.ancestorOrigins ? Array.from(location.ancestorOrigins) : [];
+        if (ancestors.some(function (origin) { return !origin.startsWith("https://"); })) {
+            throw invalidAccess("Trying to start an Apple Pay session from a document with an insecure parent frame.");
+        }
         if (agent.refusal) {
             throw new DOMException(agent.refusal.message, agent.refusal.name);
         }
