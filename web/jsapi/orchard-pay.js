@@ -825,7 +825,363 @@
         Object.defineProperty(ApplePaySession.prototype, name, { value: STATUSES[name], enumerable: true });
     });
 
+    // MARK: Payment Request (`https://apple.com/apple-pay` only)
+
+    const APPLE_PAY_METHOD = "https://apple.com/apple-pay";
+    const NativePaymentRequest = window.PaymentRequest;
+    let nextRequest = 1;
+
+    function abortError(message) {
+        return new DOMException(message || "The user aborted a request.", "AbortError");
+    }
+
+    function money(amountValue, what) {
+        if (typeof amountValue !== "object" || amountValue === null || typeof amountValue.currency !== "string") {
+            throw new TypeError("Missing " + what + " amount.");
+        }
+        return { currency: amountValue.currency, value: amount(amountValue.value) };
+    }
+
+    /// A `PaymentItem` as an Apple Pay line item.
+    function paymentItem(item, what) {
+        if (typeof item !== "object" || item === null || typeof item.label !== "string") {
+            throw new TypeError("Missing " + what + " label.");
+        }
+        const value = money(item.amount, what);
+        return { label: item.label, amount: value.value, type: item.pending ? "pending" : "final", currency: value.currency };
+    }
+
+    function shippingOptions(options) {
+        return (options || []).map(function (option) {
+            if (typeof option !== "object" || option === null || typeof option.id !== "string") {
+                throw new TypeError("Type error");
+            }
+            return {
+                label: String(option.label), detail: "", amount: money(option.amount, "shipping option").value,
+                identifier: option.id, selected: Boolean(option.selected),
+            };
+        });
+    }
+
+    /// `PaymentDetailsInit` or `PaymentDetailsUpdate` as an Apple Pay update dictionary.
+    function detailsUpdate(details, current) {
+        const out = { newTotal: current.total, newLineItems: current.lineItems };
+        if (details.total !== undefined) {
+            out.newTotal = paymentItem(details.total, "total");
+        }
+        if (details.displayItems !== undefined) {
+            out.newLineItems = details.displayItems.map(function (item) { return paymentItem(item, "line item"); });
+        }
+        if (details.shippingOptions !== undefined) {
+            out.newShippingMethods = shippingOptions(details.shippingOptions);
+        }
+        const errors = (details.paymentMethodErrors || []).slice();
+        if (details.shippingAddressErrors && Object.keys(details.shippingAddressErrors).length > 0) {
+            errors.push(new ApplePayError("shippingContactInvalid", "postalAddress",
+                Object.values(details.shippingAddressErrors).join("; ")));
+        }
+        if (typeof details.error === "string" && details.error !== "") {
+            errors.push(new ApplePayError("unknown", undefined, details.error));
+        }
+        out.errors = errors;
+        return out;
+    }
+
+    /// The event a `PaymentRequest` fires for a merchant's validation (WebKit's `MerchantValidationEvent`, a W3C
+    /// Note): `complete(promise)` once, with the merchant session object.
+    class MerchantValidationEvent extends Event {
+        constructor(type, init) {
+            super(type);
+            this.methodName = init.methodName;
+            this.validationURL = init.validationURL;
+            this._complete = init.complete;
+            this._completed = false;
+        }
+
+        complete(merchantSessionPromise) {
+            if (this._completed) {
+                throw new DOMException("", "InvalidStateError");
+            }
+            this._completed = true;
+            this._complete(Promise.resolve(merchantSessionPromise));
+        }
+    }
+
+    /// An event whose `updateWith(promise)` answers the sheet (`shippingaddresschange`, `shippingoptionchange`,
+    /// `paymentmethodchange`).
+    class PaymentRequestUpdateEvent extends Event {
+        constructor(type, init) {
+            super(type);
+            Object.assign(this, init.fields || {});
+            this._update = init.update;
+            this._updated = false;
+        }
+
+        updateWith(detailsPromise) {
+            if (this._updated) {
+                throw new DOMException("", "InvalidStateError");
+            }
+            this._updated = true;
+            this._update(Promise.resolve(detailsPromise));
+        }
+    }
+
+    /// The browser's `PaymentRequest` with Orchard's Apple Pay for the method `https://apple.com/apple-pay`: a
+    /// request that names it shows Apple Pay only (as Safari does); any other request is the browser's own.
+    class PaymentRequest extends EventTarget {
+        constructor(methodData, details, options) {
+            const methods = Array.isArray(methodData) ? methodData : [];
+            const applePay = methods.find(function (method) {
+                return method && method.supportedMethods === APPLE_PAY_METHOD;
+            });
+            if (!applePay) {
+                if (NativePaymentRequest) {
+                    return new NativePaymentRequest(methodData, details, options);
+                }
+                throw new TypeError("At least one payment method is required");
+            }
+            super();
+            checkPage();
+            const data = applePay.data || {};
+            if (typeof data.version !== "number") {
+                throw new TypeError("Member ApplePayRequest.version is required and must be an instance of unsigned long");
+            }
+            if (typeof data.merchantIdentifier !== "string") {
+                throw new TypeError(
+                    "Member ApplePayRequest.merchantIdentifier is required and must be an instance of DOMString");
+            }
+            if (!ApplePaySession.supportsVersion(data.version)) {
+                throw invalidAccess("\"" + data.version + "\" is not a supported version.");
+            }
+            if (typeof details !== "object" || details === null || details.total === undefined) {
+                throw new TypeError("Member PaymentDetailsInit.total is required.");
+            }
+            const total = paymentItem(details.total, "total");
+            const wanted = options || {};
+            const fields = [];
+            if (wanted.requestShipping) {
+                fields.push("postalAddress");
+            }
+            if (wanted.requestPayerName) {
+                fields.push("name");
+            }
+            if (wanted.requestPayerEmail) {
+                fields.push("email");
+            }
+            if (wanted.requestPayerPhone) {
+                fields.push("phone");
+            }
+            const options_ = shippingOptions(details.shippingOptions);
+            const selected = options_.find(function (option) { return option.selected; });
+            this._version = data.version;
+            this._merchantIdentifier = data.merchantIdentifier;
+            // The Apple Pay request; ApplePaySession validates it as the version says.
+            this._request = Object.assign({}, data, {
+                currencyCode: total.currency,
+                total: { label: total.label, amount: total.amount, type: total.type },
+                lineItems: (details.displayItems || []).map(function (item) {
+                    const line = paymentItem(item, "line item");
+                    return { label: line.label, amount: line.amount, type: line.type };
+                }),
+                requiredShippingContactFields: fields.length > 0 ? fields : undefined,
+                shippingMethods: options_.length > 0
+                    ? [selected || options_[0]].concat(options_.filter(function (o) { return o !== (selected || options_[0]); }))
+                        .map(function (o) { return { label: o.label, detail: o.detail, amount: o.amount, identifier: o.identifier }; })
+                    : undefined,
+            });
+            delete this._request.version;
+            delete this._request.merchantIdentifier;
+            // Checked now, as WebKit checks the request in the constructor.
+            validateRequest(this._version, this._request);
+            this.id = typeof details.id === "string" ? details.id : "orchard-request-" + nextRequest++;
+            this.shippingAddress = null;
+            this.shippingOption = selected ? selected.identifier : null;
+            this.shippingType = wanted.requestShipping ? (wanted.shippingType || "shipping") : null;
+            this.onmerchantvalidation = null;
+            this.onshippingaddresschange = null;
+            this.onshippingoptionchange = null;
+            this.onpaymentmethodchange = null;
+            this._state = "created";
+            this._session = null;
+            this._current = { total: this._request.total, lineItems: this._request.lineItems };
+        }
+
+        canMakePayment() {
+            try {
+                return Promise.resolve(ApplePaySession.canMakePayments());
+            } catch (error) {
+                return Promise.resolve(false);
+            }
+        }
+
+        hasEnrolledInstrument() {
+            return ApplePaySession.canMakePaymentsWithActiveCard(this._merchantIdentifier);
+        }
+
+        show() {
+            if (this._state !== "created") {
+                return Promise.reject(new DOMException("", "InvalidStateError"));
+            }
+            let session;
+            try {
+                session = new ApplePaySession(this._version, this._request);
+            } catch (error) {
+                this._state = "closed";
+                return Promise.reject(error);
+            }
+            this._state = "interactive";
+            this._session = session;
+            const request = this;
+            return new Promise(function (resolve, reject) {
+                request._reject = reject;
+                session.onvalidatemerchant = function (event) {
+                    request._fire(new MerchantValidationEvent("merchantvalidation", {
+                        methodName: APPLE_PAY_METHOD, validationURL: event.validationURL,
+                        complete: function (promise) {
+                            promise.then(function (merchantSession) {
+                                session.completeMerchantValidation(merchantSession);
+                            }).catch(function (error) {
+                                request._end(error instanceof TypeError ? error : abortError());
+                            });
+                        },
+                    }));
+                };
+                const update = function (type, fields, complete) {
+                    return function (event) {
+                        const current = request._current;
+                        let answered = false;
+                        const detailsEvent = new PaymentRequestUpdateEvent(type, {
+                            fields: fields(event),
+                            update: function (promise) {
+                                answered = true;
+                                promise.then(function (details) {
+                                    const changed = detailsUpdate(details || {}, current);
+                                    request._current = { total: changed.newTotal, lineItems: changed.newLineItems };
+                                    complete(validateUpdate(changed, request._version));
+                                }).catch(function (error) { request._end(error); });
+                            },
+                        });
+                        request._fire(detailsEvent);
+                        if (!answered) {
+                            complete({ newTotal: current.total, newLineItems: current.lineItems });
+                        }
+                    };
+                };
+                session.onshippingcontactselected = update("shippingaddresschange", function (event) {
+                    request.shippingAddress = address(event.shippingContact);
+                    return {};
+                }, function (changed) { session.completeShippingContactSelection(changed); });
+                session.onshippingmethodselected = update("shippingoptionchange", function (event) {
+                    request.shippingOption = event.shippingMethod.identifier;
+                    return {};
+                }, function (changed) { session.completeShippingMethodSelection(changed); });
+                session.onpaymentmethodselected = update("paymentmethodchange", function (event) {
+                    return { methodName: APPLE_PAY_METHOD, methodDetails: event.paymentMethod };
+                }, function (changed) { session.completePaymentMethodSelection(changed); });
+                session.oncouponcodechanged = update("paymentmethodchange", function (event) {
+                    return { methodName: APPLE_PAY_METHOD, methodDetails: { couponCode: event.couponCode } };
+                }, function (changed) { session.completeCouponCodeChange(changed); });
+                session.onpaymentauthorized = function (event) {
+                    request._state = "closed";
+                    resolve(new PaymentResponse(request, session, event.payment));
+                };
+                session.oncancel = function () { request._end(abortError()); };
+                session.begin();
+            });
+        }
+
+        abort() {
+            if (this._state !== "interactive") {
+                return Promise.reject(new DOMException("", "InvalidStateError"));
+            }
+            this._session.abort();
+            this._end(abortError("The request was aborted."));
+            return Promise.resolve();
+        }
+
+        _end(error) {
+            if (this._state === "interactive") {
+                this._state = "closed";
+                if (this._session && !FINAL_STATES.includes(this._session._state) && this._session._state !== "idle") {
+                    this._session.abort();
+                }
+                this._reject(error);
+            }
+        }
+
+        _fire(event) {
+            const handler = this["on" + event.type];
+            if (typeof handler === "function") {
+                try {
+                    handler.call(this, event);
+                } catch (error) {
+                    setTimeout(function () { throw error; });
+                }
+            }
+            this.dispatchEvent(event);
+        }
+    }
+
+    /// An Apple Pay contact as a `PaymentAddress`-like object.
+    function address(contact) {
+        if (!contact) {
+            return null;
+        }
+        return {
+            country: contact.countryCode || "", addressLine: contact.addressLines || [], region: contact.administrativeArea || "",
+            city: contact.locality || "", dependentLocality: contact.subLocality || "", postalCode: contact.postalCode || "",
+            sortingCode: "", organization: "", recipient: [contact.givenName, contact.familyName].filter(Boolean).join(" "),
+            phone: contact.phoneNumber || "",
+        };
+    }
+
+    /// What `show()` resolves with: `details` is the `ApplePayPayment`; `complete(result)` answers the sheet.
+    class PaymentResponse extends EventTarget {
+        constructor(request, session, payment) {
+            super();
+            this.requestId = request.id;
+            this.methodName = APPLE_PAY_METHOD;
+            this.details = payment;
+            const contact = payment.shippingContact || {};
+            this.shippingAddress = request._request.requiredShippingContactFields
+                && request._request.requiredShippingContactFields.includes("postalAddress") ? address(contact) : null;
+            this.shippingOption = request.shippingOption;
+            this.payerName = contact.givenName ? [contact.givenName, contact.familyName].filter(Boolean).join(" ") : null;
+            this.payerEmail = contact.emailAddress || null;
+            this.payerPhone = contact.phoneNumber || null;
+            this._session = session;
+            this._completed = false;
+        }
+
+        complete(result) {
+            if (this._completed) {
+                return Promise.reject(new DOMException("", "InvalidStateError"));
+            }
+            this._completed = true;
+            const status = result === "success" ? ApplePaySession.STATUS_SUCCESS : ApplePaySession.STATUS_FAILURE;
+            try {
+                this._session.completePayment(status);
+            } catch (error) {
+                return Promise.reject(error);
+            }
+            return Promise.resolve();
+        }
+
+        toJSON() {
+            return {
+                requestId: this.requestId, methodName: this.methodName, details: this.details,
+                shippingAddress: this.shippingAddress, shippingOption: this.shippingOption, payerName: this.payerName,
+                payerEmail: this.payerEmail, payerPhone: this.payerPhone,
+            };
+        }
+    }
+
     Object.defineProperty(window, "ApplePaySession", { value: ApplePaySession, configurable: true, writable: true });
     Object.defineProperty(window, "ApplePayError", { value: ApplePayError, configurable: true, writable: true });
+    if (window.isSecureContext) {
+        Object.defineProperty(window, "PaymentRequest", { value: PaymentRequest, configurable: true, writable: true });
+        Object.defineProperty(window, "MerchantValidationEvent",
+            { value: MerchantValidationEvent, configurable: true, writable: true });
+    }
     insertFrame();
 })();
