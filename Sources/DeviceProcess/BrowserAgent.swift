@@ -120,6 +120,8 @@ private final class AgentState: @unchecked Sendable {
         var state = "validating"
         var sheet: String?
         var merchantName: String?
+        /// The verified session's merchant (a fresh session must name the same one).
+        var merchantIdentifier: String?
         var failure: String?
         let began = ContinuousClock.now
         init(id: String, frameSecret: String, domain: String, version: Int, request: PaymentRequest) {
@@ -270,7 +272,15 @@ private final class AgentState: @unchecked Sendable {
             guard let sheet = lock.withLock({ session.sheet }) else {
                 return Self.failure(409, "invalidAction", "the session has no sheet")
             }
-            return Self.response(await sheets.handle(.sheetAnswer(sheet), body: request.body))
+            let answer = await sheets.handle(.sheetAnswer(sheet), body: request.body)
+            // A failure that keeps the sheet spent the merchant session: the page validates again (part 4).
+            if answer.status == 200,
+                (try? Self.decoder.decode(AnswerPaymentSheetEvent.Body.self, from: request.body))?.result?.keepsSheet
+                    == true
+            {
+                lock.withLock { session.state = "revalidating" }
+            }
+            return Self.response(answer)
         case BrowserAgentAPI.Route.abort:
             let sheet = lock.withLock { () -> String? in
                 if session.sheet == nil { session.state = "ended" }
@@ -375,7 +385,8 @@ private final class AgentState: @unchecked Sendable {
 
     /// `completeMerchantValidation`: the session verified, then the sheet presented.
     private func validate(_ session: WebSession, _ body: Data) async -> HTTPResponse {
-        guard lock.withLock({ session.state == "validating" }) else {
+        let state = lock.withLock { session.state }
+        guard state == "validating" || state == "revalidating" else {
             return Self.failure(409, "InvalidAccessError", "the session does not wait for its merchant's validation")
         }
         let problem: String?
@@ -388,14 +399,21 @@ private final class AgentState: @unchecked Sendable {
             merchantSession = nil
             problem = "the merchant session is not one: \(error.message)"
         }
-        guard let merchantSession, problem == nil else {
-            let reason = problem ?? "the merchant session was refused"
+        let (sheetID, merchant) = lock.withLock { (session.sheet, session.merchantIdentifier) }
+        guard let merchantSession, problem == nil,
+            state == "validating" || merchantSession.merchantIdentifier == merchant
+        else {
+            let reason = problem ?? "the fresh merchant session is for another merchant"
             lock.withLock {
                 session.state = "ended"
                 session.failure = reason
             }
+            if let sheetID { _ = await sheets.handle(.sheetAction(sheetID, .cancel), body: Data()) }
             trace("agent: \(session.domain)'s merchant session refused: \(reason)")
             return Self.failure(422, "merchantSessionRefused", reason)
+        }
+        if state == "revalidating", let sheetID {
+            return await renew(session, sheet: sheetID, with: merchantSession)
         }
         var request = session.request
         request.merchantIdentifier = merchantSession.merchantIdentifier
@@ -404,6 +422,7 @@ private final class AgentState: @unchecked Sendable {
             merchantSessionNonce: merchantSession.nonce)
         lock.withLock {
             session.merchantName = merchantSession.displayName
+            session.merchantIdentifier = merchantSession.merchantIdentifier
             session.state = "presenting"
         }
         let presented = await sheets.presentWeb(request, web: web)
@@ -424,6 +443,27 @@ private final class AgentState: @unchecked Sendable {
             session.state = "presented"
         }
         trace("agent: \(session.domain)'s merchant session verified; sheet \(sheet.id) on the device's screen")
+        return Self.json(BrowserAgentAPI.SessionState(state: "presented"))
+    }
+
+    /// A fresh merchant session for a sheet whose session a refused payment spent: the sheet binds it for the
+    /// user's next authorization (docs/web.md, "A failed payment the user can correct").
+    private func renew(
+        _ session: WebSession, sheet: String, with merchantSession: MerchantSession
+    ) async
+        -> HTTPResponse
+    {
+        let web = WebPaymentContext(
+            domain: session.domain, merchantSessionIdentifier: merchantSession.merchantSessionIdentifier,
+            merchantSessionNonce: merchantSession.nonce)
+        guard let current = await sheets.session(sheet),
+            case .success(let reply) = await current.submit(.merchantSession(web)),
+            case .accepted = reply.result
+        else {
+            return Self.failure(409, "InvalidAccessError", "the sheet does not wait for a fresh merchant session")
+        }
+        lock.withLock { session.state = "presented" }
+        trace("agent: \(session.domain)'s fresh merchant session verified for the sheet's next authorization")
         return Self.json(BrowserAgentAPI.SessionState(state: "presented"))
     }
 
@@ -476,7 +516,8 @@ private final class AgentState: @unchecked Sendable {
         return Self.json(
             BrowserAgentAPI.SheetScreen(
                 state: state, domain: own ? web?.domain : view?.applicationIdentifier,
-                merchantName: own ? web?.name : view?.merchantName, failure: view?.failure, sheet: view))
+                merchantName: own ? web?.name : view?.merchantName,
+                failure: (own ? web?.failure : nil) ?? view?.failure, sheet: view))
     }
 }
 

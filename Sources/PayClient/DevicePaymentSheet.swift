@@ -146,6 +146,9 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         var appErrors: [String] = []
         /// A web page's payment: its domain and merchant session (nil for an app's).
         var web: WebPaymentContext?
+        /// A web payment's merchant session was spent by a token the page refused with errors to correct: the user
+        /// authorizes again only with a fresh one (``PaymentSheetAction/merchantSession(_:)``).
+        var sessionSpent = false
 
         /// What the user must still do before paying.
         var needs: [String] {
@@ -154,6 +157,7 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 needs.append("shippingContact")
             }
             if !request.requiredBillingContactFields.isEmpty, billingContact == nil { needs.append("billingContact") }
+            if sessionSpent { needs.append("merchantSession") }
             return needs + ["authentication"]
         }
 
@@ -294,6 +298,18 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 state.couponCode = code
                 await driver.show(await view(of: state))
                 try apply(await delegate.didChangeCouponCode(code, request: state.request), to: &state, driver)
+            case .merchantSession(let context):
+                guard let web = state.web, state.sessionSpent, context.domain == web.domain,
+                    context.merchantSessionIdentifier != web.merchantSessionIdentifier
+                else {
+                    result = .refused(
+                        PaymentSheetError(.invalidAction, "the sheet does not wait for a fresh merchant session"))
+                    continue
+                }
+                state.web = context
+                state.sessionSpent = false
+                trace("sheet: a fresh merchant session for \(context.domain); the user may authorize again")
+                await driver.show(await view(of: state))
             case .billingContact(let contact):
                 if let refusal = Self.check(contact, state.request.requiredBillingContactFields, "billing") {
                     result = .refused(refusal)
@@ -342,6 +358,8 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                     // app's answer to the new selection clears the errors) and authorizes again.
                     trace("sheet: the app refused the payment with errors to correct; the sheet stays")
                     state.appErrors = verdict.errors
+                    // A page's merchant session pays once: the next authorization needs a fresh one.
+                    if state.web != nil { state.sessionSpent = true }
                     await driver.show(await view(of: state))
                 case .rejected(let offered):
                     guard driver.staysOnFailure else {

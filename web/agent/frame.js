@@ -191,6 +191,14 @@
         call("POST", sessionPath("/v1/frame/sessions/:session/answer", state.agent), body).then(function () {
             clearTimeout(state.timer);
             poll(local);
+            // A failure the user corrects spent the merchant session: the page validates again for the next
+            // authorization (docs/web.md, "A failed payment the user can correct").
+            if (body.result && body.result.keepsSheet === true) {
+                toPage({
+                    type: "event", session: local,
+                    event: { type: "validatemerchant", validationURL: state.validationURL },
+                });
+            }
         });
     }
 
@@ -207,6 +215,7 @@
                     return;
                 }
                 state.agent = answer.body.session;
+                state.validationURL = answer.body.validationURL;
                 if (state.ended) {
                     call("POST", sessionPath("/v1/frame/sessions/:session/abort", state.agent), {});
                     return;

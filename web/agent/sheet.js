@@ -80,8 +80,9 @@
         if (!sheet || sheet.status !== "presented") {
             $("details").hidden = true;
             const outcome = sheet ? sheet.status : "ended";
-            status.textContent = outcome === "completed" ? "Done" : outcome === "cancelled" ? "Cancelled"
-                : "Payment not completed" + (screen.failure ? ": " + screen.failure : "");
+            // A refusal (a fresh merchant session refused) ends the sheet with its reason, whatever its status.
+            status.textContent = screen.failure ? "Payment not completed: " + screen.failure
+                : outcome === "completed" ? "Done" : outcome === "cancelled" ? "Cancelled" : "Payment not completed";
             document.title = "Apple Pay: " + status.textContent;
             return;
         }

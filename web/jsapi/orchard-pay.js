@@ -687,7 +687,10 @@
             result.keepsSheet = result.status === 1 && result.errors.length > 0
                 && !result.errors.some(function (error) { return error.code === "unknown"; });
             if (result.keepsSheet) {
+                // The sheet stays for the correction; the spent merchant session cannot pay again, so the page is
+                // asked for a fresh one (onvalidatemerchant again) before the user authorizes again.
                 this._state = "active";
+                this._validation = "idle";
             } else {
                 this._state = "completed";
                 this._end();
