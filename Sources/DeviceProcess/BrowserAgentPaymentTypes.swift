@@ -222,7 +222,8 @@ public enum BrowserAgentMessage {
             return (try? decoder.decode(BrowserAgentAPI.ActiveCardQuery.self, from: data)) == nil
                 ? "the body is {merchantIdentifier, page}" : nil
         case BrowserAgentAPI.Route.answer:
-            return (try? decoder.decode(AnswerPaymentSheetEvent.Body.self, from: data)) == nil
+            // Decoded by the device's sheet, which refuses a key given twice.
+            return (try? DeviceControlJSON.decoder().decode(AnswerPaymentSheetEvent.Body.self, from: data)) == nil
                 ? "the body is an answer" : nil
         case BrowserAgentAPI.Route.sessions:
             guard let begin = try? decoder.decode(BrowserAgentAPI.BeginSession.self, from: data) else {
