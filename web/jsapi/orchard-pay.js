@@ -1,5 +1,5 @@
 /*
- * orchard-pay.js 1.0.0: Apple Pay JS (`ApplePaySession`, versions 1 to 14) for browsers without it, through the
+ * orchard-pay.js 1.1.0: Apple Pay JS (`ApplePaySession`, versions 1 to 14) for browsers without it, through the
  * device's browser agent (https://agent.orchard.test). Orchard, docs/web.md "Apple Pay in a browser".
  *
  * The page talks to the agent only by postMessage to an invisible frame of the agent's origin; the frame reads the
