@@ -438,9 +438,16 @@ private final class AgentState: @unchecked Sendable {
             }
             return Self.response(presented)
         }
-        lock.withLock {
+        let aborted = lock.withLock { () -> Bool in
             session.sheet = sheet.id
+            // The page aborted while the sheet was being presented: no sheet stays up for a page that left.
+            guard session.state != "ended" else { return true }
             session.state = "presented"
+            return false
+        }
+        if aborted {
+            _ = await sheets.handle(.sheetAction(sheet.id, .cancel), body: Data())
+            return Self.failure(409, "InvalidAccessError", "the page aborted its session")
         }
         trace("agent: \(session.domain)'s merchant session verified; sheet \(sheet.id) on the device's screen")
         return Self.json(BrowserAgentAPI.SessionState(state: "presented"))
