@@ -45,5 +45,7 @@ let package = Package(
             name: "FuzzProximityAdvertisement", dependencies: [.product(name: "RelayAPI", package: "Orchard")]),
         // The device control socket's HTTP parser (DeviceProcess).
         .target(name: "FuzzControlHTTP", dependencies: [.product(name: "DeviceProcess", package: "Orchard")]),
+        // What a page's frame sends the browser agent: its bodies and a begin()'s request (DeviceProcess).
+        .target(name: "FuzzAgentMessage", dependencies: [.product(name: "DeviceProcess", package: "Orchard")]),
     ]
 )

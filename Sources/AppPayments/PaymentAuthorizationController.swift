@@ -9,6 +9,9 @@ public protocol PaymentAuthorizationControllerDelegate: Sendable {
     func didSelectShippingMethod(_ method: ShippingMethod, request: PaymentRequest) async -> PaymentRequestUpdate
     /// The user chose a card: network, type and display name only.
     func didSelectPaymentMethod(_ method: PaymentMethod, request: PaymentRequest) async -> PaymentRequestUpdate
+    /// The user entered or changed the coupon code (a request that ``PaymentRequest/supportsCouponCode``): the app
+    /// answers with new items, or errors (an invalid or expired code) the sheet shows.
+    func didChangeCouponCode(_ couponCode: String, request: PaymentRequest) async -> PaymentRequestUpdate
     /// The user authorized: the token and exactly the contact fields and shipping method the request required.
     func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult
 }
@@ -26,6 +29,11 @@ extension PaymentAuthorizationControllerDelegate {
     { PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems) }
     public func didSelectPaymentMethod(
         _ method: PaymentMethod, request: PaymentRequest
+    ) async
+        -> PaymentRequestUpdate
+    { PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems) }
+    public func didChangeCouponCode(
+        _ couponCode: String, request: PaymentRequest
     ) async
         -> PaymentRequestUpdate
     { PaymentRequestUpdate(paymentSummaryItems: request.paymentSummaryItems) }

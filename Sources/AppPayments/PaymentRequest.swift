@@ -158,6 +158,13 @@ public struct PaymentRequest: Hashable, Sendable {
     public var requiredBillingContactFields: Set<ContactField>
     public var requiredShippingContactFields: Set<ContactField>
     public var shippingMethods: [ShippingMethod]
+    /// Whether the sheet offers a coupon code field (PassKit's `supportsCouponCode`, Apple Pay JS version 12).
+    public var supportsCouponCode = false
+    /// The coupon code the sheet starts with.
+    public var couponCode: String?
+    /// A recurring, automatic reload or deferred payment, or several merchants' tokens (Apple Pay JS version 14):
+    /// the sheet shows it (only one per request).
+    public var paymentType: PaymentTypeRequest?
 
     public init(
         merchantIdentifier: String, countryCode: String, currencyCode: String, supportedNetworks: [PaymentNetwork],
@@ -225,5 +232,39 @@ public struct PaymentAuthorizationResult: Hashable, Sendable {
         self.status = status
         self.errors = errors
         self.keepsSheet = status == .failure && !errors.isEmpty && keepsSheet
+    }
+}
+
+/// The one payment type a request may carry beyond an immediate payment (PassKit's `recurringPaymentRequest`,
+/// `automaticReloadPaymentRequest`, `deferredPaymentRequest`, `multiTokenContexts`): what the sheet shows the user
+/// before they authorize.
+public struct PaymentTypeRequest: Hashable, Sendable {
+    /// Which payment type.
+    public enum Kind: String, Hashable, Sendable {
+        case recurring, automaticReload, deferred, multiToken
+    }
+    public var kind: Kind
+    /// The merchant's description of the payment, which the sheet shows.
+    public var paymentDescription: String
+    /// The billing item (regular, reload or deferred billing); nil for several merchants' tokens.
+    public var billing: PaymentSummaryItem?
+    /// When the billing is charged, as the sheet says it: "every month from 2027-01-01", "when the balance is
+    /// below 5.00", "on 2027-03-01".
+    public var schedule: String
+    /// Where the user manages the payment (absent for several merchants' tokens).
+    public var managementURL: String?
+    /// The merchant's billing agreement, shown before the user authorizes.
+    public var billingAgreement: String?
+
+    public init(
+        kind: Kind, paymentDescription: String, billing: PaymentSummaryItem?, schedule: String,
+        managementURL: String?, billingAgreement: String? = nil
+    ) {
+        self.kind = kind
+        self.paymentDescription = paymentDescription
+        self.billing = billing
+        self.schedule = schedule
+        self.managementURL = managementURL
+        self.billingAgreement = billingAgreement
     }
 }

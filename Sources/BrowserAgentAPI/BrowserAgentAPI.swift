@@ -128,12 +128,62 @@ public enum BrowserAgentAPI {
         public let amount: String?
         /// `final` (default) or `pending`.
         public let type: String?
+        /// Version 14: `immediate` (default), `recurring`, `deferred` or `automaticReload`.
+        public var paymentTiming: String?
+        /// A recurring item's first and last billing (ISO 8601), its unit (`year`, `month`, `day`, `hour`,
+        /// `minute`) and how many units between billings.
+        public var recurringPaymentStartDate: String?
+        public var recurringPaymentEndDate: String?
+        public var recurringPaymentIntervalUnit: String?
+        public var recurringPaymentIntervalCount: Int?
+        /// A deferred item's billing date (ISO 8601).
+        public var deferredPaymentDate: String?
+        /// An automatic reload item's threshold: the balance below which it is charged.
+        public var automaticReloadPaymentThresholdAmount: String?
 
         public init(label: String, amount: String?, type: String? = nil) {
             self.label = label
             self.amount = amount
             self.type = type
         }
+    }
+
+    /// The one version 14 payment type of a request (`orchard-pay.js` folds `recurringPaymentRequest`,
+    /// `automaticReloadPaymentRequest`, `deferredPaymentRequest` and `multiTokenContexts` into this).
+    public struct PaymentType: Codable, Sendable, Hashable {
+        /// A merchant of a multi-token request (`ApplePayPaymentTokenContext`).
+        public struct TokenContext: Codable, Sendable, Hashable {
+            public let merchantIdentifier: String
+            public let externalIdentifier: String
+            public let merchantName: String
+            public let merchantDomain: String?
+            public let amount: String
+
+            public init(
+                merchantIdentifier: String, externalIdentifier: String, merchantName: String, merchantDomain: String?,
+                amount: String
+            ) {
+                self.merchantIdentifier = merchantIdentifier
+                self.externalIdentifier = externalIdentifier
+                self.merchantName = merchantName
+                self.merchantDomain = merchantDomain
+                self.amount = amount
+            }
+        }
+
+        /// `recurring`, `automaticReload`, `deferred` or `multiToken`.
+        public let kind: String
+        public var paymentDescription: String?
+        /// `regularBilling`, `automaticReloadBilling` or `deferredBilling`.
+        public var billing: LineItem?
+        public var trialBilling: LineItem?
+        public var billingAgreement: String?
+        public var managementURL: String?
+        public var tokenNotificationURL: String?
+        public var freeCancellationDate: String?
+        public var contexts: [TokenContext]?
+
+        public init(kind: String) { self.kind = kind }
     }
 
     /// A shipping method of Apple Pay JS (`ApplePayShippingMethod`).
@@ -164,6 +214,11 @@ public enum BrowserAgentAPI {
         public let shippingMethods: [ShippingMethod]?
         /// Base64, as in Apple Pay JS.
         public let applicationData: String?
+        /// Version 12: the sheet offers a coupon code field, starting with ``couponCode``.
+        public var supportsCouponCode: Bool?
+        public var couponCode: String?
+        /// Version 14: a recurring, automatic reload, deferred or multi-token payment.
+        public var paymentType: PaymentType?
 
         public init(
             countryCode: String, currencyCode: String, supportedNetworks: [String], merchantCapabilities: [String],
@@ -230,8 +285,15 @@ public enum BrowserAgentAPI {
     /// The answer of ``Route/activeCard``.
     public struct ActiveCardAnswer: Codable, Sendable, Hashable {
         public let canMakePayments: Bool
+        /// `applePayCapabilities`' answer, without its prefix: `available`, `unavailable`, or `unknown` when the
+        /// device's website queries are off (the wallet discloses nothing), `unsupported` when the device cannot pay
+        /// or the page may not ask.
+        public let credentialStatus: String?
 
-        public init(canMakePayments: Bool) { self.canMakePayments = canMakePayments }
+        public init(canMakePayments: Bool, credentialStatus: String? = nil) {
+            self.canMakePayments = canMakePayments
+            self.credentialStatus = credentialStatus
+        }
     }
 
     /// What the device's screen shows (``Route/screen``): nothing, a page waiting for its merchant's validation,

@@ -202,6 +202,8 @@ public enum PaymentSheetActionName: String, Hashable, Sendable, CaseIterable {
     case billingContact = "billing-contact"
     /// Choose a shipping method.
     case shippingMethod = "shipping-method"
+    /// Enter or change the coupon code.
+    case couponCode = "coupon-code"
     /// Authenticate for the sheet's card and total.
     case authenticate
     /// Dismiss the sheet.

@@ -165,6 +165,8 @@ public struct PaymentSheetAppEvent: Codable, Sendable, Hashable {
     /// What happened.
     public enum Kind: String, Codable, Sendable, Hashable {
         case paymentMethodSelected, shippingContactSelected, shippingMethodSelected, paymentAuthorized, ended
+        /// The user entered or changed the coupon code.
+        case couponCodeChanged
         /// Nothing happened within the wait: ask again.
         case none
     }
@@ -176,6 +178,8 @@ public struct PaymentSheetAppEvent: Codable, Sendable, Hashable {
     /// Redacted: city, state, postal code and country only.
     public var shippingContact: PaymentContact?
     public var shippingMethod: ShippingMethod?
+    /// The coupon code the user entered (``Kind/couponCodeChanged``).
+    public var couponCode: String?
     public var payment: PaymentSheetPayment?
     /// `completed`, `cancelled` or `failed` (ended).
     public var outcome: String?
@@ -352,6 +356,24 @@ public struct ChoosePaymentSheetShippingMethod: DeviceControlRequest, Hashable {
     public var body: Body { Body(identifier: identifier) }
 }
 
+/// `POST /payment-sheets/{id}/coupon-code` `{"couponCode"}` (empty: the code removed).
+public struct ChangePaymentSheetCouponCode: DeviceControlRequest, Hashable {
+    public typealias Answer = PaymentSheetActionAnswer
+    /// The body.
+    public struct Body: Codable, Sendable, Hashable {
+        public let couponCode: String
+        public init(couponCode: String) { self.couponCode = couponCode }
+    }
+    public let sheet: String
+    public let couponCode: String
+    public init(sheet: String = "current", couponCode: String) {
+        self.sheet = sheet
+        self.couponCode = couponCode
+    }
+    public var route: DeviceControlRoute { .sheetAction(sheet, .couponCode) }
+    public var body: Body { Body(couponCode: couponCode) }
+}
+
 /// `POST /payment-sheets/{id}/authenticate` with the evidence: on success the device pays and the app is told;
 /// the answer comes once the app gave its verdict.
 public struct AuthenticatePaymentSheet: DeviceControlRequest, Hashable {
@@ -443,6 +465,36 @@ public struct PaymentSheetView: Sendable, Hashable, Codable {
     public var waitingFor: String
     /// Why it failed, for `failed`.
     public var failure: String?
+    /// Whether the sheet has a coupon code field (nil: it has none).
+    public var supportsCouponCode: Bool?
+    /// The coupon code entered (with ``supportsCouponCode``).
+    public var couponCode: String?
+    /// The request's recurring, automatic reload, deferred or multi-merchant payment, which the sheet shows.
+    public var paymentType: PaymentType?
+
+    /// A payment type beyond an immediate payment, as the sheet shows it.
+    public struct PaymentType: Sendable, Hashable, Codable {
+        /// `recurring`, `automaticReload`, `deferred` or `multiToken`.
+        public let kind: String
+        public let paymentDescription: String
+        public let billing: PaymentSummaryItem?
+        /// When the billing is charged, in words.
+        public let schedule: String
+        public let managementURL: String?
+        public let billingAgreement: String?
+
+        public init(
+            kind: String, paymentDescription: String, billing: PaymentSummaryItem?, schedule: String,
+            managementURL: String?, billingAgreement: String?
+        ) {
+            self.kind = kind
+            self.paymentDescription = paymentDescription
+            self.billing = billing
+            self.schedule = schedule
+            self.managementURL = managementURL
+            self.billingAgreement = billingAgreement
+        }
+    }
 
     public init(
         applicationIdentifier: String, merchantIdentifier: String, merchantName: String, currencyCode: String,

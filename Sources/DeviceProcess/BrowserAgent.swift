@@ -1,6 +1,7 @@
 import AccessPolicy
 import AppPayments
 import BrowserAgentAPI
+import Device
 import DeviceControlAPI
 import Foundation
 public import OrchardCrypto
@@ -8,6 +9,7 @@ import OrchardHTTP
 import OrchardLogging
 import OrchardWeb
 public import PayClient
+import Wallet
 import WebMerchantAPI
 
 /// What the browser agent of `orchard device run` runs with.
@@ -118,6 +120,8 @@ private final class AgentState: @unchecked Sendable {
         var state = "validating"
         var sheet: String?
         var merchantName: String?
+        /// The verified session's merchant (a fresh session must name the same one).
+        var merchantIdentifier: String?
         var failure: String?
         let began = ContinuousClock.now
         init(id: String, frameSecret: String, domain: String, version: Int, request: PaymentRequest) {
@@ -235,11 +239,15 @@ private final class AgentState: @unchecked Sendable {
             guard let query = try? Self.decoder.decode(BrowserAgentAPI.ActiveCardQuery.self, from: request.body)
             else { return Self.failure(400, "invalidRequest", "the body is {merchantIdentifier, page}") }
             guard Self.refusal(query.page) == nil, let domain = Self.topHost(query.page) else {
-                return Self.json(BrowserAgentAPI.ActiveCardAnswer(canMakePayments: false))
+                return Self.json(
+                    BrowserAgentAPI.ActiveCardAnswer(canMakePayments: false, credentialStatus: "unsupported"))
             }
             // The wallet's answer (website queries off: as canMakePayments(), asking no server).
-            return Self.json(
-                BrowserAgentAPI.ActiveCardAnswer(canMakePayments: await activeCard(query.merchantIdentifier, domain)))
+            let answer = await activeCard(query.merchantIdentifier, domain)
+            let disclosed = await sheets.device.wallet.currentSettings.allowWebsiteQueries
+            let capable = await canMakePayments()
+            let status = !capable ? "unsupported" : !disclosed ? "unknown" : answer ? "available" : "unavailable"
+            return Self.json(BrowserAgentAPI.ActiveCardAnswer(canMakePayments: answer, credentialStatus: status))
         default:
             break
         }
@@ -264,7 +272,15 @@ private final class AgentState: @unchecked Sendable {
             guard let sheet = lock.withLock({ session.sheet }) else {
                 return Self.failure(409, "invalidAction", "the session has no sheet")
             }
-            return Self.response(await sheets.handle(.sheetAnswer(sheet), body: request.body))
+            let answer = await sheets.handle(.sheetAnswer(sheet), body: request.body)
+            // A failure that keeps the sheet spent the merchant session: the page validates again (part 4).
+            if answer.status == 200,
+                (try? Self.decoder.decode(AnswerPaymentSheetEvent.Body.self, from: request.body))?.result?.keepsSheet
+                    == true
+            {
+                lock.withLock { session.state = "revalidating" }
+            }
+            return Self.response(answer)
         case BrowserAgentAPI.Route.abort:
             let sheet = lock.withLock { () -> String? in
                 if session.sheet == nil { session.state = "ended" }
@@ -341,7 +357,7 @@ private final class AgentState: @unchecked Sendable {
             return Self.failure(400, "invalidRequest", "the page has no top-level origin")
         }
         let converted: PaymentRequest
-        switch Self.paymentRequest(begin.request) {
+        switch WebPaymentTypes.paymentRequest(begin.request) {
         case .success(let request): converted = request
         case .failure(let problem): return Self.failure(400, "invalidRequest", problem.message)
         }
@@ -367,61 +383,10 @@ private final class AgentState: @unchecked Sendable {
             BrowserAgentAPI.SessionBegun(session: id, validationURL: BrowserAgentAPI.validationURL), status: 201)
     }
 
-    /// Apple Pay JS's request as the device's payment request (the merchant comes from the verified session).
-    static func paymentRequest(_ request: BrowserAgentAPI.PaymentRequest) -> Result<PaymentRequest, RequestProblem> {
-        var items: [PaymentSummaryItem] = []
-        for item in (request.lineItems ?? []) + [request.total] {
-            items.append(
-                PaymentSummaryItem(
-                    label: item.label, amount: item.amount ?? "0",
-                    type: item.type == "pending" ? .pending : .final))
-        }
-        func fields(_ names: [String]?) -> Result<Set<ContactField>, RequestProblem> {
-            var set = Set<ContactField>()
-            for name in names ?? [] {
-                switch name {
-                case "email": set.insert(.emailAddress)
-                case "phone": set.insert(.phoneNumber)
-                case "name": set.insert(.name)
-                case "postalAddress": set.insert(.postalAddress)
-                case "phoneticName": continue
-                default: return .failure(RequestProblem("\"\(name)\" is not a valid contact field."))
-                }
-            }
-            return .success(set)
-        }
-        var applicationData: Data?
-        if let text = request.applicationData {
-            guard let data = Data(base64Encoded: text) else {
-                return .failure(RequestProblem("\"applicationData\" must be a Base64-encoded string."))
-            }
-            applicationData = data
-        }
-        let shipping: Set<ContactField>
-        let billing: Set<ContactField>
-        switch (fields(request.requiredShippingContactFields), fields(request.requiredBillingContactFields)) {
-        case (.success(let s), .success(let b)):
-            shipping = s
-            billing = b
-        case (.failure(let problem), _), (_, .failure(let problem)):
-            return .failure(problem)
-        }
-        return .success(
-            PaymentRequest(
-                merchantIdentifier: "", countryCode: request.countryCode, currencyCode: request.currencyCode,
-                supportedNetworks: request.supportedNetworks.map(PaymentNetwork.init(rawValue:)),
-                merchantCapabilities: MerchantCapabilities(names: request.merchantCapabilities),
-                paymentSummaryItems: items, applicationData: applicationData,
-                requiredBillingContactFields: billing, requiredShippingContactFields: shipping,
-                shippingMethods: (request.shippingMethods ?? []).map {
-                    ShippingMethod(
-                        identifier: $0.identifier, label: $0.label, detail: $0.detail ?? "", amount: $0.amount)
-                }))
-    }
-
     /// `completeMerchantValidation`: the session verified, then the sheet presented.
     private func validate(_ session: WebSession, _ body: Data) async -> HTTPResponse {
-        guard lock.withLock({ session.state == "validating" }) else {
+        let state = lock.withLock { session.state }
+        guard state == "validating" || state == "revalidating" else {
             return Self.failure(409, "InvalidAccessError", "the session does not wait for its merchant's validation")
         }
         let problem: String?
@@ -434,14 +399,21 @@ private final class AgentState: @unchecked Sendable {
             merchantSession = nil
             problem = "the merchant session is not one: \(error.message)"
         }
-        guard let merchantSession, problem == nil else {
-            let reason = problem ?? "the merchant session was refused"
+        let (sheetID, merchant) = lock.withLock { (session.sheet, session.merchantIdentifier) }
+        guard let merchantSession, problem == nil,
+            state == "validating" || merchantSession.merchantIdentifier == merchant
+        else {
+            let reason = problem ?? "the fresh merchant session is for another merchant"
             lock.withLock {
                 session.state = "ended"
                 session.failure = reason
             }
+            if let sheetID { _ = await sheets.handle(.sheetAction(sheetID, .cancel), body: Data()) }
             trace("agent: \(session.domain)'s merchant session refused: \(reason)")
             return Self.failure(422, "merchantSessionRefused", reason)
+        }
+        if state == "revalidating", let sheetID {
+            return await renew(session, sheet: sheetID, with: merchantSession)
         }
         var request = session.request
         request.merchantIdentifier = merchantSession.merchantIdentifier
@@ -450,6 +422,7 @@ private final class AgentState: @unchecked Sendable {
             merchantSessionNonce: merchantSession.nonce)
         lock.withLock {
             session.merchantName = merchantSession.displayName
+            session.merchantIdentifier = merchantSession.merchantIdentifier
             session.state = "presenting"
         }
         let presented = await sheets.presentWeb(request, web: web)
@@ -465,11 +438,39 @@ private final class AgentState: @unchecked Sendable {
             }
             return Self.response(presented)
         }
-        lock.withLock {
+        let aborted = lock.withLock { () -> Bool in
             session.sheet = sheet.id
+            // The page aborted while the sheet was being presented: no sheet stays up for a page that left.
+            guard session.state != "ended" else { return true }
             session.state = "presented"
+            return false
+        }
+        if aborted {
+            _ = await sheets.handle(.sheetAction(sheet.id, .cancel), body: Data())
+            return Self.failure(409, "InvalidAccessError", "the page aborted its session")
         }
         trace("agent: \(session.domain)'s merchant session verified; sheet \(sheet.id) on the device's screen")
+        return Self.json(BrowserAgentAPI.SessionState(state: "presented"))
+    }
+
+    /// A fresh merchant session for a sheet whose session a refused payment spent: the sheet binds it for the
+    /// user's next authorization (docs/web.md, "A failed payment the user can correct").
+    private func renew(
+        _ session: WebSession, sheet: String, with merchantSession: MerchantSession
+    ) async
+        -> HTTPResponse
+    {
+        let web = WebPaymentContext(
+            domain: session.domain, merchantSessionIdentifier: merchantSession.merchantSessionIdentifier,
+            merchantSessionNonce: merchantSession.nonce)
+        guard let current = await sheets.session(sheet),
+            case .success(let reply) = await current.submit(.merchantSession(web)),
+            case .accepted = reply.result
+        else {
+            return Self.failure(409, "InvalidAccessError", "the sheet does not wait for a fresh merchant session")
+        }
+        lock.withLock { session.state = "presented" }
+        trace("agent: \(session.domain)'s fresh merchant session verified for the sheet's next authorization")
         return Self.json(BrowserAgentAPI.SessionState(state: "presented"))
     }
 
@@ -522,7 +523,8 @@ private final class AgentState: @unchecked Sendable {
         return Self.json(
             BrowserAgentAPI.SheetScreen(
                 state: state, domain: own ? web?.domain : view?.applicationIdentifier,
-                merchantName: own ? web?.name : view?.merchantName, failure: view?.failure, sheet: view))
+                merchantName: own ? web?.name : view?.merchantName,
+                failure: (own ? web?.failure : nil) ?? view?.failure, sheet: view))
     }
 }
 

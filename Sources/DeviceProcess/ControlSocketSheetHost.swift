@@ -78,6 +78,9 @@ public final class ControlSocketSheetHost: PaymentSheetHost {
                 guard let method = event.shippingMethod else { throw Self.malformed("a shipping method event") }
                 answer.update = .init(
                     apply(await delegate.didSelectShippingMethod(method, request: current), &current))
+            case .couponCodeChanged:
+                guard let code = event.couponCode else { throw Self.malformed("a coupon code event") }
+                answer.update = .init(apply(await delegate.didChangeCouponCode(code, request: current), &current))
             case .paymentAuthorized:
                 guard let payment = event.payment?.value else { throw Self.malformed("an authorization event") }
                 let result = await delegate.didAuthorizePayment(payment)

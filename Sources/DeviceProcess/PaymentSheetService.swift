@@ -300,6 +300,8 @@ public final class PaymentSheetService: Sendable {
             return decode(ChoosePaymentSheetShippingMethod.Body.self, "{identifier}").map {
                 .shippingMethod($0.identifier)
             }
+        case .couponCode:
+            return decode(ChangePaymentSheetCouponCode.Body.self, "{couponCode}").map { .couponCode($0.couponCode) }
         case .authenticate:
             return decode(AuthenticationEvidenceBody.self, "{method, success?, passcode?}").flatMap { body in
                 switch Result(catching: { () throws(DeviceError) in try DeviceControl.evidence(body) }) {
@@ -460,6 +462,12 @@ struct RemoteAppDelegate: PaymentAuthorizationControllerDelegate {
     func didSelectShippingMethod(_ method: ShippingMethod, request: PaymentRequest) async -> PaymentRequestUpdate {
         var event = PaymentSheetAppEvent(sheet: session.id, kind: .shippingMethodSelected)
         event.shippingMethod = method
+        return await ask(event, request)
+    }
+
+    func didChangeCouponCode(_ couponCode: String, request: PaymentRequest) async -> PaymentRequestUpdate {
+        var event = PaymentSheetAppEvent(sheet: session.id, kind: .couponCodeChanged)
+        event.couponCode = couponCode
         return await ask(event, request)
     }
 

@@ -118,6 +118,11 @@ actor PaymentSheetSession {
         guard self.ending == nil else { return }
         if case .cancelled = ending, timedOut {
             self.ending = .cancelled(timedOut: true)
+        } else if case .completed = ending, timedOut {
+            // The app's verdict never came in time (WebKit's 30-second rule for `onpaymentauthorized`): the sheet
+            // ends with an error, not as a completed payment, though the app holds the token (TN3174).
+            self.ending = .failed(
+                PaymentSheetError(.timedOut, "the app did not complete the payment in time"))
         } else {
             self.ending = ending
         }

@@ -29,6 +29,8 @@ final class MerchantSite: Sendable {
         var router = Router()
         router.add(.get, "/") { _ in try Self.page("index.html") }
         router.add(.get, "/confirmation") { _ in try Self.page("confirmation.html") }
+        // The conformance page of orchard-pay.js, every version's checks (docs/web.md, "The API by version").
+        router.add(.get, "/conformance") { _ in try Self.page("conformance.html") }
         router.add(.get, "/assets/:name") { request in
             let name = try request.parameter("name")
             guard !name.hasSuffix(".html"), let file = WebAssets.file("store", name) else {

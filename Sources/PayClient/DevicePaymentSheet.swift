@@ -142,9 +142,13 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         var shippingContact: PaymentContact?
         var billingContact: PaymentContact?
         var shippingMethod: ShippingMethod?
+        var couponCode: String?
         var appErrors: [String] = []
         /// A web page's payment: its domain and merchant session (nil for an app's).
         var web: WebPaymentContext?
+        /// A web payment's merchant session was spent by a token the page refused with errors to correct: the user
+        /// authorizes again only with a fresh one (``PaymentSheetAction/merchantSession(_:)``).
+        var sessionSpent = false
 
         /// What the user must still do before paying.
         var needs: [String] {
@@ -153,6 +157,7 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 needs.append("shippingContact")
             }
             if !request.requiredBillingContactFields.isEmpty, billingContact == nil { needs.append("billingContact") }
+            if sessionSpent { needs.append("merchantSession") }
             return needs + ["authentication"]
         }
 
@@ -228,7 +233,7 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         }
         var state = State(
             request: request, applicationIdentifier: applicationIdentifier, eligible: eligible, proposed: proposed,
-            card: proposed, shippingMethod: request.shippingMethods.first, web: web)
+            card: proposed, shippingMethod: request.shippingMethods.first, couponCode: request.couponCode, web: web)
         // The sheet opens on the proposed card: the app learns its network, type and display name.
         await driver.show(await view(of: state))
         try apply(await delegate.didSelectPaymentMethod(state.method, request: state.request), to: &state, driver)
@@ -281,6 +286,30 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 state.shippingMethod = method
                 await driver.show(await view(of: state))
                 try apply(await delegate.didSelectShippingMethod(method, request: state.request), to: &state, driver)
+            case .couponCode(let code):
+                guard state.request.supportsCouponCode else {
+                    result = .refused(PaymentSheetError(.invalidAction, "the request offers no coupon code"))
+                    continue
+                }
+                guard code.count <= 64 else {
+                    result = .refused(PaymentSheetError(.invalidAction, "a coupon code has at most 64 characters"))
+                    continue
+                }
+                state.couponCode = code
+                await driver.show(await view(of: state))
+                try apply(await delegate.didChangeCouponCode(code, request: state.request), to: &state, driver)
+            case .merchantSession(let context):
+                guard let web = state.web, state.sessionSpent, context.domain == web.domain,
+                    context.merchantSessionIdentifier != web.merchantSessionIdentifier
+                else {
+                    result = .refused(
+                        PaymentSheetError(.invalidAction, "the sheet does not wait for a fresh merchant session"))
+                    continue
+                }
+                state.web = context
+                state.sessionSpent = false
+                trace("sheet: a fresh merchant session for \(context.domain); the user may authorize again")
+                await driver.show(await view(of: state))
             case .billingContact(let contact):
                 if let refusal = Self.check(contact, state.request.requiredBillingContactFields, "billing") {
                     result = .refused(refusal)
@@ -329,6 +358,8 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                     // app's answer to the new selection clears the errors) and authorizes again.
                     trace("sheet: the app refused the payment with errors to correct; the sheet stays")
                     state.appErrors = verdict.errors
+                    // A page's merchant session pays once: the next authorization needs a fresh one.
+                    if state.web != nil { state.sessionSpent = true }
                     await driver.show(await view(of: state))
                 case .rejected(let offered):
                     guard driver.staysOnFailure else {
@@ -388,7 +419,7 @@ public final class DevicePaymentSheet: PaymentSheetHost {
                 id: card.id, displayName: card.displayName, suffix: card.suffix, network: card.network,
                 type: card.type.rawValue)
         }
-        return PaymentSheetView(
+        var view = PaymentSheetView(
             applicationIdentifier: state.applicationIdentifier, merchantIdentifier: request.merchantIdentifier,
             merchantName: request.paymentSummaryItems.last?.label ?? "", currencyCode: request.currencyCode,
             items: request.paymentSummaryItems, total: request.paymentSummaryItems.last?.amount ?? "",
@@ -399,6 +430,16 @@ public final class DevicePaymentSheet: PaymentSheetHost {
             shippingContact: state.shippingContact, billingContact: state.billingContact, appErrors: state.appErrors,
             needs: state.needs, authenticationMethods: await device.secureEnclave.paymentMethods().map(\.name),
             status: "presented", waitingFor: "user", failure: nil)
+        if request.supportsCouponCode {
+            view.supportsCouponCode = true
+            view.couponCode = state.couponCode ?? ""
+        }
+        view.paymentType = request.paymentType.map {
+            PaymentSheetView.PaymentType(
+                kind: $0.kind.rawValue, paymentDescription: $0.paymentDescription, billing: $0.billing,
+                schedule: $0.schedule, managementURL: $0.managementURL, billingAgreement: $0.billingAgreement)
+        }
+        return view
     }
 
     /// Why `contact` cannot be the `role` contact of a request requiring `fields`, or nil.

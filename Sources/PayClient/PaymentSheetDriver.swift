@@ -15,6 +15,11 @@ public enum PaymentSheetAction: Sendable {
     case billingContact(PaymentContact)
     /// The shipping method with this identifier, one of the request's.
     case shippingMethod(String)
+    /// The coupon code the user entered (empty: removed), for a request that supports coupon codes.
+    case couponCode(String)
+    /// A web sheet's fresh merchant session, verified by the browser agent, after the app's failure kept the sheet:
+    /// the spent session cannot pay again (W4), so the next authorization binds this one. For the same domain.
+    case merchantSession(WebPaymentContext)
     /// Face ID, Touch ID, the passcode or a watch's double-click, for the selected card and the total.
     case authenticate(AuthenticationEvidence)
     /// Dismiss the sheet: the app gets ``PaymentSheetOutcome/cancelled``.

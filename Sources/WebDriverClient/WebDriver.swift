@@ -101,15 +101,30 @@ public final class WebDriver: Sendable {
 
     /// Clicks the element matching `css` (a real pointer click: a user gesture).
     public func click(_ css: String) async throws {
-        let id = try await element(css)
-        try await command(.post, "/element/\(id)/click", [:])
+        try await onFreshElement(css) { id in try await self.command(.post, "/element/\(id)/click", [:]) }
     }
 
     /// Types `text` into the element matching `css`.
     public func type(_ css: String, _ text: String) async throws {
-        let id = try await element(css)
-        try await command(.post, "/element/\(id)/clear", [:])
-        try await command(.post, "/element/\(id)/value", ["text": text])
+        try await onFreshElement(css) { id in
+            try await self.command(.post, "/element/\(id)/clear", [:])
+            try await self.command(.post, "/element/\(id)/value", ["text": text])
+        }
+    }
+
+    /// Runs `action` on the element matching `css`, finding it again when the page replaced it meanwhile (a page
+    /// that redraws, as the payment sheet does when its state changes): up to 5 times.
+    private func onFreshElement(_ css: String, _ action: (String) async throws -> Void) async throws {
+        var attempt = 0
+        while true {
+            let id = try await element(css)
+            do {
+                try await action(id)
+                return
+            } catch let error as WebDriverError where error.message.contains("stale element") && attempt < 4 {
+                attempt += 1
+            }
+        }
     }
 
     /// Runs `script` (a function body) in the current page; its return value as JSON text.

@@ -219,7 +219,7 @@ extension BrowserPurchaseTests {
 
 extension BrowserPurchaseTests {
     @Test(
-        "W6: website queries in Chromium: canMakePaymentsWithActiveCard asks for the Pay server's statement; off, it answers like canMakePayments and asks nothing"
+        "W6: website queries in Chromium: canMakePaymentsWithActiveCard and applePayCapabilities ask for the Pay server's statement; off, they disclose nothing and ask nothing"
     )
     func websiteQueries() async throws {
         let sandbox = try sandbox
@@ -234,6 +234,13 @@ extension BrowserPurchaseTests {
         #expect(try await browser.awaitPromise("\(query)('merchant.dev.orchard.demo')") == "true")
         #expect(try await browser.awaitPromise("\(query)('merchant.dev.never-registered')") == "false")
         #expect(asked() == before + 2)
+        // The SDK's applePayCapabilities asks the same question.
+        let capabilities = "ApplePaySession.applePayCapabilities"
+        let status = ".then((answer) => answer.paymentCredentialStatus)"
+        #expect(
+            try await browser.awaitPromise("\(capabilities)('merchant.dev.never-registered')\(status)")
+                == "\"paymentCredentialsUnavailable\"")
+        #expect(asked() == before + 3)
         let off = try await orchard([
             "device", "settings", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
             "--website-queries", "off",
@@ -241,7 +248,11 @@ extension BrowserPurchaseTests {
         try #require(off.status == 0, "\(off.stderr)")
         #expect(try await browser.awaitPromise("\(query)('merchant.dev.never-registered')") == "true")
         #expect(try await browser.evaluate("return ApplePaySession.canMakePayments();") == "true")
-        #expect(asked() == before + 2)
+        // Off, applePayCapabilities discloses nothing either.
+        #expect(
+            try await browser.awaitPromise("\(capabilities)('merchant.dev.orchard.demo')\(status)")
+                == "\"paymentCredentialStatusUnknown\"")
+        #expect(asked() == before + 3)
         let on = try await orchard([
             "device", "settings", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
             "--website-queries", "on",

@@ -351,6 +351,11 @@ struct PaymentSheetControlTests {
                     Refusal(status: 409, code: "invalidAction")
                 ),
                 (
+                    // The request offers no coupon code.
+                    try await phone.send(ChangePaymentSheetCouponCode(couponCode: "SPRING")),
+                    Refusal(status: 409, code: "invalidAction")
+                ),
+                (
                     try await phone.send(
                         GivePaymentSheetContact(role: .shipping, contact: PaymentContact(name: "Alice Doe"))),
                     Refusal(status: 409, code: "invalidAction")

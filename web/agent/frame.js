@@ -88,6 +88,8 @@
                         amount: event.shippingMethod.amount, identifier: event.shippingMethod.identifier,
                     },
                 };
+            case "couponCodeChanged":
+                return { type: "couponcodechanged", couponCode: event.couponCode };
             case "paymentAuthorized": {
                 const payment = event.payment;
                 const token = JSON.parse(atob(payment.token));
@@ -189,6 +191,14 @@
         call("POST", sessionPath("/v1/frame/sessions/:session/answer", state.agent), body).then(function () {
             clearTimeout(state.timer);
             poll(local);
+            // A failure the user corrects spent the merchant session: the page validates again for the next
+            // authorization (docs/web.md, "A failed payment the user can correct").
+            if (body.result && body.result.keepsSheet === true) {
+                toPage({
+                    type: "event", session: local,
+                    event: { type: "validatemerchant", validationURL: state.validationURL },
+                });
+            }
         });
     }
 
@@ -205,6 +215,7 @@
                     return;
                 }
                 state.agent = answer.body.session;
+                state.validationURL = answer.body.validationURL;
                 if (state.ended) {
                     call("POST", sessionPath("/v1/frame/sessions/:session/abort", state.agent), {});
                     return;
@@ -263,6 +274,15 @@
                 }
                 break;
             }
+            case "capabilities":
+                call("POST", "/v1/frame/active-card", { merchantIdentifier: message.merchantIdentifier, page: page })
+                    .then(function (answer) {
+                        toPage({
+                            type: "reply", query: message.query,
+                            value: answer.status === 200 ? answer.body.credentialStatus : "unsupported",
+                        });
+                    });
+                break;
             case "activeCard":
                 call("POST", "/v1/frame/active-card", { merchantIdentifier: message.merchantIdentifier, page: page })
                     .then(function (answer) {

@@ -12,6 +12,7 @@
     const $ = function (id) { return document.getElementById(id); };
     let shown = null; // The JSON of what is drawn, to redraw only on change.
     let busy = false;
+    let drawnCoupon = null; // The coupon code last put in the field.
 
     function call(method, path, body) {
         const init = { method: method, headers: { "X-Orchard-Agent-Secret": secret }, credentials: "omit" };
@@ -79,8 +80,9 @@
         if (!sheet || sheet.status !== "presented") {
             $("details").hidden = true;
             const outcome = sheet ? sheet.status : "ended";
-            status.textContent = outcome === "completed" ? "Done" : outcome === "cancelled" ? "Cancelled"
-                : "Payment not completed" + (screen.failure ? ": " + screen.failure : "");
+            // A refusal (a fresh merchant session refused) ends the sheet with its reason, whatever its status.
+            status.textContent = screen.failure ? "Payment not completed: " + screen.failure
+                : outcome === "completed" ? "Done" : outcome === "cancelled" ? "Cancelled" : "Payment not completed";
             document.title = "Apple Pay: " + status.textContent;
             return;
         }
@@ -93,9 +95,40 @@
         sheet.items.slice(0, -1).forEach(function (item) {
             const row = body.insertRow();
             text(row.insertCell(), item.label);
-            text(row.insertCell(), item.amount + " " + sheet.currencyCode);
+            // A pending item's amount is not known yet (Apple Pay JS `type: "pending"`).
+            text(row.insertCell(), item.type === "pending" ? "Amount pending" : item.amount + " " + sheet.currencyCode);
         });
-        text($("total"), "Total " + sheet.total + " " + sheet.currencyCode);
+        const totalItem = sheet.items[sheet.items.length - 1];
+        text($("total"), "Total " + sheet.total + " " + sheet.currencyCode
+            + (totalItem && totalItem.type === "pending" ? " (pending)" : ""));
+
+        // Version 14: the one payment type (recurring, automatic reload, deferred, several merchants).
+        const type = sheet.paymentType;
+        $("payment-type").hidden = !type;
+        if (type) {
+            const titles = {
+                recurring: "Recurring payment", automaticReload: "Automatic reload", deferred: "Deferred payment",
+                multiToken: "Payments to several merchants",
+            };
+            text($("payment-type-title"), titles[type.kind] || type.kind);
+            text($("payment-type-description"), type.paymentDescription);
+            text($("payment-type-billing"), (type.billing
+                ? type.billing.label + " " + type.billing.amount + " " + sheet.currencyCode + " " : "") + type.schedule);
+            $("payment-type-agreement").hidden = !type.billingAgreement;
+            text($("payment-type-agreement"), type.billingAgreement || "");
+            text($("payment-type-management"), type.managementURL ? "Manage at " + type.managementURL : "");
+        }
+
+        // Version 12: the coupon code field; the page's errors for it show beside it.
+        const couponErrors = sheet.appErrors.filter(function (error) { return /coupon/i.test(error); });
+        $("coupon").hidden = !sheet.supportsCouponCode;
+        // The field shows the sheet's code when that changes, never overwriting what the user is typing.
+        if (sheet.supportsCouponCode && sheet.couponCode !== drawnCoupon) {
+            drawnCoupon = sheet.couponCode;
+            $("coupon-code").value = sheet.couponCode || "";
+        }
+        $("coupon-errors").hidden = couponErrors.length === 0;
+        text($("coupon-errors"), couponErrors.join("; "));
 
         const cards = $("cards");
         cards.replaceChildren(text(document.createElement("legend"), "Card"));
@@ -130,17 +163,18 @@
         const needsContact = sheet.requiredShippingContactFields.length > 0;
         // The app's errors (e.g. a failed payment's ApplePayError for the address) show next to the contact form,
         // open again so the user can correct the contact.
-        const correcting = needsContact && sheet.appErrors.length > 0;
+        const otherErrors = sheet.appErrors.filter(function (error) { return !couponErrors.includes(error); });
+        const correcting = needsContact && otherErrors.length > 0;
         $("contact").hidden = !needsContact || (Boolean(sheet.shippingContact) && !correcting);
         $("contact-errors").hidden = !correcting;
-        $("contact-errors").textContent = correcting ? sheet.appErrors.join("; ") : "";
+        $("contact-errors").textContent = correcting ? otherErrors.join("; ") : "";
         const summary = $("contact-summary");
         summary.hidden = !sheet.shippingContact;
         if (sheet.shippingContact) {
             const c = sheet.shippingContact;
             summary.textContent = "Ship to " + [c.name, c.postalAddress && c.postalAddress.city].filter(Boolean).join(", ");
         }
-        showError(sheet.appErrors.length && !correcting ? sheet.appErrors.join("; ") : null);
+        showError(otherErrors.length && !correcting ? otherErrors.join("; ") : null);
 
         const authenticate = $("authenticate");
         authenticate.replaceChildren();
@@ -187,6 +221,10 @@
                 postalCode: form.postalCode.value, country: form.country.value,
             },
         });
+    });
+    $("coupon").addEventListener("submit", function (event) {
+        event.preventDefault();
+        act("coupon-code", { couponCode: $("coupon-code").value });
     });
     $("cancel").addEventListener("click", function () { act("cancel"); });
 
