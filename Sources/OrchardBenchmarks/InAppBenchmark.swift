@@ -49,6 +49,9 @@ public struct InAppScaleOutResult: Sendable, Encodable {
     public let sqliteOneInstanceTokensPerSecond: Double
     /// ``tokensPerSecond`` over ``sqliteOneInstanceTokensPerSecond``.
     public let ratio: Double
+    /// Exchanges answered 503 (a write the instances' transactions kept failing, or overload) and sent again after
+    /// the Retry-After: their latency includes the wait.
+    public let retried: Int
     public let loadAverage: Double
 }
 
@@ -131,7 +134,7 @@ public enum InAppBenchmark {
                     connections: connections, tokensPerSecond: figures.rate.rounded(),
                     p50Milliseconds: figures.percentile(0.5), p99Milliseconds: figures.percentile(0.99),
                     sqliteOneInstanceTokensPerSecond: baseline,
-                    ratio: baseline > 0 ? (figures.rate / baseline * 100).rounded() / 100 : 0,
+                    ratio: baseline > 0 ? (figures.rate / baseline * 100).rounded() / 100 : 0, retried: figures.retried,
                     loadAverage: loadAverage())
             } catch {
                 for host in further { await host.stop() }
@@ -145,6 +148,8 @@ public enum InAppBenchmark {
         let latencies: [UInt64]
         let elapsed: Double
         let cpu: Double
+        /// Exchanges answered 503 and sent again.
+        let retried: Int
 
         var rate: Double { Double(latencies.count) / elapsed }
 
@@ -180,15 +185,27 @@ public enum InAppBenchmark {
         let clock = SystemClock()
         let cpuStart = InAppCeiling.processCPUSeconds()
         let start = clock.nanoseconds()
-        let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
+        let results = try await withThrowingTaskGroup(of: ([UInt64], Int).self) { group in
             for (index, client) in clients.enumerated() {
                 let share = stride(from: index, to: bodies.count, by: clients.count).map { bodies[$0] }
-                let base = bases[index % bases.count]
                 group.addTask {
                     var out: [UInt64] = []
+                    var retried = 0
                     for body in share {
                         let begin = clock.nanoseconds()
-                        let response = try await post(client, base + PayAPI.Route.paymentCredential, body)
+                        // As a device does: a 503 (overloaded, or a write concurrent instances kept failing) is sent
+                        // again after its Retry-After to the next instance; the latency includes the wait.
+                        var response = try await post(
+                            client, bases[index % bases.count] + PayAPI.Route.paymentCredential, body)
+                        var attempt = 1
+                        while response.status.code == 503, attempt < 10 {
+                            retried += 1
+                            let wait = Int(response.headers["Retry-After"] ?? "1") ?? 1
+                            try await Task.sleep(for: .seconds(min(wait, 5)))
+                            let base = bases[(index + attempt) % bases.count]
+                            response = try await post(client, base + PayAPI.Route.paymentCredential, body)
+                            attempt += 1
+                        }
                         guard response.status == .ok else {
                             throw BenchmarkError(
                                 .operationFailed,
@@ -196,16 +213,22 @@ public enum InAppBenchmark {
                         }
                         out.append(clock.nanoseconds() - begin)
                     }
-                    return out
+                    return (out, retried)
                 }
             }
             var all: [UInt64] = []
-            for try await part in group { all += part }
-            return all
+            var retried = 0
+            for try await (part, retries) in group {
+                all += part
+                retried += retries
+            }
+            return (all, retried)
         }
         let elapsed = Double(clock.nanoseconds() - start) / 1e9
         let cpu = InAppCeiling.processCPUSeconds() - cpuStart
-        return (ExchangeFigures(latencies: latencies, elapsed: elapsed, cpu: cpu), bodies)
+        return (
+            ExchangeFigures(latencies: results.0, elapsed: elapsed, cpu: cpu, retried: results.1), bodies
+        )
     }
 
     static func measure(

@@ -54,7 +54,8 @@ enum InAppBenchCommand {
                 "\(Int(scaled.tokensPerSecond)) tokens/s through \(scaled.instances) Pay server instance(s) on "
                     + "PostgreSQL (p50 \(scaled.p50Milliseconds) ms, p99 \(scaled.p99Milliseconds) ms) beside "
                     + "\(Int(scaled.sqliteOneInstanceTokensPerSecond)) tokens/s on one instance on SQLite "
-                    + "(\(scaled.ratio)×), load average \(scaled.loadAverage)")
+                    + "(\(scaled.ratio)×); \(scaled.retried) sent again after a 503; "
+                    + "load average \(scaled.loadAverage)")
         }
         try context.outputJSON(result)
     }
