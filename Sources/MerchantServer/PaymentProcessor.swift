@@ -409,8 +409,12 @@ final class PaymentProcessor: Sendable {
     func begin(
         order: MerchantOrderStore.Order, submission: Submission, maskedPAN: String
     ) async throws -> String {
-        let now = clock.now()
+        let injected = clock.now()
         return try await store.write { db in
+            // On a shared (PostgreSQL) store the charge is dated on the database's clock, which every instance ages
+            // it on (``isDrivenElsewhere(_:databaseNow:)``).
+            let shared = try db.databaseClockMicroseconds()
+            let now = shared.map { Date(timeIntervalSince1970: Double($0) / 1e6) } ?? injected
             if try MerchantOrderStore.payment(transactionID: submission.transactionID, in: db) != nil {
                 throw MerchantServerError(.paymentInProgress, "this token was submitted meanwhile; ask again")
             }
@@ -459,16 +463,18 @@ final class PaymentProcessor: Sendable {
             let answer = try Self.encode(result)
             let fulfilment = try submission.fulfilment.map { try Self.encode($0) }
             let now = clock.now()
-            try await store.write { db in
-                try db.execute(
+            let recorded = try await store.write { db -> Bool in
+                // Only a charge still `charging`: another instance that took it over (reversing it) decides.
+                let changed = try db.execute(
                     """
                     UPDATE order_payments SET state = ?, decided_at = ?, answer_status = 200, answer = ?
-                    WHERE transaction_id = ?
+                    WHERE transaction_id = ? AND state = 'charging'
                     """,
                     [
                         .text(decision.isApproved ? "approved" : "declined"), .milliseconds(now), .text(answer),
                         .text(transactionID),
                     ])
+                guard changed > 0 else { return false }
                 if decision.isApproved {
                     try db.execute(
                         """
@@ -477,6 +483,13 @@ final class PaymentProcessor: Sendable {
                 } else {
                     try db.execute("UPDATE orders SET state = 'open' WHERE order_id = ?", [.text(order.orderID)])
                 }
+                return true
+            }
+            guard recorded else {
+                logger.warning(
+                    "the acquirer answered a charge another instance took over: its outcome stands",
+                    metadata: ["order_id": .string(order.orderID)])
+                return try await recordedOutcome(transactionID)
             }
             logger.notice(
                 "payment \(result.outcome)",
@@ -494,7 +507,10 @@ final class PaymentProcessor: Sendable {
         case .notDelivered(let why):
             // Nothing reached the acquirer: forget the charge; the same token may come again.
             try await store.write { db in
-                try db.execute("DELETE FROM order_payments WHERE transaction_id = ?", [.text(transactionID)])
+                let deleted = try db.execute(
+                    "DELETE FROM order_payments WHERE transaction_id = ? AND state = 'charging'",
+                    [.text(transactionID)])
+                guard deleted > 0 else { return }
                 try db.execute(
                     "UPDATE orders SET state = 'open', charge_attempts = charge_attempts - 1 WHERE order_id = ?",
                     [.text(order.orderID)])
@@ -512,10 +528,15 @@ final class PaymentProcessor: Sendable {
     /// Reverses the charge of `key` and records the outcome. The order stays claimed until the acquirer
     /// acknowledged the reversal.
     func reverse(_ transactionID: String, key: String, order: MerchantOrderStore.Order) async throws -> HTTPResponse {
-        try await store.write { db in
+        let pending = try await store.write { db in
             try db.execute(
-                "UPDATE order_payments SET state = 'reversing' WHERE transaction_id = ?", [.text(transactionID)])
+                """
+                UPDATE order_payments SET state = 'reversing'
+                WHERE transaction_id = ? AND state IN ('charging', 'reversing')
+                """, [.text(transactionID)])
         }
+        // Decided meanwhile (by the instance that charged it): that outcome stands, nothing is reversed.
+        guard pending > 0 else { return try await recordedOutcome(transactionID) }
         let outcome = await gateway.reverse(
             merchantID: merchantIdentifier, idempotencyKey: key, amountMinorUnits: order.amount.minorUnits,
             currency: order.amount.currency.numericString, reason: "timeout")
@@ -546,13 +567,38 @@ final class PaymentProcessor: Sendable {
         let status = error.httpStatus.code
         let now = clock.now()
         try await store.write { db in
-            try db.execute(
+            let changed = try db.execute(
                 """
                 UPDATE order_payments SET state = ?, decided_at = ?, answer_status = ?, answer = ?
-                WHERE transaction_id = ?
+                WHERE transaction_id = ? AND state IN ('charging', 'reversing')
                 """, [.text(state.rawValue), .milliseconds(now), .int(status), .text(answer), .text(transactionID)])
+            guard changed > 0 else { return }
             try db.execute("UPDATE orders SET state = 'open' WHERE order_id = ?", [.text(order.orderID)])
         }
+    }
+
+    /// The answer on record for a charge another instance decided: replayed when final, else still in progress.
+    private func recordedOutcome(_ transactionID: String) async throws -> HTTPResponse {
+        let payment = try await store.read { db in
+            try MerchantOrderStore.payment(transactionID: transactionID, in: db)
+        }
+        guard let payment, payment.state.isFinal, let status = payment.answerStatus, let answer = payment.answer else {
+            throw MerchantServerError(.paymentInProgress, "this token is being charged; ask again for its outcome")
+        }
+        return try Self.replay(status: status, answer: answer)
+    }
+
+    /// How long a charge left `charging` on a shared store may still be driven by the instance that began it (its
+    /// acquirer call, failed over between the network's instances, ends well within it). Until then another instance
+    /// neither reverses it nor takes it over: its own in-flight set does not know another process's requests.
+    static let sharedChargeGrace: TimeInterval = 60
+
+    /// Whether `payment` may be in the hands of another instance on the same PostgreSQL database: `charging`, and
+    /// begun less than ``sharedChargeGrace`` ago by the database's clock (`databaseNow`; nil on SQLite, where one
+    /// process owns the store and its in-flight set is the whole truth).
+    static func isDrivenElsewhere(_ payment: MerchantOrderStore.Payment, databaseNow: Date?) -> Bool {
+        guard let databaseNow, payment.state == .charging else { return false }
+        return databaseNow.timeIntervalSince(payment.receivedAt) < sharedChargeGrace
     }
 
     /// A token whose transactionId is on record: the first answer again (same order, same token), the
@@ -570,7 +616,9 @@ final class PaymentProcessor: Sendable {
         if existing.state.isFinal, let status = existing.answerStatus, let answer = existing.answer {
             return try Self.replay(status: status, answer: answer)
         }
-        guard claim(existing.transactionID) else {
+        guard !Self.isDrivenElsewhere(existing, databaseNow: try await store.databaseClock()),
+            claim(existing.transactionID)
+        else {
             throw MerchantServerError(.paymentInProgress, "this token is being charged; ask again for its outcome")
         }
         defer { release(existing.transactionID) }
@@ -581,13 +629,25 @@ final class PaymentProcessor: Sendable {
 
     /// Reverses every charge left `charging` or `reversing` that no request of this process drives: a stopped
     /// process left it, or the acquirer did not take its reversal. Run once the server listens and then
-    /// periodically; a reversal that fails again stays `reversing` for the next pass.
+    /// periodically; a reversal that fails again stays `reversing` for the next pass. On a store shared by several
+    /// instances a `charging` payment younger than ``sharedChargeGrace`` is left alone (another instance may be
+    /// charging it); and every outcome is recorded only over the state it was decided from, so an instance's late
+    /// answer never overwrites another's reversal, nor a reversal an approval.
     func resolveUnfinished() async {
         guard let pending = try? await store.read({ db in try MerchantOrderStore.unresolvedPayments(in: db) }) else {
             logger.warning("reconciliation: the payments could not be read; the next pass retries")
             return
         }
-        for payment in pending where claim(payment.transactionID) {
+        // On a shared store, a recent charge may be another instance's request in flight: left to it for now.
+        let databaseNow: Date?
+        do {
+            databaseNow = try await store.databaseClock()
+        } catch {
+            logger.warning("reconciliation: the database's clock could not be read; the next pass retries")
+            return
+        }
+        for payment in pending
+        where !Self.isDrivenElsewhere(payment, databaseNow: databaseNow) && claim(payment.transactionID) {
             defer { release(payment.transactionID) }
             guard let order = try? await store.read({ db in try MerchantOrderStore.order(payment.orderID, in: db) })
             else { continue }

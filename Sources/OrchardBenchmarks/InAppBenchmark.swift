@@ -30,6 +30,29 @@ public struct InAppBenchmarkResult: Sendable, Encodable {
     public let target: Double
     /// The 1-minute load average at the end: other work on the machine lowers the wall-clock figures.
     public let loadAverage: Double
+    /// With `--database … --instances N`: the same exchange through N Pay server instances on PostgreSQL, measured
+    /// after this run's one-instance SQLite figure (``tokensPerSecond``).
+    public var scaleOut: InAppScaleOutResult?
+}
+
+/// The in-app exchange through several Pay server instances on one PostgreSQL database, beside the one-instance
+/// SQLite figure of the same run.
+public struct InAppScaleOutResult: Sendable, Encodable {
+    public let backend: String
+    public let instances: Int
+    public let requests: Int
+    public let connections: Int
+    public let tokensPerSecond: Double
+    public let p50Milliseconds: Double
+    public let p99Milliseconds: Double
+    /// The one-instance SQLite figure of the same run.
+    public let sqliteOneInstanceTokensPerSecond: Double
+    /// ``tokensPerSecond`` over ``sqliteOneInstanceTokensPerSecond``.
+    public let ratio: Double
+    /// Exchanges answered 503 (a write the instances' transactions kept failing, or overload) and sent again after
+    /// the Retry-After: their latency includes the wait.
+    public let retried: Int
+    public let loadAverage: Double
 }
 
 /// The in-app benchmark behind `orchard bench inapp`: sealed credentials → signed tokens per second through the Pay
@@ -70,16 +93,80 @@ public enum InAppBenchmark {
         }
     }
 
-    static func measure(
-        directory: DeploymentDirectory, services: ServiceConnections, requests: Int, connections: Int,
-        ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
-    ) async throws -> InAppBenchmarkResult {
-        let base = try services.baseURL(of: .pay)
-        let device = try makeDevice(directory)
-        let clients = try (0..<connections).map { _ in try services.client(identity: device.identity) }
-        defer { for client in clients { client.shutdown() } }
+    /// The same exchange through `instances` Pay server instances (in this process, each its own HTTPS server)
+    /// whose state is in the PostgreSQL database `database` (its `pay` and `pay_idempotency` schemas, replaced, as
+    /// `orchard init --database --force` does); the clients are spread over the instances. `baseline` is the
+    /// one-instance SQLite figure of the same run.
+    public static func runScaledOut(
+        database: String, passfile: String?, instances: Int, requests: Int, connections: Int, baseline: Double,
+        trace: @escaping @Sendable (String) -> Void
+    ) async throws -> InAppScaleOutResult {
+        let registry = try ServiceRegistry([PayService(), MerchantService()])
+        return try await withThrowawayDeployment(
+            named: "inapp-pg", registry: registry, services: [.pay],
+            options: DeploymentInitializer.Options(
+                force: true, databases: [.pay: database, .merchant: database], passfile: passfile),
+            configure: { try $0.set(PayService.noncesPerMinute, 1_000_000) }
+        ) { directory, services in
+            var further: [ServiceHost] = []
+            do {
+                var bases = [try services.baseURL(of: .pay)]
+                for number in stride(from: 2, through: instances, by: 1) {
+                    let host = try await ServiceHost.start(
+                        [.pay], directory: directory, registry: registry, publish: false, instance: number)
+                    further.append(host)
+                    guard let endpoint = host.endpoint(of: .pay) else {
+                        throw BenchmarkError(.operationFailed, "Pay server instance \(number) did not start")
+                    }
+                    bases.append(endpoint.baseURL)
+                }
+                trace("\(bases.count) Pay server instances on PostgreSQL: \(bases.joined(separator: ", "))")
+                let device = try makeDevice(directory)
+                let clients = try (0..<connections).map { _ in try services.client(identity: device.identity) }
+                defer { for client in clients { client.shutdown() } }
+                let (figures, _) = try await exchange(
+                    directory: directory, bases: bases, clients: clients, device: device, requests: requests,
+                    trace: trace)
+                for host in further { await host.stop() }
+                further = []
+                return InAppScaleOutResult(
+                    backend: "postgresql", instances: bases.count, requests: figures.latencies.count,
+                    connections: connections, tokensPerSecond: figures.rate.rounded(),
+                    p50Milliseconds: figures.percentile(0.5), p99Milliseconds: figures.percentile(0.99),
+                    sqliteOneInstanceTokensPerSecond: baseline,
+                    ratio: baseline > 0 ? (figures.rate / baseline * 100).rounded() / 100 : 0, retried: figures.retried,
+                    loadAverage: loadAverage())
+            } catch {
+                for host in further { await host.stop() }
+                throw error
+            }
+        }
+    }
+
+    /// The timed phase's figures: every exchange's latency, the wall time and this process's CPU time.
+    struct ExchangeFigures {
+        let latencies: [UInt64]
+        let elapsed: Double
+        let cpu: Double
+        /// Exchanges answered 503 and sent again.
+        let retried: Int
+
+        var rate: Double { Double(latencies.count) / elapsed }
+
+        func percentile(_ p: Double) -> Double {
+            let sorted = latencies.sorted()
+            let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
+            return (Double(sorted[max(0, index)]) / 1e6 * 100).rounded() / 100
+        }
+    }
+
+    /// Registers the device, prepares the nonces and credentials, then sends them: client `i` to `bases[i % n]`.
+    static func exchange(
+        directory: DeploymentDirectory, bases: [String], clients: [HTTPClient], device: BenchDevice, requests: Int,
+        trace: @escaping @Sendable (String) -> Void
+    ) async throws -> (figures: ExchangeFigures, bodies: [PaymentCredentialExchange]) {
         let registration = try await post(
-            clients[0], base + PayAPI.Route.register,
+            clients[0], bases[0] + PayAPI.Route.register,
             DeviceRegistrationRequest(
                 secureElementCertificate: Data(device.certificate.derRepresentation).base64EncodedString(),
                 // The bench never leaves lost mode: any Secure Enclave key will do.
@@ -92,20 +179,33 @@ public enum InAppBenchmark {
 
         trace("preparing \(requests) nonces and sealed credentials…")
         let bodies = try await prepare(
-            requests: requests, clients: clients, base: base, device: device, credentialKey: credentialKey)
+            requests: requests, clients: clients, bases: bases, device: device, credentialKey: credentialKey)
 
-        trace("exchanging \(requests) credentials over \(connections) keep-alive connections…")
+        trace("exchanging \(requests) credentials over \(clients.count) keep-alive connections…")
         let clock = SystemClock()
         let cpuStart = InAppCeiling.processCPUSeconds()
         let start = clock.nanoseconds()
-        let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
+        let results = try await withThrowingTaskGroup(of: ([UInt64], Int).self) { group in
             for (index, client) in clients.enumerated() {
                 let share = stride(from: index, to: bodies.count, by: clients.count).map { bodies[$0] }
                 group.addTask {
                     var out: [UInt64] = []
+                    var retried = 0
                     for body in share {
                         let begin = clock.nanoseconds()
-                        let response = try await post(client, base + PayAPI.Route.paymentCredential, body)
+                        // As a device does: a 503 (overloaded, or a write concurrent instances kept failing) is sent
+                        // again after its Retry-After to the next instance; the latency includes the wait.
+                        var response = try await post(
+                            client, bases[index % bases.count] + PayAPI.Route.paymentCredential, body)
+                        var attempt = 1
+                        while response.status.code == 503, attempt < 10 {
+                            retried += 1
+                            let wait = Int(response.headers["Retry-After"] ?? "1") ?? 1
+                            try await Task.sleep(for: .seconds(min(wait, 5)))
+                            let base = bases[(index + attempt) % bases.count]
+                            response = try await post(client, base + PayAPI.Route.paymentCredential, body)
+                            attempt += 1
+                        }
                         guard response.status == .ok else {
                             throw BenchmarkError(
                                 .operationFailed,
@@ -113,20 +213,38 @@ public enum InAppBenchmark {
                         }
                         out.append(clock.nanoseconds() - begin)
                     }
-                    return out
+                    return (out, retried)
                 }
             }
             var all: [UInt64] = []
-            for try await part in group { all += part }
-            return all
+            var retried = 0
+            for try await (part, retries) in group {
+                all += part
+                retried += retries
+            }
+            return (all, retried)
         }
         let elapsed = Double(clock.nanoseconds() - start) / 1e9
         let cpu = InAppCeiling.processCPUSeconds() - cpuStart
-        let sorted = latencies.sorted()
-        func percentile(_ p: Double) -> Double {
-            let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
-            return (Double(sorted[max(0, index)]) / 1e6 * 100).rounded() / 100
-        }
+        return (
+            ExchangeFigures(latencies: results.0, elapsed: elapsed, cpu: cpu, retried: results.1), bodies
+        )
+    }
+
+    static func measure(
+        directory: DeploymentDirectory, services: ServiceConnections, requests: Int, connections: Int,
+        ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
+    ) async throws -> InAppBenchmarkResult {
+        let base = try services.baseURL(of: .pay)
+        let device = try makeDevice(directory)
+        let clients = try (0..<connections).map { _ in try services.client(identity: device.identity) }
+        defer { for client in clients { client.shutdown() } }
+        let (figures, bodies) = try await exchange(
+            directory: directory, bases: [base], clients: clients, device: device, requests: requests, trace: trace)
+        let latencies = figures.latencies
+        let elapsed = figures.elapsed
+        let cpu = figures.cpu
+        func percentile(_ p: Double) -> Double { figures.percentile(p) }
 
         trace("measuring the crypto ceiling for \(Int(ceilingSeconds)) s…")
         let cores = ProcessInfo.processInfo.activeProcessorCount
@@ -143,17 +261,18 @@ public enum InAppBenchmark {
             ceilingPerSecond: ceiling.rounded(), ceilingCPUMicrosecondsPerToken: (1e6 / perCore).rounded(),
             ceilingBreakdownMicroseconds: breakdown, fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
             target: 1500,
-            loadAverage: loadAverage())
+            loadAverage: loadAverage(), scaleOut: nil)
     }
 
     /// One nonce per request (asked over the clients in parallel), then the credentials sealed to the Pay server.
     static func prepare(
-        requests: Int, clients: [HTTPClient], base: String, device: BenchDevice,
+        requests: Int, clients: [HTTPClient], bases: [String], device: BenchDevice,
         credentialKey: P256.KeyAgreement.PublicKey
     ) async throws -> [PaymentCredentialExchange] {
         let nonces = try await withThrowingTaskGroup(of: [[UInt8]].self) { group in
             for (index, client) in clients.enumerated() {
                 let count = requests / clients.count + (index < requests % clients.count ? 1 : 0)
+                let base = bases[index % bases.count]
                 group.addTask {
                     var out: [[UInt8]] = []
                     for _ in 0..<count {
@@ -190,7 +309,12 @@ public enum InAppBenchmark {
     static func nonce(_ response: HTTPResponse) throws -> [UInt8] {
         guard response.status == .ok,
             let bytes = Data(base64Encoded: try response.decodeJSON(PaymentNonceResponse.self).nonce)
-        else { throw BenchmarkError(.operationFailed, "the Pay server gave no nonce") }
+        else {
+            throw BenchmarkError(
+                .operationFailed,
+                "the Pay server gave no nonce (\(response.status.code): "
+                    + "\(String(decoding: response.body.prefix(200), as: UTF8.self)))")
+        }
         return Array(bytes)
     }
 

@@ -4,8 +4,11 @@ import OrchardServices
 
 /// The deployment an end-to-end benchmark runs in: initialised in a fresh temporary directory, which is removed at
 /// the end, with `services` started in this process and closed however `body` ends.
+///
+/// `options` may put the server parties on PostgreSQL (``DeploymentInitializer/Options/databases``).
 func withThrowawayDeployment<T>(
     named name: String, registry: ServiceRegistry, services: [ServiceName],
+    options: DeploymentInitializer.Options = DeploymentInitializer.Options(),
     configure: (inout Configuration) throws -> Void = { _ in },
     _ body: (DeploymentDirectory, ServiceConnections) async throws -> T
 ) async throws -> T {
@@ -14,7 +17,7 @@ func withThrowawayDeployment<T>(
     ).path
     defer { try? FileManager.default.removeItem(atPath: path) }
     let deployment = DeploymentDirectory(path: path)
-    _ = try await DeploymentInitializer.initialize(deployment, registry: registry)
+    _ = try await DeploymentInitializer.initialize(deployment, registry: registry, options: options)
     var configuration = try deployment.loadConfiguration(schema: registry.schema, environment: [:])
     try configure(&configuration)
     try deployment.writeConfiguration(configuration)

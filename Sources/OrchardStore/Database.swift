@@ -323,9 +323,12 @@ public final class Database {
         }
     }
 
-    /// Waits a little longer after each serialization failure, so the transactions that collided spread out.
+    /// Waits a little longer after each serialization failure, so the transactions that collided spread out: 2 ms
+    /// times the attempt, plus as much again at random, so two instances that collided do not retry in step (a
+    /// timing jitter, not a secret: the system generator is fine).
     static func backOff(_ attempt: Int) {
-        usleep(useconds_t(min(attempt, 8) * 2_000))
+        let base = min(attempt, 8) * 2_000
+        usleep(useconds_t(base + Int.random(in: 0...base)))
     }
 
     private func runTransaction<T>(_ kind: TransactionKind, _ body: (Database) throws -> T) throws -> T {

@@ -324,8 +324,9 @@ extension WriterThread {
 
 extension WriterThread {
     /// PostgreSQL's group commit: the group in one SERIALIZABLE transaction, each write in its savepoint, one
-    /// `COMMIT`. A serialization failure (in a write or at the `COMMIT`) rolls back the whole group, which is then
-    /// applied again, up to `Database.serializationAttempts` times.
+    /// `COMMIT`. A serialization failure (in a write or at the `COMMIT`) rolls back the whole group, whose writes are
+    /// then applied again one by one, each in its own transaction retried up to `Database.serializationAttempts`
+    /// times.
     fileprivate static func commitSerializable(_ group: [GroupedWrite], on database: Database) {
         var attempt = 1
         while true {
@@ -347,6 +348,13 @@ extension WriterThread {
             }
             if database.isInTransaction { _ = try? database.execute("ROLLBACK") }
             guard let failure else { return }
+            if failure.code == .serializationFailure, group.count > 1 {
+                // A group that conflicted is applied again one write at a time, each with its own retries: a
+                // smaller transaction meets fewer of another instance's, and one write's conflict no longer takes the
+                // others with it.
+                for write in group { commitSerializable([write], on: database) }
+                return
+            }
             if failure.code == .serializationFailure, attempt < Database.serializationAttempts {
                 Database.backOff(attempt)
                 attempt += 1

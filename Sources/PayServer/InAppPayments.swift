@@ -38,6 +38,8 @@ final class InAppPayments: Sendable {
     private let ecEncoder: PaymentTokenEncoder
     private let rsaEncoder: PaymentTokenEncoder
     private let clock: any WallClock
+    /// Picks the tally shard of each exchange (``InAppStore/tally(channel:currency:minorUnits:day:shard:in:)``).
+    private let random: any RandomSource
     /// Nonces per device (``PayService/noncesPerMinute``): a device cannot fill the nonce table.
     private let nonceQuota: RateLimiter
 
@@ -53,6 +55,7 @@ final class InAppPayments: Sendable {
         cache = VerifiedKeyCache(deviceCA: pki.deviceCA)
         self.pki = pki
         self.clock = wallClock
+        self.random = random
         let raw = try pki.credentialKey.rawRepresentation
         let hashKey = try HKDF.deriveKey(
             inputKeyMaterial: SymmetricKey(raw), salt: [], info: Array("orchard-pay nonce hash v1".utf8),
@@ -65,6 +68,9 @@ final class InAppPayments: Sendable {
                 leaf: pki.rsaLeaf, key: pki.rsaKey, intermediate: tokenSigning.intermediate, clock: wallClock),
             random: random)
     }
+
+    /// Deletes expired nonces on a shared store (``PaymentNonces/purgeExpired()``); 0 on SQLite.
+    func purgeExpiredNonces() async throws -> Int { try await nonces.purgeExpired() }
 
     /// Loads the keys `init` wrote and makes the endpoints.
     static func load(
@@ -146,6 +152,7 @@ final class InAppPayments: Sendable {
         let (channel, currency, amount, day) = (
             credential.channel.name, try Self.currencyCode(credential.currency), credential.amount, Self.day(now)
         )
+        let shard = Int(random.bytes(1)[0])
         let certificate = try await store.write { db in
             try nonces.consume(credential.nonce, device: device.deviceID, in: db)
             var merchant = credential.merchantIdentifier
@@ -171,7 +178,8 @@ final class InAppPayments: Sendable {
                 throw PayServerError(
                     .noProcessingCertificate, "the merchant has no valid, unrevoked payment processing certificate")
             }
-            try InAppStore.tally(channel: channel, currency: currency, minorUnits: amount, day: day, in: db)
+            try InAppStore.tally(
+                channel: channel, currency: currency, minorUnits: amount, day: day, shard: shard, in: db)
             return certificate
         }
         return try makeToken(credential, certificate: certificate, paymentMethod: body.paymentMethod)

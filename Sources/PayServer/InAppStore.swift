@@ -31,15 +31,48 @@ enum InAppStore {
         ) STRICT, WITHOUT ROWID;
         """
 
-    /// Counts one accepted credential (inside the exchange's transaction).
-    static func tally(channel: String, currency: String, minorUnits: Int64, day: String, in db: Database) throws {
+    /// Migration 10: the tallies split over ``shards`` rows per key (`tally_shard`), so that instances on one
+    /// PostgreSQL database counting at once rarely update the same row (one row per key was updated by every
+    /// exchange, and two instances' SERIALIZABLE transactions on it failed each other until none got through).
+    /// Existing counts move to shard 0; a total is the sum over the shards.
+    static let shardMigrationName = "in-app purchase tallies split over shards"
+    static let shardMigrationSQL = """
+        CREATE TABLE in_app_purchase_tallies_sharded (
+            payment_channel TEXT NOT NULL CHECK (payment_channel IN ('in-app', 'web')),
+            currency_code TEXT NOT NULL,
+            value_band TEXT NOT NULL,
+            purchase_day TEXT NOT NULL,
+            tally_shard INTEGER NOT NULL CHECK (tally_shard >= 0 AND tally_shard < 16),
+            purchases INTEGER NOT NULL CHECK (purchases > 0),
+            PRIMARY KEY (payment_channel, currency_code, value_band, purchase_day, tally_shard)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO in_app_purchase_tallies_sharded
+            (payment_channel, currency_code, value_band, purchase_day, tally_shard, purchases)
+            SELECT payment_channel, currency_code, value_band, purchase_day, 0, purchases FROM in_app_purchase_tallies;
+        DROP TABLE in_app_purchase_tallies;
+        ALTER TABLE in_app_purchase_tallies_sharded RENAME TO in_app_purchase_tallies;
+        """
+
+    /// Rows per tally key on a shared store.
+    static let shards = 16
+
+    /// Counts one accepted credential (inside the exchange's transaction), in `shard` (0 on SQLite, where one
+    /// process writes; a random one of ``shards`` on PostgreSQL).
+    static func tally(
+        channel: String, currency: String, minorUnits: Int64, day: String, shard: Int, in db: Database
+    ) throws {
         try db.execute(
             """
-            INSERT INTO in_app_purchase_tallies (payment_channel, currency_code, value_band, purchase_day, purchases)
-            VALUES (?, ?, ?, ?, 1)
-            ON CONFLICT (payment_channel, currency_code, value_band, purchase_day)
+            INSERT INTO in_app_purchase_tallies
+                (payment_channel, currency_code, value_band, purchase_day, tally_shard, purchases)
+            VALUES (?, ?, ?, ?, ?, 1)
+            ON CONFLICT (payment_channel, currency_code, value_band, purchase_day, tally_shard)
             DO UPDATE SET purchases = in_app_purchase_tallies.purchases + 1
-            """, [.text(channel), .text(currency), .text(amountBucket(minorUnits)), .text(day)])
+            """,
+            [
+                .text(channel), .text(currency), .text(amountBucket(minorUnits)), .text(day),
+                .integer(db.isPostgreSQL ? Int64(shard % shards) : 0),
+            ])
     }
 
     /// An approximate amount: the decade of minor units it falls in (`"1000-9999"`), never the amount.

@@ -104,8 +104,8 @@ public final class PayServer: Sendable {
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(root: root),
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
             return PayServiceInstance(
-                http: http, domains: domains, sessions: server.sessions, interval: domainRecheckInterval, logger: logger
-            )
+                http: http, domains: domains, sessions: server.sessions, inApp: server.inApp,
+                interval: domainRecheckInterval, logger: logger)
         } catch {
             await store.close()
             throw error
@@ -161,12 +161,13 @@ public final class PayServer: Sendable {
 
 /// The Pay server's HTTPS service plus its domain re-check loop: a pass right after the listener starts, then
 /// one every `interval`, each checking again the domains whose site certificates expire in 30, 15 or 7 days and
-/// purging the expired merchant sessions.
+/// purging the expired merchant sessions (and, on PostgreSQL, the expired payment nonces).
 public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
     /// The HTTPS service (for tests that read its routes).
     public let http: HTTPServiceInstance
     let domains: WebDomains
     let sessions: MerchantSessions
+    let inApp: InAppPayments
     let interval: Duration
     let logger: Logger
     // Guarded by `lock`.
@@ -174,18 +175,21 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
     private var loop: Task<Void, Never>?
 
     init(
-        http: HTTPServiceInstance, domains: WebDomains, sessions: MerchantSessions, interval: Duration, logger: Logger
+        http: HTTPServiceInstance, domains: WebDomains, sessions: MerchantSessions, inApp: InAppPayments,
+        interval: Duration, logger: Logger
     ) {
         self.http = http
         self.domains = domains
         self.sessions = sessions
+        self.inApp = inApp
         self.interval = interval
         self.logger = logger
     }
 
     public func start() async throws -> ServiceEndpoint {
         let endpoint = try await http.start()
-        let (domains, sessions, interval, logger) = (self.domains, self.sessions, self.interval, self.logger)
+        let (domains, sessions, inApp) = (self.domains, self.sessions, self.inApp)
+        let (interval, logger) = (self.interval, self.logger)
         let task = Task {
             while !Task.isCancelled {
                 do {
@@ -202,6 +206,12 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
                     if purged > 0 { logger.info("purged \(purged) expired merchant sessions") }
                 } catch {
                     logger.warning("merchant sessions: the purge failed; the next pass retries")
+                }
+                do {
+                    let purged = try await inApp.purgeExpiredNonces()
+                    if purged > 0 { logger.info("purged \(purged) expired payment nonces") }
+                } catch {
+                    logger.warning("payment nonces: the purge failed; the next pass retries")
                 }
                 try? await Task.sleep(for: interval)
             }

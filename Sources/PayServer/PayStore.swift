@@ -102,6 +102,8 @@ public enum PayStore {
         Migration(version: 8, name: MerchantSessions.migrationName, sql: MerchantSessions.migrationSQL),
         // The relay between a user's devices: each device's relay public keys and the queued (encrypted) frames.
         Migration(version: 9, name: PayServer.relayMigrationName, sql: PayServer.relayMigrationSQL),
+        // The in-app tallies over 16 rows per key, for instances counting at once on PostgreSQL (issue 33).
+        Migration(version: 10, name: InAppStore.shardMigrationName, sql: InAppStore.shardMigrationSQL),
     ]
 
     /// Opens the Pay server's store of the deployment in `directory` (its `config.json` says where), for commands

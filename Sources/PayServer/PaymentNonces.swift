@@ -71,7 +71,10 @@ final class PaymentNonces: Sendable {
             let bootID = shared == nil ? localBootID : Self.databaseClockID
             // An unused nonce's row (with its device link) goes at the first purge after twice its lifetime.
             let purgeAfter = now + 2 * Int64(Self.lifetime / 1_000_000)
-            try db.execute("DELETE FROM payment_nonces WHERE purge_after < ?", [.integer(now)])
+            // On a shared (PostgreSQL) store the purge is left to the periodic pass (``purgeExpired()``): a
+            // transaction that both reads the expired range and inserts into it conflicts with every other instance's
+            // issue at once (SERIALIZABLE), while inserts alone never do.
+            if shared == nil { try db.execute("DELETE FROM payment_nonces WHERE purge_after < ?", [.integer(now)]) }
             try db.execute(
                 """
                 INSERT INTO payment_nonces (nonce_hash, device, boot_id, issued_at_ns, used, purge_after)
@@ -80,6 +83,16 @@ final class PaymentNonces: Sendable {
                 [.blob(hash), .text(device), .text(bootID), .integer(Int64(issuedAt)), .integer(purgeAfter)])
         }
         return nonce
+    }
+
+    /// On a shared (PostgreSQL) store, deletes the rows past their purge time on the database's clock; the Pay
+    /// server runs it with its periodic pass. On SQLite every issue purges already, and this does nothing.
+    func purgeExpired() async throws -> Int {
+        guard store.location.isPostgreSQL else { return 0 }
+        return try await store.write { db in
+            guard let shared = try db.databaseClockMicroseconds() else { return 0 }
+            return try db.execute("DELETE FROM payment_nonces WHERE purge_after < ?", [.integer(shared / 1000)])
+        }
     }
 
     /// Checks that `nonce` was issued to `device`, is unused and unexpired, and marks it used, inside the

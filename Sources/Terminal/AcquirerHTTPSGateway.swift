@@ -17,20 +17,49 @@ import OrchardRuntime
 /// unknown (``TerminalError/Code/gatewayTimedOut``); a connection that could not be made is
 /// ``TerminalError/Code/gatewayUnreachable``. The client never retries
 /// by itself: the terminal decides (same STAN, or a reversal).
+///
+/// Several instances of the acquirer (the network service's instances on one database) are tried in order, as
+/// every Orchard client of several instances does (``OrchardHTTP/HTTPClient/send(_:failover:)``): an instance
+/// that cannot be reached or answers 503 is passed over for the next with the same request and
+/// `Idempotency-Key`, so a repeat reaching another instance gets the first answer. Each instance gets one attempt.
 public final class AcquirerHTTPSGateway: AuthorizationGateway {
+    /// The first (preferred) instance's base URL.
     public let baseURL: String
+    /// Every instance's base URL, tried in this order.
+    public let baseURLs: [String]
+    private let endpoints: FailoverEndpoints
     private let client: HTTPClient
 
     /// A gateway to `baseURL` (`https://host:port`), trusting `trustedRootsPEM` only, and presenting the
     /// terminal's client certificate (a deployment's acquiring route requires one with role `acquiring`).
-    public init(
+    public convenience init(
         baseURL: String, trustedRootsPEM: String, clientCertificateChainPEM: String? = nil,
         clientPrivateKeyPEM: SecureBytes? = nil, requestTimeout: Duration = .seconds(10)
     ) throws(TerminalError) {
-        guard baseURL.hasPrefix("https://") else {
+        try self.init(
+            baseURLs: [baseURL], trustedRootsPEM: trustedRootsPEM, clientCertificateChainPEM: clientCertificateChainPEM,
+            clientPrivateKeyPEM: clientPrivateKeyPEM, requestTimeout: requestTimeout)
+    }
+
+    /// A gateway to the acquirer's instances at `baseURLs` (each `https://host:port`, first preferred), failing
+    /// over from one to the next; trust and client certificate as for a single URL.
+    public init(
+        baseURLs: [String], trustedRootsPEM: String, clientCertificateChainPEM: String? = nil,
+        clientPrivateKeyPEM: SecureBytes? = nil, requestTimeout: Duration = .seconds(10)
+    ) throws(TerminalError) {
+        guard let first = baseURLs.first else {
+            throw TerminalError(.invalidArgument, "give at least one acquirer URL")
+        }
+        guard baseURLs.allSatisfy({ $0.hasPrefix("https://") }) else {
             throw TerminalError(.invalidArgument, "the acquirer URL is https://")
         }
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        do {
+            endpoints = try FailoverEndpoints(baseURLs)
+        } catch {
+            throw TerminalError(.invalidArgument, "the acquirer URLs are not valid: \(error.message)")
+        }
+        self.baseURLs = endpoints.baseURLs
+        self.baseURL = first.hasSuffix("/") ? String(first.dropLast()) : first
         do {
             client = try HTTPClient(
                 configuration: HTTPClientConfiguration(
@@ -100,13 +129,13 @@ public final class AcquirerHTTPSGateway: AuthorizationGateway {
         let request: HTTPClientRequest
         do {
             request = try HTTPClientRequest.json(
-                .post, baseURL + path, body, headers: ["Idempotency-Key": idempotencyKey])
+                .post, path, body, headers: ["Idempotency-Key": idempotencyKey])
         } catch {
             throw TerminalError(.invalidArgument, "the request could not be encoded")
         }
         let response: HTTPResponse
         do {
-            response = try await client.send(request)
+            response = try await client.send(request, failover: endpoints)
         } catch {
             switch error.code {
             case .connectionFailed, .invalidURL, .tlsFailure, .notRunning:

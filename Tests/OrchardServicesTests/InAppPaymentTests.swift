@@ -471,7 +471,7 @@ struct InAppPaymentTests {
         let tallyColumns = try await store.read { db in
             try db.query("SELECT name FROM pragma_table_info('in_app_purchase_tallies')", []) { try $0.string(0) }
         }
-        #expect(tallyColumns.count == 5 && otherColumns.intersection(tallyColumns).isEmpty)
+        #expect(tallyColumns.count == 6 && otherColumns.intersection(tallyColumns).isEmpty)
         for name in tallyColumns {
             for word in ["device", "account", "card", "pan", "merchant", "token", "app", "nonce", "id"] {
                 #expect(!name.split(separator: "_").contains(Substring(word)), "\(name) looks identifying")

@@ -45,6 +45,18 @@ final class ChaosRun: @unchecked Sendable {
     /// The long-running parties (the terminal and the app are one process per payment).
     enum Party: String, CaseIterable {
         case network, pay, merchant, phone, watch
+
+        /// A server party: several instances of it may run on one PostgreSQL database.
+        var isServer: Bool { self == .network || self == .pay || self == .merchant }
+    }
+
+    /// One long-running process: a party, or a further instance of a server party (`network.2`).
+    struct Member: Hashable {
+        let party: Party
+        let instance: Int
+
+        /// `network` for instance 1, `network.2` for instance 2: its stderr file and its key in the kill counts.
+        var name: String { instance == 1 ? party.rawValue : "\(party.rawValue).\(instance)" }
     }
 
     /// One journalled operation.
@@ -67,11 +79,13 @@ final class ChaosRun: @unchecked Sendable {
     let seed: Int
     let cycles: Int
     let paymentsPerCycle: Int
+    /// Instances of each server party (more than one only on PostgreSQL).
+    let instances: Int
     let trace: @Sendable (String) -> Void
     let executable: String
     let folder: String
     private let random: InsecureDeterministicRandom
-    private var processes: [Party: Subprocess] = [:]
+    private var processes: [Member: Subprocess] = [:]
     private var journal: FileHandle
     private var entries: [Entry] = []
     private var kills: [String: Int] = [:]
@@ -83,13 +97,14 @@ final class ChaosRun: @unchecked Sendable {
     ]
 
     init(
-        deployment: DeploymentDirectory, seed: Int, cycles: Int, paymentsPerCycle: Int,
+        deployment: DeploymentDirectory, seed: Int, cycles: Int, paymentsPerCycle: Int, instances: Int = 1,
         trace: @escaping @Sendable (String) -> Void
     ) throws {
         self.deployment = deployment
         self.seed = seed
         self.cycles = cycles
         self.paymentsPerCycle = paymentsPerCycle
+        self.instances = instances
         self.trace = trace
         executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         folder = deployment.path + "/chaos"
@@ -146,7 +161,7 @@ final class ChaosRun: @unchecked Sendable {
             try await must(["device", "create", "--name", name, "--passcode", Self.passcode] + kind)
         }
         try await must(["terminal", "setup"])
-        for party in Party.allCases { try await start(party) }
+        for member in members { try await start(member) }
         for name in ["phone", "watch"] {
             let active = (try? Device.walletCards(of: name, in: deployment))?.contains { $0.state == .active } ?? false
             guard !active, let (pan, cvv) = Self.cards[name] else { continue }
@@ -155,26 +170,37 @@ final class ChaosRun: @unchecked Sendable {
                 ["device", "add-card", "--name", name, "--expiry", "12/34", "--cardholder", "Alice Doe"],
                 stdin: Array("\(pan)\n\(cvv)\n".utf8))
         }
-        trace("chaos: every party runs; seed \(seed), \(cycles) cycles of \(paymentsPerCycle) payments")
+        trace(
+            "chaos: every party runs"
+                + (instances > 1 ? " (\(instances) instances of each server party)" : "")
+                + "; seed \(seed), \(cycles) cycles of \(paymentsPerCycle) payments")
     }
 
-    private func start(_ party: Party) async throws {
+    /// Every long-running process: each party, and each server party's further instances.
+    private var members: [Member] {
+        Party.allCases.flatMap { party in
+            (1...(party.isServer ? instances : 1)).map { Member(party: party, instance: $0) }
+        }
+    }
+
+    private func start(_ member: Member) async throws {
+        let party = member.party
         let arguments: [String]
         switch party {
-        case .network, .pay, .merchant: arguments = ["serve", party.rawValue]
+        case .network, .pay, .merchant:
+            arguments = ["serve", party.rawValue] + (member.instance > 1 ? ["--instance", "\(member.instance)"] : [])
         case .phone: arguments = ["device", "run", "--name", "phone", "--auto-auth", "face-id"]
         case .watch: arguments = ["device", "run", "--name", "watch", "--auto-auth", "double-click"]
         }
         let process = try Subprocess(
             executable, arguments + ["--data-dir", deployment.path], environment: environment,
-            stderrPath: folder + "/\(party.rawValue).stderr")
-        processes[party] = process
+            stderrPath: folder + "/\(member.name).stderr")
+        processes[member] = process
         for _ in 0..<1200 {
             guard process.isRunning else {
-                throw CLIError.failure(
-                    "\(party.rawValue) ended while starting (see \(folder)/\(party.rawValue).stderr)")
+                throw CLIError.failure("\(member.name) ended while starting (see \(folder)/\(member.name).stderr)")
             }
-            if isReady(party, pid: process.pid) {
+            if isReady(member, pid: process.pid) {
                 if party == .watch {
                     try await must(["device", "wrist", "--name", "watch", "--on", "yes"])
                     try await must([
@@ -185,31 +211,35 @@ final class ChaosRun: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(25))
         }
-        throw CLIError.failure("\(party.rawValue) did not start in 30 s")
+        throw CLIError.failure("\(member.name) did not start in 30 s")
     }
 
-    private func isReady(_ party: Party, pid: Int32) -> Bool {
+    private func isReady(_ member: Member, pid: Int32) -> Bool {
+        let party = member.party
         switch party {
         case .network, .pay, .merchant:
-            guard let name = try? ServiceName(party.rawValue), let record = try? deployment.runningService(name) else {
-                return false
-            }
+            guard let name = try? ServiceName(party.rawValue),
+                let record = try? deployment.runningService(name, instance: member.instance)
+            else { return false }
             return record.pid == pid
         case .phone, .watch:
             return ControlSocketClient.isRunning(at: Device.controlSocketPath(of: party.rawValue, in: deployment))
         }
     }
 
+    /// Kills `party`: with several instances, one of them chosen at random (the others go on serving).
     private func kill(_ party: Party) async {
-        guard let process = processes[party] else { return }
+        let instance = party.isServer && instances > 1 ? 1 + Int(randomBelow(UInt32(instances))) : 1
+        let member = Member(party: party, instance: instance)
+        guard let process = processes[member] else { return }
         process.send(SIGKILL)
         _ = await process.exit()
-        kills[party.rawValue, default: 0] += 1
+        kills[member.name, default: 0] += 1
     }
 
     /// Every party that is not running is started again.
     private func restartDead() async throws {
-        for party in Party.allCases where processes[party]?.isRunning != true { try await start(party) }
+        for member in members where processes[member]?.isRunning != true { try await start(member) }
     }
 
     // MARK: - Operations
@@ -281,14 +311,16 @@ final class ChaosRun: @unchecked Sendable {
     private func finish() async throws -> NetworkReconciliationReport {
         try await restartDead()
         _ = try await orchardCommand(["terminal", "recover"])
-        for _ in 0..<300 {
+        // With several instances a merchant leaves a charge it did not finish to the others only after the grace in
+        // which it may still be driving it (`PaymentProcessor.sharedChargeGrace`, 60 s): wait past it.
+        for _ in 0..<(instances > 1 ? 900 : 300) {
             if try openMerchantPayments() == 0 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        for party in Party.allCases.reversed() {
-            guard let process = processes[party] else { continue }
+        for member in members.reversed() {
+            guard let process = processes[member] else { continue }
             process.send(SIGTERM)
-            if await process.exit(within: 30) == nil { trace("chaos: \(party.rawValue) did not stop; killed") }
+            if await process.exit(within: 30) == nil { trace("chaos: \(member.name) did not stop; killed") }
         }
         let registry = try DeploymentCommands.registry()
         return try await NetworkServer.reconcileOnce(
@@ -297,8 +329,7 @@ final class ChaosRun: @unchecked Sendable {
     }
 
     private func openMerchantPayments() throws -> Int {
-        let database = try Database(
-            path: deployment.databasePath(for: .merchant), options: StoreOptions(durability: .full), access: .readOnly)
+        let database = try readOnly(.merchant)
         return try database.queryFirst(
             "SELECT COUNT(*) FROM order_payments WHERE state IN ('charging', 'reversing')", []
         ) { try $0.int(0) } ?? 0
@@ -311,10 +342,9 @@ final class ChaosRun: @unchecked Sendable {
         var lost = 0
         var duplicated = 0
         var unreconciled = 0
-        let options = StoreOptions(durability: .full)
 
         // The issuer: every hold (approved, not reversed), by network transaction ID.
-        let issuer = try Database(path: deployment.databasePath(for: .issuer), options: options, access: .readOnly)
+        let issuer = try readOnly(.issuer)
         let ids = try issuer.query("SELECT network_transaction_id FROM authorizations", []) { try $0.string(0) }
         let issuerStore = try await SQLiteIssuerStore.open(in: deployment)
         var holds: [String: IssuerAuthorizationEntry] = [:]
@@ -337,7 +367,7 @@ final class ChaosRun: @unchecked Sendable {
         var claimed: Set<String> = []
 
         // The terminal's journal.
-        let terminal = try Database(path: deployment.databasePath(for: .terminal), options: options, access: .readOnly)
+        let terminal = try readOnly(.terminal)
         let taps = try terminal.query(
             "SELECT terminal_id, stan, state, amount, approval_code, masked_pan, atc FROM transactions", []
         ) { row in
@@ -377,7 +407,7 @@ final class ChaosRun: @unchecked Sendable {
         // The merchant's payments.
         let merchantID = try DeploymentCommands.registry().loadConfiguration(from: deployment, environment: [:])[
             MerchantService.merchantIdentifier]
-        let merchant = try Database(path: deployment.databasePath(for: .merchant), options: options, access: .readOnly)
+        let merchant = try readOnly(.merchant)
         let charges = try merchant.query("SELECT order_id, idempotency_key, state FROM order_payments", []) { row in
             (try row.string(0), try row.string(1), try row.string(2))
         }
@@ -408,7 +438,8 @@ final class ChaosRun: @unchecked Sendable {
         }
 
         // Every hold is explained by exactly one approved record, and the acquirer recorded it.
-        let acquirerStore = try SQLiteAcquirerStore(path: deployment.databasePath(for: .acquirer))
+        let acquirerStore = try SQLiteAcquirerStore(
+            location: try StoreSettings.location(for: .acquirer, in: deployment, environment: [:]))
         let pending = try await acquirerStore.pendingAuthorizations(sentBefore: .distantFuture)
         await acquirerStore.store.close()
         // The acquirer's key of each network transaction (`terminal:<ID>:<STAN>`, `merchant:<ID>:<key>`), to say
@@ -454,11 +485,13 @@ final class ChaosRun: @unchecked Sendable {
         }
 
         // In-app nonces: each redeemed once (every accepted credential tallies once and spends its nonce).
-        let pay = try Database(path: deployment.databasePath(for: .pay), options: options, access: .readOnly)
+        let pay = try readOnly(.pay)
         let used = try pay.queryFirst("SELECT COUNT(*) FROM payment_nonces WHERE used = 1", []) { try $0.int(0) } ?? 0
+        // As BIGINT: PostgreSQL's SUM of BIGINT is NUMERIC.
         let tallied =
-            try pay.queryFirst("SELECT COALESCE(SUM(purchases), 0) FROM in_app_purchase_tallies", []) { try $0.int(0) }
-            ?? 0
+            try pay.queryFirst(
+                "SELECT CAST(COALESCE(SUM(purchases), 0) AS BIGINT) FROM in_app_purchase_tallies", []
+            ) { try $0.int(0) } ?? 0
         if tallied > used {
             duplicated += tallied - used
             violations.append("\(tallied) credentials accepted for \(used) spent nonces")
@@ -471,6 +504,14 @@ final class ChaosRun: @unchecked Sendable {
             indeterminate: counts["indeterminate"] ?? 0, lifecycleChanges: lifecycleChanges, lost: lost,
             duplicated: duplicated, unreconciled: unreconciled, kills: kills, reconciliation: report,
             durationSeconds: Int(duration.rounded()), violations: violations)
+    }
+
+    /// A read-only connection to `party`'s store where the deployment keeps it: its SQLite file, or its schema of
+    /// the PostgreSQL database `config.json` names (`orchard init --database`).
+    private func readOnly(_ party: OrchardRuntime.Party) throws -> Database {
+        try Database(
+            location: try StoreSettings.location(for: party, in: deployment, environment: [:]),
+            options: StoreOptions(durability: .full), access: .readOnly)
     }
 
     /// The last journal line of each operation of this run.

@@ -45,8 +45,13 @@ enum DemoInStore {
         }
         let identity = TerminalCommands.clientIdentityName(settings.terminalID)
         let policy = TerminalPolicy(readyTimeout: .seconds(10), attemptTimeout: .seconds(10))
+        // The network connected to, then every further instance running (`serve network --instance N`).
+        var acquirerURLs = [try connections.baseURL(of: .network)]
+        for record in deployment.runningInstances(of: .network) where !acquirerURLs.contains(record.baseURL) {
+            acquirerURLs.append(record.baseURL)
+        }
         let gateway = try AcquirerHTTPSGateway(
-            baseURL: try connections.baseURL(of: .network), trustedRootsPEM: connections.rootCertificatePEM,
+            baseURLs: acquirerURLs, trustedRootsPEM: connections.rootCertificatePEM,
             clientCertificateChainPEM: try deployment.readCertificate(named: identity),
             clientPrivateKeyPEM: try deployment.readPrivateKey(named: identity), requestTimeout: policy.attemptTimeout)
         let terminal = PaymentTerminal(

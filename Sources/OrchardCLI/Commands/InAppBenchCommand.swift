@@ -21,10 +21,20 @@ enum InAppBenchCommand {
             credentials; every answer must be a token. Reports tokens per second with p50/p99 latency, and the
             crypto ceiling: the same cryptography per credential (open, verify, re-encrypt, sign) without HTTP or
             SQLite, in thread CPU time on one core times the cores. The load generator shares the cores with the server.
+
+            With --database postgresql://… (and --pgpass FILE) the same exchange runs again, after the one-instance
+            SQLite figure, through --instances N Pay server instances (in this process, each its own HTTPS server)
+            whose state is in that database: its pay, merchant and *_idempotency schemas are replaced. The clients
+            are spread over the instances; `scaleOut` in the JSON and a second line give its tokens per second
+            beside the SQLite figure of the same run.
             """,
-        options: [requests, connections, ceilingSeconds]
+        options: [requests, connections, ceilingSeconds, database, DeploymentCommands.pgpassOption, instances]
     ) { arguments, context in
-        let result = try await InAppBenchmark.run(
+        let url = arguments[database]
+        guard url != nil || arguments[instances] == 1 else {
+            throw CLIError.usage("--instances \(arguments[instances]) needs --database postgresql://…")
+        }
+        var result = try await InAppBenchmark.run(
             requests: arguments[requests], connections: arguments[connections],
             ceilingSeconds: Double(arguments[ceilingSeconds]),
             trace: context.trace)
@@ -34,6 +44,19 @@ enum InAppBenchCommand {
                 + "with the load generator); crypto ceiling \(Int(result.ceilingPerSecond))/s on \(result.cores) cores "
                 + "(\(Int(result.ceilingCPUMicrosecondsPerToken)) µs each; \(Int(result.fractionOfCeiling * 100)) %), "
                 + "load average \(result.loadAverage)")
+        if let url {
+            let scaled = try await InAppBenchmark.runScaledOut(
+                database: url, passfile: arguments[DeploymentCommands.pgpassOption], instances: arguments[instances],
+                requests: arguments[requests], connections: arguments[connections], baseline: result.tokensPerSecond,
+                trace: context.trace)
+            result.scaleOut = scaled
+            context.trace(
+                "\(Int(scaled.tokensPerSecond)) tokens/s through \(scaled.instances) Pay server instance(s) on "
+                    + "PostgreSQL (p50 \(scaled.p50Milliseconds) ms, p99 \(scaled.p99Milliseconds) ms) beside "
+                    + "\(Int(scaled.sqliteOneInstanceTokensPerSecond)) tokens/s on one instance on SQLite "
+                    + "(\(scaled.ratio)×); \(scaled.retried) sent again after a 503; "
+                    + "load average \(scaled.loadAverage)")
+        }
         try context.outputJSON(result)
     }
 
@@ -42,6 +65,11 @@ enum InAppBenchCommand {
         help: "Credentials to exchange (all must fit the 60 s nonce life).")
     static let connections = Option.integer(
         "connections", default: 16, range: 1...256, help: "Concurrent keep-alive connections.")
+    static let database = Option.optional(
+        "database", "URL",
+        help: "Also measure through Pay server instances on this PostgreSQL database (postgresql://…, no password).")
+    static let instances = Option.integer(
+        "instances", default: 1, range: 1...8, help: "Pay server instances on --database (more than one needs it).")
     static let ceilingSeconds = Option.integer(
         "ceiling-seconds", default: 3, range: 1...60, help: "Duration of the ceiling measurement.")
 }

@@ -252,21 +252,21 @@ enum TerminalCommands {
         }
     }
 
-    /// The acquirer connection: the configured URL, else the deployment's running acquirer; trusting the
-    /// configured roots, else the deployment's root CA. Without either, every request fails as unreachable.
+    /// The acquirer connection: the configured URL, else every running instance of the deployment's acquirer
+    /// (the network service: `run/network.json`, then `run/network.N.json`), failed over in that order; trusting
+    /// the configured roots, else the deployment's root CA. Without either, every request fails as unreachable.
     static func gateway(
         _ settings: TerminalSettings, _ deployment: DeploymentDirectory, policy: TerminalPolicy
     ) throws -> any AuthorizationGateway {
-        var url = settings.acquirerURL
-        if url == nil {
+        var urls = settings.acquirerURL.map { [$0] } ?? []
+        if urls.isEmpty {
             for name in ["acquirer", "network"] {
-                if let service = try? ServiceName(name), let record = try? deployment.runningService(service) {
-                    url = record.baseURL
-                    break
-                }
+                guard let service = try? ServiceName(name) else { continue }
+                urls = deployment.runningInstances(of: service).map(\.baseURL)
+                if !urls.isEmpty { break }
             }
         }
-        guard let url else { return UnconfiguredGateway() }
+        guard !urls.isEmpty else { return UnconfiguredGateway() }
         let rootsPath = settings.acquirerRootsPath ?? (try? deployment.certificatePath(named: "root-ca")) ?? ""
         guard let roots = FileManager.default.contents(atPath: rootsPath) else {
             throw CLIError.failure("cannot read the acquirer's trusted roots at \(rootsPath)")
@@ -282,7 +282,7 @@ enum TerminalCommands {
             key = try deployment.readPrivateKey(named: identity)
         }
         return try AcquirerHTTPSGateway(
-            baseURL: url, trustedRootsPEM: String(decoding: roots, as: UTF8.self), clientCertificateChainPEM: chain,
+            baseURLs: urls, trustedRootsPEM: String(decoding: roots, as: UTF8.self), clientCertificateChainPEM: chain,
             clientPrivateKeyPEM: key, requestTimeout: policy.attemptTimeout)
     }
 
