@@ -81,7 +81,7 @@ struct SharedChargeTests {
 
     @Test("A charge another instance began is not reversed by this one's pass until the grace on the database's clock")
     func reconciliationLeavesAChargeInFlight() async throws {
-        let server = try TestPostgreSQL.shared()
+        let server = try await TestPostgreSQL.shared()
         let store = try Store(
             location: .postgreSQL(try PostgreSQLLocation(url: server.url, schema: TestPostgreSQL.freshSchema("m"))),
             options: MerchantService.storeOptions, migrations: MerchantOrderStore.migrations)
@@ -108,7 +108,7 @@ struct SharedChargeTests {
 
     @Test("An approval one instance recorded is not overwritten by another's reversal, nor sent to the acquirer")
     func outcomesRecordedOverTheirState() async throws {
-        let server = try TestPostgreSQL.shared()
+        let server = try await TestPostgreSQL.shared()
         let store = try Store(
             location: .postgreSQL(try PostgreSQLLocation(url: server.url, schema: TestPostgreSQL.freshSchema("m"))),
             options: MerchantService.storeOptions, migrations: MerchantOrderStore.migrations)

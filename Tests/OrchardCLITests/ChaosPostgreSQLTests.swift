@@ -15,7 +15,7 @@ struct ChaosPostgreSQLTests {
         "R1: two instances of each server party on PostgreSQL, one killed each cycle: 0 lost, 0 duplicated, 0 unreconciled",
         .enabled(if: TestPostgreSQL.enabled))
     func twoInstancesOnPostgreSQL() async throws {
-        let url = try TestPostgreSQL.shared().freshDatabase()
+        let url = try await TestPostgreSQL.shared().freshDatabase()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-chaos-pg-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let run = try await orchard([

@@ -10,7 +10,7 @@ struct ScaleOutBenchCommandTests {
         "A short run through two Pay server instances on PostgreSQL reports its tokens/s beside the SQLite figure",
         .enabled(if: TestPostgreSQL.enabled, Comment(rawValue: TestPostgreSQL.installHint)))
     func twoInstances() async throws {
-        let url = try TestPostgreSQL.shared().freshDatabase()
+        let url = try await TestPostgreSQL.shared().freshDatabase()
         let capture = Capture()
         let rc = await capture.run([
             "bench", "inapp", "--requests", "24", "--connections", "4", "--ceiling-seconds", "1", "--database", url,

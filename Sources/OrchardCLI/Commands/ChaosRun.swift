@@ -444,7 +444,7 @@ final class ChaosRun: @unchecked Sendable {
         await acquirerStore.store.close()
         // The acquirer's key of each network transaction (`terminal:<ID>:<STAN>`, `merchant:<ID>:<key>`), to say
         // whose payment an unexplained hold is.
-        let acquirer = try Database(path: deployment.databasePath(for: .acquirer), options: options, access: .readOnly)
+        let acquirer = try readOnly(.acquirer)
         var acquirerKeys: [String: String] = [:]
         for table in ["authorizations", "pending_authorizations", "reversals"] {
             for key in try acquirer.query("SELECT idempotency_key FROM \(table)", [], { try $0.string(0) }) {
