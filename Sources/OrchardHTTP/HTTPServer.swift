@@ -163,6 +163,9 @@ public final class HTTPServer: @unchecked Sendable {
             }
             for (listenerIndex, listener) in configuration.listeners.enumerated() {
                 var port = listener.port
+                // SO_REUSEPORT lets any socket of this user join a port: another server on it would silently take
+                // a share of the connections. The port must be free before this server's own sockets share it.
+                if port != 0 { try ListeningSocket.requireFree(host: listener.host, port: port) }
                 for (loopIndex, loop) in newLoops.enumerated() {
                     let (fd, actualPort) = try ListeningSocket.open(host: listener.host, port: port)
                     port = actualPort
@@ -311,6 +314,32 @@ public final class HTTPServer: @unchecked Sendable {
 /// A listening socket bound with `SO_REUSEPORT`, non-blocking, `TCP_NODELAY` (inherited by accepted
 /// sockets on Linux: without it keep-alive HTTPS runs at 1.4k instead of 25k requests/s).
 enum ListeningSocket {
+    /// Throws ``HTTPError/Code/bindFailed`` when a socket is already listening on `host:port`: a probe without
+    /// `SO_REUSEPORT` cannot bind next to it (`SO_REUSEADDR` only passes over connections in TIME_WAIT).
+    static func requireFree(host: String, port: Int) throws(HTTPError) {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var result: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &result)
+        guard rc == 0, let info = result else {
+            throw HTTPError(.bindFailed, "cannot resolve listen address \(host): \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(result) }
+        let probe = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard probe >= 0 else { throw HTTPError(.bindFailed, "socket() failed: \(String(cString: strerror(errno)))") }
+        defer { close(probe) }
+        var one: Int32 = 1
+        _ = setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(probe, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
+            let reason = errno == EADDRINUSE ? "another server listens there" : String(cString: strerror(errno))
+            throw HTTPError(
+                .bindFailed,
+                "cannot listen on \(host):\(port): \(reason); stop it, or choose another port in config.json")
+        }
+    }
+
     static func open(host: String, port: Int) throws(HTTPError) -> (fd: Int32, port: Int) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC

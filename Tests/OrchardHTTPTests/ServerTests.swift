@@ -46,6 +46,28 @@ struct ServerTests {
 
     // MARK: Mutual TLS
 
+    @Test("A port another server listens on is refused, though SO_REUSEPORT would let this server share it")
+    func aPortInUseIsRefused() async throws {
+        var router = Router()
+        router.get("/who") { _ in .text("first") }
+        try await withServer(threads: 2, router: router) { first in
+            let second = try HTTPServer(
+                configuration: HTTPServerConfiguration(
+                    listeners: [.init(port: first.port, tls: try PKI.serverTLS(policy: .optional))], threads: 2),
+                router: Router(), logger: Logger(label: "test", level: .warning, sink: NullLogSink()))
+            do {
+                try second.start()
+                Issue.record("a second server started on port \(first.port)")
+                await second.shutdown()
+            } catch let error as HTTPError {
+                #expect(error.code == .bindFailed && error.message.contains("another server listens there"), "\(error)")
+            }
+            // The first server still answers every connection (none went to the second).
+            let client = try PKI.client()
+            for _ in 0..<8 { #expect(try await client.get(url(first, "/who")).text == "first") }
+        }
+    }
+
     @Test func requiredPolicyRefusesAClientWithoutCertificate() async throws {
         try await withServer(policy: .required, router: Self.routes()) { server in
             let client = try PKI.client(configure: { $0.maxAttempts = 1 })
