@@ -12,8 +12,8 @@ enum SessionBenchCommand {
             identity certificate to apple-pay-gateway.orchard.test, ask for REQUESTS sessions; every answer must be
             a session. The process's CPU time per session is reported next to the ceiling's. The crypto ceiling is
             the cryptography the gateway cannot avoid per session (random identifier and nonce, the merchant ID's
-            hash, the CMS signature, the JSON, the request's and the answer's TLS records opened and sealed with
-            AES-256-GCM) without HTTP, the certificate lookup or SQLite, in thread CPU time on one core times the
+            hash, the CMS signature, the request's and the answer's TLS records opened and sealed with AES-256-GCM)
+            without the answer's JSON, HTTP, the certificate lookup or SQLite, in thread CPU time on one core times the
             cores. The target is 0.6 of the ceiling; the load generator shares the cores with the server.
             """,
         options: [requests, connections, ceilingSeconds]
