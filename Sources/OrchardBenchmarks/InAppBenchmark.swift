@@ -27,6 +27,9 @@ public struct InAppBenchmarkResult: Sendable, Encodable {
     /// CPU microseconds of each step of the ceiling.
     public let ceilingBreakdownMicroseconds: [String: Double]
     public let fractionOfCeiling: Double
+    /// The ceiling's CPU per token ÷ the process's (load generator included): what ``fractionOfCeiling`` would be
+    /// with both cores to this process and none idle; other builders on the machine do not move it.
+    public let cpuFractionOfCeiling: Double
     public let target: Double
     /// The 1-minute load average at the end: other work on the machine lowers the wall-clock figures.
     public let loadAverage: Double
@@ -260,6 +263,7 @@ public enum InAppBenchmark {
             processCPUMicrosecondsPerToken: (cpu / Double(latencies.count) * 1e6).rounded(),
             ceilingPerSecond: ceiling.rounded(), ceilingCPUMicrosecondsPerToken: (1e6 / perCore).rounded(),
             ceilingBreakdownMicroseconds: breakdown, fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
+            cpuFractionOfCeiling: (1 / perCore / (cpu / Double(latencies.count)) * 1000).rounded() / 1000,
             target: 1500,
             loadAverage: loadAverage(), scaleOut: nil)
     }

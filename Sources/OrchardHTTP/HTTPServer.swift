@@ -82,7 +82,9 @@ public struct HTTPServerConfiguration: Sendable {
 /// - Handlers must not block: nothing that waits on disk or network synchronously may run on a loop
 ///   thread or in Swift's cooperative pool (two threads on this machine). Such work goes to
 ///   ``BlockingThreadPool`` (SQLite writes, bulk key generation) or ``HTTPClient`` (its own thread), both
-///   bridged with continuations.
+///   bridged with continuations. One exception: an SQLite `Store.read` with a reader connection idle runs where it
+///   is called (a WAL snapshot read of indexed rows, from pages the kernel caches, never waiting for the writer);
+///   one that would open or wait for a connection, and every PostgreSQL read, still leaves the thread.
 ///
 /// ## Lifecycle
 /// ``start()`` binds and starts the loops; ``shutdown()`` stops accepting (the listening sockets close,

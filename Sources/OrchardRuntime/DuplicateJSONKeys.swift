@@ -70,7 +70,7 @@ public enum DuplicateJSONKeys {
                     return peek(UInt8(ascii: "]"))
                 }
             case UInt8(ascii: "\""):
-                return string() != nil
+                return skipString()
             default:
                 // A number, true, false or null: the decoder checks its spelling.
                 let start = index
@@ -87,15 +87,64 @@ public enum DuplicateJSONKeys {
         }
 
         mutating func skipWhitespace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         static func ends(_ byte: UInt8) -> Bool {
-            [UInt8(ascii: ","), UInt8(ascii: "]"), UInt8(ascii: "}"), 0x20, 0x09, 0x0A, 0x0D].contains(byte)
+            switch byte {
+            case UInt8(ascii: ","), UInt8(ascii: "]"), UInt8(ascii: "}"), 0x20, 0x09, 0x0A, 0x0D: true
+            default: false
+            }
+        }
+
+        /// Skips a string value at `index` (only keys are compared, so a value is never built): false exactly when
+        /// ``string()`` would return nil.
+        mutating func skipString() -> Bool {
+            guard peek(UInt8(ascii: "\"")) else { return false }
+            while index < bytes.count {
+                let byte = bytes[index]
+                index += 1
+                switch byte {
+                case UInt8(ascii: "\""): return true
+                case UInt8(ascii: "\\"):
+                    guard index < bytes.count else { return false }
+                    let escape = bytes[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): continue
+                    case UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"): continue
+                    case UInt8(ascii: "r"), UInt8(ascii: "t"): continue
+                    case UInt8(ascii: "u"):
+                        guard index + 4 <= bytes.count,
+                            UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) != nil
+                        else { return false }
+                        index += 4
+                    default: return false
+                    }
+                default: continue
+                }
+            }
+            return false
         }
 
         /// A string at `index`, unescaped; nil when malformed.
         mutating func string() -> String? {
+            // Without escapes (every key in practice) the string is its bytes, decoded as UTF-8 (ill-formed bytes
+            // repaired as below).
+            if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+                var end = index + 1
+                while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\") { end += 1 }
+                if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+                    let key = String(decoding: bytes[(index + 1)..<end], as: UTF8.self)
+                    index = end + 1
+                    return key
+                }
+            }
             guard peek(UInt8(ascii: "\"")) else { return nil }
             var units: [UInt16] = []
             var plain: [UInt8] = []

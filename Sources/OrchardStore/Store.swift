@@ -101,9 +101,19 @@ public final class Store: Sendable {
     /// Runs `body` on a reader connection inside a read transaction: it sees the state of one instant and
     /// none of the writes that commit meanwhile. Writing through the connection fails with
     /// ``StoreError/Code/readOnly``.
+    ///
+    /// On an SQLite file with a reader connection idle, `body` runs at once on the calling thread: a WAL read
+    /// never waits for the writer (it reads its snapshot from the file's pages, which the kernel caches), and the
+    /// hop to another thread and back cost more than the indexed lookups the parties' reads are (docs/performance.md,
+    /// "Store reads on the caller's thread"). A read that would open a connection or wait for one, and every read
+    /// on PostgreSQL (a network round trip), runs on a Dispatch thread instead, as before.
     @discardableResult
     public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        if !location.isPostgreSQL, let database = readers.idleReader() {
+            defer { readers.checkIn(database) }
+            return try database.transaction(.deferred, body)
+        }
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(
                     with: Result {
@@ -416,7 +426,12 @@ private final class ReaderPool: @unchecked Sendable {
         }
     }
 
-    private func checkIn(_ database: Database) {
+    /// An idle connection, if one is: never opens one and never waits (nil then).
+    func idleReader() -> Database? {
+        condition.withLock { closed ? nil : idle.popLast() }
+    }
+
+    func checkIn(_ database: Database) {
         condition.withLock {
             if closed { opened -= 1 } else { idle.append(database) }
             condition.signal()

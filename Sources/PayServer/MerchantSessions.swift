@@ -4,6 +4,7 @@ import OrchardRuntime
 public import OrchardStore
 public import OrchardX509
 public import PaymentToken
+import Synchronization
 public import WebMerchantAPI
 
 /// The Pay server's web gateway (docs/web.md, "Merchant sessions"): a merchant's server, authenticated by its
@@ -84,9 +85,7 @@ public final class MerchantSessions: Sendable {
         case .failure(let refusal): return .failure(refusal)
         case .success(let holder): (merchant, validated) = holder
         }
-        let mediaType = contentType?.split(separator: ";").first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        }
+        let mediaType = contentType.map(Self.mediaType)
         // Apple's documented test (`curl --data …`) sends curl's default form type with the JSON body.
         guard mediaType == "application/json" || mediaType == "application/x-www-form-urlencoded" else {
             return .failure(
@@ -115,10 +114,37 @@ public final class MerchantSessions: Sendable {
         return try await session(request, merchant: merchant, validated: validated, legacy: legacy)
     }
 
+    /// `Content-Type`'s media type: before any `;`, spaces and tabs trimmed, lower-case (ASCII).
+    static func mediaType(_ contentType: String) -> String {
+        let bytes = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: { !isBlank($0) }),
+            let last = bytes.lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self).lowercased()
+    }
+
+    /// Client certificates parsed before, by their DER bytes (a keep-alive connection presents the same bytes on
+    /// every request). Parsing depends on the bytes alone; everything that depends on the time or on pay.sqlite (the
+    /// record, the kind, revocation, validity) is still checked on every request. Bounded: emptied when full.
+    private let parsedCertificates = Mutex<[DeviceRegistry.DERBytes: Certificate]>([:])
+    static let parsedCertificateCapacity = 1024
+
+    func parsedCertificate(_ der: [UInt8]) -> Certificate? {
+        let key = DeviceRegistry.DERBytes(bytes: der)
+        if let known = parsedCertificates.withLock({ $0[key] }) { return known }
+        guard let certificate = try? Certificate(derEncoded: der) else { return nil }
+        parsedCertificates.withLock { cache in
+            if cache.count >= Self.parsedCertificateCapacity { cache.removeAll(keepingCapacity: true) }
+            cache[key] = certificate
+        }
+        return certificate
+    }
+
     /// The merchant a presented certificate is the identity certificate of (one this Pay server issued and
     /// recorded, of kind identity, unrevoked and valid now), with the domains it has validated now: one read.
     func certificateHolder(_ der: [UInt8]) async throws -> Result<(String, [String]), Refusal> {
-        guard let certificate = try? Certificate(derEncoded: der) else {
+        guard let certificate = parsedCertificate(der) else {
             return .failure(Refusal(.notIssuedHere, "reason=\"the client certificate cannot be read\""))
         }
         let serial = Hex.encode(certificate.serialNumber)
@@ -175,8 +201,10 @@ public final class MerchantSessions: Sendable {
         let certificateHash = AssociationFiles.merchantHash(merchant)
         let named = request.merchantIdentifier
         let namedHash =
-            named.utf8.count == 64 && named.utf8.allSatisfy({ $0 < 0x80 && Character(Unicode.Scalar($0)).isHexDigit })
-            ? named.uppercased() : AssociationFiles.merchantHash(named)
+            named.utf8.count != 64 && named == merchant
+            ? certificateHash
+            : named.utf8.count == 64 && named.utf8.allSatisfy({ $0 < 0x80 && Character(Unicode.Scalar($0)).isHexDigit })
+                ? named.uppercased() : AssociationFiles.merchantHash(named)
         guard namedHash == certificateHash else {
             let registered = try await store.read { db in
                 try db.query("SELECT identifier FROM merchants", []) { try $0.string(0) }

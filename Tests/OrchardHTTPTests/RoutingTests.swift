@@ -138,6 +138,24 @@ struct RoutingTests {
         #expect(DuplicateJSONKeys.first(in: Data("not json".utf8)) == nil)
     }
 
+    @Test("Duplicate keys: string values are skipped, not built, with the same verdicts on escapes and malformed input")
+    func duplicateKeyScanSkipsValues() {
+        func first(_ json: String) -> String? { DuplicateJSONKeys.first(in: Data(json.utf8)) }
+        // Values with every escape, quotes and braces inside, then a duplicate after them.
+        #expect(first(#"{"a":"x\"}\\\/\b\f\n\r\t\u00e9{","b":"é","a":2}"#) == "a")
+        // An escaped key equals its plain spelling, in either order; a non-ASCII key is found too.
+        #expect(first(#"{"ab":1,"a\u0062":2}"#) == "ab")
+        #expect(first(#"{"a\u0062":1,"ab":2}"#) == "ab")
+        #expect(first(#"{"clé":1,"x":"","clé":2}"#) == "clé")
+        // Malformed values end the scan without a verdict (the decoder refuses them): a bad escape, a short or
+        // non-hex \u, an unterminated string.
+        #expect(first(#"{"a":"\q","a":1}"#) == nil)
+        #expect(first(#"{"a":"\u12","a":1}"#) == nil)
+        #expect(first(#"{"a":"\u12zz","a":1}"#) == nil)
+        #expect(first(#"{"a":"open"#) == nil)
+        #expect(first(#"{"a":"x\"#) == nil)
+    }
+
     @Test func decodingErrorsNeverQuoteCardNumbers() {
         struct Card: Decodable { let pan: PrimaryAccountNumber }
         do {

@@ -136,6 +136,23 @@ struct StoreTests {
         #expect(try await store.read(Self.counter) == 1)
     }
 
+    @Test func moreConcurrentReadsThanReaderConnectionsAllSeeTheCommittedState() async throws {
+        // Two connections for 200 reads: a read that finds one idle runs where it is called, the others wait for
+        // one on a Dispatch thread; every read sees the last committed value, and each connection is lent back.
+        let store = try Store(
+            path: directory.file("s.sqlite"),
+            options: StoreOptions(durability: .full, busyTimeout: .seconds(5), maximumReaders: 2),
+            migrations: Self.migrations)
+        try await store.write { database in try database.execute("UPDATE counters SET value = 5") }
+        let values = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<200 { group.addTask { try await store.read(Self.counter) } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(values.count == 200 && values.allSatisfy { $0 == 5 })
+        try await store.write { database in try database.execute("UPDATE counters SET value = 6") }
+        #expect(try await store.read(Self.counter) == 6)
+    }
+
     @Test func readersCannotWrite() async throws {
         let store = try open()
         await expectStoreError(.readOnly) {

@@ -21,6 +21,8 @@ enum InAppBenchCommand {
             credentials; every answer must be a token. Reports tokens per second with p50/p99 latency, and the
             crypto ceiling: the same cryptography per credential (open, verify, re-encrypt, sign) without HTTP or
             SQLite, in thread CPU time on one core times the cores. The load generator shares the cores with the server.
+            The ceiling's CPU per token over the process's is reported too: the fraction other load on the machine
+            does not move.
 
             With --database postgresql://… (and --pgpass FILE) the same exchange runs again, after the one-instance
             SQLite figure, through --instances N Pay server instances (in this process, each its own HTTPS server)
@@ -42,7 +44,8 @@ enum InAppBenchCommand {
             "\(Int(result.tokensPerSecond)) tokens/s through the Pay server (p50 \(result.p50Milliseconds) ms, "
                 + "p99 \(result.p99Milliseconds) ms, \(Int(result.processCPUMicrosecondsPerToken)) µs CPU per token "
                 + "with the load generator); crypto ceiling \(Int(result.ceilingPerSecond))/s on \(result.cores) cores "
-                + "(\(Int(result.ceilingCPUMicrosecondsPerToken)) µs each; \(Int(result.fractionOfCeiling * 100)) %), "
+                + "(\(Int(result.ceilingCPUMicrosecondsPerToken)) µs each; \(Int(result.fractionOfCeiling * 100)) %; "
+                + "the ceiling's share of the process's CPU \(Int(result.cpuFractionOfCeiling * 100)) %), "
                 + "load average \(result.loadAverage)")
         if let url {
             let scaled = try await InAppBenchmark.runScaledOut(
