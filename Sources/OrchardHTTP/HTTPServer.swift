@@ -319,30 +319,27 @@ enum ListeningSocket {
     /// Throws ``HTTPError/Code/bindFailed`` when a socket is already listening on `host:port`: a probe without
     /// `SO_REUSEPORT` cannot bind next to it (`SO_REUSEADDR` only passes over connections in TIME_WAIT).
     static func requireFree(host: String, port: Int) throws(HTTPError) {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-        var result: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &result)
-        guard rc == 0, let info = result else {
-            throw HTTPError(.bindFailed, "cannot resolve listen address \(host): \(String(cString: gai_strerror(rc)))")
-        }
-        defer { freeaddrinfo(result) }
-        let probe = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard probe >= 0 else { throw HTTPError(.bindFailed, "socket() failed: \(String(cString: strerror(errno)))") }
-        defer { close(probe) }
-        var one: Int32 = 1
-        _ = setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard bind(probe, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
-            let reason = errno == EADDRINUSE ? "another server listens there" : String(cString: strerror(errno))
-            throw HTTPError(
-                .bindFailed,
-                "cannot listen on \(host):\(port): \(reason); stop it, or choose another port in config.json")
+        try withAddress(host: host, port: port) { (info) throws(HTTPError) in
+            let probe = socket(info.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard probe >= 0 else {
+                throw HTTPError(.bindFailed, "socket() failed: \(String(cString: strerror(errno)))")
+            }
+            defer { close(probe) }
+            var one: Int32 = 1
+            _ = setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            guard bind(probe, info.ai_addr, info.ai_addrlen) == 0 else {
+                let reason = errno == EADDRINUSE ? "another server listens there" : String(cString: strerror(errno))
+                throw HTTPError(
+                    .bindFailed,
+                    "cannot listen on \(host):\(port): \(reason); stop it, or choose another port in config.json")
+            }
         }
     }
 
-    static func open(host: String, port: Int) throws(HTTPError) -> (fd: Int32, port: Int) {
+    /// The first address `getaddrinfo` gives for a passive TCP socket on `host:port`, lent to `body`.
+    private static func withAddress<T>(
+        host: String, port: Int, _ body: (addrinfo) throws(HTTPError) -> T
+    ) throws(HTTPError) -> T {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -353,8 +350,16 @@ enum ListeningSocket {
             throw HTTPError(.bindFailed, "cannot resolve listen address \(host): \(String(cString: gai_strerror(rc)))")
         }
         defer { freeaddrinfo(result) }
+        return try body(info.pointee)
+    }
+
+    static func open(host: String, port: Int) throws(HTTPError) -> (fd: Int32, port: Int) {
+        try withAddress(host: host, port: port) { (info) throws(HTTPError) in try open(info, host: host, port: port) }
+    }
+
+    private static func open(_ info: addrinfo, host: String, port: Int) throws(HTTPError) -> (fd: Int32, port: Int) {
         let fd = socket(
-            info.pointee.ai_family,
+            info.ai_family,
             Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
                 | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HTTPError(.bindFailed, "socket() failed: \(String(cString: strerror(errno)))") }
@@ -368,7 +373,7 @@ enum ListeningSocket {
             close(fd)
             throw HTTPError(.bindFailed, "setting socket options failed: \(reason)")
         }
-        guard bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0, listen(fd, 1024) == 0 else {
+        guard bind(fd, info.ai_addr, info.ai_addrlen) == 0, listen(fd, 1024) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw HTTPError(.bindFailed, "cannot listen on \(host):\(port): \(reason)")

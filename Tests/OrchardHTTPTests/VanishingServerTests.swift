@@ -16,20 +16,7 @@ final class VanishingServer: @unchecked Sendable {
 
     init(answers: Int) throws {
         self.answers = answers
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.fd = fd
-        guard fd >= 0 else { throw HTTPError(.bindFailed, "socket") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw HTTPError(.bindFailed, "bind") }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (fd, port) = try plainListener()
         Thread { [self] in serve() }.start()
     }
 
