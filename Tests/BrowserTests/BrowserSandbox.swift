@@ -40,7 +40,9 @@ final class BrowserSandbox: Sendable {
     /// The suite's sandbox (``BrowserScope``).
     @TaskLocal static var current: BrowserSandbox?
 
-    static func start() async throws -> BrowserSandbox {
+    /// - Parameter paired: the phone and the Mac approve each other (Handoff: relay keys, advertising keys, their
+    ///   wallets' addresses synced) before their processes start.
+    static func start(paired: Bool = false) async throws -> BrowserSandbox {
         guard Chromium.installed else {
             throw BrowserTestFailure("\(Chromium.hint) (CI=true: the browser tests are required)")
         }
@@ -67,6 +69,12 @@ final class BrowserSandbox: Sendable {
                         "Alice Appleseed",
                     ], stdin: "4111111111111111\n266\n")
                 guard card.status == 0 else { throw BrowserTestFailure("add-card: \(card.stderr)") }
+            }
+            if paired {
+                let approved = try await orchard(
+                    ["device", "approve", "--data-dir", data, "--name", phone, "--new", mac],
+                    stdin: "\(passcode)\n\(passcode)\n")
+                guard approved.status == 0 else { throw BrowserTestFailure("approve: \(approved.stderr)") }
             }
         } catch {
             up.terminate()
@@ -188,12 +196,14 @@ private final class Browsers: @unchecked Sendable {
 
 /// Starts one ``BrowserSandbox`` around the whole suite and stops it after (Swift Testing's test scoping).
 struct BrowserScope: SuiteTrait, TestScoping {
+    /// Whether the phone and the Mac approve each other (``BrowserSandbox/start(paired:)``).
+    var paired = false
     var isRecursive: Bool { false }
 
     func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        let sandbox = try await BrowserSandbox.start()
+        let sandbox = try await BrowserSandbox.start(paired: paired)
         do {
             try await BrowserSandbox.$current.withValue(sandbox) { try await function() }
         } catch {
@@ -207,6 +217,8 @@ struct BrowserScope: SuiteTrait, TestScoping {
 extension Trait where Self == BrowserScope {
     /// One deployment, its devices and Chromium for the whole suite.
     static var browserSandbox: BrowserScope { BrowserScope() }
+    /// As ``browserSandbox``, the phone and the Mac approved for each other (Handoff).
+    static var pairedBrowserSandbox: BrowserScope { BrowserScope(paired: true) }
 }
 
 struct BrowserTestFailure: Error, CustomStringConvertible {
