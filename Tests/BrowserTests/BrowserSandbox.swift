@@ -28,6 +28,8 @@ final class BrowserSandbox: Sendable {
     /// The device the tests buy with: a phone with Face ID, and a Mac with Touch ID.
     static let phone = "web-phone"
     static let mac = "web-mac"
+    /// In a paired sandbox: a Mac without Touch ID and without a card, approved by the phone (it pays with it).
+    static let handoffMac = "web-mac-handoff"
     static let passcode = "246810"
 
     let path: String
@@ -71,10 +73,17 @@ final class BrowserSandbox: Sendable {
                 guard card.status == 0 else { throw BrowserTestFailure("add-card: \(card.stderr)") }
             }
             if paired {
-                let approved = try await orchard(
-                    ["device", "approve", "--data-dir", data, "--name", phone, "--new", mac],
-                    stdin: "\(passcode)\n\(passcode)\n")
-                guard approved.status == 0 else { throw BrowserTestFailure("approve: \(approved.stderr)") }
+                let created = try await orchard([
+                    "device", "create", "--data-dir", data, "--name", handoffMac, "--kind", "mac", "--biometry",
+                    "none", "--passcode", passcode,
+                ])
+                guard created.status == 0 else { throw BrowserTestFailure("device create: \(created.stderr)") }
+                for new in [mac, handoffMac] {
+                    let approved = try await orchard(
+                        ["device", "approve", "--data-dir", data, "--name", phone, "--new", new],
+                        stdin: "\(passcode)\n\(passcode)\n")
+                    guard approved.status == 0 else { throw BrowserTestFailure("approve: \(approved.stderr)") }
+                }
             }
         } catch {
             up.terminate()
@@ -83,7 +92,7 @@ final class BrowserSandbox: Sendable {
         }
         var devices: [String: ChildProcess] = [:]
         // One after the other: the first issues the agent's TLS certificate (pki/devices/device-agent-tls).
-        for name in [phone, mac] {
+        for name in [phone, mac] + (paired ? [handoffMac] : []) {
             let log = path + "/\(name).log"
             let device = try ChildProcess(
                 try orchardExecutable(),
