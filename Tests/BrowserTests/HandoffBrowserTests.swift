@@ -78,7 +78,7 @@ struct HandoffBrowserTests {
     }
 
     @Test(
-        "A Mac without Touch ID pays in Chromium with its phone near: the sheet lists Pay with iPhone, Face ID on the phone, the token reaches onpaymentauthorized; the phone's cancel reaches oncancel"
+        "A Mac without Touch ID pays in Chromium with its phone near: the sheet lists Pay with iPhone, Face ID on the phone, the token reaches onpaymentauthorized; the phone's cancel reaches oncancel; payments on a Mac off: canMakePayments() false"
     )
     func macWithoutTouchIDPaysWithPhone() async throws {
         let sandbox = try sandbox
@@ -130,5 +130,18 @@ struct HandoffBrowserTests {
         try await browser.switchTo(windows.store)
         try await browser.wait(
             "oncancel", until: "return document.getElementById('status').textContent === 'Payment cancelled.';")
+
+        // Payments on a Mac turned off on the phone: the Mac's page hears canMakePayments() false.
+        for setting in ["off", "on"] {
+            let changed = try await orchard([
+                "device", "settings", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
+                "--allow-payments-on-mac", setting,
+            ])
+            #expect(changed.status == 0, "\(changed.stderr)")
+            try await browser.navigate(BrowserPurchaseTests.store)
+            try await browser.wait(
+                "canMakePayments() with payments on a Mac \(setting)",
+                until: "return document.body.dataset.applePay === '\(setting == "off" ? "unavailable" : "available")';")
+        }
     }
 }
