@@ -52,7 +52,8 @@ public enum BrowserAgentAPI {
         /// `GET` → ``SheetScreen``: what the device's screen shows.
         public static let screen = "/v1/sheet/current"
         /// `POST /v1/sheet/current/<action>` with the device control API's action bodies (`card`,
-        /// `shipping-contact`, `billing-contact`, `shipping-method`, `authenticate`, `cancel`).
+        /// `shipping-contact`, `billing-contact`, `shipping-method`, `authenticate`, `cancel`), and on a Mac that pays
+        /// with a nearby device, `handoff` with a ``HandoffChoice`` (`cancel` ends its choice too).
         public static let screenAction = "/v1/sheet/current/:action"
 
         /// A session's path for a route pattern with `:session`.
@@ -299,7 +300,8 @@ public enum BrowserAgentAPI {
     /// What the device's screen shows (``Route/screen``): nothing, a page waiting for its merchant's validation,
     /// or the sheet (DeviceControlAPI's `PaymentSheetStatusAnswer` as JSON in ``sheet``).
     public struct SheetScreen: Codable, Sendable, Hashable {
-        /// `idle`, `validating`, `presented`, `ended`.
+        /// `idle`, `validating`, `presented`, `ended`; on a Mac that pays with a nearby phone or watch (Handoff):
+        /// `choosing` (``handoff`` lists them), `waiting` (the chosen device's user authorizes there), `completed`.
         public let state: String
         /// The top-level page's host.
         public let domain: String?
@@ -309,15 +311,39 @@ public enum BrowserAgentAPI {
         public let failure: String?
         /// The sheet: merchant, items, cards (network, type, suffix), contacts, shipping, what it needs.
         public let sheet: PaymentSheetView?
+        /// Handoff: the phones and watches near the Mac that offer a card for this payment, as the sheet lists them.
+        public let handoff: [HandoffChoice]?
 
         public init(
-            state: String, domain: String?, merchantName: String?, failure: String?, sheet: PaymentSheetView?
+            state: String, domain: String?, merchantName: String?, failure: String?, sheet: PaymentSheetView?,
+            handoff: [HandoffChoice]? = nil
         ) {
             self.state = state
             self.domain = domain
             self.merchantName = merchantName
             self.failure = failure
             self.sheet = sheet
+            self.handoff = handoff
+        }
+    }
+
+    /// A phone's or watch's card the Mac's sheet offers (Handoff, docs/handoff.md); posted back as the body of
+    /// ``Route/screenAction`` `handoff` when the user chooses it.
+    public struct HandoffChoice: Codable, Sendable, Hashable {
+        /// The device's name.
+        public let device: String
+        /// "Pay with iPhone" or "Confirm with Apple Watch".
+        public let label: String
+        /// The random identifier the device gave the card for this Mac.
+        public let card: String
+        /// The card as the device's wallet shows it: display name, network, type and last four digits.
+        public let cardDescription: String
+
+        public init(device: String, label: String, card: String, cardDescription: String) {
+            self.device = device
+            self.label = label
+            self.card = card
+            self.cardDescription = cardDescription
         }
     }
 }

@@ -9,6 +9,8 @@ import OrchardHTTP
 import OrchardLogging
 import OrchardWeb
 public import PayClient
+import RelayAPI
+import SecureElement
 import Wallet
 import WebMerchantAPI
 
@@ -56,11 +58,11 @@ final class BrowserAgent: Sendable {
         configuration: BrowserAgentConfiguration, sheets: PaymentSheetService,
         canMakePayments: @escaping @Sendable () async -> Bool,
         activeCard: @escaping @Sendable (_ merchantIdentifier: String, _ domain: String) async -> Bool,
-        trace: @escaping @Sendable (String) -> Void
+        handoff: Handoff? = nil, trace: @escaping @Sendable (String) -> Void
     ) throws {
         let state = AgentState(
             configuration: configuration, sheets: sheets, canMakePayments: canMakePayments, activeCard: activeCard,
-            trace: trace)
+            handoff: handoff, trace: trace)
         self.state = state
         var router = Router()
         router.add(.get, BrowserAgentAPI.Page.frame) { _ in
@@ -123,6 +125,11 @@ private final class AgentState: @unchecked Sendable {
         /// The verified session's merchant (a fresh session must name the same one).
         var merchantIdentifier: String?
         var failure: String?
+        /// Handoff (a Mac that cannot authenticate a payment itself): the page's merchant session as it came, the
+        /// nearby devices' cards offered, and the payment the chosen device sent back.
+        var merchantSessionJSON: String?
+        var handoffChoices: [BrowserAgentAPI.HandoffChoice]?
+        var handoffPayment: PaymentSheetPayment?
         let began = ContinuousClock.now
         init(id: String, frameSecret: String, domain: String, version: Int, request: PaymentRequest) {
             self.id = id
@@ -137,6 +144,8 @@ private final class AgentState: @unchecked Sendable {
     let sheets: PaymentSheetService
     let canMakePayments: @Sendable () async -> Bool
     let activeCard: @Sendable (String, String) async -> Bool
+    /// The Mac's Handoff: a Mac that cannot authenticate a payment itself pays with a phone or watch it hears.
+    let handoff: Handoff?
     let trace: @Sendable (String) -> Void
     private let lock = NSLock()
     private var secrets: [String: SecretKind] = [:]
@@ -149,12 +158,14 @@ private final class AgentState: @unchecked Sendable {
     init(
         configuration: BrowserAgentConfiguration, sheets: PaymentSheetService,
         canMakePayments: @escaping @Sendable () async -> Bool,
-        activeCard: @escaping @Sendable (String, String) async -> Bool, trace: @escaping @Sendable (String) -> Void
+        activeCard: @escaping @Sendable (String, String) async -> Bool, handoff: Handoff? = nil,
+        trace: @escaping @Sendable (String) -> Void
     ) {
         self.configuration = configuration
         self.sheets = sheets
         self.canMakePayments = canMakePayments
         self.activeCard = activeCard
+        self.handoff = handoff
         self.trace = trace
     }
 
@@ -260,6 +271,7 @@ private final class AgentState: @unchecked Sendable {
         case BrowserAgentAPI.Route.events:
             let wait = request.queryValue("wait").flatMap(Int.init) ?? 20
             guard let sheet = lock.withLock({ session.sheet }) else {
+                if lock.withLock({ session.handoffChoices != nil }) { return await handoffEvent(session, wait: wait) }
                 let ended = lock.withLock { session.state == "ended" }
                 var event = PaymentSheetAppEvent(sheet: id, kind: ended ? .ended : .none)
                 if ended { event.outcome = "cancelled" }
@@ -269,6 +281,9 @@ private final class AgentState: @unchecked Sendable {
             watch(answer, sheet: sheet)
             return Self.response(answer)
         case BrowserAgentAPI.Route.answer:
+            if lock.withLock({ session.handoffChoices != nil && session.sheet == nil }) {
+                return handoffAnswer(session, request.body)
+            }
             guard let sheet = lock.withLock({ session.sheet }) else {
                 return Self.failure(409, "invalidAction", "the session has no sheet")
             }
@@ -331,11 +346,12 @@ private final class AgentState: @unchecked Sendable {
     private func busy() async -> Bool {
         guard let session = lock.withLock({ latest }) else { return false }
         let (state, sheet) = lock.withLock { (session.state, session.sheet) }
-        if state == "ended" { return false }
+        if state == "ended" || state == "completed" { return false }
         if let sheet {
             guard let current = await sheets.session(sheet) else { return false }
             return await current.ending == nil
         }
+        if ["choosing", "waiting", "authorized"].contains(state) { return true }
         guard ContinuousClock.now - session.began < configuration.handlerTimeout else {
             lock.withLock {
                 session.state = "ended"
@@ -414,6 +430,9 @@ private final class AgentState: @unchecked Sendable {
         }
         if state == "revalidating", let sheetID {
             return await renew(session, sheet: sheetID, with: merchantSession)
+        }
+        if let handoff, !sheets.device.profile.authorizesPayments {
+            return await offerHandoff(session, merchantSession, json: String(decoding: body, as: UTF8.self), handoff)
         }
         var request = session.request
         request.merchantIdentifier = merchantSession.merchantIdentifier
@@ -497,6 +516,9 @@ private final class AgentState: @unchecked Sendable {
 
     func sheetRoute(_ route: DeclaredRoute, _ request: HTTPRequest) async -> HTTPResponse {
         guard let caller = caller(request), caller.kind == .sheet else { return Self.forbidden }
+        if let session = lock.withLock({ latest }), lock.withLock({ session.handoffChoices != nil }) {
+            return await handoffScreen(session, route, request)
+        }
         if route.pattern == BrowserAgentAPI.Route.screenAction {
             guard let name = request.pathParameters["action"], let verb = PaymentSheetActionName(rawValue: name)
             else { return Self.failure(404, "notFound", "no such action") }
@@ -525,6 +547,156 @@ private final class AgentState: @unchecked Sendable {
                 state: state, domain: own ? web?.domain : view?.applicationIdentifier,
                 merchantName: own ? web?.name : view?.merchantName,
                 failure: (own ? web?.failure : nil) ?? view?.failure, sheet: view))
+    }
+}
+
+// MARK: Handoff (docs/handoff.md, "The browser on a Mac")
+
+extension AgentState {
+    /// A Mac that cannot authenticate a payment itself: its sheet lists the phones and watches near it that offer a
+    /// card; none: the session ends (the page gets `oncancel`) with "iPhone could not be found…".
+    fileprivate func offerHandoff(
+        _ session: WebSession, _ merchantSession: MerchantSession, json: String, _ handoff: Handoff
+    ) async -> HTTPResponse {
+        lock.withLock {
+            session.merchantName = merchantSession.displayName
+            session.merchantIdentifier = merchantSession.merchantIdentifier
+            session.merchantSessionJSON = json
+            session.state = "discovering"
+        }
+        let offered = await handoff.discover()
+        let choices = offered.devices.flatMap { device in
+            device.cards.map { card in
+                BrowserAgentAPI.HandoffChoice(
+                    device: device.device, label: device.label, card: card.identifier,
+                    cardDescription: "\(card.displayName) •••• \(card.suffix) (\(card.network), \(card.type))")
+            }
+        }
+        let ended = lock.withLock { () -> Bool in
+            session.handoffChoices = choices
+            guard session.state == "discovering", !choices.isEmpty else {
+                session.state = "ended"
+                session.failure = session.failure ?? offered.message ?? Handoff.notFound
+                return true
+            }
+            session.state = "choosing"
+            return false
+        }
+        if ended {
+            let reason = lock.withLock { session.failure ?? Handoff.notFound }
+            trace("agent: \(session.domain)'s payment: \(reason)")
+            return Self.failure(409, "InvalidAccessError", reason)
+        }
+        trace("agent: \(session.domain)'s merchant session verified; the sheet offers \(choices.count) nearby card(s)")
+        return Self.json(BrowserAgentAPI.SessionState(state: "presented"))
+    }
+
+    /// The page's events for a Handoff session: the chosen device's payment (`paymentAuthorized`, sequence 1), then
+    /// the end (`completed` after the page's success, else `cancelled`, which the page sees as `oncancel`).
+    fileprivate func handoffEvent(_ session: WebSession, wait: Int) async -> HTTPResponse {
+        let deadline = ContinuousClock.now + .seconds(max(0, min(wait, 30)))
+        while true {
+            let (state, payment) = lock.withLock { (session.state, session.handoffPayment) }
+            switch state {
+            case "authorized":
+                var event = PaymentSheetAppEvent(sheet: session.id, kind: .paymentAuthorized)
+                event.sequence = 1
+                event.payment = payment
+                return Self.json(event)
+            case "completed", "ended":
+                var event = PaymentSheetAppEvent(sheet: session.id, kind: .ended)
+                event.outcome = state == "completed" ? "completed" : "cancelled"
+                return Self.json(event)
+            default:
+                guard ContinuousClock.now < deadline else {
+                    return Self.json(PaymentSheetAppEvent(sheet: session.id, kind: .none))
+                }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
+    /// `completePayment` for a Handoff payment: success completes the sheet, a failure ends it.
+    fileprivate func handoffAnswer(_ session: WebSession, _ body: Data) -> HTTPResponse {
+        guard let answer = try? Self.decoder.decode(AnswerPaymentSheetEvent.Body.self, from: body),
+            answer.sequence == 1, let result = answer.result
+        else { return Self.failure(400, "invalidRequest", "the body is the payment's result {sequence, result}") }
+        let done = lock.withLock { () -> Bool in
+            guard session.state == "authorized" else { return false }
+            session.state = result.status == "success" ? "completed" : "ended"
+            if result.status != "success" { session.failure = "the website did not accept the payment" }
+            return true
+        }
+        guard done else { return Self.failure(409, "invalidAction", "no payment waits for its result") }
+        trace("agent: \(session.domain) completed its Handoff payment: \(result.status)")
+        return Self.json(BrowserAgentAPI.SessionState(state: "ended"))
+    }
+
+    /// The Mac's sheet page for a Handoff session: the devices and cards offered, then the chosen device's progress;
+    /// `handoff` sends the payment to the chosen device, `cancel` ends the session.
+    fileprivate func handoffScreen(
+        _ session: WebSession, _ route: DeclaredRoute, _ request: HTTPRequest
+    ) async -> HTTPResponse {
+        if route.pattern == BrowserAgentAPI.Route.screenAction {
+            switch request.pathParameters["action"] {
+            case "cancel":
+                lock.withLock {
+                    if ["discovering", "choosing"].contains(session.state) {
+                        session.state = "ended"
+                        session.failure = "cancelled"
+                    }
+                }
+                return Self.json(BrowserAgentAPI.SessionState(state: "ended"))
+            case "handoff":
+                return await chooseHandoff(session, request.body)
+            default:
+                return Self.failure(409, "invalidAction", "choose a nearby iPhone or Apple Watch, or cancel")
+            }
+        }
+        let (state, domain, name, failure, choices) = lock.withLock {
+            (session.state, session.domain, session.merchantName, session.failure, session.handoffChoices)
+        }
+        let shown = state == "authorized" ? "waiting" : state == "discovering" ? "validating" : state
+        return Self.json(
+            BrowserAgentAPI.SheetScreen(
+                state: shown, domain: domain, merchantName: name, failure: failure, sheet: nil, handoff: choices))
+    }
+
+    /// The user chose a device's card: the payment request goes to that device (`Handoff.pay`), whose user
+    /// authorizes there; its token, or its refusal, comes back for the page.
+    private func chooseHandoff(_ session: WebSession, _ body: Data) async -> HTTPResponse {
+        guard let handoff,
+            let choice = try? Self.decoder.decode(BrowserAgentAPI.HandoffChoice.self, from: body)
+        else { return Self.failure(400, "invalidRequest", "the body is one of the sheet's handoff choices") }
+        let payment = lock.withLock { () -> HandoffPayment? in
+            guard session.state == "choosing", let json = session.merchantSessionJSON,
+                session.handoffChoices?.contains(where: { $0.device == choice.device && $0.card == choice.card })
+                    == true
+            else { return nil }
+            session.state = "waiting"
+            return HandoffPayment(
+                device: choice.device, card: choice.card, merchantSession: json, domain: session.domain,
+                request: PaymentSheetRequestBody(session.request))
+        }
+        guard let payment else { return Self.failure(409, "invalidAction", "the sheet offers no such choice now") }
+        trace("agent: \(session.domain)'s payment goes to \(choice.device) (Handoff); its user authorizes there")
+        let trace = self.trace
+        Task {
+            let answer = await handoff.pay(payment)
+            let ended = lock.withLock { () -> Bool in
+                guard session.state == "waiting" else { return true }
+                if answer.outcome == "authorized", let result = answer.payment {
+                    session.handoffPayment = result
+                    session.state = "authorized"
+                    return false
+                }
+                session.state = "ended"
+                session.failure = answer.failure ?? "\(choice.device) did not authorize the payment"
+                return true
+            }
+            trace("agent: \(choice.device)'s answer: \(ended ? "refused: \(answer.failure ?? "")" : "authorized")")
+        }
+        return Self.json(BrowserAgentAPI.SessionState(state: "waiting"))
     }
 }
 

@@ -102,13 +102,17 @@ public enum DeviceProcessRunner {
             do {
                 let started = try BrowserAgent(
                     configuration: agentConfiguration, sheets: sheets,
-                    canMakePayments: { device.profile.authorizesPayments },
+                    canMakePayments: {
+                        // A Mac that cannot authenticate a payment itself pays with a phone or watch near it.
+                        guard !device.profile.authorizesPayments else { return true }
+                        return device.profile.kind == .mac ? await handoff.offersCards() : false
+                    },
                     activeCard: { merchant, domain in
                         await device.wallet.answer(.canMakePaymentsWithActiveCard(networks: [])) {
                             trace("agent: canMakePaymentsWithActiveCard asks the Pay server's capability statement")
                             return await agentConfiguration.activeCard?(merchant, domain) ?? false
                         }
-                    }, trace: trace)
+                    }, handoff: device.profile.kind == .mac ? handoff : nil, trace: trace)
                 try started.server.start()
                 try Data(#"{"port":\#(started.server.port)}"#.utf8).write(
                     to: URL(fileURLWithPath: agentFile(of: name, in: deployment)), options: .atomic)

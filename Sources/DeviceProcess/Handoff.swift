@@ -123,6 +123,12 @@ final class Handoff: Sendable {
         return HandoffMessage(kind: .discoveryAnswer, requestID: requestID, deviceKind: kind.rawValue, cards: cards)
     }
 
+    /// Whether a phone or watch this Mac hears offers a card for a payment on it (the page's `canMakePayments()`).
+    func offersCards() async -> Bool {
+        guard radio.near().contains(where: { $0.kind == "phone" || $0.kind == "watch" }) else { return false }
+        return !(await discover()).devices.isEmpty
+    }
+
     /// A Mac's discovery: the phones and watches it hears, asked over the relay; those that offer cards, labelled as
     /// the sheet lists them.
     func discover() async -> HandoffDevicesAnswer {

@@ -141,10 +141,12 @@ public final class HandoffRelay: Sendable {
             trace("radio: \(sender)'s advertising key received over the relay")
         case .discoveryRequest:
             guard let requestID = message.requestID else { return }
+            trace("handoff relay: \(sender) asks which cards this device offers")
             let answer = await answerDiscovery(sender, requestID)
             try await send(answer, to: sender, relay: relay)
         case .paymentRequest:
             guard message.requestID != nil else { return }
+            trace("handoff relay: \(sender) asks this device for a payment")
             // The user takes their time: the loop goes on receiving meanwhile.
             Task {
                 let answer = await answerPayment(sender, message)

@@ -28,6 +28,8 @@ final class BrowserSandbox: Sendable {
     /// The device the tests buy with: a phone with Face ID, and a Mac with Touch ID.
     static let phone = "web-phone"
     static let mac = "web-mac"
+    /// In a paired sandbox: a Mac without Touch ID and without a card, approved by the phone (it pays with it).
+    static let handoffMac = "web-mac-handoff"
     static let passcode = "246810"
 
     let path: String
@@ -40,7 +42,9 @@ final class BrowserSandbox: Sendable {
     /// The suite's sandbox (``BrowserScope``).
     @TaskLocal static var current: BrowserSandbox?
 
-    static func start() async throws -> BrowserSandbox {
+    /// - Parameter paired: the phone and the Mac approve each other (Handoff: relay keys, advertising keys, their
+    ///   wallets' addresses synced) before their processes start.
+    static func start(paired: Bool = false) async throws -> BrowserSandbox {
         guard Chromium.installed else {
             throw BrowserTestFailure("\(Chromium.hint) (CI=true: the browser tests are required)")
         }
@@ -68,6 +72,19 @@ final class BrowserSandbox: Sendable {
                     ], stdin: "4111111111111111\n266\n")
                 guard card.status == 0 else { throw BrowserTestFailure("add-card: \(card.stderr)") }
             }
+            if paired {
+                let created = try await orchard([
+                    "device", "create", "--data-dir", data, "--name", handoffMac, "--kind", "mac", "--biometry",
+                    "none", "--passcode", passcode,
+                ])
+                guard created.status == 0 else { throw BrowserTestFailure("device create: \(created.stderr)") }
+                for new in [mac, handoffMac] {
+                    let approved = try await orchard(
+                        ["device", "approve", "--data-dir", data, "--name", phone, "--new", new],
+                        stdin: "\(passcode)\n\(passcode)\n")
+                    guard approved.status == 0 else { throw BrowserTestFailure("approve: \(approved.stderr)") }
+                }
+            }
         } catch {
             up.terminate()
             _ = await up.exit()
@@ -75,7 +92,7 @@ final class BrowserSandbox: Sendable {
         }
         var devices: [String: ChildProcess] = [:]
         // One after the other: the first issues the agent's TLS certificate (pki/devices/device-agent-tls).
-        for name in [phone, mac] {
+        for name in [phone, mac] + (paired ? [handoffMac] : []) {
             let log = path + "/\(name).log"
             let device = try ChildProcess(
                 try orchardExecutable(),
@@ -188,12 +205,14 @@ private final class Browsers: @unchecked Sendable {
 
 /// Starts one ``BrowserSandbox`` around the whole suite and stops it after (Swift Testing's test scoping).
 struct BrowserScope: SuiteTrait, TestScoping {
+    /// Whether the phone and the Mac approve each other (``BrowserSandbox/start(paired:)``).
+    var paired = false
     var isRecursive: Bool { false }
 
     func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        let sandbox = try await BrowserSandbox.start()
+        let sandbox = try await BrowserSandbox.start(paired: paired)
         do {
             try await BrowserSandbox.$current.withValue(sandbox) { try await function() }
         } catch {
@@ -207,6 +226,8 @@ struct BrowserScope: SuiteTrait, TestScoping {
 extension Trait where Self == BrowserScope {
     /// One deployment, its devices and Chromium for the whole suite.
     static var browserSandbox: BrowserScope { BrowserScope() }
+    /// As ``browserSandbox``, the phone and the Mac approved for each other (Handoff).
+    static var pairedBrowserSandbox: BrowserScope { BrowserScope(paired: true) }
 }
 
 struct BrowserTestFailure: Error, CustomStringConvertible {

@@ -4,10 +4,16 @@ import DeviceControlAPI
 import DeviceProcess
 import Foundation
 import MerchantAPI
+import MerchantKit
+import MerchantServer
 import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
+import OrchardStore
+import OrchardX509
+import PayServer
+import PaymentToken
 import RelayAPI
 import Testing
 import WebMerchantAPI
@@ -74,8 +80,32 @@ extension HandoffProcesses {
             return try JSONDecoder().decode(MerchantAPI.PaymentResult.self, from: answer.body)
         }
 
+        /// Site Y: another merchant, registered at the Pay server with its own payment processing key and
+        /// certificate, as its server decrypts tokens (the token root of the deployment).
+        static func otherSite(_ deployment: DeploymentDirectory) async throws -> PaymentTokenDecryptor {
+            let other = "merchant.dev.orchard.other"
+            let payStore = try PayStore.open(in: deployment)
+            let registry = MerchantRegistry(
+                store: payStore,
+                authority: try CertificateAuthority.load(named: PayService.Files.merchantCA, from: deployment),
+                clock: SystemClock(), random: SystemRandom())
+            try await registry.registerMerchant(identifier: other, displayName: "Other Store")
+            let key = try P256.Signing.PrivateKey()
+            let certificates = try await registry.issuePaymentProcessingCertificate(
+                for: try CertificateSigningRequest.create(
+                    subject: DistinguishedName([
+                        .userID(other), .commonName("Orchard Pay Payment Processing:\(other)"),
+                    ]),
+                    key: CertificatePrivateKey(key)),
+                merchantIdentifier: other)
+            await payStore.close()
+            let identity = try MerchantIdentity(certificate: certificates[0], privateKeyPEM: try key.pemRepresentation)
+            let root = try deployment.readCertificate(named: MerchantServer.tokenRootFile)
+            return try PaymentTokenDecryptor(identities: [identity], trustRoots: [try Certificate(pemEncoded: root)])
+        }
+
         @Test(
-            "H3: The phone (Face ID) and the watch (double-click) complete a Mac's payment; proximity lost before the user authorized refuses"
+            "H3, H4: The phone (Face ID) and the watch (double-click) complete a Mac's payment; proximity lost before the user authorized refuses; a token for the store is refused at another site"
         )
         func payments() async throws {
             let path = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -151,6 +181,24 @@ extension HandoffProcesses {
             #expect(byPhone.outcome == "authorized", "\(byPhone)\n\(phone.output)")
             let paid = try await Self.submit(try #require(byPhone.payment), applicationData: applicationData, browser)
             #expect(paid.outcome == "approved", "\(paid)")
+
+            // H4: the phone's token for the store (site X) presented at another merchant's site (Y) fails as A4: Y's
+            // processing key has no matching hash (the token is sealed to the merchant the session named).
+            let phonePayment = try #require(byPhone.payment)
+            let token = try PaymentToken(jsonBytes: Array(try #require(Data(base64Encoded: phonePayment.token))))
+            let siteY = try await Self.otherSite(deployment)
+            #expect(throws: MerchantKitError(.unknownPublicKeyHash, "")) { try siteY.decrypt(token) }
+            // Nor can the Mac have the phone make one for site Y with site X's session: the phone refuses the session
+            // for another domain before any sheet.
+            session = try await Self.merchantSession(browser)
+            let forY = try await ControlSocketClient.send(
+                HandoffPayment(
+                    device: "phone", card: phoneCard, merchantSession: session.json, domain: "other.orchard.test",
+                    request: Self.request(merchant: session.merchant, applicationData: Data(SystemRandom().bytes(16)))),
+                to: mac.socket
+            ).get()
+            #expect(forY.outcome == "refused" && forY.payment == nil, "\(forY)")
+            #expect(forY.failure?.contains("the merchant session is for \(WebMerchantAPI.HostNames.store)") == true)
 
             // The watch: the user double-clicks on the watch's sheet.
             session = try await Self.merchantSession(browser)

@@ -65,6 +65,11 @@
             return;
         }
         shown = json;
+        if (screen.handoff) {
+            drawHandoff(screen);
+            return;
+        }
+        $("handoff").hidden = true;
         const sheet = screen.sheet;
         const status = $("status");
         if (screen.state === "idle" || (!sheet && screen.state !== "validating" && screen.state !== "ended")) {
@@ -209,6 +214,51 @@
         authenticate.append(mismatch);
     }
 
+    // A Mac that cannot authenticate a payment itself: the phones and watches near it that offer a card (Handoff,
+    // docs/handoff.md); the chosen device's user authorizes there.
+    function drawHandoff(screen) {
+        const status = $("status");
+        $("details").hidden = true;
+        $("handoff").hidden = screen.state !== "choosing";
+        const merchant = (screen.merchantName || "the merchant") + " (" + (screen.domain || "the website") + ")";
+        switch (screen.state) {
+            case "validating":
+                status.textContent = "Looking for your iPhone or Apple Watch near this Mac…";
+                return;
+            case "choosing": {
+                document.title = "Apple Pay: " + screen.merchantName;
+                status.textContent = "Pay " + merchant + " with a device near this Mac";
+                const list = $("handoff-choices");
+                list.replaceChildren();
+                screen.handoff.forEach(function (choice) {
+                    const button = document.createElement("button");
+                    button.type = "button";
+                    button.id = "handoff-" + choice.device;
+                    button.textContent = choice.label + " · " + choice.cardDescription;
+                    button.addEventListener("click", function () {
+                        act("handoff", {
+                            device: choice.device, label: choice.label, card: choice.card,
+                            cardDescription: choice.cardDescription,
+                        });
+                    });
+                    const item = document.createElement("li");
+                    item.append(button);
+                    list.append(item);
+                });
+                return;
+            }
+            case "waiting":
+                document.title = "Apple Pay: Waiting";
+                status.textContent = "Authorize the payment to " + merchant + " on your iPhone or Apple Watch.";
+                return;
+            default:
+                status.textContent = screen.state === "completed" ? "Done"
+                    : screen.failure === "cancelled" ? "Cancelled"
+                    : "Payment not completed" + (screen.failure ? ": " + screen.failure : "");
+                document.title = "Apple Pay: " + status.textContent;
+        }
+    }
+
     $("contact").addEventListener("submit", function (event) {
         event.preventDefault();
         const form = event.target.elements;
@@ -227,6 +277,7 @@
         act("coupon-code", { couponCode: $("coupon-code").value });
     });
     $("cancel").addEventListener("click", function () { act("cancel"); });
+    $("handoff-cancel").addEventListener("click", function () { act("cancel"); });
 
     function refresh() {
         call("GET", "/v1/sheet/current").then(function (answer) {
