@@ -29,7 +29,10 @@ public enum BrowserAgentAPI {
         public static let frame = "/frame"
         /// The payment sheet on the device's screen (`frame-ancestors 'none'`).
         public static let sheet = "/sheet"
-        /// Scripts and styles of both: `/assets/<name>`.
+        /// The device's screen beside the sheet: wallet cards and their states, recent payments, prompts
+        /// (`frame-ancestors 'none'`, read-only).
+        public static let screen = "/screen"
+        /// Scripts and styles of the pages: `/assets/<name>`.
         public static let assets = "/assets/:name"
     }
 
@@ -56,6 +59,9 @@ public enum BrowserAgentAPI {
         /// with a nearby device, `handoff` with a ``HandoffChoice`` (`cancel` ends its choice too).
         public static let screenAction = "/v1/sheet/current/:action"
 
+        /// `GET` → ``DeviceScreen``: the device's screen page's content (a screen page's secret).
+        public static let deviceScreen = "/v1/screen"
+
         /// A session's path for a route pattern with `:session`.
         public static func path(_ pattern: String, session: String) -> String {
             pattern.replacingOccurrences(of: ":session", with: session)
@@ -74,10 +80,13 @@ public enum BrowserAgentAPI {
         public static let activeCard = DeclaredRoute("POST", Route.activeCard, .anyone)
         public static let screen = DeclaredRoute("GET", Route.screen, .anyone)
         public static let screenAction = DeclaredRoute("POST", Route.screenAction, .anyone)
+        public static let deviceScreen = DeclaredRoute("GET", Route.deviceScreen, .anyone)
         /// The frame's routes (a frame's secret).
         public static let frame = [hello, sessions, merchantSession, events, answer, abort, activeCard]
         /// The sheet page's routes (a sheet's secret).
         public static let sheet = [screen, screenAction]
+        /// The device screen page's routes (a screen page's secret).
+        public static let screenPage = [deviceScreen]
     }
 
     /// What the frame read of the page that embeds it, from the browser (not from the page).
@@ -344,6 +353,91 @@ public enum BrowserAgentAPI {
             self.label = label
             self.card = card
             self.cardDescription = cardDescription
+        }
+    }
+
+    /// What the device's screen page shows (``Route/deviceScreen``): display data only, never a card number or
+    /// device account number.
+    public struct DeviceScreen: Codable, Sendable, Hashable {
+        /// A wallet card as the wallet shows it.
+        public struct Card: Codable, Sendable, Hashable {
+            public let displayName: String
+            /// `visa`, `masterCard`, `amex`, `discover`.
+            public let network: String
+            /// `credit`, `debit` or `prepaid`.
+            public let type: String
+            /// The last four digits of the card number.
+            public let suffix: String
+            /// `active`, `suspended` (the issuer, the token service or lost mode) or `terminated`.
+            public let state: String
+            /// Whether it is the wallet's default card.
+            public let isDefault: Bool
+
+            public init(
+                displayName: String, network: String, type: String, suffix: String, state: String, isDefault: Bool
+            ) {
+                self.displayName = displayName
+                self.network = network
+                self.type = type
+                self.suffix = suffix
+                self.state = state
+                self.isDefault = isDefault
+            }
+        }
+
+        /// A payment sheet that ended since the device process started (newest first).
+        public struct Payment: Codable, Sendable, Hashable {
+            /// The merchant's display name (its identifier when the sheet had none).
+            public let merchant: String
+            /// The total as a decimal string, and its currency.
+            public let amount: String
+            public let currency: String
+            /// `completed`, `cancelled` or `failed`; with ``detail``: the app's verdict, `timedOut` or the failure.
+            public let outcome: String
+            public let detail: String?
+            /// When it ended (ISO 8601).
+            public let endedAt: String
+
+            public init(
+                merchant: String, amount: String, currency: String, outcome: String, detail: String?, endedAt: String
+            ) {
+                self.merchant = merchant
+                self.amount = amount
+                self.currency = currency
+                self.outcome = outcome
+                self.detail = detail
+                self.endedAt = endedAt
+            }
+        }
+
+        /// Something waiting for the user: a payment sheet (shown at ``Page/sheet``).
+        public struct Prompt: Codable, Sendable, Hashable {
+            /// `paymentSheet`.
+            public let kind: String
+            public let merchant: String?
+            /// The path of the page where the user answers it.
+            public let page: String
+
+            public init(kind: String, merchant: String?, page: String) {
+                self.kind = kind
+                self.merchant = merchant
+                self.page = page
+            }
+        }
+
+        /// The device's name and kind (`phone`, `watch`, `mac`, `ipad`).
+        public let device: String
+        public let kind: String
+        public let cards: [Card]
+        public let recentPayments: [Payment]
+        public let prompts: [Prompt]
+
+        public init(device: String, kind: String, cards: [Card], recentPayments: [Payment], prompts: [Prompt]) {
+            self.device = device
+            self.kind = kind
+            self.cards = cards
+            self.recentPayments = recentPayments
+            self.prompts = prompts
         }
     }
 }

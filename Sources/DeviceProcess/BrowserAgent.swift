@@ -74,6 +74,12 @@ final class BrowserAgent: Sendable {
         router.add(.get, BrowserAgentAPI.Page.sheet) { _ in
             try state.document("sheet.html", secret: state.newSecret(.sheet), frameAncestors: "'none'")
         }
+        router.add(.get, BrowserAgentAPI.Page.screen) { _ in
+            try state.document("screen.html", secret: state.newSecret(.screen), frameAncestors: "'none'")
+        }
+        for route in BrowserAgentAPI.Declared.screenPage {
+            router.add(route) { request in await state.screenRoute(route, request) }
+        }
         router.add(.get, BrowserAgentAPI.Page.assets) { request in
             let name = try request.parameter("name")
             guard let file = WebAssets.file("agent", name), !name.hasSuffix(".html") else {
@@ -109,7 +115,7 @@ final class BrowserAgent: Sendable {
 /// The agent's state: the secrets it handed out, the pages' sessions.
 private final class AgentState: @unchecked Sendable {
     // @unchecked: the mutable members are guarded by `lock`; the rest is immutable.
-    enum SecretKind { case frame, sheet }
+    enum SecretKind { case frame, sheet, screen }
 
     /// A page's session, from `begin()` to its end.
     final class WebSession: @unchecked Sendable {
@@ -211,6 +217,9 @@ private final class AgentState: @unchecked Sendable {
         else { return nil }
         return (kind, secret)
     }
+
+    /// The kind of the agent's own document that sent `request`, else nil.
+    func callerKind(_ request: HTTPRequest) -> SecretKind? { caller(request)?.kind }
 
     private static let forbidden = failure(
         403, "notAgentDocument",
@@ -547,6 +556,45 @@ private final class AgentState: @unchecked Sendable {
                 state: state, domain: own ? web?.domain : view?.applicationIdentifier,
                 merchantName: own ? web?.name : view?.merchantName,
                 failure: (own ? web?.failure : nil) ?? view?.failure, sheet: view))
+    }
+}
+
+// MARK: The device's screen beside the sheet
+
+extension AgentState {
+    /// ``BrowserAgentAPI/Route/deviceScreen`` for the screen page: the wallet's cards (display data only), the sheets
+    /// that ended since the device process started, and the sheet waiting for the user.
+    fileprivate func screenRoute(_ route: DeclaredRoute, _ request: HTTPRequest) async -> HTTPResponse {
+        guard let caller = callerKind(request), caller == .screen else {
+            return Self.failure(
+                403, "notAgentDocument",
+                "the device's screen answers only its own page (Sec-Fetch-Site same-origin and its secret)")
+        }
+        let device = sheets.device
+        let wallet = device.wallet
+        let defaultCard = await wallet.defaultCard?.id
+        let cards = await wallet.allCards.sorted { ($0.addedAt, $0.id) < ($1.addedAt, $1.id) }.map {
+            BrowserAgentAPI.DeviceScreen.Card(
+                displayName: $0.displayName, network: $0.network, type: String(describing: $0.type), suffix: $0.suffix,
+                state: $0.state.rawValue, isDefault: $0.id == defaultCard)
+        }
+        let payments = await sheets.recentPayments().map {
+            BrowserAgentAPI.DeviceScreen.Payment(
+                merchant: $0.merchant, amount: $0.amount, currency: $0.currency, outcome: $0.outcome,
+                detail: $0.detail, endedAt: $0.endedAt.formatted(.iso8601))
+        }
+        var prompts: [BrowserAgentAPI.DeviceScreen.Prompt] = []
+        if let view = await sheets.session("current")?.currentSheet, view.status == "presented" {
+            prompts.append(.init(kind: "paymentSheet", merchant: view.merchantName, page: BrowserAgentAPI.Page.sheet))
+        } else if let web = lock.withLock({ latest.map { ($0.state, $0.merchantName ?? $0.domain) } }),
+            ["validating", "presenting", "discovering", "choosing", "waiting"].contains(web.0)
+        {
+            prompts.append(.init(kind: "paymentSheet", merchant: web.1, page: BrowserAgentAPI.Page.sheet))
+        }
+        return Self.json(
+            BrowserAgentAPI.DeviceScreen(
+                device: device.name, kind: device.profile.kind.rawValue, cards: cards, recentPayments: payments,
+                prompts: prompts))
     }
 }
 

@@ -52,19 +52,23 @@ public final class PaymentSheetService: Sendable {
     private let newIdentifier: @Sendable () -> String
     private let events: @Sendable (PaymentSheetEvent) -> Void
     private let trace: @Sendable (String) -> Void
+    private let now: @Sendable () -> Date
     private let registry = Registry()
 
     /// - Parameters:
     ///   - connect: opens the device's connection to the Pay server when a sheet is presented.
     ///   - newIdentifier: the sheets' identifiers (random by default; tests may fix them).
     ///   - events: told when a sheet is presented, refused or ended (the device process prints them).
+    ///   - now: the time recorded with each ended sheet (``recentPayments``).
     public init(
         device: Device, automatic: AutoAuthentication? = nil, timeout: Duration = .seconds(120),
         verdictTimeout: Duration = .seconds(60), connect: @escaping @Sendable () async throws -> PayServerConnection,
         newIdentifier: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
         events: @escaping @Sendable (PaymentSheetEvent) -> Void = { _ in },
-        trace: @escaping @Sendable (String) -> Void = { _ in }
+        trace: @escaping @Sendable (String) -> Void = { _ in },
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.now = now
         self.device = device
         self.automatic = automatic
         self.timeout = timeout
@@ -197,7 +201,24 @@ public final class PaymentSheetService: Sendable {
             // Free the device for the next sheet before anyone learns this one ended.
             await self.registry.release(session)
             await session.finish(ending)
-            switch await session.ending {
+            let view = await session.currentSheet
+            let ended = await session.ending
+            let outcome: (String, String?)? =
+                switch ended {
+                case .completed(let result)?: ("completed", result.status.rawValue)
+                case .cancelled(let timedOut)?: ("cancelled", timedOut ? "timedOut" : nil)
+                case .failed(let error)?: ("failed", Self.describe(error).code)
+                case nil: nil
+                }
+            if let outcome {
+                await self.registry.record(
+                    EndedSheet(
+                        merchant: view?.merchantName ?? request.merchantIdentifier,
+                        amount: view?.total ?? request.paymentSummaryItems.last?.amount ?? "",
+                        currency: view?.currencyCode ?? request.currencyCode, outcome: outcome.0,
+                        detail: outcome.1, endedAt: self.now()))
+            }
+            switch ended {
             case .completed(let result)?: self.events(event("sheet-ended", "completed", result.status.rawValue))
             case .cancelled(let timedOut)?: self.events(event("sheet-ended", "cancelled", timedOut ? "timedOut" : nil))
             case .failed(let error)?: self.events(event("sheet-ended", "failed", Self.describe(error).code))
@@ -271,6 +292,9 @@ public final class PaymentSheetService: Sendable {
                     country: $0.countryCode)
             })
     }
+
+    /// The sheets that ended since the device process started, newest first (the device's screen lists them).
+    func recentPayments() async -> [EndedSheet] { await registry.ended }
 
     func session(_ id: String) async -> PaymentSheetSession? {
         guard let session = await registry.latest, id == "current" || id == session.id else { return nil }
@@ -387,6 +411,21 @@ public struct PaymentSheetEvent: Sendable, Hashable, Encodable {
     public let detail: String?
 }
 
+/// A payment sheet that ended, as the device's screen lists it (display data only).
+struct EndedSheet: Sendable, Hashable {
+    /// How many the device keeps (in memory, since the device process started).
+    static let kept = 20
+    let merchant: String
+    /// The total, a decimal string.
+    let amount: String
+    let currency: String
+    /// `completed`, `cancelled` or `failed`.
+    let outcome: String
+    /// The app's verdict, `timedOut` or the failure's code.
+    let detail: String?
+    let endedAt: Date
+}
+
 /// The sheets of one device: at most one up at a time; the latest stays readable after it ended.
 private actor Registry {
     private(set) var latest: PaymentSheetSession?
@@ -398,6 +437,14 @@ private actor Registry {
         live = true
         latest = session
         return true
+    }
+
+    /// The sheets that ended, newest first (the last ``EndedSheet/kept``).
+    private(set) var ended: [EndedSheet] = []
+
+    func record(_ sheet: EndedSheet) {
+        ended.insert(sheet, at: 0)
+        if ended.count > EndedSheet.kept { ended.removeLast() }
     }
 
     /// `session` ended: another may be presented.

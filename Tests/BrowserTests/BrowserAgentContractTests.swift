@@ -73,6 +73,32 @@ struct BrowserAgentContractTests {
         }
     }
 
+    @Test("The device screen page's script reads its route with the secret header and every member it shows")
+    func screenScript() throws {
+        let screen = try Self.script("screen.js")
+        for route in BrowserAgentAPI.Declared.screenPage {
+            #expect(screen.contains("\"\(route.pattern)\""), "screen.js does not call \(route.pattern)")
+        }
+        #expect(screen.contains("\"\(BrowserAgentAPI.secretHeader)\""))
+        #expect(try Self.script("screen.html").contains("/assets/screen.js"))
+        let card = BrowserAgentAPI.DeviceScreen.Card(
+            displayName: "d", network: "visa", type: "credit", suffix: "1111", state: "active", isDefault: true)
+        let payment = BrowserAgentAPI.DeviceScreen.Payment(
+            merchant: "m", amount: "1.00", currency: "USD", outcome: "completed", detail: "success", endedAt: "t")
+        let prompt = BrowserAgentAPI.DeviceScreen.Prompt(kind: "paymentSheet", merchant: "m", page: "/sheet")
+        let whole = BrowserAgentAPI.DeviceScreen(
+            device: "p", kind: "phone", cards: [card], recentPayments: [payment], prompts: [prompt])
+        for member in try Self.members(whole).union(Self.members(card)).union(Self.members(payment))
+            .union(Self.members(prompt))
+        {
+            #expect(screen.contains(".\(member)"), "screen.js never reads \(member)")
+        }
+        // Display data only: nothing that could carry a card number or device account number.
+        let decoded = try JSONDecoder().decode(BrowserAgentAPI.DeviceScreen.self, from: JSONEncoder().encode(whole))
+        #expect(decoded == whole)
+        #expect(try Self.members(card) == ["displayName", "network", "type", "suffix", "state", "isDefault"])
+    }
+
     @Test("orchard-pay.js is pinned by its SRI hash; the agent's origin is the contract's")
     func pinnedScript() throws {
         let script = WebAssets.orchardPayScript

@@ -1,0 +1,79 @@
+import BrowserAgentAPI
+import Foundation
+import OrchardHTTP
+import Testing
+import WebDriverClient
+
+extension BrowserPurchaseTests {
+    /// Whether `text` holds a run of 13 or more digits (a card number or DPAN, spaced or not).
+    static func holdsAccountNumber(_ text: String) -> Bool {
+        var run = 0
+        for character in text {
+            if character.isASCII, character.isNumber {
+                run += 1
+                if run >= 13 { return true }
+            } else if character != " " && character != "-" {
+                run = 0
+            }
+        }
+        return false
+    }
+
+    @Test(
+        "The device's screen: the wallet's card and its state, the payment just made, no card number or DPAN; unframeable"
+    )
+    func deviceScreen() async throws {
+        let sandbox = try sandbox
+        let browser = try await sandbox.browser(for: BrowserSandbox.mac)
+        let windows = try await Self.startPurchase(browser, items: ["Coffee"])
+        try await Self.giveContact(browser)
+        let confirmation = try await Self.payAndConfirm(browser, method: "touch-id", windows: windows)
+        #expect(confirmation.contains("is paid"), "\(confirmation)")
+
+        try await browser.navigate(BrowserAgentAPI.origin + BrowserAgentAPI.Page.screen)
+        try await browser.wait(
+            "the screen",
+            until: "return document.body.dataset.loaded === 'true' && document.querySelector('#payments td') !== null;"
+        )
+        let text = try await browser.string("return document.body.innerText;")
+        #expect(text.contains("\(BrowserSandbox.mac) (mac)"), "\(text)")
+        #expect(text.contains("Visa credit •••• 1111") && text.contains("active"), "\(text)")
+        #expect(text.contains("Orchard Demo Store") && text.contains("USD") && text.contains("completed"), "\(text)")
+        #expect(text.contains("Nothing waits for you."), "\(text)")
+        #expect(!Self.holdsAccountNumber(text), "\(text)")
+        // The JSON the page reads, fetched by the page itself (its secret, same origin).
+        let json = try await browser.awaitPromise(
+            """
+            fetch("\(BrowserAgentAPI.Route.deviceScreen)", {headers: {"\(BrowserAgentAPI.secretHeader)":
+                document.querySelector("meta[name=orchard-agent-secret]").content}}).then(r => r.json())
+            """)
+        let screen = try JSONDecoder().decode(BrowserAgentAPI.DeviceScreen.self, from: Data(json.utf8))
+        #expect(screen.device == BrowserSandbox.mac && screen.kind == "mac" && screen.prompts.isEmpty)
+        let card = try #require(screen.cards.first)
+        #expect(screen.cards.count == 1 && card.network == "visa" && card.suffix == "1111")
+        #expect(card.state == "active" && card.isDefault)
+        let payment = try #require(screen.recentPayments.first)
+        #expect(payment.merchant == "Orchard Demo Store" && payment.currency == "USD")
+        #expect(payment.outcome == "completed" && payment.detail == "success")
+        #expect(!Self.holdsAccountNumber(json) && !json.contains("4111111111111111"), "\(json)")
+
+        // Same protections as the sheet: no page frames it; only the screen page's own secret gets answers.
+        let client = try Self.agentClient(sandbox, BrowserSandbox.mac)
+        defer { client.shutdown() }
+        let page = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.screen)
+        #expect(page.headers["Content-Security-Policy"]?.hasSuffix("frame-ancestors 'none'") == true)
+        #expect(page.headers["X-Frame-Options"] == "DENY")
+        let own = try await Self.secret(client, BrowserAgentAPI.Page.screen)
+        let sheet = try await Self.secret(client, BrowserAgentAPI.Page.sheet)
+        func read(_ headers: HTTPHeaders) async throws -> Int {
+            try await client.send(
+                HTTPClientRequest(
+                    method: .get, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.deviceScreen, headers: headers)
+            ).status.code
+        }
+        #expect(try await read(["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: own]) == 200)
+        #expect(try await read(["Sec-Fetch-Site": "same-site", BrowserAgentAPI.secretHeader: own]) == 403)
+        #expect(try await read([BrowserAgentAPI.secretHeader: own]) == 403)
+        #expect(try await read(["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: sheet]) == 403)
+    }
+}

@@ -1,0 +1,93 @@
+/*
+ * The device's screen beside the sheet (docs/web.md, "The device's screen"): a read-only page of the agent's origin
+ * that no page can frame. It shows the wallet's cards (network, type, last four digits, state), the payment sheets
+ * that ended since the device process started, and a sheet waiting for the user, with a link to it.
+ */
+(function () {
+    "use strict";
+    if (window.opener) {
+        window.opener = null;
+    }
+    const secret = document.querySelector("meta[name=orchard-agent-secret]").content;
+    const $ = function (id) { return document.getElementById(id); };
+    let shown = null; // The JSON of what is drawn, to redraw only on change.
+
+    const NETWORKS = { visa: "Visa", masterCard: "Mastercard", amex: "American Express", discover: "Discover" };
+
+    function row(cells) {
+        const tr = document.createElement("tr");
+        cells.forEach(function (value) {
+            const td = document.createElement("td");
+            td.textContent = value;
+            tr.appendChild(td);
+        });
+        return tr;
+    }
+
+    function draw(screen) {
+        $("title").textContent = screen.device + " (" + screen.kind + ")";
+        const cards = $("cards").tBodies[0];
+        cards.replaceChildren();
+        screen.cards.forEach(function (card) {
+            const tr = row([
+                card.displayName + (card.isDefault ? " (default)" : ""),
+                (NETWORKS[card.network] || card.network) + " " + card.type + " •••• " + card.suffix,
+                card.state,
+            ]);
+            tr.dataset.state = card.state;
+            cards.appendChild(tr);
+        });
+        if (!screen.cards.length) {
+            cards.appendChild(row(["No cards in the wallet."]));
+        }
+        const payments = $("payments").tBodies[0];
+        payments.replaceChildren();
+        screen.recentPayments.forEach(function (payment) {
+            payments.appendChild(row([
+                payment.merchant, payment.amount + " " + payment.currency,
+                payment.outcome + (payment.detail ? " (" + payment.detail + ")" : ""),
+                new Date(payment.endedAt).toLocaleString(),
+            ]));
+        });
+        if (!screen.recentPayments.length) {
+            payments.appendChild(row(["No payments since the device started."]));
+        }
+        const prompts = $("prompt-list");
+        prompts.replaceChildren();
+        screen.prompts.forEach(function (prompt) {
+            const li = document.createElement("li");
+            const link = document.createElement("a");
+            link.href = prompt.page;
+            link.textContent = "Payment sheet" + (prompt.merchant ? " for " + prompt.merchant : "") + ": open it";
+            li.dataset.kind = prompt.kind;
+            li.appendChild(link);
+            prompts.appendChild(li);
+        });
+        $("prompts").hidden = !screen.prompts.length;
+        $("status").textContent = screen.prompts.length ? "A payment waits for you." : "Nothing waits for you.";
+    }
+
+    function refresh() {
+        fetch("/v1/screen", { headers: { "X-Orchard-Agent-Secret": secret }, credentials: "omit" })
+            .then(function (response) {
+                return response.json().then(function (json) { return { status: response.status, body: json }; });
+            })
+            .then(function (answer) {
+                if (answer.status !== 200) {
+                    $("status").textContent = answer.body.error ? answer.body.error.message : "refused";
+                    return;
+                }
+                const json = JSON.stringify(answer.body);
+                if (json !== shown) {
+                    shown = json;
+                    draw(answer.body);
+                }
+                document.body.dataset.loaded = "true";
+            }, function () {
+                $("status").textContent = "The device is not answering.";
+            })
+            .then(function () { setTimeout(refresh, 1000); });
+    }
+
+    refresh();
+}());
