@@ -26,6 +26,7 @@
 
     function draw(screen) {
         $("title").textContent = screen.device + " (" + screen.kind + ")";
+        document.title = $("title").textContent;
         const cards = $("cards").tBodies[0];
         cards.replaceChildren();
         screen.cards.forEach(function (card) {

@@ -8,6 +8,7 @@ import OrchardRuntime
 import OrchardServices
 import OrchardX509
 import PayClient
+import WebDriverClient
 import WebMerchantAPI
 
 #if canImport(Glibc)
@@ -18,7 +19,7 @@ import WebMerchantAPI
 enum BrowserCommands {
     static let command = Command(
         name: "browser", summary: "Set up a browser (Chromium) to use the deployment's websites and a device's agent.",
-        subcommands: [setup])
+        subcommands: [setup, open])
 
     static let deviceOption = Option.required(
         "device", "NAME", help: "The device whose browser agent (orchard device run) the browser uses.")
@@ -47,6 +48,116 @@ enum BrowserCommands {
         context.trace(
             "NSS database \(profile)/.pki/nssdb trusts the Orchard root; start Chromium with HOME=\(profile) "
                 + "and these arguments, then open https://store.orchard.test/")
+    }
+
+    static let openProfileOption = Option.optional(
+        "profile", "DIR2", help: "The browser's home (default DIR/browser/NAME), set up as `browser setup` does.")
+
+    /// The pages `open` shows: the device's screen and the store.
+    static let openedPages = [
+        BrowserAgentAPI.origin + BrowserAgentAPI.Page.screen, "https://" + WebMerchantAPI.HostNames.store + "/",
+    ]
+
+    static let open = Command(
+        name: "open",
+        summary: "Start Chromium on the device's screen and the store; print their URLs. Runs until Chromium ends.",
+        discussion: """
+            Sets up the browser's home as `browser setup` does (DIR2, default DIR/browser/NAME) and starts Chromium
+            (from PATH) on https://agent.orchard.test/screen (the device's screen: its wallet's cards, recent
+            payments, a sheet waiting) and https://store.orchard.test/, whose URLs it prints. The device's process
+            must be running (`orchard device run --name NAME`). With a display (DISPLAY or WAYLAND_DISPLAY)
+            Chromium shows a window; without one it runs headless (said on stderr), with its DevTools on a loopback
+            port named in DIR2/chromium/DevToolsActivePort. SIGTERM or SIGINT ends Chromium and the command.
+            """,
+        options: [deviceOption, openProfileOption]
+    ) { arguments, context in
+        let deployment = try MerchantCommands.initializedDeployment(context)
+        let device = arguments[deviceOption]
+        guard Device.names(in: deployment).contains(device) else {
+            throw CLIError.failure(
+                "no device \(device) in \(deployment.path): create it with `orchard device create --data-dir "
+                    + "\(deployment.path) --name \(device) ...`")
+        }
+        guard let chromium = Chromium.locate(searchPath: context.environment["PATH"])?.browser else {
+            throw CLIError.failure("Chromium was not found on PATH: \(Chromium.installHint)")
+        }
+        let profile = URL(
+            fileURLWithPath: arguments[openProfileOption] ?? deployment.path + "/browser/" + device
+        ).standardizedFileURL.path
+        var lines = try await chromiumArguments(deployment: deployment, device: device, profile: profile, context)
+        let display = ["DISPLAY", "WAYLAND_DISPLAY"].contains { !(context.environment[$0] ?? "").isEmpty }
+        if !display {
+            lines += ["--headless=new", "--remote-debugging-port=0"]
+            context.trace(
+                "no display (DISPLAY, WAYLAND_DISPLAY unset): Chromium runs headless; its DevTools port (loopback) "
+                    + "is in \(profile)/chromium/DevToolsActivePort")
+        }
+        // Handlers first: a signal right after the URLs appear must end Chromium too.
+        let signals = ShutdownSignals.shared
+        let log = profile + "/chromium.log"
+        let browser: Subprocess
+        do {
+            // Headless Chromium opens one page from its command line; the store comes through its DevTools.
+            browser = try Subprocess(
+                chromium, lines + (display ? openedPages : [openedPages[0]]), environment: ["HOME": profile],
+                stdoutPath: log, stderrPath: log)
+        } catch {
+            throw CLIError.failure("Chromium could not be started: \((error as? RuntimeError)?.message ?? "\(error)")")
+        }
+        if !display {
+            do {
+                try await openHeadless(openedPages.dropFirst(), profile: profile, browser: browser)
+            } catch {
+                browser.send(SIGKILL)
+                _ = await browser.exit()
+                throw CLIError.failure("headless Chromium did not open the store: \(error) (its log: \(log))")
+            }
+        }
+        for page in openedPages { context.output(page) }
+        context.trace("Chromium runs on \(device)'s screen and the store (its log: \(log)); Ctrl-C ends it")
+        let stopped = StopFlag()
+        Task {
+            _ = await signals.next()
+            stopped.set()
+            browser.send(SIGTERM)
+            if await browser.exit(within: 5) == nil { browser.send(SIGKILL) }
+        }
+        let ended = await browser.exit()
+        guard stopped.isSet || ended == .exited(0) else {
+            throw CLIError.failure("Chromium ended (\(ended)); its log: \(log)")
+        }
+    }
+
+    /// Opens `pages` in headless Chromium through its DevTools (`PUT /json/new?URL` on the loopback port it wrote
+    /// to `DevToolsActivePort`).
+    private static func openHeadless(
+        _ pages: ArraySlice<String>, profile: String, browser: Subprocess
+    ) async throws {
+        var port: Int?
+        for _ in 0..<300 where port == nil && browser.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+            let text = (try? String(contentsOfFile: profile + "/chromium/DevToolsActivePort", encoding: .utf8)) ?? ""
+            port = text.split(separator: "\n").first.flatMap { Int($0) }
+        }
+        guard let port else { throw CLIError.failure("Chromium wrote no DevToolsActivePort") }
+        let client = try HTTPClient(configuration: HTTPClientConfiguration(maxAttempts: 1))
+        defer { client.shutdown() }
+        for page in pages {
+            let answer = try await client.send(
+                HTTPClientRequest(method: .put, url: "http://127.0.0.1:\(port)/json/new?" + page))
+            guard answer.status.code == 200 else {
+                throw CLIError.failure("DevTools answered \(answer.status.code) for \(page)")
+            }
+        }
+    }
+
+    /// Whether a signal ended `open`.
+    private final class StopFlag: @unchecked Sendable {
+        // @unchecked: guarded by `lock`.
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.withLock { value = true } }
+        var isSet: Bool { lock.withLock { value } }
     }
 
     /// Writes the NSS database and returns Chromium's arguments.
