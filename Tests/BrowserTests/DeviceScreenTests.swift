@@ -20,12 +20,23 @@ extension BrowserPurchaseTests {
     }
 
     @Test(
-        "The device's screen: the wallet's card and its state, the payment just made, no card number or DPAN; unframeable"
+        "The device's screen: the sheet waiting, the wallet's card and its state, the payment made, no card number or DPAN"
     )
     func deviceScreen() async throws {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.mac)
         let windows = try await Self.startPurchase(browser, items: ["Coffee"])
+        // While the sheet waits for the user, the screen lists it as a prompt, linked to the sheet page.
+        let client = try Self.agentClient(sandbox, BrowserSandbox.mac)
+        defer { client.shutdown() }
+        let own = try await Self.secret(client, BrowserAgentAPI.Page.screen)
+        let waiting = try await client.send(
+            HTTPClientRequest(
+                method: .get, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.deviceScreen,
+                headers: ["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: own]))
+        let prompts = try JSONDecoder().decode(BrowserAgentAPI.DeviceScreen.self, from: waiting.body).prompts
+        #expect(
+            prompts == [.init(kind: "paymentSheet", merchant: "Orchard Demo Store", page: BrowserAgentAPI.Page.sheet)])
         try await Self.giveContact(browser)
         let confirmation = try await Self.payAndConfirm(browser, method: "touch-id", windows: windows)
         #expect(confirmation.contains("is paid"), "\(confirmation)")
@@ -58,12 +69,9 @@ extension BrowserPurchaseTests {
         #expect(!Self.holdsAccountNumber(json) && !json.contains("4111111111111111"), "\(json)")
 
         // Same protections as the sheet: no page frames it; only the screen page's own secret gets answers.
-        let client = try Self.agentClient(sandbox, BrowserSandbox.mac)
-        defer { client.shutdown() }
         let page = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.screen)
         #expect(page.headers["Content-Security-Policy"]?.hasSuffix("frame-ancestors 'none'") == true)
         #expect(page.headers["X-Frame-Options"] == "DENY")
-        let own = try await Self.secret(client, BrowserAgentAPI.Page.screen)
         let sheet = try await Self.secret(client, BrowserAgentAPI.Page.sheet)
         func read(_ headers: HTTPHeaders) async throws -> Int {
             try await client.send(
