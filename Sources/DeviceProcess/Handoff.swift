@@ -38,7 +38,7 @@ final class Handoff: Sendable {
         device: Device, deployment: DeploymentDirectory, window: Duration, sheets: PaymentSheetService? = nil,
         sessions: MerchantSessionCheck? = nil, sheetTimeout: Duration = .seconds(120),
         random: any RandomSource = SystemRandom(), payServer: (@Sendable () -> PayServerClient?)? = nil,
-        trace: @escaping @Sendable (String) -> Void
+        relayWaitSeconds: Int = PayServerClient.maximumRelayWaitSeconds, trace: @escaping @Sendable (String) -> Void
     ) {
         let radio = RadioMedium(device: device, deployment: deployment, window: window, random: random, trace: trace)
         let offers = Offers()
@@ -48,6 +48,7 @@ final class Handoff: Sendable {
         paymentTimeout = sheetTimeout + .seconds(10)
         relay = HandoffRelay(
             device: device, deployment: deployment, random: random, payServer: payServer,
+            waitSeconds: relayWaitSeconds,
             answerDiscovery: { requester, requestID in
                 await Self.answer(
                     device: device, radio: radio, requester: requester, requestID: requestID, random: random,

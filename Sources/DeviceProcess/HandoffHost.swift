@@ -18,7 +18,8 @@ public final class HandoffHost: Sendable {
     ///   - automatic: how this device's user authorizes every sheet at once (a phone's Face ID, a watch's
     ///     double-click); nil: no sheet is authorized.
     ///   - sessions: the merchant-session check a phone or watch verifies a Mac's payment with.
-    ///   - payServer: the device's client of the Pay server for the relay.
+    ///   - payServer: the device's client of the Pay server for the relay (long polls of 1 s: the demo stops the Pay
+    ///     server it started right after, and a stopping server waits for the polls in flight).
     ///   - connect: the device's connection to the Pay server, opened when a sheet is presented.
     public init(
         device: Device, deployment: DeploymentDirectory, automatic: AutoAuthentication?,
@@ -30,7 +31,7 @@ public final class HandoffHost: Sendable {
         let sheets = PaymentSheetService(device: device, automatic: automatic, connect: connect, trace: trace)
         let handoff = Handoff(
             device: device, deployment: deployment, window: proximityWindow, sheets: sheets, sessions: sessions,
-            payServer: payServer, trace: trace)
+            payServer: payServer, relayWaitSeconds: 1, trace: trace)
         self.handoff = handoff
         handoff.start()
         guard let browserAgent else {
