@@ -1,4 +1,5 @@
 public import Device
+public import DeviceControlAPI
 import OrchardHTTP
 public import OrchardRuntime
 public import PayClient
@@ -64,6 +65,12 @@ public final class HandoffHost: Sendable {
 
     /// The devices of its account this device hears on the radio medium.
     public var nearby: [String] { handoff.radio.near().map(\.device) }
+
+    /// A Mac's discovery: the phones and watches it hears, and the cards they offer it.
+    public func discover() async -> HandoffDevicesAnswer { await handoff.discover() }
+
+    /// A Mac's payment on a phone or watch it hears: its token, or the refusal.
+    public func pay(_ request: HandoffPayment) async -> HandoffPaymentAnswer { await handoff.pay(request) }
 
     /// Stops the browser agent, the relay loop and the radio.
     public func stop() async {
