@@ -37,7 +37,8 @@ final class Handoff: Sendable {
     init(
         device: Device, deployment: DeploymentDirectory, window: Duration, sheets: PaymentSheetService? = nil,
         sessions: MerchantSessionCheck? = nil, sheetTimeout: Duration = .seconds(120),
-        random: any RandomSource = SystemRandom(), trace: @escaping @Sendable (String) -> Void
+        random: any RandomSource = SystemRandom(), payServer: (@Sendable () -> PayServerClient?)? = nil,
+        relayWaitSeconds: Int = PayServerClient.maximumRelayWaitSeconds, trace: @escaping @Sendable (String) -> Void
     ) {
         let radio = RadioMedium(device: device, deployment: deployment, window: window, random: random, trace: trace)
         let offers = Offers()
@@ -46,7 +47,8 @@ final class Handoff: Sendable {
         self.random = random
         paymentTimeout = sheetTimeout + .seconds(10)
         relay = HandoffRelay(
-            device: device, deployment: deployment, random: random,
+            device: device, deployment: deployment, random: random, payServer: payServer,
+            waitSeconds: relayWaitSeconds,
             answerDiscovery: { requester, requestID in
                 await Self.answer(
                     device: device, radio: radio, requester: requester, requestID: requestID, random: random,

@@ -36,17 +36,27 @@ public final class HandoffRelay: Sendable {
     private let answerDiscovery: DiscoveryAnswerer
     private let answerPayment: PaymentAnswerer
     private let trace: @Sendable (String) -> Void
+    private let payServer: (@Sendable () -> PayServerClient?)?
+    private let waitSeconds: Int
     private let state = Mutex(State())
     private let task = Mutex<Task<Void, Never>?>(nil)
     /// The last send: each send waits for the one before, so frames to a device leave in the order of their
     /// sequence numbers (the recipient refuses an older one after a newer).
     private let lastSend = Mutex<Task<Void, any Error>?>(nil)
 
+    /// - Parameters:
+    ///   - payServer: the device's client of the Pay server; nil: the instances running for the deployment
+    ///     (`DIR/run/`), as a device process finds them.
+    ///   - waitSeconds: how long each long poll of the relay queue waits (a Pay server stopping waits for it).
     public init(
         device: Device, deployment: DeploymentDirectory, random: any RandomSource = SystemRandom(),
+        payServer: (@Sendable () -> PayServerClient?)? = nil,
+        waitSeconds: Int = PayServerClient.maximumRelayWaitSeconds,
         answerDiscovery: @escaping DiscoveryAnswerer, answerPayment: @escaping PaymentAnswerer,
         trace: @escaping @Sendable (String) -> Void
     ) {
+        self.payServer = payServer
+        self.waitSeconds = waitSeconds
         self.device = device
         self.deployment = deployment
         self.random = random
@@ -68,7 +78,9 @@ public final class HandoffRelay: Sendable {
                     try await round(current.0, current.1)
                     failures = 0
                 } catch {
-                    if failures == 0, !(error is CancellationError) { trace("handoff relay: \(error)") }
+                    if failures == 0, !Task.isCancelled, !(error is CancellationError) {
+                        trace("handoff relay: \(error)")
+                    }
                     connection = nil
                     try? await Task.sleep(for: .seconds(1 << min(failures, 4)))
                     failures += 1
@@ -84,7 +96,7 @@ public final class HandoffRelay: Sendable {
     }
 
     private func connection() throws -> (PayServerClient, DeviceRelay) {
-        guard let client = NotificationPoller.client(for: device.name, in: deployment) else {
+        guard let client = payServer?() ?? NotificationPoller.client(for: device.name, in: deployment) else {
             throw PayClientError(.protocolViolation, "no Pay server runs for the deployment")
         }
         return (client, DeviceRelay(deviceID: device.name, client: client, enclave: device.secureEnclave))
@@ -105,7 +117,7 @@ public final class HandoffRelay: Sendable {
             }
         }
         let receipt = try await relay.receive(
-            after: state.withLock { $0.cursor }, waitSeconds: PayServerClient.maximumRelayWaitSeconds)
+            after: state.withLock { $0.cursor }, waitSeconds: waitSeconds)
         for (id, error) in receipt.refused { trace("handoff relay: frame \(id) refused: \(error)") }
         for message in receipt.accepted {
             guard

@@ -46,11 +46,13 @@ struct RunnerTests {
         for group in CommandRegistry.groups { await visit(group, [group.name]) }
     }
 
-    /// The demo's web row: in headless Chromium (a Mac with Touch ID) when Chromium is installed (with CI=true it must
-    /// be), else without a browser (the phone).
-    static var demoWebRow: (channel: String, device: String) {
+    /// The demo's web rows: in headless Chromium (a Mac with Touch ID, then a Mac without it paying with the phone and
+    /// with the watch, Handoff) when Chromium is installed (with CI=true it must be), else one without a browser (the
+    /// phone).
+    static var demoWebRows: [(channel: String, device: String)] {
         DemoWeb.locateChromium([:]) != nil || ProcessInfo.processInfo.environment["CI"] == "true"
-            ? ("web", "demo-mac") : ("web (no browser)", "demo-phone")
+            ? [("web", "demo-mac"), ("web-handoff", "demo-phone"), ("web-handoff", "demo-watch")]
+            : [("web (no browser)", "demo-phone")]
     }
 
     @Test("orchard demo without Chromium on PATH: the web row without a browser, and how to install Chromium")
@@ -69,6 +71,7 @@ struct RunnerTests {
         let payments = report?["payments"] as? [[String: Any]]
         #expect(payments?.last?["channel"] as? String == "web (no browser)")
         #expect(capture.stderr.contains("Chromium was not found") && capture.stderr.contains("scripts/bootstrap"))
+        #expect(capture.stderr.contains("no web-handoff rows"))
     }
 
     @Test func demoInitialisesAnEmptyDataDirectoryAndKeepsIt() async throws {
@@ -86,15 +89,16 @@ struct RunnerTests {
         #expect(await second.run(["demo", "--data-dir", dir.path]) == 0)
         #expect(second.stderr.contains("deployment ready"))
         #expect(!second.stderr.contains("initialising"))
-        // Both runs paid in store with the phone and the watch, then in an app on the phone, then on the web; the
-        // rows are in DIR/demo-summary.json.
+        // Both runs paid in store with the phone and the watch, then in an app on the phone, then on the web (the
+        // second run approves the kept Mac without Touch ID again); the rows are in DIR/demo-summary.json.
         let summary =
             try JSONSerialization.jsonObject(
                 with: Data(contentsOf: dir.appendingPathComponent("demo-summary.json"))) as? [[String: String]]
-        // The web row: a Mac in headless Chromium (Chromium installed; required with CI=true) or the phone without.
-        let web = Self.demoWebRow
-        #expect(summary?.map { $0["device"] ?? "" } == ["demo-phone", "demo-watch", "demo-phone", web.device])
-        #expect(summary?.map { $0["channel"] ?? "" } == ["in-store", "in-store", "in-app", web.channel])
+        // The web rows: a Mac in headless Chromium, then a Mac without Touch ID paying with the phone and with the
+        // watch (Chromium installed; required with CI=true), or the phone without a browser.
+        let web = Self.demoWebRows
+        #expect(summary?.map { $0["device"] ?? "" } == ["demo-phone", "demo-watch", "demo-phone"] + web.map(\.device))
+        #expect(summary?.map { $0["channel"] ?? "" } == ["in-store", "in-store", "in-app"] + web.map(\.channel))
         #expect(summary?.allSatisfy { $0["result"] == "approved" && $0["responseCode"] == "00" } == true)
         #expect(summary?.allSatisfy { ($0["card"] ?? "").contains("******") } == true)
         // No card number, DPAN, CVV, cryptogram, key or address in any party's log (the CVV by its field names: three

@@ -13,7 +13,7 @@ enum BenchCommands {
         subcommands: BenchmarkSuites.all.map(suiteCommand) + [
             named("emv", EMVCommands.bench), named("http", HTTPCommands.bench), InStoreBench.command,
             InAppBenchCommand.command, SessionBenchCommand.command, OverloadBenchCommand.command,
-            ScaleBenchCommand.command,
+            ScaleBenchCommand.command, HandoffBenchCommand.command,
         ]
     )
 

@@ -17,7 +17,8 @@ enum DemoCommand {
             signed by an Apple-shaped PKI, verified and decrypted; then a deployment with its network and Pay
             server, where the issuer's test card is provisioned onto a phone and a watch through the Pay server,
             both pay in store at terminal T0001, and the demo app buys in-app on the phone from the merchant's
-            server.
+            server; on the web a Mac buys in the demo store in headless Chromium (Touch ID), and a Mac without
+            Touch ID buys there with the phone (Face ID) and with the watch (double-click) near it (Handoff).
             The trace goes to stderr, the results to stdout. With --data-dir, a missing or empty DIR is
             initialised as a deployment first (as `orchard init` does) and kept; without it the demo runs in a
             temporary directory removed at the end. Services already running for DIR are used.
@@ -90,13 +91,18 @@ enum DemoCommand {
                 "== on the web: a Mac in Chromium (or the phone, without a browser) buys at store.orchard.test ==")
             let web = try await DemoWeb.row(
                 deployment: deployment, connections: connections, phone: phone, context: context)
+            context.trace("")
+            context.trace(
+                "== web-handoff: a Mac without Touch ID buys in Chromium; the phone, then the watch, authorizes ==")
+            let handoff = try await DemoWebHandoff.rows(
+                deployment: deployment, connections: connections, devices: devices, context: context)
             payments =
                 inStore + [
                     DemoInStore.Row(
                         channel: "in-app", device: bought.device, card: bought.card, amount: bought.amount,
                         result: bought.outcome, responseCode: bought.responseCode),
                     web,
-                ]
+                ] + handoff
             await connections.close()
         } catch {
             await connections.close()

@@ -63,11 +63,7 @@ enum DemoWeb {
         let (_, devices) = try await DemoProvisioning.run(
             deployment: deployment, connections: connections, trace: trace, only: [mac.name], specs: [mac])
         guard let device = devices[mac.name] else { throw CLIError.failure("the demo Mac is missing") }
-        guard let sitePort = connections.endpoints[.merchant]?.ports["site"],
-            let payPort = connections.endpoints[.pay]?.port
-        else {
-            throw CLIError.failure("the merchant server runs no site for \(WebMerchantAPI.HostNames.store)")
-        }
+        guard let payPort = connections.endpoints[.pay]?.port else { throw CLIError.failure("no Pay server") }
         let root = try Certificate(pemEncoded: connections.rootCertificatePEM)
         let agent = try BrowserAgentHost(
             device: device,
@@ -78,6 +74,33 @@ enum DemoWeb {
                     client: try PaySession.client(device: mac.name, in: deployment, connections: connections),
                     root: root, close: {})
             }, trace: trace)
+        do {
+            let orderID =
+                try await inBrowser(
+                    deployment: deployment, connections: connections, chromium: chromium, agentPort: agent.port,
+                    context: context
+                ) { session in [try await buy(session, trace: trace)] }.first ?? ""
+            await agent.stop()
+            return try await paidRow(
+                orderID: orderID, channel: browserChannel, device: mac.name, connections: connections)
+        } catch {
+            await agent.stop()
+            throw error
+        }
+    }
+
+    /// Headless Chromium with `orchard browser setup`'s NSS profile and arguments (the names resolved to the services
+    /// this demo reaches, agent.orchard.test to `agentPort`) under chromedriver: `body`'s order identifiers.
+    static func inBrowser(
+        deployment: DeploymentDirectory, connections: ServiceConnections, chromium: (browser: String, driver: String),
+        agentPort: Int, context: CommandContext, body: (WebDriver) async throws -> [String]
+    ) async throws -> [String] {
+        let trace: @Sendable (String) -> Void = { context.trace("  " + $0) }
+        guard let sitePort = connections.endpoints[.merchant]?.ports["site"],
+            let payPort = connections.endpoints[.pay]?.port
+        else {
+            throw CLIError.failure("the merchant server runs no site for \(WebMerchantAPI.HostNames.store)")
+        }
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent(
             "orchard-demo-chromium-\(UUID().uuidString)"
         ).path
@@ -90,7 +113,7 @@ enum DemoWeb {
             names[WebMerchantAPI.HostNames.store] = sitePort
             names[WebMerchantAPI.HostNames.pay] = payPort
             names[WebMerchantAPI.HostNames.gateway] = payPort
-            names[BrowserAgentAPI.host] = agent.port
+            names[BrowserAgentAPI.host] = agentPort
             let arguments = try await BrowserCommands.chromiumArguments(
                 deployment: deployment, names: names, profile: profile)
             let log = profile + "/chromedriver.log"
@@ -106,20 +129,17 @@ enum DemoWeb {
             trace("headless Chromium (chromedriver on 127.0.0.1:\(port)), profile \(profile)")
             let session = try await WebDriver.start(driverPort: port, binary: chromium.browser, arguments: arguments)
             browser = session
-            let orderID = try await buy(session, trace: trace)
+            let orders = try await body(session)
             await session.quit()
             browser = nil
-            let row = try await paidRow(orderID: orderID, connections: connections)
             started.send(SIGKILL)
             _ = await started.exit()
-            await agent.stop()
             try? FileManager.default.removeItem(atPath: profile)
-            return row
+            return orders
         } catch {
             await browser?.quit()
             driver?.send(SIGKILL)
             _ = await driver?.exit()
-            await agent.stop()
             try? FileManager.default.removeItem(atPath: profile)
             throw CLIError.failure("the web payment in Chromium failed: \(error)")
         }
@@ -157,7 +177,9 @@ enum DemoWeb {
     }
 
     /// The merchant server's answer for the order the browser paid (its order route, on its API port).
-    private static func paidRow(orderID: String, connections: ServiceConnections) async throws -> DemoInStore.Row {
+    static func paidRow(
+        orderID: String, channel: String, device: String, connections: ServiceConnections
+    ) async throws -> DemoInStore.Row {
         guard let merchant = connections.endpoints[.merchant] else { throw CLIError.failure("no merchant server") }
         let client = try HTTPClient(
             configuration: HTTPClientConfiguration(trustedRootsPEM: connections.rootCertificatePEM, maxAttempts: 1))
@@ -171,7 +193,7 @@ enum DemoWeb {
         let order = try JSONDecoder().decode(MerchantAPI.OrderStatus.self, from: answer.body)
         guard let payment = order.payment else { throw CLIError.failure("order \(orderID) has no payment") }
         return DemoInStore.Row(
-            channel: browserChannel, device: mac.name, card: payment.maskedPAN,
+            channel: channel, device: device, card: payment.maskedPAN,
             amount: order.total + " " + order.currency, result: payment.outcome, responseCode: payment.responseCode)
     }
 
