@@ -19,7 +19,11 @@ final class DeviceProcessChild: Sendable {
             try orchardExecutable(), ["device", "run", "--data-dir", dataDirectory, "--name", name] + options,
             stdout: .file(log), stderr: .file(log))
         socket = Device.controlSocketPath(of: name, in: DeploymentDirectory(path: dataDirectory))
-        for _ in 0..<400 where !ControlSocketClient.isRunning(at: socket) {
+        // A loop that stops once it listens: `for … where` would go on probing the socket (connect and close)
+        // on every remaining iteration without the sleep, a burst that filled the device's 32 connections.
+        var attempts = 0
+        while !ControlSocketClient.isRunning(at: socket), attempts < 400 {
+            attempts += 1
             try await Task.sleep(for: .milliseconds(25))
         }
     }
