@@ -4,46 +4,79 @@ import Testing
 
 @testable import OrchardHTTP
 
-/// A plain-TCP HTTP server that dies the way a killed process does: it answers `answers` requests on its first
-/// connection (kept alive), reads one more, then stops listening and drops that connection without an answer.
-/// After it, a new connection to its port is refused.
+/// A plain-TCP HTTP server that dies the way a killed process does: it answers its first `answers` requests
+/// (connections kept alive), reads one more, then stops listening and drops every connection without an answer.
+/// After it, a new connection to its port is refused. Each connection has a thread of its own, so a client that
+/// opens a new connection instead of reusing one (libcurl may, on a loaded machine) still meets the death.
 final class VanishingServer: @unchecked Sendable {
     let port: Int
     private let fd: Int32
     private let answers: Int
     private let lock = NSLock()
     private var seen: [String] = []
+    private var clients: [Int32] = []
+    private var dead = false
 
     init(answers: Int) throws {
         self.answers = answers
         (fd, port) = try plainListener()
-        Thread { [self] in serve() }.start()
+        Thread { [self] in acceptLoop() }.start()
     }
 
     /// The request lines read, one per request that reached the server.
     var requests: [String] { lock.withLock { seen } }
 
-    private func serve() {
-        let client = accept(fd, nil, nil)
-        guard client >= 0 else {
-            close(fd)
-            return
+    private func acceptLoop() {
+        while true {
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }  // the listener was closed: the server died
+            let admitted = lock.withLock { () -> Bool in
+                guard !dead else { return false }
+                clients.append(client)
+                return true
+            }
+            guard admitted else {
+                close(client)
+                return
+            }
+            Thread { [self] in serve(client) }.start()
         }
+    }
+
+    /// Serves one connection, which it closes when done (a reset if the server died on its request).
+    private func serve(_ client: Int32) {
+        defer { close(client) }
         var pending: [UInt8] = []
-        for index in 0...answers {
-            guard let line = readRequest(client, &pending) else { break }
-            lock.withLock { seen.append(line) }
-            if index == answers { break }
-            let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
-            _ = answer.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+        while let line = readRequest(client, &pending) {
+            let answer = lock.withLock { () -> Bool in
+                seen.append(line)
+                return seen.count <= answers
+            }
+            guard answer else {
+                die(except: client)
+                var hard = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(client, SOL_SOCKET, SO_LINGER, &hard, socklen_t(MemoryLayout<linger>.size))
+                return
+            }
+            let bytes = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
+            _ = bytes.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
         }
-        // Stop listening first, so the client's next connection is refused, then drop the connection. The port
-        // stays bound (not listening) while the server object lives, so no other test's server takes it.
+    }
+
+    /// Stops listening, so the client's next connection is refused, and ends the other connections (their threads
+    /// close them). The port stays bound (not listening) while the server object lives, so no other test's server
+    /// takes it.
+    private func die(except dying: Int32) {
+        let others = lock.withLock { () -> [Int32]? in
+            guard !dead else { return nil }
+            dead = true
+            return clients
+        }
+        guard let others else { return }
+        shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
-        var hard = linger(l_onoff: 1, l_linger: 0)
-        setsockopt(client, SOL_SOCKET, SO_LINGER, &hard, socklen_t(MemoryLayout<linger>.size))
-        close(client)
         holdPort()
+        for other in others where other != dying { shutdown(other, Int32(SHUT_RDWR)) }
     }
 
     private var placeholder: Int32 = -1
