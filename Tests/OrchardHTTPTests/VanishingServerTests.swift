@@ -147,7 +147,10 @@ struct VanishingServerTests {
             _ = try await client.post("http://127.0.0.1:\(server.port)/v1/charge", json: ["amount": 2])
             Issue.record("the second charge was answered by a server that dropped it")
         } catch {
-            #expect(error.code == .transportFailure, "\(error)")
+            // The guarantee: never "could not connect" once the request may have arrived. Usually the resend is
+            // refused (transport_failure); in a full test run another test's server may take the freed port and
+            // leave the resend unanswered (timed_out), which keeps the guarantee too.
+            #expect(error.code != .connectionFailed && error.requestMayHaveArrived, "\(error)")
         }
         #expect(server.requests == ["POST /v1/charge HTTP/1.1", "POST /v1/charge HTTP/1.1"])
     }
