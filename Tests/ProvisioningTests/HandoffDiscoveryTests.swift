@@ -33,39 +33,10 @@ extension HandoffProcesses {
                 LogScan.expectCleanLogs(of: path)  // V2
                 try? FileManager.default.removeItem(atPath: path)
             }
-            #expect(try await orchard(["init", "--data-dir", path]).status == 0)
-            let up = try ChildProcess(
-                try orchardExecutable(), ["up", "--data-dir", path], stdout: .capture, stderr: .file(path + "/up.log"))
+            let up = try await HandoffProcesses.pairedAccount(at: path)
             defer { up.terminate() }
-            for _ in 0..<600 where !up.stdout.contains("\"merchant\"") && up.ended == nil {
-                try await Task.sleep(for: .milliseconds(100))
-            }
             #expect(up.ended == nil)
             let pan = "4111111111111111"
-            for (name, kind, biometry) in [
-                ("phone", "phone", "face"), ("watch", "watch", "none"), ("mac", "mac", "none"),
-            ] {
-                let created = try await orchard([
-                    "device", "create", "--data-dir", path, "--name", name, "--kind", kind, "--biometry", biometry,
-                    "--passcode", "123456",
-                ])
-                #expect(created.status == 0, "\(created.stderr)")
-                if name != "mac" {
-                    let card = try await orchard(
-                        [
-                            "device", "add-card", "--data-dir", path, "--name", name, "--expiry", "12/34",
-                            "--cardholder",
-                            "Alice Appleseed",
-                        ], stdin: "\(pan)\n266\n")
-                    #expect(card.status == 0, "\(card.stderr)")
-                }
-            }
-            for new in ["mac", "watch"] {
-                let approved = try await orchard(
-                    ["device", "approve", "--data-dir", path, "--name", "phone", "--new", new],
-                    stdin: "123456\n123456\n")
-                #expect(approved.status == 0, "\(approved.stderr)")
-            }
             let options = ["--sync-interval", "1", "--proximity-window", "1"]
             var running: [String: DeviceProcessChild] = [:]
             for name in ["phone", "watch", "mac"] {

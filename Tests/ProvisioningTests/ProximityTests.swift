@@ -15,7 +15,38 @@ import Testing
 /// The suites that run device processes on the radio medium, one after another (each starts a Pay server or
 /// `orchard up` and several device processes: run together they would compete for the machine).
 @Suite("Handoff across device processes", .serialized)
-enum HandoffProcesses {}
+enum HandoffProcesses {
+    /// `orchard init` and `orchard up` in `path`, then one account's phone and watch (each with a Visa card) and a Mac
+    /// without Touch ID, the Mac and the watch approved by the phone. Returns `up`, which the caller terminates.
+    static func pairedAccount(at path: String) async throws -> ChildProcess {
+        #expect(try await orchard(["init", "--data-dir", path]).status == 0)
+        let up = try ChildProcess(
+            try orchardExecutable(), ["up", "--data-dir", path], stdout: .capture, stderr: .file(path + "/up.log"))
+        for _ in 0..<600 where !up.stdout.contains("\"merchant\"") && up.ended == nil {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        for (name, kind, biometry) in [("phone", "phone", "face"), ("watch", "watch", "none"), ("mac", "mac", "none")] {
+            let created = try await orchard([
+                "device", "create", "--data-dir", path, "--name", name, "--kind", kind, "--biometry", biometry,
+                "--passcode", "123456",
+            ])
+            #expect(created.status == 0, "\(created.stderr)")
+            guard name != "mac" else { continue }
+            let card = try await orchard(
+                [
+                    "device", "add-card", "--data-dir", path, "--name", name, "--expiry", "12/34", "--cardholder",
+                    "Alice Appleseed",
+                ], stdin: "4111111111111111\n266\n")
+            #expect(card.status == 0, "\(card.stderr)")
+        }
+        for new in ["mac", "watch"] {
+            let approved = try await orchard(
+                ["device", "approve", "--data-dir", path, "--name", "phone", "--new", new], stdin: "123456\n123456\n")
+            #expect(approved.status == 0, "\(approved.stderr)")
+        }
+        return up
+    }
+}
 
 extension HandoffProcesses {
     /// Proximity on the simulated radio medium (issue 31 items 1–2), as the devices run it: a Pay server, a phone and a
