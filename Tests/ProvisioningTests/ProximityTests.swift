@@ -192,7 +192,14 @@ extension HandoffProcesses {
             _ = try await Self.wait(mac, "the Mac hears the phone") { $0.nearby.map(\.device) == ["phone"] }
 
             // A listener without keys hears only random bytes: nothing names a device, identifiers are not the names.
-            let captured = listener.drain()
+            // (Devices find a new socket in the room at their next send: wait, bounded, for two adverts.)
+            var captured = listener.drain()
+            var waited = 0
+            while captured.count < 2, waited < 100 {
+                waited += 1
+                try await Task.sleep(for: .milliseconds(100))
+                captured += listener.drain()
+            }
             #expect(captured.count >= 2)
             for advert in captured {
                 #expect(advert.count == ProximityAdvertisement.byteCount)
