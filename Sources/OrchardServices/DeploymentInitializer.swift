@@ -4,10 +4,6 @@ public import OrchardRuntime
 import OrchardStore
 import OrchardX509
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `orchard init`: creates a complete local deployment in a directory.
 ///
 /// Order: check the directory (missing or empty, or anything with `force` while none of its services runs);
@@ -63,7 +59,9 @@ public enum DeploymentInitializer {
     ) async throws(ServicesError) -> Summary {
         try prepare(directory, options: options)
         var configuration = Configuration(schema: registry.schema)
-        try assignPorts(&configuration, registry: registry, basePort: options.basePort)
+        try assignPorts(
+            &configuration, registry: registry, basePort: options.basePort,
+            owner: URL(fileURLWithPath: directory.configurationPath).standardizedFileURL.path)
         try mapHostNames(&configuration, registry: registry)
         try configureDatabases(&configuration, directory: directory, registry: registry, options: options)
 
@@ -220,9 +218,10 @@ public enum DeploymentInitializer {
         }
     }
 
-    /// Fills every service's main and additional ports: consecutive from `basePort`, else free ones.
+    /// Fills every service's main and additional ports: consecutive from `basePort`, else free ones reserved for
+    /// the deployment whose configuration is `owner`.
     static func assignPorts(
-        _ configuration: inout Configuration, registry: ServiceRegistry, basePort: Int?
+        _ configuration: inout Configuration, registry: ServiceRegistry, basePort: Int?, owner: String
     ) throws(ServicesError) {
         let keys = registry.services.flatMap { [ServiceSettings.port($0.name)] + $0.additionalPorts }
         let ports: [Int]
@@ -234,7 +233,7 @@ public enum DeploymentInitializer {
             }
             ports = Array(basePort..<(basePort + keys.count))
         } else {
-            ports = try freePorts(keys.count)
+            ports = try PortAllocator().freePorts(keys.count, owner: owner)
         }
         for (key, port) in zip(keys, ports) {
             do {
@@ -261,29 +260,9 @@ public enum DeploymentInitializer {
         }
     }
 
-    /// `count` distinct ports free on 127.0.0.1 now: each is bound to port 0 and read back, all are held until
-    /// the last is found, then released.
+    /// `count` distinct ports free on 127.0.0.1 now, outside the kernel's ephemeral range and reserved for ten
+    /// minutes for a caller that binds one later (see ``PortAllocator``).
     package static func freePorts(_ count: Int) throws(ServicesError) -> [Int] {
-        var sockets: [Int32] = []
-        defer { for fd in sockets { close(fd) } }
-        var ports: [Int] = []
-        for _ in 0..<count {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw ServicesError(.internalFailure, "socket() failed while choosing ports") }
-            sockets.append(fd)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = 0
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                    bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
-                }
-            }
-            guard bound else { throw ServicesError(.internalFailure, "no free port on 127.0.0.1") }
-            ports.append(Int(UInt16(bigEndian: address.sin_port)))
-        }
-        return ports
+        try PortAllocator().freePorts(count, owner: nil)
     }
 }
