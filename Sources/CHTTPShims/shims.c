@@ -171,6 +171,15 @@ int orchard_set_thread_cpus(uint64_t mask) {
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
+int orchard_set_task_cpus(int tid, uint64_t mask) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu = 0; cpu < 64; cpu++) {
+        if (mask & ((uint64_t)1 << cpu)) CPU_SET(cpu, &set);
+    }
+    return sched_setaffinity((pid_t)tid, sizeof set, &set) == 0 ? 0 : errno;
+}
+
 int orchard_set_tcp_nodelay(int fd) {
     int one = 1;
     return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

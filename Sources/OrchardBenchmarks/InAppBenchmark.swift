@@ -19,16 +19,21 @@ public struct InAppBenchmarkResult: Sendable, Encodable {
     public let tokensPerSecond: Double
     public let p50Milliseconds: Double
     public let p99Milliseconds: Double
-    /// CPU time of this whole process (Pay server and load generator) per token.
-    public let processCPUMicrosecondsPerToken: Double
-    /// The crypto ceiling: one core's exchanges per CPU second times the cores.
+    /// Where the Pay server ran: its own process on its own core, or this process (``ServerPlacement``).
+    public let server: String
+    /// The cores the server had: the ceiling's multiple.
+    public let serverCores: Int
+    /// CPU time of the Pay server per token: its own process's when it had one, else this whole process's (server
+    /// and load generator).
+    public let serverCPUMicrosecondsPerToken: Double
+    /// The crypto ceiling: one core's exchanges per CPU second times the server's cores.
     public let ceilingPerSecond: Double
     public let ceilingCPUMicrosecondsPerToken: Double
     /// CPU microseconds of each step of the ceiling.
     public let ceilingBreakdownMicroseconds: [String: Double]
     public let fractionOfCeiling: Double
-    /// The ceiling's CPU per token ÷ the process's (load generator included): what ``fractionOfCeiling`` would be
-    /// with both cores to this process and none idle; other builders on the machine do not move it.
+    /// The ceiling's CPU per token ÷ the server's: what ``fractionOfCeiling`` would be with the server's cores to
+    /// itself and never idle; other work on the machine does not move it.
     public let cpuFractionOfCeiling: Double
     public let target: Double
     /// The 1-minute load average at the end: other work on the machine lowers the wall-clock figures.
@@ -61,11 +66,12 @@ public struct InAppScaleOutResult: Sendable, Encodable {
 /// The in-app benchmark behind `orchard bench inapp`: sealed credentials → signed tokens per second through the Pay
 /// server over keep-alive HTTPS with mutual TLS, next to the crypto ceiling of the same work measured in the same run.
 ///
-/// Initialises a throw-away deployment, starts its Pay server in this process, registers a device and prepares one
+/// Initialises a throw-away deployment, starts its Pay server as ``ServerPlacement`` says (`orchard bench inapp`:
+/// its own process on its own core, the load generator on the others), registers a device and prepares one
 /// nonce and one sealed credential per request before the timed phase. Then each client (one keep-alive HTTPS
 /// connection with the device's client certificate) sends its share of the credentials; every answer must be a
 /// token. The ceiling is the same cryptography per credential (open, verify, re-encrypt, sign) without HTTP or
-/// SQLite, in thread CPU time on one core times the cores.
+/// SQLite, in thread CPU time on one core times the server's cores.
 public enum InAppBenchmark {
     static func loadAverage() -> Double {
         var values = [Double](repeating: 0, count: 3)
@@ -83,16 +89,20 @@ public enum InAppBenchmark {
     /// Initialises a throw-away deployment in a temporary directory (removed at the end), runs the exchange
     /// and the ceiling, and stops its services.
     public static func run(
-        requests: Int, connections: Int, ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
+        requests: Int, connections: Int, ceilingSeconds: Double, placement: ServerPlacement = .inProcess,
+        trace: @escaping @Sendable (String) -> Void
     ) async throws -> InAppBenchmarkResult {
-        try await withThrowawayDeployment(
-            named: "inapp", registry: try ServiceRegistry([PayService(), MerchantService()]), services: [.pay],
+        let registry = try ServiceRegistry([PayService(), MerchantService()])
+        return try await withThrowawayDeployment(
+            named: "inapp", registry: registry, services: [],
             // One bench device asks for every nonce: lift its quota (an ordinary device gets 60 a minute).
             configure: { try $0.set(PayService.noncesPerMinute, 1_000_000) }
-        ) { directory, services in
-            try await measure(
-                directory: directory, services: services, requests: requests, connections: connections,
-                ceilingSeconds: ceilingSeconds, trace: trace)
+        ) { directory, _ in
+            try await withPayServer(placement, directory: directory, registry: registry) { services, server in
+                try await measure(
+                    directory: directory, services: services, server: server, requests: requests,
+                    connections: connections, ceilingSeconds: ceilingSeconds, trace: trace)
+            }
         }
     }
 
@@ -146,7 +156,8 @@ public enum InAppBenchmark {
         }
     }
 
-    /// The timed phase's figures: every exchange's latency, the wall time and this process's CPU time.
+    /// The timed phase's figures: every exchange's latency, the wall time and the server's CPU time (this process's
+    /// when the server runs in it).
     struct ExchangeFigures {
         let latencies: [UInt64]
         let elapsed: Double
@@ -166,7 +177,7 @@ public enum InAppBenchmark {
     /// Registers the device, prepares the nonces and credentials, then sends them: client `i` to `bases[i % n]`.
     static func exchange(
         directory: DeploymentDirectory, bases: [String], clients: [HTTPClient], device: BenchDevice, requests: Int,
-        trace: @escaping @Sendable (String) -> Void
+        server: PinnedServer? = nil, trace: @escaping @Sendable (String) -> Void
     ) async throws -> (figures: ExchangeFigures, bodies: [PaymentCredentialExchange]) {
         let registration = try await post(
             clients[0], bases[0] + PayAPI.Route.register,
@@ -186,7 +197,7 @@ public enum InAppBenchmark {
 
         trace("exchanging \(requests) credentials over \(clients.count) keep-alive connections…")
         let clock = SystemClock()
-        let cpuStart = InAppCeiling.processCPUSeconds()
+        let cpuStart = try server?.cpuSeconds() ?? InAppCeiling.processCPUSeconds()
         let start = clock.nanoseconds()
         let results = try await withThrowingTaskGroup(of: ([UInt64], Int).self) { group in
             for (index, client) in clients.enumerated() {
@@ -228,22 +239,23 @@ public enum InAppBenchmark {
             return (all, retried)
         }
         let elapsed = Double(clock.nanoseconds() - start) / 1e9
-        let cpu = InAppCeiling.processCPUSeconds() - cpuStart
+        let cpu = try (server?.cpuSeconds() ?? InAppCeiling.processCPUSeconds()) - cpuStart
         return (
             ExchangeFigures(latencies: results.0, elapsed: elapsed, cpu: cpu, retried: results.1), bodies
         )
     }
 
     static func measure(
-        directory: DeploymentDirectory, services: ServiceConnections, requests: Int, connections: Int,
-        ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
+        directory: DeploymentDirectory, services: ServiceConnections, server: PinnedServer?, requests: Int,
+        connections: Int, ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
     ) async throws -> InAppBenchmarkResult {
         let base = try services.baseURL(of: .pay)
         let device = try makeDevice(directory)
         let clients = try (0..<connections).map { _ in try services.client(identity: device.identity) }
         defer { for client in clients { client.shutdown() } }
         let (figures, bodies) = try await exchange(
-            directory: directory, bases: [base], clients: clients, device: device, requests: requests, trace: trace)
+            directory: directory, bases: [base], clients: clients, device: device, requests: requests, server: server,
+            trace: trace)
         let latencies = figures.latencies
         let elapsed = figures.elapsed
         let cpu = figures.cpu
@@ -254,13 +266,14 @@ public enum InAppBenchmark {
         let inputs = try ceilingInputs(directory: directory, device: device, sealed: try sealedSample(bodies[0]))
         let perCore = try InAppCeiling.measure(inputs, seconds: ceilingSeconds)
         let breakdown = try InAppCeiling.breakdown(inputs, seconds: 0.5)
-        let ceiling = perCore * Double(cores)
+        let serverCores = server == nil ? cores : 1
+        let ceiling = perCore * Double(serverCores)
         let rate = Double(latencies.count) / elapsed
         return InAppBenchmarkResult(
             requests: latencies.count, connections: clients.count, cores: cores,
             build: BenchmarkReport.buildConfiguration, tokensPerSecond: rate.rounded(),
-            p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99),
-            processCPUMicrosecondsPerToken: (cpu / Double(latencies.count) * 1e6).rounded(),
+            p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99), server: server.placementDescription,
+            serverCores: serverCores, serverCPUMicrosecondsPerToken: (cpu / Double(latencies.count) * 1e6).rounded(),
             ceilingPerSecond: ceiling.rounded(), ceilingCPUMicrosecondsPerToken: (1e6 / perCore).rounded(),
             ceilingBreakdownMicroseconds: breakdown, fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
             cpuFractionOfCeiling: (1 / perCore / (cpu / Double(latencies.count)) * 1000).rounded() / 1000,

@@ -17,14 +17,19 @@ public struct SessionBenchmarkResult: Sendable, Encodable {
     public let sessionsPerSecond: Double
     public let p50Milliseconds: Double
     public let p99Milliseconds: Double
-    /// The crypto ceiling: one core's signed sessions per CPU second times the cores.
+    /// Where the server ran: its own process on its own core, or this process (``ServerPlacement``).
+    public let server: String
+    /// The cores the server had: the ceiling's multiple.
+    public let serverCores: Int
+    /// The crypto ceiling: one core's signed sessions per CPU second times the server's cores.
     public let ceilingPerSecond: Double
     public let ceilingCPUMicrosecondsPerSession: Double
     public let fractionOfCeiling: Double
-    /// CPU time of the whole process (server, load generator, every thread) per session in the timed phase.
-    public let processCPUMicrosecondsPerSession: Double
-    /// The ceiling's CPU per session ÷ the process's: the share of the CPU the run spent that the crypto ceiling
-    /// accounts for (what ``fractionOfCeiling`` would be with the cores to ourselves and nothing idle).
+    /// CPU time of the server per session in the timed phase: its own process's when it had one, else this whole
+    /// process's (server and load generator).
+    public let serverCPUMicrosecondsPerSession: Double
+    /// The ceiling's CPU per session ÷ the server's: the share of the server's CPU the crypto ceiling accounts for
+    /// (what ``fractionOfCeiling`` would be with the server's cores to itself and never idle).
     public let cpuFractionOfCeiling: Double
     /// The fraction of the ceiling the issue asks for.
     public let target: Double
@@ -32,27 +37,30 @@ public struct SessionBenchmarkResult: Sendable, Encodable {
 }
 
 /// Merchant sessions per second through the gateway: a throw-away deployment (its demo domain validated by
-/// init), its Pay server in this process, CONNECTIONS keep-alive mutual-TLS clients with the demo merchant's
+/// init), its Pay server placed as ``ServerPlacement`` says (`orchard bench sessions`: its own process on its own
+/// core), CONNECTIONS keep-alive mutual-TLS clients with the demo merchant's
 /// identity certificate at `apple-pay-gateway.orchard.test`; every answer must be a session. The ceiling is the
 /// same cryptography per session (random identifier and nonce, the CMS signature, the TLS records of the request
 /// and the answer) without the answer's JSON, HTTP, the certificate lookup or SQLite, in thread CPU time on one core
-/// times the cores (``ceiling(directory:seconds:recordBytes:)``).
+/// times the server's cores (``ceiling(directory:seconds:recordBytes:)``).
 public enum SessionBenchmark {
     public static func run(
-        requests: Int, connections: Int, ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
+        requests: Int, connections: Int, ceilingSeconds: Double, placement: ServerPlacement = .inProcess,
+        trace: @escaping @Sendable (String) -> Void
     ) async throws -> SessionBenchmarkResult {
-        try await withThrowawayDeployment(
-            named: "sessions", registry: try ServiceRegistry([PayService(), MerchantService()]), services: [.pay]
-        ) { directory, services in
-            try await measure(
-                directory: directory, services: services, requests: requests, connections: connections,
-                ceilingSeconds: ceilingSeconds, trace: trace)
+        let registry = try ServiceRegistry([PayService(), MerchantService()])
+        return try await withThrowawayDeployment(named: "sessions", registry: registry, services: []) { directory, _ in
+            try await withPayServer(placement, directory: directory, registry: registry) { services, server in
+                try await measure(
+                    directory: directory, services: services, server: server, requests: requests,
+                    connections: connections, ceilingSeconds: ceilingSeconds, trace: trace)
+            }
         }
     }
 
     static func measure(
-        directory: DeploymentDirectory, services: ServiceConnections, requests: Int, connections: Int,
-        ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
+        directory: DeploymentDirectory, services: ServiceConnections, server: PinnedServer?, requests: Int,
+        connections: Int, ceilingSeconds: Double, trace: @escaping @Sendable (String) -> Void
     ) async throws -> SessionBenchmarkResult {
         guard let port = services.endpoints[.pay]?.port else {
             throw BenchmarkError(.operationFailed, "the Pay server is not running")
@@ -80,7 +88,7 @@ public enum SessionBenchmark {
         trace("asking for \(requests) merchant sessions over \(connections) keep-alive mutual-TLS connections…")
         let clock = SystemClock()
         let start = clock.nanoseconds()
-        let cpuStart = InAppCeiling.processCPUSeconds()
+        let cpuStart = try server?.cpuSeconds() ?? InAppCeiling.processCPUSeconds()
         let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
             for (index, client) in clients.enumerated() {
                 let count = requests / connections + (index < requests % connections ? 1 : 0)
@@ -99,7 +107,8 @@ public enum SessionBenchmark {
             return all
         }
         let elapsed = Double(clock.nanoseconds() - start) / 1e9
-        let cpuPerSession = (InAppCeiling.processCPUSeconds() - cpuStart) / Double(max(latencies.count, 1))
+        let cpuEnd = try server?.cpuSeconds() ?? InAppCeiling.processCPUSeconds()
+        let cpuPerSession = (cpuEnd - cpuStart) / Double(max(latencies.count, 1))
         let sorted = latencies.sorted()
         func percentile(_ p: Double) -> Double {
             let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
@@ -108,19 +117,21 @@ public enum SessionBenchmark {
 
         trace("measuring the crypto ceiling for \(Int(ceilingSeconds)) s…")
         let cores = ProcessInfo.processInfo.activeProcessorCount
+        let serverCores = server == nil ? cores : 1
         let answer = try await clients[0].send(body)
         let perCore = try ceiling(
             directory: directory, seconds: ceilingSeconds,
             recordBytes: (request: body.body.count + headerAllowance, answer: answer.body.count + headerAllowance))
-        let ceiling = perCore * Double(cores)
+        let ceiling = perCore * Double(serverCores)
         let rate = Double(latencies.count) / elapsed
         return SessionBenchmarkResult(
             requests: latencies.count, connections: connections, cores: cores,
             build: BenchmarkReport.buildConfiguration, sessionsPerSecond: rate.rounded(),
-            p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99), ceilingPerSecond: ceiling.rounded(),
+            p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99), server: server.placementDescription,
+            serverCores: serverCores, ceilingPerSecond: ceiling.rounded(),
             ceilingCPUMicrosecondsPerSession: (1e6 / perCore).rounded(),
             fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
-            processCPUMicrosecondsPerSession: (cpuPerSession * 1e6).rounded(),
+            serverCPUMicrosecondsPerSession: (cpuPerSession * 1e6).rounded(),
             cpuFractionOfCeiling: (1 / perCore / cpuPerSession * 1000).rounded() / 1000, target: 0.6,
             loadAverage: InAppBenchmark.loadAverage())
     }

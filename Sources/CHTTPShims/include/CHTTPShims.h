@@ -45,6 +45,8 @@ void orchard_name_current_thread(const char *name);
 
 /* Pins the calling thread to one CPU (the benchmark keeps the server off the load generator's core). */
 int orchard_pin_current_thread(int cpu);
+/// Restricts one thread of this process (`tid`, as listed in /proc/self/task) to the CPUs in `mask`; 0 or errno.
+int orchard_set_task_cpus(int tid, uint64_t mask);
 /// The calling thread's CPUs (the first 64) as a bit mask; 0 or an errno value.
 int orchard_get_thread_cpus(uint64_t *mask);
 /// Restricts the calling thread (and the threads it creates from now on) to the CPUs of `mask`; 0 or an errno value.

@@ -15,14 +15,15 @@ enum InAppBenchCommand {
         name: "inapp",
         summary: "Credentials → signed tokens per second through the Pay server (keep-alive mTLS), with its ceiling.",
         discussion: """
-            Initialises a throw-away deployment, starts its Pay server in this process, registers a device and
+            Initialises a throw-away deployment, starts its Pay server as its own process (orchard serve pay) on the
+            machine's last core, this process (the load generator) on the others (on one core, or when not run as
+            the orchard executable, in this process), registers a device and
             prepares one nonce and one sealed credential per request before the timed phase. Then CONNECTIONS
             clients (each one keep-alive HTTPS connection with the device's client certificate) send the
             credentials; every answer must be a token. Reports tokens per second with p50/p99 latency, and the
             crypto ceiling: the same cryptography per credential (open, verify, re-encrypt, sign) without HTTP or
-            SQLite, in thread CPU time on one core times the cores. The load generator shares the cores with the server.
-            The ceiling's CPU per token over the process's is reported too: the fraction other load on the machine
-            does not move.
+            SQLite, in thread CPU time on one core times the server's cores. The ceiling's CPU per token over the
+            server's is reported too: the fraction other load on the machine does not move.
 
             With --database postgresql://… (and --pgpass FILE) the same exchange runs again, after the one-instance
             SQLite figure, through --instances N Pay server instances (in this process, each its own HTTPS server)
@@ -38,14 +39,13 @@ enum InAppBenchCommand {
         }
         var result = try await InAppBenchmark.run(
             requests: arguments[requests], connections: arguments[connections],
-            ceilingSeconds: Double(arguments[ceilingSeconds]),
-            trace: context.trace)
+            ceilingSeconds: Double(arguments[ceilingSeconds]), placement: .preferred(), trace: context.trace)
         context.trace(
             "\(Int(result.tokensPerSecond)) tokens/s through the Pay server (p50 \(result.p50Milliseconds) ms, "
-                + "p99 \(result.p99Milliseconds) ms, \(Int(result.processCPUMicrosecondsPerToken)) µs CPU per token "
-                + "with the load generator); crypto ceiling \(Int(result.ceilingPerSecond))/s on \(result.cores) cores "
-                + "(\(Int(result.ceilingCPUMicrosecondsPerToken)) µs each; \(Int(result.fractionOfCeiling * 100)) %; "
-                + "the ceiling's share of the process's CPU \(Int(result.cpuFractionOfCeiling * 100)) %), "
+                + "p99 \(result.p99Milliseconds) ms, \(Int(result.serverCPUMicrosecondsPerToken)) µs of server CPU per "
+                + "token); crypto ceiling \(Int(result.ceilingPerSecond))/s on the server's \(result.serverCores) "
+                + "core(s) (\(Int(result.ceilingCPUMicrosecondsPerToken)) µs each; \(Int(result.fractionOfCeiling * 100)) %; "
+                + "the ceiling's share of the server's CPU \(Int(result.cpuFractionOfCeiling * 100)) %), "
                 + "load average \(result.loadAverage)")
         if let url {
             let scaled = try await InAppBenchmark.runScaledOut(
