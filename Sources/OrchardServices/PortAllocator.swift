@@ -78,7 +78,7 @@ package struct PortAllocator: Sendable {
 
     /// A socket bound to 127.0.0.1:`port` (with `SO_REUSEADDR`, which passes only over connections in
     /// TIME_WAIT), or nil when something holds the port.
-    private static func bindLoopback(_ port: Int) -> Int32? {
+    package static func bindLoopback(_ port: Int) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         var one: Int32 = 1

@@ -112,17 +112,8 @@ struct PortAllocatorTests {
 
     /// A listening socket on 127.0.0.1:`port`.
     func plainListener(port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        try #require(bound && listen(fd, 1) == 0)
+        let fd = try #require(PortAllocator.bindLoopback(port))
+        try #require(listen(fd, 1) == 0)
         return fd
     }
 }
