@@ -116,9 +116,11 @@ public final class PayAnalyticsReporter: PurchaseAnalyticsSink {
         }
     }
 
-    /// Sends `record` now. Returns whether it reached the Pay server.
+    /// Sends `record` now, to the first running instance of the Pay server that takes it (an instance that cannot
+    /// be reached or answers 503 is passed over). Returns whether it reached one.
     public func send(_ record: AnonymousPurchase) async -> Delivery {
-        guard let service = try? deployment.runningService(.pay),
+        let instances = deployment.runningInstances(of: .pay).map(\.baseURL)
+        guard !instances.isEmpty, let endpoints = try? FailoverEndpoints(instances),
             let root = try? deployment.readCertificate(named: "root-ca"),
             let client = try? HTTPClient(
                 configuration: HTTPClientConfiguration(
@@ -127,8 +129,9 @@ public final class PayAnalyticsReporter: PurchaseAnalyticsSink {
         else { return .dropped }
         defer { client.shutdown() }
         guard
-            let request = try? HTTPClientRequest.json(.post, service.baseURL + PayAPI.Route.anonymousPurchases, record),
-            let response = try? await client.send(request), (200..<300).contains(response.status.code)
+            let request = try? HTTPClientRequest.json(.post, PayAPI.Route.anonymousPurchases, record),
+            let response = try? await client.send(request, failover: endpoints),
+            (200..<300).contains(response.status.code)
         else { return .dropped }
         return .sent
     }

@@ -167,6 +167,13 @@ struct AnonymousAnalyticsTests {
         let port = try #require(Int(base.split(separator: ":").last ?? ""))
         try directory.publish(ServiceRecord(service: .pay, host: "127.0.0.1", port: port))
         #expect(await reporter.send(record) == .sent)
+        // With two instances, one that cannot be reached is passed over (its record names a port nobody listens on).
+        let dead = try DeploymentInitializer.freePorts(1)[0]
+        try directory.publish(ServiceRecord(service: .pay, host: "127.0.0.1", port: dead))
+        try directory.publish(ServiceRecord(service: .pay, host: "127.0.0.1", port: port), instance: 2)
+        #expect(await reporter.send(record) == .sent)
+        directory.withdraw(.pay, instance: 2)
+        try directory.publish(ServiceRecord(service: .pay, host: "127.0.0.1", port: port))
         // Through the sink interface, with the delay drawn from 0…0.
         let delivered = AsyncStream<PayAnalyticsReporter.Delivery>.makeStream()
         let sink = PayAnalyticsReporter(
@@ -183,8 +190,8 @@ struct AnonymousAnalyticsTests {
         let store = try PayStore.open(in: directory)
         let summary = try await AnonymousAnalytics.summary(of: store)
         await store.close()
-        // Both counted; each alone in its cell, so only as withheld.
-        #expect(summary.purchases == 2 && summary.withheld == 2 && summary.byAmountBucket.isEmpty)
+        // All three counted; each alone in its cell, so only as withheld.
+        #expect(summary.purchases == 3 && summary.withheld == 3 && summary.byAmountBucket.isEmpty)
     }
 
     @Test("V1: amount buckets follow the currency exponent")
