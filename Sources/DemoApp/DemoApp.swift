@@ -41,20 +41,21 @@ public struct DemoApp: Sendable {
     }
 
     let client: HTTPClient
-    let merchantBaseURL: String
+    let merchant: FailoverEndpoints
     let application: String
     let trace: @Sendable (String) -> Void
 
     /// - Parameters:
     ///   - client: reaches the merchant's server (trusting the deployment's root); the caller shuts it down.
-    ///   - merchantBaseURL: the merchant server's base URL.
+    ///   - merchantBaseURLs: the merchant server's base URLs, one per instance, first preferred: a request goes to
+    ///     the next when an instance cannot be reached or answers 503.
     ///   - application: the app identifier the sheet shows and the token is made for.
     public init(
-        client: HTTPClient, merchantBaseURL: String, application: String = DemoApp.identifier,
+        client: HTTPClient, merchantBaseURLs: [String], application: String = DemoApp.identifier,
         trace: @escaping @Sendable (String) -> Void
-    ) {
+    ) throws(HTTPError) {
         self.client = client
-        self.merchantBaseURL = merchantBaseURL
+        merchant = try FailoverEndpoints(merchantBaseURLs)
         self.application = application
         self.trace = trace
     }
@@ -68,7 +69,7 @@ public struct DemoApp: Sendable {
         merchantIdentifier: String? = nil, tamperedApplicationData: Data? = nil
     ) async throws -> (purchase: Purchase, token: Data?) {
         let created = try await client.send(
-            try HTTPClientRequest.json(.post, merchantBaseURL + MerchantAPI.Route.orders, orderRequest))
+            try HTTPClientRequest.json(.post, MerchantAPI.Route.orders, orderRequest), failover: merchant)
         guard created.status == .created else {
             throw Failure(message: Self.refusal("the order", created), token: nil)
         }
@@ -92,7 +93,7 @@ public struct DemoApp: Sendable {
             applicationData: tamperedApplicationData ?? Data(orderData),
             requiredBillingContactFields: [.name], requiredShippingContactFields: [.name, .postalAddress])
         let delegate = CheckoutDelegate(
-            client: client, paymentURL: merchantBaseURL + MerchantAPI.Route.payment(order.orderID), trace: trace)
+            client: client, merchant: merchant, paymentPath: MerchantAPI.Route.payment(order.orderID), trace: trace)
         let controller = PaymentAuthorizationController(
             paymentRequest: request, host: host, applicationIdentifier: application)
         let outcome: PaymentSheetOutcome
@@ -144,7 +145,9 @@ public struct DemoApp: Sendable {
     final class CheckoutDelegate: PaymentAuthorizationControllerDelegate, @unchecked Sendable {
         // @unchecked: the three results are guarded by `lock`; the rest is immutable.
         let client: HTTPClient
-        let paymentURL: String
+        let merchant: FailoverEndpoints
+        /// The order's payment route (`/v1/orders/ID/payment`), sent to the merchant's instances in turn.
+        let paymentPath: String
         let trace: @Sendable (String) -> Void
         private let lock = NSLock()
         private var _answer: MerchantAPI.PaymentResult?
@@ -154,9 +157,13 @@ public struct DemoApp: Sendable {
         var token: Data? { lock.withLock { _token } }
         var failure: String? { lock.withLock { _failure } }
 
-        init(client: HTTPClient, paymentURL: String, trace: @escaping @Sendable (String) -> Void) {
+        init(
+            client: HTTPClient, merchant: FailoverEndpoints, paymentPath: String,
+            trace: @escaping @Sendable (String) -> Void
+        ) {
             self.client = client
-            self.paymentURL = paymentURL
+            self.merchant = merchant
+            self.paymentPath = paymentPath
             self.trace = trace
         }
 
@@ -179,9 +186,9 @@ public struct DemoApp: Sendable {
                             identifier: $0.identifier, label: $0.label, detail: $0.detail, amount: $0.amount)
                     })
                 let request = HTTPClientRequest(
-                    method: .post, url: paymentURL, headers: ["Content-Type": "application/json"],
+                    method: .post, url: paymentPath, headers: ["Content-Type": "application/json"],
                     body: try submission.body())
-                let response = try await client.send(request)
+                let response = try await client.send(request, failover: merchant)
                 guard response.status == .ok else {
                     let refusal = DemoApp.refusal("the payment", response)
                     lock.withLock { _failure = refusal }

@@ -77,6 +77,17 @@ public final class ServiceConnections: Sendable {
         return endpoint.baseURL
     }
 
+    /// `https://host:port` of `name` as connected, then of its further running instances in `directory`
+    /// (`orchard serve --instance N`), for a client that fails over between them.
+    public func baseURLs(of name: ServiceName, in directory: DeploymentDirectory) throws(ServicesError) -> [String] {
+        var urls = [try baseURL(of: name)]
+        for record in directory.runningInstances(of: name) {
+            let url = ServiceEndpoint(host: record.host, port: record.port).baseURL
+            if !urls.contains(url) { urls.append(url) }
+        }
+        return urls
+    }
+
     /// An HTTPS client that trusts only the Orchard root CA, optionally presenting a client identity (for
     /// routes that need mutual TLS).
     public func client(identity: TLSIdentity? = nil) throws(ServicesError) -> HTTPClient {

@@ -151,8 +151,9 @@ enum AppBuy {
     ) async throws -> DemoApp.Purchase {
         let client = try connections.client()
         defer { client.shutdown() }
-        let app = DemoApp(
-            client: client, merchantBaseURL: try connections.baseURL(of: .merchant), application: application,
+        let app = try DemoApp(
+            client: client, merchantBaseURLs: try connections.baseURLs(of: .merchant, in: deployment),
+            application: application,
             trace: trace)
         let purchase: DemoApp.Purchase
         let token: Data?

@@ -285,13 +285,9 @@ struct PaySession {
     static func client(
         device name: String, in deployment: DeploymentDirectory, connections: ServiceConnections
     ) throws -> PayServerClient {
-        var instances = [try connections.baseURL(of: .pay)]
-        for record in deployment.runningInstances(of: .pay) {
-            let url = ServiceEndpoint(host: record.host, port: record.port).baseURL
-            if !instances.contains(url) { instances.append(url) }
-        }
-        return try PayServerClient(
-            baseURLs: instances, trustedRootPEM: connections.rootCertificatePEM,
+        try PayServerClient(
+            baseURLs: try connections.baseURLs(of: .pay, in: deployment),
+            trustedRootPEM: connections.rootCertificatePEM,
             identity: try Device.clientIdentity(of: name, in: deployment))
     }
 
