@@ -200,6 +200,12 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         guard device.profile.authorizesPayments else {
             throw PaymentSheetError(.deviceCannotPay, "this \(device.profile.kind.rawValue) cannot authorize payments")
         }
+        guard !device.isInLostMode else {
+            throw PaymentSheetError(
+                .deviceInLostMode,
+                "this \(device.profile.kind.rawValue) is in lost mode: it pays again once its owner leaves lost mode "
+                    + "with the device passcode")
+        }
         if web == nil {
             // Before anything is shown: may this app pay for this merchant? (A page's merchant session was
             // verified by the browser agent instead.)

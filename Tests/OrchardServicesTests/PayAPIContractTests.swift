@@ -82,6 +82,14 @@ struct PayAPIContractTests {
             as: #"{"event":"suspended","sequence":7,"state":"suspended","tokenReference":"tok_1"}"#)
         try roundTrips(
             NotificationsResponse(notifications: []), as: #"{"notifications":[]}"#)
+        // The device's own state rides with its notifications; a Pay server without the field leaves it unsaid.
+        try roundTrips(
+            NotificationsResponse(notifications: [], lostMode: true), as: #"{"lostMode":true,"notifications":[]}"#)
+        try roundTrips(
+            NotificationsResponse(notifications: [], lostMode: false), as: #"{"lostMode":false,"notifications":[]}"#)
+        #expect(
+            try JSONDecoder().decode(NotificationsResponse.self, from: Data(#"{"notifications":[]}"#.utf8)).lostMode
+                == nil)
         try roundTrips(
             LifecycleResult(deviceID: "d1", action: .lostMode, cards: []),
             as: #"{"action":"lost-mode","cards":[],"deviceID":"d1"}"#)
@@ -127,6 +135,10 @@ struct PayAPIContractTests {
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(
                 LifecycleResult.self, from: Data(#"{"action":"explode","cards":[],"deviceID":"d"}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(
+                NotificationsResponse.self, from: Data(#"{"lostMode":"yes","notifications":[]}"#.utf8))
         }
     }
 }
