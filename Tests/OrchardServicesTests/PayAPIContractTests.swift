@@ -108,6 +108,13 @@ struct PayAPIContractTests {
                 credential: "QUJD",
                 paymentMethod: PaymentMethodDisplay(displayName: "Visa 1111", network: "visa", type: "debit")),
             as: #"{"credential":"QUJD","paymentMethod":{"displayName":"Visa 1111","network":"visa","type":"debit"}}"#)
+        // A recurring, automatic reload or deferred payment names the card's token (never its DPAN).
+        try roundTrips(
+            PaymentCredentialExchange(
+                credential: "QUJD", paymentMethod: nil,
+                merchantToken: MerchantTokenRequest(kind: .automaticReload, tokenReference: "tok_1")),
+            as: #"{"credential":"QUJD","merchantToken":{"kind":"automaticReload","tokenReference":"tok_1"}}"#)
+        #expect(MerchantTokenRequest.Kind.allCases.map(\.rawValue) == ["recurring", "automaticReload", "deferred"])
         try roundTrips(
             AnonymousPurchase(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
             as: #"{"amountBucket":"10-25","hour":"2026-03-01T12","region":"840"}"#)
@@ -139,6 +146,13 @@ struct PayAPIContractTests {
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(
                 NotificationsResponse.self, from: Data(#"{"lostMode":"yes","notifications":[]}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(
+                MerchantTokenRequest.self, from: Data(#"{"kind":"multiToken","tokenReference":"tok_1"}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(MerchantTokenRequest.self, from: Data(#"{"kind":"recurring"}"#.utf8))
         }
     }
 }
