@@ -260,6 +260,38 @@ struct DeviceControlAPIContractTests {
         #expect(try json(event) == #"{"kind":"ended","outcome":"cancelled","sheet":"s"}"#)
     }
 
+    @Test("An app's request over the socket carries the coupon code field and its first code (version 12)")
+    func theRequestCarriesCouponCodes() throws {
+        var request = PaymentRequest(
+            merchantIdentifier: "m", countryCode: "US", currencyCode: "USD", supportedNetworks: [.visa],
+            merchantCapabilities: [.threeDSecure], paymentSummaryItems: [PaymentSummaryItem(label: "S", amount: "1.00")]
+        )
+        let encoder = DeviceControlJSON.encoder()
+        func keys(_ body: PaymentSheetRequestBody) throws -> [String] {
+            let object = try JSONSerialization.jsonObject(with: try encoder.encode(body)) as? [String: Any]
+            return (object ?? [:]).keys.sorted()
+        }
+        // Without a coupon field, the body is as before (older device processes read it unchanged).
+        #expect(
+            try !keys(PaymentSheetRequestBody(request)).contains { $0.hasPrefix("coupon") || $0.hasPrefix("supports") })
+        #expect(try PaymentSheetRequestBody(request).paymentRequest().get().supportsCouponCode == false)
+        request.supportsCouponCode = true
+        request.couponCode = "SPRING"
+        let body = PaymentSheetRequestBody(request)
+        #expect(try keys(body).contains("supportsCouponCode") && keys(body).contains("couponCode"))
+        let decoded = try DeviceControlJSON.decoder().decode(
+            PaymentSheetRequestBody.self, from: try encoder.encode(body))
+        let read = try decoded.paymentRequest().get()
+        #expect(read.supportsCouponCode && read.couponCode == "SPRING")
+        // A code longer than a sheet takes is refused, as the sheet's own coupon action refuses it.
+        request.couponCode = String(repeating: "X", count: 65)
+        guard case .failure(let error) = PaymentSheetRequestBody(request).paymentRequest() else {
+            Issue.record("a 65-character coupon code was accepted")
+            return
+        }
+        #expect(error.code == .invalidRequest)
+    }
+
     @Test func everyRouteIsWrittenAndReadTheSameWay() {
         let routes: [DeviceControlRoute] =
             [
