@@ -245,4 +245,78 @@ extension BrowserPurchaseTests {
         try await browser.wait("the retry to reject", until: "return window.__events.length === 2;")
         #expect(try await Self.events(browser) == ["response", "retry AbortError"])
     }
+
+    @Test(
+        "Payment Request payerdetailchange: updateWith with payerErrors keeps the sheet again with the error, and the retry resolves only after the next authorization"
+    )
+    func payerDetailChangeWithErrors() async throws {
+        let sandbox = try sandbox
+        let browser = try await sandbox.browser(for: BrowserSandbox.phone)
+        var sessions = [try await Self.storePageAndSession(sandbox, browser)]
+        for _ in 0..<2 {
+            let fresh = try await orchard([
+                "merchant", "session", "--data-dir", sandbox.dataDirectory, "--domain", "store.orchard.test",
+            ])
+            try #require(fresh.status == 0, "\(fresh.stderr)")
+            sessions.append(fresh.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        let page = try await browser.currentWindow
+        let known = try await browser.windowHandles
+        try await Self.gestureButton(
+            browser,
+            """
+            const sessions = [\(sessions.joined(separator: ", "))];
+            const push = (text) => window.__events.push(text);
+            const request = new PaymentRequest(
+                [{ supportedMethods: 'https://apple.com/apple-pay',
+                   data: { version: 14, merchantIdentifier: 'merchant.dev.orchard.demo', countryCode: 'US',
+                           merchantCapabilities: ['supports3DS'], supportedNetworks: ['visa'] } }],
+                { total: { label: 'Orchard Demo Store', amount: { currency: 'USD', value: '1.00' } } },
+                { requestPayerEmail: true });
+            request.onmerchantvalidation = (event) => event.complete(sessions.shift());
+            request.show().then(async (response) => {
+                push('response ' + response.payerEmail);
+                response.addEventListener('payerdetailchange', (event) => {
+                    push('payerdetailchange ' + response.payerEmail);
+                    event.updateWith(Promise.resolve(response.payerEmail.endsWith('@work.example')
+                        ? {} : { payerErrors: { email: 'Still not a work address.' } }));
+                });
+                await response.retry({ payer: { email: 'Use a work address.' } });
+                push('retried ' + response.payerEmail);
+                await response.complete('success');
+                push('completed');
+            }).catch((e) => push('rejected ' + e.name));
+            return 'shown';
+            """)
+        _ = try await browser.switchToNewWindow(besides: known)
+        try await browser.wait("the sheet", until: "return !document.getElementById('details').hidden;")
+        try await Self.giveContact(browser)
+        try await browser.click("#pay-face-id")
+        func correct(_ email: String, after error: String) async throws {
+            try await browser.wait(
+                "the error \(error)",
+                until: "return document.getElementById('contact-errors').textContent === '\(error)';")
+            _ = try await browser.evaluate(
+                "document.querySelector('#contact input[name=email]').value = '\(email)'; return true;")
+            try await browser.click("#use-contact")
+            try await browser.wait(
+                "the corrected contact and the fresh session",
+                until: """
+                    return document.getElementById('contact-errors').hidden
+                        && !document.getElementById('pay-face-id').disabled;
+                    """)
+            try await browser.click("#pay-face-id")
+        }
+        try await correct("bob@home.example", after: "Use a work address.")
+        try await correct("bob@work.example", after: "Still not a work address.")
+        try await browser.wait("the sheet to finish", until: "return document.title === 'Apple Pay: Done';")
+        try await browser.closeWindow()
+        try await browser.switchTo(page)
+        try await browser.wait("the payment", until: "return window.__events.includes('completed');")
+        #expect(
+            try await Self.events(browser) == [
+                "response bob@example.com", "payerdetailchange bob@home.example", "payerdetailchange bob@work.example",
+                "retried bob@work.example", "completed",
+            ])
+    }
 }
