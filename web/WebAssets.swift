@@ -8,7 +8,7 @@ import OrchardCrypto
 /// next to the executable from any working directory.
 public enum WebAssets {
     /// The version `orchard-pay.js` is pinned at (`/jsapi/v<version>/orchard-pay.js`).
-    public static let orchardPayVersion = "1.1.0"
+    public static let orchardPayVersion = "1.2.0"
     /// The auto-updating path, as Apple's `jsapi/1.latest/apple-pay-sdk.js`.
     public static let latestScriptPath = "/jsapi/1.latest/orchard-pay.js"
     /// The pinned path.

@@ -75,6 +75,9 @@ public struct PaymentSheetError: Error, Hashable, Sendable, CustomStringConverti
         public static let noEligibleCard = Code("noEligibleCard")
         /// The device cannot authorize payments (a Mac without Touch ID hands off).
         public static let deviceCannotPay = Code("deviceCannotPay")
+        /// The account owner put the device in lost mode: it pays again once the owner leaves lost mode with the
+        /// device passcode.
+        public static let deviceInLostMode = Code("deviceInLostMode")
         /// The user did not authenticate.
         public static let authenticationFailed = Code("authenticationFailed")
         /// The app's answer to a selection carried errors; the user cannot pay.

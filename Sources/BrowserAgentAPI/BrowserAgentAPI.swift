@@ -29,7 +29,7 @@ public enum BrowserAgentAPI {
         public static let frame = "/frame"
         /// The payment sheet on the device's screen (`frame-ancestors 'none'`).
         public static let sheet = "/sheet"
-        /// The device's screen beside the sheet: wallet cards and their states, recent payments, prompts
+        /// The device's screen beside the sheet: lost mode, wallet cards and their states, recent payments, prompts
         /// (`frame-ancestors 'none'`, read-only).
         public static let screen = "/screen"
         /// Scripts and styles of the pages: `/assets/<name>`.
@@ -428,13 +428,19 @@ public enum BrowserAgentAPI {
         /// The device's name and kind (`phone`, `watch`, `mac`, `ipad`).
         public let device: String
         public let kind: String
+        /// Whether the account owner put the device in lost mode (Find My), as the Pay server last told the device:
+        /// its cards are suspended and it starts no payment sheet until the owner leaves lost mode.
+        public let lostMode: Bool
         public let cards: [Card]
         public let recentPayments: [Payment]
         public let prompts: [Prompt]
 
-        public init(device: String, kind: String, cards: [Card], recentPayments: [Payment], prompts: [Prompt]) {
+        public init(
+            device: String, kind: String, lostMode: Bool, cards: [Card], recentPayments: [Payment], prompts: [Prompt]
+        ) {
             self.device = device
             self.kind = kind
+            self.lostMode = lostMode
             self.cards = cards
             self.recentPayments = recentPayments
             self.prompts = prompts

@@ -34,6 +34,8 @@ public struct DeviceStatus: Sendable, Hashable, Codable {
     public let defaultCard: String?
     /// `idle`, `armed` or `in-field`.
     public let contactless: String
+    /// Whether the account owner put the device in lost mode (as the Pay server last said, ``Device/isInLostMode``).
+    public let lostMode: Bool
 }
 
 /// One user device of a deployment: its Secure Enclave, Secure Element and wallet, wired to
@@ -324,7 +326,28 @@ public final class Device: Sendable {
         }
         return DeviceStatus(
             name: name, profile: profile, enclave: await secureEnclave.status, cards: await wallet.allCards,
-            defaultCard: await wallet.defaultCard?.id, contactless: contactless)
+            defaultCard: await wallet.defaultCard?.id, contactless: contactless, lostMode: isInLostMode)
+    }
+
+    // MARK: Lost mode
+
+    /// Whether the account owner put this device in lost mode (Find My), as the Pay server last told it with its
+    /// notifications (``setLostMode(_:)``). In lost mode the device starts no payment sheet; its cards are
+    /// suspended at the token service as well, so this is what the device shows, not what protects the cards.
+    /// False when the store cannot be read (the token service's suspension still refuses the cards).
+    public var isInLostMode: Bool {
+        (try? database.read { db in
+            try db.queryFirst("SELECT lost_mode FROM device", []) { try $0.bool(0) }
+        }) ?? false
+    }
+
+    /// Records what the Pay server says of lost mode (durably, before it returns).
+    public func setLostMode(_ lost: Bool) throws {
+        do {
+            try database.write { db in _ = try db.execute("UPDATE device SET lost_mode = ?", [.bool(lost)]) }
+        } catch {
+            throw DeviceError(.storageFailure, "cannot record lost mode: \(error)")
+        }
     }
 
     // MARK: Cards
@@ -503,6 +526,7 @@ public final class Device: Sendable {
         for card in await wallet.allCards { try await wallet.remove(id: card.id) }
         try await wallet.clearRecentContacts()
         try await wallet.update(WalletSettings(room: await wallet.currentSettings.room))  // it stays where it is
+        try setLostMode(false)  // the Pay server leaves lost mode on erase too
     }
 
     /// Writes the write-ahead log back into the database file.

@@ -67,6 +67,11 @@ final class DeviceDatabase: @unchecked Sendable {
                 ALTER TABLE wallet_settings ADD COLUMN room TEXT NOT NULL DEFAULT 'home';
                 ALTER TABLE wallet_settings ADD COLUMN allow_payments_on_mac INTEGER NOT NULL DEFAULT 1;
                 """),
+        Migration(
+            version: 3, name: "lost-mode",
+            sql: """
+                ALTER TABLE device ADD COLUMN lost_mode INTEGER NOT NULL DEFAULT 0;
+                """),
     ]
 
     init(path: String) throws(StoreError) {

@@ -89,10 +89,12 @@ public struct DeviceStatusAnswer: Codable, Sendable, Hashable {
     public let defaultCard: String?
     /// `idle`, `armed` or `in-field`.
     public let contactless: String
+    /// Whether the account owner put the device in lost mode (as the Pay server last said).
+    public let lostMode: Bool
 
     public init(
         name: String, profile: DeviceProfileAnswer, enclave: SecureEnclaveStatusAnswer, cards: [WalletCardAnswer],
-        defaultCard: String?, contactless: String
+        defaultCard: String?, contactless: String, lostMode: Bool
     ) {
         self.name = name
         self.profile = profile
@@ -100,6 +102,7 @@ public struct DeviceStatusAnswer: Codable, Sendable, Hashable {
         self.cards = cards
         self.defaultCard = defaultCard
         self.contactless = contactless
+        self.lostMode = lostMode
     }
 }
 

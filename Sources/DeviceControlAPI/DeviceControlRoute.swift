@@ -17,6 +17,8 @@ public enum DeviceControlRoute: Hashable, Sendable {
     case setAutomaticSelection(String)
     /// `POST /tokens/{tokenReference}/status`.
     case tokenStatus(String)
+    /// `POST /lost-mode`.
+    case lostMode
     /// `POST /authenticate`.
     case authenticate
     /// `POST /lock`.
@@ -91,6 +93,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
         case .setDefaultCard(let id): "/cards/\(id)/default"
         case .setAutomaticSelection(let id): "/cards/\(id)/automatic-selection"
         case .tokenStatus(let reference): "/tokens/\(reference)/status"
+        case .lostMode: "/lost-mode"
         case .authenticate: "/authenticate"
         case .lock: "/lock"
         case .unlock: "/unlock"
@@ -150,6 +153,7 @@ public enum DeviceControlRoute: Hashable, Sendable {
             default: return nil
             }
         case ("POST", let p) where p.count == 3 && p[0] == "tokens" && p[2] == "status": return .tokenStatus(p[1])
+        case ("POST", ["lost-mode"]): return .lostMode
         case ("POST", ["authenticate"]): return .authenticate
         case ("POST", ["lock"]): return .lock
         case ("POST", ["unlock"]): return .unlock

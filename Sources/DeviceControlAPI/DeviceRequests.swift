@@ -109,6 +109,16 @@ public struct ApplyTokenStatus: DeviceControlRequest, Hashable {
     public var body: Body { Body(state: state) }
 }
 
+/// `POST /lost-mode` `{"lostMode": true|false}`: what the Pay server said of the device's lost mode (with its
+/// notifications), recorded by the device. Answered with the device's status.
+public struct ApplyLostMode: DeviceControlRequest, Codable, Hashable {
+    public typealias Answer = DeviceStatusAnswer
+    public let lostMode: Bool
+    public init(lostMode: Bool) { self.lostMode = lostMode }
+    public var route: DeviceControlRoute { .lostMode }
+    public var body: ApplyLostMode { self }
+}
+
 /// How the user authenticates (`POST /unlock`, and the payment sheet's `authenticate`):
 /// `{"method": "face-id|touch-id|passcode|double-click", "success"?, "passcode"?}`.
 public struct AuthenticationEvidenceBody: Codable, Sendable, Hashable, CustomStringConvertible,

@@ -32,6 +32,11 @@ public struct PaymentSheetRequestBody: Codable, Sendable, Hashable {
     public let requiredBillingContactFields: [String]
     public let requiredShippingContactFields: [String]
     public let shippingMethods: [ShippingMethod]
+    /// Whether the sheet offers a coupon code field (Apple Pay JS version 12, PassKit's `supportsCouponCode`);
+    /// absent: it does not.
+    public let supportsCouponCode: Bool?
+    /// The coupon code the sheet starts with (at most 64 characters); absent: none.
+    public let couponCode: String?
 
     /// The JSON of `request`.
     public init(_ request: PaymentRequest) {
@@ -45,6 +50,8 @@ public struct PaymentSheetRequestBody: Codable, Sendable, Hashable {
         requiredBillingContactFields = request.requiredBillingContactFields.map(\.rawValue).sorted()
         requiredShippingContactFields = request.requiredShippingContactFields.map(\.rawValue).sorted()
         shippingMethods = request.shippingMethods
+        supportsCouponCode = request.supportsCouponCode ? true : nil
+        couponCode = request.couponCode
     }
 
     /// The request, or why it is malformed.
@@ -67,14 +74,19 @@ public struct PaymentSheetRequestBody: Codable, Sendable, Hashable {
             }
             fields.append(set)
         }
-        return .success(
-            PaymentRequest(
-                merchantIdentifier: merchantIdentifier, countryCode: countryCode, currencyCode: currencyCode,
-                supportedNetworks: supportedNetworks.map(PaymentNetwork.init(rawValue:)),
-                merchantCapabilities: MerchantCapabilities(names: merchantCapabilities),
-                paymentSummaryItems: paymentSummaryItems, applicationData: data,
-                requiredBillingContactFields: fields[0], requiredShippingContactFields: fields[1],
-                shippingMethods: shippingMethods))
+        if let couponCode, couponCode.count > 64 {
+            return .failure(PaymentSheetError(.invalidRequest, "a coupon code has at most 64 characters"))
+        }
+        var request = PaymentRequest(
+            merchantIdentifier: merchantIdentifier, countryCode: countryCode, currencyCode: currencyCode,
+            supportedNetworks: supportedNetworks.map(PaymentNetwork.init(rawValue:)),
+            merchantCapabilities: MerchantCapabilities(names: merchantCapabilities),
+            paymentSummaryItems: paymentSummaryItems, applicationData: data,
+            requiredBillingContactFields: fields[0], requiredShippingContactFields: fields[1],
+            shippingMethods: shippingMethods)
+        request.supportsCouponCode = supportsCouponCode ?? false
+        request.couponCode = couponCode
+        return .success(request)
     }
 }
 

@@ -593,8 +593,8 @@ extension AgentState {
         }
         return Self.json(
             BrowserAgentAPI.DeviceScreen(
-                device: device.name, kind: device.profile.kind.rawValue, cards: cards, recentPayments: payments,
-                prompts: prompts))
+                device: device.name, kind: device.profile.kind.rawValue, lostMode: device.isInLostMode, cards: cards,
+                recentPayments: payments, prompts: prompts))
     }
 }
 

@@ -133,6 +133,9 @@ public struct DeviceControl: Sendable {
                 throw DeviceError(.notFound, "no card here has token \(reference)")
             }
             return .json(Self.answer(card))
+        case .lostMode:
+            try device.setLostMode(try decode(ApplyLostMode.self, body).lostMode)
+            return .json(Self.answer(await device.status()))
         case .authenticate:
             let request = try decode(Authenticate.self, body)
             let evidence = try Self.evidence(request.evidence)
@@ -325,7 +328,8 @@ public struct DeviceControl: Sendable {
                 failedBiometricAttempts: enclave.failedBiometricAttempts,
                 failedPasscodeAttempts: enclave.failedPasscodeAttempts,
                 paymentMethods: enclave.paymentMethods.map(\.name)),
-            cards: status.cards.map(answer), defaultCard: status.defaultCard, contactless: status.contactless)
+            cards: status.cards.map(answer), defaultCard: status.defaultCard, contactless: status.contactless,
+            lostMode: status.lostMode)
     }
 
     // MARK: Errors

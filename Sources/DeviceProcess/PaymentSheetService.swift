@@ -367,7 +367,7 @@ public final class PaymentSheetService: Sendable {
         let status: Int
         switch error.code {
         case .invalidRequest: status = 400
-        case .notEntitled, .authenticationFailed, .secureElementRefused: status = 403
+        case .notEntitled, .authenticationFailed, .secureElementRefused, .deviceInLostMode: status = 403
         case .notFound: status = 404
         case .invalidAction, .requestRejectedByApp: status = 409
         case .noEligibleCard, .deviceCannotPay, .cardNotEligible: status = 422

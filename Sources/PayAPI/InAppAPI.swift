@@ -43,9 +43,35 @@ public struct PaymentCredentialExchange: Codable, Sendable, Hashable {
     public let credential: String
     /// What the token's `paymentMethod` shows (the wallet's display data), if anything.
     public let paymentMethod: PaymentMethodDisplay?
-    public init(credential: String, paymentMethod: PaymentMethodDisplay?) {
+    /// A recurring, automatic reload or deferred payment's request for a merchant token (absent otherwise).
+    public let merchantToken: MerchantTokenRequest?
+    public init(
+        credential: String, paymentMethod: PaymentMethodDisplay?, merchantToken: MerchantTokenRequest? = nil
+    ) {
         self.credential = credential
         self.paymentMethod = paymentMethod
+        self.merchantToken = merchantToken
+    }
+}
+
+/// A merchant token asked for with a payment (Apple Pay JS version 14's `recurringPaymentRequest`,
+/// `automaticReloadPaymentRequest` and `deferredPaymentRequest`, PassKit's equivalents): the Pay server puts a
+/// merchant token in the token's payment data (`merchantTokenIdentifier`, `merchantTokenMetadata`), minted once for
+/// the merchant and the device account the user pays with (``tokenReference``, a card of the calling device), and
+/// the same for that merchant and card every time after.
+///
+/// JSON: `{"kind": "recurring", "tokenReference": "tok_…"}`.
+public struct MerchantTokenRequest: Codable, Sendable, Hashable {
+    /// The payment types that carry a merchant token (several merchants' tokens carry authentication responses).
+    public enum Kind: String, Codable, Sendable, CaseIterable {
+        case recurring, automaticReload, deferred
+    }
+    public let kind: Kind
+    /// The token (device account) of the card the user pays with, as the token service named it at provisioning.
+    public let tokenReference: String
+    public init(kind: Kind, tokenReference: String) {
+        self.kind = kind
+        self.tokenReference = tokenReference
     }
 }
 

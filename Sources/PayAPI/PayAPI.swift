@@ -285,10 +285,20 @@ public struct TokenNotification: Codable, Sendable, Hashable {
 }
 
 /// `GET /v1/devices/self/notifications?after=N`: the pending notifications, oldest first. Those up to `after`
-/// are acknowledged and deleted.
+/// are acknowledged and deleted. With them, the device's own state as the Pay server holds it: whether the
+/// account owner put it in lost mode (a state, not an event: every answer carries it, nothing acknowledges it).
+///
+/// JSON: `{"lostMode": true, "notifications": [...]}`.
 public struct NotificationsResponse: Codable, Sendable, Hashable {
     public let notifications: [TokenNotification]
-    public init(notifications: [TokenNotification]) { self.notifications = notifications }
+    /// Whether the device is in lost mode (set by ``PayAPI/LifecycleAction/lostMode``, cleared by
+    /// ``PayAPI/LifecycleAction/resume`` and by erase). Absent (nil) from a Pay server older than this field: the
+    /// device then keeps what it knew.
+    public let lostMode: Bool?
+    public init(notifications: [TokenNotification], lostMode: Bool? = nil) {
+        self.notifications = notifications
+        self.lostMode = lostMode
+    }
 }
 
 extension PayAPI.Route {

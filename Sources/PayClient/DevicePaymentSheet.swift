@@ -200,6 +200,12 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         guard device.profile.authorizesPayments else {
             throw PaymentSheetError(.deviceCannotPay, "this \(device.profile.kind.rawValue) cannot authorize payments")
         }
+        guard !device.isInLostMode else {
+            throw PaymentSheetError(
+                .deviceInLostMode,
+                "this \(device.profile.kind.rawValue) is in lost mode: it pays again once its owner leaves lost mode "
+                    + "with the device passcode")
+        }
         if web == nil {
             // Before anything is shown: may this app pay for this merchant? (A page's merchant session was
             // verified by the browser agent instead.)
@@ -378,6 +384,18 @@ public final class DevicePaymentSheet: PaymentSheetHost {
         delegate: any PaymentAuthorizationControllerDelegate
     ) async throws -> PaymentAuthorizationResult {
         let request = state.request
+        // A recurring, automatic reload or deferred payment asks for the merchant token of this merchant and card
+        // (its token reference, which the Secure Element keeps with the card; never its DPAN).
+        var merchantToken: MerchantTokenRequest?
+        if let kind = request.paymentType.flatMap({ MerchantTokenRequest.Kind(rawValue: $0.kind.rawValue) }) {
+            guard
+                let reference = await device.secureElement.cards().first(where: { $0.card.hex == state.card.id })?
+                    .tokenReference
+            else {
+                throw PaymentSheetError(.secureElementRefused, "the chosen card has no token in the Secure Element")
+            }
+            merchantToken = MerchantTokenRequest(kind: kind, tokenReference: reference)
+        }
         let key = try PayCredentialKey(
             certificate: try await payServer { try await $0.credentialCertificate() }, root: root, now: Date())
         let nonce = try await payServer { try await $0.paymentNonce() }
@@ -395,13 +413,12 @@ public final class DevicePaymentSheet: PaymentSheetHost {
             "Secure Element: credential (DPAN, remote cryptogram, amount, nonce, SHA-256 of applicationData) signed "
                 + "and sealed to the Pay server (\(sealed.count) bytes)")
         let method = state.method
-        let token = try await payServer {
-            try await $0.exchange(
-                PaymentCredentialExchange(
-                    credential: Data(sealed).base64EncodedString(),
-                    paymentMethod: PaymentMethodDisplay(
-                        displayName: method.displayName, network: method.network.rawValue, type: method.type)))
-        }
+        let exchange = PaymentCredentialExchange(
+            credential: Data(sealed).base64EncodedString(),
+            paymentMethod: PaymentMethodDisplay(
+                displayName: method.displayName, network: method.network.rawValue, type: method.type),
+            merchantToken: merchantToken)
+        let token = try await payServer { try await $0.exchange(exchange) }
         trace("Pay server → device: the token, re-encrypted to the merchant's processing certificate and signed")
         let payment = Payment(
             token: token, paymentMethod: method,

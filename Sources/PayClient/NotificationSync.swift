@@ -7,17 +7,22 @@ import RelayAPI
 
 /// Applies the token-status notifications the Pay server holds for this device: a suspended token's card stops
 /// being offered, a resumed one comes back, a deleted one is terminated in the Secure Element (its DPAN and keys
-/// erased). Acknowledges what it applied, so each notification is applied once.
+/// erased). Acknowledges what it applied, so each notification is applied once. Records, first, whether the
+/// device is in lost mode.
 public enum NotificationSync {
     /// Fetches and applies the pending notifications; returns those applied.
     ///
     /// `apply` performs one change on the device (``Device/applyTokenStatus(tokenReference:_:)`` in the
-    /// device's process, or through its control API).
+    /// device's process, or through its control API); `lostMode` records the Pay server's word on lost mode
+    /// (``Device/setLostMode(_:)``), called only when the Pay server says.
     public static func run(
         client: PayServerClient,
-        apply: @Sendable (String, Device.TokenStatusChange) async throws -> Void
+        apply: @Sendable (String, Device.TokenStatusChange) async throws -> Void,
+        lostMode: @Sendable (Bool) async throws -> Void
     ) async throws -> [TokenNotification] {
-        let pending = try await client.notifications(after: 0)
+        let answer = try await client.notificationsAndState(after: 0)
+        if let lost = answer.lostMode { try await lostMode(lost) }
+        let pending = answer.notifications
         for notification in pending {
             guard let change = Device.TokenStatusChange(rawValue: notification.state) else { continue }
             try await apply(notification.tokenReference, change)
@@ -69,8 +74,15 @@ public final class NotificationPoller: Sendable {
     ) async {
         guard let client = client(for: device.name, in: deployment) else { return }
         do {
-            let applied = try await NotificationSync.run(client: client) { reference, change in
-                try await device.applyTokenStatus(tokenReference: reference, change)
+            let wasLost = device.isInLostMode
+            let applied = try await NotificationSync.run(
+                client: client,
+                apply: { reference, change in try await device.applyTokenStatus(tokenReference: reference, change) },
+                lostMode: { lost in try device.setLostMode(lost) })
+            if device.isInLostMode != wasLost {
+                trace(
+                    device.isInLostMode
+                        ? "lost mode: the account owner put this device in lost mode" : "lost mode: left")
             }
             for notification in applied {
                 trace("token \(notification.tokenReference): \(notification.event) → \(notification.state)")

@@ -104,8 +104,13 @@ public final class PayServerClient: Sendable {
 
     /// Pending token-status notifications; those up to `after` are acknowledged.
     public func notifications(after: Int64) async throws(PayClientError) -> [TokenNotification] {
-        let body: NotificationsResponse = try await get(PayAPI.Route.notifications + "?after=\(after)")
-        return body.notifications
+        try await notificationsAndState(after: after).notifications
+    }
+
+    /// Pending token-status notifications (those up to `after` are acknowledged) and the device's own state
+    /// (lost mode).
+    public func notificationsAndState(after: Int64) async throws(PayClientError) -> NotificationsResponse {
+        try await get(PayAPI.Route.notifications + "?after=\(after)")
     }
 
     /// The account owner's action on one of its devices (this one or another of the same account): lost mode or

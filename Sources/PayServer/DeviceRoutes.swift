@@ -129,11 +129,15 @@ extension PayServer {
                 throw PayServerError(.invalidRequest, "after is a sequence number (0 or more)")
             }
             await self.pullNetworkNotifications()
-            let pending = try await store.write { db in
+            let (pending, lostMode) = try await store.write { db in
                 try db.execute(
                     "DELETE FROM device_notifications WHERE device_id = ? AND sequence <= ?",
                     [.text(subject.deviceID), .integer(after)])
-                return try db.query(
+                let lostMode =
+                    try db.queryFirst(
+                        "SELECT lost_mode FROM devices WHERE device_id = ?", [.text(subject.deviceID)]
+                    ) { try $0.int64(0) != 0 } ?? false
+                let pending = try db.query(
                     """
                     SELECT sequence, token_reference, event, state FROM device_notifications
                     WHERE device_id = ? ORDER BY sequence LIMIT 100
@@ -143,8 +147,9 @@ extension PayServer {
                         sequence: try row.int64(0), tokenReference: try row.string(1), event: try row.string(2),
                         state: try row.string(3))
                 }
+                return (pending, lostMode)
             }
-            return try HTTPResponse.json(NotificationsResponse(notifications: pending))
+            return try HTTPResponse.json(NotificationsResponse(notifications: pending, lostMode: lostMode))
         }
 
         let merchants = self.merchants

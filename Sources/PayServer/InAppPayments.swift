@@ -153,7 +153,8 @@ final class InAppPayments: Sendable {
             credential.channel.name, try Self.currencyCode(credential.currency), credential.amount, Self.day(now)
         )
         let shard = Int(random.bytes(1)[0])
-        let certificate = try await store.write { db in
+        let random = self.random
+        let (certificate, merchantToken) = try await store.write { db in
             try nonces.consume(credential.nonce, device: device.deviceID, in: db)
             var merchant = credential.merchantIdentifier
             if let session = credential.merchantSession {
@@ -178,11 +179,18 @@ final class InAppPayments: Sendable {
                 throw PayServerError(
                     .noProcessingCertificate, "the merchant has no valid, unrevoked payment processing certificate")
             }
+            // A recurring, automatic reload or deferred payment: the merchant token of this merchant and card.
+            let merchantToken = try body.merchantToken.map {
+                try MerchantTokens.mint(
+                    merchant: merchant, tokenReference: $0.tokenReference, deviceID: device.deviceID, at: now,
+                    random: random, in: db)
+            }
             try InAppStore.tally(
                 channel: channel, currency: currency, minorUnits: amount, day: day, shard: shard, in: db)
-            return certificate
+            return (certificate, merchantToken)
         }
-        return try makeToken(credential, certificate: certificate, paymentMethod: body.paymentMethod)
+        return try makeToken(
+            credential, certificate: certificate, paymentMethod: body.paymentMethod, merchantToken: merchantToken)
     }
 
     /// Opens the credential and checks its signature, device certificate, nonce binding and channel.
@@ -226,23 +234,25 @@ final class InAppPayments: Sendable {
 
     /// The 3DSecure payment data, encrypted to `certificate` and signed.
     func makeToken(
-        _ credential: PaymentCredential, certificate: Certificate, paymentMethod: PaymentMethodDisplay?
+        _ credential: PaymentCredential, certificate: Certificate, paymentMethod: PaymentMethodDisplay?,
+        merchantToken: MerchantTokens.Minted? = nil
     ) throws -> PaymentToken {
-        let payment = JSONValue.object([
-            ("applicationPrimaryAccountNumber", .string(credential.dpanString)),
-            ("applicationExpirationDate", .string(credential.expiry)),
-            ("currencyCode", .string(try Self.currencyCode(credential.currency))),
-            ("transactionAmount", .number(String(credential.amount))),
-            ("deviceManufacturerIdentifier", .string(Self.deviceManufacturerIdentifier)),
-            ("paymentDataType", .string("3DSecure")),
-            (
-                "paymentData",
-                .object([
-                    ("onlinePaymentCryptogram", .string(StrictEncoding.base64Encode(credential.cryptogram.bytes))),
-                    ("eciIndicator", .string(credential.eci)),
-                ])
-            ),
-        ])
+        let payment = JSONValue.object(
+            [
+                ("applicationPrimaryAccountNumber", .string(credential.dpanString)),
+                ("applicationExpirationDate", .string(credential.expiry)),
+                ("currencyCode", .string(try Self.currencyCode(credential.currency))),
+                ("transactionAmount", .number(String(credential.amount))),
+                ("deviceManufacturerIdentifier", .string(Self.deviceManufacturerIdentifier)),
+                ("paymentDataType", .string("3DSecure")),
+                (
+                    "paymentData",
+                    .object([
+                        ("onlinePaymentCryptogram", .string(StrictEncoding.base64Encode(credential.cryptogram.bytes))),
+                        ("eciIndicator", .string(credential.eci)),
+                    ])
+                ),
+            ] + (merchantToken.map(MerchantTokens.members) ?? []))
         let recipient = try cache.processingCertificate(certificate.derRepresentation).1
         let encoder: PaymentTokenEncoder
         switch recipient {

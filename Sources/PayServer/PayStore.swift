@@ -104,6 +104,8 @@ public enum PayStore {
         Migration(version: 9, name: PayServer.relayMigrationName, sql: PayServer.relayMigrationSQL),
         // The in-app tallies over 16 rows per key, for instances counting at once on PostgreSQL (issue 33).
         Migration(version: 10, name: InAppStore.shardMigrationName, sql: InAppStore.shardMigrationSQL),
+        // Merchant tokens of the version 14 payment types: one per merchant and device account (issue 29).
+        Migration(version: 11, name: MerchantTokens.migrationName, sql: MerchantTokens.migrationSQL),
     ]
 
     /// Opens the Pay server's store of the deployment in `directory` (its `config.json` says where), for commands

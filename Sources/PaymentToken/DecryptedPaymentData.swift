@@ -33,6 +33,64 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
         public var transactionAmount: String
     }
 
+    /// `merchantTokenMetadata` (Apple's `MerchantTokenMetadata`): the card art and card data of a merchant token,
+    /// for the merchant to show the user which card pays. Display data only: never a card number.
+    public struct MerchantTokenMetadata: Sendable, Equatable {
+        /// One entry of `cardArt` (Apple's `CardArt`): art to represent the card.
+        public struct CardArt: Sendable, Equatable {
+            /// A name for the bank and card the art shows.
+            public var name: String
+            /// The card type.
+            public var type: String
+            /// Where to download the art, as the issuer provides it.
+            public var url: String
+
+            /// An entry with its three members.
+            public init(name: String, type: String, url: String) {
+                self.name = name
+                self.type = type
+                self.url = url
+            }
+        }
+
+        /// `cardMetadata` (Apple's `CardMetadata`): each member optional, as Apple documents them.
+        public struct CardMetadata: Sendable, Equatable {
+            /// The card's country, ISO 3166 alpha-2.
+            public var cardCountry: String?
+            /// The card's expiration date.
+            public var expirationDate: String?
+            /// The last four digits of the card's number (the funding card, not the token).
+            public var fpanSuffix: String?
+            /// The long description of the card.
+            public var longDescription: String?
+            /// The short description of the card.
+            public var shortDescription: String?
+
+            /// Card data with the members given (absent ones nil).
+            public init(
+                cardCountry: String? = nil, expirationDate: String? = nil, fpanSuffix: String? = nil,
+                longDescription: String? = nil, shortDescription: String? = nil
+            ) {
+                self.cardCountry = cardCountry
+                self.expirationDate = expirationDate
+                self.fpanSuffix = fpanSuffix
+                self.longDescription = longDescription
+                self.shortDescription = shortDescription
+            }
+        }
+
+        /// `cardArt`: the art for the card (empty when the payment data has none).
+        public var cardArt: [CardArt]
+        /// `cardMetadata`, when the payment data has it.
+        public var cardMetadata: CardMetadata?
+
+        /// Metadata with its card art and card data.
+        public init(cardArt: [CardArt] = [], cardMetadata: CardMetadata? = nil) {
+            self.cardArt = cardArt
+            self.cardMetadata = cardMetadata
+        }
+    }
+
     /// The plaintext object exactly as decrypted (key order, number text and all).
     public let json: JSONValue
     /// The device account number (DPAN).
@@ -53,8 +111,11 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
     public let credential: Credential
     /// The per-merchant responses of a multi-token request, when present.
     public let authenticationResponses: [AuthenticationResponse]?
-    /// The merchant token's identifier, for merchant tokens (recurring and automatic reload payments).
+    /// The merchant token's identifier, for merchant tokens (recurring, automatic reload and deferred payments):
+    /// the same for one merchant and one of the user's cards every time, another for another merchant.
     public let merchantTokenIdentifier: String?
+    /// The merchant token's card art and card data, for merchant tokens.
+    public let merchantTokenMetadata: MerchantTokenMetadata?
 
     /// Parses and validates a decrypted plaintext.
     public init(plaintext: some Collection<UInt8>) throws(PaymentTokenError) {
@@ -85,6 +146,7 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
         var manufacturer: JSONValue?
         var responses: JSONValue?
         var merchantToken: JSONValue?
+        var merchantTokenMetadata: JSONValue?
         // A hand-built value can repeat a key (the parser refuses that): refused here too, not last-wins.
         func assign(_ slot: inout JSONValue?, _ value: JSONValue, _ key: String) throws(PaymentTokenError) {
             guard slot == nil else { throw PaymentTokenError(.duplicateKey, "\(context) repeats \"\(key)\"") }
@@ -102,7 +164,7 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
             case 7: try assign(&manufacturer, value, key)
             case 8: try assign(&responses, value, key)
             case 9: try assign(&merchantToken, value, key)
-            case 10: break  // merchantTokenMetadata: not read
+            case 10: try assign(&merchantTokenMetadata, value, key)
             default: throw PaymentTokenError(.unknownField, "unknown key \"\(key.prefix(40))\" in \(context)")
             }
         }
@@ -143,6 +205,9 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
         merchantTokenIdentifier = try merchantToken.map { (v) throws(PaymentTokenError) in
             try Fields.memberString(v, "merchantTokenIdentifier", in: context)
         }
+        self.merchantTokenMetadata = try merchantTokenMetadata.map { (v) throws(PaymentTokenError) in
+            try Self.merchantTokenMetadata(v)
+        }
         guard
             let paymentDataType = PaymentDataType(
                 rawValue: try Fields.memberString(type, "paymentDataType", in: context))
@@ -179,6 +244,50 @@ public struct DecryptedPaymentData: Sendable, CustomStringConvertible, CustomDeb
         } else {
             authenticationResponses = nil
         }
+    }
+
+    /// `merchantTokenMetadata`: Apple's members exactly (each optional), every value of its documented type.
+    private static func merchantTokenMetadata(_ value: JSONValue) throws(PaymentTokenError) -> MerchantTokenMetadata {
+        let context = "merchantTokenMetadata"
+        guard case .object(let members) = value else {
+            throw PaymentTokenError(.invalidField, "\(context) must be an object")
+        }
+        try Fields.exact(members, required: [], optional: ["cardArt", "cardMetadata"], in: context)
+        var art: [MerchantTokenMetadata.CardArt] = []
+        if let items = value["cardArt"] {
+            guard case .array(let entries) = items else {
+                throw PaymentTokenError(.invalidField, "\(context).cardArt must be an array")
+            }
+            for entry in entries {
+                guard case .object(let fields) = entry else {
+                    throw PaymentTokenError(.invalidField, "\(context).cardArt holds a non-object")
+                }
+                try Fields.exact(fields, required: ["name", "type", "url"], optional: [], in: "cardArt")
+                art.append(
+                    MerchantTokenMetadata.CardArt(
+                        name: try Fields.string(entry, "name", in: "cardArt")!,
+                        type: try Fields.string(entry, "type", in: "cardArt")!,
+                        url: try Fields.string(entry, "url", in: "cardArt")!))
+            }
+        }
+        var card: MerchantTokenMetadata.CardMetadata?
+        if let metadata = value["cardMetadata"] {
+            guard case .object(let fields) = metadata else {
+                throw PaymentTokenError(.invalidField, "\(context).cardMetadata must be an object")
+            }
+            try Fields.exact(
+                fields, required: [],
+                optional: ["cardCountry", "expirationDate", "fpanSuffix", "longDescription", "shortDescription"],
+                in: "cardMetadata")
+            func field(_ key: String) throws(PaymentTokenError) -> String? {
+                try Fields.string(metadata, key, in: "cardMetadata", required: false)
+            }
+            card = MerchantTokenMetadata.CardMetadata(
+                cardCountry: try field("cardCountry"), expirationDate: try field("expirationDate"),
+                fpanSuffix: try field("fpanSuffix"), longDescription: try field("longDescription"),
+                shortDescription: try field("shortDescription"))
+        }
+        return MerchantTokenMetadata(cardArt: art, cardMetadata: card)
     }
 
     /// The inner `paymentData` of a 3-D Secure or EMV token: its keys exactly, its base64 checked.

@@ -7,7 +7,7 @@ extension WebMerchantAPI {
         /// The auto-updating path.
         public static let latest = "/jsapi/1.latest/orchard-pay.js"
         /// The pinned version's path (loaded with its SRI hash).
-        public static let pinned = "/jsapi/v1.1.0/orchard-pay.js"
+        public static let pinned = "/jsapi/v1.2.0/orchard-pay.js"
         /// The routes: anyone may load the script.
         public static let declared = [DeclaredRoute("GET", latest, .anyone), DeclaredRoute("GET", pinned, .anyone)]
     }

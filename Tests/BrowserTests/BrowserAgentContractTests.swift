@@ -87,7 +87,7 @@ struct BrowserAgentContractTests {
             merchant: "m", amount: "1.00", currency: "USD", outcome: "completed", detail: "success", endedAt: "t")
         let prompt = BrowserAgentAPI.DeviceScreen.Prompt(kind: "paymentSheet", merchant: "m", page: "/sheet")
         let whole = BrowserAgentAPI.DeviceScreen(
-            device: "p", kind: "phone", cards: [card], recentPayments: [payment], prompts: [prompt])
+            device: "p", kind: "phone", lostMode: true, cards: [card], recentPayments: [payment], prompts: [prompt])
         for member in try Self.members(whole).union(Self.members(card)).union(Self.members(payment))
             .union(Self.members(prompt))
         {

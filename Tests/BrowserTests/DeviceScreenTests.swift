@@ -1,4 +1,5 @@
 import BrowserAgentAPI
+import CommandTestSupport
 import Foundation
 import OrchardHTTP
 import Testing
@@ -83,5 +84,84 @@ extension BrowserPurchaseTests {
         #expect(try await read(["Sec-Fetch-Site": "same-site", BrowserAgentAPI.secretHeader: own]) == 403)
         #expect(try await read([BrowserAgentAPI.secretHeader: own]) == 403)
         #expect(try await read(["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: sheet]) == 403)
+    }
+}
+
+extension BrowserPurchaseTests {
+    /// The screen's JSON as the screen page reads it (its secret, same origin).
+    static func screenJSON(_ client: HTTPClient) async throws -> BrowserAgentAPI.DeviceScreen {
+        let own = try await Self.secret(client, BrowserAgentAPI.Page.screen)
+        let answer = try await client.send(
+            HTTPClientRequest(
+                method: .get, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.deviceScreen,
+                headers: ["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: own]))
+        return try JSONDecoder().decode(BrowserAgentAPI.DeviceScreen.self, from: answer.body)
+    }
+
+    /// Reads the screen until `condition` holds (the device process also syncs on its own every few seconds, and
+    /// may apply an answer it fetched just before the change); at most 20 s.
+    static func screen(
+        _ client: HTTPClient, until condition: (BrowserAgentAPI.DeviceScreen) -> Bool
+    ) async throws -> BrowserAgentAPI.DeviceScreen {
+        var screen = try await screenJSON(client)
+        for _ in 0..<80 where !condition(screen) {
+            try await Task.sleep(for: .milliseconds(250))
+            screen = try await screenJSON(client)
+        }
+        return screen
+    }
+
+    @Test("The device's screen shows lost mode once the device learns it from the Pay server, and clears it on resume")
+    func deviceScreenShowsLostMode() async throws {
+        let sandbox = try sandbox
+        let data = sandbox.dataDirectory
+        let device = BrowserSandbox.phone
+        let client = try Self.agentClient(sandbox, device)
+        defer { client.shutdown() }
+        #expect(try await Self.screenJSON(client).lostMode == false)
+
+        let lost = try await orchard(["device", "lost-mode", "--data-dir", data, "--name", device])
+        #expect(lost.status == 0, "\(lost.stderr)")
+        var resumed = false
+        var failure: (any Error)?
+        do {
+            let synced = try await orchard(["device", "sync", "--data-dir", data, "--name", device])
+            #expect(synced.status == 0, "\(synced.stderr)")
+            let screen = try await Self.screen(client) {
+                $0.lostMode && $0.cards.allSatisfy { $0.state == "suspended" }
+            }
+            #expect(screen.lostMode && screen.cards.first?.state == "suspended", "\(screen)")
+
+            let browser = try await sandbox.browser(for: device)
+            try await browser.navigate(BrowserAgentAPI.origin + BrowserAgentAPI.Page.screen)
+            try await browser.wait("the lost-mode flag", until: "return document.body.dataset.lostMode === 'true';")
+            #expect(
+                try await browser.string("return document.getElementById('lost-mode').hidden ? 'hidden' : 'shown';")
+                    == "shown")
+            let text = try await browser.string("return document.body.innerText;")
+            #expect(text.contains("Lost mode") && text.contains("suspended"), "\(text)")
+            #expect(!Self.holdsAccountNumber(text), "\(text)")
+
+            let resume = try await orchard(
+                ["device", "resume", "--data-dir", data, "--name", device], stdin: BrowserSandbox.passcode + "\n")
+            #expect(resume.status == 0, "\(resume.stderr)")
+            resumed = resume.status == 0
+            let again = try await orchard(["device", "sync", "--data-dir", data, "--name", device])
+            #expect(again.status == 0, "\(again.stderr)")
+            let cleared = try await Self.screen(client) { !$0.lostMode && $0.cards.allSatisfy { $0.state == "active" } }
+            #expect(!cleared.lostMode && cleared.cards.first?.state == "active", "\(cleared)")
+            try await browser.wait("the flag cleared", until: "return document.body.dataset.lostMode === 'false';")
+            #expect(
+                try await browser.string("return document.getElementById('lost-mode').hidden ? 'hidden' : 'shown';")
+                    == "hidden")
+        } catch {
+            failure = error
+        }
+        if !resumed {  // the suite's other tests pay with this phone
+            _ = try? await orchard(
+                ["device", "resume", "--data-dir", data, "--name", device], stdin: BrowserSandbox.passcode + "\n")
+            _ = try? await orchard(["device", "sync", "--data-dir", data, "--name", device])
+        }
+        if let failure { throw failure }
     }
 }

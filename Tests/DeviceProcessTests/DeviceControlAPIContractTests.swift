@@ -110,6 +110,11 @@ struct DeviceControlAPIContractTests {
         let suspended = await devices.send(ApplyTokenStatus(tokenReference: "tok_01010119", state: "suspended"))
         #expect(try suspended.get().state == "suspended")
         #expect(await phone.wallet.allCards.first?.state == .suspended)
+        #expect(try await devices.send(ApplyLostMode(lostMode: true)).get().lostMode)
+        #expect(phone.isInLostMode)
+        #expect(try await devices.send(GetDeviceStatus()).get().lostMode)
+        #expect(try await devices.send(ApplyLostMode(lostMode: false)).get().lostMode == false)
+        #expect(!phone.isInLostMode)
         #expect(try await devices.send(ResetAuthorizationRandom(reason: "sign-out")).get().terminated == [added.id])
         #expect(await phone.wallet.allCards.first?.state == .terminated)
         #expect(try await devices.send(RemovePasscode(current: "135790")).get().terminated == [])
@@ -205,6 +210,7 @@ struct DeviceControlAPIContractTests {
                 == #"{"method":"face-id","success":false}"#)
         #expect(try json(SetAutomaticSelection(card: "c1", enabled: true).body) == #"{"enabled":true}"#)
         #expect(try json(ApplyTokenStatus(tokenReference: "t", state: "deleted").body) == #"{"state":"deleted"}"#)
+        #expect(try json(ApplyLostMode(lostMode: true).body) == #"{"lostMode":true}"#)
         #expect(try json(SetWrist(on: false)) == #"{"on":false}"#)
         #expect(try json(FieldOn(networks: ["visa"])) == #"{"networks":["visa"]}"#)
         #expect(try json(SendAPDU(bytes: [0x00, 0xA4, 0xFF])) == #"{"command":"00A4FF"}"#)
@@ -254,11 +260,44 @@ struct DeviceControlAPIContractTests {
         #expect(try json(event) == #"{"kind":"ended","outcome":"cancelled","sheet":"s"}"#)
     }
 
+    @Test("An app's request over the socket carries the coupon code field and its first code (version 12)")
+    func theRequestCarriesCouponCodes() throws {
+        var request = PaymentRequest(
+            merchantIdentifier: "m", countryCode: "US", currencyCode: "USD", supportedNetworks: [.visa],
+            merchantCapabilities: [.threeDSecure], paymentSummaryItems: [PaymentSummaryItem(label: "S", amount: "1.00")]
+        )
+        let encoder = DeviceControlJSON.encoder()
+        func keys(_ body: PaymentSheetRequestBody) throws -> [String] {
+            let object = try JSONSerialization.jsonObject(with: try encoder.encode(body)) as? [String: Any]
+            return (object ?? [:]).keys.sorted()
+        }
+        // Without a coupon field, the body is as before (older device processes read it unchanged).
+        #expect(
+            try !keys(PaymentSheetRequestBody(request)).contains { $0.hasPrefix("coupon") || $0.hasPrefix("supports") })
+        #expect(try PaymentSheetRequestBody(request).paymentRequest().get().supportsCouponCode == false)
+        request.supportsCouponCode = true
+        request.couponCode = "SPRING"
+        let body = PaymentSheetRequestBody(request)
+        #expect(try keys(body).contains("supportsCouponCode") && keys(body).contains("couponCode"))
+        let decoded = try DeviceControlJSON.decoder().decode(
+            PaymentSheetRequestBody.self, from: try encoder.encode(body))
+        let read = try decoded.paymentRequest().get()
+        #expect(read.supportsCouponCode && read.couponCode == "SPRING")
+        // A code longer than a sheet takes is refused, as the sheet's own coupon action refuses it.
+        request.couponCode = String(repeating: "X", count: 65)
+        guard case .failure(let error) = PaymentSheetRequestBody(request).paymentRequest() else {
+            Issue.record("a 65-character coupon code was accepted")
+            return
+        }
+        #expect(error.code == .invalidRequest)
+    }
+
     @Test func everyRouteIsWrittenAndReadTheSameWay() {
         let routes: [DeviceControlRoute] =
             [
                 .status, .cards, .addCard, .removeCard("c1"), .chooseCard("c1"), .setDefaultCard("c1"),
-                .setAutomaticSelection("c1"), .tokenStatus("t1"), .authenticate, .lock, .unlock, .wrist, .doubleClick,
+                .setAutomaticSelection("c1"), .tokenStatus("t1"), .lostMode, .authenticate, .lock, .unlock, .wrist,
+                .doubleClick,
                 .fieldOn, .fieldOff, .fieldAPDU, .setPasscode, .removePasscode, .reset, .settings, .updateSettings,
                 .presentSheet, .canMakePayments, .sheet("current"), .sheetEvents("s1", wait: 5),
                 .sheetEvents("s1", wait: nil),
@@ -294,6 +333,8 @@ struct DeviceControlAPIContractTests {
                 "invalidArgument"
             ),
             ("POST", "/wrist", "", 400, "invalidArgument"),
+            ("POST", "/lost-mode", #"{"lostMode":"yes"}"#, 400, "invalidArgument"),
+            ("POST", "/lost-mode", "{}", 400, "invalidArgument"),
             ("POST", "/payment-sheets", #"{"applicationIdentifier":1}"#, 400, "invalidRequest"),
             ("POST", "/payment-sheets/can-make-payments", #"{"networks":"visa"}"#, 400, "invalidRequest"),
             // A key given twice (issue 22): refused, whichever value would have won.

@@ -82,6 +82,14 @@ struct PayAPIContractTests {
             as: #"{"event":"suspended","sequence":7,"state":"suspended","tokenReference":"tok_1"}"#)
         try roundTrips(
             NotificationsResponse(notifications: []), as: #"{"notifications":[]}"#)
+        // The device's own state rides with its notifications; a Pay server without the field leaves it unsaid.
+        try roundTrips(
+            NotificationsResponse(notifications: [], lostMode: true), as: #"{"lostMode":true,"notifications":[]}"#)
+        try roundTrips(
+            NotificationsResponse(notifications: [], lostMode: false), as: #"{"lostMode":false,"notifications":[]}"#)
+        #expect(
+            try JSONDecoder().decode(NotificationsResponse.self, from: Data(#"{"notifications":[]}"#.utf8)).lostMode
+                == nil)
         try roundTrips(
             LifecycleResult(deviceID: "d1", action: .lostMode, cards: []),
             as: #"{"action":"lost-mode","cards":[],"deviceID":"d1"}"#)
@@ -100,6 +108,13 @@ struct PayAPIContractTests {
                 credential: "QUJD",
                 paymentMethod: PaymentMethodDisplay(displayName: "Visa 1111", network: "visa", type: "debit")),
             as: #"{"credential":"QUJD","paymentMethod":{"displayName":"Visa 1111","network":"visa","type":"debit"}}"#)
+        // A recurring, automatic reload or deferred payment names the card's token (never its DPAN).
+        try roundTrips(
+            PaymentCredentialExchange(
+                credential: "QUJD", paymentMethod: nil,
+                merchantToken: MerchantTokenRequest(kind: .automaticReload, tokenReference: "tok_1")),
+            as: #"{"credential":"QUJD","merchantToken":{"kind":"automaticReload","tokenReference":"tok_1"}}"#)
+        #expect(MerchantTokenRequest.Kind.allCases.map(\.rawValue) == ["recurring", "automaticReload", "deferred"])
         try roundTrips(
             AnonymousPurchase(amountBucket: "10-25", hour: "2026-03-01T12", region: "840"),
             as: #"{"amountBucket":"10-25","hour":"2026-03-01T12","region":"840"}"#)
@@ -127,6 +142,17 @@ struct PayAPIContractTests {
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(
                 LifecycleResult.self, from: Data(#"{"action":"explode","cards":[],"deviceID":"d"}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(
+                NotificationsResponse.self, from: Data(#"{"lostMode":"yes","notifications":[]}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(
+                MerchantTokenRequest.self, from: Data(#"{"kind":"multiToken","tokenReference":"tok_1"}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(MerchantTokenRequest.self, from: Data(#"{"kind":"recurring"}"#.utf8))
         }
     }
 }

@@ -1,3 +1,4 @@
+import AppPayments
 import Device
 import Foundation
 import OrchardCrypto
@@ -96,6 +97,81 @@ struct LostModeTests {
         }
         #expect(replayed?.0 == 403)
         #expect(try await sandbox.networkTokens(of: "phone").first?.state == .suspended)
+        await sandbox.close()
+    }
+
+    /// Applies the phone's pending notifications and what the Pay server says of lost mode.
+    func sync(_ sandbox: Sandbox, _ device: Device) async throws {
+        _ = try await NotificationSync.run(
+            client: try sandbox.client(device.name),
+            apply: { reference, change in try await device.applyTokenStatus(tokenReference: reference, change) },
+            lostMode: { try device.setLostMode($0) })
+    }
+
+    /// Presents an in-app sheet on `device` for the demo merchant; its outcome or the sheet's refusal.
+    func present(_ sandbox: Sandbox, _ device: Device) async throws -> Result<PaymentSheetOutcome, PaymentSheetError> {
+        let sheet = DevicePaymentSheet(
+            device: device, client: try sandbox.client(device.name), root: sandbox.root,
+            user: AcceptingSheetUser(contact: PaymentSheetTests.alice))
+        let controller = PaymentAuthorizationController(
+            paymentRequest: PaymentSheetTests.request(), host: sheet, applicationIdentifier: "dev.orchard.demo-app")
+        do {
+            return .success(try await controller.present(delegate: RecordingDelegate()))
+        } catch let error as PaymentSheetError {
+            return .failure(error)
+        }
+    }
+
+    @Test(
+        "I29: the device learns lost mode with its notifications, shows it in its status, and starts no payment sheet until the owner leaves it"
+    )
+    func theDeviceLearnsLostMode() async throws {
+        let sandbox = try await Sandbox()
+        let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
+        _ = try await sandbox.addCard("4111111111111111", to: phone)
+        _ = try await sandbox.client("phone").register(
+            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate,
+            enclavePublicKey: try Device.identity(of: "phone", in: sandbox.deployment).enclavePublicKey)
+        try await sync(sandbox, phone)
+        #expect(try await sandbox.client("phone").notificationsAndState(after: 0).lostMode == false)
+        #expect(!phone.isInLostMode)
+        #expect(await phone.status().lostMode == false)
+
+        _ = try await sandbox.client("phone").lifecycle(device: "phone", action: .lostMode)
+        #expect(!phone.isInLostMode)  // not told yet
+        #expect(try await sandbox.client("phone").notificationsAndState(after: 0).lostMode == true)
+        try await sync(sandbox, phone)
+        #expect(phone.isInLostMode)
+        #expect(await phone.status().lostMode)
+        // Acknowledging the notifications does not acknowledge the state: every answer carries it.
+        #expect(try await sandbox.client("phone").notificationsAndState(after: 0).lostMode == true)
+        // The sheet refuses before it shows anything or asks the Pay server: lost mode, not "no eligible card".
+        let refused = try await present(sandbox, phone)
+        guard case .failure(let error) = refused else {
+            Issue.record("a device in lost mode presented a sheet: \(refused)")
+            return await sandbox.close()
+        }
+        #expect(error.code == .deviceInLostMode && error.message.contains("lost mode"), "\(error)")
+
+        // The owner leaves lost mode with the passcode on the phone: the next sync clears the flag and it pays.
+        _ = try await sandbox.client("phone").resume(device: "phone") { challenge in
+            try await phone.secureEnclave.attestPasscode(Self.passcode, challenge: challenge).derRepresentation
+        }
+        try await sync(sandbox, phone)
+        #expect(!phone.isInLostMode)
+        guard case .success(.completed(let result)) = try await present(sandbox, phone) else {
+            Issue.record("the sheet did not complete after lost mode was left")
+            return await sandbox.close()
+        }
+        #expect(result.status == .success)
+
+        // Erase clears lost mode at the Pay server, and the device learns that too.
+        _ = try await sandbox.client("phone").lifecycle(device: "phone", action: .lostMode)
+        try await sync(sandbox, phone)
+        #expect(phone.isInLostMode)
+        _ = try await sandbox.client("phone").lifecycle(device: "phone", action: .erase)
+        try await sync(sandbox, phone)
+        #expect(!phone.isInLostMode)
         await sandbox.close()
     }
 

@@ -575,3 +575,66 @@ final class GatedDelegate: PaymentAuthorizationControllerDelegate, Sendable {
         PaymentAuthorizationResult(status: .failure)
     }
 }
+
+/// An app with one coupon: `SAVE1` takes 1.00 off; any other code gets an error the sheet shows.
+final class CouponDelegate: PaymentAuthorizationControllerDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _codes: [String] = []
+    private var _payments: [Payment] = []
+    var codes: [String] { lock.withLock { _codes } }
+    var payments: [Payment] { lock.withLock { _payments } }
+
+    func didChangeCouponCode(_ couponCode: String, request: PaymentRequest) async -> PaymentRequestUpdate {
+        lock.withLock { _codes.append(couponCode) }
+        guard couponCode == "SAVE1" else {
+            return PaymentRequestUpdate(
+                paymentSummaryItems: request.paymentSummaryItems, errors: ["Coupon \(couponCode) is not valid."])
+        }
+        return PaymentRequestUpdate(paymentSummaryItems: [
+            PaymentSummaryItem(label: "Secret Roast Blend", amount: "9.99"),
+            PaymentSummaryItem(label: "Coupon SAVE1", amount: "-1.00"),
+            PaymentSummaryItem(label: "Orchard Demo Store", amount: "8.99"),
+        ])
+    }
+
+    func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
+        lock.withLock { _payments.append(payment) }
+        return PaymentAuthorizationResult(status: .success)
+    }
+}
+
+extension PaymentSheetControlTests {
+    @Test(
+        "Coupon codes for an in-app request over the control socket: the request's field and first code shown, the user's codes reach the app, an invalid one's error blocks paying, a valid one's total is paid"
+    )
+    func couponCodesThroughTheSocket() async throws {
+        try await Self.withPhone(cards: ["4111111111111111"]) { sandbox, phone in
+            var request = PaymentSheetTests.request()
+            request.requiredShippingContactFields = []
+            request.supportsCouponCode = true
+            request.couponCode = "SPRING"
+            let delegate = CouponDelegate()
+            let app = phone.present(request, delegate: delegate)
+            let shown = try await phone.sheetWaiting(for: "user")
+            #expect(shown.supportsCouponCode == true && shown.couponCode == "SPRING")
+
+            let invalid = try await phone.send(ChangePaymentSheetCouponCode(couponCode: "BAD")).get()
+            #expect(invalid.sheet?.appErrors == ["Coupon BAD is not valid."] && invalid.sheet?.total == "9.99")
+            _ = try await phone.send(Self.billAlice).get()
+            let blocked = try await phone.send(AuthenticatePaymentSheet(Self.face))
+            #expect(blocked.refusal == Refusal(status: 409, code: "invalidAction"))
+            let tooLong = try await phone.send(
+                ChangePaymentSheetCouponCode(couponCode: String(repeating: "X", count: 65)))
+            #expect(tooLong.refusal == Refusal(status: 409, code: "invalidAction"))
+
+            let valid = try await phone.send(ChangePaymentSheetCouponCode(couponCode: "SAVE1")).get()
+            #expect(valid.sheet?.appErrors == [] && valid.sheet?.total == "8.99" && valid.sheet?.couponCode == "SAVE1")
+            let final = try await phone.send(AuthenticatePaymentSheet(Self.face)).get()
+            #expect(final.sheet?.status == "completed")
+            let result = try #require((try await app.value).completedResult, "the app's sheet did not complete")
+            #expect(result.status == .success && delegate.codes == ["BAD", "SAVE1"])
+            let payment = try #require(delegate.payments.first)
+            #expect(try Self.decrypt(payment.token, sandbox, amount: 899).transactionAmount == 899)
+        }
+    }
+}

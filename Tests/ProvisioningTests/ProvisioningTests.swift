@@ -76,11 +76,13 @@ struct ProvisioningTests {
         #expect(try await sandbox.networkTokens(of: "phone").first?.state == .suspended)
         #expect(try await phone.wallet.card(id: cardID).state == .active)  // not yet told
 
-        let applied = try await NotificationSync.run(client: try sandbox.client("phone")) { reference, change in
-            try await phone.applyTokenStatus(tokenReference: reference, change)
-        }
+        let applied = try await NotificationSync.run(
+            client: try sandbox.client("phone"),
+            apply: { reference, change in try await phone.applyTokenStatus(tokenReference: reference, change) },
+            lostMode: { try phone.setLostMode($0) })
         #expect(applied.map(\.state) == ["suspended"])
         #expect(try await phone.wallet.card(id: cardID).state == .suspended)
+        #expect(phone.isInLostMode)  // the device's own state came with the notifications
         // Acknowledged: a second sync applies nothing.
         #expect(try await sandbox.client("phone").notifications(after: 0).isEmpty)
 
@@ -90,10 +92,12 @@ struct ProvisioningTests {
                 .derRepresentation
         }
         #expect(try await sandbox.networkTokens(of: "phone").first?.state == .active)
-        _ = try await NotificationSync.run(client: try sandbox.client("phone")) { reference, change in
-            try await phone.applyTokenStatus(tokenReference: reference, change)
-        }
+        _ = try await NotificationSync.run(
+            client: try sandbox.client("phone"),
+            apply: { reference, change in try await phone.applyTokenStatus(tokenReference: reference, change) },
+            lostMode: { try phone.setLostMode($0) })
         #expect(try await phone.wallet.card(id: cardID).state == .active)
+        #expect(!phone.isInLostMode)
         await sandbox.close()
     }
 
@@ -106,9 +110,10 @@ struct ProvisioningTests {
         #expect(try await sandbox.networkTokens(of: "phone").first?.state == .deleted)
         // Erased: provisioning is refused until the device registers again; its notifications still arrive.
         await #expect(throws: PayClientError.self) { _ = try await sandbox.client("phone").provisioningCertificate() }
-        _ = try await NotificationSync.run(client: try sandbox.client("phone")) { reference, change in
-            try await phone.applyTokenStatus(tokenReference: reference, change)
-        }
+        _ = try await NotificationSync.run(
+            client: try sandbox.client("phone"),
+            apply: { reference, change in try await phone.applyTokenStatus(tokenReference: reference, change) },
+            lostMode: { try phone.setLostMode($0) })
         #expect(await phone.wallet.allCards.map(\.state) == [.terminated])
         #expect(await phone.secureElement.cards().map(\.state) == [.terminated])
         await sandbox.close()

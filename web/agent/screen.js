@@ -1,7 +1,8 @@
 /*
  * The device's screen beside the sheet (docs/web.md, "The device's screen"): a read-only page of the agent's origin
  * that no page can frame. It shows the wallet's cards (network, type, last four digits, state), the payment sheets
- * that ended since the device process started, and a sheet waiting for the user, with a link to it.
+ * that ended since the device process started, a sheet waiting for the user, with a link to it, and whether the
+ * account owner put the device in lost mode.
  */
 (function () {
     "use strict";
@@ -27,6 +28,8 @@
     function draw(screen) {
         $("title").textContent = screen.device + " (" + screen.kind + ")";
         document.title = $("title").textContent;
+        $("lost-mode").hidden = !screen.lostMode;
+        document.body.dataset.lostMode = screen.lostMode ? "true" : "false";
         const cards = $("cards").tBodies[0];
         cards.replaceChildren();
         screen.cards.forEach(function (card) {

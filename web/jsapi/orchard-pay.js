@@ -1,5 +1,5 @@
 /*
- * orchard-pay.js 1.1.0: Apple Pay JS (`ApplePaySession`, versions 1 to 14) for browsers without it, through the
+ * orchard-pay.js 1.2.0: Apple Pay JS (`ApplePaySession`, versions 1 to 14) for browsers without it, through the
  * device's browser agent (https://agent.orchard.test). Orchard, docs/web.md "Apple Pay in a browser".
  *
  * The page talks to the agent only by postMessage to an invisible frame of the agent's origin; the frame reads the
@@ -700,6 +700,19 @@
 
         // Internal.
 
+        /// Payment Request's `PaymentResponse.retry()` (WebKit's `ApplePayPaymentHandler::retry`): FAILURE with
+        /// `errors` (never empty: WebKit adds an `unknown` one), which is never a final result, so the sheet stays for
+        /// the user to correct and authorize again (after the page's fresh merchant session, as for any kept sheet).
+        _retry(errors) {
+            if (this._state !== "authorized") {
+                throw abortError();
+            }
+            const result = { status: 1, errors: errors.map(plainError), keepsSheet: true };
+            this._state = "active";
+            this._validation = "idle";
+            post({ type: "answer", session: this._local, result: result });
+        }
+
         /// The positional completion forms of versions 1 and 2 (WebKit's closing rules): SUCCESS updates the sheet.
         /// For a shipping method any other status cancels the sheet. For a shipping contact, the statuses naming a
         /// contact become an ApplePayError the sheet shows (it stays, so the user can correct the contact); any
@@ -1004,6 +1017,11 @@
             this.onshippingaddresschange = null;
             this.onshippingoptionchange = null;
             this.onpaymentmethodchange = null;
+            this._options = {
+                requestShipping: Boolean(wanted.requestShipping), requestPayerName: Boolean(wanted.requestPayerName),
+                requestPayerEmail: Boolean(wanted.requestPayerEmail), requestPayerPhone: Boolean(wanted.requestPayerPhone),
+            };
+            this._response = null;
             this._state = "created";
             this._session = null;
             this._current = { total: this._request.total, lineItems: this._request.lineItems };
@@ -1086,7 +1104,13 @@
                 }, function (changed) { session.completeCouponCodeChange(changed); });
                 session.onpaymentauthorized = function (event) {
                     request._state = "closed";
-                    resolve(new PaymentResponse(request, session, event.payment));
+                    if (request._response) {
+                        // The user authorized again after `retry()` (WebKit's `PaymentRequest::accept`).
+                        request._response._authorizedAgain(event.payment);
+                        return;
+                    }
+                    request._response = new PaymentResponse(request, session, event.payment);
+                    resolve(request._response);
                 };
                 session.oncancel = function () { request._end(abortError()); };
                 session.begin();
@@ -1094,7 +1118,7 @@
         }
 
         abort() {
-            if (this._state !== "interactive") {
+            if (this._state !== "interactive" || (this._response && this._response._retrying)) {
                 return Promise.reject(new DOMException("", "InvalidStateError"));
             }
             this._session.abort();
@@ -1108,7 +1132,11 @@
                 if (this._session && !FINAL_STATES.includes(this._session._state) && this._session._state !== "idle") {
                     this._session.abort();
                 }
-                this._reject(error);
+                if (this._response) {
+                    this._response._abort(error);  // a retry's promise (WebKit's `abortWithException`)
+                } else {
+                    this._reject(error);
+                }
             }
         }
 
@@ -1138,26 +1166,85 @@
         };
     }
 
-    /// What `show()` resolves with: `details` is the `ApplePayPayment`; `complete(result)` answers the sheet.
+    /// `PaymentValidationErrors` (of `retry()`) or a `PaymentDetailsUpdate`'s errors as Apple Pay errors, as WebKit
+    /// maps them (`computeAddressErrors`, `computePayerErrors`, `computePaymentMethodErrors`): the generic `error` and
+    /// each address field become `shippingContactInvalid` (with its contact field) when the request asked for
+    /// shipping; each payer field becomes `shippingContactInvalid` for `name`, `emailAddress` or `phoneNumber` when
+    /// the request asked for it; `paymentMethod` must be a sequence of `ApplePayError` (else TypeError), taken as
+    /// they are.
+    const ADDRESS_ERROR_FIELDS = [
+        ["addressLine", "addressLines"], ["city", "locality"], ["country", "country"],
+        ["dependentLocality", "subLocality"], ["phone", "phoneNumber"], ["postalCode", "postalCode"],
+        ["recipient", "name"], ["region", "administrativeArea"],
+    ];
+    const PAYER_ERROR_FIELDS = [
+        ["name", "requestPayerName", "name"], ["email", "requestPayerEmail", "emailAddress"],
+        ["phone", "requestPayerPhone", "phoneNumber"],
+    ];
+
+    function validationErrors(options, error, shippingAddress, payer, paymentMethod) {
+        const errors = [];
+        const invalid = function (message, field) {
+            if (typeof message === "string") {
+                errors.push(new ApplePayError("shippingContactInvalid", field, message));
+            }
+        };
+        if (options.requestShipping) {
+            invalid(error);
+            ADDRESS_ERROR_FIELDS.forEach(function (pair) { invalid((shippingAddress || {})[pair[0]], pair[1]); });
+        }
+        PAYER_ERROR_FIELDS.forEach(function (triple) {
+            if (options[triple[1]]) {
+                invalid((payer || {})[triple[0]], triple[2]);
+            }
+        });
+        if (paymentMethod !== undefined) {
+            if (paymentMethod === null || typeof paymentMethod[Symbol.iterator] !== "function") {
+                throw new TypeError("Value is not a sequence");
+            }
+            Array.from(paymentMethod).forEach(function (item) {
+                if (!(item instanceof ApplePayError)) {
+                    throw new TypeError("Type error");
+                }
+                errors.push(item);
+            });
+        }
+        return errors;
+    }
+
+    /// What `show()` resolves with: `details` is the `ApplePayPayment`; `complete(result)` answers the sheet;
+    /// `retry(errors)` keeps the sheet with the errors for the user to correct, and resolves once the user authorized
+    /// again, the response then holding the new payment. A retry whose new authorization changes the payer's name,
+    /// email or phone fires `payerdetailchange` first (its `updateWith` may answer with `payerErrors` and the other
+    /// errors of a details update: the sheet stays again with them, and the retry waits for the next authorization).
     class PaymentResponse extends EventTarget {
         constructor(request, session, payment) {
             super();
             this.requestId = request.id;
             this.methodName = APPLE_PAY_METHOD;
-            this.details = payment;
-            const contact = payment.shippingContact || {};
-            this.shippingAddress = request._request.requiredShippingContactFields
-                && request._request.requiredShippingContactFields.includes("postalAddress") ? address(contact) : null;
-            this.shippingOption = request.shippingOption;
-            this.payerName = contact.givenName ? [contact.givenName, contact.familyName].filter(Boolean).join(" ") : null;
-            this.payerEmail = contact.emailAddress || null;
-            this.payerPhone = contact.phoneNumber || null;
+            this.onpayerdetailchange = null;
+            this._request = request;
             this._session = session;
             this._completed = false;
+            this._retrying = null;
+            this._fill(payment);
+        }
+
+        /// The fields from a payment, each only when the request asked for it (WebKit's `PaymentRequest::accept`).
+        _fill(payment) {
+            const options = this._request._options;
+            const contact = payment.shippingContact || {};
+            const name = [contact.givenName, contact.familyName].filter(Boolean).join(" ");
+            this.details = payment;
+            this.shippingAddress = options.requestShipping ? address(contact) : null;
+            this.shippingOption = options.requestShipping ? this._request.shippingOption : null;
+            this.payerName = options.requestPayerName && name ? name : null;
+            this.payerEmail = options.requestPayerEmail ? contact.emailAddress || null : null;
+            this.payerPhone = options.requestPayerPhone ? contact.phoneNumber || null : null;
         }
 
         complete(result) {
-            if (this._completed) {
+            if (this._completed || this._retrying) {
                 return Promise.reject(new DOMException("", "InvalidStateError"));
             }
             this._completed = true;
@@ -1170,12 +1257,108 @@
             return Promise.resolve();
         }
 
+        retry(errorFields) {
+            if (this._completed || this._retrying) {
+                return Promise.reject(new DOMException("", "InvalidStateError"));
+            }
+            const fields = errorFields === undefined || errorFields === null ? {} : errorFields;
+            let errors;
+            try {
+                errors = validationErrors(
+                    this._request._options, fields.error, fields.shippingAddress, fields.payer, fields.paymentMethod);
+            } catch (error) {
+                return Promise.reject(error);
+            }
+            const response = this;
+            return new Promise(function (resolve, reject) {
+                response._keepSheet(errors);
+                response._retrying = { resolve: resolve, reject: reject };
+            }).catch(function (error) {
+                response._retrying = null;
+                throw error;
+            });
+        }
+
         toJSON() {
             return {
                 requestId: this.requestId, methodName: this.methodName, details: this.details,
                 shippingAddress: this.shippingAddress, shippingOption: this.shippingOption, payerName: this.payerName,
                 payerEmail: this.payerEmail, payerPhone: this.payerPhone,
             };
+        }
+
+        // Internal.
+
+        /// The sheet stays with `errors` (an `unknown` one when there are none, so the result is never final).
+        _keepSheet(errors) {
+            const kept = errors.length > 0 ? errors : [new ApplePayError("unknown")];
+            this._session._retry(kept);
+            this._request._state = "interactive";
+        }
+
+        _settleRetry() {
+            const retrying = this._retrying;
+            this._retrying = null;
+            if (retrying) {
+                retrying.resolve();
+            }
+        }
+
+        /// The user authorized again after `retry()`.
+        _authorizedAgain(payment) {
+            const before = [this.payerName, this.payerEmail, this.payerPhone].join("\u0000");
+            this._fill(payment);
+            if ([this.payerName, this.payerEmail, this.payerPhone].join("\u0000") === before) {
+                this._settleRetry();
+                return;
+            }
+            const response = this;
+            let answered = false;
+            const event = new PaymentRequestUpdateEvent("payerdetailchange", {
+                update: function (promise) {
+                    answered = true;
+                    promise.then(function (details) {
+                        const update = details || {};
+                        const errors = validationErrors(
+                            response._request._options, update.error, update.shippingAddressErrors,
+                            update.payerErrors, update.paymentMethodErrors);
+                        if (errors.length > 0) {
+                            response._keepSheet(errors);
+                        } else {
+                            response._settleRetry();
+                        }
+                    }).catch(function (error) {
+                        response._request._state = "interactive";
+                        response._request._end(error instanceof TypeError ? error : abortError());
+                    });
+                },
+            });
+            this._fire(event);
+            if (!answered) {
+                this._settleRetry();
+            }
+        }
+
+        /// The sheet ended during a retry (the user cancelled, the page aborted): the retry rejects.
+        _abort(error) {
+            this._completed = true;
+            const retrying = this._retrying;
+            this._retrying = null;
+            if (retrying) {
+                retrying.reject(error);
+            }
+        }
+
+        _fire(event) {
+            const handler = this["on" + event.type];
+            if (typeof handler === "function") {
+                try {
+                    handler.call(this, event);
+                } catch (error) {
+                    setTimeout(function () { throw error; });
+                }
+            }
+            this.dispatchEvent(event);
         }
     }
 

@@ -233,14 +233,17 @@ extension DeviceCommands {
     static func applyNotifications(
         device name: String, in deployment: DeploymentDirectory, client: PayServerClient
     ) async throws -> [TokenNotification] {
-        try await NotificationSync.run(client: client) { reference, change in
-            do {
-                _ = try await send(
-                    ApplyTokenStatus(tokenReference: reference, state: change.rawValue), to: name, in: deployment)
-            } catch let error as CLIError where error.message.hasPrefix("notFound") {
-                // Not a card of this device (removed meanwhile): nothing to apply.
-            }
-        }
+        try await NotificationSync.run(
+            client: client,
+            apply: { reference, change in
+                do {
+                    _ = try await send(
+                        ApplyTokenStatus(tokenReference: reference, state: change.rawValue), to: name, in: deployment)
+                } catch let error as CLIError where error.message.hasPrefix("notFound") {
+                    // Not a card of this device (removed meanwhile): nothing to apply.
+                }
+            },
+            lostMode: { lost in _ = try await send(ApplyLostMode(lostMode: lost), to: name, in: deployment) })
     }
 
     struct AddedCard: Encodable {
