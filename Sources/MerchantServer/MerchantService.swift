@@ -61,6 +61,10 @@ public struct MerchantService: OrchardService {
     public var hostNames: [ServiceHostName] { [ServiceHostName(WebMerchantAPI.HostNames.store, port: Self.sitePort)] }
 
     public func initialize(_ context: InitializationContext) async throws {
+        if context.party == .merchant {
+            try await initializeAlone(context)
+            return
+        }
         let onboarding = try context.merchantOnboarding()
         let merchantID = context[Self.merchantIdentifier]
         let displayName = context[Self.displayName]
@@ -115,6 +119,63 @@ public struct MerchantService: OrchardService {
         context.report("demoApplication", application)
         // Fail now, not at the first payment, if what was written cannot be used for decryption.
         _ = try Self.loadProcessingIdentity(from: context.directory)
+    }
+
+    /// `init --party merchant`: the merchant's keys and signing requests only. Its bundle asks the Pay side for its
+    /// registration, processing and identity certificates and its app's entitlement, and the network for its
+    /// account at the acquirer and its acquiring certificate; `orchard pki import` of their answers stores the
+    /// certificates. The portal certificate and the site's domain validation (web payments) are not made here.
+    func initializeAlone(_ context: InitializationContext) async throws {
+        let merchantID = context[Self.merchantIdentifier]
+        let displayName = context[Self.displayName]
+        let application = context[Self.applicationIdentifier]
+        let processingKey = try DeploymentPKI.newSigningKey()
+        let processingRequest = try CertificateSigningRequest.create(
+            subject: DistinguishedName([
+                .userID(merchantID), .commonName("Orchard Pay Payment Processing:\(merchantID)"),
+                .organization(displayName),
+            ]),
+            key: CertificatePrivateKey(processingKey))
+        try DeploymentPKI.writeSigningKey(processingKey, named: Files.processing, to: context.directory)
+        let identityKey = try RSA.PrivateKey(keySize: 2048)
+        let identityRequest = try CertificateSigningRequest.create(
+            subject: DistinguishedName([
+                .userID(merchantID), .commonName("Apple Pay Merchant Identity:\(merchantID)"),
+                .organization(displayName),
+            ]),
+            key: CertificatePrivateKey(identityKey))
+        try context.directory.writePrivateKey(
+            SecureBytes(Array(try identityKey.pemRepresentation.utf8)), named: Files.identity)
+        context.request(
+            PartyRequest(
+                from: .merchant, to: .pay, kind: PartyRequest.Kind.merchant, merchantIdentifier: merchantID,
+                displayName: displayName, applicationIdentifier: application,
+                signingRequests: [
+                    Files.processing: processingRequest.pemRepresentation,
+                    Files.identity: identityRequest.pemRepresentation,
+                ]))
+        let acquiringKey = try DeploymentPKI.newSigningKey()
+        try DeploymentPKI.writeSigningKey(acquiringKey, named: Self.acquiringClientFile, to: context.directory)
+        context.request(
+            PartyRequest(
+                from: .merchant, to: .network, kind: PartyRequest.Kind.acquiring, merchantIdentifier: merchantID,
+                displayName: displayName, categoryCode: Self.demoCategoryCode, countryCode: Self.demoCountryCode,
+                terminalIDs: Self.demoTerminalIDs,
+                signingRequests: [
+                    Self.acquiringClientFile: try ServiceAccess.signingRequestPEM(
+                        for: acquiringKey, commonName: merchantID)
+                ]))
+        context.trace(
+            "merchant: keys for pki/\(Files.processing), pki/\(Files.identity) (RSA-2048) and "
+                + "pki/\(Self.acquiringClientFile); their certificates come from the Pay side's and the network's "
+                + "answers to the merchant's bundle")
+        let store = try Self.openStore(in: context.directory, configuration: context.currentConfiguration)
+        await store.close()
+        for key in [Self.merchantIdentifier, Self.displayName, Self.applicationIdentifier] {
+            try context.set(key, context[key])
+        }
+        context.report("merchantIdentifier", merchantID)
+        context.report("demoApplication", application)
     }
 
     /// Hosts a new association file on the demo site, starts the site in this process, and has the Pay server
