@@ -69,17 +69,18 @@ func snapshot(_ path: String) -> [String: [UInt8]] {
     return files
 }
 
-/// The base64 bodies of every PEM private key under `path` (and the raw bytes of non-PEM key files), to look for in
-/// other files.
+/// For every private key file under `path`, bytes found only in that key: 32 base64 characters of the key material
+/// of a PEM key (past the PKCS#8 header every P-256 key shares), or the raw bytes of another key file (a symmetric
+/// key), to look for in other files.
 func privateKeyMarkers(under path: String) -> [String: [UInt8]] {
     var markers: [String: [UInt8]] = [:]
-    for (relative, bytes) in snapshot(path) where relative.hasSuffix(".key") || relative.hasSuffix("hsm-keys.json") {
+    for (relative, bytes) in snapshot(path) where relative.hasSuffix(".key") {
         let text = String(decoding: bytes, as: UTF8.self)
         if text.contains("PRIVATE KEY") {
             let body = text.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
-            markers[relative] = Array(body.prefix(48).utf8)
+            markers[relative] = Array(body.dropFirst(52).prefix(32).utf8)
         } else {
-            markers[relative] = Array(bytes.prefix(32))
+            markers[relative] = Array(bytes.prefix(64))
         }
     }
     return markers

@@ -1,0 +1,128 @@
+import CommandTestSupport
+import Foundation
+import OrchardServices
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The separate-directories deployment (docs/deployment.md, "Each party on its own") through the built `orchard`
+/// binary: each party initialised alone, bundles exchanged as files, each party's services started from its own
+/// directory, and the demo's in-app payment run through them.
+@Suite("Each party on its own, as processes", .serialized)
+struct PartyProcessTests {
+    static let parties = ["network", "pay", "merchant"]
+
+    /// Runs `orchard arguments`, failing with its stderr unless it exits 0; returns stdout.
+    @discardableResult
+    static func succeed(_ arguments: [String]) async throws -> String {
+        let result = try await runOrchard(arguments)
+        guard result.status == 0 else {
+            throw TestFailure("orchard \(arguments.prefix(3).joined(separator: " ")) failed: \(result.stderr)")
+        }
+        return result.stdout
+    }
+
+    @Test("separate directories: bundles as files, no directory holds another party's keys, an in-app payment")
+    func separateDirectories() async throws {
+        let temporary = try TemporaryDirectory()
+        var directory: [String: String] = [:]
+        for party in Self.parties {
+            directory[party] = temporary.child(party)
+            try await Self.succeed(["init", "--party", party, "--data-dir", temporary.child(party)])
+        }
+        let refused = try await runOrchard(["init", "--party", "store", "--data-dir", temporary.child("store")])
+        #expect(refused.status != 0 && refused.stderr.contains("--party merchant"))
+
+        // Bundles travel as files: each party exports, the others import and answer.
+        func bundle(_ name: String) -> String { temporary.child("\(name).bundle.json") }
+        for party in Self.parties {
+            try await Self.succeed(["pki", "export", "--data-dir", directory[party]!, "--out", bundle(party)])
+        }
+        let steps: [(into: String, file: String, answer: String?)] = [
+            ("network", bundle("pay"), bundle("network-for-pay")),
+            ("network", bundle("merchant"), bundle("network-for-merchant")),
+            ("pay", bundle("network-for-pay"), nil),
+            ("pay", bundle("merchant"), bundle("pay-for-merchant")),
+            ("merchant", bundle("pay-for-merchant"), nil),
+            ("merchant", bundle("network-for-merchant"), nil),
+        ]
+        for step in steps {
+            try await Self.succeed(
+                ["pki", "import", "--data-dir", directory[step.into]!, step.file]
+                    + (step.answer.map { ["--out", $0] } ?? []))
+        }
+
+        // Permissions, and no directory (nor any bundle) holds a byte of another party's private keys.
+        var markers: [String: [String: [UInt8]]] = [:]
+        for party in Self.parties {
+            let path = directory[party]!
+            #expect(try Self.mode(of: path) == 0o700, "\(party)")
+            markers[party] = privateKeyMarkers(under: path)
+            #expect(!(markers[party] ?? [:]).isEmpty)
+            for (relative, _) in snapshot(path) where relative.hasSuffix(".key") {
+                #expect(try Self.mode(of: path + "/" + relative) == 0o600, "\(party)/\(relative)")
+            }
+        }
+        for party in Self.parties {
+            for (file, bytes) in snapshot(directory[party]!) {
+                for (owner, keys) in markers where owner != party {
+                    for (keyFile, marker) in keys {
+                        #expect(!bytes.contains(bytes: marker), "\(party)/\(file) holds bytes of \(owner)/\(keyFile)")
+                    }
+                }
+            }
+        }
+        for name in ["network", "pay", "merchant", "network-for-pay", "network-for-merchant", "pay-for-merchant"] {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: bundle(name))))
+            #expect(!String(decoding: bytes, as: UTF8.self).contains("PRIVATE KEY"), "\(name)")
+            for (owner, keys) in markers {
+                for (keyFile, marker) in keys {
+                    #expect(!bytes.contains(bytes: marker), "bundle \(name) holds bytes of \(owner)/\(keyFile)")
+                }
+            }
+        }
+
+        // Each party's services from its own directory; peers found at the addresses the bundles gave.
+        var servers: [OrchardChild] = []
+        for party in Self.parties {
+            let child = try OrchardChild(["serve", party, "--data-dir", directory[party]!])
+            servers.append(child)
+            _ = try await child.firstLine()
+        }
+        defer { for server in servers { server.send(SIGKILL) } }
+
+        // The devices are the Pay side's (its device CA certifies them): they live in its directory and trust its
+        // root and the network's, imported.
+        let pay = directory["pay"]!
+        try await Self.succeed(
+            ["device", "create", "--name", "demo-phone", "--kind", "phone", "--biometry", "face", "--data-dir", pay])
+        try await Self.succeed(["device", "passcode", "--name", "demo-phone", "--set", "123456", "--data-dir", pay])
+        let card = try writeCardFile(number: "4111111111111111", cvv: "266")
+        defer { try? FileManager.default.removeItem(atPath: card) }
+        try await Self.succeed(
+            [
+                "device", "add-card", "--name", "demo-phone", "--card-file", card, "--expiry", "12/34", "--cardholder",
+                "Alice Appleseed", "--data-dir", pay,
+            ])
+        let bought = try await Self.succeed(
+            [
+                "app", "buy", "--item", "Secret Roast Blend", "--amount", "9.99", "--device", "demo-phone",
+                "--data-dir", pay,
+            ])
+        let purchase = try #require(try JSONSerialization.jsonObject(with: Data(bought.utf8)) as? [String: Any])
+        #expect(purchase["outcome"] as? String == "approved")
+        #expect(purchase["responseCode"] as? String == "00")
+        #expect(purchase["merchantIdentifier"] as? String == "merchant.dev.orchard.demo")
+
+        for server in servers { server.send(SIGTERM) }
+        for server in servers { #expect(try await server.exitStatus() == 0) }
+    }
+
+    static func mode(of path: String) throws -> mode_t {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw TestFailure("cannot stat \(path)") }
+        return info.st_mode & 0o777
+    }
+}
