@@ -156,18 +156,24 @@ public struct MerchantService: OrchardService {
                 ]))
         let acquiringKey = try DeploymentPKI.newSigningKey()
         try DeploymentPKI.writeSigningKey(acquiringKey, named: Self.acquiringClientFile, to: context.directory)
+        var acquiringRequests = [
+            Self.acquiringClientFile: try ServiceAccess.signingRequestPEM(for: acquiringKey, commonName: merchantID)
+        ]
+        // The store's terminals: their keys stay here; the acquirer certifies each in the merchant's name.
+        for terminal in Self.demoTerminalIDs {
+            let name = PartyRequest.Keys.terminalClient(terminal)
+            let key = try DeploymentPKI.newSigningKey()
+            try DeploymentPKI.writeSigningKey(key, named: name, to: context.directory)
+            acquiringRequests[name] = try ServiceAccess.signingRequestPEM(for: key, commonName: terminal)
+        }
         context.request(
             PartyRequest(
                 from: .merchant, to: .network, kind: PartyRequest.Kind.acquiring, merchantIdentifier: merchantID,
                 displayName: displayName, categoryCode: Self.demoCategoryCode, countryCode: Self.demoCountryCode,
-                terminalIDs: Self.demoTerminalIDs,
-                signingRequests: [
-                    Self.acquiringClientFile: try ServiceAccess.signingRequestPEM(
-                        for: acquiringKey, commonName: merchantID)
-                ]))
+                terminalIDs: Self.demoTerminalIDs, signingRequests: acquiringRequests))
         context.trace(
-            "merchant: keys for pki/\(Files.processing), pki/\(Files.identity) (RSA-2048) and "
-                + "pki/\(Self.acquiringClientFile); their certificates come from the Pay side's and the network's "
+            "merchant: keys for pki/\(Files.processing), pki/\(Files.identity) (RSA-2048), "
+                + "pki/\(Self.acquiringClientFile) and its terminals' client identities; their certificates come from the Pay side's and the network's "
                 + "answers to the merchant's bundle")
         let store = try Self.openStore(in: context.directory, configuration: context.currentConfiguration)
         await store.close()

@@ -231,12 +231,27 @@ public struct NetworkServerService: OrchardService {
                 for: signing.publicKey, role: .acquiring, commonName: merchantID,
                 identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: merchantID), by: context.rootCA,
                 clock: context.clock, random: context.random)
-            context.trace("network: merchant \(merchantID) onboarded at the acquirer; acquiring certificate issued")
-            return [
+            var issued = [
                 PartyIssued(
                     to: .merchant, name: PartyRequest.Keys.merchantAcquiring,
                     certificates: [certificate.pemRepresentation])
             ]
+            // Each of its terminals that sent a signing request: certified in the merchant's name only.
+            for terminal in request.terminalIDs ?? [] {
+                let name = PartyRequest.Keys.terminalClient(terminal)
+                guard request.signingRequests[name] != nil else { continue }
+                let terminalRequest = try ServiceAccess.signingRequest(named: name, in: request)
+                let terminalCertificate = try ServiceAccess.issueClientCertificate(
+                    for: terminalRequest.publicKey, role: .acquiring, commonName: terminal,
+                    identity: CallerIdentity(kind: CallerIdentity.terminal, identifier: terminal, owner: merchantID),
+                    by: context.rootCA, clock: context.clock, random: context.random)
+                issued.append(
+                    PartyIssued(to: .merchant, name: name, certificates: [terminalCertificate.pemRepresentation]))
+            }
+            context.trace(
+                "network: merchant \(merchantID) onboarded at the acquirer; acquiring certificates issued for it and "
+                    + "\(issued.count - 1) terminal(s)")
+            return issued
         default:
             return nil
         }

@@ -88,6 +88,9 @@ public struct PartyRequest: Codable, Sendable, Hashable {
         public static let merchantIdentity = "merchant-identity"
         /// The merchant's client certificate for the acquirer (role acquiring, issued by the network's root).
         public static let merchantAcquiring = "merchant-acquiring"
+        /// A terminal's client certificate for the acquirer (role acquiring, UID `terminal:<ID>@<merchant ID>`, issued
+        /// by the network's root): `terminal-<id>-client`.
+        public static func terminalClient(_ terminalID: String) -> String { "terminal-\(terminalID.lowercased())-client" }
     }
 
     /// The requesting party.

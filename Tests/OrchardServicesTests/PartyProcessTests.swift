@@ -9,7 +9,7 @@ import Testing
 
 /// The separate-directories deployment (docs/deployment.md, "Each party on its own") through the built `orchard`
 /// binary: each party initialised alone, bundles exchanged as files, each party's services started from its own
-/// directory, and the demo's in-app payment run through them.
+/// directory, and the demo's payments run through them: in an app, and a tap at the merchant's terminal.
 @Suite("Each party on its own, as processes", .serialized)
 struct PartyProcessTests {
     static let parties = ["network", "pay", "merchant"]
@@ -24,7 +24,7 @@ struct PartyProcessTests {
         return result.stdout
     }
 
-    @Test("separate directories: bundles as files, no directory holds another party's keys, an in-app payment")
+    @Test("separate directories: bundles as files, no directory holds another party's keys, in-app and in-store payments")
     func separateDirectories() async throws {
         let temporary = try TemporaryDirectory()
         var directory: [String: String] = [:]
@@ -115,6 +115,27 @@ struct PartyProcessTests {
         #expect(purchase["outcome"] as? String == "approved")
         #expect(purchase["responseCode"] as? String == "00")
         #expect(purchase["merchantIdentifier"] as? String == "merchant.dev.orchard.demo")
+
+
+        // In store: the phone runs in the Pay side's directory with its antenna open; the merchant's terminal T0001,
+        // certified by the network from the merchant's bundle, charges it from the merchant's directory.
+        let phone = try OrchardChild(
+            ["device", "run", "--name", "demo-phone", "--auto-auth", "face-id", "--data-dir", pay])
+        defer { phone.send(SIGKILL) }
+        let antenna = pay + "/devices/demo-phone/nfc.sock"
+        while !phone.standardOutput.contains("\"antenna\"") {
+            if phone.process.ended != nil { throw TestFailure("the phone stopped: \(phone.standardError)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let charged = try await Self.succeed(
+            [
+                "terminal", "charge", "--amount", "12.34", "--antenna", antenna, "--json", "--data-dir",
+                directory["merchant"]!,
+            ])
+        let tap = try #require(try JSONSerialization.jsonObject(with: Data(charged.utf8)) as? [String: Any])
+        #expect(tap["responseCode"] as? String == "00", "\(charged)")
+        phone.send(SIGTERM)
+        #expect(try await phone.exitStatus() == 0)
 
         for server in servers { server.send(SIGTERM) }
         for server in servers { #expect(try await server.exitStatus() == 0) }
