@@ -118,7 +118,9 @@ public enum DeploymentInitializer {
         let final = context.currentConfiguration
         if let party = options.party {
             try PartyManifest(party: party, requests: context.partyRequests).write(to: directory)
-            trace("party: \(directory.path)/\(PartyManifest.fileName) (\(party), \(context.partyRequests.count) requests)")
+            trace(
+                "party: \(directory.path)/\(PartyManifest.fileName) (\(party), \(context.partyRequests.count) requests)"
+            )
         }
         do {
             try directory.writeConfiguration(final)

@@ -69,7 +69,9 @@ public struct PartyBundle: Codable, Sendable, Hashable {
         do {
             header = try JSONDecoder().decode(Header.self, from: data)
         } catch {
-            throw ServicesError(.invalidBundle, "the file is not a party bundle (not a JSON object): use one made by `orchard pki export`")
+            throw ServicesError(
+                .invalidBundle,
+                "the file is not a party bundle (not a JSON object): use one made by `orchard pki export`")
         }
         guard header.format == formatName else {
             throw ServicesError(.invalidBundle, "the file is not a party bundle (format is not \"\(formatName)\")")
@@ -209,13 +211,15 @@ public enum PartyBundles {
                         answer = try await service.answer(request, context: context)
                     } catch {
                         throw ServicesError(
-                            .invalidBundle, "\(service.name) cannot answer the \(request.kind) request", underlying: error)
+                            .invalidBundle, "\(service.name) cannot answer the \(request.kind) request",
+                            underlying: error)
                     }
                     if answer != nil { break }
                 }
                 guard let answer else {
                     throw ServicesError(
-                        .invalidBundle, "\(manifest.party) answers no \"\(request.kind)\" request (from \(bundle.party))")
+                        .invalidBundle,
+                        "\(manifest.party) answers no \"\(request.kind)\" request (from \(bundle.party))")
                 }
                 issued += answer
             }
@@ -244,7 +248,8 @@ public enum PartyBundles {
             do {
                 try SecureFile.write(Array(try answerBundle.jsonData()), to: answerPath, mode: 0o600)
             } catch {
-                throw ServicesError(.internalFailure, "cannot write the answer bundle to \(answerPath)", underlying: error)
+                throw ServicesError(
+                    .internalFailure, "cannot write the answer bundle to \(answerPath)", underlying: error)
             }
         }
         return ImportSummary(
@@ -261,7 +266,8 @@ public enum PartyBundles {
     }
 
     /// Every check of an import, before anything is written.
-    static func check(_ bundle: PartyBundle, for manifest: PartyManifest, at now: Date) throws(ServicesError) -> Checked {
+    static func check(_ bundle: PartyBundle, for manifest: PartyManifest, at now: Date) throws(ServicesError) -> Checked
+    {
         guard bundle.party != manifest.party else {
             throw ServicesError(
                 .invalidBundle,
@@ -279,7 +285,8 @@ public enum PartyBundles {
         guard root.issuer == root.subject, (try? root.basicConstraints)??.isCA == true,
             let rootKey = try? root.publicKey, root.isSignature(validUnder: rootKey)
         else {
-            throw ServicesError(.invalidBundle, "the root certificate of the bundle is not a self-signed CA certificate")
+            throw ServicesError(
+                .invalidBundle, "the root certificate of the bundle is not a self-signed CA certificate")
         }
         let verifier: CertificateChainVerifier
         do {
@@ -294,7 +301,9 @@ public enum PartyBundles {
             } catch {
                 throw ServicesError(.invalidBundle, "\(what) is not a certificate: \(error)")
             }
-            guard let leaf = certificates.first else { throw ServicesError(.invalidBundle, "\(what) holds no certificate") }
+            guard let leaf = certificates.first else {
+                throw ServicesError(.invalidBundle, "\(what) holds no certificate")
+            }
             if anchor {
                 guard certificates.count == 1, leaf.issuer == leaf.subject,
                     (try? leaf.basicConstraints)??.isCA == true, let key = try? leaf.publicKey,

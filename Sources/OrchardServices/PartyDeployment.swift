@@ -90,7 +90,9 @@ public struct PartyRequest: Codable, Sendable, Hashable {
         public static let merchantAcquiring = "merchant-acquiring"
         /// A terminal's client certificate for the acquirer (role acquiring, UID `terminal:<ID>@<merchant ID>`, issued
         /// by the network's root): `terminal-<id>-client`.
-        public static func terminalClient(_ terminalID: String) -> String { "terminal-\(terminalID.lowercased())-client" }
+        public static func terminalClient(_ terminalID: String) -> String {
+            "terminal-\(terminalID.lowercased())-client"
+        }
     }
 
     /// The requesting party.
@@ -178,9 +180,11 @@ public struct PartyManifest: Codable, Sendable, Hashable {
         let path = "\(directory.path)/\(fileName)"
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         do {
-            let manifest = try JSONDecoder().decode(PartyManifest.self, from: Data(SecureFile.read(path, limit: 1 << 20)))
+            let manifest = try JSONDecoder().decode(
+                PartyManifest.self, from: Data(SecureFile.read(path, limit: 1 << 20)))
             guard manifest.version == 1 else {
-                throw ServicesError(.invalidConfiguration, "\(path) has version \(manifest.version); this program reads 1")
+                throw ServicesError(
+                    .invalidConfiguration, "\(path) has version \(manifest.version); this program reads 1")
             }
             return manifest
         } catch let error as ServicesError {
@@ -192,7 +196,8 @@ public struct PartyManifest: Codable, Sendable, Hashable {
 
     func write(to directory: DeploymentDirectory) throws(ServicesError) {
         do {
-            try SecureFile.write(Array(try PartyJSON.encode(self)), to: "\(directory.path)/\(Self.fileName)", mode: 0o600)
+            try SecureFile.write(
+                Array(try PartyJSON.encode(self)), to: "\(directory.path)/\(Self.fileName)", mode: 0o600)
         } catch {
             throw ServicesError(.internalFailure, "cannot write \(directory.path)/\(Self.fileName)", underlying: error)
         }
@@ -229,7 +234,8 @@ public struct PeerAddresses: Codable, Sendable, Hashable {
 
     func write(to directory: DeploymentDirectory) throws(ServicesError) {
         do {
-            try SecureFile.write(Array(try PartyJSON.encode(self)), to: "\(directory.path)/\(Self.fileName)", mode: 0o600)
+            try SecureFile.write(
+                Array(try PartyJSON.encode(self)), to: "\(directory.path)/\(Self.fileName)", mode: 0o600)
         } catch {
             throw ServicesError(.internalFailure, "cannot write \(directory.path)/\(Self.fileName)", underlying: error)
         }

@@ -71,7 +71,9 @@ public enum ServiceAccess {
     }
 
     /// The signing request `name` of `request`, parsed and its self-signature checked.
-    public static func signingRequest(named name: String, in request: PartyRequest) throws(ServicesError)
+    public static func signingRequest(
+        named name: String, in request: PartyRequest
+    ) throws(ServicesError)
         -> CertificateSigningRequest
     {
         guard let pem = request.signingRequests[name] else {

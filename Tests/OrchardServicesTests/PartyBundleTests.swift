@@ -239,7 +239,9 @@ struct PartyBundleTests {
         let certificate = try Certificate(pemEncoded: issued.certificates[0])
         #expect(certificate.subject.organizationalUnit == ServiceRole.tokenRequestor.rawValue)
         #expect(certificate.subject.commonName == "40010075001")
-        #expect(certificate.issuer == (try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: parties.network)).subject)
+        #expect(
+            certificate.issuer
+                == (try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: parties.network)).subject)
 
         // A certificate issued for a key the Pay side does not hold: refused, nothing written.
         var forged = answer

@@ -24,7 +24,8 @@ struct PartyProcessTests {
         return result.stdout
     }
 
-    @Test("separate directories: bundles as files, no directory holds another party's keys, in-app and in-store payments")
+    @Test(
+        "separate directories: bundles as files, no directory holds another party's keys, in-app and in-store payments")
     func separateDirectories() async throws {
         let temporary = try TemporaryDirectory()
         var directory: [String: String] = [:]
@@ -35,11 +36,20 @@ struct PartyProcessTests {
         let refused = try await runOrchard(["init", "--party", "store", "--data-dir", temporary.child("store")])
         #expect(refused.status != 0 && refused.stderr.contains("--party merchant"))
 
+        let wrongParty = try await runOrchard(["serve", "network", "--data-dir", temporary.child("pay")])
+        #expect(wrongParty.status != 0 && wrongParty.stderr.hasPrefix("error: "))
+
         // Bundles travel as files: each party exports, the others import and answer.
         func bundle(_ name: String) -> String { temporary.child("\(name).bundle.json") }
         for party in Self.parties {
             try await Self.succeed(["pki", "export", "--data-dir", directory[party]!, "--out", bundle(party)])
         }
+        // A file that is no bundle: one error line, nothing imported.
+        let junk = temporary.child("junk.json")
+        try Data("{\"format\": \"orchard-party-bundle\", \"version\": 7}".utf8).write(to: URL(fileURLWithPath: junk))
+        let refusedImport = try await runOrchard(["pki", "import", "--data-dir", temporary.child("pay"), junk])
+        #expect(refusedImport.status == 1 && refusedImport.stderr.hasPrefix("error: ") && refusedImport.stdout.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: temporary.child("pay") + "/" + PeerAddresses.fileName))
         let steps: [(into: String, file: String, answer: String?)] = [
             ("network", bundle("pay"), bundle("network-for-pay")),
             ("network", bundle("merchant"), bundle("network-for-merchant")),
@@ -115,7 +125,6 @@ struct PartyProcessTests {
         #expect(purchase["outcome"] as? String == "approved")
         #expect(purchase["responseCode"] as? String == "00")
         #expect(purchase["merchantIdentifier"] as? String == "merchant.dev.orchard.demo")
-
 
         // In store: the phone runs in the Pay side's directory with its antenna open; the merchant's terminal T0001,
         // certified by the network from the merchant's bundle, charges it from the merchant's directory.

@@ -177,6 +177,11 @@ enum DeploymentCommands {
             throw CLIError.usage(error.message)
         }
         let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        guard try DeploymentCommands.registry(for: directory).names.contains(service.name) else {
+            throw CLIError.usage(
+                "\(directory) holds another party alone (party.json), which does not run \(service.name): serve it "
+                    + "from its own party's directory")
+        }
         try await host(
             [service.name], directory: directory, registry: registry, context: context,
             instance: arguments[instanceOption])
