@@ -103,11 +103,15 @@ public struct PartyBundle: Codable, Sendable, Hashable {
 /// What a service needs to answer another party's request at import: its directory and configuration, its
 /// party's root CA (which issues the client certificates its routes accept), time and randomness.
 public struct PartyRequestContext: Sendable {
+    /// The answering party's directory.
     public let directory: DeploymentDirectory
+    /// Its configuration (where its stores live).
     public let configuration: Configuration
+    /// Its own root CA (`pki/root/root-ca`), which issues the client certificates its routes accept.
     public let rootCA: CertificateAuthority
     public let clock: any WallClock
     public let random: any RandomSource
+    /// A readable line on what the answer did (no secrets).
     public let trace: @Sendable (String) -> Void
 }
 
