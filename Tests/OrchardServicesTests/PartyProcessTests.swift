@@ -1,7 +1,12 @@
 import CommandTestSupport
 import Foundation
+import OrchardCrypto
+import OrchardHTTP
+import OrchardRuntime
 import OrchardServices
+import OrchardX509
 import Testing
+import TokenRequestorAPI
 
 #if canImport(Glibc)
     import Glibc
@@ -103,6 +108,8 @@ struct PartyProcessTests {
         }
         defer { for server in servers { server.send(SIGKILL) } }
 
+        try await Self.expectIssuedIdentitiesOnly(payDirectory: directory["pay"]!)
+
         // The devices are the Pay side's (its device CA certifies them): they live in its directory and trust its
         // root and the network's, imported.
         let pay = directory["pay"]!
@@ -148,6 +155,41 @@ struct PartyProcessTests {
 
         for server in servers { server.send(SIGTERM) }
         for server in servers { #expect(try await server.exitStatus() == 0) }
+    }
+
+    /// The network serves its token-requestor routes to the certificate it issued the Pay side (from pay's
+    /// signing request), and refuses one the Pay side mints itself with the same role and requestor ID from its own
+    /// root: a party acts only as the certificate its peer issued proves.
+    static func expectIssuedIdentitiesOnly(payDirectory path: String) async throws {
+        let pay = DeploymentDirectory(path: path)
+        let network = try #require(PeerAddresses.read(from: pay).endpoint(of: .network))
+        let url = network.baseURL + TokenRequestorAPI.Route.notifications
+        func status(_ identity: TLSIdentity) async throws -> Int? {
+            let client = try HTTPClient(
+                configuration: HTTPClientConfiguration(
+                    trustedRootsPEM: try pay.trustedRootsPEM(), clientCertificateChainPEM: identity.certificateChainPEM,
+                    clientPrivateKeyPEM: identity.privateKeyPEM, connectTimeout: .seconds(5),
+                    requestTimeout: .seconds(10), maxAttempts: 1))
+            defer { client.shutdown() }
+            do {
+                return try await client.get(url).status.code
+            } catch {
+                return nil  // refused in the handshake
+            }
+        }
+        let issued = try TLSIdentity.load(named: PartyRequest.Keys.payClient, from: pay)
+        #expect(try await status(issued) == 200)
+
+        let payRoot = try CertificateAuthority.load(named: PKIFiles.rootCA, from: pay)
+        let key = try P256.Signing.PrivateKey()
+        let minted = try ServiceAccess.issueClientCertificate(
+            for: CertificatePublicKey(key.publicKey), role: .tokenRequestor, commonName: "40010075001", by: payRoot,
+            clock: SystemClock(), random: SystemRandom())
+        let forged = TLSIdentity(
+            certificateChainPEM: minted.pemRepresentation,
+            privateKeyPEM: SecureBytes(Array(try key.pemRepresentation.utf8)))
+        let refused = try await status(forged)
+        #expect(refused == nil || refused == 401 || refused == 403, "\(String(describing: refused))")
     }
 
     static func mode(of path: String) throws -> mode_t {
