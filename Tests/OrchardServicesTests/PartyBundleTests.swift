@@ -264,4 +264,38 @@ struct PartyBundleTests {
         let peers = PeerAddresses.read(from: parties.pay)
         #expect(peers.endpoint(of: .network)?.port == answer.endpoints["network"]?.port)
     }
+
+    @Test("peers: a run record in DIR first, else the imported address; another party's service is never started here")
+    func peerResolution() async throws {
+        let parties = try await PartyDirectories()
+        let answer = parties.temporary.child("network-for-pay.json")
+        try await parties.importBundle(try parties.export(.pay), into: .network, answer: answer)
+        let peers = ServicePeers()
+        // Before the network's bundle: the Pay side knows no network, and will not start one itself.
+        #expect(peers.endpoint(of: .network, in: parties.pay) == nil)
+        await #expect(throws: ServicesError(.notReady, "")) {
+            _ = try await ServiceConnections.connect(
+                [.network], directory: parties.pay,
+                registry: try ServiceRegistry([NetworkServerService(), PayService()]))
+        }
+
+        try await parties.importBundle(Data(contentsOf: URL(fileURLWithPath: answer)), into: .pay)
+        let imported = try #require(PeerAddresses.read(from: parties.pay).endpoint(of: .network))
+        #expect(peers.endpoint(of: .network, in: parties.pay) == imported)
+        #expect(peers.baseURLs(of: .network, in: parties.pay) == [imported.baseURL])
+        let connections = try await ServiceConnections.connect(
+            [.network], directory: parties.pay, registry: try ServiceRegistry([NetworkServerService(), PayService()]))
+        #expect(connections.startedInProcess.isEmpty)
+        #expect(try connections.baseURL(of: .network) == imported.baseURL)
+        // The client trusts the Pay side's root, then the network's.
+        let roots = try Certificate.certificates(fromPEM: connections.rootCertificatePEM)
+        #expect(roots.map(\.subject.commonName) == ["Orchard Pay Root CA", "Orchard Network Root CA"])
+        await connections.close()
+
+        // A run record in DIR (a single directory's way) wins over the imported address.
+        try parties.pay.publish(ServiceRecord(service: .network, host: "127.0.0.1", port: 1))
+        #expect(peers.endpoint(of: .network, in: parties.pay)?.port == 1)
+        parties.pay.withdraw(.network)
+        #expect(peers.endpoint(of: .network, in: parties.pay) == imported)
+    }
 }
