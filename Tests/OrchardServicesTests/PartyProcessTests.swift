@@ -133,25 +133,42 @@ struct PartyProcessTests {
         #expect(purchase["responseCode"] as? String == "00")
         #expect(purchase["merchantIdentifier"] as? String == "merchant.dev.orchard.demo")
 
-        // In store: the phone runs in the Pay side's directory with its antenna open; the merchant's terminal T0001,
-        // certified by the network from the merchant's bundle, charges it from the merchant's directory.
-        let phone = try OrchardChild(
-            ["device", "run", "--name", "demo-phone", "--auto-auth", "face-id", "--data-dir", pay])
-        defer { phone.send(SIGKILL) }
-        let antenna = pay + "/devices/demo-phone/nfc.sock"
-        while !phone.standardOutput.contains("\"antenna\"") {
-            if phone.process.ended != nil { throw TestFailure("the phone stopped: \(phone.standardError)") }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        let charged = try await Self.succeed(
+        // In store, as the demo: the phone (Face ID) and the watch (on the wrist, unlocked, double-click) run in the
+        // Pay side's directory with their antennas open; the merchant's terminal T0001, certified by the network from
+        // the merchant's bundle, charges each from the merchant's directory.
+        try await Self.succeed(
+            ["device", "create", "--name", "demo-watch", "--kind", "watch", "--biometry", "none", "--data-dir", pay])
+        try await Self.succeed(["device", "passcode", "--name", "demo-watch", "--set", "123456", "--data-dir", pay])
+        try await Self.succeed(
             [
-                "terminal", "charge", "--amount", "12.34", "--antenna", antenna, "--json", "--data-dir",
-                directory["merchant"]!,
+                "device", "add-card", "--name", "demo-watch", "--card-file", card, "--expiry", "12/34", "--cardholder",
+                "Alice Appleseed", "--data-dir", pay,
             ])
-        let tap = try #require(try JSONSerialization.jsonObject(with: Data(charged.utf8)) as? [String: Any])
-        #expect(tap["responseCode"] as? String == "00", "\(charged)")
-        phone.send(SIGTERM)
-        #expect(try await phone.exitStatus() == 0)
+        for (name, auth, amount) in [("demo-phone", "face-id", "12.34"), ("demo-watch", "double-click", "4.50")] {
+            let device = try OrchardChild(["device", "run", "--name", name, "--auto-auth", auth, "--data-dir", pay])
+            defer { device.send(SIGKILL) }
+            while !device.standardOutput.contains("\"antenna\"") {
+                if device.process.ended != nil { throw TestFailure("\(name) stopped: \(device.standardError)") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            if name == "demo-watch" {
+                try await Self.succeed(["device", "wrist", "--name", name, "--on", "yes", "--data-dir", pay])
+                try await Self.succeed(
+                    [
+                        "device", "unlock", "--name", name, "--method", "passcode", "--passcode", "123456",
+                        "--data-dir", pay,
+                    ])
+            }
+            let charged = try await Self.succeed(
+                [
+                    "terminal", "charge", "--amount", amount, "--antenna", pay + "/devices/\(name)/nfc.sock", "--json",
+                    "--data-dir", directory["merchant"]!,
+                ])
+            let tap = try #require(try JSONSerialization.jsonObject(with: Data(charged.utf8)) as? [String: Any])
+            #expect(tap["outcome"] as? String == "approved" && tap["responseCode"] as? String == "00", "\(charged)")
+            device.send(SIGTERM)
+            #expect(try await device.exitStatus() == 0)
+        }
 
         for server in servers { server.send(SIGTERM) }
         for server in servers { #expect(try await server.exitStatus() == 0) }
