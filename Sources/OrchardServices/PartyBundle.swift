@@ -170,7 +170,11 @@ public enum PartyBundles {
         for name in manifest.party.services {
             let service = try registry.service(named: name.rawValue)
             var ports: [String: Int] = [:]
-            for key in service.additionalPorts { ports[key.name] = configuration[key] }
+            // Named as the run record names them (`merchant.sitePort` → `site`), which is what peers read.
+            for key in service.additionalPorts {
+                let name = key.name.hasSuffix("Port") ? String(key.name.dropLast(4)) : key.name
+                ports[name] = configuration[key]
+            }
             endpoints[name.rawValue] = PeerEndpoint(
                 host: configuration[ServiceSettings.host(name)], port: configuration[ServiceSettings.port(name)],
                 ports: ports)

@@ -145,6 +145,10 @@ struct PartyBundleTests {
             #expect(parsed.roots.count == 1)
             #expect(Set(parsed.certificates.keys) == Set(party.publishedCertificates))
             #expect(Set(parsed.endpoints.keys) == Set(party.services.map(\.rawValue)))
+            if party == .merchant {
+                // Its site's port, named as its run record names it.
+                #expect(parsed.endpoints["merchant"]?.ports.keys.sorted() == ["site"])
+            }
         }
     }
 
