@@ -10,6 +10,10 @@ import OrchardX509
 /// create it (0700); the Orchard root CA; the device CA; ports; for each service its TLS server certificate,
 /// then its own step; finally `config.json`. The configuration is written last, so a directory whose init
 /// failed half-way is never taken for a deployment.
+///
+/// With ``Options/party`` the directory holds that party alone: its services, a root of its own, the device CA
+/// only for the Pay side, and `party.json` (what it asks of the other parties) just before `config.json`
+/// (docs/deployment.md, "Each party on its own").
 public enum DeploymentInitializer {
     /// How to initialise.
     public struct Options: Sendable {
