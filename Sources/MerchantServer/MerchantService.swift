@@ -124,7 +124,8 @@ public struct MerchantService: OrchardService {
     /// `init --party merchant`: the merchant's keys and signing requests only. Its bundle asks the Pay side for its
     /// registration, processing and identity certificates and its app's entitlement, and the network for its
     /// account at the acquirer and its acquiring certificate; `orchard pki import` of their answers stores the
-    /// certificates. The portal certificate and the site's domain validation (web payments) are not made here.
+    /// certificates, the portal certificate among them (the site's domain is then registered and validated with
+    /// `orchard merchant domain` from the merchant's directory).
     func initializeAlone(_ context: InitializationContext) async throws {
         let merchantID = context[Self.merchantIdentifier]
         let displayName = context[Self.displayName]
@@ -146,6 +147,10 @@ public struct MerchantService: OrchardService {
             key: CertificatePrivateKey(identityKey))
         try context.directory.writePrivateKey(
             SecureBytes(Array(try identityKey.pemRepresentation.utf8)), named: Files.identity)
+        // The portal login for its domains and association files (`orchard merchant domain`), from the Pay side.
+        let portal = MerchantPortal.fileName(for: merchantID)
+        let portalKey = try DeploymentPKI.newSigningKey()
+        try DeploymentPKI.writeSigningKey(portalKey, named: portal, to: context.directory)
         context.request(
             PartyRequest(
                 from: .merchant, to: .pay, kind: PartyRequest.Kind.merchant, merchantIdentifier: merchantID,
@@ -153,6 +158,7 @@ public struct MerchantService: OrchardService {
                 signingRequests: [
                     Files.processing: processingRequest.pemRepresentation,
                     Files.identity: identityRequest.pemRepresentation,
+                    portal: try ServiceAccess.signingRequestPEM(for: portalKey, commonName: merchantID),
                 ]))
         let acquiringKey = try DeploymentPKI.newSigningKey()
         try DeploymentPKI.writeSigningKey(acquiringKey, named: Self.acquiringClientFile, to: context.directory)

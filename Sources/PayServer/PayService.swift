@@ -1,3 +1,4 @@
+import AccessPolicy
 import Foundation
 import OrchardCrypto
 public import OrchardRuntime
@@ -144,8 +145,7 @@ public struct PayService: OrchardService {
                 try await registry.entitle(application: application, merchantIdentifiers: [merchantID])
             }
             await store.close()
-            context.trace("pay: registered \(merchantID); processing and identity certificates issued")
-            return [
+            var issued = [
                 PartyIssued(
                     to: .merchant, name: PartyRequest.Keys.merchantProcessing,
                     certificates: processing.map(\.pemRepresentation)),
@@ -153,6 +153,19 @@ public struct PayService: OrchardService {
                     to: .merchant, name: PartyRequest.Keys.merchantIdentity,
                     certificates: identity.map(\.pemRepresentation)),
             ]
+            // Its portal login (role merchant-portal, UID merchant:<ID>), from this side's root, which the web
+            // merchant routes check.
+            let portal = MerchantPortal.fileName(for: merchantID)
+            if request.signingRequests[portal] != nil {
+                let portalRequest = try ServiceAccess.signingRequest(named: portal, in: request)
+                let certificate = try ServiceAccess.issueClientCertificate(
+                    for: portalRequest.publicKey, role: ServiceRole(WebMerchantAPI.portalRole), commonName: merchantID,
+                    identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: merchantID),
+                    by: context.rootCA, clock: context.clock, random: context.random)
+                issued.append(PartyIssued(to: .merchant, name: portal, certificates: [certificate.pemRepresentation]))
+            }
+            context.trace("pay: registered \(merchantID); processing, identity and portal certificates issued")
+            return issued
         } catch {
             await store.close()
             throw error

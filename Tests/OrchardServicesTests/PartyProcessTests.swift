@@ -14,10 +14,12 @@ import TokenRequestorAPI
 
 /// The separate-directories deployment (docs/deployment.md, "Each party on its own") through the built `orchard`
 /// binary: each party initialised alone, bundles exchanged as files, each party's services started from its own
-/// directory, and the demo's payments run through them: in an app, and a tap at the merchant's terminal.
+/// directory, and the demo's payments run through them: in an app, on the web (without a browser), and the phone's
+/// and the watch's taps at the merchant's terminal.
 @Suite("Each party on its own, as processes", .serialized)
 struct PartyProcessTests {
     static let parties = ["network", "pay", "merchant"]
+    static let merchant = "merchant.dev.orchard.demo"
 
     /// Runs `orchard arguments`, failing with its stderr unless it exits 0; returns stdout.
     @discardableResult
@@ -30,7 +32,7 @@ struct PartyProcessTests {
     }
 
     @Test(
-        "separate directories: bundles as files, no directory holds another party's keys, in-app and in-store payments")
+        "separate directories: bundles as files, no directory holds another party's keys, in app, on the web, in store")
     func separateDirectories() async throws {
         let temporary = try TemporaryDirectory()
         var directory: [String: String] = [:]
@@ -99,14 +101,32 @@ struct PartyProcessTests {
             }
         }
 
-        // Each party's services from its own directory; peers found at the addresses the bundles gave.
+        // Each party's services from its own directory; peers found at the addresses the bundles gave. The merchant
+        // first takes its site's association file from the Pay side with the portal certificate the Pay side issued
+        // it, so that its site serves it once started; then registers and validates store.orchard.test there.
         var servers: [OrchardChild] = []
+        defer { for server in servers { server.send(SIGKILL) } }
         for party in Self.parties {
+            if party == "merchant" {
+                let site = directory[party]! + "/merchant-site"
+                try FileManager.default.createDirectory(atPath: site, withIntermediateDirectories: true)
+                try await Self.succeed(
+                    [
+                        "merchant", "association-file", "--merchant", Self.merchant, "--out",
+                        site + "/apple-developer-merchantid-domain-association", "--data-dir", directory[party]!,
+                    ])
+            }
             let child = try OrchardChild(["serve", party, "--data-dir", directory[party]!])
             servers.append(child)
             _ = try await child.firstLine()
         }
-        defer { for server in servers { server.send(SIGKILL) } }
+        for step in ["add", "verify"] {
+            try await Self.succeed(
+                [
+                    "merchant", "domain", step, "--merchant", Self.merchant, "--domain", "store.orchard.test",
+                    "--data-dir", directory["merchant"]!,
+                ])
+        }
 
         try await Self.expectIssuedIdentitiesOnly(payDirectory: directory["pay"]!)
 
@@ -131,7 +151,13 @@ struct PartyProcessTests {
         let purchase = try #require(try JSONSerialization.jsonObject(with: Data(bought.utf8)) as? [String: Any])
         #expect(purchase["outcome"] as? String == "approved")
         #expect(purchase["responseCode"] as? String == "00")
-        #expect(purchase["merchantIdentifier"] as? String == "merchant.dev.orchard.demo")
+        #expect(purchase["merchantIdentifier"] as? String == Self.merchant)
+
+        // On the web, as the demo's row without a browser: the store's merchant session from the Pay side's gateway
+        // (the merchant's identity certificate, its validated domain), the phone's sheet, the charge.
+        let web = try await Self.succeed(["browser", "buy", "--device", "demo-phone", "--data-dir", pay])
+        let webRow = try #require(try JSONSerialization.jsonObject(with: Data(web.utf8)) as? [String: Any])
+        #expect(webRow["result"] as? String == "approved" && webRow["responseCode"] as? String == "00", "\(web)")
 
         // In store, as the demo: the phone (Face ID) and the watch (on the wrist, unlocked, double-click) run in the
         // Pay side's directory with their antennas open; the merchant's terminal T0001, certified by the network from
