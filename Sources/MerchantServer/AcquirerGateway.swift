@@ -72,7 +72,8 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
     private let peers: ServicePeers
 
     init(directory: DeploymentDirectory, peers: ServicePeers, requestTimeout: Duration = .seconds(10)) throws {
-        let root = try directory.readCertificate(named: PKIFiles.rootCA)
+        // The network's root: the deployment's own, or the network party's imported one (`orchard pki import`).
+        let root = try directory.trustedRootsPEM()
         let chain = try directory.readCertificate(named: MerchantService.acquiringClientFile)
         let key = try directory.readPrivateKey(named: MerchantService.acquiringClientFile)
         client = try HTTPClient(

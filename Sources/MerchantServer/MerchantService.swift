@@ -61,6 +61,10 @@ public struct MerchantService: OrchardService {
     public var hostNames: [ServiceHostName] { [ServiceHostName(WebMerchantAPI.HostNames.store, port: Self.sitePort)] }
 
     public func initialize(_ context: InitializationContext) async throws {
+        if context.party == .merchant {
+            try await initializeAlone(context)
+            return
+        }
         let onboarding = try context.merchantOnboarding()
         let merchantID = context[Self.merchantIdentifier]
         let displayName = context[Self.displayName]
@@ -115,6 +119,75 @@ public struct MerchantService: OrchardService {
         context.report("demoApplication", application)
         // Fail now, not at the first payment, if what was written cannot be used for decryption.
         _ = try Self.loadProcessingIdentity(from: context.directory)
+    }
+
+    /// `init --party merchant`: the merchant's keys and signing requests only. Its bundle asks the Pay side for its
+    /// registration, processing and identity certificates and its app's entitlement, and the network for its
+    /// account at the acquirer and its acquiring certificate; `orchard pki import` of their answers stores the
+    /// certificates, the portal certificate among them (the site's domain is then registered and validated with
+    /// `orchard merchant domain` from the merchant's directory).
+    func initializeAlone(_ context: InitializationContext) async throws {
+        let merchantID = context[Self.merchantIdentifier]
+        let displayName = context[Self.displayName]
+        let application = context[Self.applicationIdentifier]
+        let processingKey = try DeploymentPKI.newSigningKey()
+        let processingRequest = try CertificateSigningRequest.create(
+            subject: DistinguishedName([
+                .userID(merchantID), .commonName("Orchard Pay Payment Processing:\(merchantID)"),
+                .organization(displayName),
+            ]),
+            key: CertificatePrivateKey(processingKey))
+        try DeploymentPKI.writeSigningKey(processingKey, named: Files.processing, to: context.directory)
+        let identityKey = try RSA.PrivateKey(keySize: 2048)
+        let identityRequest = try CertificateSigningRequest.create(
+            subject: DistinguishedName([
+                .userID(merchantID), .commonName("Apple Pay Merchant Identity:\(merchantID)"),
+                .organization(displayName),
+            ]),
+            key: CertificatePrivateKey(identityKey))
+        try context.directory.writePrivateKey(
+            SecureBytes(Array(try identityKey.pemRepresentation.utf8)), named: Files.identity)
+        // The portal login for its domains and association files (`orchard merchant domain`), from the Pay side.
+        let portal = MerchantPortal.fileName(for: merchantID)
+        let portalKey = try DeploymentPKI.newSigningKey()
+        try DeploymentPKI.writeSigningKey(portalKey, named: portal, to: context.directory)
+        context.request(
+            PartyRequest(
+                from: .merchant, to: .pay, kind: PartyRequest.Kind.merchant, merchantIdentifier: merchantID,
+                displayName: displayName, applicationIdentifier: application,
+                signingRequests: [
+                    Files.processing: processingRequest.pemRepresentation,
+                    Files.identity: identityRequest.pemRepresentation,
+                    portal: try ServiceAccess.signingRequestPEM(for: portalKey, commonName: merchantID),
+                ]))
+        let acquiringKey = try DeploymentPKI.newSigningKey()
+        try DeploymentPKI.writeSigningKey(acquiringKey, named: Self.acquiringClientFile, to: context.directory)
+        var acquiringRequests = [
+            Self.acquiringClientFile: try ServiceAccess.signingRequestPEM(for: acquiringKey, commonName: merchantID)
+        ]
+        // The store's terminals: their keys stay here; the acquirer certifies each in the merchant's name.
+        for terminal in Self.demoTerminalIDs {
+            let name = PartyRequest.Keys.terminalClient(terminal)
+            let key = try DeploymentPKI.newSigningKey()
+            try DeploymentPKI.writeSigningKey(key, named: name, to: context.directory)
+            acquiringRequests[name] = try ServiceAccess.signingRequestPEM(for: key, commonName: terminal)
+        }
+        context.request(
+            PartyRequest(
+                from: .merchant, to: .network, kind: PartyRequest.Kind.acquiring, merchantIdentifier: merchantID,
+                displayName: displayName, categoryCode: Self.demoCategoryCode, countryCode: Self.demoCountryCode,
+                terminalIDs: Self.demoTerminalIDs, signingRequests: acquiringRequests))
+        context.trace(
+            "merchant: keys for pki/\(Files.processing), pki/\(Files.identity) (RSA-2048), "
+                + "pki/\(Self.acquiringClientFile) and its terminals' client identities; their certificates come from the Pay side's and the network's "
+                + "answers to the merchant's bundle")
+        let store = try Self.openStore(in: context.directory, configuration: context.currentConfiguration)
+        await store.close()
+        for key in [Self.merchantIdentifier, Self.displayName, Self.applicationIdentifier] {
+            try context.set(key, context[key])
+        }
+        context.report("merchantIdentifier", merchantID)
+        context.report("demoApplication", application)
     }
 
     /// Hosts a new association file on the demo site, starts the site in this process, and has the Pay server

@@ -20,7 +20,7 @@ final class CurlMerchantSessionTransport: MerchantSessionTransport {
 
     init(directory: DeploymentDirectory, hostNames: [String: Int], peers: ServicePeers) throws {
         identity = try TLSIdentity.load(named: MerchantService.Files.identity, from: directory)
-        rootPEM = try directory.readCertificate(named: PKIFiles.rootCA)
+        rootPEM = try directory.trustedRootsPEM()
         self.hostNames = hostNames
         self.directory = directory
         self.peers = peers

@@ -101,7 +101,10 @@ public enum NetworkServer {
                 localMasterKey: SymmetricKey(localMasterKey), verifiers: NetworkServerService.verifiers(),
                 random: environment.random)
             let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
-            let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
+            // The root that issued the device CA: the deployment's own, or (the network deployed on its own) the Pay
+            // party's, imported with its device CA (`orchard pki import`).
+            let ownRoot = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
+            let root = try DeploymentPKI.trustedRoots(in: directory).first { $0.subject == deviceCA.issuer } ?? ownRoot
 
             let vault = try SQLiteTokenVaultStore(location: try StoreSettings.location(for: .network, in: directory))
             let issuerStore: SQLiteIssuerStore

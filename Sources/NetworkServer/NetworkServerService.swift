@@ -1,3 +1,4 @@
+import AccessPolicy
 import Acquirer
 import CardBasics
 import Foundation
@@ -174,6 +175,86 @@ public struct NetworkServerService: OrchardService {
         context.trace(
             "network: pki/\(Files.personalisationCertificate).pem: the root certifies the key that signs card "
                 + "installs (Secure Elements pin it when they are made)")
+    }
+
+    /// Answers another party's request (`orchard pki import` of its bundle), the network deployed on its own:
+    /// the Pay side's token requestor gets a client certificate (role token requestor, CN the 11-digit token
+    /// requestor ID its request names, as a token service registers a requestor); a merchant gets its account at
+    /// the acquirer and a client certificate for its charges (role acquiring, UID `merchant:<ID>`). Both are issued
+    /// by the network's root, which its routes check.
+    public func answer(_ request: PartyRequest, context: PartyRequestContext) async throws -> [PartyIssued]? {
+        guard request.to == .network else { return nil }
+        switch request.kind {
+        case PartyRequest.Kind.tokenRequestor:
+            guard request.from == .pay else {
+                throw ServicesError(.invalidBundle, "only the Pay side asks for a token requestor certificate")
+            }
+            let signing = try ServiceAccess.signingRequest(named: PartyRequest.Keys.payClient, in: request)
+            guard let requestor = signing.subject.commonName, requestor.utf8.count == 11,
+                requestor.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+            else {
+                throw ServicesError(.invalidBundle, "the token requestor request names no 11-digit requestor ID")
+            }
+            let certificate = try ServiceAccess.issueClientCertificate(
+                for: signing.publicKey, role: .tokenRequestor, commonName: requestor, by: context.rootCA,
+                clock: context.clock, random: context.random)
+            context.trace("network: token requestor \(requestor) certified")
+            return [
+                PartyIssued(to: .pay, name: PartyRequest.Keys.payClient, certificates: [certificate.pemRepresentation])
+            ]
+        case PartyRequest.Kind.acquiring:
+            guard request.from == .merchant, let merchantID = request.merchantIdentifier,
+                let name = request.displayName, let category = request.categoryCode, let country = request.countryCode
+            else {
+                throw ServicesError(
+                    .invalidBundle, "an acquiring request names the merchant, its name, category and country")
+            }
+            let signing = try ServiceAccess.signingRequest(named: PartyRequest.Keys.merchantAcquiring, in: request)
+            let store = try SQLiteAcquirerStore(
+                location: try StoreSettings.location(
+                    for: .acquirer, configuration: context.configuration, directory: context.directory))
+            do {
+                try await StoreAcquirerOnboarding(
+                    store: store,
+                    acquirer: Acquirer(
+                        acquirerID: Self.acquirerID, store: store, network: OfflineNetwork(), clock: context.clock,
+                        random: context.random)
+                ).onboardMerchant(
+                    identifier: merchantID, name: name, categoryCode: category, countryCode: country,
+                    terminalIDs: request.terminalIDs ?? [], appleMerchantIDs: [merchantID])
+                await store.store.close()
+            } catch {
+                await store.store.close()
+                throw error
+            }
+            let certificate = try ServiceAccess.issueClientCertificate(
+                for: signing.publicKey, role: .acquiring, commonName: merchantID,
+                identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: merchantID), by: context.rootCA,
+                clock: context.clock, random: context.random)
+            var issued = [
+                PartyIssued(
+                    to: .merchant, name: PartyRequest.Keys.merchantAcquiring,
+                    certificates: [certificate.pemRepresentation])
+            ]
+            // Each of its terminals that sent a signing request: certified in the merchant's name only.
+            for terminal in request.terminalIDs ?? [] {
+                let name = PartyRequest.Keys.terminalClient(terminal)
+                guard request.signingRequests[name] != nil else { continue }
+                let terminalRequest = try ServiceAccess.signingRequest(named: name, in: request)
+                let terminalCertificate = try ServiceAccess.issueClientCertificate(
+                    for: terminalRequest.publicKey, role: .acquiring, commonName: terminal,
+                    identity: CallerIdentity(kind: CallerIdentity.terminal, identifier: terminal, owner: merchantID),
+                    by: context.rootCA, clock: context.clock, random: context.random)
+                issued.append(
+                    PartyIssued(to: .merchant, name: name, certificates: [terminalCertificate.pemRepresentation]))
+            }
+            context.trace(
+                "network: merchant \(merchantID) onboarded at the acquirer; acquiring certificates issued for it and "
+                    + "\(issued.count - 1) terminal(s)")
+            return issued
+        default:
+            return nil
+        }
     }
 
     public func build(

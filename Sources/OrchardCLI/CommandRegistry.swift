@@ -10,6 +10,7 @@ public enum CommandRegistry {
         DeploymentCommands.serve,
         DeploymentCommands.up,
         DeploymentCommands.status,
+        PKICommands.command,
         HTTPCommands.command,
         DeviceCommands.command,
         BenchCommands.command,

@@ -76,7 +76,8 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
     /// Orchard root CA, needed only by `init` and `terminal setup`), `device-ca` (the manufacturer's device CA),
     /// `network` (TLS, HSM master key, the token service's certificates), `pay` (TLS, client, merchant CA, token
     /// signing chain), `merchant` (TLS, identity, processing, acquiring), `terminal` (terminal identities),
-    /// `devices`, else `shared`. A party's server reads nothing outside its folder, so a host can hold one
+    /// `devices`, `peers` (the roots of other parties a party deployed on its own imported, `peer-<party>-root`),
+    /// else `shared`. A party's server reads nothing outside its folder, so a host can hold one
     /// party's folder alone.
     public static func pkiFolder(ofFile name: String) -> String {
         switch name {
@@ -87,6 +88,7 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
         let prefixes = [
             ("merchant-ca", "pay"), ("token-service-", "network"), ("token-", "pay"), ("network-", "network"),
             ("pay-", "pay"), ("merchant-", "merchant"), ("terminal-", "terminal"), ("device-", "devices"),
+            ("peer-", "peers"),
         ]
         return prefixes.first { name.hasPrefix($0.0) }?.1 ?? "shared"
     }
@@ -262,6 +264,34 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
     /// Reads `pki/<name>.pem`.
     public func readCertificate(named name: String) throws(RuntimeError) -> String {
         String(decoding: try SecureFile.read(try certificatePath(named: name)), as: UTF8.self)
+    }
+
+    /// `peer-<party>-root`: the name under which a party deployed on its own keeps another party's root CA
+    /// certificate, imported from that party's bundle (`orchard pki import`), in `pki/peers/`.
+    public static func peerRootName(_ party: String) -> String { "peer-\(party)-root" }
+
+    /// The roots a client of this deployment trusts: `pki/root-ca.pem` first, then every other party's root
+    /// imported into `pki/peers/` (none in a single-directory deployment), as one PEM text.
+    public func trustedRootsPEM() throws(RuntimeError) -> String {
+        var pem = try readCertificate(named: "root-ca")
+        let folder = pkiFolderPath("peers")
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+        for name in names where name.hasPrefix("peer-") && name.hasSuffix("-root.pem") {
+            if !pem.hasSuffix("\n") { pem += "\n" }
+            pem += String(decoding: try SecureFile.read("\(folder)/\(name)"), as: UTF8.self)
+        }
+        return pem
+    }
+
+    /// The root CA certificate of `party` as this deployment knows it: the imported `peer-<party>-root` when
+    /// there is one (a party deployed on its own), else the deployment's own `root-ca` (one directory holds every
+    /// party, under one root).
+    public func rootCertificate(ofParty party: String) throws(RuntimeError) -> String {
+        let peer = "\(pkiFolderPath("peers"))/\(Self.peerRootName(party)).pem"
+        if FileManager.default.fileExists(atPath: peer) {
+            return String(decoding: try SecureFile.read(peer), as: UTF8.self)
+        }
+        return try readCertificate(named: "root-ca")
     }
 
     // MARK: Configuration

@@ -10,6 +10,10 @@ import OrchardX509
 /// create it (0700); the Orchard root CA; the device CA; ports; for each service its TLS server certificate,
 /// then its own step; finally `config.json`. The configuration is written last, so a directory whose init
 /// failed half-way is never taken for a deployment.
+///
+/// With ``Options/party`` the directory holds that party alone: its services, a root of its own, the device CA
+/// only for the Pay side, and `party.json` (what it asks of the other parties) just before `config.json`
+/// (docs/deployment.md, "Each party on its own").
 public enum DeploymentInitializer {
     /// How to initialise.
     public struct Options: Sendable {
@@ -23,10 +27,16 @@ public enum DeploymentInitializer {
         /// A libpq password file copied (mode 0600) into the key folder of every service in ``databases``, as
         /// `pki/<service>/pgpass`.
         public var passfile: String?
+        /// The one party the directory holds (`orchard init --party`): its services only (the registry must hold
+        /// exactly them), a root CA of its own, and `party.json` with what it asks of the others. Nil: every party,
+        /// under one Orchard root.
+        public var party: DeploymentParty?
 
         public init(
-            force: Bool = false, basePort: Int? = nil, databases: [ServiceName: String] = [:], passfile: String? = nil
+            force: Bool = false, basePort: Int? = nil, databases: [ServiceName: String] = [:], passfile: String? = nil,
+            party: DeploymentParty? = nil
         ) {
+            self.party = party
             self.force = force
             self.basePort = basePort
             self.databases = databases
@@ -57,6 +67,12 @@ public enum DeploymentInitializer {
         clock: any WallClock = SystemClock(), random: any RandomSource = SystemRandom(),
         trace: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(ServicesError) -> Summary {
+        if let party = options.party, registry.names != party.services {
+            throw ServicesError(
+                .invalidConfiguration,
+                "the \(party) party runs \(party.services.map(\.rawValue).joined(separator: ", ")), not "
+                    + registry.names.map(\.rawValue).joined(separator: ", "))
+        }
         try prepare(directory, options: options)
         var configuration = Configuration(schema: registry.schema)
         try assignPorts(
@@ -66,19 +82,23 @@ public enum DeploymentInitializer {
         try configureDatabases(&configuration, directory: directory, registry: registry, options: options)
 
         let rootCA = try CertificateAuthority.create(
-            subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Root CA")]), issuer: nil,
-            lifetime: DeploymentPKI.caLifetime, clock: clock, random: random)
+            subject: DistinguishedName([
+                .organization("Orchard"), .commonName(options.party?.rootCommonName ?? "Orchard Root CA"),
+            ]), issuer: nil, lifetime: DeploymentPKI.caLifetime, clock: clock, random: random)
         try rootCA.write(named: PKIFiles.rootCA, to: directory)
-        trace("root CA: pki/\(PKIFiles.rootCA).pem")
-        let deviceCA = try CertificateAuthority.create(
-            subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Device CA")]), issuer: rootCA,
-            lifetime: DeploymentPKI.caLifetime, clock: clock, random: random)
-        try deviceCA.write(named: PKIFiles.deviceCA, to: directory)
-        trace("device CA: pki/\(PKIFiles.deviceCA).pem (issued by the root)")
+        trace("root CA: pki/\(PKIFiles.rootCA).pem (\(rootCA.certificate.subject))")
+        // The device factory is the Pay side's (Apple makes the devices): a party directory of another has none.
+        if options.party == nil || options.party == .pay {
+            let deviceCA = try CertificateAuthority.create(
+                subject: DistinguishedName([.organization("Orchard"), .commonName("Orchard Device CA")]),
+                issuer: rootCA, lifetime: DeploymentPKI.caLifetime, clock: clock, random: random)
+            try deviceCA.write(named: PKIFiles.deviceCA, to: directory)
+            trace("device CA: pki/\(PKIFiles.deviceCA).pem (issued by the root)")
+        }
 
         let context = InitializationContext(
             directory: directory, rootCA: rootCA, configuration: configuration, clock: clock, random: random,
-            trace: trace)
+            party: options.party, trace: trace)
         do throws(ServicesError) {
             for service in registry.services {
                 let names = service.hostNames.map(\.name)
@@ -100,6 +120,12 @@ public enum DeploymentInitializer {
         }
         await context.runCleanups()
         let final = context.currentConfiguration
+        if let party = options.party {
+            try PartyManifest(party: party, requests: context.partyRequests).write(to: directory)
+            trace(
+                "party: \(directory.path)/\(PartyManifest.fileName) (\(party), \(context.partyRequests.count) requests)"
+            )
+        }
         do {
             try directory.writeConfiguration(final)
         } catch {
@@ -158,7 +184,10 @@ public enum DeploymentInitializer {
     /// nothing else the directory holds.
     static func clear(_ directory: DeploymentDirectory) throws(ServicesError) {
         let manager = FileManager.default
-        var doomed: [String] = [directory.configurationPath]
+        var doomed: [String] = [
+            directory.configurationPath, "\(directory.path)/\(PartyManifest.fileName)",
+            "\(directory.path)/\(PeerAddresses.fileName)",
+        ]
         for folder in [directory.pkiPath, directory.runPath] {
             let names = (try? manager.contentsOfDirectory(atPath: folder)) ?? []
             doomed += names.map { "\(folder)/\($0)" }

@@ -175,6 +175,16 @@ public enum DeploymentPKI {
         }
     }
 
+    /// The roots a client of `directory` trusts (``OrchardRuntime/DeploymentDirectory/trustedRootsPEM()``): its
+    /// own root, then the other parties' roots it imported.
+    public static func trustedRoots(in directory: DeploymentDirectory) throws(ServicesError) -> [Certificate] {
+        do {
+            return try Certificate.certificates(fromPEM: try directory.trustedRootsPEM())
+        } catch {
+            throw ServicesError(.pkiFailure, "cannot read the trusted roots", underlying: error)
+        }
+    }
+
     /// The first certificate of `pki/<name>.pem`.
     public static func readCertificate(
         named name: String, from directory: DeploymentDirectory

@@ -61,13 +61,16 @@ public final class InitializationContext: @unchecked Sendable {
     private var acquirerOnboarding: (any AcquirerOnboarding)?
     private var webDomains: (any WebDomainOnboarding)?
     private var facts: [String: String] = [:]
+    private var requests: [PartyRequest] = []
     private var cleanups: [@Sendable () async -> Void] = []
     private let traceSink: @Sendable (String) -> Void
 
     init(
         directory: DeploymentDirectory, rootCA: CertificateAuthority, configuration: Configuration,
-        clock: any WallClock, random: any RandomSource, trace: @escaping @Sendable (String) -> Void
+        clock: any WallClock, random: any RandomSource, party: DeploymentParty? = nil,
+        trace: @escaping @Sendable (String) -> Void
     ) {
+        self.party = party
         self.directory = directory
         self.rootCA = rootCA
         self.configuration = configuration
@@ -75,6 +78,18 @@ public final class InitializationContext: @unchecked Sendable {
         self.random = random
         self.traceSink = trace
     }
+
+    /// The party this directory holds alone (`orchard init --party`), or nil for a directory of every party. A
+    /// party's step then asks the other parties for what their steps would provide in one directory
+    /// (``request(_:)``), and the root CA is the party's own.
+    public let party: DeploymentParty?
+
+    /// Asks another party for certificates or onboarding: written to `party.json`, carried by the party's bundle,
+    /// answered by the other party's `orchard pki import`.
+    public func request(_ request: PartyRequest) { lock.withLock { requests.append(request) } }
+
+    /// The requests made so far.
+    public var partyRequests: [PartyRequest] { lock.withLock { requests } }
 
     /// The configuration so far (written to `config.json` once every step succeeded).
     public var currentConfiguration: Configuration { lock.withLock { configuration } }

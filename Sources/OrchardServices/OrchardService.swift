@@ -32,9 +32,14 @@ public protocol OrchardService: Sendable {
     func build(
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
     ) async throws -> any ServiceInstance
+
+    /// Answers another party's request at `orchard pki import` (a party deployed on its own): onboards the
+    /// requester and issues certificates from its signing requests. Nil when the request is not for this service.
+    func answer(_ request: PartyRequest, context: PartyRequestContext) async throws -> [PartyIssued]?
 }
 
 extension OrchardService {
+    public func answer(_ request: PartyRequest, context: PartyRequestContext) async throws -> [PartyIssued]? { nil }
     public var configurationKeys: [AnyConfigurationKey] { [] }
     public var additionalPorts: [ConfigurationKey<Int>] { [] }
     public var hostNames: [ServiceHostName] { [] }

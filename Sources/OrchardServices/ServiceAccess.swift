@@ -37,25 +37,70 @@ public enum ServiceAccess {
         random: any RandomSource
     ) throws(ServicesError) -> Certificate {
         let key = try DeploymentPKI.newSigningKey()
+        let certificate = try issueClientCertificate(
+            for: CertificatePublicKey(key.publicKey), role: role, commonName: commonName, identity: identity, by: root,
+            clock: clock, random: random)
+        try DeploymentPKI.writeSigningKey(key, named: name, to: directory)
+        try DeploymentPKI.writeCertificates([certificate], named: name, to: directory)
+        return certificate
+    }
+
+    /// The client certificate of ``issueClientIdentity(named:role:commonName:identity:by:to:clock:random:)`` for a
+    /// key held elsewhere: another party's, from its signing request (`orchard pki import`). The subject is the one
+    /// this side decides (role, common name, caller), never the request's.
+    public static func issueClientCertificate(
+        for publicKey: CertificatePublicKey, role: ServiceRole, commonName: String, identity: CallerIdentity? = nil,
+        by root: CertificateAuthority, clock: any WallClock, random: any RandomSource
+    ) throws(ServicesError) -> Certificate {
         let now = clock.now()
         var subject: [DistinguishedName.Attribute] = [
             .organization("Orchard"), .organizationalUnit(role.rawValue), .commonName(commonName),
         ]
         if let identity { subject.append(.userID(identity.subjectUserID)) }
         do {
-            let certificate = try Certificate.issue(
-                subject: DistinguishedName(subject),
-                publicKey: CertificatePublicKey(key.publicKey), issuer: root.issuer,
+            return try Certificate.issue(
+                subject: DistinguishedName(subject), publicKey: publicKey, issuer: root.issuer,
                 notValidBefore: now.addingTimeInterval(-300),
                 notValidAfter: now.addingTimeInterval(DeploymentPKI.leafLifetime),
                 extensions: [
                     .basicConstraints(isCA: false), .keyUsage([.digitalSignature]), .extendedKeyUsage([.clientAuth]),
                 ], random: random)
-            try DeploymentPKI.writeSigningKey(key, named: name, to: directory)
-            try DeploymentPKI.writeCertificates([certificate], named: name, to: directory)
-            return certificate
         } catch {
-            throw ServicesError(.pkiFailure, "cannot issue the client certificate \(name)", underlying: error)
+            throw ServicesError(.pkiFailure, "cannot issue the client certificate of \(commonName)", underlying: error)
+        }
+    }
+
+    /// The signing request `name` of `request`, parsed and its self-signature checked.
+    public static func signingRequest(
+        named name: String, in request: PartyRequest
+    ) throws(ServicesError)
+        -> CertificateSigningRequest
+    {
+        guard let pem = request.signingRequests[name] else {
+            throw ServicesError(.invalidBundle, "the \(request.kind) request carries no signing request \(name)")
+        }
+        let parsed: CertificateSigningRequest
+        do {
+            parsed = try CertificateSigningRequest(pemEncoded: pem)
+        } catch {
+            throw ServicesError(.invalidBundle, "the signing request \(name) is not one: \(error)")
+        }
+        guard parsed.isSignatureValid else {
+            throw ServicesError(.invalidBundle, "the signing request \(name) is not signed by its key")
+        }
+        return parsed
+    }
+
+    /// A P-256 signing request for `key` (subject `CN=commonName`), for a ``PartyRequest``.
+    public static func signingRequestPEM(
+        for key: P256.Signing.PrivateKey, commonName: String
+    ) throws(ServicesError) -> String {
+        do {
+            return try CertificateSigningRequest.create(
+                subject: DistinguishedName([.commonName(commonName)]), key: CertificatePrivateKey(key)
+            ).pemRepresentation
+        } catch {
+            throw ServicesError(.pkiFailure, "cannot make the signing request of \(commonName)", underlying: error)
         }
     }
 

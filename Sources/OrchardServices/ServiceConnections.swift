@@ -13,7 +13,8 @@ public final class ServiceConnections: Sendable {
     public let endpoints: [ServiceName: ServiceEndpoint]
     /// The services this process started (the rest were already running elsewhere).
     public let startedInProcess: [ServiceName]
-    /// The Orchard root CA (PEM), the only root a client of these services trusts.
+    /// The Orchard root CA (PEM), the only root a client of these services trusts; for a party deployed on its own,
+    /// its root first, then the other parties' roots it imported.
     public let rootCertificatePEM: String
     private let host: ServiceHost?
 
@@ -35,6 +36,8 @@ public final class ServiceConnections: Sendable {
         _ = try registry.loadConfiguration(from: directory, environment: environment.variables)
         var endpoints: [ServiceName: ServiceEndpoint] = [:]
         var missing: [ServiceName] = []
+        let party = try PartyManifest.read(from: directory)?.party
+        let peers = PeerAddresses.read(from: directory)
         for name in names {
             _ = try registry.service(named: name.rawValue)
             let record: ServiceRecord?
@@ -45,6 +48,15 @@ public final class ServiceConnections: Sendable {
             }
             if let record {
                 endpoints[name] = ServiceEndpoint(host: record.host, port: record.port, ports: record.ports)
+            } else if let party, !party.services.contains(name) {
+                // A party deployed on its own starts only its own services; the others are peers.
+                guard let peer = peers.endpoint(of: name) else {
+                    throw ServicesError(
+                        .notReady,
+                        "\(name) is another party's service and \(directory) knows no address for it: import that "
+                            + "party's bundle (`orchard pki import`)")
+                }
+                endpoints[name] = peer
             } else {
                 missing.append(name)
             }
@@ -59,7 +71,7 @@ public final class ServiceConnections: Sendable {
         }
         let root: String
         do {
-            root = try directory.readCertificate(named: PKIFiles.rootCA)
+            root = try directory.trustedRootsPEM()
         } catch {
             await host?.stop()
             throw ServicesError(.pkiFailure, "cannot read the Orchard root CA", underlying: error)

@@ -3,7 +3,8 @@ import Synchronization
 
 /// How one service finds another of the same deployment at call time: a service started in the same process
 /// first (``ServiceHost`` registers each one as it starts, since an in-process service publishes no run
-/// record), else the live run record `DIR/run/<service>.json` of an `orchard serve` or `orchard up` process.
+/// record), else the live run record `DIR/run/<service>.json` of an `orchard serve` or `orchard up` process, else
+/// the address of another party's service from its imported bundle (`DIR/peers.json`, a party deployed on its own).
 ///
 /// Shared by every copy of a ``ServiceEnvironment``; looked up per call, so a peer started or restarted later
 /// is found.
@@ -22,11 +23,14 @@ public final class ServicePeers: Sendable {
         _ = started.withLock { $0.removeValue(forKey: name) }
     }
 
-    /// Where `name` listens for `directory`, or nil when it runs nowhere.
+    /// Where `name` listens for `directory`, or nil when it runs nowhere: in this process, else its run record in
+    /// DIR, else (a party deployed on its own) the address another party's imported bundle gave (`peers.json`).
     public func endpoint(of name: ServiceName, in directory: DeploymentDirectory) -> ServiceEndpoint? {
         if let local = started.withLock({ $0[name] }) { return local }
-        guard let record = try? directory.runningService(name) else { return nil }
-        return ServiceEndpoint(host: record.host, port: record.port, ports: record.ports)
+        if let record = try? directory.runningService(name) {
+            return ServiceEndpoint(host: record.host, port: record.port, ports: record.ports)
+        }
+        return PeerAddresses.read(from: directory).endpoint(of: name)
     }
 
     /// `https://host:port` of `name`'s main port, or nil when it runs nowhere.
@@ -44,6 +48,7 @@ public final class ServicePeers: Sendable {
             let url = ServiceEndpoint(host: record.host, port: record.port, ports: record.ports).baseURL
             if !urls.contains(url) { urls.append(url) }
         }
+        if urls.isEmpty, let peer = PeerAddresses.read(from: directory).endpoint(of: name) { urls.append(peer.baseURL) }
         return urls
     }
 }

@@ -7,7 +7,7 @@ public struct ServicesError: Error, Hashable, CustomStringConvertible, Sendable 
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case directoryNotEmpty, alreadyInitialized, servicesRunning, notInitialized, unknownService
-            case invalidConfiguration, pkiFailure, storeFailure, startFailed, notReady, internalFailure
+            case invalidConfiguration, pkiFailure, storeFailure, startFailed, notReady, internalFailure, invalidBundle
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -34,6 +34,9 @@ public struct ServicesError: Error, Hashable, CustomStringConvertible, Sendable 
         public static let notReady = Code(.notReady)
         /// Something failed that the input does not explain.
         public static let internalFailure = Code(.internalFailure)
+        /// A party bundle (`orchard pki import`) is malformed, of another version, the importer's own, or carries a
+        /// certificate that does not check; nothing was changed.
+        public static let invalidBundle = Code(.invalidBundle)
 
         public var description: String { base.rawValue }
     }

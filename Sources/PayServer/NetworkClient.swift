@@ -17,7 +17,8 @@ final class NetworkClient: Sendable {
     private let peers: ServicePeers
 
     init(directory: DeploymentDirectory, peers: ServicePeers) throws {
-        let root = try directory.readCertificate(named: PKIFiles.rootCA)
+        // The network's root: the deployment's own, or the network party's imported one (`orchard pki import`).
+        let root = try directory.trustedRootsPEM()
         let chain = try directory.readCertificate(named: PayService.Files.client)
         let key = try directory.readPrivateKey(named: PayService.Files.client)
         client = try HTTPClient(

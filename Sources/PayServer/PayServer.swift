@@ -80,7 +80,10 @@ public final class PayServer: Sendable {
         let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
         let files = try AssociationFiles(tokenSigning: tokenSigning, clock: environment.wallClock)
         let validator = DomainValidator(
-            hostNames: configuration.hostNames, trustedRootsPEM: root.pemRepresentation, files: files)
+            // A Pay side deployed on its own also reaches the host names of the parties it imported (the merchant's
+            // store.orchard.test), whose sites chain to their imported roots.
+            hostNames: PeerAddresses.read(from: directory).hostNames.merging(configuration.hostNames) { $1 },
+            trustedRootsPEM: try directory.trustedRootsPEM(), files: files)
         let store = try PayStore.open(in: directory, configuration: configuration)
         do {
             let devices = DeviceRegistry(store: store, deviceCA: deviceCA, clock: environment.wallClock)

@@ -1,3 +1,4 @@
+import AccessPolicy
 import Foundation
 import OrchardCrypto
 public import OrchardRuntime
@@ -70,11 +71,26 @@ public struct PayService: OrchardService {
         try merchantCA.write(named: Files.merchantCA, to: directory)
         context.trace("pay: merchant CA pki/\(Files.merchantCA).pem (issued by the root)")
 
-        try ServiceAccess.issueClientIdentity(
-            named: Files.client, role: .tokenRequestor, commonName: PayServer.tokenRequestorID, by: context.rootCA,
-            to: directory,
-            clock: context.clock, random: context.random)
-        context.trace("pay: client certificate pki/\(Files.client).pem (token requestor) for calls to the network")
+        if context.party == .pay {
+            // Deployed on its own: the network issues the token requestor's certificate from this request.
+            let key = try DeploymentPKI.newSigningKey()
+            try DeploymentPKI.writeSigningKey(key, named: Files.client, to: directory)
+            context.request(
+                PartyRequest(
+                    from: .pay, to: .network, kind: PartyRequest.Kind.tokenRequestor,
+                    signingRequests: [
+                        Files.client: try ServiceAccess.signingRequestPEM(
+                            for: key, commonName: PayServer.tokenRequestorID)
+                    ]))
+            context.trace(
+                "pay: key pki/\(Files.client).key; its certificate (token requestor \(PayServer.tokenRequestorID)) "
+                    + "comes from the network's answer to pay's bundle")
+        } else {
+            try ServiceAccess.issueClientIdentity(
+                named: Files.client, role: .tokenRequestor, commonName: PayServer.tokenRequestorID,
+                by: context.rootCA, to: directory, clock: context.clock, random: context.random)
+            context.trace("pay: client certificate pki/\(Files.client).pem (token requestor) for calls to the network")
+        }
 
         let store = try PayStore.open(in: directory, configuration: context.currentConfiguration)
         context.atEnd { await store.close() }
@@ -99,6 +115,61 @@ public struct PayService: OrchardService {
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
     ) async throws -> any ServiceInstance {
         try await PayServer.build(configuration: configuration, directory: directory, environment: environment)
+    }
+
+    /// Answers the merchant party's request (`orchard pki import` of its bundle): registers the merchant, issues
+    /// its payment processing and identity certificates from its signing requests with the merchant CA (the same
+    /// checks as in one directory: the subject UID must be the merchant ID, the identity key RSA-2048), and
+    /// entitles its app.
+    public func answer(_ request: PartyRequest, context: PartyRequestContext) async throws -> [PartyIssued]? {
+        guard request.to == .pay, request.kind == PartyRequest.Kind.merchant else { return nil }
+        guard request.from == .merchant, let merchantID = request.merchantIdentifier,
+            let displayName = request.displayName
+        else {
+            throw ServicesError(.invalidBundle, "a merchant request names the merchant ID and its display name")
+        }
+        let processingRequest = try ServiceAccess.signingRequest(
+            named: PartyRequest.Keys.merchantProcessing, in: request)
+        let identityRequest = try ServiceAccess.signingRequest(named: PartyRequest.Keys.merchantIdentity, in: request)
+        let merchantCA = try CertificateAuthority.load(named: Files.merchantCA, from: context.directory)
+        let store = try PayStore.open(in: context.directory, configuration: context.configuration)
+        do {
+            let registry = MerchantRegistry(
+                store: store, authority: merchantCA, clock: context.clock, random: context.random)
+            try await registry.registerMerchant(identifier: merchantID, displayName: displayName)
+            let processing = try await registry.issuePaymentProcessingCertificate(
+                for: processingRequest, merchantIdentifier: merchantID)
+            let identity = try await registry.issueMerchantIdentityCertificate(
+                for: identityRequest, merchantIdentifier: merchantID)
+            if let application = request.applicationIdentifier {
+                try await registry.entitle(application: application, merchantIdentifiers: [merchantID])
+            }
+            await store.close()
+            var issued = [
+                PartyIssued(
+                    to: .merchant, name: PartyRequest.Keys.merchantProcessing,
+                    certificates: processing.map(\.pemRepresentation)),
+                PartyIssued(
+                    to: .merchant, name: PartyRequest.Keys.merchantIdentity,
+                    certificates: identity.map(\.pemRepresentation)),
+            ]
+            // Its portal login (role merchant-portal, UID merchant:<ID>), from this side's root, which the web
+            // merchant routes check.
+            let portal = MerchantPortal.fileName(for: merchantID)
+            if request.signingRequests[portal] != nil {
+                let portalRequest = try ServiceAccess.signingRequest(named: portal, in: request)
+                let certificate = try ServiceAccess.issueClientCertificate(
+                    for: portalRequest.publicKey, role: ServiceRole(WebMerchantAPI.portalRole), commonName: merchantID,
+                    identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: merchantID),
+                    by: context.rootCA, clock: context.clock, random: context.random)
+                issued.append(PartyIssued(to: .merchant, name: portal, certificates: [certificate.pemRepresentation]))
+            }
+            context.trace("pay: registered \(merchantID); processing, identity and portal certificates issued")
+            return issued
+        } catch {
+            await store.close()
+            throw error
+        }
     }
 
     /// Writes the three levels, keys 0600, as ``Files``.

@@ -19,7 +19,38 @@ import WebMerchantAPI
 enum BrowserCommands {
     static let command = Command(
         name: "browser", summary: "Set up a browser (Chromium) to use the deployment's websites and a device's agent.",
-        subcommands: [setup, open])
+        subcommands: [setup, open, buy])
+
+    static let buy = Command(
+        name: "buy",
+        summary: "Buy Tea (4.50 USD) at store.orchard.test from a device without a browser, as the demo's web row.",
+        discussion: """
+            Makes the calls a browser on the device and its browser agent would: the store's merchant session (its
+            server asks the Pay server's gateway with its identity certificate), the device's check of the session,
+            the payment sheet (the device's own authentication), the token posted to the store, the charge. Uses the
+            services running for DIR, and the other parties' at their imported addresses for a Pay side deployed on
+            its own (docs/deployment.md, "Each party on its own"). The device must not run in its own process
+            (`orchard device run`) meanwhile. Prints the payment's row as JSON.
+            """,
+        options: [buyDeviceOption]
+    ) { arguments, context in
+        let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let connections = try await DeploymentCommands.connect(
+            [.network, .pay, .merchant], of: deployment, context: context)
+        do {
+            let device = try await Device.open(in: deployment, name: arguments[buyDeviceOption])
+            let row = try await DemoWeb.run(
+                deployment: deployment, connections: connections, device: device, trace: { context.trace($0) })
+            await connections.close()
+            try context.outputJSON(row)
+        } catch {
+            await connections.close()
+            throw error
+        }
+    }
+
+    static let buyDeviceOption = Option.text(
+        "device", "NAME", default: "demo-phone", help: "The device that pays (opened in this process).")
 
     static let deviceOption = Option.required(
         "device", "NAME", help: "The device whose browser agent (orchard device run) the browser uses.")

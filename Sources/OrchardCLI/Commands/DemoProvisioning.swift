@@ -34,7 +34,10 @@ enum DemoProvisioning {
         deployment: DeploymentDirectory, connections: ServiceConnections, trace: @escaping @Sendable (String) -> Void,
         only: Set<String>? = nil, specs: [(name: String, kind: DeviceKind, biometry: Biometry)] = devices
     ) async throws -> (rows: [Row], devices: [String: Device]) {
-        let root = try Certificate(pemEncoded: connections.rootCertificatePEM)
+        // The token service's provisioning certificate chains to the network's root: the deployment's own, or the
+        // network party's imported one when the devices live in a Pay side deployed on its own.
+        let root = try Certificate(
+            pemEncoded: try deployment.rootCertificate(ofParty: DeploymentParty.network.rawValue))
         let account = "demo"
         var rows: [Row] = []
         var opened: [String: Device] = [:]

@@ -23,6 +23,28 @@ enum DeploymentCommands {
         }
     }
 
+    /// The registry of the services `directory` runs: the party's own (`init --party`), else every service.
+    static func registry(for directory: DeploymentDirectory) throws(CLIError) -> ServiceRegistry {
+        let all = try registry()
+        let party: DeploymentParty?
+        do {
+            party = try PartyManifest.read(from: directory)?.party
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        guard let party else { return all }
+        return try registry(of: party, from: all)
+    }
+
+    /// `all`'s services of `party`.
+    static func registry(of party: DeploymentParty, from all: ServiceRegistry) throws(CLIError) -> ServiceRegistry {
+        do {
+            return try ServiceRegistry(all.services.filter { party.services.contains($0.name) })
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+    }
+
     /// The services `names` of `deployment` for one command, as the process contract says: the running ones, the
     /// others started in this process (stopped with the returned connections).
     static func connect(
@@ -49,19 +71,26 @@ enum DeploymentCommands {
             dev.orchard.demo-app entitled for it, and free ports (or --base-port N, N+1, ...) in config.json.
             Keys are written 0600 and DIR is 0700. Prints a JSON summary on stdout.
 
+            --party pay|network|merchant makes one party's directory only: its services, a root CA of its own
+            (the Pay side also the device CA), its keys, config.json, and party.json with what it asks of the
+            other parties (certificate signing requests, onboarding). Certificates then travel as files:
+            `orchard pki export` and `orchard pki import` (docs/deployment.md, "Each party on its own"). The store
+            (store.orchard.test) is the merchant's website, a listener of the merchant service: --party merchant.
+
             --database postgresql://USER@HOST:PORT/DB keeps the server parties' state (pay, network with its
             issuer and acquirer, merchant; one schema each) in that PostgreSQL database instead of SQLite files
             in DIR; --database pay=URL (repeatable) sets one service's database. The URL never holds a password:
             --pgpass FILE copies a libpq password file into each such service's key folder (pki/<service>/pgpass).
             """,
-        options: [forceOption, basePortOption, databaseOption, pgpassOption]
+        options: [forceOption, basePortOption, databaseOption, pgpassOption, partyOption]
     ) { arguments, context in
         let directory = DeploymentDirectory(path: context.dataDirectory.path)
         let summary = try await initialize(
             directory,
             options: .init(
                 force: arguments[forceOption], basePort: arguments[basePortOption],
-                databases: try databases(arguments[databaseOption]), passfile: arguments[pgpassOption]),
+                databases: try databases(arguments[databaseOption]), passfile: arguments[pgpassOption],
+                party: arguments[partyOption]),
             context: context)
         try context.outputJSON(summary)
     }
@@ -92,6 +121,16 @@ enum DeploymentCommands {
         return databases
     }
 
+    static let partyOption: Option<DeploymentParty?> = .optional(
+        "party", "pay|network|merchant", help: "Make one party's directory only (its keys and configuration)."
+    ) { text throws(CLIError) in
+        do throws(ServicesError) {
+            return try DeploymentParty.parse(text)
+        } catch {
+            throw CLIError.usage("--party: \(error.message)")
+        }
+    }
+
     static let forceOption = Option.flag("force", help: "Replace what DIR holds (its keys and databases are lost).")
     static let basePortOption: Option<Int?> = .integer(
         "base-port", range: 1...65535, help: "Give the services fixed ports N, N+1, ... instead of free ones.")
@@ -100,9 +139,10 @@ enum DeploymentCommands {
     static func initialize(
         _ directory: DeploymentDirectory, options: DeploymentInitializer.Options, context: CommandContext
     ) async throws -> DeploymentInitializer.Summary {
-        let registry = try registry()
+        var registry = try registry()
+        if let party = options.party { registry = try self.registry(of: party, from: registry) }
         do {
-            context.trace("initialising \(directory)")
+            context.trace("initialising \(directory)\(options.party.map { " (the \($0) party alone)" } ?? "")")
             return try await DeploymentInitializer.initialize(
                 directory, registry: registry, options: options, trace: { context.trace("  " + $0) })
         } catch {
@@ -137,6 +177,11 @@ enum DeploymentCommands {
             throw CLIError.usage(error.message)
         }
         let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        guard try DeploymentCommands.registry(for: directory).names.contains(service.name) else {
+            throw CLIError.usage(
+                "\(directory) holds another party alone (party.json), which does not run \(service.name): serve it "
+                    + "from its own party's directory")
+        }
         try await host(
             [service.name], directory: directory, registry: registry, context: context,
             instance: arguments[instanceOption])
@@ -155,10 +200,12 @@ enum DeploymentCommands {
             SIGTERM or SIGINT stops them all gracefully. Prints the run records as JSON on stdout once all listen.
             """
     ) { _, context in
-        let registry = try registry()
         let directory = DeploymentDirectory(path: context.dataDirectory.path)
         try await initializeIfEmpty(directory, context: context)
-        try await host(registry.names, directory: directory, registry: registry, context: context)
+        // A party's directory runs the party's services; the registry keeps every service (peers are resolved by
+        // name).
+        let names = try registry(for: directory).names
+        try await host(names, directory: directory, registry: try registry(), context: context)
     }
 
     /// The process contract for `up` and `demo`: a DIR that is missing or empty is initialised; one that
@@ -227,8 +274,8 @@ enum DeploymentCommands {
             /health answer. Exits 1 if a service does not answer 200.
             """
     ) { _, context in
-        let registry = try registry()
         let directory = DeploymentDirectory(path: context.dataDirectory.path)
+        let registry = try registry(for: directory)
         let connections = try await connect(registry.names, of: directory, context: context)
         var report: [String: [String: String]] = [:]
         var failed: [String] = []

@@ -17,7 +17,8 @@ extension DeviceCommands {
         summary: "Add a card to a device's wallet through the Pay server (Check Card, terms, Link and Provision).",
         discussion: """
             The card data is sealed on the device to the token service's key, taken from a certificate the device
-            checks against the Orchard root (root-ca.pem in DIR's pki/); the Pay server relays what it cannot read. A step-up
+            checks against the Orchard root (root-ca.pem in DIR's pki/; a Pay side deployed on its own: the
+            network's root it imported); the Pay server relays what it cannot read. A step-up
             needs the issuer's one-time code: --otp, or a prompt when stdin is a terminal. Without a terminal the
             terms are accepted by running the command (they are printed in the trace). The personalisation is
             installed into the device's Secure Element through its running process, or on its store directly.
@@ -262,6 +263,8 @@ extension DeviceCommands {
 /// (`ServiceConnections`), and a client with the device's identity trusting only the Orchard root.
 struct PaySession {
     let client: PayServerClient
+    /// The root the token service's provisioning certificate must chain to: the deployment's, or the network
+    /// party's imported one (a Pay side deployed on its own).
     let root: Certificate
     let connections: ServiceConnections
 
@@ -274,7 +277,9 @@ struct PaySession {
         do {
             return PaySession(
                 client: try client(device: name, in: deployment, connections: connections),
-                root: try Certificate(pemEncoded: connections.rootCertificatePEM), connections: connections)
+                root: try Certificate(
+                    pemEncoded: try deployment.rootCertificate(ofParty: DeploymentParty.network.rawValue)),
+                connections: connections)
         } catch {
             await connections.close()
             throw error

@@ -130,15 +130,15 @@ enum TerminalCommands {
         summary: "Charge an amount to the phone or watch held to the terminal; prints approved or declined.",
         discussion: """
             The reader switches its field on at the device's antenna (DIR/devices/NAME/nfc.sock, opened by
-            `orchard device run`), waits up to --wait seconds for the user to authenticate on the device, runs the
-            contactless transaction and sends the authorization to the acquirer with the terminal ID and a new STAN
+            `orchard device run`; --antenna SOCKET for a device kept in another directory), waits up to --wait
+            seconds for the user to authenticate on the device, runs the contactless transaction and sends the authorization to the acquirer with the terminal ID and a new STAN
             as idempotency key; without an answer it retries with the same STAN, then sends a reversal. The result
             line is `approved|declined CODE AMOUNT [network masked-DPAN] [approval CODE][: reason]`; the exit
             status is 0 either way (--json prints the result as JSON).
             """,
         options: [
-            terminalOption, amountOption, chargeCurrencyOption, deviceOption, waitOption, attemptsOption,
-            timeoutOption, jsonOption,
+            terminalOption, amountOption, chargeCurrencyOption, deviceOption, antennaOption, waitOption,
+            attemptsOption, timeoutOption, jsonOption,
         ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
@@ -173,6 +173,10 @@ enum TerminalCommands {
         help: "ISO 4217 code (default: the terminal's currency; a terminal with limits charges only in its own).")
     static let deviceOption = Option.optional(
         "device", "NAME", help: "The device held to the reader (default: the only one in range).")
+    static let antennaOption = Option.optional(
+        "antenna", "SOCKET",
+        help: "The NFC antenna socket of a device kept in another directory (the Pay side's, for a merchant deployed "
+            + "on its own): DIR2/devices/NAME/nfc.sock.")
     static let waitOption = Option.integer(
         "wait", "SECONDS", default: 30, range: 0...600, help: "How long to wait for the user to authenticate.")
     static let attemptsOption = Option.integer(
@@ -241,6 +245,7 @@ enum TerminalCommands {
 
     /// The antenna of `--device`, else of the only device in range.
     static func antennaPath(_ arguments: ParsedArguments, _ deployment: DeploymentDirectory) throws -> String {
+        if let socket = arguments[antennaOption] { return socket }
         if let name = arguments[deviceOption] { return NFCAntenna.path(forDevice: name, in: deployment) }
         let inRange = NFCAntenna.devicesInRange(of: deployment)
         switch inRange.count {
@@ -266,10 +271,24 @@ enum TerminalCommands {
                 if !urls.isEmpty { break }
             }
         }
+        // A merchant deployed on its own: the network's address from its imported bundle.
+        if urls.isEmpty, let peer = PeerAddresses.read(from: deployment).endpoint(of: .network) {
+            urls = [peer.baseURL]
+        }
         guard !urls.isEmpty else { return UnconfiguredGateway() }
-        let rootsPath = settings.acquirerRootsPath ?? (try? deployment.certificatePath(named: "root-ca")) ?? ""
-        guard let roots = FileManager.default.contents(atPath: rootsPath) else {
-            throw CLIError.failure("cannot read the acquirer's trusted roots at \(rootsPath)")
+        let roots: Data
+        if let rootsPath = settings.acquirerRootsPath {
+            guard let configured = FileManager.default.contents(atPath: rootsPath) else {
+                throw CLIError.failure("cannot read the acquirer's trusted roots at \(rootsPath)")
+            }
+            roots = configured
+        } else {
+            // The deployment's root, and the network's imported one for a merchant deployed on its own.
+            do {
+                roots = Data(try deployment.trustedRootsPEM().utf8)
+            } catch {
+                throw CLIError.failure("cannot read the acquirer's trusted roots in \(deployment.pkiPath): \(error)")
+            }
         }
         // The terminal's client certificate, when `setup` issued one in this deployment.
         var chain: String?
@@ -287,7 +306,7 @@ enum TerminalCommands {
     }
 
     /// `pki/terminal-<id>-client`: the terminal's TLS client identity for the acquirer.
-    static func clientIdentityName(_ terminalID: String) -> String { "terminal-\(terminalID.lowercased())-client" }
+    static func clientIdentityName(_ terminalID: String) -> String { PartyRequest.Keys.terminalClient(terminalID) }
 
     /// In a deployment with a root CA, issues the terminal's client certificate (role `acquiring`, CN the
     /// terminal ID, UID `terminal:<ID>@<merchant ID>`) the network's acquiring route requires, unless one naming
@@ -299,6 +318,9 @@ enum TerminalCommands {
             kind: CallerIdentity.terminal, identifier: settings.terminalID, owner: settings.merchantID)
         let rootKey = try deployment.privateKeyPath(named: PKIFiles.rootCA)
         guard FileManager.default.fileExists(atPath: rootKey) else { return nil }
+        // A merchant deployed on its own: the network certifies its terminals (`orchard pki import`), never its
+        // own root.
+        guard try PartyManifest.read(from: deployment) == nil else { return nil }
         if FileManager.default.fileExists(atPath: try deployment.certificatePath(named: name)),
             try DeploymentPKI.readCertificate(named: name, from: deployment).subject.userID == identity.subjectUserID
         {
