@@ -9,8 +9,10 @@ import WebMerchantAPI
 /// MerchantKit's ``MerchantSessionTransport`` over libcurl: the merchant identity certificate
 /// (`pki/merchant-identity`) as the TLS client certificate, the Orchard root as the only trust root, and the
 /// deployment's host names (`config.json` `names`) mapped with connect-to, so the gateway is reached by name. The
-/// gateway's name follows the Pay server where it runs (an in-process peer or its run record), which a command
-/// may have started on a free port.
+/// gateway's name follows the Pay server where it runs (an in-process peer, its run records, or an imported peer
+/// address), which a command may have started on a free port. With several Pay server instances the request goes to
+/// the next when one cannot be reached or answers 503: asking again only makes another session, and the unused one
+/// expires.
 final class CurlMerchantSessionTransport: MerchantSessionTransport {
     private let identity: TLSIdentity
     private let rootPEM: String
@@ -27,8 +29,21 @@ final class CurlMerchantSessionTransport: MerchantSessionTransport {
     }
 
     func post(url: URL, body: [UInt8]) async throws -> MerchantSessionResponse {
+        // The gateway's port at each Pay server instance; nil keeps the configured mapping.
+        let instances = peers.endpoints(of: .pay, in: directory).map(\.port)
+        let ports: [Int?] = instances.isEmpty ? [nil] : instances
+        for port in ports.dropLast() {
+            // An instance that failed or answered 503: the next one is asked; the last one's answer stands.
+            if let answer = try? await send(url: url, body: body, gatewayPort: port), answer.status != 503 {
+                return answer
+            }
+        }
+        return try await send(url: url, body: body, gatewayPort: ports.last ?? nil)
+    }
+
+    private func send(url: URL, body: [UInt8], gatewayPort: Int?) async throws -> MerchantSessionResponse {
         var names = hostNames
-        if let pay = peers.endpoint(of: .pay, in: directory) { names[WebMerchantAPI.HostNames.gateway] = pay.port }
+        if let gatewayPort { names[WebMerchantAPI.HostNames.gateway] = gatewayPort }
         let client = try HTTPClient(
             configuration: HTTPClientConfiguration(
                 trustedRootsPEM: rootPEM, clientCertificateChainPEM: identity.certificateChainPEM,

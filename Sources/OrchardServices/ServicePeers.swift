@@ -42,14 +42,21 @@ public final class ServicePeers: Sendable {
     /// record, `orchard serve --instance N` included), for a client that fails over between them; empty when it
     /// runs nowhere.
     public func baseURLs(of name: ServiceName, in directory: DeploymentDirectory) -> [String] {
-        var urls: [String] = []
-        if let local = started.withLock({ $0[name] }) { urls.append(local.baseURL) }
+        endpoints(of: name, in: directory).map(\.baseURL)
+    }
+
+    /// Every instance of `name`, in the order ``baseURLs(of:in:)`` lists them.
+    public func endpoints(of name: ServiceName, in directory: DeploymentDirectory) -> [ServiceEndpoint] {
+        var endpoints: [ServiceEndpoint] = []
+        if let local = started.withLock({ $0[name] }) { endpoints.append(local) }
         for record in directory.runningInstances(of: name) {
-            let url = ServiceEndpoint(host: record.host, port: record.port, ports: record.ports).baseURL
-            if !urls.contains(url) { urls.append(url) }
+            let endpoint = ServiceEndpoint(host: record.host, port: record.port, ports: record.ports)
+            if !endpoints.contains(where: { $0.baseURL == endpoint.baseURL }) { endpoints.append(endpoint) }
         }
-        if urls.isEmpty, let peer = PeerAddresses.read(from: directory).endpoint(of: name) { urls.append(peer.baseURL) }
-        return urls
+        if endpoints.isEmpty, let peer = PeerAddresses.read(from: directory).endpoint(of: name) {
+            endpoints.append(peer)
+        }
+        return endpoints
     }
 }
 
