@@ -394,7 +394,7 @@ let package = Package(
                 "Issuer", "OrchardRuntime", "OrchardCrypto", "OrchardX509",
                 "OrchardStore", "MerchantKit", "PaymentToken", "OrchardCLI", "OrchardHTTP", "OrchardLogging", "Device",
                 "SecureElement", "orchard", "DeviceProcess", "PaymentCredential", "PayClient", "PayAPI",
-                "TokenRequestorAPI", "AccessPolicy", "SQLiteCrashVFS", "MerchantAPI", "WebMerchantAPI",
+                "TokenRequestorAPI", "AccessPolicy", "SQLiteCrashVFS", "MerchantAPI", "WebMerchantAPI", "WebDriverClient",
             ],
             swiftSettings: strict
         ),

@@ -7,6 +7,7 @@ import OrchardServices
 import OrchardX509
 import Testing
 import TokenRequestorAPI
+import WebDriverClient
 
 #if canImport(Glibc)
     import Glibc
@@ -158,6 +159,14 @@ struct PartyProcessTests {
         let web = try await Self.succeed(["browser", "buy", "--device", "demo-phone", "--data-dir", pay])
         let webRow = try #require(try JSONSerialization.jsonObject(with: Data(web.utf8)) as? [String: Any])
         #expect(webRow["result"] as? String == "approved" && webRow["responseCode"] as? String == "00", "\(web)")
+        // And as the demo's row in Chromium: the Mac's page at the merchant's store (under the merchant's root,
+        // imported), orchard-pay.js and the gateway at the Pay side, the card at the network.
+        if Chromium.locate(searchPath: nil) != nil || ProcessInfo.processInfo.environment["CI"] == "true" {
+            let inChromium = try await Self.succeed(["browser", "buy", "--chromium", "--data-dir", pay])
+            let row = try #require(try JSONSerialization.jsonObject(with: Data(inChromium.utf8)) as? [String: Any])
+            #expect(row["result"] as? String == "approved" && row["responseCode"] as? String == "00", "\(inChromium)")
+            #expect(row["device"] as? String == "demo-mac" && row["channel"] as? String == "web")
+        }
 
         // In store, as the demo: the phone (Face ID) and the watch (on the wrist, unlocked, double-click) run in the
         // Pay side's directory with their antennas open; the merchant's terminal T0001, certified by the network from

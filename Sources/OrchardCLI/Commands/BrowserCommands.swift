@@ -30,17 +30,32 @@ enum BrowserCommands {
             the payment sheet (the device's own authentication), the token posted to the store, the charge. Uses the
             services running for DIR, and the other parties' at their imported addresses for a Pay side deployed on
             its own (docs/deployment.md, "Each party on its own"). The device must not run in its own process
-            (`orchard device run`) meanwhile. Prints the payment's row as JSON.
+            (`orchard device run`) meanwhile. With --chromium, the demo's web row in a real browser instead: the
+            demo Mac (made if missing, Touch ID) buys in headless Chromium with its own browser agent; its NSS profile
+            trusts the deployment's root and every imported party root. Prints the payment's row as JSON.
             """,
-        options: [buyDeviceOption]
+        options: [buyDeviceOption, buyChromiumOption]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        var chromium: (browser: String, driver: String)?
+        if arguments[buyChromiumOption] {
+            guard let found = DemoWeb.locateChromium(context.environment) else {
+                throw CLIError.failure("Chromium, chromedriver or certutil was not found: \(Chromium.installHint)")
+            }
+            chromium = found
+        }
         let connections = try await DeploymentCommands.connect(
             [.network, .pay, .merchant], of: deployment, context: context)
         do {
-            let device = try await Device.open(in: deployment, name: arguments[buyDeviceOption])
-            let row = try await DemoWeb.run(
-                deployment: deployment, connections: connections, device: device, trace: { context.trace($0) })
+            let row: DemoInStore.Row
+            if let chromium {
+                row = try await DemoWeb.inChromium(
+                    deployment: deployment, connections: connections, chromium: chromium, context: context)
+            } else {
+                let device = try await Device.open(in: deployment, name: arguments[buyDeviceOption])
+                row = try await DemoWeb.run(
+                    deployment: deployment, connections: connections, device: device, trace: { context.trace($0) })
+            }
             await connections.close()
             try context.outputJSON(row)
         } catch {
@@ -51,6 +66,10 @@ enum BrowserCommands {
 
     static let buyDeviceOption = Option.text(
         "device", "NAME", default: "demo-phone", help: "The device that pays (opened in this process).")
+    static let buyChromiumOption = Option.flag(
+        "chromium",
+        help:
+            "Buy as the demo's web row in Chromium instead: demo-mac (Touch ID) in headless Chromium, --device unused.")
 
     static let deviceOption = Option.required(
         "device", "NAME", help: "The device whose browser agent (orchard device run) the browser uses.")
@@ -198,7 +217,8 @@ enum BrowserCommands {
         let agentPort = try agentPort(of: device, in: deployment)
         let configuration = try DeploymentCommands.registry().loadConfiguration(
             from: deployment, environment: context.environment)
-        var names = configuration.hostNames
+        // A party deployed on its own reaches the other parties' names at their imported addresses.
+        var names = PeerAddresses.read(from: deployment).hostNames.merging(configuration.hostNames) { $1 }
         names[BrowserAgentAPI.host] = agentPort
         return try await chromiumArguments(deployment: deployment, names: names, profile: profile)
     }
@@ -207,7 +227,7 @@ enum BrowserCommands {
     static func chromiumArguments(
         deployment: DeploymentDirectory, names: [String: Int], profile: String
     ) async throws -> [String] {
-        try await writeNSSDatabase(profile: profile, root: try deployment.certificatePath(named: PKIFiles.rootCA))
+        try await writeNSSDatabase(profile: profile, roots: try trustedRootFiles(of: deployment))
         let rules = names.sorted { $0.key < $1.key }.map { "MAP \($0.key):443 127.0.0.1:\($0.value)" }
         var lines = [
             "--host-resolver-rules=" + rules.joined(separator: ","),
@@ -239,8 +259,20 @@ enum BrowserCommands {
         })
     }
 
-    /// `certutil -N` (an empty password) and `certutil -A` of the root, trusted for TLS servers.
-    static func writeNSSDatabase(profile: String, root: String) async throws {
+    /// The roots the deployment's browser trusts for websites: `pki/root-ca.pem`, then every other party's root
+    /// imported into `pki/peers/` (a party deployed on its own: the merchant's store is under the merchant's root).
+    static func trustedRootFiles(of deployment: DeploymentDirectory) throws -> [(nickname: String, path: String)] {
+        var files = [(nickname: "Orchard root", path: try deployment.certificatePath(named: PKIFiles.rootCA))]
+        let folder = deployment.pkiFolderPath("peers")
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+        for name in names where name.hasPrefix("peer-") && name.hasSuffix("-root.pem") {
+            files.append((nickname: "Orchard " + String(name.dropLast(4)), path: folder + "/" + name))
+        }
+        return files
+    }
+
+    /// `certutil -N` (an empty password) and `certutil -A` of each root, trusted for TLS servers.
+    static func writeNSSDatabase(profile: String, roots: [(nickname: String, path: String)]) async throws {
         let database = profile + "/.pki/nssdb"
         do {
             try FileManager.default.createDirectory(
@@ -254,9 +286,11 @@ enum BrowserCommands {
         if !FileManager.default.fileExists(atPath: database + "/cert9.db") {
             try await run(certutil, ["-N", "-d", "sql:" + database, "--empty-password"])
         }
-        // Replaces an earlier root of another deployment under the same nickname.
-        _ = try? await run(certutil, ["-D", "-d", "sql:" + database, "-n", "Orchard root"], quiet: true)
-        try await run(certutil, ["-A", "-d", "sql:" + database, "-n", "Orchard root", "-t", "C,,", "-i", root])
+        for root in roots {
+            // Replaces an earlier root of another deployment under the same nickname.
+            _ = try? await run(certutil, ["-D", "-d", "sql:" + database, "-n", root.nickname], quiet: true)
+            try await run(certutil, ["-A", "-d", "sql:" + database, "-n", root.nickname, "-t", "C,,", "-i", root.path])
+        }
     }
 
     private static func run(_ executable: String, _ arguments: [String], quiet: Bool = false) async throws {
