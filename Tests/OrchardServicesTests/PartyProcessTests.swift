@@ -15,8 +15,9 @@ import WebDriverClient
 
 /// The separate-directories deployment (docs/deployment.md, "Each party on its own") through the built `orchard`
 /// binary: each party initialised alone, bundles exchanged as files, each party's services started from its own
-/// directory, and the demo's payments run through them: in an app, on the web (without a browser), and the phone's
-/// and the watch's taps at the merchant's terminal.
+/// directory, and the demo's payments run through them: in an app, on the web (without a browser, and in Chromium
+/// when it is installed, as CI requires), the phone's and the watch's taps at the merchant's terminal, and the
+/// web-handoff rows.
 @Suite("Each party on its own, as processes", .serialized)
 struct PartyProcessTests {
     static let parties = ["network", "pay", "merchant"]
@@ -27,7 +28,8 @@ struct PartyProcessTests {
     static func succeed(_ arguments: [String]) async throws -> String {
         let result = try await runOrchard(arguments)
         guard result.status == 0 else {
-            throw TestFailure("orchard \(arguments.prefix(3).joined(separator: " ")) failed: \(result.stderr)")
+            throw TestFailure(
+                "orchard \(arguments.prefix(3).joined(separator: " ")) failed: \(result.stderr.suffix(1500))")
         }
         return result.stdout
     }
@@ -203,6 +205,16 @@ struct PartyProcessTests {
             #expect(tap["outcome"] as? String == "approved" && tap["responseCode"] as? String == "00", "\(charged)")
             device.send(SIGTERM)
             #expect(try await device.exitStatus() == 0)
+        }
+
+        // And as the demo's web-handoff rows: a Mac without Touch ID in Chromium, the phone then the watch
+        // authorizing over the Pay side's relay.
+        if Chromium.locate(searchPath: nil) != nil || ProcessInfo.processInfo.environment["CI"] == "true" {
+            let handoff = try await Self.succeed(["browser", "buy", "--handoff", "--data-dir", pay])
+            let rows = try #require(try JSONSerialization.jsonObject(with: Data(handoff.utf8)) as? [[String: Any]])
+            #expect(rows.map { $0["device"] as? String } == ["demo-phone", "demo-watch"], "\(handoff)")
+            #expect(
+                rows.allSatisfy { $0["channel"] as? String == "web-handoff" && $0["result"] as? String == "approved" })
         }
 
         for server in servers { server.send(SIGTERM) }

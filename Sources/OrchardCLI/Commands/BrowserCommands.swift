@@ -8,6 +8,7 @@ import OrchardRuntime
 import OrchardServices
 import OrchardX509
 import PayClient
+import SecureElement
 import WebDriverClient
 import WebMerchantAPI
 
@@ -34,11 +35,11 @@ enum BrowserCommands {
             demo Mac (made if missing, Touch ID) buys in headless Chromium with its own browser agent; its NSS profile
             trusts the deployment's root and every imported party root. Prints the payment's row as JSON.
             """,
-        options: [buyDeviceOption, buyChromiumOption]
+        options: [buyDeviceOption, buyChromiumOption, buyHandoffOption]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         var chromium: (browser: String, driver: String)?
-        if arguments[buyChromiumOption] {
+        if arguments[buyChromiumOption] || arguments[buyHandoffOption] {
             guard let found = DemoWeb.locateChromium(context.environment) else {
                 throw CLIError.failure("Chromium, chromedriver or certutil was not found: \(Chromium.installHint)")
             }
@@ -47,6 +48,23 @@ enum BrowserCommands {
         let connections = try await DeploymentCommands.connect(
             [.network, .pay, .merchant], of: deployment, context: context)
         do {
+            if arguments[buyHandoffOption] {
+                var devices: [String: Device] = [:]
+                for name in ["demo-phone", "demo-watch"] {
+                    devices[name] = try await Device.open(in: deployment, name: name)
+                }
+                if let watch = devices["demo-watch"] {
+                    // As the demo's user does before its watch authorizes: on the wrist, unlocked with its passcode.
+                    try? await watch.secureEnclave.putOnWrist()
+                    _ = try await watch.unlock(.passcode(SecureBytes(Array(DemoWebHandoff.passcode.utf8))))
+                    context.trace("user: puts demo-watch on the wrist and unlocks it with the demo passcode")
+                }
+                let rows = try await DemoWebHandoff.rows(
+                    deployment: deployment, connections: connections, devices: devices, context: context)
+                await connections.close()
+                try context.outputJSON(rows)
+                return
+            }
             let row: DemoInStore.Row
             if let chromium {
                 row = try await DemoWeb.inChromium(
@@ -66,6 +84,10 @@ enum BrowserCommands {
 
     static let buyDeviceOption = Option.text(
         "device", "NAME", default: "demo-phone", help: "The device that pays (opened in this process).")
+    static let buyHandoffOption = Option.flag(
+        "handoff",
+        help: "Buy as the demo's web-handoff rows: a Mac without Touch ID in headless Chromium, demo-phone then "
+            + "demo-watch (put on the wrist, unlocked with the demo passcode 123456) authorizing; prints both rows.")
     static let buyChromiumOption = Option.flag(
         "chromium",
         help:
