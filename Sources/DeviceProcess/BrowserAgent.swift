@@ -139,6 +139,8 @@ private final class AgentState: @unchecked Sendable {
         /// The payment request sent to the chosen device (its ID and the device), and the task waiting for its result.
         var handoffRequest: (id: String, device: String)?
         var handoffTask: Task<Void, Never>?
+        /// The page's version 14 payment type as the page wrote it (a Handoff request carries it to the device).
+        var pageType: BrowserAgentAPI.PaymentType?
         let began = ContinuousClock.now
         init(id: String, frameSecret: String, domain: String, version: Int, request: PaymentRequest) {
             self.id = id
@@ -393,6 +395,7 @@ private final class AgentState: @unchecked Sendable {
         let id = UUID().uuidString.lowercased()
         let session = WebSession(
             id: id, frameSecret: secret, domain: domain, version: begin.version, request: converted)
+        session.pageType = begin.request.paymentType
         let running = await busy()
         let busy = lock.withLock { () -> Bool in
             if running { return true }
@@ -736,9 +739,13 @@ extension AgentState {
             else { return nil }
             session.state = "waiting"
             session.handoffRequest = (requestID, choice.device)
+            // The page's recurring, automatic reload or deferred payment goes too: the device shows it and its
+            // token carries the merchant token.
+            var body = PaymentSheetRequestBody(session.request)
+            WebPaymentTypes.carry(session.pageType, into: &body)
             return HandoffPayment(
                 device: choice.device, card: choice.card, merchantSession: json, domain: session.domain,
-                request: PaymentSheetRequestBody(session.request))
+                request: body)
         }
         guard let payment else { return Self.failure(409, "invalidAction", "the sheet offers no such choice now") }
         trace("agent: \(session.domain)'s payment goes to \(choice.device) (Handoff); its user authorizes there")
