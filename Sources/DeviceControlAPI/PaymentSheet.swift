@@ -42,7 +42,9 @@ public struct PaymentSheetRequestBody: Codable, Sendable, Hashable {
     /// and card. ``init(_:)`` leaves them absent (a ``PaymentRequest``'s `paymentType` is what the sheet shows, not
     /// the request); an app sets one on the body. Absent: the JSON is as before.
     public var recurringPaymentRequest: RecurringPaymentRequestBody?
+    /// PassKit's `automaticReloadPaymentRequest` (see ``recurringPaymentRequest``).
     public var automaticReloadPaymentRequest: AutomaticReloadPaymentRequestBody?
+    /// PassKit's `deferredPaymentRequest` (see ``recurringPaymentRequest``).
     public var deferredPaymentRequest: DeferredPaymentRequestBody?
 
     /// The JSON of `request`.
