@@ -434,7 +434,7 @@ let package = Package(
                 "DeviceTestSupport",
                 "CommandTestSupport", "DeviceProcess", "Device", "SecureElement", "OrchardRuntime", "OrchardCrypto",
                 "DeviceControlAPI", "EMV", "Wallet", "PaymentCredential", "orchard", "OrchardFixtures",
-                "OrchardX509", "RelayAPI",
+                "OrchardX509", "RelayAPI", "BrowserAgentAPI", "AppPayments",
             ],
             swiftSettings: strict
         ),

@@ -37,6 +37,15 @@ public struct PaymentSheetRequestBody: Codable, Sendable, Hashable {
     public let supportsCouponCode: Bool?
     /// The coupon code the sheet starts with (at most 64 characters); absent: none.
     public let couponCode: String?
+    /// Version 14 payment types (PassKit's), at most one per request: a recurring payment, an automatic reload or a
+    /// deferred payment. The sheet shows it and the token's payment data carries the merchant token of the merchant
+    /// and card. ``init(_:)`` leaves them absent (a ``PaymentRequest``'s `paymentType` is what the sheet shows, not
+    /// the request); an app sets one on the body. Absent: the JSON is as before.
+    public var recurringPaymentRequest: RecurringPaymentRequestBody?
+    /// PassKit's `automaticReloadPaymentRequest` (see ``recurringPaymentRequest``).
+    public var automaticReloadPaymentRequest: AutomaticReloadPaymentRequestBody?
+    /// PassKit's `deferredPaymentRequest` (see ``recurringPaymentRequest``).
+    public var deferredPaymentRequest: DeferredPaymentRequestBody?
 
     /// The JSON of `request`.
     public init(_ request: PaymentRequest) {
@@ -86,6 +95,10 @@ public struct PaymentSheetRequestBody: Codable, Sendable, Hashable {
             shippingMethods: shippingMethods)
         request.supportsCouponCode = supportsCouponCode ?? false
         request.couponCode = couponCode
+        switch PaymentTypeCheck.paymentType(self) {
+        case .success(let type): request.paymentType = type
+        case .failure(let error): return .failure(error)
+        }
         return .success(request)
     }
 }

@@ -136,6 +136,11 @@ private final class AgentState: @unchecked Sendable {
         var merchantSessionJSON: String?
         var handoffChoices: [BrowserAgentAPI.HandoffChoice]?
         var handoffPayment: PaymentSheetPayment?
+        /// The payment request sent to the chosen device (its ID and the device), and the task waiting for its result.
+        var handoffRequest: (id: String, device: String)?
+        var handoffTask: Task<Void, Never>?
+        /// The page's version 14 payment type as the page wrote it (a Handoff request carries it to the device).
+        var pageType: BrowserAgentAPI.PaymentType?
         let began = ContinuousClock.now
         init(id: String, frameSecret: String, domain: String, version: Int, request: PaymentRequest) {
             self.id = id
@@ -306,6 +311,7 @@ private final class AgentState: @unchecked Sendable {
             }
             return Self.response(answer)
         case BrowserAgentAPI.Route.abort:
+            await endHandoff(session, "the page aborted its session")
             let sheet = lock.withLock { () -> String? in
                 if session.sheet == nil { session.state = "ended" }
                 return session.sheet
@@ -389,6 +395,7 @@ private final class AgentState: @unchecked Sendable {
         let id = UUID().uuidString.lowercased()
         let session = WebSession(
             id: id, frameSecret: secret, domain: domain, version: begin.version, request: converted)
+        session.pageType = begin.request.paymentType
         let running = await busy()
         let busy = lock.withLock { () -> Bool in
             if running { return true }
@@ -669,13 +676,20 @@ extension AgentState {
         guard let answer = try? Self.decoder.decode(AnswerPaymentSheetEvent.Body.self, from: body),
             answer.sequence == 1, let result = answer.result
         else { return Self.failure(400, "invalidRequest", "the body is the payment's result {sequence, result}") }
-        let done = lock.withLock { () -> Bool in
-            guard session.state == "authorized" else { return false }
+        let done = lock.withLock { () -> (id: String, device: String)?? in
+            guard session.state == "authorized" else { return nil }
             session.state = result.status == "success" ? "completed" : "ended"
             if result.status != "success" { session.failure = "the website did not accept the payment" }
-            return true
+            return .some(session.handoffRequest)
         }
-        guard done else { return Self.failure(409, "invalidAction", "no payment waits for its result") }
+        guard let done else { return Self.failure(409, "invalidAction", "no payment waits for its result") }
+        // The device's sheet waited for the page's verdict: it ends as the page said.
+        if let handoff, let request = done {
+            Task {
+                await handoff.complete(
+                    requestID: request.id, device: request.device, success: result.status == "success")
+            }
+        }
         trace("agent: \(session.domain) completed its Handoff payment: \(result.status)")
         return Self.json(BrowserAgentAPI.SessionState(state: "ended"))
     }
@@ -688,6 +702,7 @@ extension AgentState {
         if route.pattern == BrowserAgentAPI.Route.screenAction {
             switch request.pathParameters["action"] {
             case "cancel":
+                await endHandoff(session, "cancelled")
                 lock.withLock {
                     if ["discovering", "choosing"].contains(session.state) {
                         session.state = "ended"
@@ -716,21 +731,29 @@ extension AgentState {
         guard let handoff,
             let choice = try? Self.decoder.decode(BrowserAgentAPI.HandoffChoice.self, from: body)
         else { return Self.failure(400, "invalidRequest", "the body is one of the sheet's handoff choices") }
+        let requestID = handoff.newRequestID()
         let payment = lock.withLock { () -> HandoffPayment? in
             guard session.state == "choosing", let json = session.merchantSessionJSON,
                 session.handoffChoices?.contains(where: { $0.device == choice.device && $0.card == choice.card })
                     == true
             else { return nil }
             session.state = "waiting"
+            session.handoffRequest = (requestID, choice.device)
+            // The page's recurring, automatic reload or deferred payment goes too: the device shows it and its
+            // token carries the merchant token.
+            var body = PaymentSheetRequestBody(session.request)
+            WebPaymentTypes.carry(session.pageType, into: &body)
             return HandoffPayment(
                 device: choice.device, card: choice.card, merchantSession: json, domain: session.domain,
-                request: PaymentSheetRequestBody(session.request))
+                request: body)
         }
         guard let payment else { return Self.failure(409, "invalidAction", "the sheet offers no such choice now") }
         trace("agent: \(session.domain)'s payment goes to \(choice.device) (Handoff); its user authorizes there")
         let trace = self.trace
-        Task {
-            let answer = await handoff.pay(payment)
+        let timeout = configuration.handlerTimeout
+        let task = Task {
+            // The device's sheet stays up until the page's verdict (or its end).
+            let answer = await handoff.pay(payment, requestID: requestID, awaitsVerdict: true)
             let ended = lock.withLock { () -> Bool in
                 guard session.state == "waiting" else { return true }
                 if answer.outcome == "authorized", let result = answer.payment {
@@ -743,8 +766,36 @@ extension AgentState {
                 return true
             }
             trace("agent: \(choice.device)'s answer: \(ended ? "refused: \(answer.failure ?? "")" : "authorized")")
+            guard !ended else { return }
+            // WebKit's 30-second rule: the page must complete the payment it was handed within the handler timeout;
+            // else the session ends (the page gets oncancel) and the device's sheet is dismissed.
+            Task {
+                try? await Task.sleep(for: timeout)
+                guard lock.withLock({ session.state == "authorized" }) else { return }
+                trace("agent: the page did not complete its Handoff payment in time: the session ends")
+                await self.endHandoff(session, "the page did not complete its payment in time")
+            }
         }
+        lock.withLock { session.handoffTask = task }
         return Self.json(BrowserAgentAPI.SessionState(state: "waiting"))
+    }
+
+    /// The page or the Mac's sheet ended a Handoff payment sent to a device (the page aborted, the sheet was
+    /// cancelled, the page did not complete in time): the session ends, the wait for the device's result stops, and
+    /// the device is told, so its sheet is dismissed and a later authorization there refused.
+    func endHandoff(_ session: WebSession, _ reason: String) async {
+        let ending = lock.withLock { () -> (request: (id: String, device: String), task: Task<Void, Never>?)? in
+            guard ["waiting", "authorized"].contains(session.state), let request = session.handoffRequest else {
+                return nil
+            }
+            session.state = "ended"
+            session.failure = session.failure ?? reason
+            return (request, session.handoffTask)
+        }
+        guard let handoff, let ending else { return }
+        ending.task?.cancel()
+        trace("agent: \(session.domain)'s Handoff payment ended (\(reason)); \(ending.request.device) is told")
+        await handoff.cancel(requestID: ending.request.id, device: ending.request.device, reason: reason)
     }
 }
 

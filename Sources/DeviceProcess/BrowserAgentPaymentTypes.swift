@@ -190,6 +190,43 @@ enum WebPaymentTypes {
                 managementURL: url.absoluteString, billingAgreement: type.billingAgreement))
     }
 
+    /// A page's recurring, automatic reload or deferred payment (checked by ``paymentType(_:currency:)``) as the
+    /// control socket's request carries it (PassKit's names), for the phone or watch that pays for a Mac (Handoff),
+    /// which reads it into the same payment type. Several merchants' tokens are not carried (no merchant token), nor
+    /// `tokenNotificationURL` (checked, not used).
+    static func carry(_ type: BrowserAgentAPI.PaymentType?, into body: inout PaymentSheetRequestBody) {
+        guard let type, let description = type.paymentDescription, let billing = type.billing,
+            let amount = billing.amount, let management = type.managementURL
+        else { return }
+        switch type.kind {
+        case "recurring":
+            func item(_ line: BrowserAgentAPI.LineItem) -> RecurringBillingBody {
+                RecurringBillingBody(
+                    label: line.label, amount: line.amount ?? "0", startDate: line.recurringPaymentStartDate,
+                    endDate: line.recurringPaymentEndDate, intervalUnit: line.recurringPaymentIntervalUnit,
+                    intervalCount: line.recurringPaymentIntervalCount)
+            }
+            body.recurringPaymentRequest = RecurringPaymentRequestBody(
+                paymentDescription: description, regularBilling: item(billing), managementURL: management,
+                trialBilling: type.trialBilling.map(item), billingAgreement: type.billingAgreement)
+        case "automaticReload":
+            guard let threshold = billing.automaticReloadPaymentThresholdAmount else { return }
+            body.automaticReloadPaymentRequest = AutomaticReloadPaymentRequestBody(
+                paymentDescription: description,
+                automaticReloadBilling: AutomaticReloadBillingBody(
+                    label: billing.label, amount: amount, thresholdAmount: threshold),
+                managementURL: management, billingAgreement: type.billingAgreement)
+        case "deferred":
+            guard let date = billing.deferredPaymentDate else { return }
+            body.deferredPaymentRequest = DeferredPaymentRequestBody(
+                paymentDescription: description,
+                deferredBilling: DeferredBillingBody(label: billing.label, amount: amount, deferredDate: date),
+                managementURL: management, billingAgreement: type.billingAgreement)
+        default:
+            return
+        }
+    }
+
     static func isAmount(_ text: String) -> Bool {
         text.count <= 32 && text.wholeMatch(of: /-?[0-9]+(\.[0-9]+)?/) != nil
     }

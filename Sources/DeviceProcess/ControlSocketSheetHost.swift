@@ -1,5 +1,5 @@
 public import AppPayments
-import DeviceControlAPI
+public import DeviceControlAPI
 import Foundation
 
 /// The payment sheet of a running device process, as an app on that device reaches it: over the device's control
@@ -49,9 +49,29 @@ public final class ControlSocketSheetHost: PaymentSheetHost {
     public func present(
         _ request: PaymentRequest, applicationIdentifier: String, delegate: any PaymentAuthorizationControllerDelegate
     ) async throws -> PaymentSheetOutcome {
-        let presented = try await call(
-            PresentPaymentSheet(applicationIdentifier: applicationIdentifier, request: PaymentSheetRequestBody(request))
-        )
+        try await present(
+            PaymentSheetRequestBody(request), request: request, applicationIdentifier: applicationIdentifier,
+            delegate: delegate)
+    }
+
+    /// Presents a request written as the control socket's body, for what a ``PaymentRequest`` does not say: a
+    /// recurring, automatic reload or deferred payment request (PassKit's, ``PaymentSheetRequestBody``'s
+    /// `recurringPaymentRequest`, `automaticReloadPaymentRequest`, `deferredPaymentRequest`). A malformed body is
+    /// `invalidRequest` before anything is sent.
+    public func present(
+        _ body: PaymentSheetRequestBody, applicationIdentifier: String,
+        delegate: any PaymentAuthorizationControllerDelegate
+    ) async throws -> PaymentSheetOutcome {
+        let request = try body.paymentRequest().get()
+        return try await present(
+            body, request: request, applicationIdentifier: applicationIdentifier, delegate: delegate)
+    }
+
+    private func present(
+        _ body: PaymentSheetRequestBody, request: PaymentRequest, applicationIdentifier: String,
+        delegate: any PaymentAuthorizationControllerDelegate
+    ) async throws -> PaymentSheetOutcome {
+        let presented = try await call(PresentPaymentSheet(applicationIdentifier: applicationIdentifier, request: body))
         trace(
             presented.automatic
                 ? "sheet \(presented.id) presented on the device process, which approves it itself (--auto-auth)"

@@ -30,6 +30,7 @@ final class Handoff: Sendable {
     private let random: any RandomSource
     /// How long a Mac waits for the phone's or watch's user.
     private let paymentTimeout: Duration
+    private let trace: @Sendable (String) -> Void
 
     /// - Parameters:
     ///   - sheets: this device's payment sheets (a phone's or watch's Handoff payments are presented there).
@@ -42,10 +43,12 @@ final class Handoff: Sendable {
     ) {
         let radio = RadioMedium(device: device, deployment: deployment, window: window, random: random, trace: trace)
         let offers = Offers()
+        let underWay = PaymentsUnderWay()
         self.radio = radio
         self.device = device
         self.random = random
         paymentTimeout = sheetTimeout + .seconds(10)
+        self.trace = trace
         relay = HandoffRelay(
             device: device, deployment: deployment, random: random, payServer: payServer,
             waitSeconds: relayWaitSeconds,
@@ -57,9 +60,77 @@ final class Handoff: Sendable {
             answerPayment: { requester, request in
                 await Self.pay(
                     request, from: requester,
-                    on: PayingDevice(device: device, radio: radio, offers: offers, sheets: sheets, sessions: sessions),
+                    on: PayingDevice(
+                        device: device, radio: radio, offers: offers, sheets: sheets, sessions: sessions,
+                        underWay: underWay, verdictTimeout: sheetTimeout),
                     trace: trace)
+            },
+            followPayment: { requester, message in
+                await Self.follow(message, from: requester, underWay: underWay, sheets: sheets, trace: trace)
             }, trace: trace)
+    }
+
+    /// The Handoff payments a phone or watch has under way, by requester and request ID: the sheet shown for each and
+    /// what the Mac said of it since (its page ended it, or gave its verdict). A word that comes before the request
+    /// was handled is kept, so the request is refused when it is.
+    final class PaymentsUnderWay: Sendable {
+        enum Word: Sendable, Equatable {
+            case cancelled(String)
+            case completed(success: Bool)
+        }
+        private struct Entry {
+            var sheet: String?
+            var word: Word?
+        }
+        private let entries = Mutex<[String: Entry]>([:])
+
+        static func key(_ requester: String, _ requestID: String) -> String { requester + " " + requestID }
+
+        func begin(_ key: String) {
+            entries.withLock { entries in
+                if entries.count > 1000 { entries.removeAll() }
+                if entries[key] == nil { entries[key] = Entry() }
+            }
+        }
+
+        func end(_ key: String) { _ = entries.withLock { $0.removeValue(forKey: key) } }
+
+        /// Records the sheet shown for `key`; the word said already, if any.
+        func attach(_ sheet: String, to key: String) -> Word? {
+            entries.withLock { entries in
+                entries[key]?.sheet = sheet
+                return entries[key]?.word
+            }
+        }
+
+        func word(_ key: String) -> Word? { entries.withLock { $0[key]?.word } }
+
+        /// Records the Mac's word (the first one counts); the sheet shown for the request, if any.
+        func say(_ word: Word, to key: String) -> String? {
+            entries.withLock { entries in
+                var entry = entries[key] ?? Entry()
+                if entry.word == nil { entry.word = word }
+                entries[key] = entry
+                return entry.sheet
+            }
+        }
+    }
+
+    /// A phone's or watch's side of what a Mac says after its payment request: a cancellation dismisses the sheet
+    /// (without authorizing; a later authorization is refused), a verdict ends the sheet that waits for it.
+    static func follow(
+        _ message: HandoffMessage, from requester: String, underWay: PaymentsUnderWay, sheets: PaymentSheetService?,
+        trace: @Sendable (String) -> Void
+    ) async {
+        guard let requestID = message.requestID else { return }
+        let word: PaymentsUnderWay.Word =
+            message.kind == .paymentCancel
+            ? .cancelled(String((message.refusal ?? "the Mac's page ended the payment").prefix(200)))
+            : .completed(success: message.verdict == "success")
+        let sheet = underWay.say(word, to: PaymentsUnderWay.key(requester, requestID))
+        guard case .cancelled(let reason) = word else { return }
+        trace("handoff: \(requester) ended its payment (\(reason)): this device's sheet is dismissed")
+        if let sheet, let session = await sheets?.session(sheet) { await session.dismiss() }
     }
 
     /// The cards a phone or watch offered, by the random identifier it gave each, per requesting device.
@@ -86,6 +157,9 @@ final class Handoff: Sendable {
         let offers: Offers
         let sheets: PaymentSheetService?
         let sessions: MerchantSessionCheck?
+        let underWay: PaymentsUnderWay
+        /// How long a sheet waits for the Mac's page's verdict after its user authorized.
+        let verdictTimeout: Duration
     }
 
     func start() {
@@ -174,8 +248,11 @@ extension Handoff {
     ) async -> HandoffMessage {
         let device = paying.device
         let kind = device.profile.kind
+        let key = PaymentsUnderWay.key(requester, request.requestID ?? "")
+        paying.underWay.begin(key)
         func refusal(_ reason: String) -> HandoffMessage {
             trace("handoff: \(requester)'s payment refused: \(reason)")
+            paying.underWay.end(key)
             return HandoffMessage(
                 kind: .paymentResult, requestID: request.requestID, deviceKind: kind.rawValue, refusal: reason)
         }
@@ -207,7 +284,11 @@ extension Handoff {
         try? await device.chooseCard(card)
         trace(
             "handoff: \(requester) asks for a payment to \(session.displayName) (\(domain)); the user authorizes here")
-        let delegate = SheetDelegate(radio: paying.radio, requester: requester)
+        if case .cancelled(let reason) = paying.underWay.word(key) { return refusal(reason) }
+        let awaitsVerdict = request.awaitsVerdict == true
+        let delegate = SheetDelegate(
+            radio: paying.radio, requester: requester, underWay: paying.underWay, key: key,
+            verdictTimeout: awaitsVerdict ? paying.verdictTimeout : nil)
         let presented = await sheets.presentHandoff(
             paymentRequest,
             web: WebPaymentContext(
@@ -221,7 +302,25 @@ extension Handoff {
                 .error.message
             return refusal(message ?? "the sheet could not be presented")
         }
-        while await current.ending == nil { try? await Task.sleep(for: .milliseconds(20)) }
+        // The Mac's page may have ended the payment meanwhile: the sheet is dismissed at once.
+        if case .cancelled = paying.underWay.attach(sheet.id, to: key) { await current.dismiss() }
+        let underWay = paying.underWay
+        Task {
+            while await current.ending == nil { try? await Task.sleep(for: .milliseconds(50)) }
+            underWay.end(key)
+        }
+        while await current.ending == nil {
+            // A sheet that waits for the page's verdict sends the payment as soon as its user authorized.
+            if awaitsVerdict, let payment = delegate.payment,
+                let bytes = try? DeviceControlJSON.encoder().encode(PaymentSheetPayment(payment))
+            {
+                trace("handoff: the payment authorized here goes to \(requester); the sheet waits for its page")
+                return HandoffMessage(
+                    kind: .paymentResult, requestID: request.requestID, deviceKind: kind.rawValue,
+                    payment: Array(bytes))
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
         guard case .completed(let result) = await current.ending, result.status == .success,
             let payment = delegate.payment,
             let bytes = try? DeviceControlJSON.encoder().encode(PaymentSheetPayment(payment))
@@ -232,15 +331,30 @@ extension Handoff {
     }
 
     /// The phone's or watch's sheet delegate for a Mac's page: the page's totals stay as requested; at authorization,
-    /// the Mac must still be heard.
+    /// the Mac must still be heard and must not have ended the payment; with a verdict timeout, the sheet then waits
+    /// for the page's verdict (or its end) that long.
     final class SheetDelegate: PaymentAuthorizationControllerDelegate, Sendable {
         let radio: RadioMedium
         let requester: String
+        let underWay: PaymentsUnderWay
+        let key: String
+        let verdictTimeout: Duration?
         private let authorized = Mutex<(payment: Payment?, failure: String?)>((nil, nil))
 
-        init(radio: RadioMedium, requester: String) {
+        init(
+            radio: RadioMedium, requester: String, underWay: PaymentsUnderWay = PaymentsUnderWay(), key: String = "",
+            verdictTimeout: Duration? = nil
+        ) {
             self.radio = radio
             self.requester = requester
+            self.underWay = underWay
+            self.key = key
+            self.verdictTimeout = verdictTimeout
+        }
+
+        private func failing(_ reason: String) -> PaymentAuthorizationResult {
+            authorized.withLock { $0.failure = reason }
+            return PaymentAuthorizationResult(status: .failure, errors: [reason])
         }
 
         var payment: Payment? { authorized.withLock { $0.payment } }
@@ -251,35 +365,75 @@ extension Handoff {
         }
 
         func didAuthorizePayment(_ payment: Payment) async -> PaymentAuthorizationResult {
+            if case .cancelled(let reason) = underWay.word(key) { return failing(reason) }
             guard radio.near().contains(where: { $0.device == requester }) else {
-                let reason = "\(requester) is no longer near this device: the payment is refused"
-                authorized.withLock { $0.failure = reason }
-                return PaymentAuthorizationResult(status: .failure, errors: [reason])
+                return failing("\(requester) is no longer near this device: the payment is refused")
             }
             authorized.withLock { $0.payment = payment }
-            return PaymentAuthorizationResult(status: .success)
+            guard let verdictTimeout else { return PaymentAuthorizationResult(status: .success) }
+            let deadline = ContinuousClock.now + verdictTimeout
+            while ContinuousClock.now < deadline {
+                switch underWay.word(key) {
+                case .completed(success: true): return PaymentAuthorizationResult(status: .success)
+                case .completed(success: false): return failing("the website did not accept the payment")
+                case .cancelled(let reason): return failing(reason)
+                case nil: try? await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            return failing("\(requester)'s page gave no verdict in time")
+        }
+    }
+
+    /// A fresh payment request ID (16 random bytes, hex).
+    func newRequestID() -> String { random.bytes(16).map { String(format: "%02x", $0) }.joined() }
+
+    /// A Mac's page ended the payment `requestID` it asked `device` for: the device dismisses its sheet.
+    func cancel(requestID: String, device: String, reason: String) async {
+        do {
+            try await relay.tell(
+                HandoffMessage(kind: .paymentCancel, requestID: requestID, refusal: reason), to: device)
+        } catch {
+            trace("handoff: the cancellation could not be sent to \(device): \(error)")
+        }
+    }
+
+    /// A Mac's page completed the payment `requestID`: the device's sheet, which waited for it, ends as the page said.
+    func complete(requestID: String, device: String, success: Bool) async {
+        var message = HandoffMessage(kind: .paymentComplete, requestID: requestID)
+        message.verdict = success ? "success" : "failure"
+        do {
+            try await relay.tell(message, to: device)
+        } catch {
+            trace("handoff: the page's verdict could not be sent to \(device): \(error)")
         }
     }
 
     /// A Mac's side: the request to the phone or watch it hears, the result when its user authorized; the device must
-    /// be heard when the request leaves and when the result comes back.
-    func pay(_ request: HandoffPayment) async -> HandoffPaymentAnswer {
+    /// be heard when the request leaves and when the result comes back. With `awaitsVerdict`, the device's sheet
+    /// stays up until ``complete(requestID:device:success:)`` or ``cancel(requestID:device:reason:)``; a cancelled
+    /// task stops waiting.
+    func pay(
+        _ request: HandoffPayment, requestID: String? = nil, awaitsVerdict: Bool = false
+    ) async -> HandoffPaymentAnswer {
         func refusal(_ reason: String) -> HandoffPaymentAnswer {
             HandoffPaymentAnswer(outcome: "refused", payment: nil, failure: reason)
         }
         guard radio.near().contains(where: { $0.device == request.device }) else { return refusal(Self.notFound) }
-        let message: HandoffMessage
+        var message: HandoffMessage
         do {
             message = HandoffMessage(
-                kind: .paymentRequest, requestID: random.bytes(16).map { String(format: "%02x", $0) }.joined(),
-                card: request.card, merchantSession: Array(request.merchantSession.utf8),
+                kind: .paymentRequest, requestID: requestID ?? newRequestID(), card: request.card,
+                merchantSession: Array(request.merchantSession.utf8),
                 paymentRequest: Array(try DeviceControlJSON.encoder().encode(request.request)), domain: request.domain)
+            message.awaitsVerdict = awaitsVerdict ? true : nil
         } catch {
             return refusal("the payment request does not encode")
         }
         let answer: HandoffMessage?
         do {
             answer = try await relay.pay(message, to: request.device, timeout: paymentTimeout)
+        } catch is CancellationError {
+            return refusal("the page ended the payment")
         } catch {
             return refusal("\(request.device) could not be reached: \(error)")
         }

@@ -178,6 +178,13 @@ actor PaymentSheetSession {
         return .success(reply)
     }
 
+    /// The requester ended the payment (a Mac's page, for a Handoff sheet): the sheet is cancelled wherever it waits,
+    /// an automatic one too; its delegate refuses a verdict still awaited.
+    func dismiss() {
+        guard ending == nil else { return }
+        cancel()
+    }
+
     /// The sheet was not completed in time: cancelled wherever it waits (except for the app's verdict on a payment
     /// already authorized).
     func expire() {

@@ -22,6 +22,9 @@ public final class HandoffRelay: Sendable {
     /// Answers a payment request from `requester`: waits for the user, then gives the result to send back.
     public typealias PaymentAnswerer =
         @Sendable (_ requester: String, _ request: HandoffMessage) async -> HandoffMessage
+    /// Takes what a requester says of a payment it asked for after the request (its cancellation, its page's
+    /// verdict).
+    public typealias PaymentFollowUp = @Sendable (_ requester: String, _ message: HandoffMessage) async -> Void
 
     private struct State {
         var sentTo: Set<String> = []
@@ -35,6 +38,7 @@ public final class HandoffRelay: Sendable {
     private let random: any RandomSource
     private let answerDiscovery: DiscoveryAnswerer
     private let answerPayment: PaymentAnswerer
+    private let followPayment: PaymentFollowUp
     private let trace: @Sendable (String) -> Void
     private let payServer: (@Sendable () -> PayServerClient?)?
     private let waitSeconds: Int
@@ -53,8 +57,9 @@ public final class HandoffRelay: Sendable {
         payServer: (@Sendable () -> PayServerClient?)? = nil,
         waitSeconds: Int = PayServerClient.maximumRelayWaitSeconds,
         answerDiscovery: @escaping DiscoveryAnswerer, answerPayment: @escaping PaymentAnswerer,
-        trace: @escaping @Sendable (String) -> Void
+        followPayment: @escaping PaymentFollowUp = { _, _ in }, trace: @escaping @Sendable (String) -> Void
     ) {
+        self.followPayment = followPayment
         self.payServer = payServer
         self.waitSeconds = waitSeconds
         self.device = device
@@ -168,6 +173,10 @@ public final class HandoffRelay: Sendable {
                     trace("handoff relay: the payment's result could not be sent to \(sender): \(error)")
                 }
             }
+        case .paymentCancel, .paymentComplete:
+            guard message.requestID != nil else { return }
+            trace("handoff relay: \(sender) \(message.kind == .paymentCancel ? "cancels" : "completes") its payment")
+            await followPayment(sender, message)
         case .discoveryAnswer, .paymentResult:
             guard let requestID = message.requestID else { return }
             state.withLock { state in
@@ -178,8 +187,14 @@ public final class HandoffRelay: Sendable {
         }
     }
 
+    /// Sends `message` (a payment's cancellation or verdict) to `device`, a trusted device of the account.
+    public func tell(_ message: HandoffMessage, to device: String) async throws {
+        let (_, relay) = try connection()
+        try await send(message, to: device, relay: relay)
+    }
+
     /// Sends a payment request (its ``HandoffMessage/requestID`` set) to `device` and waits up to `timeout` for its
-    /// result; nil when none came in time.
+    /// result; nil when none came in time. A cancelled task stops waiting (CancellationError).
     public func pay(_ request: HandoffMessage, to device: String, timeout: Duration) async throws -> HandoffMessage? {
         guard let requestID = request.requestID else { return nil }
         state.withLock { $0.waiting[requestID] = [:] }

@@ -120,6 +120,13 @@ public struct HandoffMessage: Codable, Sendable, Hashable {
         case paymentRequest = "payment-request"
         /// The phone's or watch's answer: the authorized payment (``payment``), or why not (``refusal``).
         case paymentResult = "payment-result"
+        /// The Mac's page ended the payment (``requestID``; why in ``refusal``): it aborted, the Mac's sheet was
+        /// cancelled, or the page did not complete in time (WebKit's 30-second rule). The phone or watch dismisses
+        /// its sheet and refuses any later authorization of that request.
+        case paymentCancel = "payment-cancel"
+        /// The Mac's page completed the payment (``requestID``, ``verdict``): the phone's or watch's sheet, which
+        /// waited for it (a request with ``awaitsVerdict``), ends as the page said.
+        case paymentComplete = "payment-complete"
     }
 
     public let kind: Kind
@@ -148,6 +155,11 @@ public struct HandoffMessage: Codable, Sendable, Hashable {
     /// For ``Kind/paymentResult``: the authorized payment, as the device control API's JSON (`PaymentSheetPayment`:
     /// the token encrypted to the merchant, the contacts).
     public let payment: [UInt8]?
+    /// For ``Kind/paymentRequest``: true when the Mac's page gives its verdict (``Kind/paymentComplete``) after the
+    /// payment: the phone's or watch's sheet stays up until then (absent: it completes at authorization).
+    public var awaitsVerdict: Bool?
+    /// For ``Kind/paymentComplete``: `success` or `failure`, the page's `completePayment`.
+    public var verdict: String?
 
     public init(
         kind: Kind, advertisingKey: [UInt8]? = nil, requestID: String? = nil, deviceKind: String? = nil,

@@ -63,9 +63,12 @@ struct HandoffBrowserTests {
 
     /// On the Mac without Touch ID: the store, Tea in the cart, the Apple Pay button clicked; the Mac's sheet window
     /// listing the nearby devices.
-    static func startHandoffPurchase(_ browser: WebDriver) async throws -> (store: String, sheet: String) {
+    static func startHandoffPurchase(
+        _ browser: WebDriver, script: String? = nil
+    ) async throws -> (store: String, sheet: String) {
         try await browser.navigate(BrowserPurchaseTests.store)
         try await browser.wait("the Apple Pay button", until: "return document.body.dataset.applePay === 'available';")
+        if let script { _ = try await browser.evaluate(script) }
         try await browser.click("button[data-item=Tea]")
         let storeWindow = try await browser.currentWindow
         let known = try await browser.windowHandles
@@ -143,5 +146,125 @@ struct HandoffBrowserTests {
                 "canMakePayments() with payments on a Mac \(setting)",
                 until: "return document.body.dataset.applePay === '\(setting == "off" ? "unavailable" : "available")';")
         }
+    }
+
+    /// The page's session kept as `window.testSession` (for `abort()`); with `dropAuthorization`, its
+    /// `onpaymentauthorized` only notes the event (`window.testAuthorized`) and never completes the payment.
+    static func keepSession(dropAuthorization: Bool = false) -> String {
+        """
+        const begin = ApplePaySession.prototype.begin;
+        ApplePaySession.prototype.begin = function () {
+            window.testSession = this;
+            \(dropAuthorization ? "this.onpaymentauthorized = function () { window.testAuthorized = true; };" : "")
+            return begin.call(this);
+        };
+        return true;
+        """
+    }
+
+    /// The phone's sheet as `orchard device sheet show` prints it, without blanks.
+    static func phoneSheet(_ sandbox: BrowserSandbox) async throws -> String {
+        let shown = try await orchard([
+            "device", "sheet", "show", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
+        ])
+        return shown.stdout.filter { !$0.isWhitespace }
+    }
+
+    /// Waits until the phone's sheet ended: with `status` (`cancelled`), or any (nil).
+    static func phoneSheetEnds(_ sandbox: BrowserSandbox, _ status: String?) async throws {
+        for _ in 0..<600 {
+            let sheet = try await phoneSheet(sandbox)
+            if let status, sheet.contains(#""status":"\#(status)""#) { return }
+            if status == nil, sheet.contains(#""waitingFor":"nobody""#) { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw BrowserTestFailure("the phone's sheet never ended \(status ?? ""): \(try await phoneSheet(sandbox))")
+    }
+
+    /// The phone's user tries Face ID on its sheet: the exit status.
+    static func authorizeOnPhone(_ sandbox: BrowserSandbox) async throws -> Int32 {
+        try await orchard([
+            "device", "sheet", "authenticate", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
+            "--method", "face-id",
+        ]).status
+    }
+
+    @Test(
+        "Handoff: the page's abort() and the Mac's Cancel while the phone's sheet is up dismiss the phone's sheet without authorizing; a later authorization there is refused; the Mac's Cancel reaches oncancel"
+    )
+    func pageAbortAndMacCancelDismissThePhonesSheet() async throws {
+        let sandbox = try sandbox
+        let mac = BrowserSandbox.handoffMac
+        try await Self.waitUntil(mac, hears: BrowserSandbox.phone, in: sandbox)
+        try await Self.waitUntil(BrowserSandbox.phone, hears: mac, in: sandbox)
+        let browser = try await sandbox.browser(for: mac)
+
+        // The page aborts while the phone's user looks at its sheet.
+        var windows = try await Self.startHandoffPurchase(browser, script: Self.keepSession())
+        try await browser.click("#handoff-\(BrowserSandbox.phone)")
+        try await Self.phoneSheetWaits(sandbox)
+        try await browser.switchTo(windows.store)
+        _ = try await browser.evaluate("window.testSession.abort(); return true;")
+        try await Self.phoneSheetEnds(sandbox, "cancelled")
+        #expect(try await Self.authorizeOnPhone(sandbox) != 0)
+        #expect(sandbox.log(of: BrowserSandbox.phone).contains("handoff: \(mac) ended its payment (the page aborted"))
+        try await browser.switchTo(windows.sheet)
+        try await browser.wait(
+            "the Mac's sheet to end", until: "return document.title.startsWith('Apple Pay: Payment not completed');")
+        try await browser.closeWindow()
+        try await browser.switchTo(windows.store)
+
+        // The Mac's user cancels on the Mac's sheet while the phone's sheet is up.
+        windows = try await Self.startHandoffPurchase(browser)
+        try await browser.click("#handoff-\(BrowserSandbox.phone)")
+        try await browser.wait("the Mac waits", until: "return document.title === 'Apple Pay: Waiting';")
+        try await Self.phoneSheetWaits(sandbox)
+        try await browser.click("#handoff-cancel")
+        try await browser.wait("the Mac's sheet to end", until: "return document.title === 'Apple Pay: Cancelled';")
+        try await Self.phoneSheetEnds(sandbox, "cancelled")
+        #expect(try await Self.authorizeOnPhone(sandbox) != 0)
+        try await browser.closeWindow()
+        try await browser.switchTo(windows.store)
+        try await browser.wait(
+            "oncancel", until: "return document.getElementById('status').textContent === 'Payment cancelled.';")
+        let macLog = sandbox.log(of: mac)
+        #expect(
+            macLog.contains("Handoff payment ended (the page aborted its session); \(BrowserSandbox.phone) is told"))
+        #expect(macLog.contains("Handoff payment ended (cancelled); \(BrowserSandbox.phone) is told"))
+    }
+
+    @Test(
+        "Handoff and the 30-second rule (4 s here): a page that does not complete the phone's payment gets oncancel and the phone's sheet is dismissed without completing"
+    )
+    func handlerTimeoutDismissesThePhonesSheet() async throws {
+        let sandbox = try sandbox
+        let mac = BrowserSandbox.handoffMac
+        try await Self.waitUntil(mac, hears: BrowserSandbox.phone, in: sandbox)
+        try await Self.waitUntil(BrowserSandbox.phone, hears: mac, in: sandbox)
+        let browser = try await sandbox.browser(for: mac)
+        let windows = try await Self.startHandoffPurchase(
+            browser, script: Self.keepSession(dropAuthorization: true))
+        try await browser.click("#handoff-\(BrowserSandbox.phone)")
+        try await Self.phoneSheetWaits(sandbox)
+        let contact = try await orchard([
+            "device", "sheet", "contact", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
+            "--contact-name", "Bob Appleseed", "--email", "bob@example.com", "--phone", "+1 555 0199", "--street",
+            "2 Main St", "--city", "Springfield", "--state", "IL", "--postal-code", "62701", "--country", "US",
+        ])
+        #expect(contact.status == 0, "\(contact.stderr)")
+        // The phone's sheet waits for the page's verdict, which never comes.
+        _ = try await Self.authorizeOnPhone(sandbox)
+        try await Self.phoneSheetEnds(sandbox, nil)
+        #expect(!(try await Self.phoneSheet(sandbox)).contains(#""status":"presented""#))
+        try await browser.wait(
+            "the Mac's sheet to end", seconds: 30,
+            until: "return document.title.startsWith('Apple Pay: Payment not completed');")
+        try await browser.closeWindow()
+        try await browser.switchTo(windows.store)
+        try await browser.wait(
+            "oncancel", until: "return document.getElementById('status').textContent === 'Payment cancelled.';")
+        #expect(try await browser.evaluate("return window.testAuthorized === true;") == "true")
+        #expect(sandbox.log(of: mac).contains("the page did not complete its Handoff payment in time"))
+        #expect(sandbox.log(of: BrowserSandbox.phone).contains("ended its payment (the page did not complete"))
     }
 }

@@ -57,6 +57,17 @@ struct ProximityTests {
             HandoffMessage(kind: .discoveryRequest, requestID: "r1"),
             HandoffMessage(kind: .discoveryAnswer, requestID: "r1", deviceKind: "phone", cards: [card]),
             HandoffMessage(kind: .discoveryAnswer, requestID: "r1", deviceKind: "watch", refusal: "off"),
+            {
+                var request = HandoffMessage(kind: .paymentRequest, requestID: "p1", card: "c1", domain: "d")
+                request.awaitsVerdict = true
+                return request
+            }(),
+            HandoffMessage(kind: .paymentCancel, requestID: "p1", refusal: "the page aborted its session"),
+            {
+                var complete = HandoffMessage(kind: .paymentComplete, requestID: "p1")
+                complete.verdict = "success"
+                return complete
+            }(),
         ]
         let pinned = [
             #"{"advertisingKey":[1,2],"kind":"advertising-key"}"#,
@@ -65,6 +76,9 @@ struct ProximityTests {
                 + #""network":"visa","suffix":"1111","type":"credit"}],"deviceKind":"phone","#
                 + #""kind":"discovery-answer","requestID":"r1"}"#,
             #"{"deviceKind":"watch","kind":"discovery-answer","refusal":"off","requestID":"r1"}"#,
+            #"{"awaitsVerdict":true,"card":"c1","domain":"d","kind":"payment-request","requestID":"p1"}"#,
+            #"{"kind":"payment-cancel","refusal":"the page aborted its session","requestID":"p1"}"#,
+            #"{"kind":"payment-complete","requestID":"p1","verdict":"success"}"#,
         ]
         for (message, json) in zip(messages, pinned) {
             #expect(String(decoding: try encoder.encode(message), as: UTF8.self) == json)

@@ -219,7 +219,9 @@
     function drawHandoff(screen) {
         const status = $("status");
         $("details").hidden = true;
-        $("handoff").hidden = screen.state !== "choosing";
+        // Cancel stays while the chosen device's user decides: the Mac tells the device, whose sheet is dismissed.
+        $("handoff").hidden = screen.state !== "choosing" && screen.state !== "waiting";
+        $("handoff-choices").hidden = screen.state !== "choosing";
         const merchant = (screen.merchantName || "the merchant") + " (" + (screen.domain || "the website") + ")";
         switch (screen.state) {
             case "validating":
