@@ -108,22 +108,23 @@ func withPayServer<T>(
     if case .ownCore(let executable) = placement {
         server = try await PinnedServer.start(.pay, executable: executable, directory: directory)
     }
+    let services: ServiceConnections
     do {
         // With the server running, `connect` finds its run record; otherwise it starts one in this process.
-        let services = try await ServiceConnections.connect([.pay], directory: directory, registry: registry)
-        do {
-            let result = try await body(services, server)
-            await services.close()
-            await server?.stop()
-            return result
-        } catch {
-            await services.close()
-            throw error
-        }
+        services = try await ServiceConnections.connect([.pay], directory: directory, registry: registry)
     } catch {
         await server?.stop()
         throw error
     }
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await body(services, server))
+    } catch {
+        result = .failure(error)
+    }
+    await services.close()
+    await server?.stop()
+    return try result.get()
 }
 
 extension PinnedServer? {

@@ -83,21 +83,20 @@ public final class ServiceConnections: Sendable {
 
     /// `https://host:port` of `name`'s main port (IPv6 hosts in brackets).
     public func baseURL(of name: ServiceName) throws(ServicesError) -> String {
+        try connected(name).baseURL
+    }
+
+    private func connected(_ name: ServiceName) throws(ServicesError) -> ServiceEndpoint {
         guard let endpoint = endpoints[name] else {
             throw ServicesError(.notReady, "\(name) was not among the services connected")
         }
-        return endpoint.baseURL
+        return endpoint
     }
 
     /// `https://host:port` of `name` as connected, then of its further running instances in `directory`
     /// (`orchard serve --instance N`), for a client that fails over between them.
     public func baseURLs(of name: ServiceName, in directory: DeploymentDirectory) throws(ServicesError) -> [String] {
-        var urls = [try baseURL(of: name)]
-        for record in directory.runningInstances(of: name) {
-            let url = ServiceEndpoint(host: record.host, port: record.port).baseURL
-            if !urls.contains(url) { urls.append(url) }
-        }
-        return urls
+        ServiceEndpoint.instances(of: name, in: directory, after: try connected(name)).map(\.baseURL)
     }
 
     /// An HTTPS client that trusts only the Orchard root CA, optionally presenting a client identity (for

@@ -47,14 +47,22 @@ public final class ServicePeers: Sendable {
 
     /// Every instance of `name`, in the order ``baseURLs(of:in:)`` lists them.
     public func endpoints(of name: ServiceName, in directory: DeploymentDirectory) -> [ServiceEndpoint] {
-        var endpoints: [ServiceEndpoint] = []
-        if let local = started.withLock({ $0[name] }) { endpoints.append(local) }
+        let endpoints = ServiceEndpoint.instances(of: name, in: directory, after: started.withLock({ $0[name] }))
+        if endpoints.isEmpty, let peer = PeerAddresses.read(from: directory).endpoint(of: name) { return [peer] }
+        return endpoints
+    }
+}
+
+extension ServiceEndpoint {
+    /// `first` when given, then every live instance of `name` in `directory` (its run records, `orchard serve
+    /// --instance N` included) not already listed: the order a client fails over in.
+    static func instances(
+        of name: ServiceName, in directory: DeploymentDirectory, after first: ServiceEndpoint?
+    ) -> [ServiceEndpoint] {
+        var endpoints = first.map { [$0] } ?? []
         for record in directory.runningInstances(of: name) {
             let endpoint = ServiceEndpoint(host: record.host, port: record.port, ports: record.ports)
             if !endpoints.contains(where: { $0.baseURL == endpoint.baseURL }) { endpoints.append(endpoint) }
-        }
-        if endpoints.isEmpty, let peer = PeerAddresses.read(from: directory).endpoint(of: name) {
-            endpoints.append(peer)
         }
         return endpoints
     }
