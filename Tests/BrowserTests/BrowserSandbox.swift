@@ -146,6 +146,15 @@ final class BrowserSandbox: Sendable {
 
     var dataDirectory: String { path + "/data" }
 
+    /// A genuine merchant session for store.orchard.test, as its JSON (`orchard merchant session`).
+    func merchantSession() async throws -> String {
+        let session = try await orchard([
+            "merchant", "session", "--data-dir", dataDirectory, "--domain", "store.orchard.test",
+        ])
+        try #require(session.status == 0, "\(session.stderr)")
+        return session.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// The device process's log (stdout and stderr).
     func log(of device: String) -> String {
         (try? String(contentsOfFile: path + "/\(device).log", encoding: .utf8)) ?? ""

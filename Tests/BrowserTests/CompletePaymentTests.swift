@@ -13,11 +13,7 @@ extension BrowserPurchaseTests {
     ) async throws -> (store: String, sheet: String) {
         var sessions: [String] = []
         for _ in 0..<(freshSession ? 2 : 1) {
-            let session = try await orchard([
-                "merchant", "session", "--data-dir", sandbox.dataDirectory, "--domain", "store.orchard.test",
-            ])
-            try #require(session.status == 0, "\(session.stderr)")
-            sessions.append(session.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            sessions.append(try await sandbox.merchantSession())
         }
         try await browser.navigate(store)
         try await browser.wait("the Apple Pay button", until: "return document.body.dataset.applePay === 'available';")

@@ -16,6 +16,15 @@ struct HandoffBrowserTests {
         }
     }
 
+    /// The sandbox and the Mac without Touch ID's browser, once the Mac and the phone hear each other.
+    func macBrowserNearThePhone() async throws -> (BrowserSandbox, WebDriver) {
+        let sandbox = try sandbox
+        let mac = BrowserSandbox.handoffMac
+        try await Self.waitUntil(mac, hears: BrowserSandbox.phone, in: sandbox)
+        try await Self.waitUntil(BrowserSandbox.phone, hears: mac, in: sandbox)
+        return (sandbox, try await sandbox.browser(for: mac))
+    }
+
     /// Waits until `device` hears `other` (`orchard device nearby`).
     static func waitUntil(_ device: String, hears other: String, in sandbox: BrowserSandbox) async throws {
         for _ in 0..<600 {
@@ -84,11 +93,7 @@ struct HandoffBrowserTests {
         "A Mac without Touch ID pays in Chromium with its phone near: the sheet lists Pay with iPhone, Face ID on the phone, the token reaches onpaymentauthorized; the phone's cancel reaches oncancel; payments on a Mac off: canMakePayments() false"
     )
     func macWithoutTouchIDPaysWithPhone() async throws {
-        let sandbox = try sandbox
-        let mac = BrowserSandbox.handoffMac
-        try await Self.waitUntil(mac, hears: BrowserSandbox.phone, in: sandbox)
-        try await Self.waitUntil(BrowserSandbox.phone, hears: mac, in: sandbox)
-        let browser = try await sandbox.browser(for: mac)
+        let (sandbox, browser) = try await macBrowserNearThePhone()
         var windows = try await Self.startHandoffPurchase(browser)
         let offered = try await browser.string("return document.getElementById('handoff').innerText;")
         #expect(offered.contains("Pay with iPhone") && offered.contains("•••• 1111 (visa, credit)"), "\(offered)")
@@ -117,7 +122,7 @@ struct HandoffBrowserTests {
             "return document.getElementById('confirmation').textContent;")
         #expect(confirmation.contains("is paid"), "\(confirmation)")
         let phoneLog = sandbox.log(of: BrowserSandbox.phone)
-        #expect(phoneLog.contains("handoff: \(mac) asks for a payment"), "\(phoneLog)")
+        #expect(phoneLog.contains("handoff: \(BrowserSandbox.handoffMac) asks for a payment"), "\(phoneLog)")
 
         // The phone's user cancels: nothing comes back, the Mac's page gets oncancel.
         windows = try await Self.startHandoffPurchase(browser)
@@ -193,11 +198,7 @@ struct HandoffBrowserTests {
         "Handoff: the page's abort() and the Mac's Cancel while the phone's sheet is up dismiss the phone's sheet without authorizing; a later authorization there is refused; the Mac's Cancel reaches oncancel"
     )
     func pageAbortAndMacCancelDismissThePhonesSheet() async throws {
-        let sandbox = try sandbox
-        let mac = BrowserSandbox.handoffMac
-        try await Self.waitUntil(mac, hears: BrowserSandbox.phone, in: sandbox)
-        try await Self.waitUntil(BrowserSandbox.phone, hears: mac, in: sandbox)
-        let browser = try await sandbox.browser(for: mac)
+        let (sandbox, browser) = try await macBrowserNearThePhone()
 
         // The page aborts while the phone's user looks at its sheet.
         var windows = try await Self.startHandoffPurchase(browser, script: Self.keepSession())
@@ -207,7 +208,9 @@ struct HandoffBrowserTests {
         _ = try await browser.evaluate("window.testSession.abort(); return true;")
         try await Self.phoneSheetEnds(sandbox, "cancelled")
         #expect(try await Self.authorizeOnPhone(sandbox) != 0)
-        #expect(sandbox.log(of: BrowserSandbox.phone).contains("handoff: \(mac) ended its payment (the page aborted"))
+        #expect(
+            sandbox.log(of: BrowserSandbox.phone).contains(
+                "handoff: \(BrowserSandbox.handoffMac) ended its payment (the page aborted"))
         try await browser.switchTo(windows.sheet)
         try await browser.wait(
             "the Mac's sheet to end", until: "return document.title.startsWith('Apple Pay: Payment not completed');")
@@ -227,7 +230,7 @@ struct HandoffBrowserTests {
         try await browser.switchTo(windows.store)
         try await browser.wait(
             "oncancel", until: "return document.getElementById('status').textContent === 'Payment cancelled.';")
-        let macLog = sandbox.log(of: mac)
+        let macLog = sandbox.log(of: BrowserSandbox.handoffMac)
         #expect(
             macLog.contains("Handoff payment ended (the page aborted its session); \(BrowserSandbox.phone) is told"))
         #expect(macLog.contains("Handoff payment ended (cancelled); \(BrowserSandbox.phone) is told"))
@@ -237,11 +240,7 @@ struct HandoffBrowserTests {
         "Handoff and the 30-second rule (4 s here): a page that does not complete the phone's payment gets oncancel and the phone's sheet is dismissed without completing"
     )
     func handlerTimeoutDismissesThePhonesSheet() async throws {
-        let sandbox = try sandbox
-        let mac = BrowserSandbox.handoffMac
-        try await Self.waitUntil(mac, hears: BrowserSandbox.phone, in: sandbox)
-        try await Self.waitUntil(BrowserSandbox.phone, hears: mac, in: sandbox)
-        let browser = try await sandbox.browser(for: mac)
+        let (sandbox, browser) = try await macBrowserNearThePhone()
         let windows = try await Self.startHandoffPurchase(
             browser, script: Self.keepSession(dropAuthorization: true))
         try await browser.click("#handoff-\(BrowserSandbox.phone)")
@@ -264,7 +263,9 @@ struct HandoffBrowserTests {
         try await browser.wait(
             "oncancel", until: "return document.getElementById('status').textContent === 'Payment cancelled.';")
         #expect(try await browser.evaluate("return window.testAuthorized === true;") == "true")
-        #expect(sandbox.log(of: mac).contains("the page did not complete its Handoff payment in time"))
+        #expect(
+            sandbox.log(of: BrowserSandbox.handoffMac).contains("the page did not complete its Handoff payment in time")
+        )
         #expect(sandbox.log(of: BrowserSandbox.phone).contains("ended its payment (the page did not complete"))
     }
 }

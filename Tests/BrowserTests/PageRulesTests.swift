@@ -106,11 +106,7 @@ extension BrowserPurchaseTests {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
         // A genuine session, signed by the token-signing chain, for store.orchard.test ...
-        let session = try await orchard([
-            "merchant", "session", "--data-dir", sandbox.dataDirectory, "--domain", "store.orchard.test",
-        ])
-        try #require(session.status == 0, "\(session.stderr)")
-        let json = session.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let json = try await sandbox.merchantSession()
         // ... presented by a page of https://pay.orchard.test.
         try await browser.navigate("https://pay.orchard.test/health")
         try await Self.loadScript(browser)

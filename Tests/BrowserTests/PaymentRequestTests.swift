@@ -82,11 +82,7 @@ extension BrowserPurchaseTests {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
         let merchantSession = try await Self.storePageAndSession(sandbox, browser)
-        let fresh = try await orchard([
-            "merchant", "session", "--data-dir", sandbox.dataDirectory, "--domain", "store.orchard.test",
-        ])
-        try #require(fresh.status == 0, "\(fresh.stderr)")
-        let second = fresh.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let second = try await sandbox.merchantSession()
         let page = try await browser.currentWindow
         let known = try await browser.windowHandles
         try await Self.gestureButton(
@@ -119,11 +115,7 @@ extension BrowserPurchaseTests {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
         let first = try await Self.storePageAndSession(sandbox, browser)
-        let fresh = try await orchard([
-            "merchant", "session", "--data-dir", sandbox.dataDirectory, "--domain", "store.orchard.test",
-        ])
-        try #require(fresh.status == 0, "\(fresh.stderr)")
-        let second = fresh.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let second = try await sandbox.merchantSession()
         let page = try await browser.currentWindow
         let known = try await browser.windowHandles
         try await Self.gestureButton(
@@ -203,11 +195,7 @@ extension BrowserPurchaseTests {
         let sandbox = try sandbox
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
         let merchantSession = try await Self.storePageAndSession(sandbox, browser)
-        let fresh = try await orchard([
-            "merchant", "session", "--data-dir", sandbox.dataDirectory, "--domain", "store.orchard.test",
-        ])
-        try #require(fresh.status == 0, "\(fresh.stderr)")
-        let second = fresh.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let second = try await sandbox.merchantSession()
         let page = try await browser.currentWindow
         let known = try await browser.windowHandles
         try await Self.gestureButton(
@@ -254,11 +242,7 @@ extension BrowserPurchaseTests {
         let browser = try await sandbox.browser(for: BrowserSandbox.phone)
         var sessions = [try await Self.storePageAndSession(sandbox, browser)]
         for _ in 0..<2 {
-            let fresh = try await orchard([
-                "merchant", "session", "--data-dir", sandbox.dataDirectory, "--domain", "store.orchard.test",
-            ])
-            try #require(fresh.status == 0, "\(fresh.stderr)")
-            sessions.append(fresh.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            sessions.append(try await sandbox.merchantSession())
         }
         let page = try await browser.currentWindow
         let known = try await browser.windowHandles

@@ -9,14 +9,11 @@ extension BrowserPurchaseTests {
     /// The conformance page of the store (it loads orchard-pay.js as a merchant's page does), with a genuine
     /// merchant session for store.orchard.test (`orchard merchant session`) to hand `completeMerchantValidation`.
     static func storePageAndSession(_ sandbox: BrowserSandbox, _ browser: WebDriver) async throws -> String {
-        let session = try await orchard([
-            "merchant", "session", "--data-dir", sandbox.dataDirectory, "--domain", "store.orchard.test",
-        ])
-        try #require(session.status == 0, "\(session.stderr)")
+        let session = try await sandbox.merchantSession()
         try await browser.navigate("https://store.orchard.test/conformance")
         try await browser.wait("the agent's hello", until: "return document.body.dataset.ready === 'true';")
         _ = try await browser.evaluate("window.__events = []; return true;")
-        return session.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        return session
     }
 
     /// The page's events so far (`window.__events`).
