@@ -120,7 +120,7 @@ let package = Package(
         .target(
             name: "DemoApp", dependencies: ["AppPayments", "MerchantAPI", "OrchardHTTP", "PaymentToken"],
             swiftSettings: strict),
-        .executableTarget(name: "orchard", dependencies: ["OrchardCLI"], swiftSettings: strict),
+        .executableTarget(name: "orchard", dependencies: ["OrchardCLI", "OrchardCrypto"], swiftSettings: strict),
         // A W3C WebDriver client (chromedriver) over OrchardHTTP: the demo's headless Chromium and the browser tests'.
         .target(name: "WebDriverClient", dependencies: ["OrchardHTTP"], swiftSettings: strict),
 

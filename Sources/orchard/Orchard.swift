@@ -1,5 +1,6 @@
 import Foundation
 import OrchardCLI
+import OrchardCrypto
 
 #if canImport(Glibc)
     import Glibc
@@ -8,6 +9,8 @@ import OrchardCLI
 @main
 struct Orchard {
     static func main() async {
+        // Before any OpenSSL use: `exit` below must not free OpenSSL under threads still running.
+        CryptoRuntime.keepStateUntilExit()
         signal(SIGPIPE, SIG_IGN)
         let code = await CommandRunner.run(Array(CommandLine.arguments.dropFirst()))
         exit(code)
