@@ -99,9 +99,19 @@ public final class WebDriver: Sendable {
         throw WebDriverError(.timeout, "no element \(css)")
     }
 
-    /// Clicks the element matching `css` (a real pointer click: a user gesture).
-    public func click(_ css: String) async throws {
-        try await onFreshElement(css) { id in try await self.command(.post, "/element/\(id)/click", [:]) }
+    /// Clicks the element matching `css` (a real pointer click: a user gesture) once it is enabled, as a user
+    /// waits for a control the page disabled while it works (up to `seconds`); one that stays disabled throws.
+    public func click(_ css: String, seconds: Double = 10) async throws {
+        try await onFreshElement(css) { id in
+            let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+            while try await self.command(.get, "/element/\(id)/enabled") as? Bool == false {
+                guard ContinuousClock.now < deadline else {
+                    throw WebDriverError(.timeout, "\(css) stayed disabled for \(seconds) s")
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await self.command(.post, "/element/\(id)/click", [:])
+        }
     }
 
     /// Types `text` into the element matching `css`.

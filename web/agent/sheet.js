@@ -25,13 +25,24 @@
         });
     }
 
+    // One action at a time: while one is on its way the sheet says so (aria-busy) and its other controls are
+    // disabled, so a tap it would not send does not look taken. Cancel is always sent: the device cancels
+    // without waiting for the page's answer to the action before.
     function act(action, body) {
-        if (busy) {
+        const cancelling = action === "cancel";
+        if (busy && !cancelling) {
             return;
         }
-        busy = true;
+        if (!cancelling) {
+            setBusy(true);
+        }
+        const done = function () {
+            if (!cancelling) {
+                setBusy(false);
+            }
+        };
         call("POST", "/v1/sheet/current/" + action, body || {}).then(function (answer) {
-            busy = false;
+            done();
             if (answer.status !== 200) {
                 showError(answer.body.error ? answer.body.error.message : "refused");
             } else if (answer.body.result === "rejected") {
@@ -41,7 +52,31 @@
                 showError(null);
             }
             refresh();
-        }, function () { busy = false; });
+        }, done);
+    }
+
+    function setBusy(value) {
+        busy = value;
+        $("sheet").setAttribute("aria-busy", String(value));
+        if (value) {
+            disableActions();
+        } else {
+            document.querySelectorAll("[data-busy-disabled]").forEach(function (control) {
+                control.disabled = false;
+                delete control.dataset.busyDisabled;
+            });
+        }
+    }
+
+    // Disables what is enabled (and marks it, to give back exactly that); redraws call it again for new controls.
+    function disableActions() {
+        document.querySelectorAll("#details button, #details input[type=radio], #handoff-choices button")
+            .forEach(function (control) {
+                if (control.id !== "cancel" && !control.disabled) {
+                    control.disabled = true;
+                    control.dataset.busyDisabled = "";
+                }
+            });
     }
 
     function showError(message) {
@@ -65,6 +100,13 @@
             return;
         }
         shown = json;
+        drawScreen(screen);
+        if (busy) {
+            disableActions();
+        }
+    }
+
+    function drawScreen(screen) {
         if (screen.handoff) {
             drawHandoff(screen);
             return;
