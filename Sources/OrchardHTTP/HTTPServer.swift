@@ -44,7 +44,8 @@ public struct HTTPServerConfiguration: Sendable {
     }
 
     public var listeners: [Listener]
-    /// Event-loop threads; each serves every listener on its own `SO_REUSEPORT` socket.
+    /// Event-loop threads; each serves every listener on its own `SO_REUSEPORT` socket. By default one per CPU the
+    /// process may run on (its affinity, which `taskset` or a cpuset narrows): handlers run on the loops.
     public var threads: Int
     public var limits: Limits
     /// How long a graceful shutdown waits for in-flight requests before abandoning them.
@@ -55,11 +56,11 @@ public struct HTTPServerConfiguration: Sendable {
     package var loopCPUs: [Int]?
 
     public init(
-        listeners: [Listener], threads: Int = ProcessInfo.processInfo.activeProcessorCount, limits: Limits = Limits(),
+        listeners: [Listener], threads: Int? = nil, limits: Limits = Limits(),
         shutdownDeadline: Duration = .seconds(10), requestIDs: (@Sendable () -> UUID)? = nil
     ) {
         self.listeners = listeners
-        self.threads = threads
+        self.threads = threads ?? ThreadAffinity.usableCPUCount
         self.limits = limits
         self.shutdownDeadline = shutdownDeadline
         self.requestIDs = requestIDs ?? { UUID.random() }

@@ -16,6 +16,17 @@ package enum ThreadAffinity {
         return try body()
     }
 
+    /// How many CPUs the calling thread may run on: fewer than the machine's when the process was started with
+    /// `taskset`, in a cpuset, or by a benchmark that keeps a core for its load generator. A server sizes its event
+    /// loops by it.
+    package static var usableCPUCount: Int {
+        var mask: UInt64 = 0
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        // The mask covers 64 CPUs; beyond that (or when it cannot be read) every CPU counts.
+        guard cores <= 64, orchard_get_thread_cpus(&mask) == 0, mask != 0 else { return max(cores, 1) }
+        return min(mask.nonzeroBitCount, cores)
+    }
+
     /// Restricts every thread of this process to `cpus` (threads started later inherit it from their creator),
     /// and answers whether it could. A benchmark's load generator uses it to leave the other cores to the server
     /// under test; ``releaseProcess()`` gives the threads every CPU back.

@@ -59,7 +59,7 @@ public final class HTTPServiceInstance: ServiceInstance {
             host: configuration[ServiceSettings.host(name)], port: configuration[ServiceSettings.port(name)], tls: tls)
         do {
             server = try HTTPServer(
-                configuration: HTTPServerConfiguration(listeners: [listener], threads: 2), router: routes,
+                configuration: HTTPServerConfiguration(listeners: [listener]), router: routes,
                 logger: logger)
         } catch {
             throw ServicesError(.startFailed, "cannot set up the \(name) server", underlying: error)

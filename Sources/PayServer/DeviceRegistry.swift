@@ -25,8 +25,8 @@ final class DeviceRegistry: Sendable {
     let deviceCA: Certificate
     private let deviceCAKey: CertificatePublicKey?
     private let clock: any WallClock
-    private let verifiedSignatures = Mutex<Set<DERBytes>>([])
-    private let admitted = Mutex<[DERBytes: Admitted]>([:])
+    private let verifiedSignatures = Mutex<Set<DERKey>>([])
+    private let admitted = Mutex<[DERKey: Admitted]>([:])
 
     /// What a client certificate established the first time it was presented: issued by the device CA (its
     /// signature verified), for client authentication, with a device subject. A keep-alive connection presents
@@ -52,7 +52,7 @@ final class DeviceRegistry: Sendable {
     /// The device a client certificate names, if the device CA issued it for client authentication and it is
     /// valid now.
     private func admittedSubject(_ der: [UInt8]) -> Subject? {
-        let key = DERBytes(bytes: der)
+        let key = DERKey(der)
         let now = clock.now()
         if let known = admitted.withLock({ $0[key] }) {
             return known.notValidBefore <= now && now <= known.notValidAfter ? known.subject : nil
@@ -77,7 +77,7 @@ final class DeviceRegistry: Sendable {
         else { return false }
         // The signature check is the costly part and its answer never changes for the same bytes: remember the
         // certificates whose signature verified (validity is still checked on every request, above).
-        let der = DERBytes(bytes: certificate.derRepresentation)
+        let der = DERKey(certificate.derRepresentation)
         if verifiedSignatures.withLock({ $0.contains(der) }) { return true }
         guard certificate.isSignature(validUnder: deviceCAKey) else { return false }
         verifiedSignatures.withLock { cache in
@@ -85,12 +85,6 @@ final class DeviceRegistry: Sendable {
             cache.insert(der)
         }
         return true
-    }
-
-    /// Certificate bytes as a set member, hashed in one pass (an array hashes byte by byte).
-    struct DERBytes: Hashable, Sendable {
-        let bytes: [UInt8]
-        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
     }
 
     static func subject(of certificate: Certificate) -> Subject? {

@@ -111,15 +111,14 @@ final class InAppPayments: Sendable {
                     expiresInSeconds: Int(PaymentNonces.lifetime / 1_000_000_000)))
         }
         router.add(PayAPI.Declared.paymentCredential) { [self] request in
-            // About half a millisecond of public-key work: on the shared pool, where every core can take it,
-            // rather than on the event loop that happens to hold this connection (and the device lookup and the
-            // nonce's write resume there too, instead of hopping back to the loop in between).
-            try await withTaskExecutorPreference(globalConcurrentExecutor) {
-                let device = try await payingDevice(request)
-                let token = try await exchange(try Self.decode(request), device: device)
-                return HTTPResponse(
-                    status: .ok, headers: ["Content-Type": "application/json"], body: Data(token.json.serializedBytes))
-            }
+            // The public-key work (about 0.2 ms) runs on the event loop that holds the connection, as every other
+            // handler's does: the server runs a loop per CPU it may use, and the shared pool cost two thread
+            // hand-offs per exchange (to the pool, back to the loop for the reply): about a fifth of the server's
+            // CPU per token (docs/performance.md, "Issue 34 item 2").
+            let device = try await payingDevice(request)
+            let token = try await exchange(try Self.decode(request), device: device)
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "application/json"], body: Data(token.json.serializedBytes))
         }
     }
 

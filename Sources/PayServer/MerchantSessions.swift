@@ -127,11 +127,11 @@ public final class MerchantSessions: Sendable {
     /// Client certificates parsed before, by their DER bytes (a keep-alive connection presents the same bytes on
     /// every request). Parsing depends on the bytes alone; everything that depends on the time or on pay.sqlite (the
     /// record, the kind, revocation, validity) is still checked on every request. Bounded: emptied when full.
-    private let parsedCertificates = Mutex<[DeviceRegistry.DERBytes: Certificate]>([:])
+    private let parsedCertificates = Mutex<[DERKey: Certificate]>([:])
     static let parsedCertificateCapacity = 1024
 
     func parsedCertificate(_ der: [UInt8]) -> Certificate? {
-        let key = DeviceRegistry.DERBytes(bytes: der)
+        let key = DERKey(der)
         if let known = parsedCertificates.withLock({ $0[key] }) { return known }
         guard let certificate = try? Certificate(derEncoded: der) else { return nil }
         parsedCertificates.withLock { cache in

@@ -37,7 +37,7 @@ enum HTTPCommands {
         limits.maxConnections = arguments[maxConnectionsOption]
         let configuration = HTTPServerConfiguration(
             listeners: [.init(host: arguments[hostOption], port: arguments[portOption], tls: tls)],
-            threads: arguments[threadsOption] ?? ProcessInfo.processInfo.activeProcessorCount,
+            threads: arguments[threadsOption] ?? ThreadAffinity.usableCPUCount,
             limits: limits,
             shutdownDeadline: .seconds(arguments[shutdownDeadlineOption]))
         let server = try HTTPServer(configuration: configuration, router: echoRoutes(), logger: logger)
