@@ -60,7 +60,7 @@ let package = Package(
         .target(
             name: "OrchardHTTP",
             dependencies: [
-                "OrchardCrypto", "OrchardX509", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims",
+                "OrchardCrypto", "OrchardX509", "OrchardLogging", "COpenSSL", "CLibevent", "CCurl", "CHTTPShims", "CShims",
                 "AccessPolicy", "OrchardRuntime",
             ],
             swiftSettings: strict

@@ -136,13 +136,6 @@ int orchard_signal_pipe_restore(int signo) {
     return sigaction(signo, &action, NULL);
 }
 
-void orchard_name_current_thread(const char *name) {
-    char truncated[16];
-    strncpy(truncated, name, sizeof truncated - 1);
-    truncated[sizeof truncated - 1] = 0;
-    (void)pthread_setname_np(pthread_self(), truncated);
-}
-
 int orchard_pin_current_thread(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);

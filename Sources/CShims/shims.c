@@ -1,5 +1,8 @@
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "CShims.h"
 #include <openssl/crypto.h>
+#include <pthread.h>
+#include <string.h>
 
 EVP_PKEY *orchard_keygen_ec(const char *curve) { return EVP_PKEY_Q_keygen(NULL, NULL, "EC", curve); }
 EVP_PKEY *orchard_keygen_rsa(size_t bits) { return EVP_PKEY_Q_keygen(NULL, NULL, "RSA", bits); }
@@ -22,4 +25,11 @@ int orchard_sqlite3_bind_blob_transient(sqlite3_stmt *stmt, int index, const voi
 }
 int orchard_sqlite3_no_checkpoint_on_close(sqlite3 *db, int on) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on, (int *)0);
+}
+
+void orchard_name_current_thread(const char *name) {
+    char truncated[16];
+    strncpy(truncated, name, sizeof truncated - 1);
+    truncated[sizeof truncated - 1] = 0;
+    (void)pthread_setname_np(pthread_self(), truncated);
 }

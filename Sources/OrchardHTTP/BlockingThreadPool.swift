@@ -1,4 +1,5 @@
 internal import CHTTPShims
+internal import CShims
 import Foundation
 
 /// Dedicated threads for work that blocks (fsync'ing SQLite writes, bulk key generation, file I/O),

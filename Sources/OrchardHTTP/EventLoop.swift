@@ -1,5 +1,6 @@
 internal import CHTTPShims
 internal import CLibevent
+internal import CShims
 import Foundation
 
 /// Process-wide libevent setup, done once before the first `event_base` exists.

@@ -1,6 +1,7 @@
 internal import CCurl
 internal import CHTTPShims
 internal import COpenSSL
+internal import CShims
 public import Foundation
 public import OrchardCrypto
 import OrchardLogging

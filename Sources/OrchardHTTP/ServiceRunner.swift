@@ -1,4 +1,5 @@
 internal import CHTTPShims
+internal import CShims
 import Foundation
 public import OrchardLogging
 

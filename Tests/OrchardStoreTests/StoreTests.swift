@@ -226,4 +226,43 @@ struct StoreTests {
             _ = try Store(path: directory.file("s.sqlite"), options: StoreOptions(durability: .full), migrations: older)
         }
     }
+
+    @Test("The writer thread runs five nice levels below the thread that opened the store")
+    func writerRunsBelowItsOpener() async throws {
+        // Request handlers sharing a CPU with the writer then run first, and their writes gather into one group.
+        let before = Self.writerThreads()
+        let path = directory.file("s.sqlite")
+        // Opened from a thread of its own at nice 3, so this writer (8) is told apart from other tests' writers.
+        let store: Store = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 3)
+                continuation.resume(
+                    with: Result {
+                        try Store(path: path, options: StoreOptions(durability: .full), migrations: Self.migrations)
+                    })
+            }.start()
+        }
+        // The writer sets its level before it takes its first write.
+        try await store.write { db in try db.execute("UPDATE counters SET value = value + 1") }
+        let opened = Self.writerThreads().filter { before[$0.key] == nil }
+        #expect(opened.values.contains(8), "new writer threads and their nice levels: \(opened)")
+        await store.close()
+    }
+
+    /// The store writer threads of this process: thread ID → nice level (`/proc/self/task/*/stat`, field 19).
+    static func writerThreads() -> [Int: Int] {
+        var threads: [Int: Int] = [:]
+        for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
+            guard let tid = Int(task),
+                let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
+                name.trimmingCharacters(in: .whitespacesAndNewlines) == "orchard-writer",
+                let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // Fields after the command name start at field 3.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 16, let nice = Int(fields[16]) { threads[tid] = nice }
+        }
+        return threads
+    }
 }

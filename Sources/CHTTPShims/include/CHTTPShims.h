@@ -39,10 +39,6 @@ int orchard_signal_pipe_open(void);
 int orchard_signal_pipe_watch(int signo);
 int orchard_signal_pipe_restore(int signo);
 
-/* Names the calling thread (shown by top -H, perf and gdb; at most 15 bytes are kept). Without it a thread
- * inherits the name of whichever thread created it. */
-void orchard_name_current_thread(const char *name);
-
 /* Pins the calling thread to one CPU (the benchmark keeps the server off the load generator's core). */
 int orchard_pin_current_thread(int cpu);
 /// Restricts one thread of this process (`tid`, as listed in /proc/self/task) to the CPUs in `mask`; 0 or errno.
