@@ -277,8 +277,8 @@ extension WriterThread {
     /// Lowers this thread's priority by ``niceIncrement``. Where the writer shares a CPU with the threads that
     /// handle requests, they then run first, and the writes they submit meanwhile gather into one group: one
     /// `COMMIT`, one `fdatasync` and one copy of each shared page for all of them, instead of the writer waking
-    /// for each write. On the Pay server on one core this halved the commits per token and cut a fifth of its CPU
-    /// per token (docs/performance.md, "Issue 34 item 2"). Where the writer has a CPU of its own nothing changes,
+    /// for each write. On the Pay server on one core this more than halved the commits per token and lifted
+    /// `bench inapp` by about a tenth (docs/performance.md, "Session 10"). Where the writer has a CPU of its own nothing changes,
     /// and it is never starved: against one busy thread it still gets about a quarter of a CPU, and when every
     /// request waits on a write the handlers are idle and it runs at once. Durability is unchanged.
     fileprivate static func yieldToRequestHandlers() {
