@@ -111,27 +111,35 @@ final class BrowserSandbox: Sendable {
                 throw BrowserTestFailure("\(error); \(name)'s log: \(output)")
             }
         }
-        // Its output to a file, not a pipe: the browsers it starts inherit it and outlive a pipe's reader.
+        // Its output to a file, not a pipe: the browsers it starts inherit it and outlive a pipe's reader. Started
+        // again once if it ends before it listens (it exited 1 once in a loaded full run, its log then lost).
         let driverLog = path + "/chromedriver.log"
-        let driver = try ChildProcess(
-            Chromium.driver, ["--port=0"], environment: ["HOME": path + "/profile"], stdout: .file(driverLog),
-            stderr: .file(driverLog))
+        var driver: ChildProcess?
         var port = 0
         do {
-            try await waitFor("chromedriver", seconds: 20) {
+            for attempt in 1...2 where port == 0 {
+                let started = try ChildProcess(
+                    Chromium.driver, ["--port=0"], environment: ["HOME": path + "/profile"],
+                    stdout: .file(driverLog), stderr: .file(driverLog))
+                driver = started
+                try await waitFor("chromedriver", seconds: 20) {
+                    let text = (try? String(contentsOfFile: driverLog, encoding: .utf8)) ?? ""
+                    port = WebDriverClient.Chromium.driverPort(inLog: text) ?? 0
+                    return port != 0 || started.ended != nil
+                }
+                guard port == 0 else { break }
                 let text = (try? String(contentsOfFile: driverLog, encoding: .utf8)) ?? ""
-                port = WebDriverClient.Chromium.driverPort(inLog: text) ?? 0
-                return port != 0 || driver.ended != nil
-            }
-            guard port != 0 else {
-                throw BrowserTestFailure("chromedriver ended: \(driver.ended.map { "\($0)" } ?? "?")")
+                let reason = "chromedriver ended: \(started.ended.map { "\($0)" } ?? "?"); its log: \(text.suffix(600))"
+                guard attempt < 2 else { throw BrowserTestFailure(reason) }
+                print("BrowserSandbox: \(reason); starting it again")
             }
         } catch {
-            driver.send(SIGKILL)
+            driver?.send(SIGKILL)
             for (_, device) in devices { device.terminate() }
             up.terminate()
             throw error
         }
+        guard let driver else { throw BrowserTestFailure("chromedriver was not started") }
         return BrowserSandbox(path: path, up: up, devices: devices, driver: driver, driverPort: port)
     }
 

@@ -125,7 +125,11 @@ enum DemoWeb {
                 try await Task.sleep(for: .milliseconds(100))
                 port = Chromium.driverPort(inLog: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
             }
-            guard let port else { throw CLIError.failure("chromedriver did not start (its log: \(log))") }
+            guard let port else {
+                // The profile, with the log, is removed below: its end goes into the error.
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                throw CLIError.failure("chromedriver did not start; its log ends: \(text.suffix(400))")
+            }
             trace("headless Chromium (chromedriver on 127.0.0.1:\(port)), profile \(profile)")
             let session = try await WebDriver.start(driverPort: port, binary: chromium.browser, arguments: arguments)
             browser = session
