@@ -71,31 +71,17 @@ public struct MerchantService: OrchardService {
         let application = context[Self.applicationIdentifier]
         try await onboarding.registerMerchant(identifier: merchantID, displayName: displayName)
 
-        let processingKey = try DeploymentPKI.newSigningKey()
-        let processingRequest = try CertificateSigningRequest.create(
-            subject: DistinguishedName([
-                .userID(merchantID), .commonName("Orchard Pay Payment Processing:\(merchantID)"),
-                .organization(displayName),
-            ]),
-            key: CertificatePrivateKey(processingKey))
+        let keys = try MerchantKeyRequests(merchantID: merchantID, displayName: displayName)
         let processing = try await onboarding.issuePaymentProcessingCertificate(
-            for: processingRequest, merchantIdentifier: merchantID)
-        try DeploymentPKI.writeSigningKey(processingKey, named: Files.processing, to: context.directory)
+            for: keys.processing, merchantIdentifier: merchantID)
+        try DeploymentPKI.writeSigningKey(keys.processingKey, named: Files.processing, to: context.directory)
         try DeploymentPKI.writeCertificates(processing, named: Files.processing, to: context.directory)
         context.trace("merchant: payment processing certificate pki/\(Files.processing).pem for \(merchantID)")
 
-        // Identity certificates are RSA-2048, as Apple's: the Pay server refuses other keys.
-        let identityKey = try RSA.PrivateKey(keySize: 2048)
-        let identityRequest = try CertificateSigningRequest.create(
-            subject: DistinguishedName([
-                .userID(merchantID), .commonName("Apple Pay Merchant Identity:\(merchantID)"),
-                .organization(displayName),
-            ]),
-            key: CertificatePrivateKey(identityKey))
         let identity = try await onboarding.issueMerchantIdentityCertificate(
-            for: identityRequest, merchantIdentifier: merchantID)
+            for: keys.identity, merchantIdentifier: merchantID)
         try context.directory.writePrivateKey(
-            SecureBytes(Array(try identityKey.pemRepresentation.utf8)), named: Files.identity)
+            SecureBytes(Array(try keys.identityKey.pemRepresentation.utf8)), named: Files.identity)
         try DeploymentPKI.writeCertificates(identity, named: Files.identity, to: context.directory)
         context.trace("merchant: identity (TLS client) certificate pki/\(Files.identity).pem (RSA-2048)")
 
@@ -110,13 +96,7 @@ public struct MerchantService: OrchardService {
                 + "merchant:\(merchantID)) for its domains and association files")
         try await Self.validateSite(context, merchantID: merchantID)
 
-        let store = try Self.openStore(in: context.directory, configuration: context.currentConfiguration)
-        await store.close()
-        for key in [Self.merchantIdentifier, Self.displayName, Self.applicationIdentifier] {
-            try context.set(key, context[key])
-        }
-        context.report("merchantIdentifier", merchantID)
-        context.report("demoApplication", application)
+        try await Self.finishInitialization(context, merchantID: merchantID, application: application)
         // Fail now, not at the first payment, if what was written cannot be used for decryption.
         _ = try Self.loadProcessingIdentity(from: context.directory)
     }
@@ -130,23 +110,10 @@ public struct MerchantService: OrchardService {
         let merchantID = context[Self.merchantIdentifier]
         let displayName = context[Self.displayName]
         let application = context[Self.applicationIdentifier]
-        let processingKey = try DeploymentPKI.newSigningKey()
-        let processingRequest = try CertificateSigningRequest.create(
-            subject: DistinguishedName([
-                .userID(merchantID), .commonName("Orchard Pay Payment Processing:\(merchantID)"),
-                .organization(displayName),
-            ]),
-            key: CertificatePrivateKey(processingKey))
-        try DeploymentPKI.writeSigningKey(processingKey, named: Files.processing, to: context.directory)
-        let identityKey = try RSA.PrivateKey(keySize: 2048)
-        let identityRequest = try CertificateSigningRequest.create(
-            subject: DistinguishedName([
-                .userID(merchantID), .commonName("Apple Pay Merchant Identity:\(merchantID)"),
-                .organization(displayName),
-            ]),
-            key: CertificatePrivateKey(identityKey))
+        let keys = try MerchantKeyRequests(merchantID: merchantID, displayName: displayName)
+        try DeploymentPKI.writeSigningKey(keys.processingKey, named: Files.processing, to: context.directory)
         try context.directory.writePrivateKey(
-            SecureBytes(Array(try identityKey.pemRepresentation.utf8)), named: Files.identity)
+            SecureBytes(Array(try keys.identityKey.pemRepresentation.utf8)), named: Files.identity)
         // The portal login for its domains and association files (`orchard merchant domain`), from the Pay side.
         let portal = MerchantPortal.fileName(for: merchantID)
         let portalKey = try DeploymentPKI.newSigningKey()
@@ -156,8 +123,8 @@ public struct MerchantService: OrchardService {
                 from: .merchant, to: .pay, kind: PartyRequest.Kind.merchant, merchantIdentifier: merchantID,
                 displayName: displayName, applicationIdentifier: application,
                 signingRequests: [
-                    Files.processing: processingRequest.pemRepresentation,
-                    Files.identity: identityRequest.pemRepresentation,
+                    Files.processing: keys.processing.pemRepresentation,
+                    Files.identity: keys.identity.pemRepresentation,
                     portal: try ServiceAccess.signingRequestPEM(for: portalKey, commonName: merchantID),
                 ]))
         let acquiringKey = try DeploymentPKI.newSigningKey()
@@ -181,9 +148,16 @@ public struct MerchantService: OrchardService {
             "merchant: keys for pki/\(Files.processing), pki/\(Files.identity) (RSA-2048), "
                 + "pki/\(Self.acquiringClientFile) and its terminals' client identities; their certificates come from the Pay side's and the network's "
                 + "answers to the merchant's bundle")
-        let store = try Self.openStore(in: context.directory, configuration: context.currentConfiguration)
+        try await Self.finishInitialization(context, merchantID: merchantID, application: application)
+    }
+
+    /// Creates the merchant's store and records its settings and what `init` reports.
+    private static func finishInitialization(
+        _ context: InitializationContext, merchantID: String, application: String
+    ) async throws {
+        let store = try openStore(in: context.directory, configuration: context.currentConfiguration)
         await store.close()
-        for key in [Self.merchantIdentifier, Self.displayName, Self.applicationIdentifier] {
+        for key in [merchantIdentifier, displayName, applicationIdentifier] {
             try context.set(key, context[key])
         }
         context.report("merchantIdentifier", merchantID)
@@ -268,5 +242,31 @@ public struct MerchantService: OrchardService {
             (0x61...0x7A).contains(byte) || (0x41...0x5A).contains(byte) || (0x30...0x39).contains(byte)
                 || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
         }
+    }
+}
+
+/// The merchant's two key pairs and their signing requests: payment processing (P-256) and identity (RSA-2048, as
+/// Apple's: the Pay server refuses other identity keys).
+private struct MerchantKeyRequests {
+    let processingKey: P256.Signing.PrivateKey
+    let processing: CertificateSigningRequest
+    let identityKey: RSA.PrivateKey
+    let identity: CertificateSigningRequest
+
+    init(merchantID: String, displayName: String) throws {
+        processingKey = try DeploymentPKI.newSigningKey()
+        processing = try CertificateSigningRequest.create(
+            subject: DistinguishedName([
+                .userID(merchantID), .commonName("Orchard Pay Payment Processing:\(merchantID)"),
+                .organization(displayName),
+            ]),
+            key: CertificatePrivateKey(processingKey))
+        identityKey = try RSA.PrivateKey(keySize: 2048)
+        identity = try CertificateSigningRequest.create(
+            subject: DistinguishedName([
+                .userID(merchantID), .commonName("Apple Pay Merchant Identity:\(merchantID)"),
+                .organization(displayName),
+            ]),
+            key: CertificatePrivateKey(identityKey))
     }
 }

@@ -58,8 +58,8 @@ public struct ServiceHostName: Sendable {
     }
 }
 
-/// Where a started service listens.
-public struct ServiceEndpoint: Sendable, Hashable {
+/// Where a started service listens (and, in a party's bundle and `peers.json`, where a peer's does).
+public struct ServiceEndpoint: Codable, Sendable, Hashable {
     /// The address bound (127.0.0.1 unless configured).
     public var host: String
     /// The main HTTPS port: `/health` and every route that needs no client certificate.

@@ -27,7 +27,7 @@ public struct PartyBundle: Codable, Sendable, Hashable {
     /// the root.
     public var certificates: [String: String]
     /// Where the party's services listen, by service name.
-    public var endpoints: [String: PeerEndpoint]
+    public var endpoints: [String: ServiceEndpoint]
     /// The host names the party's services answer for, with their ports.
     public var hostNames: [String: Int]
     /// What the party asks of others (each importer answers those addressed to it).
@@ -36,7 +36,7 @@ public struct PartyBundle: Codable, Sendable, Hashable {
     public var issued: [PartyIssued]
 
     public init(
-        party: DeploymentParty, roots: [String], certificates: [String: String], endpoints: [String: PeerEndpoint],
+        party: DeploymentParty, roots: [String], certificates: [String: String], endpoints: [String: ServiceEndpoint],
         hostNames: [String: Int], requests: [PartyRequest], issued: [PartyIssued] = []
     ) {
         format = Self.formatName
@@ -166,7 +166,7 @@ public enum PartyBundles {
         } catch {
             throw ServicesError(.pkiFailure, "cannot read the certificates of \(manifest.party)", underlying: error)
         }
-        var endpoints: [String: PeerEndpoint] = [:]
+        var endpoints: [String: ServiceEndpoint] = [:]
         for name in manifest.party.services {
             let service = try registry.service(named: name.rawValue)
             var ports: [String: Int] = [:]
@@ -175,7 +175,7 @@ public enum PartyBundles {
                 let name = key.name.hasSuffix("Port") ? String(key.name.dropLast(4)) : key.name
                 ports[name] = configuration[key]
             }
-            endpoints[name.rawValue] = PeerEndpoint(
+            endpoints[name.rawValue] = ServiceEndpoint(
                 host: configuration[ServiceSettings.host(name)], port: configuration[ServiceSettings.port(name)],
                 ports: ports)
         }

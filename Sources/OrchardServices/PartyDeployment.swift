@@ -148,20 +148,6 @@ public struct PartyIssued: Codable, Sendable, Hashable {
     }
 }
 
-/// Where a peer's service listens, as its bundle says.
-public struct PeerEndpoint: Codable, Sendable, Hashable {
-    public var host: String
-    public var port: Int
-    /// Further named ports (`sitePort`, …).
-    public var ports: [String: Int]
-
-    public init(host: String, port: Int, ports: [String: Int] = [:]) {
-        self.host = host
-        self.port = port
-        self.ports = ports
-    }
-}
-
 /// `DIR/party.json`: which party a directory holds and what it asks of the others (written by
 /// `orchard init --party`, before `config.json`). A directory without it holds every party (plain `orchard init`).
 public struct PartyManifest: Codable, Sendable, Hashable {
@@ -195,12 +181,7 @@ public struct PartyManifest: Codable, Sendable, Hashable {
     }
 
     func write(to directory: DeploymentDirectory) throws(ServicesError) {
-        do {
-            try SecureFile.write(
-                Array(try PartyJSON.encode(self)), to: "\(directory.path)/\(Self.fileName)", mode: 0o600)
-        } catch {
-            throw ServicesError(.internalFailure, "cannot write \(directory.path)/\(Self.fileName)", underlying: error)
-        }
+        try PartyJSON.write(self, to: "\(directory.path)/\(Self.fileName)")
     }
 }
 
@@ -210,11 +191,11 @@ public struct PeerAddresses: Codable, Sendable, Hashable {
     public static let fileName = "peers.json"
     public var version = 1
     /// Each peer service's address.
-    public var services: [String: PeerEndpoint]
+    public var services: [String: ServiceEndpoint]
     /// The host names peer services answer for (`gateway.orchard.test` → the Pay server's port).
     public var hostNames: [String: Int]
 
-    public init(services: [String: PeerEndpoint] = [:], hostNames: [String: Int] = [:]) {
+    public init(services: [String: ServiceEndpoint] = [:], hostNames: [String: Int] = [:]) {
         self.services = services
         self.hostNames = hostNames
     }
@@ -229,16 +210,11 @@ public struct PeerAddresses: Codable, Sendable, Hashable {
 
     /// The endpoint of `service`, if a bundle named it.
     public func endpoint(of service: ServiceName) -> ServiceEndpoint? {
-        services[service.rawValue].map { ServiceEndpoint(host: $0.host, port: $0.port, ports: $0.ports) }
+        services[service.rawValue]
     }
 
     func write(to directory: DeploymentDirectory) throws(ServicesError) {
-        do {
-            try SecureFile.write(
-                Array(try PartyJSON.encode(self)), to: "\(directory.path)/\(Self.fileName)", mode: 0o600)
-        } catch {
-            throw ServicesError(.internalFailure, "cannot write \(directory.path)/\(Self.fileName)", underlying: error)
-        }
+        try PartyJSON.write(self, to: "\(directory.path)/\(Self.fileName)")
     }
 }
 
@@ -247,5 +223,14 @@ enum PartyJSON {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(value) + Data("\n".utf8)
+    }
+
+    /// Writes `value` to `path`, readable by its owner only.
+    static func write(_ value: some Encodable, to path: String) throws(ServicesError) {
+        do {
+            try SecureFile.write(Array(try encode(value)), to: path, mode: 0o600)
+        } catch {
+            throw ServicesError(.internalFailure, "cannot write \(path)", underlying: error)
+        }
     }
 }

@@ -103,12 +103,7 @@ struct HandoffBrowserTests {
 
         // On the phone: its sheet shows the store's payment; the user gives the contact and pays with Face ID.
         try await Self.phoneSheetWaits(sandbox)
-        let contact = try await orchard([
-            "device", "sheet", "contact", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
-            "--contact-name", "Bob Appleseed", "--email", "bob@example.com", "--phone", "+1 555 0199", "--street",
-            "2 Main St", "--city", "Springfield", "--state", "IL", "--postal-code", "62701", "--country", "US",
-        ])
-        #expect(contact.status == 0, "\(contact.stderr)")
+        try await Self.giveContactOnPhone(sandbox)
         let faceID = try await orchard([
             "device", "sheet", "authenticate", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
             "--method", "face-id",
@@ -187,6 +182,16 @@ struct HandoffBrowserTests {
     }
 
     /// The phone's user tries Face ID on its sheet: the exit status.
+    /// The phone's user gives the shipping contact on its sheet.
+    static func giveContactOnPhone(_ sandbox: BrowserSandbox) async throws {
+        let contact = try await orchard([
+            "device", "sheet", "contact", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
+            "--contact-name", "Bob Appleseed", "--email", "bob@example.com", "--phone", "+1 555 0199", "--street",
+            "2 Main St", "--city", "Springfield", "--state", "IL", "--postal-code", "62701", "--country", "US",
+        ])
+        #expect(contact.status == 0, "\(contact.stderr)")
+    }
+
     static func authorizeOnPhone(_ sandbox: BrowserSandbox) async throws -> Int32 {
         try await orchard([
             "device", "sheet", "authenticate", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
@@ -245,12 +250,7 @@ struct HandoffBrowserTests {
             browser, script: Self.keepSession(dropAuthorization: true))
         try await browser.click("#handoff-\(BrowserSandbox.phone)")
         try await Self.phoneSheetWaits(sandbox)
-        let contact = try await orchard([
-            "device", "sheet", "contact", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
-            "--contact-name", "Bob Appleseed", "--email", "bob@example.com", "--phone", "+1 555 0199", "--street",
-            "2 Main St", "--city", "Springfield", "--state", "IL", "--postal-code", "62701", "--country", "US",
-        ])
-        #expect(contact.status == 0, "\(contact.stderr)")
+        try await Self.giveContactOnPhone(sandbox)
         // The phone's sheet waits for the page's verdict, which never comes.
         _ = try await Self.authorizeOnPhone(sandbox)
         try await Self.phoneSheetEnds(sandbox, nil)

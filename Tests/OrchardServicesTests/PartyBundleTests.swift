@@ -205,7 +205,7 @@ struct PartyBundleTests {
         var badEndpoint = network
         badEndpoint.endpoints["network"]?.port = 70_000
         var otherService = network
-        otherService.endpoints["pay"] = PeerEndpoint(host: "127.0.0.1", port: 443)
+        otherService.endpoints["pay"] = ServiceEndpoint(host: "127.0.0.1", port: 443)
         for (what, bundle) in [
             ("a root that is no certificate", badRoot), ("a root that is not self-signed", leafAsRoot),
             ("a certificate of another network", foreign), ("a name the network does not publish", unpublished),

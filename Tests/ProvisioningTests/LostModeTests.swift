@@ -129,9 +129,7 @@ struct LostModeTests {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
         _ = try await sandbox.addCard("4111111111111111", to: phone)
-        _ = try await sandbox.client("phone").register(
-            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate,
-            enclavePublicKey: try Device.identity(of: "phone", in: sandbox.deployment).enclavePublicKey)
+        try await sandbox.register("phone")
         try await sync(sandbox, phone)
         #expect(try await sandbox.client("phone").notificationsAndState(after: 0).lostMode == false)
         #expect(!phone.isInLostMode)

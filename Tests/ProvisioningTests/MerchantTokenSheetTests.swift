@@ -21,9 +21,7 @@ struct MerchantTokenSheetTests {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
         _ = try await sandbox.addCard("4111111111111111", to: phone)
-        _ = try await sandbox.client("phone").register(
-            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate,
-            enclavePublicKey: try Device.identity(of: "phone", in: sandbox.deployment).enclavePublicKey)
+        try await sandbox.register("phone")
         let decryptor = try PaymentTokenDecryptor(
             identities: [try MerchantService.loadProcessingIdentity(from: sandbox.deployment)],
             trustRoots: [try DeploymentPKI.readCertificate(named: "token-root", from: sandbox.deployment)])

@@ -30,9 +30,7 @@ final class SheetDevice: @unchecked Sendable {
     ) async throws {
         self.sandbox = sandbox
         self.device = device
-        _ = try await sandbox.client(device.name).register(
-            secureElementCertificate: try Device.identity(of: device.name, in: sandbox.deployment).certificate,
-            enclavePublicKey: try Device.identity(of: device.name, in: sandbox.deployment).enclavePublicKey)
+        try await sandbox.register(device.name)
         let client = try sandbox.client(device.name)
         let root = sandbox.root
         let sheets = PaymentSheetService(

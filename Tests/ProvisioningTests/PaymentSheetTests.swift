@@ -110,9 +110,7 @@ struct PaymentSheetTests {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
         _ = try await sandbox.addCard("4111111111111111", to: phone)
-        _ = try await sandbox.client("phone").register(
-            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate,
-            enclavePublicKey: try Device.identity(of: "phone", in: sandbox.deployment).enclavePublicKey)
+        try await sandbox.register("phone")
         let delegate = RecordingDelegate()
         let controller = PaymentAuthorizationController(
             paymentRequest: Self.request(), host: try sheet(sandbox, phone),

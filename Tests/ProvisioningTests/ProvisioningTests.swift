@@ -69,9 +69,7 @@ struct ProvisioningTests {
         let cardID = try #require(await phone.wallet.allCards.first?.id)
 
         // The owner acts from the watch: the phone takes no part.
-        _ = try await sandbox.client("watch").register(
-            secureElementCertificate: try Device.identity(of: "watch", in: sandbox.deployment).certificate,
-            enclavePublicKey: try Device.identity(of: "watch", in: sandbox.deployment).enclavePublicKey)
+        try await sandbox.register("watch")
         _ = try await sandbox.client("watch").lifecycle(device: "phone", action: .lostMode)
         #expect(try await sandbox.networkTokens(of: "phone").first?.state == .suspended)
         #expect(try await phone.wallet.card(id: cardID).state == .active)  // not yet told
@@ -124,9 +122,7 @@ struct ProvisioningTests {
         let sandbox = try await Sandbox()
         try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
         let client = try sandbox.client("phone")
-        _ = try await client.register(
-            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate,
-            enclavePublicKey: try Device.identity(of: "phone", in: sandbox.deployment).enclavePublicKey)
+        try await sandbox.register("phone")
         let key = try ProvisioningKey(
             certificate: try await client.provisioningCertificate(), root: sandbox.root, now: Date())
         let sealed = try key.seal(
@@ -161,9 +157,7 @@ struct ProvisioningTests {
         let sandbox = try await Sandbox()
         try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
         let client = try sandbox.client("phone")
-        _ = try await client.register(
-            secureElementCertificate: try Device.identity(of: "phone", in: sandbox.deployment).certificate,
-            enclavePublicKey: try Device.identity(of: "phone", in: sandbox.deployment).enclavePublicKey)
+        try await sandbox.register("phone")
         let key = try ProvisioningKey(
             certificate: try await client.provisioningCertificate(), root: sandbox.root, now: Date())
         let card = try CardEntry(
@@ -237,9 +231,7 @@ struct ProvisioningTests {
             #expect(error.httpStatus == 403 && error.serverCode == "deviceNotRegistered")
         }
         _ = try await sandbox.addCard("4111111111111111", to: phone)
-        _ = try await sandbox.client("stranger").register(
-            secureElementCertificate: try Device.identity(of: "stranger", in: sandbox.deployment).certificate,
-            enclavePublicKey: try Device.identity(of: "stranger", in: sandbox.deployment).enclavePublicKey)
+        try await sandbox.register("stranger")
         // Another account's device cannot put the phone in lost mode.
         do {
             _ = try await sandbox.client("stranger").lifecycle(device: "phone", action: .lostMode)

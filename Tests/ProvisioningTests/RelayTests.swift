@@ -22,10 +22,8 @@ struct RelayEndToEndTests {
         _ sandbox: Sandbox, _ name: String, kind: DeviceKind, biometry: Biometry, account: String = "demo"
     ) async throws -> (Device, DeviceRelay) {
         let device = try await sandbox.makeDevice(name, kind: kind, biometry: biometry, account: account)
+        try await sandbox.register(name)
         let client = try sandbox.client(name)
-        let identity = try Device.identity(of: name, in: sandbox.deployment)
-        _ = try await client.register(
-            secureElementCertificate: identity.certificate, enclavePublicKey: identity.enclavePublicKey)
         let relay = DeviceRelay(deviceID: name, client: client, enclave: device.secureEnclave)
         try await relay.publishKeys()
         return (device, relay)

@@ -70,6 +70,14 @@ final class Sandbox: @unchecked Sendable {
             identity: try Device.clientIdentity(of: name, in: deployment))
     }
 
+    /// Registers device `name` with the Pay server through its own client certificate: its Secure Element
+    /// certificate and Secure Enclave key, as the device does on its first sync.
+    func register(_ name: String) async throws {
+        let identity = try Device.identity(of: name, in: deployment)
+        _ = try await client(name).register(
+            secureElementCertificate: identity.certificate, enclavePublicKey: identity.enclavePublicKey)
+    }
+
     /// Adds a test card to `device` through the Pay server.
     func addCard(
         _ pan: String, to device: Device, otp: String? = nil, key: String = AddCardFlow.newIdempotencyKey()
