@@ -151,7 +151,8 @@ final class InAppPayments: Sendable {
         let (channel, currency, amount, day) = (
             credential.channel.name, try Self.currencyCode(credential.currency), credential.amount, Self.day(now)
         )
-        let shard = Int(random.bytes(1)[0])
+        // A tally shard matters only where instances count at once (PostgreSQL); SQLite counts in shard 0.
+        let shard = store.location.isPostgreSQL ? Int(random.bytes(1)[0]) : 0
         let random = self.random
         let (certificate, merchantToken) = try await store.write { db in
             try nonces.consume(credential.nonce, device: device.deviceID, in: db)

@@ -4,6 +4,7 @@ import OrchardHTTP
 public import OrchardStore
 import OrchardX509
 import PaymentToken
+import Synchronization
 
 /// One certificate the Pay server issued a merchant, as `orchard merchant certs` lists it.
 public struct MerchantCertificateRecord: Sendable, Hashable, Codable {
@@ -86,16 +87,43 @@ public final class MerchantCertificates: Sendable {
 /// The Pay server's revoked client certificates: the merchant certificates `orchard merchant certs --revoke` marked
 /// (`revoked_at` in `pay.sqlite`), read at each request, so a revocation takes effect at once, on every route, even
 /// while the server runs.
-struct MerchantCertificateRevocations: ClientCertificateRevocations {
+///
+/// Only the merchant CA's certificates are in that table, so only they can be revoked here: a certificate with
+/// another issuer (a device's) is told apart once, by its parsed issuer, and its requests cost no read.
+final class MerchantCertificateRevocations: ClientCertificateRevocations {
     let store: Store
+    private let merchantCA: Certificate
+    private let issuedByMerchantCA = Mutex<[DERKey: Bool]>([:])
+
+    init(store: Store, merchantCA: Certificate) {
+        self.store = store
+        self.merchantCA = merchantCA
+    }
 
     func isRevoked(_ certificate: ClientCertificate) async throws -> Bool {
-        let der = certificate.derRepresentation
+        try await isRevoked(der: certificate.derRepresentation)
+    }
+
+    func isRevoked(der: [UInt8]) async throws -> Bool {
+        guard mayBeRevoked(der) else { return false }
         return try await store.read { db in
-            // Compared by the whole certificate (serial numbers are unique per CA only).
+            // Compared by the whole certificate (serial numbers are unique per CA only); an index of the revoked
+            // ones alone answers it (migration 12).
             try db.query("SELECT 1 FROM merchant_certificates WHERE revoked_at IS NOT NULL AND der = ?", [.blob(der)]) {
                 _ in true
             }
         }.isEmpty == false
+    }
+
+    /// Whether `der` names the merchant CA as its issuer; a certificate that cannot be parsed is looked up too.
+    private func mayBeRevoked(_ der: [UInt8]) -> Bool {
+        let key = DERKey(der)
+        if let known = issuedByMerchantCA.withLock({ $0[key] }) { return known }
+        let verdict = (try? Certificate(derEncoded: der)).map { $0.issuer == merchantCA.subject } ?? true
+        issuedByMerchantCA.withLock { cache in
+            if cache.count >= VerifiedKeyCache.capacity { cache.removeAll() }
+            cache[key] = verdict
+        }
+        return verdict
     }
 }

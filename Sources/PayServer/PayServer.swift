@@ -125,7 +125,7 @@ public final class PayServer: Sendable {
         router.roles[CallerRoles.device] = devices.requirement
         router.roles[CallerRoles.merchantIdentity] = .required(where: isMerchantIdentity)
         // A revoked certificate (`orchard merchant certs --revoke`) is refused on every route.
-        router.revocations = MerchantCertificateRevocations(store: store)
+        router.revocations = MerchantCertificateRevocations(store: store, merchantCA: merchantCA)
         router.add(PayAPI.Declared.merchantIdentity) { request in
             guard let presented = request.clientCertificate,
                 let merchantIdentifier = Self.merchantIdentifier(presented.derRepresentation),

@@ -106,6 +106,13 @@ public enum PayStore {
         Migration(version: 10, name: InAppStore.shardMigrationName, sql: InAppStore.shardMigrationSQL),
         // Merchant tokens of the version 14 payment types: one per merchant and device account (issue 29).
         Migration(version: 11, name: MerchantTokens.migrationName, sql: MerchantTokens.migrationSQL),
+        // Every request with a merchant certificate asks whether it is revoked: an index of the revoked ones alone
+        // answers without reading the table.
+        Migration(
+            version: 12, name: "revoked merchant certificates indexed",
+            sql: """
+                CREATE INDEX merchant_certificates_revoked ON merchant_certificates(der) WHERE revoked_at IS NOT NULL;
+                """),
     ]
 
     /// Opens the Pay server's store of the deployment in `directory` (its `config.json` says where), for commands

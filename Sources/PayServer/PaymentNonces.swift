@@ -15,13 +15,12 @@ import OrchardStore
 ///   ``lifetime`` on the database's clock (``Database/databaseClockMicroseconds()``), the one clock every
 ///   instance reads: any instance redeems it, and it expires at the same instant for all of them;
 /// - ``consume(_:device:in:)`` runs inside the caller's write transaction, so the nonce is used exactly when
-///   the request that uses it is recorded; afterwards the row keeps only the keyed hash and a coarse purge
-///   time (the device link and issue time are deleted) for the replay window, then is purged.
+///   the request that uses it is recorded; afterwards the row keeps only the keyed hash (the device link and
+///   issue time are deleted) until the purge time set at issue, twice ``lifetime`` later, as an unused row's; a
+///   purged nonce is unknown, and refused as well.
 final class PaymentNonces: Sendable {
     /// 60 s, on the monotonic clock.
     static let lifetime: UInt64 = 60 * 1_000_000_000
-    /// How long the hash of a used nonce is kept.
-    static let replayWindow: TimeInterval = 24 * 3600
     static let byteCount = 32
     /// The `boot_id` of a nonce timed by the database's clock (PostgreSQL), which no host's boot ID equals.
     static let databaseClockID = "database-clock"
@@ -123,14 +122,12 @@ final class PaymentNonces: Sendable {
             shared.map { (Self.databaseClockID, UInt64($0) &* 1000) } ?? (bootID, monotonic.nanoseconds())
         guard let issuedAt = row.issuedAt, row.bootID == clockID, now &- UInt64(issuedAt) <= Self.lifetime
         else { throw PayServerError(.nonceExpired, "this nonce has expired; ask for a new one") }
-        // Keep only the keyed hash, until a purge time rounded up to the hour (not a timestamp of the payment).
-        let nowSeconds = shared.map { Double($0) / 1e6 } ?? wall.now().timeIntervalSince1970
-        let purgeAfter = (nowSeconds + Self.replayWindow) / 3600
+        // Keep only the keyed hash, until the purge time set at issue: the row goes when an unused one would. A
+        // replay before then is `nonceUsed`; after it `nonceUnknown`, refused too (the nonce had expired long
+        // before). `purge_after` is left as it is, so its index is not written: a payment changes one B-tree page
+        // of this table, not three (docs/performance.md, "Session 11").
         try db.execute(
-            """
-            UPDATE payment_nonces SET device = NULL, boot_id = NULL, issued_at_ns = NULL, used = 1, purge_after = ?
-            WHERE nonce_hash = ?
-            """,
-            [.integer(Int64(purgeAfter.rounded(.up)) * 3_600_000), .blob(hash)])
+            "UPDATE payment_nonces SET device = NULL, boot_id = NULL, issued_at_ns = NULL, used = 1 WHERE nonce_hash = ?",
+            [.blob(hash)])
     }
 }

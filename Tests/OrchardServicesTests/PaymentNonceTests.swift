@@ -69,11 +69,14 @@ struct PaymentNonceTests {
         await store.close()
     }
 
-    @Test("Used rows keep only the hash; rows past their purge time go at the next issue")
+    @Test("Used rows keep only the hash; used or not, a row goes at the first issue 120 s after its own")
     func purge() async throws {
         let store = try PayStore.open(in: directory)
         let used = try await nonces(store).issue(to: "phone-a")
         let unused = try await nonces(store).issue(to: "phone-a")
+        let purgeTimes = try await store.read { db in
+            try db.query("SELECT purge_after FROM payment_nonces", []) { try $0.int64(0) }
+        }
         try await consume(nonces(store), used, "phone-a", store)
         let row = try await store.read { db in
             try db.queryFirst(
@@ -81,12 +84,23 @@ struct PaymentNonceTests {
                 [], { try $0.bool(0) })
         }
         #expect(row == true)
-        clock.advance(by: 25 * 3600)
-        _ = try await nonces(store).issue(to: "phone-b")
-        let count = try await store.read { db in
-            try db.queryFirst("SELECT count(*) FROM payment_nonces", [], { try $0.int(0) })
+        // Using a nonce leaves its purge time as it was (its index is not written).
+        let after = try await store.read { db in
+            try db.query("SELECT purge_after FROM payment_nonces", []) { try $0.int64(0) }
         }
-        #expect(count == 1)
+        #expect(after.sorted() == purgeTimes.sorted())
+        func count() async throws -> Int? {
+            try await store.read { db in
+                try db.queryFirst("SELECT count(*) FROM payment_nonces", [], { try $0.int(0) })
+            }
+        }
+        clock.advance(by: 119)
+        _ = try await nonces(store).issue(to: "phone-b")
+        #expect(try await count() == 3)
+        await expectRefusal(.nonceUsed) { try await consume(nonces(store), used, "phone-a", store) }
+        clock.advance(by: 2)
+        _ = try await nonces(store).issue(to: "phone-b")
+        #expect(try await count() == 2)
         await expectRefusal(.nonceUnknown) { try await consume(nonces(store), used, "phone-a", store) }
         await expectRefusal(.nonceUnknown) { try await consume(nonces(store), unused, "phone-a", store) }
         await store.close()
