@@ -31,6 +31,9 @@ public struct InAppBenchmarkResult: Sendable, Encodable {
     public let ceilingCPUMicrosecondsPerToken: Double
     /// CPU microseconds of each step of the ceiling.
     public let ceilingBreakdownMicroseconds: [String: Double]
+    /// CPU microseconds per exchange of each slice of the ceiling, in order: before the first round of the exchange,
+    /// between each two, after the last (their spread is the machine's drift during the run).
+    public let ceilingSliceMicroseconds: [Double]
     public let fractionOfCeiling: Double
     /// The ceiling's CPU per token ÷ the server's: what ``fractionOfCeiling`` would be with the server's cores to
     /// itself and never idle; other work on the machine does not move it.
@@ -71,8 +74,13 @@ public struct InAppScaleOutResult: Sendable, Encodable {
 /// nonce and one sealed credential per request before the timed phase. Then each client (one keep-alive HTTPS
 /// connection with the device's client certificate) sends its share of the credentials; every answer must be a
 /// token. The ceiling is the same cryptography per credential (open, verify, re-encrypt, sign) without HTTP or
-/// SQLite, in thread CPU time on one core times the server's cores.
+/// SQLite, in thread CPU time on one core times the server's cores. It is measured in ``ceilingSlices`` slices,
+/// before, between and after the rounds the credentials are sent in, on the server's core while the server waits,
+/// so that the ratio compares the two at the same moments of the machine.
 public enum InAppBenchmark {
+    /// How many slices the ceiling is measured in: the exchange runs in one round fewer, between them.
+    public static let ceilingSlices = 5
+
     static func loadAverage() -> Double {
         var values = [Double](repeating: 0, count: 3)
         guard getloadavg(&values, 3) > 0 else { return -1 }
@@ -175,9 +183,16 @@ public enum InAppBenchmark {
     }
 
     /// Registers the device, prepares the nonces and credentials, then sends them: client `i` to `bases[i % n]`.
+    ///
+    /// With `rounds` above 1 the credentials are sent in that many rounds, one after the other, and `betweenRounds`
+    /// runs before the first, between each two and after the last (no exchange is in flight then), given a prepared
+    /// credential: `orchard bench inapp` measures its ceiling there, so that both figures see the machine at the
+    /// same moments. The figures add up the rounds.
     static func exchange(
         directory: DeploymentDirectory, bases: [String], clients: [HTTPClient], device: BenchDevice, requests: Int,
-        server: PinnedServer? = nil, trace: @escaping @Sendable (String) -> Void
+        server: PinnedServer? = nil, rounds: Int = 1,
+        betweenRounds: (_ sample: PaymentCredentialExchange) throws -> Void = { _ in },
+        trace: @escaping @Sendable (String) -> Void
     ) async throws -> (figures: ExchangeFigures, bodies: [PaymentCredentialExchange]) {
         let registration = try await post(
             clients[0], bases[0] + PayAPI.Route.register,
@@ -195,11 +210,33 @@ public enum InAppBenchmark {
         let bodies = try await prepare(
             requests: requests, clients: clients, bases: bases, device: device, credentialKey: credentialKey)
 
-        trace("exchanging \(requests) credentials over \(clients.count) keep-alive connections…")
+        trace(
+            "exchanging \(requests) credentials over \(clients.count) keep-alive connections"
+                + (rounds > 1 ? " in \(rounds) rounds…" : "…"))
         let clock = SystemClock()
-        let cpuStart = try server?.cpuSeconds() ?? InAppCeiling.processCPUSeconds()
-        let start = clock.nanoseconds()
-        let results = try await withThrowingTaskGroup(of: ([UInt64], Int).self) { group in
+        var latencies: [UInt64] = []
+        var (elapsed, cpu, retried) = (0.0, 0.0, 0)
+        for round in 0..<rounds {
+            try betweenRounds(bodies[0])
+            let part = Array(bodies[(bodies.count * round / rounds)..<(bodies.count * (round + 1) / rounds)])
+            let cpuStart = try server?.cpuSeconds() ?? InAppCeiling.processCPUSeconds()
+            let start = clock.nanoseconds()
+            let results = try await send(part, clients: clients, bases: bases, clock: clock)
+            elapsed += Double(clock.nanoseconds() - start) / 1e9
+            cpu += try (server?.cpuSeconds() ?? InAppCeiling.processCPUSeconds()) - cpuStart
+            latencies += results.0
+            retried += results.1
+        }
+        try betweenRounds(bodies[0])
+        return (ExchangeFigures(latencies: latencies, elapsed: elapsed, cpu: cpu, retried: retried), bodies)
+    }
+
+    /// Sends `bodies` over `clients` (client `i` to `bases[i % n]`), each client its share one after the other; the
+    /// latencies and how many were sent again after a 503.
+    static func send(
+        _ bodies: [PaymentCredentialExchange], clients: [HTTPClient], bases: [String], clock: SystemClock
+    ) async throws -> ([UInt64], Int) {
+        try await withThrowingTaskGroup(of: ([UInt64], Int).self) { group in
             for (index, client) in clients.enumerated() {
                 let share = stride(from: index, to: bodies.count, by: clients.count).map { bodies[$0] }
                 group.addTask {
@@ -238,11 +275,6 @@ public enum InAppBenchmark {
             }
             return (all, retried)
         }
-        let elapsed = Double(clock.nanoseconds() - start) / 1e9
-        let cpu = try (server?.cpuSeconds() ?? InAppCeiling.processCPUSeconds()) - cpuStart
-        return (
-            ExchangeFigures(latencies: results.0, elapsed: elapsed, cpu: cpu, retried: results.1), bodies
-        )
     }
 
     static func measure(
@@ -253,19 +285,42 @@ public enum InAppBenchmark {
         let device = try makeDevice(directory)
         let clients = try (0..<connections).map { _ in try services.client(identity: device.identity) }
         defer { for client in clients { client.shutdown() } }
-        let (figures, bodies) = try await exchange(
+        // The ceiling is measured in slices before, between and after the rounds of the exchange, on the server's
+        // core while the server is idle: this VM's speed drifts from one minute to the next, and a ceiling measured
+        // once, after the exchange, on another core, moved the ratio by a fifth either way (docs/performance.md).
+        let rounds = ceilingSlices - 1
+        var inputs: InAppCeiling.Inputs?
+        var sliceRates: [Double] = []
+        let ceilingCPUs = server.map { [$0.cpu] } ?? []
+        trace(
+            "the crypto ceiling: \(ceilingSlices) slices of \(ceilingSeconds / Double(ceilingSlices)) s"
+                + (server.map { " on CPU \($0.cpu)" } ?? ""))
+        let (figures, _) = try await exchange(
             directory: directory, bases: [base], clients: clients, device: device, requests: requests, server: server,
-            trace: trace)
+            rounds: rounds,
+            betweenRounds: { sample in
+                let prepared =
+                    try inputs ?? ceilingInputs(directory: directory, device: device, sealed: sealedSample(sample))
+                inputs = prepared
+                sliceRates.append(
+                    try ThreadAffinity.withThreads(on: ceilingCPUs) {
+                        try InAppCeiling.measure(prepared, seconds: ceilingSeconds / Double(ceilingSlices))
+                    })
+            }, trace: trace)
         let latencies = figures.latencies
         let elapsed = figures.elapsed
         let cpu = figures.cpu
         func percentile(_ p: Double) -> Double { figures.percentile(p) }
 
-        trace("measuring the crypto ceiling for \(Int(ceilingSeconds)) s…")
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let inputs = try ceilingInputs(directory: directory, device: device, sealed: try sealedSample(bodies[0]))
-        let perCore = try InAppCeiling.measure(inputs, seconds: ceilingSeconds)
-        let breakdown = try InAppCeiling.breakdown(inputs, seconds: 0.5)
+        guard let inputs, !sliceRates.isEmpty else {
+            throw BenchmarkError(.operationFailed, "the crypto ceiling was not measured")
+        }
+        // Every slice runs for the same CPU time, so their mean rate is the ceiling over all of them.
+        let perCore = sliceRates.reduce(0, +) / Double(sliceRates.count)
+        let breakdown = try ThreadAffinity.withThreads(on: ceilingCPUs) {
+            try InAppCeiling.breakdown(inputs, seconds: 0.5)
+        }
         let serverCores = server == nil ? cores : 1
         let ceiling = perCore * Double(serverCores)
         let rate = Double(latencies.count) / elapsed
@@ -275,7 +330,9 @@ public enum InAppBenchmark {
             p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99), server: server.placementDescription,
             serverCores: serverCores, serverCPUMicrosecondsPerToken: (cpu / Double(latencies.count) * 1e6).rounded(),
             ceilingPerSecond: ceiling.rounded(), ceilingCPUMicrosecondsPerToken: (1e6 / perCore).rounded(),
-            ceilingBreakdownMicroseconds: breakdown, fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
+            ceilingBreakdownMicroseconds: breakdown,
+            ceilingSliceMicroseconds: sliceRates.map { (1e7 / $0).rounded() / 10 },
+            fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
             cpuFractionOfCeiling: (1 / perCore / (cpu / Double(latencies.count)) * 1000).rounded() / 1000,
             target: 1500,
             loadAverage: loadAverage(), scaleOut: nil)

@@ -41,5 +41,9 @@ struct PinnedServerBenchTests {
             "bench", "inapp", "--requests", "40", "--connections", "2", "--ceiling-seconds", "1",
         ])
         try check(output, rate: "tokensPerSecond", cpu: "serverCPUMicrosecondsPerToken")
+        // The ceiling in five slices, before, between and after the exchange's four rounds.
+        let slices = try #require(try output.json()["ceilingSliceMicroseconds"] as? [Double])
+        #expect(slices.count == 5 && slices.allSatisfy { $0 > 0 })
+        #expect(output.stderr.contains("in 4 rounds"))
     }
 }

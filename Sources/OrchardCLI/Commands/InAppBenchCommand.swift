@@ -20,10 +20,12 @@ enum InAppBenchCommand {
             the orchard executable, in this process), registers a device and
             prepares one nonce and one sealed credential per request before the timed phase. Then CONNECTIONS
             clients (each one keep-alive HTTPS connection with the device's client certificate) send the
-            credentials; every answer must be a token. Reports tokens per second with p50/p99 latency, and the
-            crypto ceiling: the same cryptography per credential (open, verify, re-encrypt, sign) without HTTP or
-            SQLite, in thread CPU time on one core times the server's cores. The ceiling's CPU per token over the
-            server's is reported too: the fraction other load on the machine does not move.
+            credentials, in four rounds; every answer must be a token. Reports tokens per second with p50/p99
+            latency, and the crypto ceiling: the same cryptography per credential (open, verify, re-encrypt, sign)
+            without HTTP or SQLite, in thread CPU time on one core times the server's cores, measured in five slices
+            of CEILING-SECONDS ÷ 5 before, between and after the rounds, on the server's core while it waits
+            (ceilingSliceMicroseconds in the JSON). The ceiling's CPU per token over the server's is reported too:
+            the fraction other load on the machine does not move.
 
             With --database postgresql://… (and --pgpass FILE) the same exchange runs again, after the one-instance
             SQLite figure, through --instances N Pay server instances (in this process, each its own HTTPS server)
@@ -74,5 +76,5 @@ enum InAppBenchCommand {
     static let instances = Option.integer(
         "instances", default: 1, range: 1...8, help: "Pay server instances on --database (more than one needs it).")
     static let ceilingSeconds = Option.integer(
-        "ceiling-seconds", default: 3, range: 1...60, help: "Duration of the ceiling measurement.")
+        "ceiling-seconds", default: 3, range: 1...60, help: "Duration of the ceiling measurement (five slices in all).")
 }
