@@ -73,6 +73,8 @@ public final class Database {
     public let access: Access
     private var cache: [String: Statement] = [:]
     private static let cacheLimit = 128
+    /// How much of an SQLite file a connection maps for reading (`PRAGMA mmap_size`): address space, not memory.
+    static let mappedBytes = 256 << 20
     /// How many statements this connection compiled; cache hits do not count.
     public private(set) var statementsCompiled = 0
 
@@ -138,6 +140,11 @@ public final class Database {
         // Views and triggers in the file must not call functions with side effects: defence against a
         // planted database file.
         try executeScript("PRAGMA trusted_schema = OFF")
+        // Pages of the database file are read through a mapping rather than a read() and a copy each. A connection
+        // loses its page cache whenever another one commits, so a reader next to a busy writer read the same pages
+        // again for each transaction (docs/performance.md, "Session 11"). SQLite writes through write() still; a
+        // disk error on a mapped read stops the process (SIGBUS), as the store stops writing after one anyway.
+        try executeScript("PRAGMA mmap_size = \(Self.mappedBytes)")
         guard access == .readWrite else { return }
         let mode = try firstValue("PRAGMA journal_mode = WAL")
         guard case .text(let name) = mode, name.lowercased() == "wal" else {

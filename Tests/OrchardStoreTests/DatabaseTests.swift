@@ -25,6 +25,10 @@ struct DatabaseTests {
         let normal = try open(.normal)
         #expect(try normal.pragmaInteger("synchronous") == 1)
         #expect(try normal.pragmaInteger("secure_delete") == 0)
+        // Reads go through a mapping of the file, on writing and read-only connections alike.
+        let reader = try Database(
+            path: directory.file("test.sqlite"), options: StoreOptions(durability: .full), access: .readOnly)
+        for connection in [full, normal, reader] { #expect(try connection.pragmaInteger("mmap_size") == 256 << 20) }
         // The file is created owner-only.
         let attributes = try FileManager.default.attributesOfItem(atPath: directory.file("test.sqlite"))
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
