@@ -253,7 +253,7 @@ extension Router {
 
     /// The class of `route`.
     func routeClass(of route: Route) -> RouteClass {
-        routeClasses[route.method.rawValue + " " + pattern(of: route)] ?? .standard
+        routeClasses[route.key] ?? .standard
     }
 
     /// Whether `route` is open to a caller without a client certificate.

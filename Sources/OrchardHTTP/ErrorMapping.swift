@@ -22,7 +22,7 @@ enum ErrorMapping {
             var response = errorResponse(
                 status: .serviceUnavailable, code: "service_unavailable",
                 message: "the service cannot store requests right now; retry after \(seconds) seconds "
-                    + "with the same idempotency key (request id \(requestID.uuidString.lowercased()))")
+                    + "with the same idempotency key (request id \(requestID.lowercasedString))")
             response.headers.set("Retry-After", String(seconds))
             return response
         }
@@ -39,7 +39,7 @@ enum ErrorMapping {
         } else {
             status = .internalServerError
             code = "internal_error"
-            message = "internal error (request id \(requestID.uuidString.lowercased()))"
+            message = "internal error (request id \(requestID.lowercasedString))"
             logger.error(
                 "unhandled error in a handler",
                 metadata: [

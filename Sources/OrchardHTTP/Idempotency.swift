@@ -82,7 +82,7 @@ extension Router {
     func handler(for route: Route, _ request: HTTPRequest) throws(HTTPError) -> Handler {
         let handler = route.handler
         guard let records = idempotency, Self.stateChanging.contains(route.method),
-            !exemptions.contains(where: { $0.method == route.method && $0.pattern == pattern(of: route) }),
+            !exemptions.contains(where: { $0.method == route.method && $0.pattern == route.pattern }),
             let key = try IdempotencyKeyHeader.key(in: request.headers)
         else { return handler }
         let scope = idempotencyScope(route, request)
@@ -112,6 +112,6 @@ extension Router {
         } else {
             caller = role ?? "anonymous"
         }
-        return caller + " " + route.method.rawValue + " " + pattern(of: route)
+        return caller + " " + route.key
     }
 }

@@ -53,6 +53,10 @@ public struct Router: Sendable {
         }
         let method: HTTPMethod
         let segments: [Segment]
+        /// The pattern as added, normalized (`/a/:id`), and `METHOD pattern`: what the idempotency exemptions,
+        /// virtual hosts and route classes are keyed by, built once rather than at every request.
+        let pattern: String
+        let key: String
         let requirement: ClientCertificateRequirement
         /// The declared policy; nil for a route added with a bare requirement.
         let policy: AccessPolicy?
@@ -105,19 +109,8 @@ public struct Router: Sendable {
     /// Every route, in match order.
     public var registeredRoutes: [RegisteredRoute] {
         routes.map { route in
-            RegisteredRoute(method: route.method.rawValue, pattern: pattern(of: route), policy: route.policy)
+            RegisteredRoute(method: route.method.rawValue, pattern: route.pattern, policy: route.policy)
         }
-    }
-
-    /// The pattern `route` was added with.
-    func pattern(of route: Route) -> String {
-        "/"
-            + route.segments.map { segment in
-                switch segment {
-                case .literal(let literal): literal
-                case .parameter(let name): ":" + name
-                }
-            }.joined(separator: "/")
     }
 
     /// Adds a route as its contract declares it; the router enforces `declared.policy` before `handler` runs.
@@ -221,11 +214,14 @@ public struct Router: Sendable {
         _ handler: @escaping Handler
     ) {
         precondition(pattern.hasPrefix("/"), "route patterns start with /: \(pattern)")
-        let segments = Self.split(pattern).map { part -> Route.Segment in
-            part.hasPrefix(":") && part.count > 1 ? .parameter(String(part.dropFirst())) : .literal(part)
+        let parts = Self.split(pattern)
+        let segments = parts.map { part -> Route.Segment in
+            part.hasPrefix(":") && part.count > 1 ? .parameter(String(part.dropFirst())) : .literal(String(part))
         }
+        let normalized = "/" + parts.joined(separator: "/")
         let route = Route(
-            method: method, segments: segments, requirement: requirement, policy: policy, handler: handler)
+            method: method, segments: segments, pattern: normalized, key: method.rawValue + " " + normalized,
+            requirement: requirement, policy: policy, handler: handler)
         // Stable insertion by specificity, so literals beat parameters whatever the order of calls.
         let index = routes.firstIndex { $0.segments.count == segments.count && $0.specificity < route.specificity }
         routes.insert(route, at: index ?? routes.endIndex)
@@ -299,8 +295,8 @@ public struct Router: Sendable {
     }
 
     /// `/a/b/` → `["a", "b"]`; `/` → `[]`. Empty segments in the middle are kept (they match nothing).
-    static func split(_ path: String) -> [String] {
-        var parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+    static func split(_ path: String) -> [Substring] {
+        var parts = path.split(separator: "/", omittingEmptySubsequences: false)
         if parts.first == "" { parts.removeFirst() }
         if parts.last == "" { parts.removeLast() }
         return parts

@@ -579,7 +579,7 @@ final class InFlight: @unchecked Sendable {
         if !response.body.isEmpty, response.headers["Content-Type"] == nil {
             evhttp_add_header(headers, "Content-Type", "application/octet-stream")
         }
-        evhttp_add_header(headers, "X-Request-Id", requestID.uuidString.lowercased())
+        evhttp_add_header(headers, "X-Request-Id", requestID.lowercasedString)
         if instance.draining { evhttp_add_header(headers, "Connection", "close") }
         if !response.body.isEmpty {
             let output = evhttp_request_get_output_buffer(request)

@@ -15,7 +15,7 @@ extension Router {
     func checkHost(_ route: Route, _ request: HTTPRequest) throws(HTTPError) {
         guard !virtualHostNames.isEmpty else { return }
         let host = Self.hostName(request.headers["Host"])
-        if let required = routeHosts[route.method.rawValue + " " + pattern(of: route)] {
+        if let required = routeHosts[route.key] {
             guard host == required else {
                 throw HTTPError(
                     .misdirectedRequest, "this endpoint is served at https://\(required) only; send Host: \(required)")

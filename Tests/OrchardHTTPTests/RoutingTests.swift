@@ -202,7 +202,10 @@ struct RoutingTests {
             let text = id.uuidString
             #expect(text[text.index(text.startIndex, offsetBy: 14)] == "4")
             #expect("89AB".contains(text[text.index(text.startIndex, offsetBy: 19)]))
+            #expect(id.lowercasedString == text.lowercased())
         }
+        let known = UUID(uuidString: "0A1B2C3D-4E5F-4A6B-8C7D-8E9FA0B1C2D3")!
+        #expect(known.lowercasedString == "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3")
     }
 }
 
