@@ -2,6 +2,7 @@
 #include "CShims.h"
 #include <openssl/crypto.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 EVP_PKEY *orchard_keygen_ec(const char *curve) { return EVP_PKEY_Q_keygen(NULL, NULL, "EC", curve); }
@@ -32,4 +33,9 @@ void orchard_name_current_thread(const char *name) {
     strncpy(truncated, name, sizeof truncated - 1);
     truncated[sizeof truncated - 1] = 0;
     (void)pthread_setname_np(pthread_self(), truncated);
+}
+
+int orchard_current_thread_batch(void) {
+    struct sched_param param = {0};
+    return sched_setscheduler(0, SCHED_BATCH, &param);
 }

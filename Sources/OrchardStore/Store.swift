@@ -274,19 +274,22 @@ extension WriterThread {
     /// How much lower the writer's priority is than its creator's (nice, which Linux keeps per thread).
     static let niceIncrement: Int32 = 5
 
-    /// Lowers this thread's priority by ``niceIncrement``. Where the writer shares a CPU with the threads that
-    /// handle requests, they then run first, and the writes they submit meanwhile gather into one group: one
-    /// `COMMIT`, one `fdatasync` and one copy of each shared page for all of them, instead of the writer waking
-    /// for each write. On the Pay server on one core this more than halved the commits per token and lifted
-    /// `bench inapp` by about a tenth (docs/performance.md, "Session 10"). Where the writer has a CPU of its own nothing changes,
-    /// and it is never starved: against one busy thread it still gets about a quarter of a CPU, and when every
-    /// request waits on a write the handlers are idle and it runs at once. Durability is unchanged.
+    /// Lowers this thread's priority by ``niceIncrement`` and puts it under SCHED_BATCH. Where the writer shares a
+    /// CPU with the threads that handle requests, they then run first, and the writes they submit meanwhile gather
+    /// into one group: one `COMMIT`, one `fdatasync` and one copy of each shared page for all of them, instead of
+    /// the writer waking for each write. On the Pay server on one core the nice level more than halved the commits
+    /// per token (docs/performance.md, "Session 10"); SCHED_BATCH stops the writer from preempting a handler each
+    /// time a write wakes it (a context switch and cold caches for both), so it runs when the handler waits or
+    /// its time slice ends ("Session 11"). Where the writer has a CPU of its own nothing changes, and it is never
+    /// starved: against one busy thread it still gets about a quarter of a CPU, and when every request waits on a
+    /// write the handlers are idle and it runs at once. Durability is unchanged.
     fileprivate static func yieldToRequestHandlers() {
         // PRIO_PROCESS with 0 is the calling thread on Linux; a failure leaves the priority as it was.
         errno = 0
         let current = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
         guard errno == 0 else { return }
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, min(current + niceIncrement, 19))
+        _ = orchard_current_thread_batch()
     }
 
     /// Says once, on standard error (the process's trace), that the store stopped writing; the service's log

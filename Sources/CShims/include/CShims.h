@@ -34,4 +34,8 @@ int orchard_sqlite3_no_checkpoint_on_close(sqlite3 *db, int on);
  * inherits the name of whichever thread created it. */
 void orchard_name_current_thread(const char *name);
 
+/* Puts the calling thread under SCHED_BATCH (its nice value kept): it no longer preempts the running thread
+ * when it wakes; it runs when that thread sleeps or its time slice ends. 0, or -1 with errno. */
+int orchard_current_thread_batch(void);
+
 #endif
