@@ -17,11 +17,12 @@ extension UUID {
 }
 
 extension UUID {
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
     /// `uuidString.lowercased()` without the formatted string and its lowercased copy: every response carries
     /// its request's id.
     var lowercasedString: String {
-        let digits = Array("0123456789abcdef".utf8)
-        return withUnsafeBytes(of: uuid) { bytes in
+        withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { out in
                 var index = 0
                 for (position, byte) in bytes.enumerated() {
@@ -29,8 +30,8 @@ extension UUID {
                         out[index] = UInt8(ascii: "-")
                         index += 1
                     }
-                    out[index] = digits[Int(byte >> 4)]
-                    out[index + 1] = digits[Int(byte & 0x0F)]
+                    out[index] = Self.hexDigits[Int(byte >> 4)]
+                    out[index + 1] = Self.hexDigits[Int(byte & 0x0F)]
                     index += 2
                 }
                 return index
