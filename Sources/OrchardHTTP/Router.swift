@@ -269,10 +269,12 @@ public struct Router: Sendable {
     func match(_ method: HTTPMethod, path: String) -> Match {
         let parts = Self.split(path)
         var allowed: [HTTPMethod] = []
-        for route in routes where route.segments.count == parts.count {
+        // By index: `for route in routes` would copy every route it looks at (a retain and a release of each of
+        // its fields, for each of the server's routes, at every request).
+        for index in routes.indices where routes[index].segments.count == parts.count {
             var parameters: [String: String] = [:]
             var matches = true
-            for (segment, part) in zip(route.segments, parts) {
+            for (segment, part) in zip(routes[index].segments, parts) {
                 switch segment {
                 case .literal(let literal):
                     if literal != part { matches = false }
@@ -286,10 +288,11 @@ public struct Router: Sendable {
                 if !matches { break }
             }
             guard matches else { continue }
-            if route.method == method || (method == .head && route.method == .get) {
-                return .found(route, parameters)
+            let routeMethod = routes[index].method
+            if routeMethod == method || (method == .head && routeMethod == .get) {
+                return .found(routes[index], parameters)
             }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
+            if !allowed.contains(routeMethod) { allowed.append(routeMethod) }
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
     }
