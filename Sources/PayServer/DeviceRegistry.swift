@@ -4,7 +4,6 @@ import OrchardHTTP
 import OrchardStore
 import OrchardX509
 import PayAPI
-import Synchronization
 
 /// The devices registered with the Pay server. A device proves who it is by its TLS client certificate, which
 /// the device CA issued (`O=Orchard device, OU=<kind>, UID=<account>, CN=<name>`); at registration it also
@@ -25,8 +24,9 @@ final class DeviceRegistry: Sendable {
     let deviceCA: Certificate
     private let deviceCAKey: CertificatePublicKey?
     private let clock: any WallClock
-    private let verifiedSignatures = Mutex<Set<DERKey>>([])
-    private let admitted = Mutex<[DERKey: Admitted]>([:])
+    /// The certificates whose signature verified (only `true` is remembered).
+    private let verifiedSignatures = DERMemo<Bool>(capacity: 4096)
+    private let admitted = DERMemo<Admitted>(capacity: 4096)
 
     /// What a client certificate established the first time it was presented: issued by the device CA (its
     /// signature verified), for client authentication, with a device subject. A keep-alive connection presents
@@ -52,21 +52,17 @@ final class DeviceRegistry: Sendable {
     /// The device a client certificate names, if the device CA issued it for client authentication and it is
     /// valid now.
     private func admittedSubject(_ der: [UInt8]) -> Subject? {
-        let key = DERKey(der)
-        let now = clock.now()
-        if let known = admitted.withLock({ $0[key] }) {
-            return known.notValidBefore <= now && now <= known.notValidAfter ? known.subject : nil
-        }
-        guard let certificate = try? Certificate(derEncoded: der), isIssuedByDeviceCA(certificate),
-            (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true,
-            let subject = Self.subject(of: certificate)
-        else { return nil }
-        admitted.withLock { cache in
-            if cache.count >= 4096 { cache.removeAll() }
-            cache[key] = Admitted(
+        let admission = admitted.value(for: der) {
+            guard let certificate = try? Certificate(derEncoded: der), isIssuedByDeviceCA(certificate),
+                (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true,
+                let subject = Self.subject(of: certificate)
+            else { return nil }
+            return Admitted(
                 subject: subject, notValidBefore: certificate.notValidBefore, notValidAfter: certificate.notValidAfter)
         }
-        return subject
+        let now = clock.now()
+        guard let admission, admission.notValidBefore <= now, now <= admission.notValidAfter else { return nil }
+        return admission.subject
     }
 
     private func isIssuedByDeviceCA(_ certificate: Certificate) -> Bool {
@@ -77,14 +73,9 @@ final class DeviceRegistry: Sendable {
         else { return false }
         // The signature check is the costly part and its answer never changes for the same bytes: remember the
         // certificates whose signature verified (validity is still checked on every request, above).
-        let der = DERKey(certificate.derRepresentation)
-        if verifiedSignatures.withLock({ $0.contains(der) }) { return true }
-        guard certificate.isSignature(validUnder: deviceCAKey) else { return false }
-        verifiedSignatures.withLock { cache in
-            if cache.count >= 4096 { cache.removeAll() }
-            cache.insert(der)
-        }
-        return true
+        return verifiedSignatures.value(for: certificate.derRepresentation) {
+            certificate.isSignature(validUnder: deviceCAKey) ? true : nil
+        } != nil
     }
 
     static func subject(of certificate: Certificate) -> Subject? {

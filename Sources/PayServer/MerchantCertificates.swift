@@ -4,7 +4,6 @@ import OrchardHTTP
 public import OrchardStore
 import OrchardX509
 import PaymentToken
-import Synchronization
 
 /// One certificate the Pay server issued a merchant, as `orchard merchant certs` lists it.
 public struct MerchantCertificateRecord: Sendable, Hashable, Codable {
@@ -93,7 +92,7 @@ public final class MerchantCertificates: Sendable {
 final class MerchantCertificateRevocations: ClientCertificateRevocations {
     let store: Store
     private let merchantCA: Certificate
-    private let issuedByMerchantCA = Mutex<[DERKey: Bool]>([:])
+    private let issuedByMerchantCA = DERMemo<Bool>(capacity: VerifiedKeyCache.capacity)
 
     init(store: Store, merchantCA: Certificate) {
         self.store = store
@@ -117,13 +116,10 @@ final class MerchantCertificateRevocations: ClientCertificateRevocations {
 
     /// Whether `der` names the merchant CA as its issuer; a certificate that cannot be parsed is looked up too.
     private func mayBeRevoked(_ der: [UInt8]) -> Bool {
-        let key = DERKey(der)
-        if let known = issuedByMerchantCA.withLock({ $0[key] }) { return known }
-        let verdict = (try? Certificate(derEncoded: der)).map { $0.issuer == merchantCA.subject } ?? true
-        issuedByMerchantCA.withLock { cache in
-            if cache.count >= VerifiedKeyCache.capacity { cache.removeAll() }
-            cache[key] = verdict
-        }
-        return verdict
+        issuedByMerchantCA.value(
+            for: der,
+            always: {
+                (try? Certificate(derEncoded: der)).map { $0.issuer == merchantCA.subject } ?? true
+            })
     }
 }

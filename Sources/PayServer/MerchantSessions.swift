@@ -4,7 +4,6 @@ import OrchardRuntime
 public import OrchardStore
 public import OrchardX509
 public import PaymentToken
-import Synchronization
 public import WebMerchantAPI
 
 /// The Pay server's web gateway (docs/web.md, "Merchant sessions"): a merchant's server, authenticated by its
@@ -124,21 +123,12 @@ public final class MerchantSessions: Sendable {
         return String(decoding: bytes[first...last], as: UTF8.self).lowercased()
     }
 
-    /// Client certificates parsed before, by their DER bytes (a keep-alive connection presents the same bytes on
-    /// every request). Parsing depends on the bytes alone; everything that depends on the time or on pay.sqlite (the
-    /// record, the kind, revocation, validity) is still checked on every request. Bounded: emptied when full.
-    private let parsedCertificates = Mutex<[DERKey: Certificate]>([:])
-    static let parsedCertificateCapacity = 1024
+    /// Client certificates parsed before, by their DER bytes. Everything that depends on the time or on pay.sqlite
+    /// (the record, the kind, revocation, validity) is still checked on every request.
+    private let parsedCertificates = DERMemo<Certificate>(capacity: 1024)
 
     func parsedCertificate(_ der: [UInt8]) -> Certificate? {
-        let key = DERKey(der)
-        if let known = parsedCertificates.withLock({ $0[key] }) { return known }
-        guard let certificate = try? Certificate(derEncoded: der) else { return nil }
-        parsedCertificates.withLock { cache in
-            if cache.count >= Self.parsedCertificateCapacity { cache.removeAll(keepingCapacity: true) }
-            cache[key] = certificate
-        }
-        return certificate
+        parsedCertificates.value(for: der) { try? Certificate(derEncoded: der) }
     }
 
     /// The merchant a presented certificate is the identity certificate of (one this Pay server issued and
