@@ -145,7 +145,7 @@ public enum InAppBenchmark {
                 let device = try makeDevice(directory)
                 let clients = try (0..<connections).map { _ in try services.client(identity: device.identity) }
                 defer { for client in clients { client.shutdown() } }
-                let (figures, _) = try await exchange(
+                let figures = try await exchange(
                     directory: directory, bases: bases, clients: clients, device: device, requests: requests,
                     trace: trace)
                 for host in further { await host.stop() }
@@ -193,7 +193,7 @@ public enum InAppBenchmark {
         server: PinnedServer? = nil, rounds: Int = 1,
         betweenRounds: (_ sample: PaymentCredentialExchange) throws -> Void = { _ in },
         trace: @escaping @Sendable (String) -> Void
-    ) async throws -> (figures: ExchangeFigures, bodies: [PaymentCredentialExchange]) {
+    ) async throws -> ExchangeFigures {
         let registration = try await post(
             clients[0], bases[0] + PayAPI.Route.register,
             DeviceRegistrationRequest(
@@ -228,7 +228,7 @@ public enum InAppBenchmark {
             retried += results.1
         }
         try betweenRounds(bodies[0])
-        return (ExchangeFigures(latencies: latencies, elapsed: elapsed, cpu: cpu, retried: retried), bodies)
+        return ExchangeFigures(latencies: latencies, elapsed: elapsed, cpu: cpu, retried: retried)
     }
 
     /// Sends `bodies` over `clients` (client `i` to `bases[i % n]`), each client its share one after the other; the
@@ -295,7 +295,7 @@ public enum InAppBenchmark {
         trace(
             "the crypto ceiling: \(ceilingSlices) slices of \(ceilingSeconds / Double(ceilingSlices)) s"
                 + (server.map { " on CPU \($0.cpu)" } ?? ""))
-        let (figures, _) = try await exchange(
+        let figures = try await exchange(
             directory: directory, bases: [base], clients: clients, device: device, requests: requests, server: server,
             rounds: rounds,
             betweenRounds: { sample in

@@ -38,7 +38,8 @@ final class InAppPayments: Sendable {
     private let ecEncoder: PaymentTokenEncoder
     private let rsaEncoder: PaymentTokenEncoder
     private let clock: any WallClock
-    /// Picks the tally shard of each exchange (``InAppStore/tally(channel:currency:minorUnits:day:shard:in:)``).
+    /// Merchant tokens and, on PostgreSQL, the tally shard of each exchange
+    /// (``InAppStore/tally(channel:currency:minorUnits:day:random:in:)``).
     private let random: any RandomSource
     /// Nonces per device (``PayService/noncesPerMinute``): a device cannot fill the nonce table.
     private let nonceQuota: RateLimiter
@@ -151,8 +152,6 @@ final class InAppPayments: Sendable {
         let (channel, currency, amount, day) = (
             credential.channel.name, try Self.currencyCode(credential.currency), credential.amount, Self.day(now)
         )
-        // A tally shard matters only where instances count at once (PostgreSQL); SQLite counts in shard 0.
-        let shard = store.location.isPostgreSQL ? Int(random.bytes(1)[0]) : 0
         let random = self.random
         let (certificate, merchantToken) = try await store.write { db in
             try nonces.consume(credential.nonce, device: device.deviceID, in: db)
@@ -186,7 +185,7 @@ final class InAppPayments: Sendable {
                     random: random, in: db)
             }
             try InAppStore.tally(
-                channel: channel, currency: currency, minorUnits: amount, day: day, shard: shard, in: db)
+                channel: channel, currency: currency, minorUnits: amount, day: day, random: random, in: db)
             return (certificate, merchantToken)
         }
         return try makeToken(

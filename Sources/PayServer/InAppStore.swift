@@ -1,3 +1,4 @@
+import OrchardCrypto
 import OrchardStore
 
 /// The in-app tables of `pay.sqlite`, one migration appended to ``PayStore/migrations``.
@@ -56,11 +57,12 @@ enum InAppStore {
     /// Rows per tally key on a shared store.
     static let shards = 16
 
-    /// Counts one accepted credential (inside the exchange's transaction), in `shard` (0 on SQLite, where one
-    /// process writes; a random one of ``shards`` on PostgreSQL).
+    /// Counts one accepted credential (inside the exchange's transaction), in shard 0 on SQLite, where one process
+    /// writes, and in a shard drawn from `random` on PostgreSQL.
     static func tally(
-        channel: String, currency: String, minorUnits: Int64, day: String, shard: Int, in db: Database
+        channel: String, currency: String, minorUnits: Int64, day: String, random: any RandomSource, in db: Database
     ) throws {
+        let shard = db.isPostgreSQL ? Int64(random.bytes(1)[0]) % Int64(shards) : 0
         try db.execute(
             """
             INSERT INTO in_app_purchase_tallies
@@ -71,7 +73,7 @@ enum InAppStore {
             """,
             [
                 .text(channel), .text(currency), .text(amountBucket(minorUnits)), .text(day),
-                .integer(db.isPostgreSQL ? Int64(shard % shards) : 0),
+                .integer(shard),
             ])
     }
 
