@@ -38,6 +38,10 @@ public struct InAppBenchmarkResult: Sendable, Encodable {
     /// The ceiling's CPU per token ÷ the server's: what ``fractionOfCeiling`` would be with the server's cores to
     /// itself and never idle; other work on the machine does not move it.
     public let cpuFractionOfCeiling: Double
+    /// The server's CPU time over the exchange's wall time, per core (nil when the server ran in this process): near
+    /// 1 when the load kept it saturated. Below that the tokens per second measure the load, not the server: too few
+    /// exchanges in flight to cover the store's group commits, whose `fdatasync` can take milliseconds.
+    public let serverBusyFraction: Double?
     public let target: Double
     /// The 1-minute load average at the end: other work on the machine lowers the wall-clock figures.
     public let loadAverage: Double
@@ -334,6 +338,7 @@ public enum InAppBenchmark {
             ceilingSliceMicroseconds: sliceRates.map { (1e7 / $0).rounded() / 10 },
             fractionOfCeiling: (rate / ceiling * 1000).rounded() / 1000,
             cpuFractionOfCeiling: (1 / perCore / (cpu / Double(latencies.count)) * 1000).rounded() / 1000,
+            serverBusyFraction: server.map { _ in (cpu / elapsed / Double(serverCores) * 1000).rounded() / 1000 },
             target: 1500,
             loadAverage: loadAverage(), scaleOut: nil)
     }

@@ -45,5 +45,8 @@ struct PinnedServerBenchTests {
         let slices = try #require(try output.json()["ceilingSliceMicroseconds"] as? [Double])
         #expect(slices.count == 5 && slices.allSatisfy { $0 > 0 })
         #expect(output.stderr.contains("in 4 rounds"))
+        // The server was busy part of the time (two connections leave it waiting), never more than its one core.
+        let busy = try #require(try output.json()["serverBusyFraction"] as? Double)
+        #expect(busy > 0 && busy <= 1.02)
     }
 }

@@ -25,7 +25,10 @@ enum InAppBenchCommand {
             without HTTP or SQLite, in thread CPU time on one core times the server's cores, measured in five slices
             of CEILING-SECONDS ÷ 5 before, between and after the rounds, on the server's core while it waits
             (ceilingSliceMicroseconds in the JSON). The ceiling's CPU per token over the server's is reported too:
-            the fraction other load on the machine does not move.
+            the fraction other load on the machine does not move; and how busy the server was (serverBusyFraction):
+            near 1 when the connections kept it saturated. Each exchange is answered once the store's group commit
+            is on disk, so the connections must outnumber the exchanges one commit holds; with too few, the server
+            waits for its clients and the figures measure the load instead.
 
             With --database postgresql://… (and --pgpass FILE) the same exchange runs again, after the one-instance
             SQLite figure, through --instances N Pay server instances (in this process, each its own HTTPS server)
@@ -47,8 +50,9 @@ enum InAppBenchCommand {
                 + "p99 \(result.p99Milliseconds) ms, \(Int(result.serverCPUMicrosecondsPerToken)) µs of server CPU per "
                 + "token); crypto ceiling \(Int(result.ceilingPerSecond))/s on the server's \(result.serverCores) "
                 + "core(s) (\(Int(result.ceilingCPUMicrosecondsPerToken)) µs each; \(Int(result.fractionOfCeiling * 100)) %; "
-                + "the ceiling's share of the server's CPU \(Int(result.cpuFractionOfCeiling * 100)) %), "
-                + "load average \(result.loadAverage)")
+                + "the ceiling's share of the server's CPU \(Int(result.cpuFractionOfCeiling * 100)) %"
+                + (result.serverBusyFraction.map { "; the server busy \(Int($0 * 100)) % of the time" } ?? "")
+                + "), load average \(result.loadAverage)")
         if let url {
             let scaled = try await InAppBenchmark.runScaledOut(
                 database: url, passfile: arguments[DeploymentCommands.pgpassOption], instances: arguments[instances],
@@ -69,7 +73,8 @@ enum InAppBenchCommand {
         "requests", default: 6000, range: 10...50_000,
         help: "Credentials to exchange (all must fit the 60 s nonce life).")
     static let connections = Option.integer(
-        "connections", default: 16, range: 1...256, help: "Concurrent keep-alive connections.")
+        "connections", default: 64, range: 1...256,
+        help: "Concurrent keep-alive connections (64: enough to keep the server busy through the store's commits).")
     static let database = Option.optional(
         "database", "URL",
         help: "Also measure through Pay server instances on this PostgreSQL database (postgresql://…, no password).")
