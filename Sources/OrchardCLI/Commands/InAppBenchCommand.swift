@@ -32,11 +32,15 @@ enum InAppBenchCommand {
 
             With --database postgresql://… (and --pgpass FILE) the same exchange runs again, after the one-instance
             SQLite figure, through --instances N Pay server instances (in this process, each its own HTTPS server)
-            whose state is in that database: its pay, merchant and *_idempotency schemas are replaced. The clients
-            are spread over the instances; `scaleOut` in the JSON and a second line give its tokens per second
+            whose state is in that database: its pay, merchant and *_idempotency schemas are replaced. Its
+            SCALE-OUT-CONNECTIONS clients (16 by default: more only queue for the database's row locks, and 64 let
+            the prepared nonces expire before their turn) are spread over the instances; `scaleOut` in the JSON and a second line give its tokens per second
             beside the SQLite figure of the same run.
             """,
-        options: [requests, connections, ceilingSeconds, database, DeploymentCommands.pgpassOption, instances]
+        options: [
+            requests, connections, ceilingSeconds, database, DeploymentCommands.pgpassOption, instances,
+            scaleOutConnections,
+        ]
     ) { arguments, context in
         let url = arguments[database]
         guard url != nil || arguments[instances] == 1 else {
@@ -56,7 +60,8 @@ enum InAppBenchCommand {
         if let url {
             let scaled = try await InAppBenchmark.runScaledOut(
                 database: url, passfile: arguments[DeploymentCommands.pgpassOption], instances: arguments[instances],
-                requests: arguments[requests], connections: arguments[connections], baseline: result.tokensPerSecond,
+                requests: arguments[requests], connections: arguments[scaleOutConnections],
+                baseline: result.tokensPerSecond,
                 trace: context.trace)
             result.scaleOut = scaled
             context.trace(
@@ -75,6 +80,9 @@ enum InAppBenchCommand {
     static let connections = Option.integer(
         "connections", default: 64, range: 1...256,
         help: "Concurrent keep-alive connections (64: enough to keep the server busy through the store's commits).")
+    static let scaleOutConnections = Option.integer(
+        "scale-out-connections", default: 16, range: 1...256,
+        help: "Concurrent keep-alive connections of the run on --database, spread over its instances.")
     static let database = Option.optional(
         "database", "URL",
         help: "Also measure through Pay server instances on this PostgreSQL database (postgresql://…, no password).")
