@@ -117,13 +117,22 @@ enum DemoWeb {
             let arguments = try await BrowserCommands.chromiumArguments(
                 deployment: deployment, names: names, profile: profile)
             let log = profile + "/chromedriver.log"
-            let started = try Subprocess(
-                chromium.driver, ["--port=0"], environment: ["HOME": profile], stdoutPath: log, stderrPath: log)
-            driver = started
             var port: Int?
-            for _ in 0..<200 where port == nil && started.isRunning {
-                try await Task.sleep(for: .milliseconds(100))
-                port = Chromium.driverPort(inLog: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+            // With --port=0 chromedriver picks a port number, then binds it for IPv4 and IPv6; when another process
+            // holds that number in one of them it exits ("bind() failed: Address already in use"). Started again then,
+            // up to three times.
+            for _ in 1...3 where port == nil {
+                let started = try Subprocess(
+                    chromium.driver, ["--port=0"], environment: ["HOME": profile], stdoutPath: log, stderrPath: log)
+                driver = started
+                for _ in 0..<200 where port == nil && started.isRunning {
+                    try await Task.sleep(for: .milliseconds(100))
+                    port = Chromium.driverPort(inLog: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+                }
+                if port == nil {
+                    started.send(SIGKILL)
+                    _ = await started.exit()
+                }
             }
             guard let port else {
                 // The profile, with the log, is removed below: its end goes into the error.
@@ -136,8 +145,8 @@ enum DemoWeb {
             let orders = try await body(session)
             await session.quit()
             browser = nil
-            started.send(SIGKILL)
-            _ = await started.exit()
+            driver?.send(SIGKILL)
+            _ = await driver?.exit()
             try? FileManager.default.removeItem(atPath: profile)
             return orders
         } catch {
