@@ -15,24 +15,17 @@ final class DERMemo<Value: Sendable>: Sendable {
         let key = DERKey(der)
         if let known = entries.withLock({ $0[key] }) { return known }
         guard let value = try compute() else { return nil }
-        remember(value, for: key)
+        entries.withLock { entries in
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = value
+        }
         return value
     }
 
     /// The answer remembered for `der`, else `compute`'s, which has one or throws (and then nothing is remembered).
     func value(for der: [UInt8], always compute: () throws -> Value) rethrows -> Value {
-        let key = DERKey(der)
-        if let known = entries.withLock({ $0[key] }) { return known }
-        let value = try compute()
-        remember(value, for: key)
-        return value
-    }
-
-    private func remember(_ value: Value, for key: DERKey) {
-        entries.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = value
-        }
+        // `compute` never answers nil, so neither does the lookup.
+        try value(for: der, { try compute() })!
     }
 }
 

@@ -34,8 +34,8 @@ enum InAppBenchCommand {
             SQLite figure, through --instances N Pay server instances (in this process, each its own HTTPS server)
             whose state is in that database: its pay, merchant and *_idempotency schemas are replaced. Its
             SCALE-OUT-CONNECTIONS clients (16 by default: more only queue for the database's row locks, and 64 let
-            the prepared nonces expire before their turn) are spread over the instances; `scaleOut` in the JSON and a second line give its tokens per second
-            beside the SQLite figure of the same run.
+            the prepared nonces expire before their turn) are spread over the instances; `scaleOut` in the JSON and
+            a second line give its tokens per second beside the SQLite figure of the same run.
             """,
         options: [
             requests, connections, ceilingSeconds, database, DeploymentCommands.pgpassOption, instances,
