@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "OrchardBenchmarks",
             dependencies: [
-                "CardBasics",
+                "CardBasics", "EMV",
                 "OrchardCrypto", "OrchardX509", "PaymentToken", "MerchantKit", "CBenchmarks", "COpenSSL", "CShims",
                 "PaymentCredential", "OrchardHTTP", "OrchardLogging", "OrchardRuntime", "OrchardServices", "PayAPI",
                 "PayServer", "MerchantServer", "Issuer", "TokenService", "TokenRequestorAPI",
@@ -112,7 +112,7 @@ let package = Package(
                 "OrchardServices", "PayServer", "MerchantServer", "NetworkServer", "NFCLink", "Terminal", "PayAPI",
                 "PayClient", "AppPayments", "TokenService", "Issuer", "PaymentCredential", "MerchantAPI",
                 "TokenRequestorAPI", "DeviceControlAPI", "DemoApp", "AccessPolicy", "Acquirer", "WebMerchantAPI",
-                "RelayAPI", "BrowserAgentAPI", "WebDriverClient",
+                "RelayAPI", "BrowserAgentAPI", "WebDriverClient", "OrchardStore",
             ],
             swiftSettings: strict
         ),
@@ -275,7 +275,7 @@ let package = Package(
         ),
 
         // The NFC link between a terminal's reader and a device's antenna: framed APDUs on a local Unix socket.
-        .target(name: "NFCLink", dependencies: ["EMV", "OrchardRuntime"], swiftSettings: strict),
+        .target(name: "NFCLink", dependencies: ["EMV", "OrchardCrypto", "OrchardRuntime"], swiftSettings: strict),
 
         // The point-of-sale terminal: settings, STAN and journal in DIR/terminal.sqlite, the EMV kernel over the NFC
         // link, online authorization through an acquirer gateway (with retries and reversals).
@@ -366,7 +366,7 @@ let package = Package(
                 "NetworkServer", "TokenService", "Issuer", "Acquirer", "OrchardStore", "OrchardX509", "OrchardCrypto",
                 "NetworkTestSupport", "Device", "SecureElement", "EMV", "OrchardRuntime", "OrchardHTTP",
                 "OrchardLogging", "AcquirerAPI", "PaymentCredential", "TokenRequestorAPI", "NetworkAuthorizationAPI",
-                "OrchardServices",
+                "OrchardServices", "Wallet",
                 "DeviceTestSupport", "CommandTestSupport",
             ],
             swiftSettings: strict
@@ -375,7 +375,7 @@ let package = Package(
             name: "OrchardCLITests",
             dependencies: [
                 "OrchardCLI", "OrchardFixtures", "NetworkServer", "OrchardStore", "CommandTestSupport", "OrchardCrypto",
-                "orchard",
+                "OrchardX509", "orchard",
             ],
             swiftSettings: strict),
         .testTarget(
@@ -405,6 +405,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchardLoggingTests", dependencies: ["CardBasics", "OrchardLogging"], swiftSettings: strict),
+        .testTarget(name: "CardBasicsTests", dependencies: ["CardBasics"], swiftSettings: strict),
         // The layer check (scripts/check-layers, run by CI on the real manifest) refuses each kind of violation.
         .testTarget(name: "LayerCheckTests", dependencies: ["CommandTestSupport"], swiftSettings: strict),
         // The public API record and the doc-comment check (scripts/api-surface, scripts/check-doc-comments) refuse
@@ -474,7 +475,7 @@ let package = Package(
                 "CardBasics",
                 "DeviceTestSupport", "CommandTestSupport",
                 "Device", "SecureElement", "Wallet", "EMV", "OrchardStore", "OrchardRuntime", "OrchardX509",
-                "OrchardCrypto", "orchard-device-crasher", "SQLiteCrashVFS",
+                "OrchardCrypto", "orchard-device-crasher", "SQLiteCrashVFS", "PaymentCredential",
             ],
             swiftSettings: strict
         ),
@@ -522,7 +523,7 @@ let package = Package(
                 "Device", "SecureElement", "Wallet", "NetworkServer", "OrchardServices", "OrchardRuntime",
                 "OrchardStore", "OrchardCrypto", "OrchardX509", "OrchardHTTP", "MerchantAPI", "AccessPolicy",
                 "AcquirerAPI", "TokenRequestorAPI", "SQLiteCrashVFS", "CommandTestSupport", "WebMerchantAPI",
-                "RelayAPI",
+                "RelayAPI", "OrchardLogging",
             ],
             swiftSettings: strict
         ),
