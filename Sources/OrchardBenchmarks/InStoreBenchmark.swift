@@ -26,10 +26,10 @@ import Wallet
 /// the network directly with the Pay server's client certificate).
 public enum InStoreBenchmark {
     static let deviceName = "bench-phone"
-    /// Targets on loopback (issue 11): device side p99 ≤ 5 ms per APDU exchange, tap → response p99 ≤ 50 ms.
+    /// Targets on loopback: device side p99 ≤ 5 ms per APDU exchange, tap → response p99 ≤ 50 ms.
     public static let exchangeTargetMilliseconds = 5.0
     public static let tapTargetMilliseconds = 50.0
-    /// Target for `orchard device run` (issue 34): from the process's start to its first tap answered, ≤ 200 ms.
+    /// Target for `orchard device run`: from the process's start to its first tap answered, ≤ 200 ms.
     public static let deviceStartTargetMilliseconds = 200.0
     /// How many times the device process is started for that figure.
     static let deviceStarts = 5

@@ -142,7 +142,7 @@ public final class Database {
         try executeScript("PRAGMA trusted_schema = OFF")
         // Pages of the database file are read through a mapping rather than a read() and a copy each. A connection
         // loses its page cache whenever another one commits, so a reader next to a busy writer read the same pages
-        // again for each transaction (docs/performance.md, "Session 11"). SQLite writes through write() still; a
+        // again for each transaction (docs/performance.md, `bench inapp`). SQLite writes through write() still; a
         // disk error on a mapped read stops the process (SIGBUS), as the store stops writing after one anyway.
         try executeScript("PRAGMA mmap_size = \(Self.mappedBytes)")
         guard access == .readWrite else { return }

@@ -278,9 +278,9 @@ extension WriterThread {
     /// CPU with the threads that handle requests, they then run first, and the writes they submit meanwhile gather
     /// into one group: one `COMMIT`, one `fdatasync` and one copy of each shared page for all of them, instead of
     /// the writer waking for each write. On the Pay server on one core the nice level more than halved the commits
-    /// per token (docs/performance.md, "Session 10"); SCHED_BATCH stops the writer from preempting a handler each
+    /// per token (docs/performance.md, `bench inapp`); SCHED_BATCH stops the writer from preempting a handler each
     /// time a write wakes it (a context switch and cold caches for both), so it runs when the handler waits or
-    /// its time slice ends ("Session 11"). Where the writer has a CPU of its own nothing changes, and it is never
+    /// its time slice ends. Where the writer has a CPU of its own nothing changes, and it is never
     /// starved: against one busy thread it still gets about a quarter of a CPU, and when every request waits on a
     /// write the handlers are idle and it runs at once. Durability is unchanged.
     fileprivate static func yieldToRequestHandlers() {

@@ -115,7 +115,7 @@ final class InAppPayments: Sendable {
             // The public-key work (about 0.2 ms) runs on the event loop that holds the connection, as every other
             // handler's does: the server runs a loop per CPU it may use, and the shared pool cost two thread
             // hand-offs per exchange (to the pool, back to the loop for the reply): about a fifth of the server's
-            // CPU per token (docs/performance.md, "Session 10").
+            // CPU per token (docs/performance.md, `bench inapp`).
             let device = try await payingDevice(request)
             let token = try await exchange(try Self.decode(request), device: device)
             return HTTPResponse(

@@ -102,9 +102,9 @@ public enum PayStore {
         Migration(version: 8, name: MerchantSessions.migrationName, sql: MerchantSessions.migrationSQL),
         // The relay between a user's devices: each device's relay public keys and the queued (encrypted) frames.
         Migration(version: 9, name: PayServer.relayMigrationName, sql: PayServer.relayMigrationSQL),
-        // The in-app tallies over 16 rows per key, for instances counting at once on PostgreSQL (issue 33).
+        // The in-app tallies over 16 rows per key, for instances counting at once on PostgreSQL.
         Migration(version: 10, name: InAppStore.shardMigrationName, sql: InAppStore.shardMigrationSQL),
-        // Merchant tokens of the version 14 payment types: one per merchant and device account (issue 29).
+        // Merchant tokens of the version 14 payment types: one per merchant and device account.
         Migration(version: 11, name: MerchantTokens.migrationName, sql: MerchantTokens.migrationSQL),
         // Every request with a merchant certificate asks whether it is revoked: an index of the revoked ones alone
         // answers without reading the table.

@@ -125,7 +125,7 @@ final class PaymentNonces: Sendable {
         // Keep only the keyed hash, until the purge time set at issue: the row goes when an unused one would. A
         // replay before then is `nonceUsed`; after it `nonceUnknown`, refused too (the nonce had expired long
         // before). `purge_after` is left as it is, so its index is not written: a payment changes one B-tree page
-        // of this table, not three (docs/performance.md, "Session 11").
+        // of this table, not three (docs/performance.md, `bench inapp`).
         try db.execute(
             "UPDATE payment_nonces SET device = NULL, boot_id = NULL, issued_at_ns = NULL, used = 1 WHERE nonce_hash = ?",
             [.blob(hash)])

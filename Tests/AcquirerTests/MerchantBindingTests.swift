@@ -58,7 +58,7 @@ struct MerchantBindingTests {
     }
 
     @Test(
-        "I20-3: A token made for merchant A, charged through merchant B's account, is declined (03, merchantMismatch)")
+        "C3: A token made for merchant A, charged through merchant B's account, is declined (03, merchantMismatch)")
     func madeForAChargedThroughB() async throws {
         let f = try await Fixture()
         // B names its own merchant ID, which its account may charge for: the network sees A's cryptogram.
@@ -90,7 +90,7 @@ struct MerchantBindingTests {
         #expect(try await f.balance() == 1999)
     }
 
-    @Test("I20-3: A merchant ID no account charges for, or none at all, is refused before the network")
+    @Test("C3: A merchant ID no account charges for, or none at all, is refused before the network")
     func unregisteredMerchantID() async throws {
         let f = try await Fixture()
         let unknown = "merchant.dev.orchard.unknown"

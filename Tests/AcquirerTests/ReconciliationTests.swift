@@ -6,7 +6,7 @@ import NetworkTestSupport
 import OrchardCrypto
 import Testing
 
-/// Issue 21 item 2 for the acquirer: authorizations it sent whose client never came back are reversed once,
+/// Reconciliation at the acquirer: authorizations it sent whose client never came back are reversed once,
 /// after the bound, and only those.
 @Suite("Acquirer: reconciliation of authorizations without a result")
 struct AcquirerReconciliationTests {

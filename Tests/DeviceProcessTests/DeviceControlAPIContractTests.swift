@@ -337,7 +337,7 @@ struct DeviceControlAPIContractTests {
             ("POST", "/lost-mode", "{}", 400, "invalidArgument"),
             ("POST", "/payment-sheets", #"{"applicationIdentifier":1}"#, 400, "invalidRequest"),
             ("POST", "/payment-sheets/can-make-payments", #"{"networks":"visa"}"#, 400, "invalidRequest"),
-            // A key given twice (issue 22): refused, whichever value would have won.
+            // A key given twice: refused, whichever value would have won.
             ("POST", "/authenticate", #"{"method":"face-id","success":false,"success":true}"#, 400, "invalidArgument"),
             ("PUT", "/settings", #"{"allowWebsiteQueries":true,"allowWebsiteQueries":false}"#, 400, "invalidArgument"),
             (

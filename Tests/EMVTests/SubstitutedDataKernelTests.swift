@@ -52,7 +52,7 @@ struct SubstitutedDataKernelTests {
         (.terminalVerificationResults, hex("0000008000")),
     ]
 
-    @Test("N2/N3/I20-5: a card echoing another UN, amount, currency, date or TVR ends the application, no cryptogram")
+    @Test("N2/N3/C5: a card echoing another UN, amount, currency, date or TVR ends the application, no cryptogram")
     func echoedValuesEndTheApplication() async throws {
         let kernel = TerminalKernel(configuration: V9.terminal)
         for (tag, value) in Self.substitutions {
@@ -62,7 +62,7 @@ struct SubstitutedDataKernelTests {
         }
     }
 
-    @Test("N2/N3/I20-5: without the echo, field 55 carries the terminal's values and the issuer's MAC check fails")
+    @Test("N2/N3/C5: without the echo, field 55 carries the terminal's values and the issuer's MAC check fails")
     func substitutedValuesFailVerification() async throws {
         let kernel = TerminalKernel(configuration: V9.terminal)
         for (tag, value) in Self.substitutions {

@@ -61,9 +61,9 @@ final class AccessDeployment: @unchecked Sendable {
 
 @Suite("Every caller acts only as itself", .serialized)
 struct AccessMatrixTests {
-    /// The attack of issue 20: with T0002's certificate, a reversal naming T0001 and a STAN it has not used
+    /// The attack of case C1: with T0002's certificate, a reversal naming T0001 and a STAN it has not used
     /// yet answered 200 `preempted`, declining T0001's future payment. Now 403, and T0001 itself still may.
-    @Test("I20-1: A terminal cannot preempt another terminal's future STAN")
+    @Test("C1: A terminal cannot preempt another terminal's future STAN")
     func terminalCannotPreemptAnother() async throws {
         let access = try await AccessDeployment()
         let (network, _, base) = try await access.start(.network)
@@ -82,7 +82,7 @@ struct AccessMatrixTests {
         #expect(errorCode(answer) == "caller_mismatch")
         #expect(!String(decoding: answer.body, as: UTF8.self).contains("preempted"))
         // A body naming both terminals (a repeated key): refused whatever the order, before any check reads
-        // one of the two values (issue 22: 400 duplicate_key).
+        // one of the two values (S9: 400 duplicate_key).
         for order in [("T0001", "T0002"), ("T0002", "T0001")] {
             let repeated = Data(
                 #"{"merchantID":"merchant.dev.orchard.demo","terminalID":"\#(order.0)","stan":"000778","amount":{"minorUnits":450,"currency":"840"},"reason":"timeout","terminalID":"\#(order.1)"}"#
@@ -227,7 +227,7 @@ extension AccessMatrixTests {
     }
 
     @Test(
-        "I20-1/I20-2: The network's routes × {no certificate, foreign CA, wrong role, another identity, the right caller}"
+        "C1/C2: The network's routes × {no certificate, foreign CA, wrong role, another identity, the right caller}"
     )
     func networkMatrix() async throws {
         let access = try await AccessDeployment()
@@ -253,7 +253,7 @@ extension AccessMatrixTests {
         await network.shutdown()
     }
 
-    @Test("I20-2: The Pay server's routes × {no certificate, foreign CA, wrong role, the right caller}")
+    @Test("C2: The Pay server's routes × {no certificate, foreign CA, wrong role, the right caller}")
     func payMatrix() async throws {
         let access = try await AccessDeployment()
         let (pay, server, base) = try await access.start(.pay)
@@ -298,7 +298,7 @@ extension AccessMatrixTests {
         await pay.shutdown()
     }
 
-    @Test("I20-2: The merchant server's routes × {no certificate, foreign CA, any certificate}")
+    @Test("C2: The merchant server's routes × {no certificate, foreign CA, any certificate}")
     func merchantMatrix() async throws {
         let access = try await AccessDeployment()
         let (merchant, server, base) = try await access.start(.merchant)
@@ -311,7 +311,7 @@ extension AccessMatrixTests {
         await merchant.shutdown()
     }
 
-    @Test("I20-2: A merchant charges only in its own name: its key never reaches another merchant's record")
+    @Test("C2: A merchant charges only in its own name: its key never reaches another merchant's record")
     func merchantKeysAreScoped() async throws {
         let access = try await AccessDeployment()
         let (network, _, base) = try await access.start(.network)

@@ -15,7 +15,7 @@ import Testing
 
 @testable import MerchantServer
 
-/// The merchant server end to end (issue 13 item 3; cases A10, A11, D3, V2): real tokens from the Pay server,
+/// The merchant server end to end (cases A10, A11, D3, V2): real tokens from the Pay server,
 /// charges through the network's acquirer, token service and issuer, all over HTTPS on loopback.
 @Suite("Merchant server: orders and in-app payments", .serialized)
 struct MerchantServerTests {

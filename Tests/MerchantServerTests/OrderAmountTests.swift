@@ -34,7 +34,7 @@ struct OrderAmountTests {
         }
     }
 
-    @Test("I22-4d: an order body giving a key twice (two amounts) is refused, whatever the order")
+    @Test("S9: an order body giving a key twice (two amounts) is refused, whatever the order")
     func anOrderWithAKeyTwiceIsRefused() {
         for body in [
             #"{"item":"Coffee","amount":"0.01","amount":"999.00"}"#,

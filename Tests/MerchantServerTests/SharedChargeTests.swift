@@ -12,7 +12,7 @@ import Testing
 
 @testable import MerchantServer
 
-/// Two merchant server instances on one PostgreSQL database (issue 33): each knows only its own requests in flight,
+/// Two merchant server instances on one PostgreSQL database: each knows only its own requests in flight,
 /// so a charge another instance began is left to it for ``PaymentProcessor/sharedChargeGrace`` on the database's
 /// clock, and an outcome is recorded only over the state it was decided from. Found by `orchard chaos --instances 2`:
 /// one instance's reconciliation pass reversed the other's charge in flight, which then recorded it approved.

@@ -11,8 +11,8 @@ import Testing
 
 @Suite("NFC link frames")
 struct FrameTests {
-    /// Issue 22, item 4: the link reads JSON payloads as every Orchard party does.
-    @Test("I22-4d: a frame whose JSON gives a key twice is a protocol violation; once each, it decodes")
+    /// The link reads JSON payloads as every Orchard party does.
+    @Test("S9: a frame whose JSON gives a key twice is a protocol violation; once each, it decodes")
     func aPayloadGivingAKeyTwiceIsRefused() throws {
         let twice = NFCFrame(.poll, Array(#"{"version":1,"aids":[],"networks":["visa"],"networks":[]}"#.utf8))
         #expect(throws: NFCLinkError(.protocolViolation, "")) { try twice.decode(NFCPolling.self) }

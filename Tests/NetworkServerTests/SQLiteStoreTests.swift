@@ -154,11 +154,11 @@ struct SQLiteStoreTests {
         await reopened.store.close()
     }
 
-    /// Issue 8 item 5 at the library level: after a full run on SQLite files, a full FPAN is only in
+    /// Case P1 at the library level: after a full run on SQLite files, a full FPAN is only in
     /// `issuer.sqlite` (and encrypted in `network.sqlite`), a full DPAN only in `network.sqlite`, no CVV in
     /// any file, and the acquirer's file holds masked numbers only. Every byte of every file (database,
-    /// `-wal`, `-shm`) is scanned. Issue 22, item 3: the issuer's file holds no FPAN in clear either.
-    @Test("P1/I22-3c: no FPAN in clear in any file, issuer.sqlite included; a DPAN only in network.sqlite; no CVV")
+    /// `-wal`, `-shm`) is scanned. The issuer's file holds no FPAN in clear either (S5).
+    @Test("P1/S5: no FPAN in clear in any file, issuer.sqlite included; a DPAN only in network.sqlite; no CVV")
     func cardNumbersAtRestStayInTheirFiles() async throws {
         let directory = try TemporaryDirectory()
         let vault = try SQLiteTokenVaultStore(path: directory.path + "/network.sqlite")
@@ -204,7 +204,7 @@ struct SQLiteStoreTests {
         let files = try directory.files()
         #expect(files.contains { $0.name == "network.sqlite" } && files.contains { $0.name == "issuer.sqlite" })
         for file in files {
-            // Not even the issuer's file holds one in clear (issue 22): its cards are sealed, found by keyed hash.
+            // Not even the issuer's file holds one in clear: its cards are sealed, found by keyed hash.
             for pan in allFPANs {
                 let found = file.bytes.contains(ascii: pan)
                 #expect(!found, "FPAN ending \(pan.suffix(4)) in \(file.name)")
@@ -242,7 +242,7 @@ struct SQLiteStoreTests {
     }
 }
 
-/// Issue 22, item 3: the issuer keeps card numbers as the vault does.
+/// The issuer keeps card numbers as the vault does.
 @Suite("Issuer store: cards sealed, found by keyed hash")
 struct IssuerSealedStoreTests {
     func card(_ pan: String) throws -> IssuedCard {
@@ -252,7 +252,7 @@ struct IssuerSealedStoreTests {
             stepUpDestinationHint: "a***@example.com")
     }
 
-    @Test("P1/I22-3c: an issuer.sqlite with clear card numbers is sealed when it opens; another key is refused")
+    @Test("P1/S5: an issuer.sqlite with clear card numbers is sealed when it opens; another key is refused")
     func clearDeploymentIsMigratedAndAnotherKeyRefused() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/issuer.sqlite"

@@ -80,7 +80,7 @@ struct TokenRequestorScopeTests {
         await vault.store.close()
     }
 
-    @Test("I20-4: Another requestor's token answers 404 to status and lifecycle calls, and stays as it was")
+    @Test("C4: Another requestor's token answers 404 to status and lifecycle calls, and stays as it was")
     func anotherRequestorsToken() async throws {
         try await withNetwork { n in
             let card = try await n.h.provision("4111111111111111", on: try n.h.makeDevice("phone-1"))
@@ -106,7 +106,7 @@ struct TokenRequestorScopeTests {
         }
     }
 
-    @Test("I20-4: A device action reaches only the caller's tokens on the device")
+    @Test("C4: A device action reaches only the caller's tokens on the device")
     func deviceActionsAreScoped() async throws {
         try await withNetwork { n in
             let card = try await n.h.provision("4111111111111111", on: try n.h.makeDevice("phone-1"))
@@ -123,7 +123,7 @@ struct TokenRequestorScopeTests {
         }
     }
 
-    @Test("I20-4: Check Card naming another requestor is refused (403); another's session answers 404")
+    @Test("C4: Check Card naming another requestor is refused (403); another's session answers 404")
     func provisioningIsScoped() async throws {
         try await withNetwork { n in
             let phone = try n.h.makeDevice("phone-2")
@@ -159,7 +159,7 @@ struct TokenRequestorScopeTests {
         }
     }
 
-    @Test("I20-4: Each requestor reads only its own notifications")
+    @Test("C4: Each requestor reads only its own notifications")
     func notificationsAreFiltered() async throws {
         try await withNetwork { n in
             let card = try await n.h.provision("4111111111111111", on: try n.h.makeDevice("phone-1"))

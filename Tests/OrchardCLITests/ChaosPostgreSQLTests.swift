@@ -2,7 +2,7 @@ import CommandTestSupport
 import Foundation
 import Testing
 
-/// `orchard chaos --database URL --instances 2` (issue 33 item 3): two instances of each server party on one
+/// `orchard chaos --database URL --instances 2`: two instances of each server party on one
 /// PostgreSQL database, one instance of a party killed each cycle, the invariants read through the store API from
 /// the database's schemas (and the terminal's SQLite file).
 @Suite("orchard chaos with several instances", .serialized)

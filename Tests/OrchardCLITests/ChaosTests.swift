@@ -4,7 +4,7 @@ import OrchardCrypto
 import OrchardStore
 import Testing
 
-/// `orchard chaos` as CI runs it (issue 24): every party a process, one killed each cycle, the invariants across
+/// `orchard chaos` as CI runs it: every party a process, one killed each cycle, the invariants across
 /// the stores; and a positive control that the checks find a lost payment.
 @Suite("orchard chaos", .serialized)
 struct ChaosTests {

@@ -2,7 +2,7 @@ import CommandTestSupport
 import Foundation
 import Testing
 
-/// `orchard bench inapp --database URL --instances 2` (issue 33 item 5): the exchange through two Pay server instances
+/// `orchard bench inapp --database URL --instances 2`: the exchange through two Pay server instances
 /// on PostgreSQL, beside the one-instance SQLite figure of the same run.
 @Suite("orchard bench inapp on several instances", .serialized)
 struct ScaleOutBenchCommandTests {

@@ -108,10 +108,10 @@ struct RoutingTests {
         }
     }
 
-    /// Issue 22, item 4: a key given twice in one object is refused (JSONDecoder would keep one of the values
+    /// A key given twice in one object is refused (JSONDecoder would keep one of the values
     /// silently), with a typed 400 naming the field and never its values.
     @Test(
-        "I22-4d: A key twice in one object is refused with duplicate_key (400), at the top, nested, escaped or in an array",
+        "S9: A key twice in one object is refused with duplicate_key (400), at the top, nested, escaped or in an array",
         arguments: [
             (#"{"amount":1,"currency":"EUR","items":[],"amount":100000}"#, "amount"),
             (#"{"amount":1,"currency":"EUR","items":[{"sku":"a","sku":"b"}]}"#, "items[0].sku"),

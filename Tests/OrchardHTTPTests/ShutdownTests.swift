@@ -110,7 +110,7 @@ struct ShutdownTests {
         await other.shutdown()
     }
 
-    /// Issue 4, item 6: SIGTERM during requests, in the real executable started as a child process.
+    /// SIGTERM during requests, in the real executable started as a child process.
     @Test func sigtermLetsInFlightRequestsFinishRefusesNewOnesAndExitsZero() async throws {
         let binary = try Self.orchardBinary()
         let process = try ChildProcess(
@@ -188,7 +188,7 @@ struct LoadTests {
         return router
     }
 
-    /// Issue 4, item 6: two services calling each other under load never deadlock. Each has one event
+    /// Two services calling each other under load never deadlock. Each has one event
     /// loop; every request to A bounces A→B→A→B→A→B, so both loops hold many handlers waiting on each
     /// other at once.
     @Test func twoServicesCallingEachOtherUnderLoadNeverDeadlock() async throws {

@@ -87,8 +87,8 @@ struct ConfigurationTests {
         #expect(problems("{\"pay\": {\"port\": null}}") == ["config.json: pay.port: expected an integer, found null"])
     }
 
-    /// Issue 22, item 4: a setting given twice is refused, not resolved silently to one of the two.
-    @Test("I22-4d: config.json giving a key twice is refused")
+    /// A setting given twice is refused, not resolved silently to one of the two.
+    @Test("S9: config.json giving a key twice is refused")
     func aKeyGivenTwiceIsRefused() {
         #expect(
             problems(#"{"pay": {"port": 8441, "host": "127.0.0.1", "port": 9000}}"#) == [

@@ -27,7 +27,7 @@ struct DeploymentDirectoryTests {
         #expect(directory.databasePath(for: try .device("alice-phone")) == "\(dir)/device-alice-phone.sqlite")
         #expect(directory.logPath(for: .issuer) == "\(dir)/logs/issuer.log")
         #expect(directory.runRecordPath(for: .merchant) == "\(dir)/run/merchant.json")
-        // Each party's files in its own folder (issue 22).
+        // Each party's files in its own folder.
         #expect(try directory.certificatePath(named: "root-ca") == "\(dir)/pki/root/root-ca.pem")
         #expect(try directory.privateKeyPath(named: "pay-tls") == "\(dir)/pki/pay/pay-tls.key")
         #expect(try directory.privateKeyPath(named: "network-hsm") == "\(dir)/pki/network/network-hsm.key")
@@ -112,9 +112,9 @@ struct DeploymentDirectoryTests {
         try directory.checkPermissions()
     }
 
-    /// Issue 22, item 3: the root's certificate is copied into every party's folder, so a party's folder alone
+    /// The root's certificate is copied into every party's folder, so a party's folder alone
     /// has what its server verifies with; a deployment with the flat `pki/` of before is still read.
-    @Test("I22-3a: Public certificates are copied into the folders that need them; the flat layout of before is read")
+    @Test("S3: Public certificates are copied into the folders that need them; the flat layout of before is read")
     func certificatesAreCopiedAndTheFlatLayoutRead() throws {
         defer { cleanUp() }
         try directory.create()

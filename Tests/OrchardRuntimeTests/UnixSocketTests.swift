@@ -6,12 +6,12 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 22, item 4: the device control socket and the NFC link sockets (both `UnixDomainSocket.listen`) exist
+/// The device control socket and the NFC link sockets (both `UnixDomainSocket.listen`) exist
 /// as 0600 from the moment `bind` creates their file under the usual umask (022): there is no moment at which
 /// another user may connect.
 @Suite("Unix sockets: created 0600 with no window")
 struct UnixSocketTests {
-    @Test("I22-4c: The socket file is 0600 as soon as bind returns, before any chmod, under umask 022")
+    @Test("S8: The socket file is 0600 as soon as bind returns, before any chmod, under umask 022")
     func socketFileIsPrivateFromBind() throws {
         for mask: mode_t in [0o022] {
             let path = "/tmp/orchard-socket-\(UUID().uuidString.prefix(8)).sock"

@@ -109,8 +109,8 @@ struct AnonymousAnalyticsTests {
         #expect(summary.byAmountBucket.isEmpty && summary.byHour.isEmpty && summary.byRegion.isEmpty)
     }
 
-    /// Issue 22, item 4: no one reads a cell of fewer than five purchases.
-    @Test("V1/I22-4f: cells under 5 purchases are merged into day × region, and withheld while still under 5")
+    /// No one reads a cell of fewer than five purchases.
+    @Test("V1/S11: cells under 5 purchases are merged into day × region, and withheld while still under 5")
     func smallCellsAreMergedIntoDayAndRegion() async throws {
         _ = try await initialise()
         let store = try PayStore.open(in: directory)

@@ -11,7 +11,7 @@ import WebMerchantAPI
     import Glibc
 #endif
 
-/// The callers of several merchant and Pay server instances (issue 33 item 1): `orchard app buy` fails over from a
+/// The callers of several merchant and Pay server instances: `orchard app buy` fails over from a
 /// merchant instance it cannot reach to the next running one, for the order and for the payment, and the merchant
 /// asks the next Pay server instance's gateway for a page's merchant session.
 @Suite(

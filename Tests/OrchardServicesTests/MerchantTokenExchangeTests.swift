@@ -11,7 +11,7 @@ import PayServer
 import PaymentToken
 import Testing
 
-/// Merchant tokens at the Pay server's exchange (issue 29): a recurring, automatic reload or deferred payment's
+/// Merchant tokens at the Pay server's exchange: a recurring, automatic reload or deferred payment's
 /// token carries `merchantTokenIdentifier` and `merchantTokenMetadata`, minted once per merchant and device account
 /// (token reference), never from a card number.
 @Suite("Pay server: merchant tokens for the version 14 payment types", .serialized)

@@ -13,7 +13,7 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 22, item 3: each party's keys in its own folder, a server that needs only its folder, and the HSM
+/// Each party's keys in its own folder, a server that needs only its folder, and the HSM
 /// master key wrapped under a key-encryption key kept outside DIR.
 @Suite("Keys apart at rest: pki/<party>/, serve from one folder, the wrapped HSM master key", .serialized)
 struct PartyFolderTests {
@@ -35,7 +35,7 @@ struct PartyFolderTests {
         try FileManager.default.copyItem(atPath: from, toPath: to)
     }
 
-    @Test("I22-3a: init gives each party its own key folder: no key in two folders, none in another party's")
+    @Test("S3: init gives each party its own key folder: no key in two folders, none in another party's")
     func initGivesEachPartyItsOwnFolder() async throws {
         let initialised = try await runOrchard(["init", "--data-dir", directory.path])
         try #require(initialised.status == 0, "\(initialised.stderr)")
@@ -60,7 +60,7 @@ struct PartyFolderTests {
         #expect(!network.contains { $0.hasPrefix("pay-") || $0.hasPrefix("merchant-") || $0.hasPrefix("root-ca.k") })
     }
 
-    @Test("I22-3a: serve <party> works from a fresh data directory holding only config.json, its folder and its files")
+    @Test("S3: serve <party> works from a fresh data directory holding only config.json, its folder and its files")
     func eachServerPartyServesFromItsOwnFolderAlone() async throws {
         let initialised = try await runOrchard(["init", "--data-dir", directory.path])
         try #require(initialised.status == 0, "\(initialised.stderr)")
@@ -91,7 +91,7 @@ struct PartyFolderTests {
         }
     }
 
-    @Test("I22-3b: The network serves with its HSM master key wrapped under a KEK outside DIR, and refuses without it")
+    @Test("S4: The network serves with its HSM master key wrapped under a KEK outside DIR, and refuses without it")
     func theNetworkServesWithTheWrappedKeyAndRefusesWithoutTheKEK() async throws {
         let initialised = try await runOrchard(["init", "--data-dir", directory.path])
         try #require(initialised.status == 0, "\(initialised.stderr)")

@@ -66,8 +66,8 @@ struct PayServerTests {
         await connections.close()
     }
 
-    /// Issue 22, item 4: `orchard merchant certs --revoke` takes effect at once on every route of the running server.
-    @Test("I22-4b: A revoked identity certificate is refused (403 client_certificate_revoked) on every route, at once")
+    /// `orchard merchant certs --revoke` takes effect at once on every route of the running server.
+    @Test("S7: A revoked identity certificate is refused (403 client_certificate_revoked) on every route, at once")
     func aRevokedIdentityCertificateIsRefusedOnEveryRoute() async throws {
         let registry = try ServiceRegistry([PayService(), MerchantService()])
         _ = try await DeploymentInitializer.initialize(directory, registry: registry)

@@ -69,7 +69,7 @@ struct PaymentNonceTests {
         await store.close()
     }
 
-    @Test("Used rows keep only the hash; used or not, a row goes at the first issue 120 s after its own")
+    @Test("Used rows keep only the hash; used or not, a row goes at the first nonce issued 120 s after its own")
     func purge() async throws {
         let store = try PayStore.open(in: directory)
         let used = try await nonces(store).issue(to: "phone-a")

@@ -5,7 +5,7 @@ import OrchardServices
 import OrchardStore
 import Testing
 
-/// Two Pay server instances exchanging credentials at once on one PostgreSQL database (issue 33 item 5): every
+/// Two Pay server instances exchanging credentials at once on one PostgreSQL database: every
 /// exchange counts an anonymous tally, which was one row per (channel, currency, band, day) updated by every
 /// exchange; two instances' SERIALIZABLE transactions on it failed each other until `orchard bench inapp --instances
 /// 2` got errors. The tallies are now split over shards, and a write that still kept conflicting answers 503 with

@@ -12,7 +12,7 @@ import SecureElement
 import Testing
 import Wallet
 
-/// Address sync (issue 30 item 4): the wallet's recent contacts, encrypted under an account key wrapped to each
+/// Address sync: the wallet's recent contacts, encrypted under an account key wrapped to each
 /// device's relay key; the Pay server stores ciphertext only.
 @Suite("Address sync through the Pay server", .serialized)
 struct AddressSyncTests {

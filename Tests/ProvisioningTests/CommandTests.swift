@@ -75,10 +75,10 @@ struct ProvisioningCommandTests {
     }
 }
 
-/// Issue 22, item 4: `device add-card` takes the card number and CVV from a file or stdin only.
+/// `device add-card` takes the card number and CVV from a file or stdin only.
 @Suite("orchard device add-card: card entry off the command line")
 struct CardEntryCommandTests {
-    @Test("I22-4a: --pan and --cvv refused with a hint, never echoed; empty stdin or a malformed card file refused")
+    @Test("S6: --pan and --cvv refused with a hint, never echoed; empty stdin or a malformed card file refused")
     func panAndCVVOnTheCommandLineAreRefused() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-entry-\(UUID().uuidString)")
             .path

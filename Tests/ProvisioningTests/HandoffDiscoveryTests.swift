@@ -10,7 +10,7 @@ import Testing
 import TokenService
 
 extension HandoffProcesses {
-    /// Handoff discovery (issue 31 item 3), as the devices run it: `orchard up`, a Mac without Touch ID, a phone and a
+    /// Handoff discovery, as the devices run it: `orchard up`, a Mac without Touch ID, a phone and a
     /// watch of one account (each with a card), approved for each other, each `orchard device run` on the radio.
     @Suite("Handoff discovery over the relay", .serialized)
     struct HandoffDiscoveryTests {

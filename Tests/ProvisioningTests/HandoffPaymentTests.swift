@@ -19,7 +19,7 @@ import Testing
 import WebMerchantAPI
 
 extension HandoffProcesses {
-    /// The Handoff payment (issue 31 item 4) at the Mac's control API: `orchard up` (the store's site among the
+    /// The Handoff payment at the Mac's control API: `orchard up` (the store's site among the
     /// services), a Mac without Touch ID, a phone (Face ID, approved by --auto-auth) and a watch (the user drives its
     /// sheet), each with a card; the Mac asks for the payment, the phone or watch verifies the merchant session and its
     /// user authorizes there, the token comes back through the relay and the store takes it.

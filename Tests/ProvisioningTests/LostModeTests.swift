@@ -9,9 +9,9 @@ import Synchronization
 import Testing
 import TokenService
 
-/// Issue 22 item 2: a device in lost mode leaves it only with the user's passcode, attested by its own Secure
+/// A device in lost mode leaves it only with the user's passcode, attested by its own Secure
 /// Enclave with the key it registered; an erased device stays erased until it registers again.
-@Suite("I22-2: Lost mode is left only with the passcode; erased stays erased", .serialized)
+@Suite("S2: Lost mode is left only with the passcode; erased stays erased", .serialized)
 struct LostModeTests {
     static let passcode = SecureBytes(Array("123456".utf8))
 
@@ -27,7 +27,7 @@ struct LostModeTests {
         }
     }
 
-    @Test("I22-2: without the passcode attested by the phone's Secure Enclave, nothing leaves lost mode")
+    @Test("S2: without the passcode attested by the phone's Secure Enclave, nothing leaves lost mode")
     func resumeNeedsThePasscodeOnTheDevice() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)
@@ -173,7 +173,7 @@ struct LostModeTests {
         await sandbox.close()
     }
 
-    @Test("I22-2: an erased device stays erased (no resume, no lost mode, no provisioning) until it registers again")
+    @Test("S2: an erased device stays erased (no resume, no lost mode, no provisioning) until it registers again")
     func erasedStaysErased() async throws {
         let sandbox = try await Sandbox()
         let phone = try await sandbox.makeDevice("phone", kind: .phone, biometry: .face)

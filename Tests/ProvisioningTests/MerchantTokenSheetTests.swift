@@ -10,7 +10,7 @@ import PaymentToken
 import SecureElement
 import Testing
 
-/// Issue 29: a recurring payment through the device's sheet asks the Pay server for the merchant token of this
+/// A recurring payment through the device's sheet asks the Pay server for the merchant token of this
 /// merchant and card (the card's token reference from the Secure Element); the token's payment data carries it.
 @Suite("In-app: a recurring payment's token carries the merchant token of the merchant and card", .serialized)
 struct MerchantTokenSheetTests {

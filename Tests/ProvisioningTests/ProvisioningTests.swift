@@ -16,7 +16,7 @@ import Testing
 import TokenService
 import Wallet
 
-/// Provisioning and lifecycle through the real Pay server and network over HTTPS (issue 10; cases P1–P4, L1–L3).
+/// Provisioning and lifecycle through the real Pay server and network over HTTPS (cases P1–P4, L1–L3).
 @Suite("Provisioning through the Pay server", .serialized)
 struct ProvisioningTests {
     @Test("P4: Approve, step-up (no code: refused; with the code: added), decline: nothing installed on a decline")
@@ -206,7 +206,7 @@ struct ProvisioningTests {
         let dpan = try #require(try await sandbox.networkTokens(of: "phone").first?.dpan.digits)
         try phone.checkpoint()
         let fpanFiles = try sandbox.filesHolding("4111111111111111")
-        // The issuer seals its card records and finds them by keyed hash, as the vault does (issue 22, item 3).
+        // The issuer seals its card records and finds them by keyed hash, as the vault does.
         #expect(fpanFiles.isEmpty, "\(fpanFiles)")
         let dpanFiles = try sandbox.filesHolding(dpan)
         #expect(dpanFiles.allSatisfy { $0.hasPrefix("network.sqlite") }, "\(dpanFiles)")

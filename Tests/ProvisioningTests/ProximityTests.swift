@@ -49,7 +49,7 @@ enum HandoffProcesses {
 }
 
 extension HandoffProcesses {
-    /// Proximity on the simulated radio medium (issue 31 items 1–2), as the devices run it: a Pay server, a phone and a
+    /// Proximity on the simulated radio medium, as the devices run it: a Pay server, a phone and a
     /// Mac of one account approved for each other, each `orchard device run` advertising in its room, the advertising
     /// keys exchanged over the relay.
     @Suite("Proximity over the simulated radio medium", .serialized)

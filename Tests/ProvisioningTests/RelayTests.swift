@@ -13,7 +13,7 @@ import RelayAPI
 import SecureElement
 import Testing
 
-/// The relay between a user's devices through the running Pay server (issue 30): keys from each device's Secure
+/// The relay between a user's devices through the running Pay server: keys from each device's Secure
 /// Enclave in the account's directory, frames queued durably and delivered by long poll.
 @Suite("Relay through the Pay server", .serialized)
 struct RelayEndToEndTests {

@@ -5,7 +5,7 @@ import RelayAPI
 import SecureElement
 import Testing
 
-/// Proximity advertisements (issue 31 item 2): their bytes, their encryption under a device's advertising key, and
+/// Proximity advertisements: their bytes, their encryption under a device's advertising key, and
 /// the tracker that counts what a device hears.
 @Suite("Proximity advertisements")
 struct ProximityTests {

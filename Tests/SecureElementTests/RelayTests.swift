@@ -4,7 +4,7 @@ import RelayAPI
 import SecureElement
 import Testing
 
-/// The relay's per-device encryption in the Secure Enclave (issue 30 item 3): frames sealed to one device's key
+/// The relay's per-device encryption in the Secure Enclave: frames sealed to one device's key
 /// and signed by the sender's, checked in order.
 @Suite("Relay frames")
 struct RelayTests {

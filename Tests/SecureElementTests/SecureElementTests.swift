@@ -341,7 +341,7 @@ struct SecureElementTests {
         }
     }
 
-    @Test("I22-1: Only the pinned token service key installs, for this SE's certificate, each install once")
+    @Test("S1: Only the pinned token service key installs, for this SE's certificate, each install once")
     func onlyTheTokenServiceInstalls() async throws {
         let h = try await Harness()
         let data = try Harness.personalisation(dpan: visaDPAN)
@@ -386,7 +386,7 @@ struct SecureElementTests {
         #expect(await h.element.cards().isEmpty)
     }
 
-    @Test("I22-1: A Secure Element made without a pinned token service key installs nothing")
+    @Test("S1: A Secure Element made without a pinned token service key installs nothing")
     func noPinNoInstall() async throws {
         let storageKey = SymmetricKey(data: [UInt8](repeating: 0x42, count: 32))
         let random = InsecureDeterministicRandom(seed: [1])

@@ -221,7 +221,7 @@ struct ChargeTests {
         #expect(await acquirer.requests.isEmpty)
     }
 
-    @Test("I20-6: Above the contactless limit the reader asks for another interface; nothing goes online")
+    @Test("C6: Above the contactless limit the reader asks for another interface; nothing goes online")
     func limits() async throws {
         let directory = try TemporaryDirectory()
         let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: try CardTarget())

@@ -20,7 +20,7 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 21 item 1 across real processes: the network service (`orchard-network-crasher`, which is
+/// Exactly-once authorizations across real processes: the network service (`orchard-network-crasher`, which is
 /// `orchard serve network` with a probe) is killed with SIGKILL at each durable step of an authorization
 /// (``AuthorizationStep``), started again, and sent the same request again by the terminal's HTTPS gateway with
 /// the same STAN and Idempotency-Key. Each time: the retry is approved, every later retry gets that same answer,

@@ -17,7 +17,7 @@ import Testing
 import TokenRequestorAPI
 import TokenService
 
-/// Issue 11 item 5 across real processes: a deployment (`orchard init`), `orchard serve network` and
+/// A failing hop across real processes: a deployment (`orchard init`), `orchard serve network` and
 /// `orchard serve pay`, the phone as `orchard device run` provisioned by the deployed token service (the
 /// Pay server's client certificate on the provisioning routes), and `orchard terminal charge`. A relay in
 /// this process stands between the terminal and the acquirer, so a test can stop a hop at a chosen point:
@@ -332,7 +332,7 @@ struct HopFailureTests {
         let analytics = try await orchard(["analytics", "--data-dir", s.directory.path])
         let summary = try #require(
             try JSONSerialization.jsonObject(with: Data(analytics.stdout.utf8)) as? [String: Any])
-        // Two purchases: under the five a cell needs to be shown, so counted and withheld (issue 22).
+        // Two purchases: under the five a cell needs to be shown, so counted and withheld.
         #expect((summary["purchases"] as? Int) == 2 && (summary["withheld"] as? Int) == 2)
         #expect((summary["byAmountBucket"] as? [String: Int])?.isEmpty == true)
 

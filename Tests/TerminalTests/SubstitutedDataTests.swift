@@ -70,7 +70,7 @@ struct SubstitutedDataTests {
     ]
 
     @Test(
-        "N2/N3/I20-5: a card that echoes another UN, amount or currency is refused at the terminal; nothing goes online",
+        "N2/N3/C5: a card that echoes another UN, amount or currency is refused at the terminal; nothing goes online",
         arguments: [PaymentScheme.visa, .mastercard])
     func echoedValuesAreRefused(scheme: PaymentScheme) async throws {
         for substitution in Self.substitutions {
@@ -89,7 +89,7 @@ struct SubstitutedDataTests {
     }
 
     @Test(
-        "N2/N3/I20-5: a cryptogram over a substituted UN, amount or currency goes online with the terminal's values: 88",
+        "N2/N3/C5: a cryptogram over a substituted UN, amount or currency goes online with the terminal's values: 88",
         arguments: [PaymentScheme.visa, .mastercard])
     func substitutedValuesFailAtTheIssuer(scheme: PaymentScheme) async throws {
         for substitution in Self.substitutions {
@@ -124,7 +124,7 @@ struct SubstitutedDataTests {
         #expect(result.isApproved, "\(result)")
     }
 
-    @Test("I20-6: with limits, a charge in another currency is refused before the tap; without limits it is taken")
+    @Test("C6: with limits, a charge in another currency is refused before the tap; without limits it is taken")
     func limitsHoldInAnotherCurrency() async throws {
         let directory = try TemporaryDirectory()
         let antenna = try NFCAntenna(path: directory.antenna, kind: .phone, target: try CardTarget())

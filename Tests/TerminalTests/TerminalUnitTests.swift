@@ -11,7 +11,7 @@ import Testing
 
 @Suite("Terminal settings")
 struct SettingsTests {
-    @Test("I20-6: Settings give the kernel's configuration and the polling; every field's form is checked")
+    @Test("C6: Settings give the kernel's configuration and the polling; every field's form is checked")
     func settings() throws {
         let settings = try TerminalSettings(
             terminalID: "T-1", merchantName: "Orchard Coffee", countryCode: 250, currency: "EUR",

@@ -58,7 +58,7 @@ struct RemoteCryptogramAuthorizationTests {
         #expect(replayed.responseCode == .cryptographicFailure && replayed.declineReason == .atcReplayed)
     }
 
-    @Test("I20-3: A cryptogram made for merchant A, charged through merchant B, is declined with 03 and stays A's")
+    @Test("C3: A cryptogram made for merchant A, charged through merchant B, is declined with 03 and stays A's")
     func madeForAChargedThroughB() async throws {
         let (h, card) = try await harness()
         // B submits A's cryptogram and A's transaction data unchanged: the MAC verifies, the merchant does not.
