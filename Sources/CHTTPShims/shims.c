@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -176,4 +179,78 @@ int orchard_set_task_cpus(int tid, uint64_t mask) {
 int orchard_set_tcp_nodelay(int fd) {
     int one = 1;
     return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+int orchard_tcp_peer_uid(int fd, uint32_t *uid) {
+    struct sockaddr_storage local, peer;
+    socklen_t local_length = sizeof local, peer_length = sizeof peer;
+    if (getsockname(fd, (struct sockaddr *)&local, &local_length) != 0) return errno;
+    if (getpeername(fd, (struct sockaddr *)&peer, &peer_length) != 0) return errno;
+    if (local.ss_family != peer.ss_family) return EAFNOSUPPORT;
+
+    struct {
+        struct nlmsghdr header;
+        struct inet_diag_req_v2 request;
+    } message;
+    memset(&message, 0, sizeof message);
+    message.header.nlmsg_len = sizeof message;
+    message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    message.header.nlmsg_flags = NLM_F_REQUEST;
+    message.request.sdiag_family = (uint8_t)local.ss_family;
+    message.request.sdiag_protocol = IPPROTO_TCP;
+    message.request.idiag_states = ~0U;
+    /* The client's socket: its source is this connection's peer, its destination this connection's own end. */
+    if (local.ss_family == AF_INET) {
+        const struct sockaddr_in *own = (const struct sockaddr_in *)&local, *other = (const struct sockaddr_in *)&peer;
+        message.request.id.idiag_sport = other->sin_port;
+        message.request.id.idiag_dport = own->sin_port;
+        memcpy(message.request.id.idiag_src, &other->sin_addr, sizeof other->sin_addr);
+        memcpy(message.request.id.idiag_dst, &own->sin_addr, sizeof own->sin_addr);
+    } else if (local.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *own = (const struct sockaddr_in6 *)&local, *other = (const struct sockaddr_in6 *)&peer;
+        message.request.id.idiag_sport = other->sin6_port;
+        message.request.id.idiag_dport = own->sin6_port;
+        memcpy(message.request.id.idiag_src, &other->sin6_addr, sizeof other->sin6_addr);
+        memcpy(message.request.id.idiag_dst, &own->sin6_addr, sizeof own->sin6_addr);
+    } else {
+        return EAFNOSUPPORT;
+    }
+    message.request.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    message.request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+
+    int diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (diag < 0) return errno;
+    struct sockaddr_nl kernel;
+    memset(&kernel, 0, sizeof kernel);
+    kernel.nl_family = AF_NETLINK;
+    if (sendto(diag, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
+        int failure = errno;
+        close(diag);
+        return failure;
+    }
+    /* One answer: the socket's inet_diag_msg, or an error. Aligned for the headers it is read as. */
+    union {
+        struct nlmsghdr header;
+        char bytes[8192];
+    } answer;
+    ssize_t received;
+    do {
+        received = recv(diag, &answer, sizeof answer, 0);
+    } while (received < 0 && errno == EINTR);
+    int failure = received < 0 ? errno : 0;
+    close(diag);
+    if (received < 0) return failure;
+    const struct nlmsghdr *header = &answer.header;
+    if (!NLMSG_OK(header, (size_t)received)) return EPROTO;
+    if (header->nlmsg_type == NLMSG_ERROR) {
+        const struct nlmsgerr *error = NLMSG_DATA(header);
+        if (header->nlmsg_len < NLMSG_LENGTH(sizeof *error)) return EPROTO;
+        return error->error < 0 ? -error->error : EPROTO;
+    }
+    if (header->nlmsg_type != SOCK_DIAG_BY_FAMILY || header->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+        return EPROTO;
+    const struct inet_diag_msg *socket_record = NLMSG_DATA(header);
+    if (socket_record->idiag_state != TCP_ESTABLISHED) return ENOTCONN;
+    *uid = socket_record->idiag_uid;
+    return 0;
 }

@@ -103,11 +103,13 @@ final class BrowserAgent: Sendable {
         server = try HTTPServer(
             configuration: HTTPServerConfiguration(
                 listeners: [
+                    // The agent acts for the device's user: another user of the machine cannot connect to it.
                     .init(
                         host: "127.0.0.1", port: configuration.port,
                         tls: TLSServerConfiguration(
                             certificateChainPEM: configuration.certificateChainPEM,
-                            privateKeyPEM: configuration.privateKeyPEM))
+                            privateKeyPEM: configuration.privateKeyPEM),
+                        peers: .processOwner)
                 ], threads: 1, limits: limits), router: router, logger: .disabled)
     }
 }
@@ -115,7 +117,7 @@ final class BrowserAgent: Sendable {
 /// The agent's state: the secrets it handed out, the pages' sessions.
 private final class AgentState: @unchecked Sendable {
     // @unchecked: the mutable members are guarded by `lock`; the rest is immutable.
-    enum SecretKind { case frame, sheet, screen }
+    typealias SecretKind = BrowserAgentSecrets.Kind
 
     /// A page's session, from `begin()` to its end.
     final class WebSession: @unchecked Sendable {
@@ -158,9 +160,8 @@ private final class AgentState: @unchecked Sendable {
     /// The Mac's Handoff: a Mac that cannot authenticate a payment itself pays with a phone or watch it hears.
     let handoff: Handoff?
     let trace: @Sendable (String) -> Void
+    private let secrets = BrowserAgentSecrets()
     private let lock = NSLock()
-    private var secrets: [String: SecretKind] = [:]
-    private var secretOrder: [String] = []
     private var sessions: [String: WebSession] = [:]
     private var latest: WebSession?
     /// The events whose handler time is watched (each once).
@@ -182,16 +183,8 @@ private final class AgentState: @unchecked Sendable {
 
     // MARK: Documents
 
-    /// A fresh secret for one document (the last 1024 are kept).
-    func newSecret(_ kind: SecretKind) -> String {
-        let secret = Hex.encode(SystemRandom().bytes(16), lowercase: true)
-        lock.withLock {
-            secrets[secret] = kind
-            secretOrder.append(secret)
-            if secretOrder.count > 1024 { secrets.removeValue(forKey: secretOrder.removeFirst()) }
-        }
-        return secret
-    }
+    /// A fresh secret for one served document (``BrowserAgentSecrets``).
+    func newSecret(_ kind: SecretKind) -> String { secrets.mint(kind) }
 
     /// `web/agent/<name>` with its secret in place of `{{SECRET}}`, never cached, framable only by
     /// `frameAncestors`.
@@ -218,7 +211,7 @@ private final class AgentState: @unchecked Sendable {
     private func caller(_ request: HTTPRequest) -> (kind: SecretKind, secret: String)? {
         guard request.headers["Sec-Fetch-Site"] == "same-origin",
             let secret = request.headers[BrowserAgentAPI.secretHeader],
-            let kind = lock.withLock({ secrets[secret] })
+            let kind = secrets.kind(of: secret)
         else { return nil }
         return (kind, secret)
     }
@@ -538,7 +531,11 @@ private final class AgentState: @unchecked Sendable {
         if route.pattern == BrowserAgentAPI.Route.screenAction {
             guard let name = request.pathParameters["action"], let verb = PaymentSheetActionName(rawValue: name)
             else { return Self.failure(404, "notFound", "no such action") }
-            let sheet = lock.withLock { latest?.sheet } ?? "current"
+            // Only the sheet this agent presented for a page: never the device's current sheet, which may be an
+            // app's, or one presented for another device's Handoff request.
+            guard let sheet = lock.withLock({ latest?.sheet }), await sheets.session(sheet) != nil else {
+                return Self.failure(409, "invalidAction", "no sheet of a web page is on this device's screen")
+            }
             return Self.response(await sheets.handle(.sheetAction(sheet, verb), body: request.body))
         }
         let web = lock.withLock {
@@ -553,16 +550,14 @@ private final class AgentState: @unchecked Sendable {
                     state: web.state == "ended" ? "ended" : "validating", domain: web.domain, merchantName: web.name,
                     failure: web.failure, sheet: nil))
         }
-        var current = await sheets.session(web?.sheet ?? "current")
-        if current == nil { current = await sheets.session("current") }
+        // The sheet of the page's session only (as the actions above).
+        let current: PaymentSheetSession? = if let sheet = web?.sheet { await sheets.session(sheet) } else { nil }
         let view = await current?.currentSheet
         let state = view.map { $0.status == "presented" ? "presented" : "ended" } ?? "idle"
-        let own = web?.sheet != nil && web?.sheet == current?.id
         return Self.json(
             BrowserAgentAPI.SheetScreen(
-                state: state, domain: own ? web?.domain : view?.applicationIdentifier,
-                merchantName: own ? web?.name : view?.merchantName,
-                failure: (own ? web?.failure : nil) ?? view?.failure, sheet: view))
+                state: state, domain: view == nil ? nil : web?.domain, merchantName: view == nil ? nil : web?.name,
+                failure: view == nil ? nil : web?.failure ?? view?.failure, sheet: view))
     }
 }
 

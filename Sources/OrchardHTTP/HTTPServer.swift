@@ -15,11 +15,16 @@ public struct HTTPServerConfiguration: Sendable {
         /// The TCP port; 0 picks a free one (read it back from ``HTTPServer/ports``).
         public var port: Int
         public var tls: TLSServerConfiguration
+        /// Who may connect. A connection from anyone else is closed before it is read.
+        public var peers: ListenerPeers
 
-        public init(host: String = "127.0.0.1", port: Int, tls: TLSServerConfiguration) {
+        public init(
+            host: String = "127.0.0.1", port: Int, tls: TLSServerConfiguration, peers: ListenerPeers = .anyone
+        ) {
             self.host = host
             self.port = port
             self.tls = tls
+            self.peers = peers
         }
     }
 
@@ -65,6 +70,20 @@ public struct HTTPServerConfiguration: Sendable {
         self.shutdownDeadline = shutdownDeadline
         self.requestIDs = requestIDs ?? { UUID.random() }
     }
+}
+
+/// Who may open a connection to a listener.
+public enum ListenerPeers: Sendable, Hashable {
+    /// Anyone who reaches the address: the services, whose callers mutual TLS names.
+    case anyone
+    /// Only sockets of this machine owned by the user `uid`, as the kernel records them (`NETLINK_SOCK_DIAG`, the
+    /// client's socket found by both endpoints; a socket that already closed has no owner and is refused). For a
+    /// loopback listener that serves one user, such as a device's browser agent: on a shared machine another user
+    /// reaches `127.0.0.1` too.
+    case localUser(uid: UInt32)
+
+    /// The user this process runs as.
+    public static var processOwner: ListenerPeers { .localUser(uid: geteuid()) }
 }
 
 /// An HTTPS server on libevent's evhttp with bufferevent_openssl.
@@ -172,7 +191,8 @@ public final class HTTPServer: @unchecked Sendable {
                 for (loopIndex, loop) in newLoops.enumerated() {
                     let (fd, actualPort) = try ListeningSocket.open(host: listener.host, port: port)
                     port = actualPort
-                    let instance = ListenerInstance(server: self, loop: loop, tls: tlsContexts[listenerIndex])
+                    let instance = ListenerInstance(
+                        server: self, loop: loop, tls: tlsContexts[listenerIndex], peers: listener.peers)
                     perLoop[loopIndex].append(instance)
                     try instance.attach(socket: fd)
                 }

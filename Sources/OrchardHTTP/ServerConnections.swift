@@ -1,3 +1,4 @@
+internal import CHTTPShims
 internal import CLibevent
 internal import COpenSSL
 import Foundation
@@ -26,6 +27,7 @@ final class ListenerInstance: @unchecked Sendable {
     let server: HTTPServer
     let loop: EventLoop
     let tls: ServerTLSContext
+    let peers: ListenerPeers
     private var http: OpaquePointer?
     private var bound: OpaquePointer?
     private(set) var draining = false
@@ -44,10 +46,11 @@ final class ListenerInstance: @unchecked Sendable {
     /// Requests whose handler has not replied yet.
     var inFlight: [ObjectIdentifier: InFlight] = [:]
 
-    init(server: HTTPServer, loop: EventLoop, tls: ServerTLSContext) {
+    init(server: HTTPServer, loop: EventLoop, tls: ServerTLSContext, peers: ListenerPeers) {
         self.server = server
         self.loop = loop
         self.tls = tls
+        self.peers = peers
     }
 
     var headerTimeout: timeval { Self.timeval(server.configuration.limits.headerTimeout) }
@@ -291,6 +294,11 @@ final class ListenerInstance: @unchecked Sendable {
             return
         }
         let connection = Unmanaged<Connection>.fromOpaque(slot).takeUnretainedValue()
+        // A request read before the connection's first timer tick: its peer is checked now.
+        guard connection.peerAdmitted || connection.admitPeer() else {
+            evhttp_send_error(request, 403, "Forbidden")
+            return
+        }
         connection.requestStarted()
         let inFlight = InFlight(request: request, connection: connection, instance: self)
         self.inFlight[ObjectIdentifier(inFlight)] = inFlight
@@ -377,6 +385,8 @@ final class Connection {
     private(set) var bev: OpaquePointer?
     private var timer: OpaquePointer?
     private var admitted = false
+    /// Whether the peer may use this listener (``ListenerPeers``); until checked, only anyone's listeners are.
+    private(set) var peerAdmitted: Bool
     private(set) var closed = false
     private var activeRequests = 0
     /// Whether a request is being received: from accept (handshake included) until the first reply,
@@ -395,6 +405,7 @@ final class Connection {
     init(instance: ListenerInstance, ssl: OpaquePointer) {
         self.instance = instance
         self.ssl = ssl
+        peerAdmitted = instance.peers == .anyone
     }
 
     func opened(bev: OpaquePointer, base: OpaquePointer, admitted: Bool) {
@@ -407,7 +418,8 @@ final class Connection {
             }, Unmanaged.passUnretained(self).toOpaque())
         if admitted {
             instance.connections[ObjectIdentifier(self)] = self
-            arm(instance.headerTimeout)
+            // A listener for one user checks the peer on the next loop turn, once evhttp has attached the socket.
+            arm(peerAdmitted ? instance.headerTimeout : Glibc.timeval(tv_sec: 0, tv_usec: 0))
         } else {
             // Over the limit: close it on the next loop turn, once evhttp has attached the socket.
             arm(Glibc.timeval(tv_sec: 0, tv_usec: 0))
@@ -488,6 +500,23 @@ final class Connection {
     }
 
     /// Closes the socket under evhttp: it sees end-of-file and frees the connection normally.
+    /// Checks the peer against the listener's ``ListenerPeers``; a peer that may not connect is cut. Whether it may.
+    func admitPeer() -> Bool {
+        guard !peerAdmitted else { return true }
+        guard case .localUser(let owner) = instance.peers, !closed, let bev else { return false }
+        let fd = bufferevent_getfd(bev)
+        var uid: UInt32 = 0
+        let status = fd >= 0 ? orchard_tcp_peer_uid(fd, &uid) : EBADF
+        guard status == 0, uid == owner else {
+            let who = status == 0 ? "user \(uid)" : "an unknown user (\(String(cString: strerror(status))))"
+            instance.server.logger.info("refused a connection from \(who): the listener serves only user \(owner)")
+            cut()
+            return false
+        }
+        peerAdmitted = true
+        return true
+    }
+
     func cut() {
         guard !closed, let bev else { return }
         let fd = bufferevent_getfd(bev)
@@ -504,6 +533,10 @@ final class Connection {
         guard !closed else { return }
         guard admitted else {
             cut()
+            return
+        }
+        if !peerAdmitted {
+            if admitPeer() { arm(instance.headerTimeout) }
             return
         }
         guard activeRequests == 0 else { return }

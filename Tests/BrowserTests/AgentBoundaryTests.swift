@@ -5,10 +5,16 @@ import OrchardHTTP
 import Testing
 
 extension BrowserPurchaseTests {
+    /// The loopback port of `device`'s browser agent.
+    static func agentPort(_ sandbox: BrowserSandbox, _ device: String) throws -> Int {
+        struct Written: Decodable { let port: Int }
+        let data = try Data(contentsOf: URL(fileURLWithPath: sandbox.dataDirectory + "/devices/\(device)/agent.json"))
+        return try JSONDecoder().decode(Written.self, from: data).port
+    }
+
     /// An HTTPS client to `device`'s browser agent at https://agent.orchard.test (trusting the deployment's root).
     static func agentClient(_ sandbox: BrowserSandbox, _ device: String) throws -> HTTPClient {
-        let data = try Data(contentsOf: URL(fileURLWithPath: sandbox.dataDirectory + "/devices/\(device)/agent.json"))
-        let port = try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["port"] as? Int)
+        let port = try agentPort(sandbox, device)
         let root = try String(contentsOfFile: sandbox.dataDirectory + "/pki/root/root-ca.pem", encoding: .utf8)
         return try HTTPClient(
             configuration: HTTPClientConfiguration(
@@ -30,7 +36,7 @@ extension BrowserPurchaseTests {
         defer { client.shutdown() }
         let frame = try await Self.secret(client, BrowserAgentAPI.Page.frame)
         let sheet = try await Self.secret(client, BrowserAgentAPI.Page.sheet)
-        #expect(frame.count == 32 && sheet.count == 32 && frame != sheet)
+        #expect(frame.count == 66 && sheet.count == 66 && frame != sheet)
         let page = try JSONEncoder().encode(
             BrowserAgentAPI.PageContext(
                 ancestorOrigins: ["https://store.orchard.test"], secureContext: true, paymentAllowed: true))
@@ -48,9 +54,17 @@ extension BrowserPurchaseTests {
         #expect(try await hello(["Sec-Fetch-Site": "same-site", BrowserAgentAPI.secretHeader: frame]) == 403)
         #expect(try await hello(["Sec-Fetch-Site": "cross-site", BrowserAgentAPI.secretHeader: frame]) == 403)
         #expect(try await hello([BrowserAgentAPI.secretHeader: frame]) == 403)
+        for guess in [String(repeating: "0", count: 32), String(repeating: "0", count: 66), "02" + frame.dropFirst(2)] {
+            #expect(try await hello(["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: guess]) == 403)
+        }
+        // The frame's secret with one MAC bit flipped.
+        var flipped = Array(frame.utf8)
+        flipped[flipped.count - 1] =
+            flipped[flipped.count - 1] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
         #expect(
-            try await hello(
-                ["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: String(repeating: "0", count: 32)])
+            try await hello([
+                "Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: String(decoding: flipped, as: UTF8.self),
+            ])
                 == 403)
         #expect(try await hello(["Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: sheet]) == 403)
         // The frame's secret on the sheet's route.
@@ -138,5 +152,49 @@ extension BrowserPurchaseTests {
         ])
         #expect(missing.status == 1 && missing.stdout.isEmpty, "\(missing.stdout)")
         #expect(missing.stderr.hasPrefix("error: the browser agent of nobody is not running"), "\(missing.stderr)")
+    }
+}
+
+extension BrowserPurchaseTests {
+    @Test(
+        "U1: another user of the machine reaches none of the agent's pages or routes: the attack ends at GET /frame",
+        .enabled(if: OtherUser.available, "needs root, to act as another user with runuser (CI runs as root)"))
+    func anotherUserReachesNoPartOfTheAgent() async throws {
+        let sandbox = try sandbox
+        let port = try Self.agentPort(sandbox, BrowserSandbox.phone)
+        // The agent's own user is answered.
+        let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
+        defer { client.shutdown() }
+        #expect(try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.frame).status.code == 200)
+        let paths = [
+            BrowserAgentAPI.Page.frame, BrowserAgentAPI.Page.sheet, BrowserAgentAPI.Page.screen,
+            BrowserAgentAPI.Route.screen, BrowserAgentAPI.Route.deviceScreen,
+        ]
+        for path in paths {
+            let outcome = try await OtherUser.get(port: port, path: path, host: BrowserAgentAPI.host)
+            #expect(outcome.hasPrefix("refused") || outcome == "closed", "\(path) as \(OtherUser.name): \(outcome)")
+        }
+    }
+
+    @Test("U2: 2,000 page loads leave an open page's secret working: no table of secrets to push it out of")
+    func manyPageLoadsKeepAnOpenPagesSecret() async throws {
+        let sandbox = try sandbox
+        let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
+        defer { client.shutdown() }
+        let open = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        for _ in 0..<2000 {
+            _ = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.frame)
+        }
+        let page = try JSONEncoder().encode(
+            BrowserAgentAPI.PageContext(
+                ancestorOrigins: ["https://store.orchard.test"], secureContext: true, paymentAllowed: true))
+        let hello = try await client.send(
+            HTTPClientRequest(
+                method: .post, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.hello,
+                headers: [
+                    "Content-Type": "application/json", "Sec-Fetch-Site": "same-origin",
+                    BrowserAgentAPI.secretHeader: open,
+                ], body: page))
+        #expect(hello.status.code == 200)
     }
 }

@@ -1,5 +1,7 @@
+import BrowserAgentAPI
 import CommandTestSupport
 import Foundation
+import OrchardHTTP
 import Testing
 import WebDriverClient
 
@@ -56,6 +58,28 @@ struct HandoffBrowserTests {
         #expect(!phoneLog.contains("handoff: \(BrowserSandbox.mac)'s payment"), "\(phoneLog)")
     }
 
+    /// U3: the phone's own sheet page (its agent's sheet secret) neither sees nor acts on the sheet the phone presented
+    /// for the Mac's Handoff request, which waits for Face ID: only the sheets the agent presented for a page.
+    static func phoneSheetPageCannotActOnTheHandoffSheet(_ sandbox: BrowserSandbox) async throws {
+        let agent = try BrowserPurchaseTests.agentClient(sandbox, BrowserSandbox.phone)
+        defer { agent.shutdown() }
+        let secret = try await BrowserPurchaseTests.secret(agent, BrowserAgentAPI.Page.sheet)
+        let headers: HTTPHeaders = [
+            "Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: secret, "Content-Type": "application/json",
+        ]
+        let pressed = try await agent.send(
+            HTTPClientRequest(
+                method: .post, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.screen + "/authenticate",
+                headers: headers, body: Data(#"{"method":"face-id","success":true}"#.utf8)))
+        #expect(pressed.status.code == 409, "\(String(decoding: pressed.body, as: UTF8.self))")
+        let shown = try await agent.send(
+            HTTPClientRequest(
+                method: .get, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.screen, headers: headers))
+        let screen = try JSONDecoder().decode(BrowserAgentAPI.SheetScreen.self, from: shown.body)
+        #expect(screen.sheet == nil, "\(screen)")
+        try await phoneSheetWaits(sandbox)
+    }
+
     /// Waits until the phone's sheet (presented for the Mac's page) waits for its user.
     static func phoneSheetWaits(_ sandbox: BrowserSandbox) async throws {
         for _ in 0..<600 {
@@ -104,6 +128,7 @@ struct HandoffBrowserTests {
         // On the phone: its sheet shows the store's payment; the user gives the contact and pays with Face ID.
         try await Self.phoneSheetWaits(sandbox)
         try await Self.giveContactOnPhone(sandbox)
+        try await Self.phoneSheetPageCannotActOnTheHandoffSheet(sandbox)
         let faceID = try await orchard([
             "device", "sheet", "authenticate", "--data-dir", sandbox.dataDirectory, "--name", BrowserSandbox.phone,
             "--method", "face-id",

@@ -52,13 +52,13 @@ enum PKI {
 func withServer<T: Sendable>(
     policy: ClientCertificatePolicy = .optional, threads: Int = 1,
     limits: HTTPServerConfiguration.Limits = HTTPServerConfiguration.Limits(), shutdownDeadline: Duration = .seconds(5),
-    logger: Logger = Logger(label: "test", level: .warning, sink: NullLogSink()), router: Router,
-    _ body: (HTTPServer) async throws -> T
+    logger: Logger = Logger(label: "test", level: .warning, sink: NullLogSink()), peers: ListenerPeers = .anyone,
+    router: Router, _ body: (HTTPServer) async throws -> T
 ) async throws -> T {
     let server = try HTTPServer(
         configuration: HTTPServerConfiguration(
-            listeners: [.init(port: 0, tls: try PKI.serverTLS(policy: policy))], threads: threads, limits: limits,
-            shutdownDeadline: shutdownDeadline),
+            listeners: [.init(port: 0, tls: try PKI.serverTLS(policy: policy), peers: peers)], threads: threads,
+            limits: limits, shutdownDeadline: shutdownDeadline),
         router: router, logger: logger)
     try server.start()
     do {

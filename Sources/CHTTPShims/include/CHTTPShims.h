@@ -51,4 +51,10 @@ int orchard_set_thread_cpus(uint64_t mask);
 /* TCP_NODELAY lives in <netinet/tcp.h>, which Glibc's Swift module does not export. */
 int orchard_set_tcp_nodelay(int fd);
 
+/* The user owning the socket at the other end of `fd`, an accepted TCP connection from this machine, as the kernel
+ * records it (NETLINK_SOCK_DIAG, an exact look-up of the client's socket by both endpoints). 0 with *uid set; or an
+ * errno value: ENOENT when no socket of this machine is that end (a remote peer, or one already gone), ENOTCONN when
+ * it is no longer established (a closed socket's record carries no owner). */
+int orchard_tcp_peer_uid(int fd, uint32_t *uid);
+
 #endif
