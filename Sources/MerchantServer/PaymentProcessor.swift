@@ -24,7 +24,7 @@ import Synchronization
 /// left unresolved by a stopped process is reversed when its token comes again or at the next start.
 final class PaymentProcessor: Sendable {
     static let countryCode = "US"
-    static let supportedNetworks = ["visa", "masterCard"]
+    static let supportedNetworks = [CardNetwork.visa, .mastercard].map(\.name)
     static let merchantCapabilities = ["supports3DS", "supportsCredit", "supportsDebit"]
     /// Largest payment request body: a token is at most 64 KiB; contacts add little.
     static let bodyLimits = JSONLimits(maxBytes: 96 * 1024, maxDepth: 16)

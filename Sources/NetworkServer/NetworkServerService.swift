@@ -40,8 +40,8 @@ public struct NetworkServerService: OrchardService {
     }
 
     /// The token ranges `init` makes (never overlapping the test cards' BINs).
-    public static let visaTokenPrefix = "489537"
-    public static let mastercardTokenPrefix = "539990"
+    public static let visaTokenPrefix = CardNetwork.visa.tokenRanges[0].lowerPrefix
+    public static let mastercardTokenPrefix = CardNetwork.mastercard.tokenRanges[0].lowerPrefix
     /// The acquirer's identifier.
     public static let acquirerID = "orchard-acquirer"
 

@@ -40,8 +40,10 @@ public enum EMVBenchmark {
             return Double(count) / (Double(now - start) / 1e9)
         }
         var figures: [Figures] = []
-        for scheme in [PaymentScheme.visa, .mastercard] {
-            let pan = scheme == .visa ? "4895370012345671" : "5413330089020011"
+        let cards: [(scheme: PaymentScheme, pan: String)] = [
+            (.visa, "4895370012345671"), (.mastercard, "5413330089020011"),
+        ]
+        for (scheme, pan) in cards {
             let mk = try EMVKeyDerivation.masterKey(issuerMasterKey: imk, pan: pan, panSequenceNumber: 0)
             let profile = try CardApplicationProfile(scheme: scheme, pan: pan, expiry: "2812", masterKey: mk)
             var card = try ContactlessCard(
@@ -77,7 +79,7 @@ public enum EMVBenchmark {
             }
             figures.append(
                 Figures(
-                    name: scheme == .visa ? "Visa CVN 18" : "Mastercard CVN 16", scheme: scheme,
+                    name: "\(scheme.displayName) CVN \(profile.cryptogramVersion.number)", scheme: scheme,
                     verificationsFromIMKPerSecond: fromIMK, verificationsFromCardKeyPerSecond: fromMK,
                     cardMicrosecondsPerTransaction: 1e6 / transactions, apdusPerTransaction: commands.count))
         }

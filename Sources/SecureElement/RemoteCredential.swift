@@ -1,3 +1,4 @@
+import CardBasics
 import EMV
 import Foundation
 public import OrchardCrypto
@@ -41,10 +42,11 @@ public struct RemotePaymentRequest: Sendable, Hashable {
 }
 
 extension SecureElement {
-    /// The ECI the credential carries: the device verified the cardholder, so the scheme's "fully
-    /// authenticated" value (Visa `05`, Mastercard `02`).
-    static func electronicCommerceIndicator(network: String) -> String {
-        network.lowercased() == "mastercard" ? "02" : "05"
+    /// The ECI the credential carries: the device verified the cardholder, so the network's "fully
+    /// authenticated" value for the channel (``CardNetwork/electronicCommerceIndicators``); nil for a network
+    /// with no table entry.
+    static func electronicCommerceIndicator(network: String, web: Bool) -> String? {
+        CardNetwork(named: network)?.electronicCommerceIndicators.map { web ? $0.web : $0.inApp }
     }
 
     /// Computes the payment credential for an in-app or web payment, signed with this Secure Element's key
@@ -86,6 +88,10 @@ extension SecureElement {
             throw SecureElementError(.invalidArgument, "only a web payment credential carries a merchant session")
         }
         let material = try remoteCardMaterial(card)
+        guard let eci = Self.electronicCommerceIndicator(network: material.network, web: type == .web) else {
+            throw SecureElementError(
+                .unsupportedNetwork, "no electronic commerce indicator for network \(material.network)")
+        }
         let atc: UInt16
         do {
             guard let next = try material.atcStore.incrementATC() else {
@@ -117,7 +123,7 @@ extension SecureElement {
                 nonce: nonce, merchantIdentifier: request.merchantIdentifier,
                 applicationIdentifier: request.applicationIdentifier, dpan: material.dpan,
                 expiry: Self.expiryDate(material.expiry),
-                cryptogram: cryptogram, eci: Self.electronicCommerceIndicator(network: material.network),
+                cryptogram: cryptogram, eci: eci,
                 amount: request.amount.minorUnits, currency: request.amount.currency,
                 applicationDataHash: request.applicationDataHash, channel: type == .web ? .web : .inApp,
                 merchantSession: session)

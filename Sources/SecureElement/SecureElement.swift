@@ -1,3 +1,4 @@
+import CardBasics
 public import EMV
 import Foundation
 public import OrchardCrypto
@@ -662,12 +663,10 @@ public actor SecureElement {
         }
     }
 
+    /// The EMV scheme of the network named `network` (its Apple Pay JS or PassKit name, any case), or nil
+    /// when the network has no contactless applet.
     static func scheme(_ network: String) -> PaymentScheme? {
-        switch network.lowercased() {
-        case "visa": return .visa
-        case "mastercard": return .mastercard
-        default: return nil
-        }
+        CardNetwork(named: network)?.paymentSchemeName.flatMap(PaymentScheme.init(name:))
     }
 
     static func cdcvmMethod(_ method: AuthenticationMethod) -> CDCVMMethod {

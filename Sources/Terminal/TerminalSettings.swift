@@ -8,10 +8,11 @@ import OrchardCrypto
 /// in by default, what it accepts (networks, in its order of preference) and its contactless rules (TTQ,
 /// limits), and which acquirer it sends authorizations to. Nothing secret.
 public struct TerminalSettings: Sendable, Hashable, Codable {
-    /// The networks a terminal can accept, as the wallet spells them, with their kernels.
-    public static let supportedNetworks: [(name: String, scheme: PaymentScheme)] = [
-        ("visa", .visa), ("masterCard", .mastercard),
-    ]
+    /// The networks a terminal can accept, as the wallet spells them, with their kernels: every network of
+    /// ``CardNetwork/all`` whose EMV scheme Orchard implements.
+    public static let supportedNetworks: [(name: String, scheme: PaymentScheme)] = CardNetwork.all.compactMap {
+        network in network.paymentSchemeName.flatMap(PaymentScheme.init(name:)).map { (network.name, $0) }
+    }
 
     /// The terminal ID the acquirer knows it by (1 to 16 letters, digits or hyphens).
     public let terminalID: String
@@ -41,7 +42,7 @@ public struct TerminalSettings: Sendable, Hashable, Codable {
         countryCode: Int = 840, currency: String = "USD",
         terminalTransactionQualifiers: [UInt8] = [0x36, 0xC0, 0x40, 0x00],
         contactlessLimit: Int64? = nil, cvmRequiredLimit: Int64? = nil,
-        acceptedNetworks: [String] = ["visa", "masterCard"],
+        acceptedNetworks: [String] = TerminalSettings.supportedNetworks.map(\.name),
         acquirerURL: String? = nil, acquirerRootsPath: String? = nil
     ) throws(TerminalError) {
         self.terminalID = terminalID

@@ -75,6 +75,25 @@ struct RemoteCredentialTests {
         #expect(try await h.element.lastATC(card.card) == 3)
     }
 
+    @Test("The ECI is the network's fully authenticated value: Visa 05 and Mastercard 02, in app and on the web")
+    func electronicCommerceIndicators() async throws {
+        for (dpan, network, eci) in [(visaDPAN, "visa", "05"), (mastercardDPAN, "masterCard", "02")] {
+            let h = try await Harness()
+            let card = try await h.provision(dpan: dpan, network: network)
+            let amount = try PaymentAmount(minorUnits: 1999, currency: 840)
+            let nonce = h.random.bytes(32)
+            let inApp = try await h.element.remotePaymentCredential(
+                authorization: try await h.authorization(card.card, type: .inApp, amount: amount), card: card.card,
+                request: try request(amount), nonce: nonce, payServerKey: payServer.publicKey)
+            let web = try await h.element.remotePaymentCredential(
+                authorization: try await h.authorization(card.card, type: .web, amount: amount), card: card.card,
+                request: try request(amount, hash: nil, session: Self.session), nonce: nonce,
+                payServerKey: payServer.publicKey)
+            #expect(try SealedPaymentCredential.open(inApp, with: payServer).credential.eci == eci, "\(network)")
+            #expect(try SealedPaymentCredential.open(web, with: payServer).credential.eci == eci, "\(network)")
+        }
+    }
+
     @Test("Refused: contactless authorization, reused authorization, other amount, bad nonce; no ATC used")
     func refusals() async throws {
         let h = try await Harness()

@@ -53,13 +53,13 @@ public struct CardApplicationProfile: Sendable, CustomStringConvertible, CustomD
         }
         guard masterKey.byteCount == 16 else { throw EMVError(.invalidArgument, "the master key is 16 bytes") }
         guard (0...999).contains(issuerCountryCode) else { throw EMVError(.invalidArgument, "bad issuer country code") }
-        let version = cryptogramVersion ?? (scheme == .visa ? .visa18 : .mastercard16)
+        let version = cryptogramVersion ?? scheme.defaultCryptogramVersion
         guard version.scheme == scheme else {
             throw EMVError(.invalidArgument, "\(version) is not a \(scheme) cryptogram version")
         }
         let aid = aid ?? scheme.aid
         guard (5...16).contains(aid.count) else { throw EMVError(.invalidArgument, "an AID is 5 to 16 bytes") }
-        let label = label ?? (scheme == .visa ? "VISA" : "MASTERCARD")
+        let label = label ?? scheme.defaultApplicationLabel
         guard (1...16).contains(label.utf8.count), label.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
             throw EMVError(.invalidArgument, "the label is 1 to 16 printable ASCII characters")
         }

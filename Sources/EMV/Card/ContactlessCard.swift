@@ -152,7 +152,7 @@ public struct ContactlessCard: Sendable {
 
     private func applicationFCI(_ profile: CardApplicationProfile) -> TLV {
         var proprietary = [TLV(.applicationLabel, Array(profile.label.utf8))]
-        if profile.scheme == .visa { proprietary.append(TLV(.pdol, ContactlessCard.visaPDOL.encoded)) }
+        if profile.scheme.kernel == .qVSDC { proprietary.append(TLV(.pdol, ContactlessCard.visaPDOL.encoded)) }
         return TLV(
             .fciTemplate,
             children: [TLV(.dedicatedFileName, profile.aid), TLV(.fciProprietaryTemplate, children: proprietary)])
@@ -164,7 +164,7 @@ public struct ContactlessCard: Sendable {
         guard case .selected(let index) = state else { return ResponseAPDU(.conditionsNotSatisfied) }
         guard command.p1 == 0x00, command.p2 == 0x00 else { return ResponseAPDU(.incorrectP1P2) }
         let app = applications[index]
-        let pdol = app.profile.scheme == .visa ? ContactlessCard.visaPDOL : DataObjectList([])
+        let pdol = app.profile.scheme.kernel == .qVSDC ? ContactlessCard.visaPDOL : DataObjectList([])
         // The data is one command template (83) holding exactly the PDOL's data.
         guard command.data.count >= 2, command.data[0] == 0x83 else { return ResponseAPDU(.incorrectData) }
         guard let template = try? TLV.decodeSingle(command.data), template.tag == .commandTemplate,
@@ -174,7 +174,7 @@ public struct ContactlessCard: Sendable {
         guard let authorization = pendingAuthorization else { return ResponseAPDU(.conditionsNotSatisfied) }
 
         var ctq: [UInt8] = [0x00, 0x00]
-        if app.profile.scheme == .visa {
+        if app.profile.scheme.kernel == .qVSDC {
             let ttq = values.value(.terminalTransactionQualifiers) ?? []
             // Only qVSDC (TTQ byte 1 b6); no magnetic-stripe mode.
             guard ttq.count == 4, ttq[0] & 0x20 != 0 else { return ResponseAPDU(.conditionsNotSatisfied) }
@@ -202,7 +202,7 @@ public struct ContactlessCard: Sendable {
         pendingAuthorization = nil
 
         let profile = app.profile
-        if profile.scheme == .mastercard {
+        if profile.scheme.kernel == .mChip {
             state = .started(index, atc: atc, cdcvm: authorization.cdcvm)
             let response = TLV(
                 .responseMessageTemplateFormat2,
@@ -264,8 +264,8 @@ public struct ContactlessCard: Sendable {
 
     private func records(_ profile: CardApplicationProfile) -> [(sfi: UInt8, number: UInt8, template: TLV)] {
         let country = (try? EMVNumeric.numeric(UInt64(profile.issuerCountryCode), byteCount: 2)) ?? [0, 0]
-        switch profile.scheme {
-        case .visa:
+        switch profile.scheme.kernel {
+        case .qVSDC:
             return [
                 (
                     3, 1,
@@ -274,7 +274,7 @@ public struct ContactlessCard: Sendable {
                         children: [TLV(.issuerCountryCode, country), TLV(.applicationUsageControl, [0xFF, 0x00])])
                 )
             ]
-        case .mastercard:
+        case .mChip:
             return [
                 (
                     1, 1,

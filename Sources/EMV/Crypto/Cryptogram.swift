@@ -1,36 +1,179 @@
 public import OrchardCrypto
 
-/// A payment scheme's flavour of EMV, which decides IAD layout, AIDs and cryptogram versions.
-public enum PaymentScheme: String, Hashable, Sendable, CustomStringConvertible {
-    /// Visa-style: qVSDC, Kernel 3, cryptogram in the GET PROCESSING OPTIONS response.
-    case visa
-    /// Mastercard-style: M/Chip, Kernel 2, cryptogram from GENERATE AC.
-    case mastercard
+/// A payment scheme's flavour of EMV: its RID and AIDs, the contactless kernel that processes its
+/// applications, the cryptogram versions its cards compute and the layout of its issuer application data.
+///
+/// A struct of static members, so a scheme can be added without breaking callers: code reads a scheme's
+/// fields, and where behaviour differs by kernel or IAD layout it switches on ``kernel`` or
+/// ``issuerApplicationDataLayout``, never on the scheme. Two schemes are equal when their names are.
+public struct PaymentScheme: Hashable, Sendable, CustomStringConvertible {
+    /// The contactless kernel (EMV Contactless Book C-n) that processes a scheme's applications.
+    public enum Kernel: Hashable, Sendable, CustomStringConvertible {
+        /// Kernel 2, M/Chip: records read, then the cryptogram from GENERATE AC over CDOL1.
+        case mChip
+        /// Kernel 3, qVSDC: the cryptogram in the GET PROCESSING OPTIONS response over the PDOL data;
+        /// the card reports the cardholder verification in its CTQ.
+        case qVSDC
 
-    /// The registered application provider identifier (first five bytes of the AID).
-    public var rid: [UInt8] {
-        switch self {
-        case .visa: [0xA0, 0x00, 0x00, 0x00, 0x03]
-        case .mastercard: [0xA0, 0x00, 0x00, 0x00, 0x04]
+        /// The number of the EMV Contactless book that specifies the kernel (2 or 3).
+        public var number: Int {
+            switch self {
+            case .mChip: 2
+            case .qVSDC: 3
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .mChip: "Kernel 2 (M/Chip)"
+            case .qVSDC: "Kernel 3 (qVSDC)"
+            }
         }
     }
+
+    /// Where the derivation key index and the cryptogram version sit in a scheme's issuer application data
+    /// (tag 9F10), and how the rest of it is parsed.
+    public enum IssuerApplicationDataLayout: Hashable, Sendable {
+        /// Visa format 0/1/3, "VIS" (``VisaIssuerApplicationData``): `06 DKI CVN 03 CVR(3)`, then optional
+        /// issuer discretionary data.
+        case vis
+        /// M/Chip (``MastercardIssuerApplicationData``), 18 bytes: `DKI CVN CVR(6) DAC(2) counters(8)`.
+        case mChip
+
+        /// The offset of the derivation key index.
+        public var derivationKeyIndexOffset: Int {
+            switch self {
+            case .vis: 1
+            case .mChip: 0
+            }
+        }
+
+        /// The offset of the cryptogram version number.
+        public var cryptogramVersionNumberOffset: Int {
+            switch self {
+            case .vis: 2
+            case .mChip: 1
+            }
+        }
+    }
+
+    /// A range of card number prefixes, both ends of the same number of digits (`4`…`4`, `2221`…`2720`).
+    public struct AccountRange: Hashable, Sendable, CustomStringConvertible {
+        /// The lowest prefix in the range.
+        public let lowerPrefix: String
+        /// The highest prefix in the range; as many digits as ``lowerPrefix``.
+        public let upperPrefix: String
+
+        fileprivate init(_ lowerPrefix: String, _ upperPrefix: String? = nil) {
+            self.lowerPrefix = lowerPrefix
+            self.upperPrefix = upperPrefix ?? lowerPrefix
+        }
+
+        /// Whether `pan`'s first digits fall within the range.
+        public func contains(_ pan: String) -> Bool {
+            let prefix = String(pan.prefix(lowerPrefix.count))
+            return prefix.count == lowerPrefix.count && prefix.utf8.allSatisfy { (0x30...0x39).contains($0) }
+                && lowerPrefix <= prefix && prefix <= upperPrefix
+        }
+
+        public var description: String {
+            lowerPrefix == upperPrefix ? lowerPrefix : "\(lowerPrefix)…\(upperPrefix)"
+        }
+    }
+
+    /// The scheme's name as Orchard stores and prints it (`visa`, `mastercard`); unique among the schemes.
+    public let name: String
+    /// The name for people (`Visa`, `Mastercard`).
+    public let displayName: String
+    /// The registered application provider identifier (first five bytes of every AID of the scheme).
+    public let rid: [UInt8]
+    /// The AIDs the scheme's applications answer to, the credit/debit AID first.
+    public let applicationIdentifiers: [[UInt8]]
+    /// The application label (tag 50) a card uses when its profile names none.
+    public let defaultApplicationLabel: String
+    /// The contactless kernel that processes the scheme's applications.
+    public let kernel: Kernel
+    /// The CVN bytes of the cryptogram versions Orchard implements for the scheme, the default first.
+    public let cryptogramVersionNumbers: [UInt8]
+    /// The layout of the scheme's issuer application data.
+    public let issuerApplicationDataLayout: IssuerApplicationDataLayout
+    /// The card number prefixes of the scheme, for chip data that names no AID.
+    public let accountRanges: [AccountRange]
+
+    private init(
+        name: String, displayName: String, rid: [UInt8], applicationIdentifierSuffixes: [[UInt8]],
+        defaultApplicationLabel: String, kernel: Kernel, cryptogramVersionNumbers: [UInt8],
+        issuerApplicationDataLayout: IssuerApplicationDataLayout, accountRanges: [AccountRange]
+    ) {
+        self.name = name
+        self.displayName = displayName
+        self.rid = rid
+        self.applicationIdentifiers = applicationIdentifierSuffixes.map { rid + $0 }
+        self.defaultApplicationLabel = defaultApplicationLabel
+        self.kernel = kernel
+        self.cryptogramVersionNumbers = cryptogramVersionNumbers
+        self.issuerApplicationDataLayout = issuerApplicationDataLayout
+        self.accountRanges = accountRanges
+    }
+
+    /// Visa-style: qVSDC, Kernel 3, cryptogram in the GET PROCESSING OPTIONS response; RID `A000000003`,
+    /// AID `A0000000031010`, CVN 18 (default) and 10, PANs starting with 4.
+    public static let visa = PaymentScheme(
+        name: "visa", displayName: "Visa", rid: [0xA0, 0x00, 0x00, 0x00, 0x03],
+        applicationIdentifierSuffixes: [[0x10, 0x10]], defaultApplicationLabel: "VISA", kernel: .qVSDC,
+        cryptogramVersionNumbers: [0x12, 0x0A], issuerApplicationDataLayout: .vis,
+        accountRanges: [AccountRange("4")])
+
+    /// Mastercard-style: M/Chip, Kernel 2, cryptogram from GENERATE AC; RID `A000000004`, AID
+    /// `A0000000041010`, CVN 16 (default) and 20, PANs starting with 51–55 or 2221–2720.
+    public static let mastercard = PaymentScheme(
+        name: "mastercard", displayName: "Mastercard", rid: [0xA0, 0x00, 0x00, 0x00, 0x04],
+        applicationIdentifierSuffixes: [[0x10, 0x10]], defaultApplicationLabel: "MASTERCARD", kernel: .mChip,
+        cryptogramVersionNumbers: [0x10, 0x14], issuerApplicationDataLayout: .mChip,
+        accountRanges: [AccountRange("51", "55"), AccountRange("2221", "2720")])
+
+    /// Every scheme Orchard implements.
+    public static let all: [PaymentScheme] = [.visa, .mastercard]
 
     /// The credit/debit AID (`A0000000031010`, `A0000000041010`).
-    public var aid: [UInt8] { rid + [0x10, 0x10] }
+    public var aid: [UInt8] { applicationIdentifiers[0] }
 
-    /// The scheme an AID belongs to, by its RID.
-    public init?(aid: some Collection<UInt8>) {
-        let prefix = Array(aid.prefix(5))
-        if prefix == PaymentScheme.visa.rid {
-            self = .visa
-        } else if prefix == PaymentScheme.mastercard.rid {
-            self = .mastercard
-        } else {
-            return nil
-        }
+    /// The cryptogram versions Orchard implements for the scheme, the default first.
+    public var cryptogramVersions: [CryptogramVersion] {
+        cryptogramVersionNumbers.compactMap { CryptogramVersion(scheme: self, number: $0) }
     }
 
-    public var description: String { rawValue }
+    /// The version a card of the scheme computes when its profile names none (Visa CVN 18, Mastercard CVN 16).
+    public var defaultCryptogramVersion: CryptogramVersion { cryptogramVersions[0] }
+
+    /// The scheme an AID belongs to, by its RID; nil for an AID of no scheme in ``all``.
+    public init?(aid: some Collection<UInt8>) {
+        let prefix = Array(aid.prefix(5))
+        guard let known = PaymentScheme.all.first(where: { $0.rid == prefix }) else { return nil }
+        self = known
+    }
+
+    /// The scheme named `name` (its ``name``, as ``description`` prints it), or nil.
+    public init?(name: String) {
+        guard let known = PaymentScheme.all.first(where: { $0.name == name }) else { return nil }
+        self = known
+    }
+
+    /// The scheme whose ``accountRanges`` hold `pan`, or nil.
+    public init?(pan: String) {
+        guard let known = PaymentScheme.all.first(where: { $0.accountRanges.contains { $0.contains(pan) } }) else {
+            return nil
+        }
+        self = known
+    }
+
+    /// Schemes are equal when their names are.
+    public static func == (a: Self, b: Self) -> Bool { a.name == b.name }
+    /// Hashes the name.
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+
+    /// ``name``: `visa`, `mastercard`.
+    public var description: String { name }
 }
 
 /// A cryptogram version number (CVN): which session key, which data after the transaction data, which
@@ -47,20 +190,41 @@ public struct CryptogramVersion: Hashable, Sendable, CustomStringConvertible {
     public let scheme: PaymentScheme
     /// The CVN byte in the IAD.
     public let number: UInt8
+    /// How this version derives the key that computes the cryptogram from the card's master key.
+    public let sessionKeyMethod: SessionKeyMethod
+    /// The ISO/IEC 9797-1 padding method of the MAC input.
+    public let padding: RetailMAC.Padding
+    /// How an issuer computes the ARPC answering a cryptogram of this version, and with which key.
+    public let arpcMethod: ARPCMethod
+    /// The bytes of the IAD after the transaction data, AIP and ATC: nil for the whole IAD.
+    private let macSuffixBytes: Range<Int>?
 
-    private init(_ scheme: PaymentScheme, _ number: UInt8) {
+    private init(
+        _ scheme: PaymentScheme, _ number: UInt8, sessionKey: SessionKeyMethod, padding: RetailMAC.Padding,
+        arpc: ARPCMethod, macSuffix: Range<Int>?
+    ) {
         self.scheme = scheme
         self.number = number
+        self.sessionKeyMethod = sessionKey
+        self.padding = padding
+        self.arpcMethod = arpc
+        self.macSuffixBytes = macSuffix
     }
 
     /// Visa CVN 10: the master key computes the cryptogram, ISO 9797-1 padding method 1.
-    public static let visa10 = CryptogramVersion(.visa, 0x0A)
+    public static let visa10 = CryptogramVersion(
+        .visa, 0x0A, sessionKey: .none, padding: .method1, arpc: .method1(usesMasterKey: true), macSuffix: 3..<7)
     /// Visa CVN 18: EMV common session key, the whole IAD in the MAC, ARPC method 2.
-    public static let visa18 = CryptogramVersion(.visa, 0x12)
+    public static let visa18 = CryptogramVersion(
+        .visa, 0x12, sessionKey: .common, padding: .method2, arpc: .method2, macSuffix: nil)
     /// Mastercard CVN 16: Mastercard's session key from the ATC and the unpredictable number.
-    public static let mastercard16 = CryptogramVersion(.mastercard, 0x10)
+    public static let mastercard16 = CryptogramVersion(
+        .mastercard, 0x10, sessionKey: .mastercard, padding: .method2, arpc: .method1(usesMasterKey: true),
+        macSuffix: 2..<8)
     /// Mastercard CVN 20: EMV common session key, ARPC method 1 with the session key.
-    public static let mastercard20 = CryptogramVersion(.mastercard, 0x14)
+    public static let mastercard20 = CryptogramVersion(
+        .mastercard, 0x14, sessionKey: .common, padding: .method2, arpc: .method1(usesMasterKey: false),
+        macSuffix: 2..<8)
 
     /// Every version Orchard implements.
     public static let all: [CryptogramVersion] = [.visa10, .visa18, .mastercard16, .mastercard20]
@@ -91,44 +255,24 @@ public struct CryptogramVersion: Hashable, Sendable, CustomStringConvertible {
         case method2
     }
 
-    /// How this version derives the key that computes the cryptogram from the card's master key.
-    public var sessionKeyMethod: SessionKeyMethod {
-        switch number {
-        case 0x0A where scheme == .visa: .none
-        case 0x10 where scheme == .mastercard: .mastercard
-        default: .common
-        }
-    }
-
-    /// The ISO/IEC 9797-1 padding method of the MAC input.
-    public var padding: RetailMAC.Padding { self == .visa10 ? .method1 : .method2 }
-
-    /// How an issuer computes the ARPC answering a cryptogram of this version, and with which key.
-    public var arpcMethod: ARPCMethod {
-        switch self {
-        case .visa18: .method2
-        case .mastercard20: .method1(usesMasterKey: false)
-        default: .method1(usesMasterKey: true)
-        }
-    }
-
     /// The bytes of the IAD this version puts after the transaction data, AIP and ATC.
     public func macSuffix(issuerApplicationData iad: [UInt8]) throws(EMVError) -> [UInt8] {
-        switch self {
-        case .visa18:
-            return iad
-        case .visa10:
-            guard iad.count >= 7 else { throw EMVError(.invalidArgument, "a Visa IAD is at least 7 bytes") }
-            return Array(iad[3..<7])
-        default:
-            guard iad.count >= 8 else { throw EMVError(.invalidArgument, "a Mastercard IAD is at least 8 bytes") }
-            return Array(iad[2..<8])
+        guard let range = macSuffixBytes else { return iad }
+        guard iad.count >= range.upperBound else {
+            throw EMVError(.invalidArgument, "a \(scheme.displayName) IAD is at least \(range.upperBound) bytes")
         }
+        return Array(iad[range])
     }
 
-    public var description: String {
-        "\(scheme == .visa ? "Visa" : "Mastercard") CVN \(number) (\([number].hexString))"
+    /// Versions are equal when their scheme and CVN byte are.
+    public static func == (a: Self, b: Self) -> Bool { a.scheme == b.scheme && a.number == b.number }
+    /// Hashes the scheme and the CVN byte.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(scheme)
+        hasher.combine(number)
     }
+
+    public var description: String { "\(scheme.displayName) CVN \(number) (\([number].hexString))" }
 }
 
 /// The data an application cryptogram covers, in the order EMV Book 2 recommends (and Visa CVN 18 and

@@ -35,10 +35,7 @@ public struct ChipAuthorizationData: Sendable, CustomStringConvertible {
         for tag: TLVTag in [.dedicatedFileName, .applicationIdentifier, 0x9F06] {
             if let aid = value(tag) { return PaymentScheme(aid: aid) }
         }
-        if pan.hasPrefix("4") { return .visa }
-        if let two = Int(pan.prefix(2)), (51...55).contains(two) { return .mastercard }
-        if let four = Int(pan.prefix(4)), (2221...2720).contains(four) { return .mastercard }
-        return nil
+        return PaymentScheme(pan: pan)
     }
 
     /// The ATC (9F36), if present and 2 bytes.
@@ -50,10 +47,8 @@ public struct ChipAuthorizationData: Sendable, CustomStringConvertible {
     /// The derivation key index in the IAD: which issuer master key made this card's key.
     public var derivationKeyIndex: UInt8? {
         guard let iad = value(.issuerApplicationData), let scheme else { return nil }
-        switch scheme {
-        case .visa: return iad.count >= 2 ? iad[1] : nil
-        case .mastercard: return iad.first
-        }
+        let offset = scheme.issuerApplicationDataLayout.derivationKeyIndexOffset
+        return iad.count > offset ? iad[offset] : nil
     }
 
     public var description: String { "ChipAuthorizationData(…\(pan.suffix(4)), \(elements.count) data objects)" }
@@ -237,18 +232,18 @@ public struct CryptogramVerifier: Sendable {
         // The CVN and the CDCVM result from the IAD's layout for the scheme.
         let version: CryptogramVersion?
         var cdcvm: CDCVMResult?
-        switch scheme {
-        case .visa:
+        switch scheme.issuerApplicationDataLayout {
+        case .vis:
             guard let parsed = try? VisaIssuerApplicationData(bytes: iad) else {
                 return reject(.malformedData, "9F10 is not a Visa format 0/1/3 IAD")
             }
-            version = CryptogramVersion(scheme: .visa, number: parsed.cryptogramVersionNumber)
+            version = CryptogramVersion(scheme: scheme, number: parsed.cryptogramVersionNumber)
             cdcvm = parsed.cdcvm
-        case .mastercard:
+        case .mChip:
             guard let parsed = try? MastercardIssuerApplicationData(bytes: iad) else {
                 return reject(.malformedData, "9F10 is not an 18-byte Mastercard IAD")
             }
-            version = CryptogramVersion(scheme: .mastercard, number: parsed.cryptogramVersionNumber)
+            version = CryptogramVersion(scheme: scheme, number: parsed.cryptogramVersionNumber)
             cdcvm = parsed.cdcvm
         }
         guard let version, acceptedVersions.contains(version) else {

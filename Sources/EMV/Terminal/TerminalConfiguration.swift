@@ -31,15 +31,13 @@ public struct TerminalConfiguration: Sendable, Hashable {
     /// Amounts at or above this (minor units) require a cardholder verification (TTQ byte 2 b7).
     public var cvmRequiredLimit: UInt64?
 
-    /// A reader accepting Visa and Mastercard credit/debit AIDs, with the TTQ of vector V9 (`36C04000`:
-    /// qVSDC, contact chip, online PIN and signature, online cryptogram and CVM required, CDCVM supported).
+    /// A reader accepting the credit/debit AID of every scheme in ``PaymentScheme/all`` (Visa, Mastercard),
+    /// with the TTQ of vector V9 (`36C04000`: qVSDC, contact chip, online PIN and signature, online cryptogram
+    /// and CVM required, CDCVM supported).
     public init(
         countryCode: Int, currencyCode: Int, terminalTransactionQualifiers: [UInt8] = [0x36, 0xC0, 0x40, 0x00],
         terminalType: UInt8 = 0x22,
-        supportedApplications: [SupportedApplication] = [
-            .init(aid: PaymentScheme.visa.aid, scheme: .visa),
-            .init(aid: PaymentScheme.mastercard.aid, scheme: .mastercard),
-        ],
+        supportedApplications: [SupportedApplication] = PaymentScheme.all.map { .init(aid: $0.aid, scheme: $0) },
         preferredAID: [UInt8]? = nil, contactlessTransactionLimit: UInt64? = nil, cvmRequiredLimit: UInt64? = nil
     ) {
         self.countryCode = countryCode

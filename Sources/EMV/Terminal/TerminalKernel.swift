@@ -151,7 +151,7 @@ public struct TerminalKernel: Sendable {
         }
 
         // Kernel 2: GENERATE AC over CDOL1 (ARQC requested: this reader is online only).
-        if selected.scheme == .mastercard {
+        if selected.scheme.kernel == .mChip {
             let cdol1: DataObjectList
             do throws(EMVError) {
                 guard let bytes = cardData[.cdol1] else { throw EMVError(.protocolViolation, "the card has no CDOL1") }
@@ -208,7 +208,7 @@ public struct TerminalKernel: Sendable {
         let psn = card[.panSequenceNumber].flatMap { EMVNumeric.value(ofNumeric: $0) }.map { Int($0) }
 
         var cvm = CardholderVerification.notIndicated
-        if scheme == .visa {
+        if scheme.kernel == .qVSDC {
             let ctq = card[.cardTransactionQualifiers] ?? [0, 0]
             if ctq.count == 2, ctq[1] & 0x80 != 0 {
                 cvm = .consumerDevice
@@ -235,8 +235,8 @@ public struct TerminalKernel: Sendable {
             if tag == .dedicatedFileName {
                 field55.append(TLV(tag, aid))
             } else if let value = terminal[tag] {
-                if scheme == .visa && tag == .cvmResults { continue }
-                if scheme == .mastercard && tag == .terminalTransactionQualifiers { continue }
+                if scheme.kernel == .qVSDC && tag == .cvmResults { continue }
+                if scheme.kernel == .mChip && tag == .terminalTransactionQualifiers { continue }
                 field55.append(TLV(tag, value))
             } else if let value = card[tag] {
                 field55.append(TLV(tag, value))
@@ -255,7 +255,7 @@ public struct TerminalKernel: Sendable {
                 .endApplication, "the card approved offline (TC); this reader is online only", card: data)
         case .arqc:
             let ttq = terminal[.terminalTransactionQualifiers] ?? []
-            if scheme == .visa, ttq.count == 4, ttq[1] & 0x40 != 0, cvm == .none {
+            if scheme.kernel == .qVSDC, ttq.count == 4, ttq[1] & 0x40 != 0, cvm == .none {
                 return session.outcome(
                     .declined, "a cardholder verification is required and none was performed", card: data)
             }

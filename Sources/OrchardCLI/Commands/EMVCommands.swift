@@ -284,14 +284,15 @@ enum EMVCommands {
         }
     }
     static let kernelOption = Option.withDefault(
-        "kernel", "visa|mastercard", default: PaymentScheme.visa, defaultText: "visa",
-        help: "Visa-style (Kernel 3) or Mastercard-style (Kernel 2)."
+        "kernel", PaymentScheme.all.map(\.name).joined(separator: "|"), default: PaymentScheme.visa,
+        defaultText: PaymentScheme.visa.name,
+        help: PaymentScheme.all.map { "\($0.displayName)-style (Kernel \($0.kernel.number))" }.joined(separator: " or ")
+            + "."
     ) { text throws(CLIError) in
-        switch text.lowercased() {
-        case "visa": return .visa
-        case "mastercard": return .mastercard
-        default: throw CLIError.failure("--kernel is visa or mastercard")
+        guard let scheme = PaymentScheme(name: text.lowercased()) else {
+            throw CLIError.failure("--kernel is " + PaymentScheme.all.map(\.name).joined(separator: " or "))
         }
+        return scheme
     }
     static let expiryOption = Option.text("expiry", "YYMM", default: "2812", help: "Card expiry.")
     static let cdcvmOption = Option.withDefault(
