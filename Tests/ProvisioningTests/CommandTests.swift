@@ -75,9 +75,9 @@ struct ProvisioningCommandTests {
                 atPath: stepUpFile, contents: Data(#"{"number": "4000000000003220", "cvv": "641"}"#.utf8),
                 attributes: [.posixPermissions: 0o600]))
         // (On another device: the first one has this card now.)
-        let other = try await orchard([
-            "device", "create", "--data-dir", path, "--name", "tablet", "--kind", "phone", "--biometry", "face",
-        ])
+        let other = try await orchard(
+            ["device", "create", "--data-dir", path, "--name", "tablet", "--kind", "phone", "--biometry", "face"],
+            environment: ["ORCHARD_PASSCODE": "123456"])
         #expect(other.status == 0, "\(other.stderr)")
         let fromFile = try await orchard([
             "device", "add-card", "--data-dir", path, "--name", "tablet", "--card-file", stepUpFile, "--expiry",

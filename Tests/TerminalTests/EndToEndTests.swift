@@ -229,6 +229,11 @@ struct EndToEndTests {
         let acquirer = try AcquirerService(TestAcquirer(), directory: directory.path)
         try await setUpTerminal(directory, acquirer: acquirer)
         try await createDevice(directory, "phone", kind: "phone", biometry: "face")
+        // Biometrics off for payments: the phone offers its passcode only.
+        let settings = try await orchard([
+            "device", "settings", "--data-dir", directory.path, "--name", "phone", "--biometrics", "off",
+        ])
+        #expect(settings.status == 0, "\(settings.stderr)")
         let file = directory.path + "-passcode"
         defer { try? FileManager.default.removeItem(atPath: file) }
         #expect(
@@ -246,8 +251,9 @@ struct EndToEndTests {
                 _ = try await phone.provision(dpan: TestIssuer.visaDPAN, network: "visa", suffix: "4242")
             }
             let (output, result) = try await charge(directory, "3.00", device: "phone")
-            #expect(result["outcome"] as? String == "approved", "\(output.stdout) \(output.stderr)")
-            #expect(!phone.standardError.contains("8642") && !phone.stop().contains("8642"))
+            let events = phone.stop()
+            #expect(result["outcome"] as? String == "approved", "\(output.stdout) \(output.stderr) \(events)")
+            #expect(!phone.standardError.contains("8642") && !events.contains("8642"))
         }
         await acquirer.shutdown()
     }

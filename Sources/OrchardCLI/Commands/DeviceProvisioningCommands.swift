@@ -142,7 +142,12 @@ extension DeviceCommands {
                     context.trace(
                         "the issuer sent a one-time code by \(decision.stepUpMethod ?? "?") to "
                             + "\(decision.stepUpDestination ?? "?")")
-                    return try SecretInput.oneTimeCode.read(file: codeFile, context).map(SecretInput.text)
+                    // The card was checked already: a missing code fails the command (exit 1), no usage error.
+                    do throws(CLIError) {
+                        return try SecretInput.oneTimeCode.read(file: codeFile, context).map(SecretInput.text)
+                    } catch {
+                        throw CLIError.failure(error.message)
+                    }
                 },
                 acceptTerms: { terms in
                     context.trace("terms \(terms.termsID): \(terms.text)")
