@@ -46,8 +46,7 @@ enum DeviceCommands {
             Secure Element key certified by the deployment's device CA, pki/device-ca, made if missing). With
             --passcode-file FILE (`-`: one line on stdin) or $ORCHARD_PASSCODE the device's passcode is set, as a
             user does when setting up a device; --passcode CODE is refused (argv is visible to `ps`).
-            Example: `echo 123456 | orchard device create --name phone --kind phone --biometry face
-            --passcode-file -`.
+            Example: `echo 123456 | orchard device create --name phone --kind phone --biometry face --passcode-file -`.
             """,
         options: [
             nameOption, kindOption, biometryOption, accountOption, createPasscodeFileOption, refusedPasscodeOption,
