@@ -132,6 +132,20 @@ struct SecretArgumentTests {
         defer { try? FileManager.default.removeItem(atPath: blankFile) }
         let blank = try await orchard(unlock + ["--passcode-file", blankFile])
         #expect(blank.status == 2 && blank.stderr.contains("holds no passcode"), "\(blank.stderr)")
+        // One line: CRLF is a line end; two lines are refused; a symbolic link is not followed.
+        let crlf = try Self.secretFile(Self.secret + "\r\n", mode: 0o600)
+        let twoLines = try Self.secretFile(Self.secret + "\n000000\n", mode: 0o400)
+        let link = file + "-link"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: file)
+        defer { for made in [crlf, twoLines, link] { try? FileManager.default.removeItem(atPath: made) } }
+        let fromCRLF = try await orchard(unlock + ["--passcode-file", crlf])
+        #expect(fromCRLF.stdout.contains("\"unlocked\""), "\(fromCRLF.stdout) \(fromCRLF.stderr)")
+        let fromTwoLines = try await orchard(unlock + ["--passcode-file", twoLines])
+        #expect(
+            fromTwoLines.status == 2 && fromTwoLines.stderr.contains("more than one line"), "\(fromTwoLines.stderr)")
+        let fromLink = try await orchard(unlock + ["--passcode-file", link])
+        #expect(fromLink.status == 2 && fromLink.stderr.contains("cannot read the passcode"), "\(fromLink.stderr)")
+        for output in [fromTwoLines, fromLink] { #expect(!withoutPath(output.stderr).contains(Self.secret)) }
 
         // Two secrets: --change reads the current passcode, then the new one (two lines on stdin, or a file and
         // the variable); --remove the current one.
