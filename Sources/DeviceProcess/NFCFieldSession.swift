@@ -10,9 +10,10 @@ import Wallet
 /// The user's actions at a tap when no person is at the device (`orchard device run --auto-auth`, demos and
 /// tests): one or more steps, in order, each a double-click or an authentication.
 ///
-/// Parsed from `face-id`, `touch-id`, `passcode:CODE`, `double-click`, or a comma-separated list such as
+/// Parsed from `face-id`, `touch-id`, `passcode`, `double-click`, or a comma-separated list such as
 /// `double-click,face-id` (a locked phone: the double-click presents the default card, Face ID authorizes it).
-/// The passcode is held in ``SecureBytes`` and never printed.
+/// A `passcode` step's passcode is given apart from the text, which a command line shows to `ps`; it is held in
+/// ``SecureBytes`` and never printed.
 public struct AutoAuthentication: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// One step of the user at the device.
     public enum Step: Sendable {
@@ -40,23 +41,33 @@ public struct AutoAuthentication: Sendable, CustomStringConvertible, CustomDebug
         self.steps = steps
     }
 
-    /// Parses the `--auto-auth` value.
-    public init(parsing text: String) throws(DeviceError) {
+    /// Parses the `--auto-auth` value; a `passcode` step authenticates with `passcode`. The passcode is never part
+    /// of the value (a command line is visible to every user's `ps`): the caller reads it from a file, the
+    /// environment or stdin when ``needsPasscode(_:)`` says the steps hold one.
+    public init(parsing text: String, passcode: SecureBytes? = nil) throws(DeviceError) {
         var steps: [Step] = []
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             switch part {
             case "face-id": steps.append(.faceID)
             case "touch-id": steps.append(.touchID)
             case "double-click": steps.append(.doubleClick)
-            case let step where step.hasPrefix("passcode:") && step.count > "passcode:".count:
-                steps.append(.passcode(SecureBytes(Array(step.dropFirst("passcode:".count).utf8))))
+            case "passcode":
+                guard let passcode, passcode.count > 0 else {
+                    throw DeviceError(.invalidArgument, "--auto-auth passcode needs the passcode")
+                }
+                steps.append(.passcode(passcode))
             default:
                 throw DeviceError(
                     .invalidArgument,
-                    "--auto-auth takes face-id, touch-id, passcode:CODE or double-click, or a comma-separated list")
+                    "--auto-auth takes face-id, touch-id, passcode or double-click, or a comma-separated list")
             }
         }
         try self.init(steps: steps)
+    }
+
+    /// Whether the `--auto-auth` value `text` has a `passcode` step.
+    public static func needsPasscode(_ text: String) -> Bool {
+        text.split(separator: ",").contains("passcode")
     }
 
     public var description: String { "AutoAuthentication(\(steps.map(\.name).joined(separator: ",")))" }

@@ -78,7 +78,7 @@ public struct AddCardFlow: Sendable {
                 throw PayClientError(
                     .oneTimeCodeRequired,
                     "the issuer asks for the one-time code it sent by \(decision.stepUpMethod ?? "?") to "
-                        + "\(decision.stepUpDestination ?? "?"); give it with --otp")
+                        + "\(decision.stepUpDestination ?? "?"); none was given")
             }
             decision = try await client.submitOneTimeCode(OneTimeCodeBody(sessionID: sessionID, code: code))
             trace(

@@ -60,10 +60,11 @@ final class BrowserSandbox: Sendable {
             try await waitFor("orchard up", seconds: 60) { up.stdout.contains("\"merchant\"") || up.ended != nil }
             guard up.ended == nil else { throw BrowserTestFailure("orchard up ended: \(up.ended!)") }
             for (name, kind, biometry) in [(phone, "phone", "face"), (mac, "mac", "touch")] {
-                let created = try await orchard([
-                    "device", "create", "--data-dir", data, "--name", name, "--kind", kind, "--biometry", biometry,
-                    "--passcode", passcode,
-                ])
+                let created = try await orchard(
+                    [
+                        "device", "create", "--data-dir", data, "--name", name, "--kind", kind, "--biometry", biometry,
+                        "--passcode-file", "-",
+                    ], stdin: passcode + "\n")
                 guard created.status == 0 else { throw BrowserTestFailure("device create: \(created.stderr)") }
                 let card = try await orchard(
                     [
@@ -73,10 +74,11 @@ final class BrowserSandbox: Sendable {
                 guard card.status == 0 else { throw BrowserTestFailure("add-card: \(card.stderr)") }
             }
             if paired {
-                let created = try await orchard([
-                    "device", "create", "--data-dir", data, "--name", handoffMac, "--kind", "mac", "--biometry",
-                    "none", "--passcode", passcode,
-                ])
+                let created = try await orchard(
+                    [
+                        "device", "create", "--data-dir", data, "--name", handoffMac, "--kind", "mac", "--biometry",
+                        "none", "--passcode-file", "-",
+                    ], stdin: passcode + "\n")
                 guard created.status == 0 else { throw BrowserTestFailure("device create: \(created.stderr)") }
                 for new in [mac, handoffMac] {
                     let approved = try await orchard(

@@ -27,7 +27,8 @@ struct DeviceRunOptionTests {
             (["--sync-interval", "0"], "--sync-interval takes a whole number of seconds from 1 to 3600"),
             (["--sync-interval", "3601"], "--sync-interval takes a whole number of seconds from 1 to 3600"),
             (["--sheet-timeout", "soon"], "--sheet-timeout takes a whole number of seconds from 1 to 3600"),
-            (["--auto-auth", "retina"], "--auto-auth takes face-id, touch-id, passcode:CODE or double-click"),
+            (["--auto-auth", "retina"], "--auto-auth takes face-id, touch-id, passcode or double-click"),
+            (["--auto-auth", "double-click,passcode:8642"], "--auto-auth passcode:CODE is refused"),
             (["--sync-interval", "5", "--sync-interval", "6"], "--sync-interval may be given only once"),
         ])
     func badValueStartsNothing(options: [String], message: String) async throws {

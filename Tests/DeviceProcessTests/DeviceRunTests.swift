@@ -16,8 +16,8 @@ import Testing
 @Suite("orchard device run", .serialized)
 struct DeviceRunTests {
     /// Runs `orchard arguments` to completion; returns (exit code, stdout, stderr).
-    static func command(_ arguments: [String]) async throws -> (Int32, String, String) {
-        let output = try await orchard(arguments)
+    static func command(_ arguments: [String], stdin: String? = nil) async throws -> (Int32, String, String) {
+        let output = try await orchard(arguments, stdin: stdin)
         return (output.status, output.stdout, output.stderr)
     }
 
@@ -42,10 +42,12 @@ struct DeviceRunTests {
         let directory = try TemporaryDirectory()
         let deployment = directory.deployment
         try TestInstallAuthority.pin(in: deployment)
-        let (created, _, createErrors) = try await Self.command([
-            "device", "create", "--data-dir", directory.path, "--name", "p", "--kind", "phone", "--biometry", "face",
-            "--passcode", "8642",
-        ])
+        let (created, _, createErrors) = try await Self.command(
+            [
+                "device", "create", "--data-dir", directory.path, "--name", "p", "--kind", "phone", "--biometry",
+                "face",
+                "--passcode-file", "-",
+            ], stdin: "8642\n")
         #expect(created == 0, "\(createErrors)")
         // The token service's part, played here: a card sealed to the device certificate's key.
         let identity = try Device.identity(of: "p", in: deployment)

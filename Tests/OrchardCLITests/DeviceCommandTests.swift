@@ -16,11 +16,12 @@ struct DeviceCommandTests {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let create = Capture()
-        let rc = await create.run([
-            "device", "create", "--data-dir", directory, "--name", "alice-watch", "--kind", "watch", "--biometry",
-            "none",
-            "--account", "alice", "--passcode", "2468",
-        ])
+        // The passcode from the environment (an in-process run has no stdin of its own).
+        let rc = await create.run(
+            [
+                "device", "create", "--data-dir", directory, "--name", "alice-watch", "--kind", "watch", "--biometry",
+                "none", "--account", "alice",
+            ], environment: ["HOME": "/tmp/orchard-home", "ORCHARD_PASSCODE": "2468"])
         #expect(rc == 0, "\(create.stderr)")
         let created = try JSONSerialization.jsonObject(with: Data(create.stdout.utf8)) as? [String: Any]
         #expect(created?["kind"] as? String == "watch" && created?["passcodeSet"] as? Bool == true)

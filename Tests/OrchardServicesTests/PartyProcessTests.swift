@@ -25,8 +25,8 @@ struct PartyProcessTests {
 
     /// Runs `orchard arguments`, failing with its stderr unless it exits 0; returns stdout.
     @discardableResult
-    static func succeed(_ arguments: [String]) async throws -> String {
-        let result = try await runOrchard(arguments)
+    static func succeed(_ arguments: [String], environment: [String: String] = [:]) async throws -> String {
+        let result = try await runOrchard(arguments, environment: environment)
         guard result.status == 0 else {
             throw TestFailure(
                 "orchard \(arguments.prefix(3).joined(separator: " ")) failed: \(result.stderr.suffix(1500))")
@@ -138,7 +138,9 @@ struct PartyProcessTests {
         let pay = directory["pay"]!
         try await Self.succeed(
             ["device", "create", "--name", "demo-phone", "--kind", "phone", "--biometry", "face", "--data-dir", pay])
-        try await Self.succeed(["device", "passcode", "--name", "demo-phone", "--set", "123456", "--data-dir", pay])
+        try await Self.succeed(
+            ["device", "passcode", "--name", "demo-phone", "--data-dir", pay],
+            environment: ["ORCHARD_NEW_PASSCODE": "123456"])
         let card = try writeCardFile(number: "4111111111111111", cvv: "266")
         defer { try? FileManager.default.removeItem(atPath: card) }
         try await Self.succeed(
@@ -175,7 +177,9 @@ struct PartyProcessTests {
         // the merchant's bundle, charges each from the merchant's directory.
         try await Self.succeed(
             ["device", "create", "--name", "demo-watch", "--kind", "watch", "--biometry", "none", "--data-dir", pay])
-        try await Self.succeed(["device", "passcode", "--name", "demo-watch", "--set", "123456", "--data-dir", pay])
+        try await Self.succeed(
+            ["device", "passcode", "--name", "demo-watch", "--data-dir", pay],
+            environment: ["ORCHARD_NEW_PASSCODE": "123456"])
         try await Self.succeed(
             [
                 "device", "add-card", "--name", "demo-watch", "--card-file", card, "--expiry", "12/34", "--cardholder",
@@ -191,10 +195,8 @@ struct PartyProcessTests {
             if name == "demo-watch" {
                 try await Self.succeed(["device", "wrist", "--name", name, "--on", "yes", "--data-dir", pay])
                 try await Self.succeed(
-                    [
-                        "device", "unlock", "--name", name, "--method", "passcode", "--passcode", "123456",
-                        "--data-dir", pay,
-                    ])
+                    ["device", "unlock", "--name", name, "--method", "passcode", "--data-dir", pay],
+                    environment: ["ORCHARD_PASSCODE": "123456"])
             }
             let charged = try await Self.succeed(
                 [

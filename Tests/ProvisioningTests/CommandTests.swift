@@ -11,7 +11,7 @@ import Testing
 /// `device sync` and `device cards`.
 @Suite("orchard device add-card, lost-mode, resume, sync", .serialized)
 struct ProvisioningCommandTests {
-    @Test("add-card (approve; step-up without --otp fails with one error line), lost mode offline, sync, resume")
+    @Test("add-card (approve; step-up: no code one error line, code from env or 0600 file), lost mode, sync, resume")
     func commands() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-cli-\(UUID().uuidString)")
             .path
@@ -20,10 +20,11 @@ struct ProvisioningCommandTests {
             try? FileManager.default.removeItem(atPath: path)
         }
         #expect(try await orchard(["init", "--data-dir", path]).status == 0)
-        let created = try await orchard([
-            "device", "create", "--data-dir", path, "--name", "phone", "--kind", "phone", "--biometry", "face",
-            "--passcode", "123456",
-        ])
+        let created = try await orchard(
+            [
+                "device", "create", "--data-dir", path, "--name", "phone", "--kind", "phone", "--biometry", "face",
+                "--passcode-file", "-",
+            ], stdin: "123456\n")
         #expect(created.status == 0, "\(created.stderr)")
         // The card number and CVV come from a file (JSON) or stdin (two lines), never argv.
         let cardFile = path + "-card.json"
@@ -52,7 +53,40 @@ struct ProvisioningCommandTests {
             ], stdin: stepUpLines)
         #expect(stepUp.status == 1 && stepUp.stdout.isEmpty)
         #expect(
-            stepUp.stderr.split(separator: "\n").last?.hasPrefix("error: ") == true && stepUp.stderr.contains("--otp"))
+            stepUp.stderr.split(separator: "\n").last?.hasPrefix("error: no one-time code given") == true
+                && stepUp.stderr.contains("--one-time-code-file FILE")
+                && stepUp.stderr.contains("ORCHARD_ONE_TIME_CODE"), "\(stepUp.stderr)")
+        // The one-time code from the environment (the card on stdin), then from a 0600 file.
+        let withCode = try await orchard(
+            [
+                "device", "add-card", "--data-dir", path, "--name", "phone", "--expiry", "12/34", "--cardholder",
+                "Alice Doe",
+            ], environment: ["ORCHARD_ONE_TIME_CODE": "123456"], stdin: stepUpLines)
+        #expect(withCode.status == 0 && withCode.stdout.contains("\"3220\""), "\(withCode.stderr)")
+        let codeFile = path + "-code"
+        defer { try? FileManager.default.removeItem(atPath: codeFile) }
+        #expect(
+            FileManager.default.createFile(
+                atPath: codeFile, contents: Data("123456\n".utf8), attributes: [.posixPermissions: 0o600]))
+        let stepUpFile = path + "-step-up.json"
+        defer { try? FileManager.default.removeItem(atPath: stepUpFile) }
+        #expect(
+            FileManager.default.createFile(
+                atPath: stepUpFile, contents: Data(#"{"number": "4000000000003220", "cvv": "641"}"#.utf8),
+                attributes: [.posixPermissions: 0o600]))
+        // (On another device: the first one has this card now.)
+        let other = try await orchard(
+            ["device", "create", "--data-dir", path, "--name", "tablet", "--kind", "phone", "--biometry", "face"],
+            environment: ["ORCHARD_PASSCODE": "123456"])
+        #expect(other.status == 0, "\(other.stderr)")
+        let fromFile = try await orchard([
+            "device", "add-card", "--data-dir", path, "--name", "tablet", "--card-file", stepUpFile, "--expiry",
+            "12/34", "--cardholder", "Alice Doe", "--one-time-code-file", codeFile,
+        ])
+        #expect(fromFile.status == 0, "\(fromFile.stderr)")
+        for output in [withCode, fromFile] {
+            #expect(!(output.stdout + output.stderr).contains("123456") && !output.stderr.contains("4000000000003220"))
+        }
 
         let lost = try await orchard(["device", "lost-mode", "--data-dir", path, "--name", "phone"])
         #expect(lost.status == 0 && lost.stdout.contains("\"suspended\""), "\(lost.stderr)")

@@ -129,9 +129,10 @@ extension HandoffProcesses {
                     others.allSatisfy { name in answer.nearby.contains { $0.device == name } }
                 }
             }
-            for step in [["wrist", "--on", "yes"], ["unlock", "--method", "passcode", "--passcode", "123456"]] {
+            for step in [["wrist", "--on", "yes"], ["unlock", "--method", "passcode"]] {
                 let done = try await orchard(
-                    ["device"] + [step[0], "--data-dir", path, "--name", "watch"] + step.dropFirst())
+                    ["device"] + [step[0], "--data-dir", path, "--name", "watch"] + step.dropFirst(),
+                    stdin: "123456\n")
                 #expect(done.status == 0, "\(done.stderr)")
             }
             let browser = try Self.browser(deployment)

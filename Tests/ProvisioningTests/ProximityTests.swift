@@ -26,10 +26,11 @@ enum HandoffProcesses {
             try await Task.sleep(for: .milliseconds(100))
         }
         for (name, kind, biometry) in [("phone", "phone", "face"), ("watch", "watch", "none"), ("mac", "mac", "none")] {
-            let created = try await orchard([
-                "device", "create", "--data-dir", path, "--name", name, "--kind", kind, "--biometry", biometry,
-                "--passcode", "123456",
-            ])
+            let created = try await orchard(
+                [
+                    "device", "create", "--data-dir", path, "--name", name, "--kind", kind, "--biometry", biometry,
+                    "--passcode-file", "-",
+                ], stdin: "123456\n")
             #expect(created.status == 0, "\(created.stderr)")
             guard name != "mac" else { continue }
             let card = try await orchard(
@@ -157,10 +158,11 @@ extension HandoffProcesses {
             for (name, kind, biometry, passcode) in [
                 ("phone", "phone", "face", "123456"), ("mac", "mac", "none", "654321"),
             ] {
-                let created = try await orchard([
-                    "device", "create", "--data-dir", path, "--name", name, "--kind", kind, "--biometry", biometry,
-                    "--passcode", passcode,
-                ])
+                let created = try await orchard(
+                    [
+                        "device", "create", "--data-dir", path, "--name", name, "--kind", kind, "--biometry", biometry,
+                        "--passcode-file", "-",
+                    ], stdin: passcode + "\n")
                 #expect(created.status == 0, "\(created.stderr)")
             }
             let approved = try await orchard(

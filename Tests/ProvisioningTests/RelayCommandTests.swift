@@ -24,10 +24,10 @@ struct RelayCommandTests {
         ] {
             var arguments = [
                 "device", "create", "--data-dir", path, "--name", name, "--kind", kind, "--biometry", biometry,
-                "--passcode", passcode,
+                "--passcode-file", "-",
             ]
             if name == "other" { arguments += ["--account", "mallory"] }
-            let created = try await orchard(arguments)
+            let created = try await orchard(arguments, stdin: passcode + "\n")
             #expect(created.status == 0, "\(created.stderr)")
         }
         let wrong = try await orchard(

@@ -223,6 +223,41 @@ struct EndToEndTests {
         await acquirer.shutdown()
     }
 
+    @Test("U5: --auto-auth passcode pays with the passcode from stdin or a 0600 file; `ps` shows no passcode")
+    func passcodeAutoAuthenticationOffTheCommandLine() async throws {
+        let directory = try TemporaryDirectory()
+        let acquirer = try AcquirerService(TestAcquirer(), directory: directory.path)
+        try await setUpTerminal(directory, acquirer: acquirer)
+        try await createDevice(directory, "phone", kind: "phone", biometry: "face")
+        // Biometrics off for payments: the phone offers its passcode only.
+        let settings = try await orchard([
+            "device", "settings", "--data-dir", directory.path, "--name", "phone", "--biometrics", "off",
+        ])
+        #expect(settings.status == 0, "\(settings.stderr)")
+        let file = directory.path + "-passcode"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        #expect(
+            FileManager.default.createFile(
+                atPath: file, contents: Data("8642\n".utf8), attributes: [.posixPermissions: 0o600]))
+        for (stdin, options) in [("8642\n", [String]()), (nil, ["--passcode-file", file])] {
+            let phone = try await DeviceProcessHandle(
+                directory.deployment, name: "phone", autoAuth: "passcode", stdin: stdin, options: options)
+            // What every user's `ps` shows: /proc/PID/cmdline, the arguments NUL-separated.
+            let cmdline = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(phone.pid)/cmdline"))
+            let arguments = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            #expect(arguments.contains("--auto-auth") && arguments.contains("passcode"), "\(arguments)")
+            #expect(!arguments.joined(separator: " ").contains("8642"), "\(arguments)")
+            if stdin != nil {
+                _ = try await phone.provision(dpan: TestIssuer.visaDPAN, network: "visa", suffix: "4242")
+            }
+            let (output, result) = try await charge(directory, "3.00", device: "phone")
+            let events = phone.stop()
+            #expect(result["outcome"] as? String == "approved", "\(output.stdout) \(output.stderr) \(events)")
+            #expect(!phone.standardError.contains("8642") && !events.contains("8642"))
+        }
+        await acquirer.shutdown()
+    }
+
     @Test("No answer from the acquirer: the retry reuses the STAN and the issuer decides once; then a reversal")
     func timeoutsAcrossProcesses() async throws {
         let directory = try TemporaryDirectory()
@@ -312,8 +347,14 @@ struct FieldSessionTests {
         #expect(refusal.code == "noCard")
         #expect(events.all.map(\.event) == ["refused"])
         #expect(throws: DeviceError.self) { try AutoAuthentication(parsing: "retina") }
-        #expect(throws: DeviceError.self) { try AutoAuthentication(parsing: "passcode:") }
-        #expect("\(try AutoAuthentication(parsing: "double-click,passcode:1234"))".contains("1234") == false)
+        // The passcode is never part of the value (argv is visible to `ps`): the caller gives it.
+        #expect(throws: DeviceError.self) { try AutoAuthentication(parsing: "passcode:1234") }
+        #expect(throws: DeviceError.self) { try AutoAuthentication(parsing: "passcode") }
+        #expect(AutoAuthentication.needsPasscode("double-click,passcode"))
+        #expect(!AutoAuthentication.needsPasscode("double-click,face-id"))
+        let automatic = try AutoAuthentication(
+            parsing: "double-click,passcode", passcode: SecureBytes(Array("1234".utf8)))
+        #expect("\(automatic)".contains("1234") == false)
     }
 }
 

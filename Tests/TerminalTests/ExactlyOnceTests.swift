@@ -114,14 +114,14 @@ struct ExactlyOnceTests {
         defer { try? FileManager.default.removeItem(atPath: cardFile) }
         for command in [
             ["init"],
-            ["device", "create", "--name", "phone", "--kind", "phone", "--biometry", "face", "--passcode", "8642"],
+            ["device", "create", "--name", "phone", "--kind", "phone", "--biometry", "face", "--passcode-file", "-"],
             [
                 "device", "add-card", "--name", "phone", "--card-file", cardFile,
                 "--expiry", "12/34", "--cardholder", "Alice Doe",
             ],
             ["terminal", "setup"],
         ] {
-            let output = try await orchard(command + ["--data-dir", directory.path])
+            let output = try await orchard(command + ["--data-dir", directory.path], stdin: "8642\n")
             try #require(output.status == 0, "\(command.prefix(2)): \(output.stderr)")
         }
         let settings = try #require(try await TerminalDatabase(deployment: deployment).terminal("T0001"))

@@ -34,14 +34,15 @@ final class DeviceProcessHandle: Sendable {
 
     init(
         _ deployment: DeploymentDirectory, name: String, autoAuth: String? = nil, expectAntenna: Bool = true,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], stdin: String? = nil, options: [String] = []
     ) async throws {
         self.name = name
         self.deployment = deployment
         process = try ChildProcess(
             try orchardExecutable(),
             ["device", "run", "--data-dir", deployment.path, "--name", name]
-                + (autoAuth.map { ["--auto-auth", $0] } ?? []), environment: environment, stdout: .capture)
+                + (autoAuth.map { ["--auto-auth", $0] } ?? []) + options, environment: environment,
+            stdin: stdin.map { Array($0.utf8) }, stdout: .capture, stderr: .capture)
         for _ in 0..<2400 {
             if ControlSocketClient.isRunning(at: controlSocket),
                 !expectAntenna || NFCAntenna.isListening(at: antenna)
@@ -56,6 +57,10 @@ final class DeviceProcessHandle: Sendable {
     deinit { stop() }
 
     var controlSocket: String { Device.controlSocketPath(of: name, in: deployment) }
+    /// The process's id, to read its /proc entries.
+    var pid: Int32 { process.pid }
+    /// What the process wrote to stderr so far.
+    var standardError: String { process.stderr }
     var antenna: String { NFCAntenna.path(forDevice: name, in: deployment) }
 
     /// SIGTERM, then wait; returns what the process printed (its events).
@@ -277,9 +282,10 @@ func charge(
 func createDevice(_ directory: TemporaryDirectory, _ name: String, kind: String, biometry: String) async throws {
     let pinned = try directory.deployment.certificatePath(named: "token-service-personalisation")
     if !FileManager.default.fileExists(atPath: pinned) { try TestInstallAuthority.pin(in: directory.deployment) }
-    let created = try await orchard([
-        "device", "create", "--data-dir", directory.path, "--name", name, "--kind", kind, "--biometry", biometry,
-        "--passcode", "8642",
-    ])
+    let created = try await orchard(
+        [
+            "device", "create", "--data-dir", directory.path, "--name", name, "--kind", kind, "--biometry", biometry,
+            "--passcode-file", "-",
+        ], stdin: "8642\n")
     #expect(created.status == 0, "\(created.stderr)")
 }

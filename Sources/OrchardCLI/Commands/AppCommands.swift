@@ -28,25 +28,26 @@ enum AppCommands {
         name: "buy",
         summary: "Buy an item in an app: order at the merchant, payment sheet, token, charge.",
         discussion: """
-            Uses the services running for DIR (network, pay, merchant) and starts the missing ones for the
-            command. The app is the demo app (dev.orchard.demo-app) unless --app; the device is --device, else the
-            deployment's default device (demo-phone, else the first device that can pay in an app); with no device
-            at all, a phone demo-phone is made and the issuer's approve test card provisioned to it (the trace says
-            so). The sheet accepts what it proposes and authenticates with the device's own method (a watch: its
-            double-click, after --passcode puts it on the wrist unlocked). When the device's process runs
-            (`orchard device run`), the sheet is presented there, over its control socket: it waits for the user
-            (`orchard device sheet ...`) unless that process was started with --auto-auth. With
-            --application-data the app sends its own applicationData (base64, 1 byte to 64 KiB) with the order:
-            the merchant keeps it, the payment request carries it, the token's header carries its SHA-256, and the
-            merchant charges only a token that does (without it, the merchant makes the order's own,
-            {"orderID":"…"}). --tamper-application-data is a demonstration of a refusal: the payment request
-            carries those bytes instead of the order's, so the merchant refuses the token (orderMismatch), charges
-            nothing, and the command fails. With --out DIR2: token.json (the PKPaymentToken as the merchant
-            received it), merchant.pem and merchant.key (the processing certificate and its key) and root.pem (the
-            root of the token-signing chain), for any Apple-format verifier.
+            Uses the services running for DIR (network, pay, merchant) and starts the missing ones for the command. The
+            app is the demo app (dev.orchard.demo-app) unless --app; the device is --device, else the deployment's
+            default device (demo-phone, else the first device that can pay in an app); with no device at all, a phone
+            demo-phone is made and the issuer's approve test card provisioned to it (the trace says so). The sheet
+            accepts what it proposes and authenticates with the device's own method (a watch: its double-click, after
+            its passcode, read from --passcode-file FILE, $ORCHARD_PASSCODE or stdin, puts it on the wrist unlocked).
+            When the device's process runs (`orchard device run`), the sheet is presented there, over its control
+            socket: it waits for the user (`orchard device sheet ...`) unless that process was started with --auto-auth.
+            With --application-data the app sends its own applicationData (base64, 1 byte to 64 KiB) with the order: the
+            merchant keeps it, the payment request carries it, the token's header carries its SHA-256, and the merchant
+            charges only a token that does (without it, the merchant makes the order's own, {"orderID":"…"}).
+            --tamper-application-data is a demonstration of a refusal: the payment request carries those bytes instead
+            of the order's, so the merchant refuses the token (orderMismatch), charges nothing, and the command fails.
+            With --out DIR2: token.json (the PKPaymentToken as the merchant received it), merchant.pem and merchant.key
+            (the processing certificate and its key) and root.pem (the root of the token-signing chain), for any
+            Apple-format verifier.
             """,
         options: [
-            merchantOption, itemOption, amountOption, currencyOption, appOption, deviceOption, passcodeOption,
+            merchantOption, itemOption, amountOption, currencyOption, appOption, deviceOption, passcodeFileOption,
+            refusedPasscodeOption,
             applicationDataOption, tamperedApplicationDataOption, outOption,
         ]
     ) { arguments, context in
@@ -60,8 +61,11 @@ enum AppCommands {
     static let currencyOption = Option.text("currency", "CODE", default: "USD", help: "ISO 4217 code.")
     static let appOption = Option.text("app", "ID", default: DemoApp.identifier, help: "The app identifier.")
     static let deviceOption = Option.optional("device", "NAME", help: "The device the app runs on.")
-    static let passcodeOption = Option.optional(
-        "passcode", "CODE", help: "A watch's passcode, to put it on the wrist unlocked.")
+    static let passcodeFileOption = Option.optional(
+        "passcode-file", "FILE",
+        help: "A watch's passcode, to put it on the wrist unlocked: read from FILE (mode 0600 or stricter, one line; "
+            + "`-`: stdin), else from $ORCHARD_PASSCODE, else (a watch whose process is not running) from stdin.")
+    static let refusedPasscodeOption = SecretInput.passcode.refusedOption("passcode")
     static let applicationDataOption = Option.optional(
         "application-data", "BASE64",
         help: "The app's applicationData for the order (base64); the payment is bound to it.")
@@ -101,7 +105,11 @@ enum AppBuy {
             let result: DemoApp.Purchase
             switch try await payingDevice(
                 deployment: deployment, connections: connections, name: arguments[AppCommands.deviceOption],
-                passcode: arguments[AppCommands.passcodeOption], trace: { context.trace($0) })
+                passcode: { required throws(CLIError) in
+                    try SecretInput.passcode.read(
+                        file: arguments[AppCommands.passcodeFileOption], context, required: required,
+                        prompt: "passcode of the watch: ")
+                }, trace: { context.trace($0) })
             {
             case .inProcess(let device):
                 result = try await buy(
@@ -180,8 +188,8 @@ enum AppBuy {
     /// `--device`, else demo-phone, else the first device that can pay in an app; with none, demo-phone is made
     /// and the approve test card provisioned to it. A device whose process runs is used through that process.
     static func payingDevice(
-        deployment: DeploymentDirectory, connections: ServiceConnections, name: String?, passcode: String?,
-        trace: @escaping @Sendable (String) -> Void
+        deployment: DeploymentDirectory, connections: ServiceConnections, name: String?,
+        passcode: (_ required: Bool) throws(CLIError) -> SecureBytes?, trace: @escaping @Sendable (String) -> Void
     ) async throws -> PayingDevice {
         let names = Device.names(in: deployment)
         var chosen = name
@@ -203,19 +211,23 @@ enum AppBuy {
             guard names.contains(chosen) else { throw CLIError.failure("no device \(chosen) in \(deployment.path)") }
             if ControlSocketClient.isRunning(at: Device.controlSocketPath(of: chosen, in: deployment)) {
                 // Its Secure Element is in use there: the sheet is presented to that process.
-                if let passcode, (try? Device.identity(of: chosen, in: deployment))?.profile.kind == .watch {
+                if (try? Device.identity(of: chosen, in: deployment))?.profile.kind == .watch,
+                    let passcode = try passcode(false)
+                {
                     _ = try? await DeviceCommands.send(SetWrist(on: true), to: chosen, in: deployment)
                     _ = try await DeviceCommands.send(
-                        Unlock(AuthenticationEvidenceBody(method: "passcode", passcode: passcode)), to: chosen,
-                        in: deployment)
+                        Unlock(AuthenticationEvidenceBody(method: "passcode", passcode: SecretInput.text(passcode))),
+                        to: chosen, in: deployment)
                 }
                 return .running(chosen)
             }
             let device = try await Device.open(in: deployment, name: chosen)
             if device.profile.kind == .watch {
-                guard let passcode else { throw CLIError.usage("a watch pays after --passcode puts it on the wrist") }
+                guard let passcode = try passcode(true) else {
+                    throw CLIError.usage("a watch pays once its passcode puts it on the wrist unlocked")
+                }
                 try? await device.secureEnclave.putOnWrist()
-                _ = try await device.unlock(.passcode(SecureBytes(Array(passcode.utf8))))
+                _ = try await device.unlock(.passcode(passcode))
             }
             return .inProcess(device)
         }

@@ -1,10 +1,6 @@
 import Foundation
 import OrchardRuntime
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The card number and CVV of `orchard device add-card`, read from a file or stdin, never from argv (visible to
 /// every user's `ps`, kept in shell history).
 ///
@@ -73,20 +69,6 @@ struct CardSecretInput {
 
     /// Reads one line from the terminal on stdin with echo off, the prompt on stderr.
     private static func promptHidden(_ prompt: String, _ context: CommandContext) -> String? {
-        var saved = termios()
-        let canHide = tcgetattr(0, &saved) == 0
-        if canHide {
-            var hidden = saved
-            hidden.c_lflag &= ~tcflag_t(ECHO)
-            _ = tcsetattr(0, TCSAFLUSH, &hidden)
-        }
-        defer {
-            if canHide {
-                _ = tcsetattr(0, TCSAFLUSH, &saved)
-                context.trace("")
-            }
-        }
-        FileHandle.standardError.write(Data(prompt.utf8))
-        return readLine(strippingNewline: true)
+        SecretInput.withEchoOff(prompt, context) { readLine(strippingNewline: true) }
     }
 }

@@ -158,7 +158,9 @@ final class ChaosRun: @unchecked Sendable {
             let kind =
                 name == "phone"
                 ? ["--kind", "phone", "--biometry", "face"] : ["--kind", "watch", "--biometry", "none"]
-            try await must(["device", "create", "--name", name, "--passcode", Self.passcode] + kind)
+            try await must(
+                ["device", "create", "--name", name, "--passcode-file", "-"] + kind,
+                stdin: Array((Self.passcode + "\n").utf8))
         }
         try await must(["terminal", "setup"])
         for member in members { try await start(member) }
@@ -203,9 +205,9 @@ final class ChaosRun: @unchecked Sendable {
             if isReady(member, pid: process.pid) {
                 if party == .watch {
                     try await must(["device", "wrist", "--name", "watch", "--on", "yes"])
-                    try await must([
-                        "device", "unlock", "--name", "watch", "--method", "passcode", "--passcode", Self.passcode,
-                    ])
+                    try await must(
+                        ["device", "unlock", "--name", "watch", "--method", "passcode"],
+                        stdin: Array((Self.passcode + "\n").utf8))
                 }
                 return
             }

@@ -30,8 +30,12 @@ enum DeviceCommands {
     static let biometryOption: Option<Biometry> = .choice("biometry", help: "Its biometric sensor (a watch has none).")
     static let accountOption = Option.text(
         "account", "NAME", default: "demo", help: "The account it belongs to (the one `init` makes).")
-    static let newPasscodeOption = Option.optional(
-        "passcode", "CODE", help: "Set this passcode (4 to 64 characters).")
+    /// The passcode a command acts with: `--passcode-file FILE`, `ORCHARD_PASSCODE` or stdin (``SecretInput``).
+    static let passcodeFileOption = SecretInput.passcode.fileOption
+    /// `--passcode CODE`, refused: argv is visible to every user's `ps`.
+    static let refusedPasscodeOption = SecretInput.passcode.refusedOption("passcode")
+    static let createPasscodeFileOption = SecretInput.passcode.optionalFileOption(
+        "Set a passcode (4 to 64 characters)")
 
     static let create = Command(
         name: "create",
@@ -40,9 +44,13 @@ enum DeviceCommands {
         discussion: """
             Writes DIR/device-NAME.sqlite, DIR/devices/NAME/storage.key (0600) and DIR/devices/NAME/device.pem (the
             Secure Element key certified by the deployment's device CA, pki/device-ca, made if missing). With
-            --passcode the device's passcode is set, as a user does when setting up a device.
+            --passcode-file FILE (`-`: one line on stdin) or $ORCHARD_PASSCODE the device's passcode is set, as a
+            user does when setting up a device; --passcode CODE is refused (argv is visible to `ps`).
+            Example: `echo 123456 | orchard device create --name phone --kind phone --biometry face --passcode-file -`.
             """,
-        options: [nameOption, kindOption, biometryOption, accountOption, newPasscodeOption]
+        options: [
+            nameOption, kindOption, biometryOption, accountOption, createPasscodeFileOption, refusedPasscodeOption,
+        ]
     ) { arguments, context in
         let name = arguments[nameOption]
         let profile: DeviceProfile
@@ -53,11 +61,12 @@ enum DeviceCommands {
             throw CLIError.usage(error.message)
         }
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
+        let passcode = try SecretInput.passcode.read(
+            file: arguments[createPasscodeFileOption], context, required: false, prompt: "passcode of \(name): ")
         let identity = try Device.create(in: deployment, name: name, profile: profile)
-        let passcode = arguments[newPasscodeOption]
         if let passcode {
             let device = try await Device.open(in: deployment, name: name)
-            try await device.secureEnclave.setPasscode(SecureBytes(Array(passcode.utf8)), current: nil)
+            try await device.secureEnclave.setPasscode(passcode, current: nil)
         }
         context.trace("created \(profile) as \(name) in \(deployment.path)")
         try context.outputJSON(
@@ -107,18 +116,32 @@ enum DeviceCommands {
             contact or a demo contact, the first shipping method); the device reaches the Pay server for it
             (docs/in-app.md). Browsers on the device reach its browser agent at https://agent.orchard.test
             (`orchard browser setup`, docs/web.md).
+            `--auto-auth passcode` reads the passcode once at start from --passcode-file FILE, $ORCHARD_PASSCODE
+            or one line on stdin; `passcode:CODE` is refused (argv is visible to `ps`).
             """,
         options: [
-            nameOption, autoAuthOption, sheetTimeoutOption, syncIntervalOption, agentPortOption, handlerTimeoutOption,
-            proximityWindowOption,
+            nameOption, autoAuthOption, passcodeFileOption, sheetTimeoutOption, syncIntervalOption, agentPortOption,
+            handlerTimeoutOption, proximityWindowOption,
         ]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = arguments[nameOption]
         var configuration: DeviceProcessConfiguration
+        var automatic: AutoAuthentication?
+        if let steps = arguments[autoAuthOption] {
+            let passcode =
+                AutoAuthentication.needsPasscode(steps)
+                ? try SecretInput.passcode.read(
+                    file: arguments[passcodeFileOption], context, prompt: "passcode of \(name): ") : nil
+            do throws(DeviceError) {
+                automatic = try AutoAuthentication(parsing: steps, passcode: passcode)
+            } catch {
+                throw CLIError.usage(error.message)
+            }
+        }
         do throws(DeviceError) {
             configuration = try DeviceProcessConfiguration(
-                deployment: deployment, name: name, autoAuthentication: arguments[autoAuthOption],
+                deployment: deployment, name: name, autoAuthentication: automatic,
                 sheetTimeout: arguments[sheetTimeoutOption], syncInterval: arguments[syncIntervalOption],
                 proximityWindow: arguments[proximityWindowOption])
         } catch {
@@ -140,16 +163,25 @@ enum DeviceCommands {
             output: { context.output($0) }, trace: { context.trace($0) })
     }
 
-    static let autoAuthOption: Option<AutoAuthentication?> = .optional(
+    /// The steps as given, checked; a `passcode` step's passcode is read in the command's body.
+    static let autoAuthOption: Option<String?> = .optional(
         "auto-auth", "STEPS",
-        help: "In a field or on a payment sheet, authenticate at once: face-id, touch-id, passcode:CODE, "
-            + "double-click, or a list."
+        help: "In a field or on a payment sheet, authenticate at once: face-id, touch-id, passcode (read from "
+            + "--passcode-file, $ORCHARD_PASSCODE or stdin), double-click, or a list."
     ) { text throws(CLIError) in
+        if text.split(separator: ",").contains(where: { $0.hasPrefix("passcode:") }) {
+            throw CLIError.usage(
+                SecretInput.passcode.refusal(
+                    "--auto-auth passcode:CODE",
+                    hint: "say --auto-auth passcode and give the passcode in \(SecretInput.passcode.ways)"))
+        }
         do throws(DeviceError) {
-            return try AutoAuthentication(parsing: text)
+            // Only the steps' syntax is checked here, with a stand-in passcode.
+            _ = try AutoAuthentication(parsing: text, passcode: SecureBytes([0]))
         } catch {
             throw CLIError.usage(error.message)
         }
+        return text
     }
     static let agentPortOption = Option<Int>.integer(
         "agent-port", default: 0, range: 0...65535,
@@ -231,12 +263,23 @@ enum DeviceCommands {
     static let methodOption = Option.required(
         "method", "face-id|touch-id|passcode|double-click", help: "How the user authenticates.")
     static let failOption = Option.flag("fail", help: "The biometric does not match (default: it matches).")
-    static let passcodeOption = Option.optional("passcode", "CODE", help: "The passcode, for --method passcode.")
-    static let evidenceOptions: [any CommandOption] = [methodOption, failOption, passcodeOption]
+    static let evidenceOptions: [any CommandOption] = [
+        methodOption, failOption, passcodeFileOption, refusedPasscodeOption,
+    ]
 
-    static func evidence(_ arguments: ParsedArguments) -> AuthenticationEvidenceBody {
-        AuthenticationEvidenceBody(
-            method: arguments[methodOption], success: !arguments[failOption], passcode: arguments[passcodeOption])
+    /// The evidence of `--method`; for `passcode`, the passcode read from --passcode-file, `ORCHARD_PASSCODE` or
+    /// stdin.
+    static func evidence(
+        _ arguments: ParsedArguments, _ context: CommandContext
+    ) throws(CLIError) -> AuthenticationEvidenceBody {
+        let method = arguments[methodOption]
+        let passcode =
+            method == "passcode"
+            ? try SecretInput.passcode.read(
+                file: arguments[passcodeFileOption], context, prompt: "passcode of \(arguments[nameOption]): ")
+            : nil
+        return AuthenticationEvidenceBody(
+            method: method, success: !arguments[failOption], passcode: passcode.map(SecretInput.text))
     }
 
     static let typeOption = Option.optional(
@@ -250,7 +293,7 @@ enum DeviceCommands {
         options: [nameOption] + evidenceOptions + [typeOption, authenticationCardOption]
     ) { arguments, context in
         let request = Authenticate(
-            evidence(arguments), type: arguments[typeOption], card: arguments[authenticationCardOption])
+            try evidence(arguments, context), type: arguments[typeOption], card: arguments[authenticationCardOption])
         try await control(request, arguments, context)
     }
 
@@ -263,7 +306,7 @@ enum DeviceCommands {
         name: "unlock", summary: "Unlock the device (a watch: with the passcode, on the wrist).",
         options: [nameOption] + evidenceOptions
     ) { arguments, context in
-        try await control(Unlock(evidence(arguments)), arguments, context)
+        try await control(Unlock(try evidence(arguments, context)), arguments, context)
     }
 
     static let wrist = Command(
@@ -313,23 +356,45 @@ enum DeviceCommands {
 
     static let passcode = Command(
         name: "passcode", summary: "Set, change or remove the passcode (removing it terminates every card).",
-        options: [nameOption, setPasscodeOption, currentPasscodeOption, removePasscodeOption]
+        discussion: """
+            Without --change or --remove, sets the passcode of a device that has none: the new passcode from
+            --new-passcode-file FILE, else $ORCHARD_NEW_PASSCODE, else one line on stdin. --change also reads the
+            current passcode first (--passcode-file FILE, else $ORCHARD_PASSCODE, else stdin: so on stdin two lines,
+            the current passcode, then the new one); --remove reads the current passcode only. Files are one line,
+            mode 0600 or stricter. --set CODE and --current CODE are refused (argv is visible to `ps`).
+            Example: `printf '123456\\n135790\\n' | orchard device passcode --name phone --change`.
+            """,
+        options: [
+            nameOption, changePasscodeOption, removePasscodeOption, passcodeFileOption, newPasscodeFileOption,
+            refusedSetPasscodeOption, refusedCurrentPasscodeOption,
+        ]
     ) { arguments, context in
-        if arguments[removePasscodeOption] {
-            guard let current = arguments[currentPasscodeOption] else {
-                throw CLIError.usage("missing required option --current")
-            }
-            try await control(RemovePasscode(current: current), arguments, context)
+        let name = arguments[nameOption]
+        let change = arguments[changePasscodeOption]
+        let remove = arguments[removePasscodeOption]
+        if change && remove { throw CLIError.usage("say --change or --remove, not both") }
+        let current =
+            change || remove
+            ? try SecretInput.passcode.read(
+                file: arguments[passcodeFileOption], context, prompt: "current passcode of \(name): ") : nil
+        if remove, let current {
+            try await control(RemovePasscode(current: SecretInput.text(current)), arguments, context)
             return
         }
-        guard let passcode = arguments[setPasscodeOption] else { throw CLIError.usage("missing required option --set") }
+        guard
+            let new = try SecretInput.newPasscode.read(
+                file: arguments[newPasscodeFileOption], context, prompt: "new passcode of \(name): ")
+        else { return }
         try await control(
-            SetPasscode(passcode: passcode, current: arguments[currentPasscodeOption]), arguments, context)
+            SetPasscode(passcode: SecretInput.text(new), current: current.map(SecretInput.text)), arguments, context)
     }
 
-    static let setPasscodeOption = Option.optional("set", "CODE", help: "The new passcode.")
-    static let currentPasscodeOption = Option.optional("current", "CODE", help: "The current passcode.")
-    static let removePasscodeOption = Option.flag("remove", help: "Turn the passcode off.")
+    static let newPasscodeFileOption = SecretInput.newPasscode.fileOption
+    static let changePasscodeOption = Option.flag(
+        "change", help: "Change the passcode: the current one is read first, then the new one.")
+    static let removePasscodeOption = Option.flag("remove", help: "Turn the passcode off (the current one is read).")
+    static let refusedSetPasscodeOption = SecretInput.newPasscode.refusedOption("set")
+    static let refusedCurrentPasscodeOption = SecretInput.passcode.refusedOption("current")
 
     static let reset = Command(
         name: "reset",
@@ -553,7 +618,8 @@ enum DeviceSheetCommands {
         summary: "Authenticate for the sheet's card and total; on success the device pays and the app is told.",
         options: [nameOption] + DeviceCommands.evidenceOptions
     ) { arguments, context in
-        try await sheet(AuthenticatePaymentSheet(DeviceCommands.evidence(arguments)), arguments, context)
+        try await sheet(
+            AuthenticatePaymentSheet(try DeviceCommands.evidence(arguments, context)), arguments, context)
     }
 
     static let cancel = Command(

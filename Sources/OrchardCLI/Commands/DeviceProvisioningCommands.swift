@@ -19,7 +19,10 @@ extension DeviceCommands {
             The card data is sealed on the device to the token service's key, taken from a certificate the device
             checks against the Orchard root (root-ca.pem in DIR's pki/; a Pay side deployed on its own: the
             network's root it imported); the Pay server relays what it cannot read. A step-up
-            needs the issuer's one-time code: --otp, or a prompt when stdin is a terminal. Without a terminal the
+            needs the issuer's one-time code, read when the issuer asks for it from --one-time-code-file FILE (one
+            line, mode 0600 or stricter; `-`: stdin), else $ORCHARD_ONE_TIME_CODE, else stdin (a prompt with echo
+            off when stdin is a terminal; stdin that carried the card holds nothing more); --otp CODE is refused.
+            Without a terminal the
             terms are accepted by running the command (they are printed in the trace). The personalisation is
             installed into the device's Secure Element through its running process, or on its store directly.
             Each request carries an idempotency key, so a request the client resends after a lost answer gets
@@ -31,8 +34,8 @@ extension DeviceCommands {
             Test cards are listed in the README.
             """,
         options: [
-            nameOption, cardFileOption, expiryOption, cardholderOption, otpOption, refusedPANOption,
-            refusedCVVOption,
+            nameOption, cardFileOption, expiryOption, cardholderOption, oneTimeCodeFileOption, refusedPANOption,
+            refusedCVVOption, refusedOTPOption,
         ]
     ) { arguments, context in
         try await addCard(arguments, context)
@@ -57,7 +60,9 @@ extension DeviceCommands {
         }
     }
     static let cardholderOption = Option.required("cardholder", "NAME", help: "The cardholder's name.")
-    static let otpOption = Option.optional("otp", "CODE", help: "The issuer's one-time code, for a step-up.")
+    static let oneTimeCodeFileOption = SecretInput.oneTimeCode.fileOption
+    /// `--otp CODE`, refused like `--pan`.
+    static let refusedOTPOption = SecretInput.oneTimeCode.refusedOption("otp")
     static let asOption = Option.optional("as", "NAME", help: "Another device of the same account to act from.")
 
     static let lostMode = lifecycleCommand(
@@ -66,16 +71,18 @@ extension DeviceCommands {
         .erase, summary: "Erase remotely: delete every card of the device at the token service and on the device.")
     static let resume = Command(
         name: "resume",
-        summary: "Leave lost mode with the device passcode (one line on standard input): the cards work again.",
+        summary: "Leave lost mode with the device passcode (a 0600 file, $ORCHARD_PASSCODE or stdin): the cards work "
+            + "again.",
         discussion: """
-            Reads the passcode from standard input (asked for when stdin is a terminal). The device's own Secure
+            Reads the passcode from --passcode-file FILE (one line, mode 0600 or stricter), else $ORCHARD_PASSCODE, else
+            one line of standard input (asked for with echo off when stdin is a terminal). The device's own Secure
             Enclave checks it (wrong ones count, with the usual waits) and signs a fresh challenge of the Pay server,
             which checks the signature with the Secure Enclave key the device registered: the device's certificate
-            alone, or another device of the account, never leaves lost mode. The Secure Enclave is reached through
-            the device's running process, else its store. --as names the device whose client identity talks to the
-            Pay server (default the device itself). Example: `echo 123456 | orchard device resume --name phone`.
+            alone, or another device of the account, never leaves lost mode. The Secure Enclave is reached through the
+            device's running process, else its store. --as names the device whose client identity talks to the Pay
+            server (default the device itself). Example: `echo 123456 | orchard device resume --name phone`.
             """,
-        options: [nameOption, asOption]
+        options: [nameOption, asOption, passcodeFileOption]
     ) { arguments, context in
         try await resume(arguments, context)
     }
@@ -109,7 +116,12 @@ extension DeviceCommands {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = arguments[nameOption]
         let card: CardEntry
-        let secret = try CardSecretInput.read(file: arguments[cardFileOption], context: context)
+        let cardFile = arguments[cardFileOption]
+        let codeFile = arguments[oneTimeCodeFileOption]
+        if codeFile == "-", cardFile == nil || cardFile == "-" {
+            throw CLIError.usage("the card and the one-time code cannot both come from stdin: put one in a file")
+        }
+        let secret = try CardSecretInput.read(file: cardFile, context: context)
         do throws(PayClientError) {
             card = try CardEntry(
                 number: secret.number, expiry: arguments[expiryOption],
@@ -118,7 +130,6 @@ extension DeviceCommands {
             throw CLIError.usage(error.message)
         }
         let identity = try Device.identity(of: name, in: deployment)
-        let otp = arguments[otpOption]
         let interactive = context.isInteractive
         let key = AddCardFlow.newIdempotencyKey()
         let outcome = try await PaySession.with(device: name, in: deployment, context: context) { session in
@@ -128,12 +139,15 @@ extension DeviceCommands {
             return try await flow.run(
                 card: card, idempotencyKey: key,
                 oneTimeCode: { decision in
-                    if let otp { return otp }
-                    guard interactive else { return nil }
                     context.trace(
                         "the issuer sent a one-time code by \(decision.stepUpMethod ?? "?") to "
-                            + "\(decision.stepUpDestination ?? "?"); enter it: ")
-                    return readLine(strippingNewline: true)
+                            + "\(decision.stepUpDestination ?? "?")")
+                    // The card was checked already: a missing code fails the command (exit 1), no usage error.
+                    do throws(CLIError) {
+                        return try SecretInput.oneTimeCode.read(file: codeFile, context).map(SecretInput.text)
+                    } catch {
+                        throw CLIError.failure(error.message)
+                    }
                 },
                 acceptTerms: { terms in
                     context.trace("terms \(terms.termsID): \(terms.text)")
@@ -190,10 +204,11 @@ extension DeviceCommands {
     static func resume(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = arguments[nameOption]
-        if context.isInteractive { context.trace("passcode of \(name): ") }
-        guard let passcode = readLine(strippingNewline: true), !passcode.isEmpty else {
-            throw CLIError.usage("give the device passcode on standard input (one line)")
-        }
+        guard
+            let secret = try SecretInput.passcode.read(
+                file: arguments[passcodeFileOption], context, prompt: "passcode of \(name): ")
+        else { return }
+        let passcode = SecretInput.text(secret)
         let result = try await PaySession.with(device: arguments[asOption] ?? name, in: deployment, context: context) {
             session in
             try await session.client.resume(device: name) { challenge in

@@ -16,15 +16,16 @@ extension DeviceCommands {
         name: "approve",
         summary: "Approve a device joining the account on a device already in it (relay keys vouched for).",
         discussion: """
-            Reads two lines on standard input: the passcode of the existing device (--name), then the passcode of
-            the new one (--new). Each device shows its own relay keys (through its running process, else its
-            store); the existing device's Secure Enclave checks its passcode and signs a vouch for the keys the new
-            device showed, and the new device vouches for the existing one's the same way. Both devices are
-            registered and their keys published at the Pay server first. Senders use only keys a chain of such
-            vouches reaches, so a key the Pay server's directory substitutes is refused.
-            Example: `printf '123456\\n654321\\n' | orchard device approve --name phone --new mac`.
+            Reads the passcode of the existing device (--name) from --passcode-file FILE, else $ORCHARD_PASSCODE, else a
+            line of standard input, then the passcode of the new one (--new) from --new-passcode-file FILE, else
+            $ORCHARD_NEW_PASSCODE, else the next line (files: one line, mode 0600 or stricter). Each device shows its
+            own relay keys (through its running process, else its store); the existing device's Secure Enclave checks
+            its passcode and signs a vouch for the keys the new device showed, and the new device vouches for the
+            existing one's the same way. Both devices are registered and their keys published at the Pay server first.
+            Senders use only keys a chain of such vouches reaches, so a key the Pay server's directory substitutes is
+            refused. Example: `printf '123456\\n654321\\n' | orchard device approve --name phone --new mac`.
             """,
-        options: [nameOption, newOption]
+        options: [nameOption, newOption, passcodeFileOption, newPasscodeFileOption]
     ) { arguments, context in
         try await approveDevice(arguments, context)
     }
@@ -46,12 +47,14 @@ extension DeviceCommands {
         guard existingIdentity.profile.account == newIdentity.profile.account else {
             throw CLIError.usage("\(existing) and \(new) belong to different accounts")
         }
-        if context.isInteractive { context.trace("passcode of \(existing), then of \(new): ") }
-        guard let existingPasscode = readLine(strippingNewline: true), !existingPasscode.isEmpty,
-            let newPasscode = readLine(strippingNewline: true), !newPasscode.isEmpty
-        else {
-            throw CLIError.usage("give the passcodes of both devices on standard input (two lines)")
-        }
+        guard
+            let existingSecret = try SecretInput.passcode.read(
+                file: arguments[passcodeFileOption], context, prompt: "passcode of \(existing): "),
+            let newSecret = try SecretInput.newPasscode.read(
+                file: arguments[newPasscodeFileOption], context, prompt: "passcode of \(new): ")
+        else { return }
+        let existingPasscode = SecretInput.text(existingSecret)
+        let newPasscode = SecretInput.text(newSecret)
         var vouches: [String] = []
         for (voucher, passcode, identity, subject, subjectIdentity) in [
             (existing, existingPasscode, existingIdentity, new, newIdentity),
