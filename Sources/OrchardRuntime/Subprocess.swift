@@ -31,15 +31,26 @@ public final class Subprocess: @unchecked Sendable {
 
     /// Starts `executable` with `arguments`; `environment` replaces nothing and adds to this process's. Output goes
     /// to the files `stdoutPath` and `stderrPath` (appended, created 0600) or nowhere; `stdin` (at most 64 KiB)
-    /// is the child's whole standard input.
+    /// is the child's whole standard input. The descriptors of `inherited` become the child's 3, 4, … in order (a
+    /// pipe to the child, such as Chromium's `--remote-debugging-pipe`); no other descriptor is passed.
     /// - Throws: ``RuntimeError/Code/io`` when the child cannot be started.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: [UInt8]? = nil,
-        stdoutPath: String? = nil, stderrPath: String? = nil
+        stdoutPath: String? = nil, stderrPath: String? = nil, inherited: [Int32] = []
     ) throws(RuntimeError) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        // Each first to a number above every source and target, then to its target: no dup2 overwrites a source
+        // not yet moved.
+        let lifted = max(inherited.max() ?? 0, Int32(2 + inherited.count)) + 1
+        for (index, descriptor) in inherited.enumerated() {
+            posix_spawn_file_actions_adddup2(&actions, descriptor, lifted + Int32(index))
+        }
+        for index in inherited.indices {
+            posix_spawn_file_actions_adddup2(&actions, lifted + Int32(index), 3 + Int32(index))
+            posix_spawn_file_actions_addclose(&actions, lifted + Int32(index))
+        }
         var inputReadEnd: Int32?
         defer { if let inputReadEnd { close(inputReadEnd) } }
         if let stdin {

@@ -12,7 +12,8 @@ public final class WebDriver: Sendable {
     public let session: String
 
     /// A new Chromium session on the chromedriver at `driverPort`, Chromium at `binary` started with `arguments`
-    /// (`--headless=new` added).
+    /// (`--headless=new` added, and `--remote-debugging-pipe`: chromedriver speaks to Chromium over a pipe, so
+    /// Chromium opens no DevTools port another user of the machine could reach).
     /// - Throws: ``WebDriverError`` when chromedriver cannot be reached or starts no session.
     public static func start(driverPort: Int, binary: String, arguments: [String]) async throws -> WebDriver {
         let client = try HTTPClient(
@@ -25,7 +26,9 @@ public final class WebDriver: Sendable {
                     "browserName": "chrome",
                     "goog:chromeOptions": [
                         "binary": binary,
-                        "args": arguments + ["--headless=new", "--window-size=1000,900", "--disable-gpu"],
+                        "args": arguments + [
+                            "--headless=new", "--window-size=1000,900", "--disable-gpu", "--remote-debugging-pipe",
+                        ],
                     ],
                     "goog:loggingPrefs": ["browser": "ALL"],
                 ]
@@ -247,6 +250,8 @@ public struct WebDriverError: Error, CustomStringConvertible, Sendable {
         public static let command = Code(rawValue: "command")
         /// A wait timed out.
         public static let timeout = Code(rawValue: "timeout")
+        /// The DevTools pipe to Chromium failed or closed (``DevToolsPipe``).
+        public static let devToolsPipe = Code(rawValue: "devToolsPipe")
     }
 
     /// What failed.
@@ -294,6 +299,20 @@ public enum Chromium {
             return nil
         }
         return (browser, driver)
+    }
+
+    /// The `--port` arguments to start chromedriver with, one a try: with `ORCHARD_CHROMEDRIVER_PORTS=FIRST-LAST` in
+    /// `environment` (a range a firewall rule closes to the machine's other users, as `.ci/run` sets up) each port of
+    /// the range once, from a random one; else `--port=0` (chromedriver picks one, and exits when another process
+    /// holds that number in one address family) three times.
+    public static func driverPortArguments(environment: [String: String]) -> [String] {
+        let bounds = (environment["ORCHARD_CHROMEDRIVER_PORTS"] ?? "").split(separator: "-").compactMap { Int($0) }
+        guard bounds.count == 2, 0 < bounds[0], bounds[0] <= bounds[1], bounds[1] < 65536 else {
+            return Array(repeating: "--port=0", count: 3)
+        }
+        let ports = Array(bounds[0]...bounds[1])
+        let start = Int.random(in: ports.indices)
+        return (ports[start...] + ports[..<start]).map { "--port=\($0)" }
     }
 
     /// chromedriver's port from its log (`... started successfully on port N`), or nil before it says so.

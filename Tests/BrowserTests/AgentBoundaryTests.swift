@@ -198,3 +198,27 @@ extension BrowserPurchaseTests {
         #expect(hello.status.code == 200)
     }
 }
+
+extension BrowserPurchaseTests {
+    @Test(
+        "U4: another user of the machine cannot reach the tests' chromedriver: its port is in the range .ci/run closes",
+        .enabled(if: OtherUser.available, "needs root, to act as another user with runuser (CI runs as root)"))
+    func anotherUserCannotReachChromedriver() async throws {
+        let sandbox = try sandbox
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["ORCHARD_CHROMEDRIVER_PORTS"] != nil else {
+            // Outside .ci/run nothing closes chromedriver's port (docs/web.md, "Tests in Chromium").
+            if environment["CI"] == "true" {
+                Issue.record("ORCHARD_CHROMEDRIVER_PORTS is not set: .ci/run closes that range with nftables")
+            }
+            return
+        }
+        let port = sandbox.driverPort
+        // The tests' own user is answered.
+        let client = try HTTPClient(configuration: HTTPClientConfiguration(maxAttempts: 1))
+        defer { client.shutdown() }
+        #expect(try await client.get("http://127.0.0.1:\(port)/status").status.code == 200)
+        let outcome = try await OtherUser.get(port: port, path: "/status", tls: false)
+        #expect(outcome.hasPrefix("refused") || outcome == "closed", "chromedriver as \(OtherUser.name): \(outcome)")
+    }
+}

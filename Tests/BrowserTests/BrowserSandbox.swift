@@ -114,14 +114,18 @@ final class BrowserSandbox: Sendable {
             }
         }
         // Its output to a file, not a pipe: the browsers it starts inherit it and outlive a pipe's reader. Started
-        // again once if it ends before it listens (it exited 1 once in a loaded full run, its log then lost).
+        // again if it ends before it listens (its port taken; it exited 1 once in a loaded full run, its log then
+        // lost), on the next port to try: with ORCHARD_CHROMEDRIVER_PORTS, a port of the range .ci/run closes to
+        // other users of the machine.
         let driverLog = path + "/chromedriver.log"
         var driver: ChildProcess?
         var port = 0
+        let portArguments = WebDriverClient.Chromium.driverPortArguments(
+            environment: ProcessInfo.processInfo.environment)
         do {
-            for attempt in 1...2 where port == 0 {
+            for (attempt, portArgument) in portArguments.enumerated() where port == 0 {
                 let started = try ChildProcess(
-                    Chromium.driver, ["--port=0"], environment: ["HOME": path + "/profile"],
+                    Chromium.driver, [portArgument], environment: ["HOME": path + "/profile"],
                     stdout: .file(driverLog), stderr: .file(driverLog))
                 driver = started
                 try await waitFor("chromedriver", seconds: 20) {
@@ -132,7 +136,7 @@ final class BrowserSandbox: Sendable {
                 guard port == 0 else { break }
                 let text = (try? String(contentsOfFile: driverLog, encoding: .utf8)) ?? ""
                 let reason = "chromedriver ended: \(started.ended.map { "\($0)" } ?? "?"); its log: \(text.suffix(600))"
-                guard attempt < 2 else { throw BrowserTestFailure(reason) }
+                guard attempt < portArguments.count - 1 else { throw BrowserTestFailure(reason) }
                 print("BrowserSandbox: \(reason); starting it again")
             }
         } catch {

@@ -15,12 +15,14 @@ public enum OtherUser {
             && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
     }
 
-    /// What `GET path` over TLS to 127.0.0.1:`port` (certificate not checked, as an attacker would) gets when
-    /// another user sends it: `answered <status>` with an HTTP answer, `closed` when the connection ended without
-    /// one, or `refused <error>`.
-    public static func get(port: Int, path: String, host: String = "localhost") async throws -> String {
+    /// What `GET path` over TLS to 127.0.0.1:`port` (certificate not checked, as an attacker would; plain HTTP when
+    /// `tls` is false) gets when another user sends it: `answered <status>` with an HTTP answer, `closed` when the
+    /// connection ended without one, or `refused <error>`.
+    public static func get(port: Int, path: String, host: String = "localhost", tls: Bool = true) async throws -> String
+    {
         let process = try ChildProcess(
-            "/usr/sbin/runuser", ["-u", name, "--", "/usr/bin/python3", "-c", client, String(port), path, host],
+            "/usr/sbin/runuser",
+            ["-u", name, "--", "/usr/bin/python3", "-c", client, String(port), path, host, tls ? "tls" : "plain"],
             stdout: .capture, stderr: .capture)
         let ended = await process.exit()
         guard ended.status == 0 else { return "failed \(ended): \(process.stderr)" }
@@ -29,18 +31,18 @@ public enum OtherUser {
 
     static let client = """
         import socket, ssl, sys
-        port, path, host = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+        port, path, host, tls = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "tls"
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=10) as plain:
-                with context.wrap_socket(plain, server_hostname=host) as tls:
+                with (context.wrap_socket(plain, server_hostname=host) if tls else plain) as connection:
                     request = f"GET {path} HTTP/1.1\\r\\nHost: {host}\\r\\nSec-Fetch-Site: same-origin\\r\\n"
-                    tls.sendall((request + "Connection: close\\r\\n\\r\\n").encode())
+                    connection.sendall((request + "Connection: close\\r\\n\\r\\n").encode())
                     answer = b""
                     while True:
-                        chunk = tls.recv(4096)
+                        chunk = connection.recv(4096)
                         if not chunk:
                             break
                         answer += chunk

@@ -138,8 +138,9 @@ enum BrowserCommands {
             (from PATH) on https://agent.orchard.test/screen (the device's screen: its wallet's cards, recent
             payments, a sheet waiting) and https://store.orchard.test/, whose URLs it prints. The device's process
             must be running (`orchard device run --name NAME`). With a display (DISPLAY or WAYLAND_DISPLAY)
-            Chromium shows a window; without one it runs headless (said on stderr), with its DevTools on a loopback
-            port named in DIR2/chromium/DevToolsActivePort. SIGTERM or SIGINT ends Chromium and the command.
+            Chromium shows a window; without one it runs headless (said on stderr) and this command opens the store
+            through Chromium's DevTools over a pipe (no DevTools port another user could reach). SIGTERM or SIGINT
+            ends Chromium and the command.
             """,
         options: [deviceOption, openProfileOption]
     ) { arguments, context in
@@ -158,11 +159,15 @@ enum BrowserCommands {
         ).standardizedFileURL.path
         var lines = try await chromiumArguments(deployment: deployment, device: device, profile: profile, context)
         let display = ["DISPLAY", "WAYLAND_DISPLAY"].contains { !(context.environment[$0] ?? "").isEmpty }
+        var devTools: DevToolsPipe?
         if !display {
-            lines += ["--headless=new", "--remote-debugging-port=0"]
-            context.trace(
-                "no display (DISPLAY, WAYLAND_DISPLAY unset): Chromium runs headless; its DevTools port (loopback) "
-                    + "is in \(profile)/chromium/DevToolsActivePort")
+            lines += ["--headless=new", "--remote-debugging-pipe"]
+            do {
+                devTools = try DevToolsPipe()
+            } catch {
+                throw CLIError.failure("Chromium's DevTools pipe could not be made: \(error)")
+            }
+            context.trace("no display (DISPLAY, WAYLAND_DISPLAY unset): Chromium runs headless")
         }
         // Handlers first: a signal right after the URLs appear must end Chromium too.
         let signals = ShutdownSignals.shared
@@ -172,13 +177,28 @@ enum BrowserCommands {
             // Headless Chromium opens one page from its command line; the store comes through its DevTools.
             browser = try Subprocess(
                 chromium, lines + (display ? openedPages : [openedPages[0]]), environment: ["HOME": profile],
-                stdoutPath: log, stderrPath: log)
+                stdoutPath: log, stderrPath: log, inherited: devTools?.childDescriptors ?? [])
+            devTools?.browserStarted()
         } catch {
             throw CLIError.failure("Chromium could not be started: \((error as? RuntimeError)?.message ?? "\(error)")")
         }
-        if !display {
+        if let devTools {
             do {
-                try await openHeadless(openedPages.dropFirst(), profile: profile, browser: browser)
+                for page in openedPages.dropFirst() { _ = try await devTools.openPage(page) }
+                // Said once every page has a title of its own that held for a second (loaded, and the screen
+                // page drew the agent's answer), or after 30 s as they are.
+                var titles: [String] = []
+                var steady = 0
+                for _ in 0..<300 where steady < 10 {
+                    try await Task.sleep(for: .milliseconds(100))
+                    let now = try await devTools.pageTitles()
+                    let loaded =
+                        now.count == openedPages.count
+                        && !now.contains { $0.isEmpty || $0.hasPrefix("https://") || $0 == "about:blank" }
+                    steady = loaded && now == titles ? steady + 1 : 0
+                    titles = now
+                }
+                context.trace("headless Chromium's pages: \(titles.joined(separator: "; "))")
             } catch {
                 browser.send(SIGKILL)
                 _ = await browser.exit()
@@ -197,29 +217,6 @@ enum BrowserCommands {
         let ended = await browser.exit()
         guard stopped.isSet || ended == .exited(0) else {
             throw CLIError.failure("Chromium ended (\(ended)); its log: \(log)")
-        }
-    }
-
-    /// Opens `pages` in headless Chromium through its DevTools (`PUT /json/new?URL` on the loopback port it wrote
-    /// to `DevToolsActivePort`).
-    private static func openHeadless(
-        _ pages: ArraySlice<String>, profile: String, browser: Subprocess
-    ) async throws {
-        var port: Int?
-        for _ in 0..<300 where port == nil && browser.isRunning {
-            try await Task.sleep(for: .milliseconds(100))
-            let text = (try? String(contentsOfFile: profile + "/chromium/DevToolsActivePort", encoding: .utf8)) ?? ""
-            port = text.split(separator: "\n").first.flatMap { Int($0) }
-        }
-        guard let port else { throw CLIError.failure("Chromium wrote no DevToolsActivePort") }
-        let client = try HTTPClient(configuration: HTTPClientConfiguration(maxAttempts: 1))
-        defer { client.shutdown() }
-        for page in pages {
-            let answer = try await client.send(
-                HTTPClientRequest(method: .put, url: "http://127.0.0.1:\(port)/json/new?" + page))
-            guard answer.status.code == 200 else {
-                throw CLIError.failure("DevTools answered \(answer.status.code) for \(page)")
-            }
         }
     }
 

@@ -118,12 +118,11 @@ enum DemoWeb {
                 deployment: deployment, names: names, profile: profile)
             let log = profile + "/chromedriver.log"
             var port: Int?
-            // With --port=0 chromedriver picks a port number, then binds it for IPv4 and IPv6; when another process
-            // holds that number in one of them it exits ("bind() failed: Address already in use"). Started again then,
-            // up to three times.
-            for _ in 1...3 where port == nil {
+            // chromedriver exits when its port is taken ("bind() failed: Address already in use"): started again then,
+            // on the next port to try.
+            for portArgument in Chromium.driverPortArguments(environment: context.environment) where port == nil {
                 let started = try Subprocess(
-                    chromium.driver, ["--port=0"], environment: ["HOME": profile], stdoutPath: log, stderrPath: log)
+                    chromium.driver, [portArgument], environment: ["HOME": profile], stdoutPath: log, stderrPath: log)
                 driver = started
                 for _ in 0..<200 where port == nil && started.isRunning {
                     try await Task.sleep(for: .milliseconds(100))
