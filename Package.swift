@@ -48,7 +48,7 @@ let package = Package(
         // DER/BER in Swift, X.509 certificates and CSRs, CMS SignedData.
         .target(name: "OrchardX509", dependencies: ["OrchardCrypto", "COpenSSL", "CShims"], swiftSettings: strict),
         // Contactless EMV: TLV, APDU, DOL, key derivation, cryptograms, card applet, terminal kernel.
-        .target(name: "EMV", dependencies: ["OrchardCrypto"], swiftSettings: strict),
+        .target(name: "EMV", dependencies: ["OrchardCrypto", "CardBasics"], swiftSettings: strict),
         // The card basics every party shares: card number, expiry, CVV, network, ISO 4217 currencies, amounts.
         .target(name: "CardBasics", dependencies: ["OrchardCrypto"], swiftSettings: strict),
         // Structured JSON-line logging and typed redaction (keys, cryptograms; card numbers are CardBasics').

@@ -1,3 +1,4 @@
+import CardBasics
 public import OrchardCrypto
 
 /// A payment scheme's flavour of EMV: its RID and AIDs, the contactless kernel that processes its
@@ -57,30 +58,6 @@ public struct PaymentScheme: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// A range of card number prefixes, both ends of the same number of digits (`4`…`4`, `2221`…`2720`).
-    public struct AccountRange: Hashable, Sendable, CustomStringConvertible {
-        /// The lowest prefix in the range.
-        public let lowerPrefix: String
-        /// The highest prefix in the range; as many digits as ``lowerPrefix``.
-        public let upperPrefix: String
-
-        fileprivate init(_ lowerPrefix: String, _ upperPrefix: String? = nil) {
-            self.lowerPrefix = lowerPrefix
-            self.upperPrefix = upperPrefix ?? lowerPrefix
-        }
-
-        /// Whether `pan`'s first digits fall within the range.
-        public func contains(_ pan: String) -> Bool {
-            let prefix = String(pan.prefix(lowerPrefix.count))
-            return prefix.count == lowerPrefix.count && prefix.utf8.allSatisfy { (0x30...0x39).contains($0) }
-                && lowerPrefix <= prefix && prefix <= upperPrefix
-        }
-
-        public var description: String {
-            lowerPrefix == upperPrefix ? lowerPrefix : "\(lowerPrefix)…\(upperPrefix)"
-        }
-    }
-
     /// The scheme's name as Orchard stores and prints it (`visa`, `mastercard`); unique among the schemes.
     public let name: String
     /// The name for people (`Visa`, `Mastercard`).
@@ -97,13 +74,11 @@ public struct PaymentScheme: Hashable, Sendable, CustomStringConvertible {
     public let cryptogramVersionNumbers: [UInt8]
     /// The layout of the scheme's issuer application data.
     public let issuerApplicationDataLayout: IssuerApplicationDataLayout
-    /// The card number prefixes of the scheme, for chip data that names no AID.
-    public let accountRanges: [AccountRange]
 
     private init(
         name: String, displayName: String, rid: [UInt8], applicationIdentifierSuffixes: [[UInt8]],
         defaultApplicationLabel: String, kernel: Kernel, cryptogramVersionNumbers: [UInt8],
-        issuerApplicationDataLayout: IssuerApplicationDataLayout, accountRanges: [AccountRange]
+        issuerApplicationDataLayout: IssuerApplicationDataLayout
     ) {
         self.name = name
         self.displayName = displayName
@@ -113,24 +88,21 @@ public struct PaymentScheme: Hashable, Sendable, CustomStringConvertible {
         self.kernel = kernel
         self.cryptogramVersionNumbers = cryptogramVersionNumbers
         self.issuerApplicationDataLayout = issuerApplicationDataLayout
-        self.accountRanges = accountRanges
     }
 
     /// Visa-style: qVSDC, Kernel 3, cryptogram in the GET PROCESSING OPTIONS response; RID `A000000003`,
-    /// AID `A0000000031010`, CVN 18 (default) and 10, PANs starting with 4.
+    /// AID `A0000000031010`, CVN 18 (default) and 10.
     public static let visa = PaymentScheme(
         name: "visa", displayName: "Visa", rid: [0xA0, 0x00, 0x00, 0x00, 0x03],
         applicationIdentifierSuffixes: [[0x10, 0x10]], defaultApplicationLabel: "VISA", kernel: .qVSDC,
-        cryptogramVersionNumbers: [0x12, 0x0A], issuerApplicationDataLayout: .vis,
-        accountRanges: [AccountRange("4")])
+        cryptogramVersionNumbers: [0x12, 0x0A], issuerApplicationDataLayout: .vis)
 
     /// Mastercard-style: M/Chip, Kernel 2, cryptogram from GENERATE AC; RID `A000000004`, AID
-    /// `A0000000041010`, CVN 16 (default) and 20, PANs starting with 51–55 or 2221–2720.
+    /// `A0000000041010`, CVN 16 (default) and 20.
     public static let mastercard = PaymentScheme(
         name: "mastercard", displayName: "Mastercard", rid: [0xA0, 0x00, 0x00, 0x00, 0x04],
         applicationIdentifierSuffixes: [[0x10, 0x10]], defaultApplicationLabel: "MASTERCARD", kernel: .mChip,
-        cryptogramVersionNumbers: [0x10, 0x14], issuerApplicationDataLayout: .mChip,
-        accountRanges: [AccountRange("51", "55"), AccountRange("2221", "2720")])
+        cryptogramVersionNumbers: [0x10, 0x14], issuerApplicationDataLayout: .mChip)
 
     /// Every scheme Orchard implements.
     public static let all: [PaymentScheme] = [.visa, .mastercard]
@@ -159,9 +131,10 @@ public struct PaymentScheme: Hashable, Sendable, CustomStringConvertible {
         self = known
     }
 
-    /// The scheme whose ``accountRanges`` hold `pan`, or nil.
+    /// The scheme of the card network whose card number ranges hold `pan` (`CardBasics.CardNetwork`, the one table
+    /// of them), for chip data that names no AID; nil for a number of no network with a scheme in ``all``.
     public init?(pan: String) {
-        guard let known = PaymentScheme.all.first(where: { $0.accountRanges.contains { $0.contains(pan) } }) else {
+        guard let name = CardNetwork(pan: pan)?.paymentSchemeName, let known = PaymentScheme(name: name) else {
             return nil
         }
         self = known
