@@ -206,7 +206,10 @@ struct WebPaymentTests {
         "The page's merchant-session body giving validationURL twice is 400 duplicate_key, whatever the order; no session is asked for"
     )
     func merchantSessionBodyWithAKeyTwice() async throws {
-        let s = try await MerchantSandbox()
+        // The merchant server built here, as in the scripted browser's test: it serves the site listener.
+        let s = try await MerchantSandbox(gateway: { directory, peers in
+            try AcquirerHTTPSGateway(directory: directory, peers: peers)
+        })
         let sitePort = try s.registry.loadConfiguration(from: s.deployment, environment: [:])[MerchantService.sitePort]
         let browser = try HTTPClient(
             configuration: HTTPClientConfiguration(
