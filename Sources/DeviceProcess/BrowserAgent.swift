@@ -821,12 +821,12 @@ extension AgentState {
     }
 }
 
-/// Why a page's request cannot be the device's payment request.
 extension AgentBodyRefusal {
     /// The agent's 400 answer.
     var response: HTTPResponse { AgentState.failure(400, code, message) }
 }
 
+/// Why a page's request cannot be the device's payment request.
 struct RequestProblem: Error {
     let message: String
     init(_ message: String) { self.message = message }
