@@ -223,7 +223,7 @@ let package = Package(
         // server registers its routes from it and reads and writes its types).
         .target(name: "MerchantAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
         // Apple Pay on the web, merchant side at the Pay server: domain routes and the association-file format.
-        .target(name: "WebMerchantAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),
+        .target(name: "WebMerchantAPI", dependencies: ["AccessPolicy", "OrchardCrypto"], swiftSettings: strict),
         // The wire format between the Pay server and the network's token-requestor routes (only AccessPolicy: both
         // sides import it, the network converts to and from its token service's types).
         .target(name: "TokenRequestorAPI", dependencies: ["AccessPolicy"], swiftSettings: strict),

@@ -44,8 +44,16 @@ public struct PrimaryAccountNumber: Hashable, Sendable, Codable, CustomStringCon
     public var suffix: String { String(digits.suffix(4)) }
     /// First six and last four digits, the rest as `*` (PCI DSS 3.4's maximum displayable form), e.g.
     /// `411111******1111`.
-    public var masked: String {
-        String(digits.prefix(6)) + String(repeating: "*", count: digits.count - 10) + String(digits.suffix(4))
+    public var masked: String { Self.mask(digits) }
+
+    /// The masked form of a card number held as text (a DPAN read from a decrypted token before it is checked as
+    /// a ``PrimaryAccountNumber``): first six and last four characters, the rest as `*`; text shorter than 12
+    /// characters is all `*`, as it is no card number to show part of.
+    public static func mask(_ text: String) -> String {
+        let characters = Array(text)
+        guard characters.count >= 12 else { return String(repeating: "*", count: characters.count) }
+        return String(characters.prefix(6)) + String(repeating: "*", count: characters.count - 10)
+            + String(characters.suffix(4))
     }
 
     public var description: String { masked }

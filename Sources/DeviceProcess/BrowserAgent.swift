@@ -245,8 +245,11 @@ private final class AgentState: @unchecked Sendable {
         guard let caller = caller(request), caller.kind == .frame else { return Self.forbidden }
         switch route.pattern {
         case BrowserAgentAPI.Route.hello:
-            guard let page = try? Self.decoder.decode(BrowserAgentAPI.PageContext.self, from: request.body) else {
-                return Self.failure(400, "invalidRequest", "the body is a page context")
+            let page: BrowserAgentAPI.PageContext
+            do throws(AgentBodyRefusal) {
+                page = try AgentBody.decode(request.body, otherwise: "the body is a page context")
+            } catch {
+                return error.response
             }
             let refusal = Self.refusal(page)
             let capable = refusal == nil ? await canMakePayments() : false
@@ -254,8 +257,12 @@ private final class AgentState: @unchecked Sendable {
         case BrowserAgentAPI.Route.sessions:
             return await begin(request, secret: caller.secret)
         case BrowserAgentAPI.Route.activeCard:
-            guard let query = try? Self.decoder.decode(BrowserAgentAPI.ActiveCardQuery.self, from: request.body)
-            else { return Self.failure(400, "invalidRequest", "the body is {merchantIdentifier, page}") }
+            let query: BrowserAgentAPI.ActiveCardQuery
+            do throws(AgentBodyRefusal) {
+                query = try AgentBody.decode(request.body, otherwise: "the body is {merchantIdentifier, page}")
+            } catch {
+                return error.response
+            }
             guard Self.refusal(query.page) == nil, let domain = Self.topHost(query.page) else {
                 return Self.json(
                     BrowserAgentAPI.ActiveCardAnswer(canMakePayments: false, credentialStatus: "unsupported"))
@@ -297,7 +304,7 @@ private final class AgentState: @unchecked Sendable {
             let answer = await sheets.handle(.sheetAnswer(sheet), body: request.body)
             // A failure that keeps the sheet spent the merchant session: the page validates again (part 4).
             if answer.status == 200,
-                (try? Self.decoder.decode(AnswerPaymentSheetEvent.Body.self, from: request.body))?.result?.keepsSheet
+                (try? AgentBody.decode(request.body, as: AnswerPaymentSheetEvent.Body.self))?.result?.keepsSheet
                     == true
             {
                 lock.withLock { session.state = "revalidating" }
@@ -371,8 +378,11 @@ private final class AgentState: @unchecked Sendable {
     }
 
     private func begin(_ request: HTTPRequest, secret: String) async -> HTTPResponse {
-        guard let begin = try? Self.decoder.decode(BrowserAgentAPI.BeginSession.self, from: request.body) else {
-            return Self.failure(400, "invalidRequest", "the body is {version, page, request}")
+        let begin: BrowserAgentAPI.BeginSession
+        do throws(AgentBodyRefusal) {
+            begin = try AgentBody.decode(request.body, otherwise: "the body is {version, page, request}")
+        } catch {
+            return error.response
         }
         if let refusal = Self.refusal(begin.page) {
             return Self.failure(403, refusal.name, refusal.message)
@@ -668,9 +678,16 @@ extension AgentState {
 
     /// `completePayment` for a Handoff payment: success completes the sheet, a failure ends it.
     fileprivate func handoffAnswer(_ session: WebSession, _ body: Data) -> HTTPResponse {
-        guard let answer = try? Self.decoder.decode(AnswerPaymentSheetEvent.Body.self, from: body),
-            answer.sequence == 1, let result = answer.result
-        else { return Self.failure(400, "invalidRequest", "the body is the payment's result {sequence, result}") }
+        let problem = "the body is the payment's result {sequence, result}"
+        let answer: AnswerPaymentSheetEvent.Body
+        do throws(AgentBodyRefusal) {
+            answer = try AgentBody.decode(body, otherwise: problem)
+        } catch {
+            return error.response
+        }
+        guard answer.sequence == 1, let result = answer.result else {
+            return Self.failure(400, "invalidRequest", problem)
+        }
         let done = lock.withLock { () -> (id: String, device: String)?? in
             guard session.state == "authorized" else { return nil }
             session.state = result.status == "success" ? "completed" : "ended"
@@ -723,9 +740,14 @@ extension AgentState {
     /// The user chose a device's card: the payment request goes to that device (`Handoff.pay`), whose user
     /// authorizes there; its token, or its refusal, comes back for the page.
     private func chooseHandoff(_ session: WebSession, _ body: Data) async -> HTTPResponse {
-        guard let handoff,
-            let choice = try? Self.decoder.decode(BrowserAgentAPI.HandoffChoice.self, from: body)
-        else { return Self.failure(400, "invalidRequest", "the body is one of the sheet's handoff choices") }
+        let problem = "the body is one of the sheet's handoff choices"
+        guard let handoff else { return Self.failure(400, "invalidRequest", problem) }
+        let choice: BrowserAgentAPI.HandoffChoice
+        do throws(AgentBodyRefusal) {
+            choice = try AgentBody.decode(body, otherwise: problem)
+        } catch {
+            return error.response
+        }
         let requestID = handoff.newRequestID()
         let payment = lock.withLock { () -> HandoffPayment? in
             guard session.state == "choosing", let json = session.merchantSessionJSON,
@@ -792,6 +814,11 @@ extension AgentState {
         trace("agent: \(session.domain)'s Handoff payment ended (\(reason)); \(ending.request.device) is told")
         await handoff.cancel(requestID: ending.request.id, device: ending.request.device, reason: reason)
     }
+}
+
+extension AgentBodyRefusal {
+    /// The agent's 400 answer.
+    var response: HTTPResponse { AgentState.failure(400, code, message) }
 }
 
 /// Why a page's request cannot be the device's payment request.

@@ -2,6 +2,7 @@ import AppPayments
 import BrowserAgentAPI
 import DeviceControlAPI
 import Foundation
+import OrchardHTTP
 
 /// The version 12 and 14 members of a page's request, checked again by the agent (the page's script is the page's:
 /// `orchard-pay.js` validated them first, but the device trusts nothing a page sends): the coupon code and the one
@@ -249,22 +250,23 @@ public enum BrowserAgentMessage {
     /// Reads `body` as the body of the frame's route `route` (a ``BrowserAgentAPI/Route`` pattern): nil when the
     /// agent would take it, else why not (the message its 400 answer carries).
     public static func refusal(of body: [UInt8], route: String) -> String? {
-        let decoder = JSONDecoder()
         let data = Data(body)
         switch route {
         case BrowserAgentAPI.Route.hello:
-            return (try? decoder.decode(BrowserAgentAPI.PageContext.self, from: data)) == nil
-                ? "the body is a page context" : nil
+            return refusal(data, as: BrowserAgentAPI.PageContext.self, otherwise: "the body is a page context")
         case BrowserAgentAPI.Route.activeCard:
-            return (try? decoder.decode(BrowserAgentAPI.ActiveCardQuery.self, from: data)) == nil
-                ? "the body is {merchantIdentifier, page}" : nil
+            return refusal(
+                data, as: BrowserAgentAPI.ActiveCardQuery.self, otherwise: "the body is {merchantIdentifier, page}")
         case BrowserAgentAPI.Route.answer:
             // Decoded by the device's sheet, which refuses a key given twice.
             return (try? DeviceControlJSON.decoder().decode(AnswerPaymentSheetEvent.Body.self, from: data)) == nil
                 ? "the body is an answer" : nil
         case BrowserAgentAPI.Route.sessions:
-            guard let begin = try? decoder.decode(BrowserAgentAPI.BeginSession.self, from: data) else {
-                return "the body is {version, page, request}"
+            let begin: BrowserAgentAPI.BeginSession
+            do throws(AgentBodyRefusal) {
+                begin = try AgentBody.decode(data, otherwise: "the body is {version, page, request}")
+            } catch {
+                return error.message
             }
             switch WebPaymentTypes.paymentRequest(begin.request) {
             case .success: return nil
@@ -274,4 +276,36 @@ public enum BrowserAgentMessage {
             return "no such route"
         }
     }
+
+    private static func refusal<T: Decodable>(_ body: Data, as type: T.Type, otherwise message: String) -> String? {
+        do throws(AgentBodyRefusal) {
+            _ = try AgentBody.decode(body, as: type, otherwise: message)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+}
+
+/// The agent's reading of a frame's or sheet's body: OrchardHTTP's one strict decoder, so a key given twice is
+/// refused with 400 `duplicate_key` as every Orchard party refuses it (a page and the agent could otherwise act on
+/// different values), and any other body that is not the route's type with 400 `invalidRequest`.
+enum AgentBody {
+    static func decode<T: Decodable>(
+        _ body: Data, as type: T.Type = T.self, otherwise message: String = "the body is not this route's JSON"
+    ) throws(AgentBodyRefusal) -> T {
+        do throws(HTTPError) {
+            return try JSONCoding.decodeRequestBody(T.self, from: body)
+        } catch  where error.code == .duplicateKey {
+            throw AgentBodyRefusal(code: error.code.description, message: error.message)
+        } catch {
+            throw AgentBodyRefusal(code: "invalidRequest", message: message)
+        }
+    }
+}
+
+/// A body the agent refuses: its 400 answer's code and message.
+struct AgentBodyRefusal: Error {
+    let code: String
+    let message: String
 }

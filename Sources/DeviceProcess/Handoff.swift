@@ -190,7 +190,7 @@ final class Handoff: Sendable {
             return refusal("this device does not hear \(requester)")
         }
         let cards = await device.wallet.allCards.filter { $0.state == .active }.map { card in
-            let identifier = random.bytes(16).map { String(format: "%02x", $0) }.joined()
+            let identifier = Hex.encode(random.bytes(16), lowercase: true)
             offers.record(identifier, card: card.id, for: requester)
             return HandoffCard(
                 identifier: identifier, network: card.network, type: card.type.rawValue, displayName: card.displayName,
@@ -385,7 +385,7 @@ extension Handoff {
     }
 
     /// A fresh payment request ID (16 random bytes, hex).
-    func newRequestID() -> String { random.bytes(16).map { String(format: "%02x", $0) }.joined() }
+    func newRequestID() -> String { Hex.encode(random.bytes(16), lowercase: true) }
 
     /// A Mac's page ended the payment `requestID` it asked `device` for: the device dismisses its sheet.
     func cancel(requestID: String, device: String, reason: String) async {

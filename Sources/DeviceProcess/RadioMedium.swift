@@ -180,7 +180,7 @@ final class RadioMedium: Sendable {
         let directory = Self.roomDirectory(room, in: deployment)
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let path = directory + "/" + random.bytes(8).map { String(format: "%02x", $0) }.joined() + ".sock"
+        let path = directory + "/" + Hex.encode(random.bytes(8), lowercase: true) + ".sock"
         var address = try UnixDomainSocket.address(path)
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw DeviceProcessError(.socketFailure, "the radio's socket could not be made") }

@@ -1,4 +1,5 @@
 import AcquirerAPI
+import CardBasics
 import Foundation
 import OrchardCrypto
 import OrchardHTTP
@@ -32,7 +33,7 @@ struct AcquirerCharge: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// Paid on a website (the site's route) rather than in an app: the acquirer's channel `web`.
     var web = false
 
-    var maskedDPAN: String { PaymentProcessor.mask(dpan) }
+    var maskedDPAN: String { PrimaryAccountNumber.mask(dpan) }
     var description: String { "charge \(idempotencyKey) \(maskedDPAN) \(amountMinorUnits) \(currency)" }
     var debugDescription: String { description }
     var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
@@ -101,6 +102,7 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
         case .answered(let data):
             // A key given twice is refused, as every Orchard party refuses it (DuplicateJSONKeys).
             guard DuplicateJSONKeys.first(in: data) == nil,
+                // try?: an answer that is not the contract's JSON is no answer (below).
                 let decision = try? JSONDecoder().decode(AcquirerDecision.self, from: data),
                 Self.isResponseCode(decision.responseCode)
             else { return .noAnswer("the acquirer's authorization answer is not the expected JSON") }
@@ -120,6 +122,7 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
         switch await post(AcquirerAPI.Route.reversals, body, idempotencyKey: idempotencyKey) {
         case .answered(let data):
             guard DuplicateJSONKeys.first(in: data) == nil,
+                // try?: an answer that is not the contract's JSON is no answer (below).
                 let answer = try? JSONDecoder().decode(AcquirerAPI.ReversalAnswer.self, from: data)
             else {
                 return .noAnswer("the acquirer's reversal answer is not the expected JSON")
@@ -136,6 +139,7 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
     ) async -> AcquirerOutcome<Data> {
         // Every instance of the network service, tried in order: one that cannot be reached or answers 503 is
         // passed over for the next, with the same Idempotency-Key (so a repeat gets the first answer).
+        // try?: no instance found is the network not running (below).
         guard let endpoints = try? FailoverEndpoints(peers.baseURLs(of: .network, in: directory)) else {
             return .notDelivered("the network service is not running")
         }

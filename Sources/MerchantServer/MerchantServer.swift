@@ -149,6 +149,7 @@ final class MerchantServiceInstance: ServiceInstance, @unchecked Sendable {
         let task = Task {
             while !Task.isCancelled {
                 await payments.resolveUnfinished()
+                // try?: a cancelled sleep ends the loop at its next check.
                 try? await Task.sleep(for: .seconds(interval))
             }
         }

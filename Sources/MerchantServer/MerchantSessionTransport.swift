@@ -34,6 +34,7 @@ final class CurlMerchantSessionTransport: MerchantSessionTransport {
         let ports: [Int?] = instances.isEmpty ? [nil] : instances
         for port in ports.dropLast() {
             // An instance that failed or answered 503: the next one is asked; the last one's answer stands.
+            // try?: a failed instance is passed over, as the comment above says.
             if let answer = try? await send(url: url, body: body, gatewayPort: port), answer.status != 503 {
                 return answer
             }
@@ -66,7 +67,7 @@ extension PaymentProcessor {
         // The page creates its order at its own origin, as an app does at the merchant's API.
         router.add(MerchantAPI.Declared.orders) { [self] request in try await createOrder(request.body) }
         router.add(MerchantAPI.Web.Declared.merchantSession) { request in
-            let input = try Self.decodeSessionRequest(request.body)
+            let input = try Self.decodeSessionRequest(request)
             let session = try await Self.session(sessions, validationURL: input.validationURL, domain: domain)
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: Data(session))
         }
@@ -75,9 +76,13 @@ extension PaymentProcessor {
         }
     }
 
-    static func decodeSessionRequest(_ body: Data) throws -> MerchantAPI.MerchantSessionRequest {
-        do {
-            return try JSONDecoder().decode(MerchantAPI.MerchantSessionRequest.self, from: body)
+    /// The page's body through the one strict decoder: a key given twice is its 400 `duplicate_key`, anything
+    /// else that is no validation URL `malformedRequest`.
+    static func decodeSessionRequest(_ request: HTTPRequest) throws -> MerchantAPI.MerchantSessionRequest {
+        do throws(HTTPError) {
+            return try request.decodeJSON(MerchantAPI.MerchantSessionRequest.self)
+        } catch  where error.code == .duplicateKey {
+            throw error
         } catch {
             throw MerchantServerError(.malformedRequest, "the body is {\"validationURL\": \"https://…\"}")
         }

@@ -209,6 +209,7 @@ final class PaymentProcessor: Sendable {
         guard let (order, payment) = found else { throw Self.unknownOrder() }
         let result: MerchantAPI.PaymentResult? = payment.flatMap { payment in
             guard payment.answerStatus == 200, let answer = payment.answer else { return nil }
+            // try?: a stored answer that does not decode leaves the status without a result.
             return try? JSONDecoder().decode(MerchantAPI.PaymentResult.self, from: Data(answer.utf8))
         }
         let paymentStatus: String? = payment.map { payment in
@@ -227,6 +228,7 @@ final class PaymentProcessor: Sendable {
         case .paid: status = "paid"
         }
         let fulfilment = order.fulfilment.flatMap {
+            // try?: a stored fulfilment that does not decode is shown as none.
             try? JSONDecoder().decode(MerchantAPI.Fulfilment.self, from: Data($0.utf8))
         }
         return try Self.json(
@@ -278,7 +280,8 @@ final class PaymentProcessor: Sendable {
             throw MerchantServerError(.paymentInProgress, "this token is being charged; ask again for its outcome")
         }
         defer { release(transactionID) }
-        let key = try await begin(order: order, submission: submission, maskedPAN: Self.mask(verified.dpan))
+        let key = try await begin(
+            order: order, submission: submission, maskedPAN: PrimaryAccountNumber.mask(verified.dpan))
         var request = AcquirerCharge(
             merchantID: merchantIdentifier, idempotencyKey: key, dpan: verified.dpan, expiryYear: verified.expiryYear,
             expiryMonth: verified.expiryMonth, amountMinorUnits: order.amount.minorUnits,
@@ -302,7 +305,7 @@ final class PaymentProcessor: Sendable {
         let atc: UInt16
         let eci: String?
 
-        var description: String { "VerifiedPayment(\(PaymentProcessor.mask(dpan)))" }
+        var description: String { "VerifiedPayment(\(PrimaryAccountNumber.mask(dpan)))" }
         var debugDescription: String { description }
         var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
     }
@@ -387,6 +390,7 @@ final class PaymentProcessor: Sendable {
         let payment = result.payment
         guard case .threeDSecure(let cryptogramText, let eci) = payment.credential,
             let cryptogram = StrictEncoding.base64Decode(cryptogramText),
+            // try?: a cryptogram that does not parse is the refusal below.
             let remote = try? RemoteCryptogram(bytes: cryptogram)
         else {
             throw MerchantServerError(.tokenRejected, "the token carries no remote (3-D Secure) cryptogram")
@@ -634,6 +638,7 @@ final class PaymentProcessor: Sendable {
     /// charging it); and every outcome is recorded only over the state it was decided from, so an instance's late
     /// answer never overwrites another's reversal, nor a reversal an approval.
     func resolveUnfinished() async {
+        // try?: the failure is logged below and the next pass retries.
         guard let pending = try? await store.read({ db in try MerchantOrderStore.unresolvedPayments(in: db) }) else {
             logger.warning("reconciliation: the payments could not be read; the next pass retries")
             return
@@ -649,12 +654,33 @@ final class PaymentProcessor: Sendable {
         for payment in pending
         where !Self.isDrivenElsewhere(payment, databaseNow: databaseNow) && claim(payment.transactionID) {
             defer { release(payment.transactionID) }
-            guard let order = try? await store.read({ db in try MerchantOrderStore.order(payment.orderID, in: db) })
-            else { continue }
+            let order: MerchantOrderStore.Order?
+            do {
+                order = try await store.read({ db in try MerchantOrderStore.order(payment.orderID, in: db) })
+            } catch {
+                logger.warning(
+                    "reconciliation: the order of a charge without an outcome could not be read; the next pass retries",
+                    metadata: ["order_id": .string(payment.orderID), "state": .string(payment.state.rawValue)])
+                continue
+            }
+            guard let order else {
+                logger.warning(
+                    "reconciliation: a charge without an outcome names no stored order; it is left as it is",
+                    metadata: ["order_id": .string(payment.orderID), "state": .string(payment.state.rawValue)])
+                continue
+            }
             logger.notice(
                 "reconciliation: a charge without an outcome is reversed",
                 metadata: ["order_id": .string(order.orderID), "state": .string(payment.state.rawValue)])
-            _ = try? await reverse(payment.transactionID, key: payment.idempotencyKey, order: order)
+            do {
+                _ = try await reverse(payment.transactionID, key: payment.idempotencyKey, order: order)
+            } catch is MerchantServerError {
+                // The answer a client would get (reversed, or the reversal pending): `reverse` logged the outcome.
+            } catch {
+                logger.warning(
+                    "reconciliation: the reversal could not be recorded (\(type(of: error))); the next pass retries",
+                    metadata: ["order_id": .string(order.orderID)])
+            }
         }
     }
 
@@ -662,6 +688,7 @@ final class PaymentProcessor: Sendable {
         if status == 200 {
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: Data(answer.utf8))
         }
+        // try?: a stored answer that does not decode is the error below.
         guard let wire = try? JSONDecoder().decode(MerchantAPI.ErrorBody.self, from: Data(answer.utf8)) else {
             throw MerchantServerError(.internalFailure, "a stored answer is unreadable")
         }
@@ -680,13 +707,6 @@ final class PaymentProcessor: Sendable {
 
     private func release(_ transactionID: String) {
         _ = inFlight.withLock { $0.remove(transactionID) }
-    }
-
-    /// First six and last four digits: `489537******1234`.
-    static func mask(_ pan: String) -> String {
-        let digits = Array(pan)
-        guard digits.count >= 12 else { return String(repeating: "*", count: digits.count) }
-        return String(digits.prefix(6)) + String(repeating: "*", count: digits.count - 10) + String(digits.suffix(4))
     }
 
     /// A reason for a decline whose answer named none.

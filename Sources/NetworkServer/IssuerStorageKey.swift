@@ -61,8 +61,7 @@ public struct IssuerStorageKey: Sendable, CustomStringConvertible, CustomDebugSt
 
     /// The lookup value of `digits`: hex HMAC-SHA256.
     func lookup(_ digits: String) -> String {
-        HMAC<SHA256>.authenticationCode(for: Array(digits.utf8), using: lookupKey).map { String(format: "%02x", $0) }
-            .joined()
+        Hex.encode(HMAC<SHA256>.authenticationCode(for: Array(digits.utf8), using: lookupKey), lowercase: true)
     }
 
     /// A check value stored beside the records: another key gives another value, so a store opened with the wrong

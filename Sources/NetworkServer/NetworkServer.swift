@@ -33,7 +33,7 @@ public enum NetworkServer {
         let logger = try ServiceLogging.logger(for: .network, configuration: configuration, directory: directory)
         let parties = try await Parties.open(
             directory: directory, environment: environment, kekPath: configuration[NetworkMasterKey.kekFile],
-            authorizationProbe: authorizationProbe)
+            authorizationProbe: authorizationProbe, logger: logger)
         do {
             var router = Router()
             NetworkRoutes.install(
@@ -93,7 +93,7 @@ public enum NetworkServer {
 
         static func open(
             directory: DeploymentDirectory, environment: ServiceEnvironment, kekPath: String,
-            authorizationProbe: (any AuthorizationProbe)? = nil
+            authorizationProbe: (any AuthorizationProbe)? = nil, logger: Logger = .disabled
         ) async throws -> Parties {
             let keyFile = try NetworkKeyFile.read(from: directory)
             let localMasterKey = try NetworkMasterKey.load(from: directory, kekPath: kekPath)
@@ -127,7 +127,7 @@ public enum NetworkServer {
                     configuration: TestCards.configuration, store: issuerStore,
                     cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: environment.wallClock,
                     random: environment.random, monotonicClock: environment.monotonicClock)
-                let outbox = SQLiteNotificationOutbox(vault: vault)
+                let outbox = SQLiteNotificationOutbox(vault: vault, logger: logger)
                 let tokenService = try TokenService(
                     keyStore: hsm, keys: keyFile.keys, ranges: keyFile.ranges,
                     issuers: [
@@ -203,6 +203,7 @@ final class NetworkServiceInstance: ServiceInstance, @unchecked Sendable {
         let task = Task {
             while !Task.isCancelled {
                 await Self.pass(reconciler, logger: logger)
+                // try?: a cancelled sleep ends the loop at its next check.
                 try? await Task.sleep(for: .seconds(interval))
             }
         }

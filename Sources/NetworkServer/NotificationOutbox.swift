@@ -1,4 +1,5 @@
 import Foundation
+public import OrchardLogging
 import OrchardStore
 public import TokenService
 
@@ -10,18 +11,38 @@ public import TokenService
 /// A notification carries the token reference, never the DPAN.
 public final class SQLiteNotificationOutbox: TokenStatusNotifier {
     private let store: Store
+    private let logger: Logger
 
-    /// The outbox in the vault's file (its migration 2).
-    public init(vault: SQLiteTokenVaultStore) { store = vault.store }
+    /// The outbox in the vault's file (its migration 2); a notification that cannot be kept is logged to `logger`.
+    public init(vault: SQLiteTokenVaultStore, logger: Logger = .disabled) {
+        store = vault.store
+        self.logger = logger
+    }
 
     public func tokenStatusChanged(_ notification: TokenStatusNotification) async {
         // The token change itself is already committed; a lost notification is recovered by the token
-        // requestor's status query, so a failure here must not fail the lifecycle call.
-        guard let record = try? RecordCoding.encode(notification) else { return }
-        _ = try? await store.write { database in
-            try database.execute(
-                "INSERT INTO token_notifications (token_requestor_id, record) VALUES (?, ?)",
-                [.text(notification.tokenRequestorID), .blob(record)])
+        // requestor's status query, so a failure here must not fail the lifecycle call: one line in the log
+        // (the token reference and the event, never card data) and on.
+        let metadata: [String: LogValue] = [
+            "token_reference": .string(notification.tokenReference), "event": .string(notification.event.rawValue),
+        ]
+        let record: [UInt8]
+        do {
+            record = try RecordCoding.encode(notification)
+        } catch {
+            logger.error("token notification: it could not be encoded; it is not kept", metadata: metadata)
+            return
+        }
+        do {
+            try await store.write { database in
+                try database.execute(
+                    "INSERT INTO token_notifications (token_requestor_id, record) VALUES (?, ?)",
+                    [.text(notification.tokenRequestorID), .blob(record)])
+            }
+        } catch {
+            logger.error(
+                "token notification: the outbox could not keep it (\(type(of: error))); the status query recovers it",
+                metadata: metadata)
         }
     }
 

@@ -9,16 +9,22 @@ public enum Hex {
         return Array(bytes).withUnsafeBufferPointer { encode(buffer: $0, lowercase: lowercase) }
     }
 
+    /// The two ASCII digits of `byte`, high nibble first, upper case unless `lowercase`: for a writer that puts
+    /// hex inside a larger buffer (a UUID's dashed form) without an intermediate string.
+    @inlinable
+    public static func digits(of byte: UInt8, lowercase: Bool = false) -> (high: UInt8, low: UInt8) {
+        let letterOffset: UInt8 = lowercase ? 0x61 - 10 : 0x41 - 10
+        let high = byte >> 4
+        let low = byte & 0x0F
+        return (high < 10 ? 0x30 + high : letterOffset + high, low < 10 ? 0x30 + low : letterOffset + low)
+    }
+
     /// Writes the digits straight into the string's storage (no intermediate array).
     private static func encode(buffer: UnsafeBufferPointer<UInt8>, lowercase: Bool) -> String {
-        let letterOffset: UInt8 = lowercase ? 0x61 - 10 : 0x41 - 10
-        return String(unsafeUninitializedCapacity: buffer.count * 2) { out in
+        String(unsafeUninitializedCapacity: buffer.count * 2) { out in
             var i = 0
             for byte in buffer {
-                let high = byte >> 4
-                let low = byte & 0x0F
-                out[i] = high < 10 ? 0x30 + high : letterOffset + high
-                out[i + 1] = low < 10 ? 0x30 + low : letterOffset + low
+                (out[i], out[i + 1]) = digits(of: byte, lowercase: lowercase)
                 i += 2
             }
             return i

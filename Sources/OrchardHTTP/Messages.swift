@@ -135,17 +135,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     /// Decodes the body as JSON, or throws a 400 whose message says what is wrong (which field, which
     /// type) without repeating the values sent.
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
-        guard !body.isEmpty else { throw HTTPError(.invalidJSON, "the request body is empty; send a JSON object") }
-        if let duplicate = DuplicateJSONKeys.first(in: body) {
-            throw HTTPError(.duplicateKey, "field '\(duplicate)' appears twice in one object; send each field once")
-        }
-        do {
-            return try JSONCoding.decoder.decode(T.self, from: body)
-        } catch let error as DecodingError {
-            throw HTTPError(.invalidJSON, JSONErrorText.describe(error))
-        } catch {
-            throw HTTPError(.invalidJSON, "the request body is not valid JSON")
-        }
+        try JSONCoding.decodeRequestBody(T.self, from: body)
     }
 
     /// Method and path only: bodies and headers may hold card data or credentials.
@@ -265,6 +255,25 @@ public enum JSONCoding {
         return encoder
     }()
     static let decoder = JSONDecoder()
+
+    /// The one strict reader of a request body (``HTTPRequest/decodeJSON(_:)`` and the handlers that hold only the
+    /// body): a body that gives one key twice in an object is refused before decoding with 400 `duplicate_key`, as
+    /// `JSONDecoder` would keep one of the values and a relay and the party behind it could act on different ones;
+    /// anything else that is not `T` is 400 `invalid_json` with a message that names the field, never the values.
+    public static func decodeRequestBody<T: Decodable>(_ type: T.Type = T.self, from body: Data) throws(HTTPError) -> T
+    {
+        guard !body.isEmpty else { throw HTTPError(.invalidJSON, "the request body is empty; send a JSON object") }
+        if let duplicate = DuplicateJSONKeys.first(in: body) {
+            throw HTTPError(.duplicateKey, "field '\(duplicate)' appears twice in one object; send each field once")
+        }
+        do {
+            return try decoder.decode(T.self, from: body)
+        } catch let error as DecodingError {
+            throw HTTPError(.invalidJSON, JSONErrorText.describe(error))
+        } catch {
+            throw HTTPError(.invalidJSON, "the request body is not valid JSON")
+        }
+    }
 
     /// Encodes with sorted keys and unescaped slashes, so equal values give equal bytes.
     public static func encode(_ value: some Encodable) throws(HTTPError) -> Data {

@@ -17,8 +17,6 @@ extension UUID {
 }
 
 extension UUID {
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     /// `uuidString.lowercased()` without the formatted string and its lowercased copy: every response carries
     /// its request's id.
     var lowercasedString: String {
@@ -30,8 +28,7 @@ extension UUID {
                         out[index] = UInt8(ascii: "-")
                         index += 1
                     }
-                    out[index] = Self.hexDigits[Int(byte >> 4)]
-                    out[index + 1] = Self.hexDigits[Int(byte & 0x0F)]
+                    (out[index], out[index + 1]) = Hex.digits(of: byte, lowercase: true)
                     index += 2
                 }
                 return index

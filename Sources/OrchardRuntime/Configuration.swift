@@ -267,13 +267,23 @@ public struct Configuration: Sendable {
     /// Values from the environment; they win over `stored` and are never written back.
     private var overrides: [String: [String: ConfigurationValue]] = [:]
 
+    /// What a reading does with a section or key its schema does not hold.
+    public enum UnknownKeys: Sendable {
+        /// An error: the schema is the whole configuration, so a typo is reported (a service at its start).
+        case refused
+        /// Passed over, as another module's schema checks them: for a reader that needs only a few keys and has
+        /// only their schema (a command opening a party's store). The file must still be a valid configuration
+        /// (JSON, no key given twice, its version) and the known keys valid.
+        case passedOver
+    }
+
     /// Every key at its default.
     public init(schema: ConfigurationSchema = .standard) { self.schema = schema }
 
     /// Reads and validates the file at `path`, then applies `environment` overrides.
     public static func load(
         from path: String, schema: ConfigurationSchema = .standard,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment, unknownKeys: UnknownKeys = .refused
     ) throws(RuntimeError) -> Configuration {
         let data: [UInt8]
         do throws(RuntimeError) {
@@ -282,13 +292,14 @@ public struct Configuration: Sendable {
             throw RuntimeError(.notFound, "no configuration at \(path): run `orchard init` for this directory first")
         }
         return try parse(
-            Data(data), source: (path as NSString).lastPathComponent, schema: schema, environment: environment)
+            Data(data), source: (path as NSString).lastPathComponent, schema: schema, environment: environment,
+            unknownKeys: unknownKeys)
     }
 
     /// Validates `json` (named `source` in messages), then applies `environment` overrides.
     public static func parse(
         _ json: Data, source: String = "config.json", schema: ConfigurationSchema = .standard,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], unknownKeys: UnknownKeys = .refused
     ) throws(RuntimeError) -> Configuration {
         if let duplicate = DuplicateJSONKeys.first(in: json) {
             throw RuntimeError(.invalidConfiguration, "\(source) gives '\(duplicate)' twice; keep one")
@@ -313,6 +324,7 @@ public struct Configuration: Sendable {
                 continue
             }
             guard let keys = schema.sections[sectionName] else {
+                if unknownKeys == .passedOver { continue }
                 problems.append("\(source): unknown section \"\(sectionName)\" (known: version, \(known))")
                 continue
             }
@@ -322,6 +334,7 @@ public struct Configuration: Sendable {
             }
             for (name, value) in entries.sorted(by: { $0.key < $1.key }) {
                 guard let key = keys[name] else {
+                    if unknownKeys == .passedOver { continue }
                     let names = keys.keys.sorted().joined(separator: ", ")
                     problems.append("\(source): \(sectionName).\(name): unknown key (known: \(names))")
                     continue
@@ -332,7 +345,7 @@ public struct Configuration: Sendable {
                 }
             }
         }
-        problems += configuration.applyOverrides(environment)
+        problems += configuration.applyOverrides(environment, unknownKeys: unknownKeys)
         guard problems.isEmpty else {
             let count = problems.count == 1 ? "1 problem" : "\(problems.count) problems"
             throw RuntimeError(.invalidConfiguration, "invalid configuration (\(count))", problems: problems)
@@ -342,7 +355,7 @@ public struct Configuration: Sendable {
 
     /// Applies `ORCHARD_<SECTION>_<KEY>` variables; returns the problems. Variables whose middle part is not
     /// a section (such as `ORCHARD_DATA_DIR`) are not configuration and are left alone.
-    private mutating func applyOverrides(_ environment: [String: String]) -> [String] {
+    private mutating func applyOverrides(_ environment: [String: String], unknownKeys: UnknownKeys) -> [String] {
         var problems: [String] = []
         // Longest section prefix first, so a section named "pay-x" is not mistaken for "pay".
         let sections = schema.sections.sorted { $0.key.count > $1.key.count }
@@ -354,6 +367,7 @@ public struct Configuration: Sendable {
                 })
             else { continue }
             guard let key = keys.values.first(where: { $0.environmentVariable == variable }) else {
+                if unknownKeys == .passedOver { continue }
                 let names = keys.values.map(\.environmentVariable).sorted().joined(separator: ", ")
                 problems.append("\(variable): \(sectionName) has no such key (known: \(names))")
                 continue

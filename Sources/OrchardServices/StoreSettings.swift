@@ -83,20 +83,25 @@ public enum StoreSettings {
 
     /// ``location(for:configuration:directory:)`` with the `database` key read from `DIR/config.json` (and its
     /// `ORCHARD_<SERVICE>_DATABASE` override), for commands that open a party's store without its service's
-    /// configuration at hand.
+    /// configuration at hand. The file is read through ``Configuration`` with only this key's schema (the other
+    /// keys are their services' to check); a file that is no valid configuration (not JSON, a key given twice, a
+    /// `database` that is not a string or not a `postgresql://` URL) throws ``RuntimeError`` rather than reading as
+    /// "no database". Without a `config.json`, the store is `DIR/<party>.sqlite` unless the environment names one.
     public static func location(
         for party: Party, in directory: DeploymentDirectory,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> StoreLocation {
         guard let service = service(of: party) else { return .file(directory.databasePath(for: party)) }
-        let key = database(service)
-        if let override = environment[key.erased.environmentVariable] {
-            return try location(for: party, url: override, directory: directory)
+        let schema = ConfigurationSchema([database(service).erased])
+        let configuration: Configuration
+        do throws(RuntimeError) {
+            configuration = try Configuration.load(
+                from: directory.configurationPath, schema: schema, environment: environment,
+                unknownKeys: .passedOver)
+        } catch  where error.code == .notFound {
+            configuration = try Configuration.parse(
+                Data("{}".utf8), schema: schema, environment: environment, unknownKeys: .passedOver)
         }
-        guard let data = FileManager.default.contents(atPath: directory.configurationPath),
-            let document = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let section = document[service.rawValue] as? [String: Any], let url = section[key.name] as? String
-        else { return .file(directory.databasePath(for: party)) }
-        return try location(for: party, url: url, directory: directory)
+        return try location(for: party, configuration: configuration, directory: directory)
     }
 }

@@ -212,7 +212,7 @@ public final class HandoffRelay: Sendable {
     /// Asks each of `devices` (trusted devices of the account) for the cards it offers and waits, up to `timeout`,
     /// until all have answered; returns the answers by device (a device that did not answer in time is absent).
     public func discover(_ devices: [String], timeout: Duration) async throws -> [String: HandoffMessage] {
-        let requestID = random.bytes(16).map { String(format: "%02x", $0) }.joined()
+        let requestID = Hex.encode(random.bytes(16), lowercase: true)
         state.withLock { $0.waiting[requestID] = [:] }
         defer { _ = state.withLock { $0.waiting.removeValue(forKey: requestID) } }
         let (_, relay) = try connection()

@@ -40,6 +40,7 @@ final class DeviceRegistry: Sendable {
     init(store: Store, deviceCA: Certificate, clock: any WallClock) {
         self.store = store
         self.deviceCA = deviceCA
+        // try?: a device CA whose key cannot be read admits no device: every check fails closed.
         deviceCAKey = try? deviceCA.publicKey
         self.clock = clock
     }
@@ -53,7 +54,9 @@ final class DeviceRegistry: Sendable {
     /// valid now.
     private func admittedSubject(_ der: [UInt8]) -> Subject? {
         let admission = admitted.value(for: der) {
+            // try?: a certificate that does not parse is not admitted.
             guard let certificate = try? Certificate(derEncoded: der), isIssuedByDeviceCA(certificate),
+                // try?: an extended key usage that cannot be read is no clientAuth.
                 (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true,
                 let subject = Self.subject(of: certificate)
             else { return nil }
@@ -115,13 +118,16 @@ final class DeviceRegistry: Sendable {
     func register(
         _ subject: Subject, secureElementCertificate der: [UInt8], enclaveKey: [UInt8]
     ) async throws -> RegisteredDevice {
+        // try?: a key that does not parse is the refusal below.
         guard (try? P256.Signing.PublicKey(x963Representation: enclaveKey)) != nil else {
             throw PayServerError(.invalidRequest, "enclavePublicKey is a P-256 public key (X9.63, base64)")
         }
+        // try?: a certificate that does not parse is the refusal below.
         guard let certificate = try? Certificate(derEncoded: der) else {
             throw PayServerError(.invalidRequest, "the Secure Element certificate is not a DER certificate")
         }
         guard isIssuedByDeviceCA(certificate), Self.subject(of: certificate) == subject,
+            // try?: a key usage that cannot be read is no keyAgreement (the refusal below).
             (try? certificate.keyUsage)?.contains(.keyAgreement) == true
         else {
             throw PayServerError(

@@ -227,8 +227,17 @@ extension PayServer {
             .notPermitted,
             "leaving lost mode needs the passcode entered on the device: ask for a resume challenge, and send its "
                 + "Secure Enclave's attestation")
-        guard let body = try? JSONDecoder().decode(ResumeRequest.self, from: request.body),
-            let challenge = Data(base64Encoded: body.challenge), let signature = Data(base64Encoded: body.attestation)
+        // Through the one strict decoder: a key given twice is its 400 `duplicate_key` (the challenge unspent);
+        // any other body that is no attestation is the refusal above.
+        let body: ResumeRequest
+        do throws(HTTPError) {
+            body = try request.decodeJSON(ResumeRequest.self)
+        } catch  where error.code == .duplicateKey {
+            throw error
+        } catch {
+            throw refused
+        }
+        guard let challenge = Data(base64Encoded: body.challenge), let signature = Data(base64Encoded: body.attestation)
         else { throw refused }
         let wall = clock
         let outstanding = try await store.write { db in
@@ -241,7 +250,9 @@ extension PayServer {
         }
         guard let outstanding, outstanding.2 < outstanding.1, constantTimeEquals(outstanding.0, Array(challenge)),
             let registered = device.enclaveKey,
+            // try?: a registered key that does not parse is the refusal below.
             let key = try? P256.Signing.PublicKey(x963Representation: registered),
+            // try?: a signature that is not DER is the refusal below.
             let ecdsa = try? P256.Signing.ECDSASignature(derRepresentation: Array(signature)),
             key.isValidSignature(ecdsa, for: PayAPI.PasscodeAttestation.signedContent(challenge: Array(challenge)))
         else { throw refused }
@@ -297,10 +308,12 @@ extension PayServer {
             return
         }
         guard
+            // try?: best effort: without the network the next pull catches up.
             let feed: TokenRequestorAPI.NotificationFeed = try? await network.get(
                 TokenRequestorAPI.Route.notifications(after: position)),
             let newest = feed.notifications.last?.sequence
         else { return }
+        // try?: a failed write rolls the position back with the rest, so the next pull applies the same notifications.
         try? await store.write { db in
             let changed = try db.execute(
                 """

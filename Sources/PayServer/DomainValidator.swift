@@ -96,6 +96,7 @@ public final class DomainValidator: Sendable {
         }
         pass(.connect, "connected to \(domain) (127.0.0.1:\(port)) with SNI \(domain)")
         pass(.tlsVersion, session.map { "\($0.version) (at least TLS 1.2 required)" } ?? "TLS")
+        // try?: a certificate that does not parse is the failure below (it could not be read).
         if let der = session?.peerCertificateDER, let certificate = try? Certificate(derEncoded: der) {
             notAfter = certificate.notValidAfter
             pass(
@@ -180,6 +181,7 @@ public final class DomainValidator: Sendable {
 
     /// Whether `url` + `.txt` answers 200 (a common mistake: uploading the download with its extension).
     private static func onlyTextFileExists(client: HTTPClient, url: String) async -> Bool {
+        // try?: only a hint for the report: a failed request means no such file.
         (try? await client.get(url + ".txt"))?.status.code == 200
     }
 }

@@ -40,6 +40,7 @@ public final class MerchantCertificates: Sendable {
                 """, [.optional(merchantIdentifier)]
             ) { row in
                 let certificate = try Certificate(derEncoded: try row.blob(3))
+                // try?: a listing label only: a key that cannot be read is shown as P-256.
                 let keyType = (try? certificate.publicKey)?.rsa != nil ? "RSA-2048" : "P-256"
                 return MerchantCertificateRecord(
                     serial: try row.string(0), merchantIdentifier: try row.string(1), kind: try row.string(2),
@@ -119,6 +120,7 @@ final class MerchantCertificateRevocations: ClientCertificateRevocations {
         issuedByMerchantCA.value(
             for: der,
             always: {
+                // try?: a certificate that does not parse may still be revoked, so it is looked up (true).
                 (try? Certificate(derEncoded: der)).map { $0.issuer == merchantCA.subject } ?? true
             })
     }

@@ -1,5 +1,6 @@
 public import Foundation
 public import OrchardCrypto
+import OrchardHTTP
 import OrchardRuntime
 public import OrchardStore
 public import OrchardX509
@@ -51,7 +52,7 @@ public final class MerchantSessions: Sendable {
         public enum Reason: String, Sendable, Hashable {
             case noCertificate, notIssuedHere, processingCertificate, revoked, expired, otherMerchant
             case unknownMerchant, domainNotValidated, contextNotIdentical, initiativeNotOffered, unknownInitiative
-            case get, contentType, tooLarge, malformed
+            case get, contentType, tooLarge, malformed, duplicateKey
         }
         public let reason: Reason
         public let error: GatewayError
@@ -100,9 +101,13 @@ public final class MerchantSessions: Sendable {
                     "\(Self.named(merchant)) reason=\"the body has \(body.count) bytes; at most "
                         + "\(WebMerchantAPI.Gateway.maximumRequestBytes)\""))
         }
+        // Through the one strict decoder: a key given twice is refused (in Apple's error form, as every refusal
+        // here), as every Orchard party refuses it.
         let request: PaymentSessionRequest
-        do {
-            request = try JSONDecoder().decode(PaymentSessionRequest.self, from: body)
+        do throws(HTTPError) {
+            request = try JSONCoding.decodeRequestBody(PaymentSessionRequest.self, from: body)
+        } catch  where error.code == .duplicateKey {
+            return .failure(Refusal(.duplicateKey, "\(Self.named(merchant)) reason=\"\(error.message)\""))
         } catch {
             return .failure(
                 Refusal(
@@ -128,6 +133,7 @@ public final class MerchantSessions: Sendable {
     private let parsedCertificates = DERMemo<Certificate>(capacity: 1024)
 
     func parsedCertificate(_ der: [UInt8]) -> Certificate? {
+        // try?: a certificate that does not parse is nil, which the caller refuses.
         parsedCertificates.value(for: der) { try? Certificate(derEncoded: der) }
     }
 

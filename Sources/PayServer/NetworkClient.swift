@@ -49,6 +49,7 @@ final class NetworkClient: Sendable {
         _ method: HTTPMethod, _ path: String, body: (some Encodable & Sendable)?
     ) async throws(PayServerError) -> Output {
         // Every instance of the network service, tried in order (failover on connection errors and 503s).
+        // try?: no instance found is the network not running (the error below).
         guard let endpoints = try? FailoverEndpoints(peers.baseURLs(of: .network, in: directory)) else {
             throw PayServerError(.networkUnavailable, "the network service is not running")
         }
@@ -69,6 +70,7 @@ final class NetworkClient: Sendable {
             throw PayServerError(.networkUnavailable, "the network cannot be reached: \(error.code)")
         }
         guard (200..<300).contains(response.status.code) else {
+            // try?: an error body that is not the contract's is reported by its status alone.
             let refusal = try? JSONDecoder().decode(TokenRequestorAPI.ErrorAnswer.self, from: response.body)
             throw PayServerError(
                 .networkRefused,

@@ -149,15 +149,19 @@ public final class PayServer: Sendable {
 
     /// Whether `presented` was issued by the merchant CA for identity use (extended key usage clientAuth).
     @Sendable func isMerchantIdentity(_ presented: ClientCertificate) -> Bool {
+        // try?: a certificate that does not parse is no merchant identity.
         guard let certificate = try? Certificate(derEncoded: presented.derRepresentation),
+            // try?: a merchant CA whose key cannot be read admits no merchant.
             let authorityKey = try? merchantCA.publicKey
         else { return false }
         return certificate.issuer == merchantCA.subject && certificate.isSignature(validUnder: authorityKey)
+            // try?: an extended key usage that cannot be read is no clientAuth.
             && (try? certificate.extendedKeyUsage)?.contains(.clientAuth) == true
     }
 
     /// The merchant ID in an identity certificate's subject UID.
     static func merchantIdentifier(_ der: [UInt8]) -> String? {
+        // try?: a certificate that does not parse names no merchant.
         (try? Certificate(derEncoded: der))?.subject.userID
     }
 }
@@ -216,6 +220,7 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
                 } catch {
                     logger.warning("payment nonces: the purge failed; the next pass retries")
                 }
+                // try?: a cancelled sleep ends the loop at its next check.
                 try? await Task.sleep(for: interval)
             }
         }

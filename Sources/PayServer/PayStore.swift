@@ -124,6 +124,7 @@ public enum PayStore {
 
     /// Whether the deployment in `directory` has a Pay server store: `DIR/pay.sqlite`, or a PostgreSQL database.
     public static func exists(in directory: DeploymentDirectory) -> Bool {
+        // try?: a config.json that cannot be read counts as a deployment with a store; opening it reports why.
         guard case .file(let path) = try? StoreSettings.location(for: .pay, in: directory) else {
             return FileManager.default.fileExists(atPath: directory.configurationPath)
         }

@@ -47,6 +47,7 @@ final class PaymentNonces: Sendable {
     /// The kernel's boot identifier, or a random one for this process when it cannot be read (nonces of an
     /// earlier process then count as expired: failing closed).
     static func currentBootID() -> String {
+        // try?: without the file a random identifier fails closed, as documented above.
         if let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) {
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
             if !trimmed.isEmpty { return trimmed }

@@ -58,8 +58,10 @@ extension PayServer {
         router.add(RelayAPI.Declared.publishKeys) { (body: RelayKeyPublication, request) in
             let device = try await devices.registeredDevice(request)
             guard let encryption = Data(base64Encoded: body.encryptionKey).map(Array.init),
+                // try?: a key that does not parse is the refusal below.
                 (try? P256.KeyAgreement.PublicKey(x963Representation: encryption)) != nil,
                 let signing = Data(base64Encoded: body.signingKey).map(Array.init),
+                // try?: a key that does not parse is the refusal below.
                 (try? P256.Signing.PublicKey(x963Representation: signing)) != nil
             else {
                 throw PayServerError(
@@ -123,6 +125,7 @@ extension PayServer {
         router.add(RelayAPI.Declared.vouch) { (body: RelayVouchRequest, request) in
             let voucher = try await devices.registeredDevice(request)
             guard let signature = Data(base64Encoded: body.signature).map(Array.init),
+                // try?: a signature that is not DER is the refusal below.
                 let parsed = try? P256.Signing.ECDSASignature(derRepresentation: signature)
             else { throw PayServerError(.invalidRequest, "signature is a base64 DER ECDSA signature") }
             try await store.write { db in
@@ -143,6 +146,7 @@ extension PayServer {
                 let content = RelayVouch.signedContent(
                     account: voucher.account, voucher: voucher.deviceID, device: body.device,
                     encryptionKey: theirs.2, signingKey: theirs.3)
+                // try?: a stored key that does not parse verifies nothing (the refusal below).
                 guard let key = try? P256.Signing.PublicKey(x963Representation: mine.3),
                     key.isValidSignature(parsed, for: content)
                 else {
@@ -232,6 +236,7 @@ extension PayServer {
             var wraps: [(String, [UInt8])] = []
             for wrap in body.wrapped {
                 guard let bytes = Data(base64Encoded: wrap.frame).map(Array.init),
+                    // try?: a frame that does not parse is the refusal below.
                     let header = try? RelayFrame(parsing: bytes).header, header.sender == device.deviceID,
                     header.recipient == wrap.device, header.sequence == UInt64(max(body.generation, 0))
                 else {
@@ -387,6 +392,7 @@ final class RelayMailboxes: Sendable {
             return state.nextWaiter
         }
         let timer = Task { [self] in
+            // try?: a cancelled timer (the waiter was answered) resumes nobody new.
             try? await Task.sleep(for: .seconds(seconds))
             resume(deviceID, id)
         }

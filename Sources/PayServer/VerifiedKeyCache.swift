@@ -21,14 +21,17 @@ final class VerifiedKeyCache: Sendable {
 
     init(deviceCA: Certificate) {
         self.deviceCA = deviceCA
+        // try?: a device CA whose key cannot be read verifies no certificate: every check fails closed.
         deviceCAKey = try? deviceCA.publicKey
     }
 
     /// The certificate and P-256 key of `der` if the device CA issued it (signature checked on first use).
     func secureElement(_ der: [UInt8]) -> SecureElementEntry? {
         secureElements.value(for: der) {
+            // try?: a certificate that does not parse is not verified.
             guard let deviceCAKey, let certificate = try? Certificate(derEncoded: der),
                 certificate.issuer == deviceCA.subject, certificate.isSignature(validUnder: deviceCAKey),
+                // try?: a key that cannot be read is not verified.
                 let key = (try? certificate.publicKey)?.p256
             else { return nil }
             return SecureElementEntry(certificate: certificate, key: key)

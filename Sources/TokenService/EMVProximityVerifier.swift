@@ -52,6 +52,7 @@ public struct EMVProximityCryptogramVerifier: TokenCryptogramVerifier {
                 let currencyBytes = data.value(.transactionCurrencyCode),
                 let currencyCode = EMVNumeric.value(ofNumeric: currencyBytes), currencyCode <= 999,
                 let currency = Currency(numericCode: Int(currencyCode)),
+                // try?: an amount out of range is the invalid result below.
                 let amount = try? Money(minorUnits: Int64(minorUnits), currency: currency)
             else { return .invalid(reason: "field 55 lacks a usable amount (9F02) or currency (5F2A)") }
             return .valid(AuthenticatedTransaction(amount: amount, applicationTransactionCounter: verified.atc))

@@ -207,6 +207,7 @@ extension TokenService {
     }
 
     func notify(_ token: TokenRecord, event: TokenEvent) async {
+        // try?: the notification goes out without the suffix rather than not at all.
         let suffix = try? await vault.card(id: token.cardID)?.profile.suffix
         await notifier.tokenStatusChanged(
             TokenStatusNotification(

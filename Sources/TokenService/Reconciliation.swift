@@ -63,6 +63,7 @@ extension TokenService {
             record.started == nil
         {
             guard
+                // try?: a final answer that cannot be read is left alone, as said above.
                 let answer = try? JSONDecoder().decode(NetworkAuthorizationResponse.self, from: Data(record.response)),
                 !answer.responseCode.isApproved
             else { return nil }

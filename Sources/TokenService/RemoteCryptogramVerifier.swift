@@ -47,6 +47,7 @@ public struct RemoteCryptogramVerifier: TokenCryptogramVerifier {
                 merchantIdentifierHash: data.merchantIdentifierHash)
         else { return .invalid(reason: "the remote cryptogram's MAC does not verify") }
         guard let currency = Currency(numericCode: Int(data.currency)),
+            // try?: an amount out of range is the invalid result below.
             let amount = try? Money(minorUnits: data.amount, currency: currency)
         else {
             return .invalid(reason: "the remote transaction data holds no usable amount")

@@ -96,6 +96,7 @@ extension TokenService {
                 // Started without a final answer: the token is known, the issuer's answer is not.
                 token = try await vault.token(reference: started.tokenReference)
             } else {
+                // try?: a stored answer that does not decode names no token: every issuer is asked (below).
                 authorization = try? JSONDecoder().decode(
                     NetworkAuthorizationResponse.self, from: Data(record.response))
                 if let authorization { token = try await vault.token(dpan: authorization.pan) }

@@ -54,6 +54,7 @@ public struct TokenRange: Hashable, Sendable, Codable {
             }
         }
         digits.append(Luhn.checkDigit(for: digits))
+        // try?: nil for a range whose numbers cannot be card numbers (a length outside 12–19).
         return try? PrimaryAccountNumber(String(decoding: digits.map { UInt8($0) + 0x30 }, as: UTF8.self))
     }
 

@@ -189,6 +189,7 @@ public actor TokenService {
     public static let personalisationLabel: EncryptedEnvelope.Label = {
         // The parts are constants that satisfy the label's rules.
         guard
+            // try?: constant parts: a failure is the precondition below.
             let label = try? EncryptedEnvelope.Label(
                 purpose: "personalisation", sender: "token-service", recipient: "secure-element")
         else { preconditionFailure("the personalisation label's constant parts are valid") }

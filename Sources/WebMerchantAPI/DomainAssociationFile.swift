@@ -1,3 +1,5 @@
+import OrchardCrypto
+
 /// A domain-association file as Apple issues it (notes/apple-pay-web.md §3): the upper-case ASCII hex of the
 /// JSON object `{"createdOn":<ms>,"pspId":"<merchant hash>","signature":"<lowercase hex CMS>","version":1}`.
 ///
@@ -218,33 +220,8 @@ enum FlatJSONObject {
     }
 }
 
-/// Hex digits of `bytes`.
-func hex(_ bytes: [UInt8], uppercase: Bool) -> String {
-    let digits = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for byte in bytes {
-        out.append(digits[Int(byte >> 4)])
-        out.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
+/// Hex digits of `bytes` (OrchardCrypto's codec).
+func hex(_ bytes: [UInt8], uppercase: Bool) -> String { Hex.encode(bytes, lowercase: !uppercase) }
 
 /// Bytes of hex digits already checked to be hex and of even length.
-func unhex(_ digits: [UInt8]) -> [UInt8] {
-    func value(_ digit: UInt8) -> UInt8 {
-        switch digit {
-        case 0x30...0x39: digit - 0x30
-        case 0x41...0x46: digit - 0x41 + 10
-        default: digit - 0x61 + 10
-        }
-    }
-    var out: [UInt8] = []
-    out.reserveCapacity(digits.count / 2)
-    var index = 0
-    while index + 1 < digits.count {
-        out.append(value(digits[index]) << 4 | value(digits[index + 1]))
-        index += 2
-    }
-    return out
-}
+func unhex(_ digits: [UInt8]) -> [UInt8] { Hex.decode(String(decoding: digits, as: UTF8.self)) ?? [] }

@@ -81,6 +81,30 @@ extension BrowserPurchaseTests {
         #expect(framePage.headers["Content-Security-Policy"]?.hasSuffix("frame-ancestors https:") == true)
     }
 
+    @Test("W5: a frame body giving a key twice is 400 duplicate_key at the agent's server, whatever the order")
+    func agentRefusesAKeyTwice() async throws {
+        let sandbox = try sandbox
+        let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
+        defer { client.shutdown() }
+        let frame = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        func hello(_ body: String) async throws -> HTTPResponse {
+            try await client.send(
+                HTTPClientRequest(
+                    method: .post, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.hello,
+                    headers: [
+                        "Content-Type": "application/json", "Sec-Fetch-Site": "same-origin",
+                        BrowserAgentAPI.secretHeader: frame,
+                    ], body: Data(body.utf8)))
+        }
+        let page = #""ancestorOrigins":["https://store.orchard.test"],"secureContext":true"#
+        #expect(try await hello("{\(page),\"paymentAllowed\":true}").status.code == 200)
+        for (first, second) in [(true, false), (false, true)] {
+            let answer = try await hello("{\(page),\"paymentAllowed\":\(first),\"paymentAllowed\":\(second)}")
+            let text = String(decoding: answer.body, as: UTF8.self)
+            #expect(answer.status.code == 400 && text.contains("duplicate_key"), "\(text)")
+        }
+    }
+
     @Test(
         "W5: the agent refuses an insecure document, an insecure parent, a third-party frame without payment, no page")
     func agentRefusesInsecurePages() async throws {

@@ -60,9 +60,9 @@ struct OrderAmountTests {
         #expect(
             PaymentProcessor.applicationData(orderID: "ord_abc") == Array("{\"orderID\":\"ord_abc\"}".utf8))
         #expect(PaymentProcessor.idempotencyKey(orderID: "ord_abc", attempt: 2) == "order-ord_abc-2")
-        #expect(PaymentProcessor.mask("4895370012345678") == "489537******5678")
-        #expect(PaymentProcessor.mask("4895370012345678901") == "489537*********8901")
-        #expect(PaymentProcessor.mask("12345") == "*****")
+        #expect(PrimaryAccountNumber.mask("4895370012345678") == "489537******5678")
+        #expect(PrimaryAccountNumber.mask("4895370012345678901") == "489537*********8901")
+        #expect(PrimaryAccountNumber.mask("12345") == "*****")
     }
 
     @Test("A charge and a verified payment never print the DPAN")

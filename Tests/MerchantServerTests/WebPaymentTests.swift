@@ -7,6 +7,7 @@ import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
+import OrchardStore
 import OrchardX509
 import PayAPI
 import PayClient
@@ -198,6 +199,42 @@ struct WebPaymentTests {
                 MerchantAPI.MerchantSessionRequest(validationURL: "https://evil.example/paymentservices/paymentSession")
             ))
         #expect(ssrf.status == .badRequest && MerchantSandbox.errorCode(ssrf) == "malformedRequest")
+        await s.close()
+    }
+
+    @Test(
+        "The page's merchant-session body giving validationURL twice is 400 duplicate_key, whatever the order; no session is asked for"
+    )
+    func merchantSessionBodyWithAKeyTwice() async throws {
+        // The merchant server built here, as in the scripted browser's test: it serves the site listener.
+        let s = try await MerchantSandbox(gateway: { directory, peers in
+            try AcquirerHTTPSGateway(directory: directory, peers: peers)
+        })
+        let sitePort = try s.registry.loadConfiguration(from: s.deployment, environment: [:])[MerchantService.sitePort]
+        let browser = try HTTPClient(
+            configuration: HTTPClientConfiguration(
+                trustedRootsPEM: s.connections.rootCertificatePEM, maxAttempts: 1,
+                connectTo: [WebMerchantAPI.HostNames.store: sitePort]))
+        defer { browser.shutdown() }
+        let gateway = "https://apple-pay-gateway.orchard.test/paymentservices/paymentSession"
+        let elsewhere = "https://evil.example/paymentservices/paymentSession"
+        for (first, second) in [(gateway, elsewhere), (elsewhere, gateway)] {
+            let answer = try await browser.send(
+                HTTPClientRequest(
+                    method: .post, url: "https://" + WebMerchantAPI.HostNames.store + MerchantAPI.Web.merchantSession,
+                    headers: ["Content-Type": "application/json"],
+                    body: Data(#"{"validationURL":"\#(first)","validationURL":"\#(second)"}"#.utf8)))
+            #expect(
+                answer.status == .badRequest && MerchantSandbox.errorCode(answer) == "duplicate_key",
+                "\(String(decoding: answer.body, as: UTF8.self))")
+        }
+        // Nothing reached the gateway: it recorded no merchant session.
+        let payStore = try PayStore.open(in: s.deployment)
+        let sessions = try await payStore.read { db in
+            try db.queryFirst("SELECT count(*) FROM merchant_sessions", []) { try $0.int(0) }
+        }
+        #expect(sessions == 0)
+        await payStore.close()
         await s.close()
     }
 

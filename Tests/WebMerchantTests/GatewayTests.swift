@@ -5,6 +5,7 @@ import OrchardCrypto
 import OrchardHTTP
 import OrchardRuntime
 import OrchardServices
+import OrchardStore
 import OrchardX509
 import PayServer
 import Testing
@@ -168,6 +169,39 @@ struct GatewayTests {
 }
 
 extension GatewayTests {
+    @Test("A gateway body giving a key twice is refused in Apple's error form, whatever the order; no session recorded")
+    func gatewayBodyWithAKeyTwice() async throws {
+        let deployment = try await WebCommandTests.Deployment()
+        let directory = deployment.directory
+        let host = try await ServiceHost.start(
+            [.pay], directory: directory, registry: try ServiceRegistry([PayService(), MerchantService()]),
+            publish: false, anyPort: true)
+        let port = try #require(host.endpoint(of: .pay)?.port)
+        let identity = try TLSIdentity.load(named: "merchant-identity", from: directory)
+        let members =
+            #""merchantIdentifier": "merchant.dev.orchard.demo", "displayName": "Orchard Demo", "initiative": "web""#
+        for (first, second) in [
+            ("store.orchard.test", "elsewhere.orchard.test"), ("elsewhere.orchard.test", "store.orchard.test"),
+        ] {
+            let body =
+                "{\(members), \"initiativeContext\": \"\(first)\", \"initiativeContext\": \"\(second)\"}"
+            let answer = try await Self.curl(directory, port: port, identity: identity, body: body)
+            let error = try JSONDecoder().decode(GatewayError.self, from: answer.body)
+            #expect(answer.status == .badRequest && error.statusCode == "400")
+            #expect(
+                error.statusMessage.hasPrefix("Payment Services Exception merchantId=")
+                    && error.statusMessage.contains("'initiativeContext' appears twice"),
+                "\(error.statusMessage)")
+        }
+        let store = try PayStore.open(in: directory)
+        let sessions = try await store.read { db in
+            try db.queryFirst("SELECT count(*) FROM merchant_sessions", []) { try $0.int(0) }
+        }
+        #expect(sessions == 0)
+        await store.close()
+        await host.stop()
+    }
+
     @Test("W3: The gateway is a virtual host: its paths only under its name (421 elsewhere), no Pay route under it")
     func gatewayIsAVirtualHost() async throws {
         let deployment = try await WebCommandTests.Deployment()

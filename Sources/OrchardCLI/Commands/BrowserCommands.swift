@@ -259,10 +259,11 @@ enum BrowserCommands {
 
     /// The port of `device`'s running browser agent (`DIR/devices/NAME/agent.json`).
     static func agentPort(of device: String, in deployment: DeploymentDirectory) throws -> Int {
+        struct AgentFile: Decodable { let port: Int }
         let path = DeviceProcessRunner.agentFile(of: device, in: deployment)
-        guard let data = FileManager.default.contents(atPath: path),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let port = object["port"] as? Int, (1...65535).contains(port)
+        // try?: a missing file, or one that is not {"port": N}, is an agent that does not run (the refusal below).
+        guard let data = FileManager.default.contents(atPath: path), DuplicateJSONKeys.first(in: data) == nil,
+            let port = (try? JSONDecoder().decode(AgentFile.self, from: data))?.port, (1...65535).contains(port)
         else {
             throw CLIError.failure(
                 "the browser agent of \(device) is not running: start `orchard device run --data-dir "

@@ -276,16 +276,17 @@ final class ChaosRun: @unchecked Sendable {
         }
         let ended = await process.exit(within: 120)
         let output = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
-        let answer = try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
-        switch (ended, answer?["outcome"] as? String) {
+        // A killed or failed client prints nothing readable: no answer, and the outcome follows from its exit.
+        let answer = try? ChargeOutput.decode(Data(output.utf8))
+        switch (ended, answer?.outcome) {
         case (.exited(0)?, "approved"?): entry.outcome = "approved"
         case (.exited(0)?, "declined"?): entry.outcome = "declined"
         case (.exited?, _): entry.outcome = inApp ? "indeterminate" : "failed"
         default: entry.outcome = "indeterminate"
         }
-        entry.stan = answer?["stan"] as? String
-        entry.approvalCode = answer?["approvalCode"] as? String
-        entry.orderID = answer?["orderID"] as? String
+        entry.stan = answer?.stan
+        entry.approvalCode = answer?.approvalCode
+        entry.orderID = answer?.orderID
         try record(entry)
         try await restartDead()
         // A terminal killed mid-payment reverses what it sent at its next start.
@@ -568,5 +569,22 @@ final class ChaosRun: @unchecked Sendable {
         let bytes = random.bytes(4)
         let value = bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         return value % bound
+    }
+}
+
+/// What the run reads of `orchard terminal charge --json` (a `ChargeResult`) and `orchard app buy` (a
+/// `DemoApp.Purchase`): the outcome, and the STAN and approval code or the order ID. Other members are passed over.
+struct ChargeOutput: Decodable {
+    let outcome: String?
+    let stan: String?
+    let approvalCode: String?
+    let orderID: String?
+
+    /// `output` as one JSON object (a key given twice is refused, as every Orchard reader refuses it).
+    static func decode(_ output: Data) throws -> ChargeOutput {
+        if let duplicate = DuplicateJSONKeys.first(in: output) {
+            throw CLIError.failure("the client's answer gives '\(duplicate)' twice")
+        }
+        return try JSONDecoder().decode(ChargeOutput.self, from: output)
     }
 }
