@@ -11,8 +11,8 @@ import Foundation
 /// Start Chromium with ``childDescriptors`` as its inherited descriptors 3 and 4, then call ``browserStarted()``.
 /// Chromium ends when the pipe closes; ``close()`` closes it.
 public final class DevToolsPipe: @unchecked Sendable {
-    // @unchecked: `nextID`, `pending` and `ended` are guarded by `lock`, writes by `writing`; the descriptors are set
-    // once.
+    // @unchecked: `nextID`, `pending`, `ended` and `closed` are guarded by `lock`, writes by `writing`; the
+    // descriptors are set once.
     /// The ends Chromium gets, in order: the one it reads commands from (its 3), the one it writes to (its 4).
     public let childDescriptors: [Int32]
     private let commands: Int32
@@ -22,6 +22,7 @@ public final class DevToolsPipe: @unchecked Sendable {
     private var nextID = 1
     private var pending: [Int: CheckedContinuation<[String: Any], any Error>] = [:]
     private var ended = false
+    private var closed = false
 
     /// Creates the two pipes (this process's ends close on exec).
     public init() throws(WebDriverError) {
@@ -72,7 +73,7 @@ public final class DevToolsPipe: @unchecked Sendable {
     ) async throws -> [String: Any] {
         try await withCheckedThrowingContinuation { continuation in
             let id: Int? = lock.withLock {
-                guard !ended else { return nil }
+                guard !ended, !closed else { return nil }
                 defer { nextID += 1 }
                 pending[nextID] = continuation
                 return nextID
@@ -112,9 +113,13 @@ public final class DevToolsPipe: @unchecked Sendable {
         }
     }
 
-    /// Closes the pipe: Chromium ends, and commands still waiting fail.
+    /// Closes the pipe: Chromium ends, and commands still waiting fail. Closing it again does nothing.
     public func close() {
-        Glibc.close(commands)
+        let first = lock.withLock {
+            defer { closed = true }
+            return !closed
+        }
+        if first { Glibc.close(commands) }
     }
 
     private func readAnswers() {

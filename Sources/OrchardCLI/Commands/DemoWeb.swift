@@ -106,6 +106,7 @@ enum DemoWeb {
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent(
             "orchard-demo-chromium-\(UUID().uuidString)"
         ).path
+        var pipe: DevToolsPipe?
         var process: Subprocess?
         var browser: DevToolsBrowser?
         do {
@@ -118,26 +119,27 @@ enum DemoWeb {
             names[BrowserAgentAPI.host] = agentPort
             let arguments = try await BrowserCommands.chromiumArguments(
                 deployment: deployment, names: names, profile: profile)
-            let pipe = try DevToolsPipe()
+            let devTools = try DevToolsPipe()
+            pipe = devTools
             process = try Subprocess(
                 chromium,
                 arguments + [
                     "--headless=new", "--window-size=1000,900", "--disable-gpu", "--remote-debugging-pipe",
                     "about:blank",
                 ], environment: ["HOME": profile], stdoutPath: profile + "/chromium.log",
-                stderrPath: profile + "/chromium.log", inherited: pipe.childDescriptors)
-            pipe.browserStarted()
+                stderrPath: profile + "/chromium.log", inherited: devTools.childDescriptors)
+            devTools.browserStarted()
             trace("headless Chromium (DevTools over a pipe, no port), profile \(profile)")
-            let session = try await DevToolsBrowser(pipe: pipe)
+            let session = try await DevToolsBrowser(pipe: devTools)
             browser = session
             let orders = try await body(session)
-            await end(browser: session, process: process)
+            await end(browser: session, pipe: devTools, process: process)
             try? FileManager.default.removeItem(atPath: profile)
             return orders
         } catch {
             // The log goes into the error: the profile, with it, is removed.
             let log = (try? String(contentsOfFile: profile + "/chromium.log", encoding: .utf8)) ?? ""
-            await end(browser: browser, process: process)
+            await end(browser: browser, pipe: pipe, process: process)
             try? FileManager.default.removeItem(atPath: profile)
             let detail = log.isEmpty ? "" : "; Chromium's log ends: \(log.suffix(400))"
             throw CLIError.failure("the web payment in Chromium failed: \(error)\(detail)")
@@ -145,8 +147,9 @@ enum DemoWeb {
     }
 
     /// Ends Chromium: `Browser.close` and the pipe closed, then SIGTERM, then SIGKILL, 5 s apart.
-    private static func end(browser: DevToolsBrowser?, process: Subprocess?) async {
+    private static func end(browser: DevToolsBrowser?, pipe: DevToolsPipe?, process: Subprocess?) async {
         await browser?.quit()
+        pipe?.close()
         guard let process else { return }
         for _ in 0..<50 where process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
         if process.isRunning { process.send(SIGTERM) }
