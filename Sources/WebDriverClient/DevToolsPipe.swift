@@ -11,15 +11,18 @@ import Foundation
 /// Start Chromium with ``childDescriptors`` as its inherited descriptors 3 and 4, then call ``browserStarted()``.
 /// Chromium ends when the pipe closes; ``close()`` closes it.
 public final class DevToolsPipe: @unchecked Sendable {
-    // @unchecked: `nextID` and `pending` are guarded by `lock`; the descriptors are set once.
+    // @unchecked: `nextID`, `pending`, `ended` and `closed` are guarded by `lock`, writes by `writing`; the
+    // descriptors are set once.
     /// The ends Chromium gets, in order: the one it reads commands from (its 3), the one it writes to (its 4).
     public let childDescriptors: [Int32]
     private let commands: Int32
     private let answers: Int32
     private let lock = NSLock()
+    private let writing = NSLock()
     private var nextID = 1
     private var pending: [Int: CheckedContinuation<[String: Any], any Error>] = [:]
     private var ended = false
+    private var closed = false
 
     /// Creates the two pipes (this process's ends close on exec).
     public init() throws(WebDriverError) {
@@ -61,11 +64,16 @@ public final class DevToolsPipe: @unchecked Sendable {
         return targets.filter { $0["type"] as? String == "page" }.compactMap { $0["title"] as? String }.sorted()
     }
 
-    /// Sends a command; its `result` object, or a ``WebDriverError`` with the browser's error message.
-    public func send(_ method: String, _ parameters: [String: Any] = [:]) async throws -> [String: Any] {
+    /// Sends a command, to the page attached as `session` (`Target.attachToTarget` with `flatten`) or, without one,
+    /// to the browser; its `result` object, or a ``WebDriverError`` with the browser's error message, or one of
+    /// code ``WebDriverError/Code/timeout`` when no answer came within `timeout` (a late answer is dropped).
+    public func send(
+        _ method: String, _ parameters: [String: Any] = [:], session: String? = nil,
+        timeout: Duration = .seconds(30)
+    ) async throws -> [String: Any] {
         try await withCheckedThrowingContinuation { continuation in
             let id: Int? = lock.withLock {
-                guard !ended else { return nil }
+                guard !ended, !closed else { return nil }
                 defer { nextID += 1 }
                 pending[nextID] = continuation
                 return nextID
@@ -74,19 +82,29 @@ public final class DevToolsPipe: @unchecked Sendable {
                 continuation.resume(throwing: WebDriverError(.devToolsPipe, "the browser's DevTools pipe is closed"))
                 return
             }
+            Task { [self] in
+                try? await Task.sleep(for: timeout)
+                if let waiting = lock.withLock({ pending.removeValue(forKey: id) }) {
+                    waiting.resume(throwing: WebDriverError(.timeout, "DevTools: no answer to \(method) in \(timeout)"))
+                }
+            }
             do {
-                var message = try JSONSerialization.data(
-                    withJSONObject: ["id": id, "method": method, "params": parameters])
+                var command: [String: Any] = ["id": id, "method": method, "params": parameters]
+                if let session { command["sessionId"] = session }
+                var message = try JSONSerialization.data(withJSONObject: command)
                 message.append(0)
-                try message.withUnsafeBytes { bytes in
-                    var offset = 0
-                    while offset < bytes.count {
-                        let written = write(commands, bytes.baseAddress! + offset, bytes.count - offset)
-                        if written < 0 && errno == EINTR { continue }
-                        guard written > 0 else {
-                            throw WebDriverError(.devToolsPipe, "writing to the DevTools pipe: errno \(errno)")
+                // One message at a time: two commands sent at once must not interleave on the pipe.
+                try writing.withLock {
+                    try message.withUnsafeBytes { bytes in
+                        var offset = 0
+                        while offset < bytes.count {
+                            let written = write(commands, bytes.baseAddress! + offset, bytes.count - offset)
+                            if written < 0 && errno == EINTR { continue }
+                            guard written > 0 else {
+                                throw WebDriverError(.devToolsPipe, "writing to the DevTools pipe: errno \(errno)")
+                            }
+                            offset += written
                         }
-                        offset += written
                     }
                 }
             } catch {
@@ -95,9 +113,13 @@ public final class DevToolsPipe: @unchecked Sendable {
         }
     }
 
-    /// Closes the pipe: Chromium ends, and commands still waiting fail.
+    /// Closes the pipe: Chromium ends, and commands still waiting fail. Closing it again does nothing.
     public func close() {
-        Glibc.close(commands)
+        let first = lock.withLock {
+            defer { closed = true }
+            return !closed
+        }
+        if first { Glibc.close(commands) }
     }
 
     private func readAnswers() {
@@ -125,9 +147,10 @@ public final class DevToolsPipe: @unchecked Sendable {
         }
     }
 
-    /// An answer resumes its command; events (no `id`) are dropped.
+    /// An answer resumes its command (ids are unique across sessions); events (no `id`) are dropped.
     private func deliver(_ message: Data) {
-        guard let object = try? JSONSerialization.jsonObject(with: message) as? [String: Any],  // try?: not JSON is no answer
+        // try?: what is not JSON is no answer.
+        guard let object = try? JSONSerialization.jsonObject(with: message) as? [String: Any],
             let id = object["id"] as? Int,
             let continuation = lock.withLock({ pending.removeValue(forKey: id) })
         else { return }

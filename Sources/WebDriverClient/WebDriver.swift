@@ -2,7 +2,8 @@ import Foundation
 public import OrchardHTTP
 
 /// A W3C WebDriver session on chromedriver (Debian's chromium-driver), spoken as JSON through Orchard's own HTTP
-/// client (libcurl): what `orchard demo` and the browser tests drive headless Chromium with.
+/// client (libcurl): what the browser tests drive headless Chromium with (`orchard demo` uses ``DevToolsBrowser``,
+/// with no chromedriver port).
 public final class WebDriver: Sendable {
     /// The HTTP client the session's commands go through.
     public let client: HTTPClient
@@ -286,19 +287,26 @@ public enum Chromium {
     /// Chromium and chromedriver found in the directories of `searchPath` (a `PATH` value; nil: the default
     /// `/usr/local/bin:/usr/bin:/bin`), or nil when either is missing.
     public static func locate(searchPath: String?) -> (browser: String, driver: String)? {
-        let directories = (searchPath ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").map(String.init)
-        func find(_ names: [String]) -> String? {
-            for directory in directories where !directory.isEmpty {
-                for name in names where FileManager.default.isExecutableFile(atPath: directory + "/" + name) {
-                    return directory + "/" + name
-                }
-            }
-            return nil
-        }
-        guard let browser = find(["chromium", "chromium-browser"]), let driver = find(["chromedriver"]) else {
-            return nil
-        }
+        guard let browser = locateBrowser(searchPath: searchPath),
+            let driver = find(["chromedriver"], searchPath: searchPath)
+        else { return nil }
         return (browser, driver)
+    }
+
+    /// Chromium alone (what `orchard demo` drives over its DevTools pipe) found in the directories of `searchPath`,
+    /// as ``locate(searchPath:)`` looks.
+    public static func locateBrowser(searchPath: String?) -> String? {
+        find(["chromium", "chromium-browser"], searchPath: searchPath)
+    }
+
+    private static func find(_ names: [String], searchPath: String?) -> String? {
+        let directories = (searchPath ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").map(String.init)
+        for directory in directories where !directory.isEmpty {
+            for name in names where FileManager.default.isExecutableFile(atPath: directory + "/" + name) {
+                return directory + "/" + name
+            }
+        }
+        return nil
     }
 
     /// The `--port` arguments to start chromedriver with, one a try: with `ORCHARD_CHROMEDRIVER_PORTS=FIRST-LAST` in

@@ -101,6 +101,11 @@ struct RunnerTests {
         #expect(summary?.map { $0["channel"] ?? "" } == ["in-store", "in-store", "in-app"] + web.map(\.channel))
         #expect(summary?.allSatisfy { $0["result"] == "approved" && $0["responseCode"] == "00" } == true)
         #expect(summary?.allSatisfy { ($0["card"] ?? "").contains("******") } == true)
+        // U4: the demo's Chromium is driven over its DevTools pipe, with no chromedriver (and so no port) at all.
+        if web.contains(where: { $0.channel == "web" }) {
+            #expect(first.stderr.contains("headless Chromium (DevTools over a pipe, no port)"))
+            #expect(!first.stderr.contains("chromedriver"))
+        }
         // No card number, DPAN, CVV, cryptogram, key or address in any party's log (the CVV by its field names: three
         // digits alone turn up in random identifiers); debug lines were written.
         let scanned = LogScan.expectCleanLogs(

@@ -38,10 +38,10 @@ enum BrowserCommands {
         options: [buyDeviceOption, buyChromiumOption, buyHandoffOption]
     ) { arguments, context in
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        var chromium: (browser: String, driver: String)?
+        var chromium: String?
         if arguments[buyChromiumOption] || arguments[buyHandoffOption] {
             guard let found = DemoWeb.locateChromium(context.environment) else {
-                throw CLIError.failure("Chromium, chromedriver or certutil was not found: \(Chromium.installHint)")
+                throw CLIError.failure("Chromium or certutil was not found: \(Chromium.installHint)")
             }
             chromium = found
         }
@@ -151,7 +151,7 @@ enum BrowserCommands {
                 "no device \(device) in \(deployment.path): create it with `orchard device create --data-dir "
                     + "\(deployment.path) --name \(device) ...`")
         }
-        guard let chromium = Chromium.locate(searchPath: context.environment["PATH"])?.browser else {
+        guard let chromium = Chromium.locateBrowser(searchPath: context.environment["PATH"]) else {
             throw CLIError.failure("Chromium was not found on PATH: \(Chromium.installHint)")
         }
         let profile = URL(

@@ -20,7 +20,7 @@ import WebMerchantAPI
 #endif
 
 /// The demo's web row (docs/web.md, part 3). With Chromium installed, a Mac with Touch ID buys in the demo store at
-/// https://store.orchard.test in headless Chromium driven over WebDriver, its browser agent in this process
+/// https://store.orchard.test in headless Chromium driven over its DevTools pipe, its browser agent in this process
 /// (``inChromium(deployment:connections:chromium:context:)``). Without it, the row `web (no browser)`: the calls a browser and
 /// the device's browser agent make, in this process, for the phone.
 enum DemoWeb {
@@ -29,14 +29,14 @@ enum DemoWeb {
     /// The Mac that buys in Chromium.
     static let mac: (name: String, kind: DeviceKind, biometry: Biometry) = ("demo-mac", .mac, .touch)
 
-    /// The web row: in Chromium when Chromium and chromedriver are on `PATH` and certutil is installed, else without
-    /// a browser (and a line on stderr saying how to install Chromium).
+    /// The web row: in Chromium when Chromium is on `PATH` and certutil is installed, else without a browser (and a
+    /// line on stderr saying how to install Chromium).
     static func row(
         deployment: DeploymentDirectory, connections: ServiceConnections, phone: Device, context: CommandContext
     ) async throws -> DemoInStore.Row {
         guard let chromium = locateChromium(context.environment) else {
             context.trace(
-                "Chromium was not found (chromium and chromedriver on PATH, certutil): the web row runs "
+                "Chromium was not found (chromium on PATH, certutil): the web row runs "
                     + "without a browser; to buy in Chromium, \(Chromium.installHint)")
             return try await run(
                 deployment: deployment, connections: connections, device: phone,
@@ -46,18 +46,18 @@ enum DemoWeb {
             deployment: deployment, connections: connections, chromium: chromium, context: context)
     }
 
-    /// Chromium and chromedriver on the environment's `PATH` (the default path without one), when certutil is
-    /// installed too; nil otherwise.
-    static func locateChromium(_ environment: [String: String]) -> (browser: String, driver: String)? {
+    /// Chromium on the environment's `PATH` (the default path without one), when certutil is installed too; nil
+    /// otherwise.
+    static func locateChromium(_ environment: [String: String]) -> String? {
         guard BrowserCommands.certutil != nil else { return nil }
-        return Chromium.locate(searchPath: environment["PATH"])
+        return Chromium.locateBrowser(searchPath: environment["PATH"])
     }
 
     /// The Mac buys Tea in headless Chromium: `orchard browser setup`'s NSS profile and arguments (the names resolved
-    /// to the services this demo reaches), chromedriver, the store page, the sheet page, Touch ID, the confirmation.
+    /// to the services this demo reaches), its DevTools pipe, the store page, the sheet page, Touch ID, the
+    /// confirmation.
     static func inChromium(
-        deployment: DeploymentDirectory, connections: ServiceConnections,
-        chromium: (browser: String, driver: String), context: CommandContext
+        deployment: DeploymentDirectory, connections: ServiceConnections, chromium: String, context: CommandContext
     ) async throws -> DemoInStore.Row {
         let trace: @Sendable (String) -> Void = { context.trace("  " + $0) }
         let (_, devices) = try await DemoProvisioning.run(
@@ -90,10 +90,12 @@ enum DemoWeb {
     }
 
     /// Headless Chromium with `orchard browser setup`'s NSS profile and arguments (the names resolved to the services
-    /// this demo reaches, agent.orchard.test to `agentPort`) under chromedriver: `body`'s order identifiers.
+    /// this demo reaches, agent.orchard.test to `agentPort`), driven over its DevTools pipe: no chromedriver and no
+    /// port another user of the machine could drive the browser through (docs/security.md, U4). `body`'s order
+    /// identifiers.
     static func inBrowser(
-        deployment: DeploymentDirectory, connections: ServiceConnections, chromium: (browser: String, driver: String),
-        agentPort: Int, context: CommandContext, body: (WebDriver) async throws -> [String]
+        deployment: DeploymentDirectory, connections: ServiceConnections, chromium: String,
+        agentPort: Int, context: CommandContext, body: (DevToolsBrowser) async throws -> [String]
     ) async throws -> [String] {
         let trace: @Sendable (String) -> Void = { context.trace("  " + $0) }
         guard let sitePort = connections.endpoints[.merchant]?.ports["site"],
@@ -104,8 +106,9 @@ enum DemoWeb {
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent(
             "orchard-demo-chromium-\(UUID().uuidString)"
         ).path
-        var driver: Subprocess?
-        var browser: WebDriver?
+        var pipe: DevToolsPipe?
+        var process: Subprocess?
+        var browser: DevToolsBrowser?
         do {
             var names = try DeploymentCommands.registry().loadConfiguration(
                 from: deployment, environment: context.environment
@@ -116,49 +119,45 @@ enum DemoWeb {
             names[BrowserAgentAPI.host] = agentPort
             let arguments = try await BrowserCommands.chromiumArguments(
                 deployment: deployment, names: names, profile: profile)
-            let log = profile + "/chromedriver.log"
-            var port: Int?
-            // chromedriver exits when its port is taken ("bind() failed: Address already in use"): started again then,
-            // on the next port to try.
-            for portArgument in Chromium.driverPortArguments(environment: context.environment) where port == nil {
-                let started = try Subprocess(
-                    chromium.driver, [portArgument], environment: ["HOME": profile], stdoutPath: log, stderrPath: log)
-                driver = started
-                for _ in 0..<200 where port == nil && started.isRunning {
-                    try await Task.sleep(for: .milliseconds(100))
-                    port = Chromium.driverPort(inLog: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
-                }
-                if port == nil {
-                    started.send(SIGKILL)
-                    _ = await started.exit()
-                }
-            }
-            guard let port else {
-                // The profile, with the log, is removed below: its end goes into the error.
-                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                throw CLIError.failure("chromedriver did not start; its log ends: \(text.suffix(400))")
-            }
-            trace("headless Chromium (chromedriver on 127.0.0.1:\(port)), profile \(profile)")
-            let session = try await WebDriver.start(driverPort: port, binary: chromium.browser, arguments: arguments)
+            let devTools = try DevToolsPipe()
+            pipe = devTools
+            process = try Subprocess(
+                chromium,
+                arguments + [
+                    "--headless=new", "--window-size=1000,900", "--disable-gpu", "--remote-debugging-pipe",
+                    "about:blank",
+                ], environment: ["HOME": profile], stdoutPath: profile + "/chromium.log",
+                stderrPath: profile + "/chromium.log", inherited: devTools.childDescriptors)
+            devTools.browserStarted()
+            trace("headless Chromium (DevTools over a pipe, no port), profile \(profile)")
+            let session = try await DevToolsBrowser(pipe: devTools)
             browser = session
             let orders = try await body(session)
-            await session.quit()
-            browser = nil
-            driver?.send(SIGKILL)
-            _ = await driver?.exit()
+            await end(browser: session, pipe: devTools, process: process)
             try? FileManager.default.removeItem(atPath: profile)
             return orders
         } catch {
-            await browser?.quit()
-            driver?.send(SIGKILL)
-            _ = await driver?.exit()
+            // The log goes into the error: the profile, with it, is removed.
+            let log = (try? String(contentsOfFile: profile + "/chromium.log", encoding: .utf8)) ?? ""
+            await end(browser: browser, pipe: pipe, process: process)
             try? FileManager.default.removeItem(atPath: profile)
-            throw CLIError.failure("the web payment in Chromium failed: \(error)")
+            let detail = log.isEmpty ? "" : "; Chromium's log ends: \(log.suffix(400))"
+            throw CLIError.failure("the web payment in Chromium failed: \(error)\(detail)")
         }
     }
 
+    /// Ends Chromium: `Browser.close` and the pipe closed, then SIGTERM, then SIGKILL, 5 s apart.
+    private static func end(browser: DevToolsBrowser?, pipe: DevToolsPipe?, process: Subprocess?) async {
+        await browser?.quit()
+        pipe?.close()
+        guard let process else { return }
+        for _ in 0..<50 where process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
+        if process.isRunning { process.send(SIGTERM) }
+        _ = await process.exit(within: 5)  // SIGKILL after that
+    }
+
     /// The store, Tea in the cart, Apple Pay, the contact on the sheet, Touch ID: the order's identifier.
-    private static func buy(_ browser: WebDriver, trace: @Sendable (String) -> Void) async throws -> String {
+    private static func buy(_ browser: DevToolsBrowser, trace: @Sendable (String) -> Void) async throws -> String {
         try await browser.navigate("https://" + WebMerchantAPI.HostNames.store + "/")
         try await browser.wait("the Apple Pay button", until: "return document.body.dataset.applePay === 'available';")
         trace("Chromium: the store shows the Apple Pay button (orchard-pay.js, the Mac's browser agent)")

@@ -154,7 +154,7 @@ enum DemoWebHandoff {
     /// The store, Tea in the cart, Apple Pay; on the Mac's sheet the device `paying`, whose user authorizes at once;
     /// the confirmation: the order's identifier.
     static func buy(
-        _ browser: WebDriver, with paying: String, how: String, trace: @Sendable (String) -> Void
+        _ browser: DevToolsBrowser, with paying: String, how: String, trace: @Sendable (String) -> Void
     ) async throws -> String {
         try await browser.navigate("https://" + WebMerchantAPI.HostNames.store + "/")
         try await browser.wait("the Apple Pay button", until: "return document.body.dataset.applePay === 'available';")
