@@ -8,7 +8,7 @@ import Foundation
 /// `flatten`) and sends that page's commands with its session identifier. Clicks are mouse events at the element's
 /// centre (`Input.dispatchMouseEvent`), so the page gets the user activation a real click gives (`window.open` needs
 /// it); typing inserts text into the focused element (`Input.insertText`), which fires its `input` event.
-public final class DevToolsBrowser: @unchecked Sendable {
+public final class DevToolsBrowser: ScriptedBrowser, @unchecked Sendable {
     // @unchecked: `current` and `sessions` are guarded by `lock`; `pipe` is set once.
     private let pipe: DevToolsPipe
     private let lock = NSLock()
@@ -62,18 +62,6 @@ public final class DevToolsBrowser: @unchecked Sendable {
         lock.withLock { current = handle }
     }
 
-    /// Waits for a page other than `known` and makes it current.
-    public func switchToNewWindow(besides known: [String]) async throws -> String {
-        for _ in 0..<100 {
-            if let handle = try await windowHandles.first(where: { !known.contains($0) }) {
-                try await switchTo(handle)
-                return handle
-            }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw WebDriverError(.timeout, "no new window opened")
-    }
-
     /// Closes the current page (`Target.closeTarget`); another must be made current before the next page command.
     public func closeWindow() async throws {
         let page = try await currentWindow
@@ -107,24 +95,6 @@ public final class DevToolsBrowser: @unchecked Sendable {
             throw WebDriverError(.command, "the script threw: \(thrown ?? exception["text"] as? String ?? "?")")
         }
         return (result["result"] as? [String: Any])?["value"] as? String ?? "null"
-    }
-
-    /// Runs `script`, which returns a string.
-    public func string(_ script: String) async throws -> String {
-        let json = try await evaluate(script)
-        return (try? JSONDecoder().decode(String.self, from: Data(json.utf8))) ?? json
-    }
-
-    /// Waits (up to `seconds`) until `script` returns true.
-    public func wait(_ what: String, seconds: Double = 20, until script: String) async throws {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            // try?: a page between two documents answers nothing yet; asked again.
-            if (try? await evaluate(script)) == "true" { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        let page = (try? await string("return location.href + ' | ' + document.body.innerText.slice(0, 600);")) ?? "?"
-        throw WebDriverError(.timeout, "timed out waiting for \(what); the page: \(page)")
     }
 
     /// Clicks the element matching `css` with the mouse, at its centre once scrolled into view, when it is enabled and

@@ -4,7 +4,7 @@ public import OrchardHTTP
 /// A W3C WebDriver session on chromedriver (Debian's chromium-driver), spoken as JSON through Orchard's own HTTP
 /// client (libcurl): what the browser tests drive headless Chromium with (`orchard demo` uses ``DevToolsBrowser``,
 /// with no chromedriver port).
-public final class WebDriver: Sendable {
+public final class WebDriver: ScriptedBrowser {
     /// The HTTP client the session's commands go through.
     public let client: HTTPClient
     /// chromedriver's base URL (`http://127.0.0.1:PORT`).
@@ -157,23 +157,6 @@ public final class WebDriver: Sendable {
         return try await command(.post, "/execute/async", ["script": script, "args": [Any]()]) as? String ?? "null"
     }
 
-    /// Runs `script`, which returns a string.
-    public func string(_ script: String) async throws -> String {
-        let json = try await evaluate(script)
-        return (try? JSONDecoder().decode(String.self, from: Data(json.utf8))) ?? json
-    }
-
-    /// Waits (up to `seconds`) until `script` returns true.
-    public func wait(_ what: String, seconds: Double = 20, until script: String) async throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if (try? await evaluate(script)) == "true" { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        let page = (try? await string("return location.href + ' | ' + document.body.innerText.slice(0, 600);")) ?? "?"
-        throw WebDriverError(.timeout, "timed out waiting for \(what); the page: \(page)")
-    }
-
     /// The session's window handles.
     public var windowHandles: [String] {
         get async throws { try await command(.get, "/window/handles") as? [String] ?? [] }
@@ -186,18 +169,6 @@ public final class WebDriver: Sendable {
 
     /// Switches to the window `handle`.
     public func switchTo(_ handle: String) async throws { try await command(.post, "/window", ["handle": handle]) }
-
-    /// Waits for a window other than `known` and switches to it.
-    public func switchToNewWindow(besides known: [String]) async throws -> String {
-        for _ in 0..<100 {
-            if let handle = try await windowHandles.first(where: { !known.contains($0) }) {
-                try await switchTo(handle)
-                return handle
-            }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw WebDriverError(.timeout, "no new window opened")
-    }
 
     /// Switches into the frame element matching `css` (nil: back to the top-level document).
     public func switchToFrame(_ css: String?) async throws {

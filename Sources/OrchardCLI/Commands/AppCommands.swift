@@ -106,9 +106,11 @@ enum AppBuy {
             switch try await payingDevice(
                 deployment: deployment, connections: connections, name: arguments[AppCommands.deviceOption],
                 passcode: { required throws(CLIError) in
-                    try SecretInput.passcode.read(
-                        file: arguments[AppCommands.passcodeFileOption], context, required: required,
-                        prompt: "passcode of the watch: ")
+                    let file = arguments[AppCommands.passcodeFileOption]
+                    let prompt = "passcode of the watch: "
+                    return required
+                        ? try SecretInput.passcode.read(file: file, context, prompt: prompt)
+                        : try SecretInput.passcode.readIfGiven(file: file, context, prompt: prompt)
                 }, trace: { context.trace($0) })
             {
             case .inProcess(let device):

@@ -61,8 +61,8 @@ enum DeviceCommands {
             throw CLIError.usage(error.message)
         }
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
-        let passcode = try SecretInput.passcode.read(
-            file: arguments[createPasscodeFileOption], context, required: false, prompt: "passcode of \(name): ")
+        let passcode = try SecretInput.passcode.readIfGiven(
+            file: arguments[createPasscodeFileOption], context, prompt: "passcode of \(name): ")
         let identity = try Device.create(in: deployment, name: name, profile: profile)
         if let passcode {
             let device = try await Device.open(in: deployment, name: name)
@@ -381,10 +381,8 @@ enum DeviceCommands {
             try await control(RemovePasscode(current: SecretInput.text(current)), arguments, context)
             return
         }
-        guard
-            let new = try SecretInput.newPasscode.read(
-                file: arguments[newPasscodeFileOption], context, prompt: "new passcode of \(name): ")
-        else { return }
+        let new = try SecretInput.newPasscode.read(
+            file: arguments[newPasscodeFileOption], context, prompt: "new passcode of \(name): ")
         try await control(
             SetPasscode(passcode: SecretInput.text(new), current: current.map(SecretInput.text)), arguments, context)
     }

@@ -144,7 +144,7 @@ extension DeviceCommands {
                             + "\(decision.stepUpDestination ?? "?")")
                     // The card was checked already: a missing code fails the command (exit 1), no usage error.
                     do throws(CLIError) {
-                        return try SecretInput.oneTimeCode.read(file: codeFile, context).map(SecretInput.text)
+                        return SecretInput.text(try SecretInput.oneTimeCode.read(file: codeFile, context))
                     } catch {
                         throw CLIError.failure(error.message)
                     }
@@ -204,11 +204,9 @@ extension DeviceCommands {
     static func resume(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
         let deployment = DeploymentDirectory(path: context.dataDirectory.path)
         let name = arguments[nameOption]
-        guard
-            let secret = try SecretInput.passcode.read(
-                file: arguments[passcodeFileOption], context, prompt: "passcode of \(name): ")
-        else { return }
-        let passcode = SecretInput.text(secret)
+        let passcode = SecretInput.text(
+            try SecretInput.passcode.read(file: arguments[passcodeFileOption], context, prompt: "passcode of \(name): ")
+        )
         let result = try await PaySession.with(device: arguments[asOption] ?? name, in: deployment, context: context) {
             session in
             try await session.client.resume(device: name) { challenge in

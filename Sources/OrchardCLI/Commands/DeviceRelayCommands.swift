@@ -47,14 +47,12 @@ extension DeviceCommands {
         guard existingIdentity.profile.account == newIdentity.profile.account else {
             throw CLIError.usage("\(existing) and \(new) belong to different accounts")
         }
-        guard
-            let existingSecret = try SecretInput.passcode.read(
-                file: arguments[passcodeFileOption], context, prompt: "passcode of \(existing): "),
-            let newSecret = try SecretInput.newPasscode.read(
-                file: arguments[newPasscodeFileOption], context, prompt: "passcode of \(new): ")
-        else { return }
-        let existingPasscode = SecretInput.text(existingSecret)
-        let newPasscode = SecretInput.text(newSecret)
+        let existingPasscode = SecretInput.text(
+            try SecretInput.passcode.read(
+                file: arguments[passcodeFileOption], context, prompt: "passcode of \(existing): "))
+        let newPasscode = SecretInput.text(
+            try SecretInput.newPasscode.read(
+                file: arguments[newPasscodeFileOption], context, prompt: "passcode of \(new): "))
         var vouches: [String] = []
         for (voucher, passcode, identity, subject, subjectIdentity) in [
             (existing, existingPasscode, existingIdentity, new, newIdentity),

@@ -71,11 +71,16 @@ struct SecretInput: Sendable {
             + (hint ?? "give it in \(ways)")
     }
 
-    /// Reads the secret: the file `file` names, else the environment variable, else (when `required`) stdin.
-    /// Not `required`: nil when neither the file nor the variable is given. `prompt` is shown at a terminal.
-    func read(
-        file: String?, _ context: CommandContext, required: Bool = true, prompt: String? = nil
-    ) throws(CLIError) -> SecureBytes? {
+    /// Reads the secret: the file `file` names (`-`: stdin), else the environment variable, else one line of stdin
+    /// (after `prompt` at a terminal).
+    func read(file: String?, _ context: CommandContext, prompt: String? = nil) throws(CLIError) -> SecureBytes {
+        if let given = try readIfGiven(file: file, context, prompt: prompt) { return given }
+        return try standardInputLine(context, prompt: prompt ?? "\(what): ")
+    }
+
+    /// The secret when the command was given it: from the file `file` names (`-`: one line of stdin), else from the
+    /// environment variable; nil when neither is given (stdin is then not read).
+    func readIfGiven(file: String?, _ context: CommandContext, prompt: String? = nil) throws(CLIError) -> SecureBytes? {
         if let file, file != "-" {
             let path = file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file
             let contents: SecureBytes
@@ -89,7 +94,7 @@ struct SecretInput: Sendable {
         if file == nil, let value = context.environment[environmentVariable], !value.isEmpty {
             return try line(Array(value.utf8), source: "$\(environmentVariable)")
         }
-        guard required || file == "-" else { return nil }
+        guard file == "-" else { return nil }
         return try standardInputLine(context, prompt: prompt ?? "\(what): ")
     }
 
