@@ -8,9 +8,10 @@ import Foundation
 ///
 /// The server writes the pages (`web/agent/`), whose scripts read and write these routes and bodies; the contract
 /// test binds the scripts' paths and member names to this module. Every `/v1` route answers only a request of
-/// the agent's own documents: `Sec-Fetch-Site: same-origin` and the page's secret in ``secretHeader`` (a secret
-/// the server put in the frame or sheet document it served, which no other page can read). Refusals are
-/// `{"error": {"code", "message"}}`.
+/// the agent's own documents: `Sec-Fetch-Site: same-origin` and the page's secret in ``secretHeader``. No document
+/// carries a secret: each page load asks for its own with ``Route/secret``, a `POST` that only a script of the
+/// agent's origin can send (the browser's `Origin` and fetch metadata, a JSON body no form can post), and keeps it
+/// in memory. Refusals are `{"error": {"code", "message"}}`.
 public enum BrowserAgentAPI {
     /// The agent's host name; browsers map it to the device's agent port (`orchard browser setup`).
     public static let host = "agent.orchard.test"
@@ -23,7 +24,7 @@ public enum BrowserAgentAPI {
     /// The highest `ApplePaySession` version `orchard-pay.js` supports.
     public static let latestVersion = 14
 
-    /// The documents the agent serves (no secret needed to load them).
+    /// The documents the agent serves (no secret needed to load them, and none in them).
     public enum Page {
         /// The invisible frame `orchard-pay.js` inserts (framable by https pages only).
         public static let frame = "/frame"
@@ -38,6 +39,9 @@ public enum BrowserAgentAPI {
 
     /// The routes of the frame and of the sheet page.
     public enum Route {
+        /// `POST` ``SecretRequest`` → ``PageSecret``: a page load's secret, for a `fetch` of the agent's own
+        /// document (`Origin` the agent's, `Sec-Fetch-Site: same-origin`, `Sec-Fetch-Dest: empty`, a JSON body).
+        public static let secret = "/v1/secret"
         /// `POST` ``PageContext`` → ``Hello``: the frame's first call, with what it read of its parents.
         public static let hello = "/v1/frame/hello"
         /// `POST` ``BeginSession`` → ``SessionBegun`` (201): `begin()`.
@@ -71,6 +75,7 @@ public enum BrowserAgentAPI {
     /// The routes with their policy: `anyone` at the router (no client certificates in a browser); the agent's
     /// server checks `Sec-Fetch-Site` and the secret before any handler runs.
     public enum Declared {
+        public static let secret = DeclaredRoute("POST", Route.secret, .anyone)
         public static let hello = DeclaredRoute("POST", Route.hello, .anyone)
         public static let sessions = DeclaredRoute("POST", Route.sessions, .anyone)
         public static let merchantSession = DeclaredRoute("POST", Route.merchantSession, .anyone)
@@ -87,6 +92,31 @@ public enum BrowserAgentAPI {
         public static let sheet = [screen, screenAction]
         /// The device screen page's routes (a screen page's secret).
         public static let screenPage = [deviceScreen]
+    }
+
+    /// The agent's documents that call its routes, each with secrets of its own kind.
+    public enum Document: String, Codable, Sendable, Hashable, CaseIterable {
+        /// ``Page/frame``: the frame's routes.
+        case frame
+        /// ``Page/sheet``: the sheet page's routes.
+        case sheet
+        /// ``Page/screen``: the device screen page's route.
+        case screen
+    }
+
+    /// `{"document": "frame" | "sheet" | "screen"}`: which document's secret a page load asks for.
+    public struct SecretRequest: Codable, Sendable, Hashable {
+        public let document: Document
+
+        public init(document: Document) { self.document = document }
+    }
+
+    /// `{"secret"}`: the page load's secret, for ``secretHeader``; it expires with the agent's process or after
+    /// a working day.
+    public struct PageSecret: Codable, Sendable, Hashable {
+        public let secret: String
+
+        public init(secret: String) { self.secret = secret }
     }
 
     /// What the frame read of the page that embeds it, from the browser (not from the page).

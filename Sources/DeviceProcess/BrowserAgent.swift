@@ -46,8 +46,8 @@ public struct BrowserAgentConfiguration: Sendable {
 /// The device's browser agent (docs/web.md, "The browser agent"): the built-in side of a browser's Apple Pay,
 /// served at `https://agent.orchard.test` by the device process. `orchard-pay.js` frames ``BrowserAgentAPI/Page/frame``
 /// invisibly and talks to it only by `postMessage`; the frame reads the page's real origin from the browser and
-/// calls this server, which answers only its own documents (`Sec-Fetch-Site: same-origin` and the secret it put in
-/// the document it served). Before any sheet it verifies the merchant session (``MerchantSessionCheck``); the sheet
+/// calls this server, which answers only its own documents (`Sec-Fetch-Site: same-origin` and the secret the page
+/// load fetched from `POST /v1/secret`). Before any sheet it verifies the merchant session (``MerchantSessionCheck``); the sheet
 /// is the device's ``PaymentSheetService`` sheet, shown at ``BrowserAgentAPI/Page/sheet``, a page no other page
 /// can frame.
 final class BrowserAgent: Sendable {
@@ -68,15 +68,15 @@ final class BrowserAgent: Sendable {
         router.add(.get, BrowserAgentAPI.Page.frame) { _ in
             let capable = await canMakePayments()
             return try state.document(
-                "frame.html", secret: state.newSecret(.frame), frameAncestors: "https:",
-                values: ["CAN_MAKE_PAYMENTS": capable ? "true" : "false"])
+                "frame.html", frameAncestors: "https:", values: ["CAN_MAKE_PAYMENTS": capable ? "true" : "false"])
         }
         router.add(.get, BrowserAgentAPI.Page.sheet) { _ in
-            try state.document("sheet.html", secret: state.newSecret(.sheet), frameAncestors: "'none'")
+            try state.document("sheet.html", frameAncestors: "'none'")
         }
         router.add(.get, BrowserAgentAPI.Page.screen) { _ in
-            try state.document("screen.html", secret: state.newSecret(.screen), frameAncestors: "'none'")
+            try state.document("screen.html", frameAncestors: "'none'")
         }
+        router.add(BrowserAgentAPI.Declared.secret) { request in state.secretRoute(request) }
         for route in BrowserAgentAPI.Declared.screenPage {
             router.add(route) { request in await state.screenRoute(route, request) }
         }
@@ -183,16 +183,11 @@ private final class AgentState: @unchecked Sendable {
 
     // MARK: Documents
 
-    /// A fresh secret for one served document (``BrowserAgentSecrets``).
-    func newSecret(_ kind: SecretKind) -> String { secrets.mint(kind) }
-
-    /// `web/agent/<name>` with its secret in place of `{{SECRET}}`, never cached, framable only by
-    /// `frameAncestors`.
-    func document(
-        _ name: String, secret: String, frameAncestors: String, values: [String: String] = [:]
-    ) throws -> HTTPResponse {
+    /// `web/agent/<name>` with `values` in place of `{{KEY}}`, never cached, framable only by `frameAncestors`.
+    /// No document holds a secret (``secretRoute(_:)``).
+    func document(_ name: String, frameAncestors: String, values: [String: String] = [:]) throws -> HTTPResponse {
         guard let template = WebAssets.file("agent", name) else { throw HTTPError(.notFound, "no page \(name)") }
-        var page = String(decoding: template, as: UTF8.self).replacingOccurrences(of: "{{SECRET}}", with: secret)
+        var page = String(decoding: template, as: UTF8.self)
         for (key, value) in values { page = page.replacingOccurrences(of: "{{\(key)}}", with: value) }
         var headers: HTTPHeaders = [
             "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store",
@@ -206,6 +201,38 @@ private final class AgentState: @unchecked Sendable {
     }
 
     // MARK: Who may call
+
+    /// `POST /v1/secret`: a fresh secret (``BrowserAgentSecrets``) for a page load of one of the agent's documents.
+    /// Only a script of the agent's origin sends what this asks, as the browser writes it: its `Origin`, a
+    /// same-origin `fetch` (`Sec-Fetch-Site: same-origin`, `Sec-Fetch-Dest: empty`, never a navigation or a
+    /// subresource) and a JSON body, which no HTML form can post. A page of another origin cannot read an answer
+    /// it may not send; a GET of a document hands out nothing.
+    func secretRoute(_ request: HTTPRequest) -> HTTPResponse {
+        let headers = request.headers
+        guard headers["Origin"] == BrowserAgentAPI.origin, headers["Sec-Fetch-Site"] == "same-origin",
+            headers["Sec-Fetch-Dest"] == "empty",
+            headers["Content-Type"]?.lowercased().hasPrefix("application/json") == true
+        else {
+            return Self.failure(
+                403, "notAgentDocument",
+                "a secret is only for a fetch of the agent's own documents (Origin \(BrowserAgentAPI.origin), "
+                    + "Sec-Fetch-Site same-origin, Sec-Fetch-Dest empty, a JSON body)")
+        }
+        let asked: BrowserAgentAPI.SecretRequest
+        do throws(AgentBodyRefusal) {
+            asked = try AgentBody.decode(
+                request.body, otherwise: "the body is {\"document\": \"frame\"|\"sheet\"|\"screen\"}")
+        } catch {
+            return error.response
+        }
+        let kind: SecretKind =
+            switch asked.document {
+            case .frame: .frame
+            case .sheet: .sheet
+            case .screen: .screen
+            }
+        return Self.json(BrowserAgentAPI.PageSecret(secret: secrets.mint(kind)))
+    }
 
     /// The secret's kind when `request` comes from one of the agent's own documents, else nil.
     private func caller(_ request: HTTPRequest) -> (kind: SecretKind, secret: String)? {

@@ -1,17 +1,17 @@
 import Foundation
 import OrchardCrypto
 
-/// The secrets the browser agent puts in the documents it serves: each page load gets its own, which names the kind
-/// of document and when it was served, authenticated under a key the agent draws at start.
+/// The secrets the browser agent hands its documents' page loads (`POST /v1/secret`): each load gets its own, which
+/// names the kind of document and when it was minted, authenticated under a key the agent draws at start.
 ///
 /// Nothing is stored per secret, so no number of page loads can push an open page's secret out (a table of the
-/// latest secrets could be flushed by loading pages); a secret expires ``lifetime`` after its page was served, and
-/// with the agent's process. What a secret may do is bound to its page load: a web session answers only the frame
+/// latest secrets could be flushed by loading pages); a secret expires ``lifetime`` after it was minted, and with
+/// the agent's process. What a secret may do is bound to its page load: a web session answers only the frame
 /// secret that began it.
 struct BrowserAgentSecrets: Sendable {
     enum Kind: UInt8, Sendable { case frame = 1, sheet = 2, screen = 3 }
 
-    /// How long a served page may keep using its secret: a working day, for a checkout page left open.
+    /// How long a page load may keep using its secret: a working day, for a checkout page left open.
     static let lifetime: Duration = .seconds(12 * 3600)
 
     private let key: SymmetricKey
@@ -19,7 +19,7 @@ struct BrowserAgentSecrets: Sendable {
     private let started: ContinuousClock.Instant
     private let now: @Sendable () -> ContinuousClock.Instant
 
-    /// The kind byte, the milliseconds since the agent started when the page was served (8 bytes, big-endian) and 8
+    /// The kind byte, the milliseconds since the agent started when the secret was minted (8 bytes, big-endian) and 8
     /// random bytes, then the first 16 bytes of their HMAC-SHA256: 66 hex digits.
     private static let bodyCount = 17
     private static let macCount = 16
@@ -34,7 +34,7 @@ struct BrowserAgentSecrets: Sendable {
         started = now()
     }
 
-    /// A fresh secret for one served document of `kind`.
+    /// A fresh secret for one page load of a document of `kind`.
     func mint(_ kind: Kind) -> String {
         let elapsed = now() - started
         let milliseconds =

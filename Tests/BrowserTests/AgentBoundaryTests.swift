@@ -21,12 +21,76 @@ extension BrowserPurchaseTests {
                 trustedRootsPEM: root, maxAttempts: 1, connectTo: [BrowserAgentAPI.host: port]))
     }
 
-    /// The secret the agent put in the document at `page`.
-    static func secret(_ client: HTTPClient, _ page: String) async throws -> String {
-        let document = String(decoding: try await client.get(BrowserAgentAPI.origin + page).body, as: UTF8.self)
-        let marker = #"name="orchard-agent-secret" content=""#
-        let start = try #require(document.range(of: marker)?.upperBound)
-        return String(document[start...].prefix { $0 != "\"" })
+    /// What a browser writes on a `fetch` by a script of the agent's own origin, as the agent asks of a request
+    /// for a secret.
+    static let ownFetch: HTTPHeaders = [
+        "Origin": BrowserAgentAPI.origin, "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors",
+        "Sec-Fetch-Dest": "empty", "Content-Type": "application/json",
+    ]
+
+    /// A page load's secret for `document`, asked as the document's script asks it.
+    static func secret(_ client: HTTPClient, _ document: BrowserAgentAPI.Document) async throws -> String {
+        let answer = try await client.send(
+            HTTPClientRequest(
+                method: .post, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.secret, headers: ownFetch,
+                body: try JSONEncoder().encode(BrowserAgentAPI.SecretRequest(document: document))))
+        try #require(answer.status.code == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+        return try JSONDecoder().decode(BrowserAgentAPI.PageSecret.self, from: answer.body).secret
+    }
+
+    @Test(
+        "U2: no document carries a secret; a secret goes only to a same-origin fetch by a script of the agent's origin"
+    )
+    func onlyTheAgentsOwnScriptsGetASecret() async throws {
+        let sandbox = try sandbox
+        let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
+        defer { client.shutdown() }
+        for page in [BrowserAgentAPI.Page.frame, BrowserAgentAPI.Page.sheet, BrowserAgentAPI.Page.screen] {
+            let document = try await client.get(BrowserAgentAPI.origin + page)
+            let text = String(decoding: document.body, as: UTF8.self)
+            #expect(document.status.code == 200 && text.contains("<script"), "\(page)")
+            #expect(
+                !text.contains("orchard-agent-secret")
+                    && text.range(of: "[0-9a-f]{66}", options: .regularExpression) == nil,
+                "\(page) hands out a secret")
+        }
+        func ask(
+            _ method: HTTPMethod = .post, without: String? = nil, setting: (String, String)? = nil,
+            body: String = #"{"document":"frame"}"#
+        ) async throws -> (status: Int, text: String) {
+            var headers = Self.ownFetch
+            if let without { headers.remove(without) }
+            if let setting { headers.set(setting.0, setting.1) }
+            let answer = try await client.send(
+                HTTPClientRequest(
+                    method: method, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.secret, headers: headers,
+                    body: method == .get ? Data() : Data(body.utf8)))
+            return (answer.status.code, String(decoding: answer.body, as: UTF8.self))
+        }
+        let granted = try await ask()
+        #expect(granted.status == 200 && granted.text.contains(#""secret":""#), "\(granted.text)")
+        // Each thing a browser writes only on the agent's own script's fetch, missing or as another page, a
+        // navigation or a form would send it: refused, and no secret in the answer.
+        let refusals: [(without: String?, setting: (String, String)?)] = [
+            ("Origin", nil), (nil, ("Origin", "https://store.orchard.test")), (nil, ("Origin", "null")),
+            ("Sec-Fetch-Site", nil), (nil, ("Sec-Fetch-Site", "same-site")), (nil, ("Sec-Fetch-Site", "cross-site")),
+            (nil, ("Sec-Fetch-Site", "none")), ("Sec-Fetch-Dest", nil), (nil, ("Sec-Fetch-Dest", "document")),
+            (nil, ("Sec-Fetch-Dest", "iframe")), (nil, ("Sec-Fetch-Dest", "script")), ("Content-Type", nil),
+            (nil, ("Content-Type", "text/plain")), (nil, ("Content-Type", "application/x-www-form-urlencoded")),
+        ]
+        for refusal in refusals {
+            let answer = try await ask(without: refusal.without, setting: refusal.setting)
+            #expect(
+                answer.status == 403 && answer.text.contains("notAgentDocument") && !answer.text.contains("secret\":"),
+                "\(refusal.without ?? "") \(refusal.setting.map { "\($0.0): \($0.1)" } ?? ""): \(answer.text)")
+        }
+        // A body that names no document, and a GET of the route: no secret.
+        for body in [#"{"document":"handoff"}"#, "{}", "document=frame"] {
+            let answer = try await ask(body: body)
+            #expect(answer.status == 400 && !answer.text.contains("secret\":"), "\(body): \(answer.text)")
+        }
+        let get = try await ask(.get)
+        #expect(get.status != 200 && !get.text.contains("secret\":"), "\(get.text)")
     }
 
     @Test("W5: the agent's server answers only its own documents: Sec-Fetch-Site same-origin and their secret")
@@ -34,8 +98,8 @@ extension BrowserPurchaseTests {
         let sandbox = try sandbox
         let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
         defer { client.shutdown() }
-        let frame = try await Self.secret(client, BrowserAgentAPI.Page.frame)
-        let sheet = try await Self.secret(client, BrowserAgentAPI.Page.sheet)
+        let frame = try await Self.secret(client, .frame)
+        let sheet = try await Self.secret(client, .sheet)
         #expect(frame.count == 66 && sheet.count == 66 && frame != sheet)
         let page = try JSONEncoder().encode(
             BrowserAgentAPI.PageContext(
@@ -86,7 +150,7 @@ extension BrowserPurchaseTests {
         let sandbox = try sandbox
         let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
         defer { client.shutdown() }
-        let frame = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        let frame = try await Self.secret(client, .frame)
         func hello(_ body: String) async throws -> HTTPResponse {
             try await client.send(
                 HTTPClientRequest(
@@ -111,7 +175,7 @@ extension BrowserPurchaseTests {
         let sandbox = try sandbox
         let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
         defer { client.shutdown() }
-        let secret = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        let secret = try await Self.secret(client, .frame)
         func begin(_ origins: [String], secure: Bool = true, payment: Bool = true) async throws -> String {
             let body = BrowserAgentAPI.BeginSession(
                 version: 3,
@@ -205,7 +269,7 @@ extension BrowserPurchaseTests {
         let sandbox = try sandbox
         let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
         defer { client.shutdown() }
-        let open = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        let open = try await Self.secret(client, .frame)
         for _ in 0..<2000 {
             _ = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.frame)
         }

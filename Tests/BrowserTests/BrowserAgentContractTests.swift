@@ -21,6 +21,24 @@ struct BrowserAgentContractTests {
         return Set((object ?? [:]).keys)
     }
 
+    @Test("Each page's script asks the agent for its page load's secret, naming its own document")
+    func secretRequests() throws {
+        let scripts: [BrowserAgentAPI.Document: String] = [
+            .frame: "frame.js", .sheet: "sheet.js", .screen: "screen.js",
+        ]
+        #expect(Set(scripts.keys) == Set(BrowserAgentAPI.Document.allCases))
+        #expect(try Self.members(BrowserAgentAPI.SecretRequest(document: .frame)) == ["document"])
+        #expect(try Self.members(BrowserAgentAPI.PageSecret(secret: "s")) == ["secret"])
+        for (document, name) in scripts {
+            let script = try Self.script(name)
+            #expect(script.contains("fetch(\"\(BrowserAgentAPI.Route.secret)\""), "\(name) asks for no secret")
+            #expect(script.contains("document: \"\(document.rawValue)\""), "\(name) names another document")
+            #expect(script.contains("json.secret") && !script.contains("orchard-agent-secret"), "\(name)")
+            let page = name.replacingOccurrences(of: ".js", with: ".html")
+            #expect(!(try Self.script(page)).contains("SECRET"), "\(page) still carries a secret")
+        }
+    }
+
     @Test("The frame's script calls every frame route with the secret header, and writes the bodies' members")
     func frameScript() throws {
         let frame = try Self.script("frame.js")

@@ -30,7 +30,7 @@ extension BrowserPurchaseTests {
         // While the sheet waits for the user, the screen lists it as a prompt, linked to the sheet page.
         let client = try Self.agentClient(sandbox, BrowserSandbox.mac)
         defer { client.shutdown() }
-        let own = try await Self.secret(client, BrowserAgentAPI.Page.screen)
+        let own = try await Self.secret(client, .screen)
         let waiting = try await client.send(
             HTTPClientRequest(
                 method: .get, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.deviceScreen,
@@ -41,6 +41,16 @@ extension BrowserPurchaseTests {
         try await Self.giveContact(browser)
         let confirmation = try await Self.payAndConfirm(browser, method: "touch-id", windows: windows)
         #expect(confirmation.contains("is paid"), "\(confirmation)")
+        // A page of another origin (the store's) gets no secret: the agent answers no CORS, so the browser hands
+        // the page nothing, and the agent refuses its Origin besides.
+        #expect(try await browser.string("return location.origin;") == "https://store.orchard.test")
+        let foreign = try await browser.awaitPromise(
+            """
+            fetch("\(BrowserAgentAPI.origin)\(BrowserAgentAPI.Route.secret)", {method: "POST",
+                headers: {"Content-Type": "application/json"}, body: JSON.stringify({document: "screen"})})
+            .then(r => r.text())
+            """)
+        #expect(foreign.hasPrefix("\"TypeError"), "\(foreign)")
 
         try await browser.navigate(BrowserAgentAPI.origin + BrowserAgentAPI.Page.screen)
         try await browser.wait(
@@ -53,11 +63,13 @@ extension BrowserPurchaseTests {
         #expect(text.contains("Orchard Demo Store") && text.contains("USD") && text.contains("completed"), "\(text)")
         #expect(text.contains("Nothing waits for you."), "\(text)")
         #expect(!Self.holdsAccountNumber(text), "\(text)")
-        // The JSON the page reads, fetched by the page itself (its secret, same origin).
+        // The JSON the page reads, fetched by the page itself (a secret of its own, same origin).
         let json = try await browser.awaitPromise(
             """
-            fetch("\(BrowserAgentAPI.Route.deviceScreen)", {headers: {"\(BrowserAgentAPI.secretHeader)":
-                document.querySelector("meta[name=orchard-agent-secret]").content}}).then(r => r.json())
+            fetch("\(BrowserAgentAPI.Route.secret)", {method: "POST", headers: {"Content-Type": "application/json"},
+                body: JSON.stringify({document: "screen"})}).then(r => r.json())
+            .then(s => fetch("\(BrowserAgentAPI.Route.deviceScreen)",
+                {headers: {"\(BrowserAgentAPI.secretHeader)": s.secret}})).then(r => r.json())
             """)
         let screen = try JSONDecoder().decode(BrowserAgentAPI.DeviceScreen.self, from: Data(json.utf8))
         #expect(screen.device == BrowserSandbox.mac && screen.kind == "mac" && screen.prompts.isEmpty)
@@ -73,7 +85,7 @@ extension BrowserPurchaseTests {
         let page = try await client.get(BrowserAgentAPI.origin + BrowserAgentAPI.Page.screen)
         #expect(page.headers["Content-Security-Policy"]?.hasSuffix("frame-ancestors 'none'") == true)
         #expect(page.headers["X-Frame-Options"] == "DENY")
-        let sheet = try await Self.secret(client, BrowserAgentAPI.Page.sheet)
+        let sheet = try await Self.secret(client, .sheet)
         func read(_ headers: HTTPHeaders) async throws -> Int {
             try await client.send(
                 HTTPClientRequest(
@@ -90,7 +102,7 @@ extension BrowserPurchaseTests {
 extension BrowserPurchaseTests {
     /// The screen's JSON as the screen page reads it (its secret, same origin).
     static func screenJSON(_ client: HTTPClient) async throws -> BrowserAgentAPI.DeviceScreen {
-        let own = try await Self.secret(client, BrowserAgentAPI.Page.screen)
+        let own = try await Self.secret(client, .screen)
         let answer = try await client.send(
             HTTPClientRequest(
                 method: .get, url: BrowserAgentAPI.origin + BrowserAgentAPI.Route.deviceScreen,

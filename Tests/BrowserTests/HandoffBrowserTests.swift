@@ -63,7 +63,7 @@ struct HandoffBrowserTests {
     static func phoneSheetPageCannotActOnTheHandoffSheet(_ sandbox: BrowserSandbox) async throws {
         let agent = try BrowserPurchaseTests.agentClient(sandbox, BrowserSandbox.phone)
         defer { agent.shutdown() }
-        let secret = try await BrowserPurchaseTests.secret(agent, BrowserAgentAPI.Page.sheet)
+        let secret = try await BrowserPurchaseTests.secret(agent, .sheet)
         let headers: HTTPHeaders = [
             "Sec-Fetch-Site": "same-origin", BrowserAgentAPI.secretHeader: secret, "Content-Type": "application/json",
         ]

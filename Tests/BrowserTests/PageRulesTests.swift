@@ -301,11 +301,13 @@ extension BrowserPurchaseTests {
         try await browser.navigate("https://agent.orchard.test/frame")
         let refused = try await browser.awaitPromise(
             """
-            fetch('/v1/frame/sessions', { method: 'POST', headers: { 'Content-Type': 'application/json',
-                'X-Orchard-Agent-Secret': document.querySelector('meta[name=orchard-agent-secret]').content },
+            fetch('/v1/secret', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                body: JSON.stringify({ document: 'frame' }) }).then((r) => r.json())
+            .then((s) => fetch('/v1/frame/sessions', { method: 'POST', headers: { 'Content-Type': 'application/json',
+                'X-Orchard-Agent-Secret': s.secret },
                 body: JSON.stringify({ version: 3, page: { ancestorOrigins: [], secureContext: true, paymentAllowed: true },
                 request: { countryCode: 'US', currencyCode: 'USD', supportedNetworks: ['visa'],
-                    merchantCapabilities: ['supports3DS'], total: { label: 'x', amount: '1.00' } } }) })
+                    merchantCapabilities: ['supports3DS'], total: { label: 'x', amount: '1.00' } } }) }))
                 .then((r) => r.json()).then((j) => j.error.message)
             """)
         #expect(refused == "\"Trying to start an Apple Pay session from an inactive document.\"")

@@ -196,7 +196,7 @@ extension BrowserPurchaseTests {
         let sandbox = try sandbox
         let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
         defer { client.shutdown() }
-        let secret = try await Self.secret(client, BrowserAgentAPI.Page.frame)
+        let secret = try await Self.secret(client, .frame)
         func begin(_ change: (inout BrowserAgentAPI.PaymentRequest) -> Void) async throws -> String {
             var request = BrowserAgentAPI.PaymentRequest(
                 countryCode: "US", currencyCode: "USD", supportedNetworks: ["visa"],

@@ -1,12 +1,26 @@
 /*
  * The browser agent's invisible frame (docs/web.md, "The browser agent"). It reads the embedding page's real
  * origin from the browser (location.ancestorOrigins, isSecureContext, the payment permission policy), relays the
- * page's ApplePaySession calls to the agent's server with this document's secret, and hands the page only what
+ * page's ApplePaySession calls to the agent's server with this page load's secret, and hands the page only what
  * the API hands it.
  */
 (function () {
     "use strict";
-    const secret = document.querySelector("meta[name=orchard-agent-secret]").content;
+    // This page load's secret: no document carries one; the agent's server hands it to this script's fetch alone
+    // (docs/web.md, "The browser agent"), and it stays in memory.
+    const secret = fetch("/v1/secret", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        credentials: "omit",
+        body: JSON.stringify({ document: "frame" }),
+    }).then(function (response) {
+        return response.json().then(function (json) {
+            if (response.status !== 200 || typeof json.secret !== "string") {
+                throw new Error(json.error ? json.error.message : "the agent gave this page no secret");
+            }
+            return json.secret;
+        });
+    });
     const ancestors = location.ancestorOrigins ? Array.from(location.ancestorOrigins) : [];
     const policy = document.permissionsPolicy || document.featurePolicy;
     const page = {
@@ -19,12 +33,14 @@
     const sessions = new Map();
 
     function call(method, path, body) {
-        const init = { method: method, headers: { "X-Orchard-Agent-Secret": secret }, credentials: "omit", keepalive: true };
-        if (body !== undefined) {
-            init.headers["Content-Type"] = "application/json";
-            init.body = typeof body === "string" ? body : JSON.stringify(body);
-        }
-        return fetch(path, init).then(function (response) {
+        return secret.then(function (value) {
+            const init = { method: method, headers: { "X-Orchard-Agent-Secret": value }, credentials: "omit", keepalive: true };
+            if (body !== undefined) {
+                init.headers["Content-Type"] = "application/json";
+                init.body = typeof body === "string" ? body : JSON.stringify(body);
+            }
+            return fetch(path, init);
+        }).then(function (response) {
             return response.json().then(function (json) {
                 return { status: response.status, body: json };
             });

@@ -9,7 +9,21 @@
     if (window.opener) {
         window.opener = null;
     }
-    const secret = document.querySelector("meta[name=orchard-agent-secret]").content;
+    // This page load's secret: no document carries one; the agent's server hands it to this script's fetch alone
+    // (docs/web.md, "The browser agent"), and it stays in memory.
+    const secret = fetch("/v1/secret", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        credentials: "omit",
+        body: JSON.stringify({ document: "screen" }),
+    }).then(function (response) {
+        return response.json().then(function (json) {
+            if (response.status !== 200 || typeof json.secret !== "string") {
+                throw new Error(json.error ? json.error.message : "the agent gave this page no secret");
+            }
+            return json.secret;
+        });
+    });
     const $ = function (id) { return document.getElementById(id); };
     let shown = null; // The JSON of what is drawn, to redraw only on change.
 
@@ -72,7 +86,10 @@
     }
 
     function refresh() {
-        fetch("/v1/screen", { headers: { "X-Orchard-Agent-Secret": secret }, credentials: "omit" })
+        secret
+            .then(function (value) {
+                return fetch("/v1/screen", { headers: { "X-Orchard-Agent-Secret": value }, credentials: "omit" });
+            })
             .then(function (response) {
                 return response.json().then(function (json) { return { status: response.status, body: json }; });
             })

@@ -8,19 +8,35 @@
     if (window.opener) {
         window.opener = null;
     }
-    const secret = document.querySelector("meta[name=orchard-agent-secret]").content;
+    // This page load's secret: no document carries one; the agent's server hands it to this script's fetch alone
+    // (docs/web.md, "The browser agent"), and it stays in memory.
+    const secret = fetch("/v1/secret", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        credentials: "omit",
+        body: JSON.stringify({ document: "sheet" }),
+    }).then(function (response) {
+        return response.json().then(function (json) {
+            if (response.status !== 200 || typeof json.secret !== "string") {
+                throw new Error(json.error ? json.error.message : "the agent gave this page no secret");
+            }
+            return json.secret;
+        });
+    });
     const $ = function (id) { return document.getElementById(id); };
     let shown = null; // The JSON of what is drawn, to redraw only on change.
     let busy = false;
     let drawnCoupon = null; // The coupon code last put in the field.
 
     function call(method, path, body) {
-        const init = { method: method, headers: { "X-Orchard-Agent-Secret": secret }, credentials: "omit" };
-        if (body !== undefined) {
-            init.headers["Content-Type"] = "application/json";
-            init.body = JSON.stringify(body);
-        }
-        return fetch(path, init).then(function (response) {
+        return secret.then(function (value) {
+            const init = { method: method, headers: { "X-Orchard-Agent-Secret": value }, credentials: "omit" };
+            if (body !== undefined) {
+                init.headers["Content-Type"] = "application/json";
+                init.body = JSON.stringify(body);
+            }
+            return fetch(path, init);
+        }).then(function (response) {
             return response.json().then(function (json) { return { status: response.status, body: json }; });
         });
     }
