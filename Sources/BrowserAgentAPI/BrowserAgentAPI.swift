@@ -42,6 +42,9 @@ public enum BrowserAgentAPI {
         /// `POST` ``SecretRequest`` → ``PageSecret``: a page load's secret, for a `fetch` of the agent's own
         /// document (`Origin` the agent's, `Sec-Fetch-Site: same-origin`, `Sec-Fetch-Dest: empty`, a JSON body).
         public static let secret = "/v1/secret"
+        /// `POST {}` with the page's secret → `{}`: the page load ended (`pagehide`); the secret is refused from then
+        /// on.
+        public static let endSecret = "/v1/secret/end"
         /// `POST` ``PageContext`` → ``Hello``: the frame's first call, with what it read of its parents.
         public static let hello = "/v1/frame/hello"
         /// `POST` ``BeginSession`` → ``SessionBegun`` (201): `begin()`.
@@ -76,6 +79,7 @@ public enum BrowserAgentAPI {
     /// server checks `Sec-Fetch-Site` and the secret before any handler runs.
     public enum Declared {
         public static let secret = DeclaredRoute("POST", Route.secret, .anyone)
+        public static let endSecret = DeclaredRoute("POST", Route.endSecret, .anyone)
         public static let hello = DeclaredRoute("POST", Route.hello, .anyone)
         public static let sessions = DeclaredRoute("POST", Route.sessions, .anyone)
         public static let merchantSession = DeclaredRoute("POST", Route.merchantSession, .anyone)
@@ -111,8 +115,8 @@ public enum BrowserAgentAPI {
         public init(document: Document) { self.document = document }
     }
 
-    /// `{"secret"}`: the page load's secret, for ``secretHeader``; it expires with the agent's process or after
-    /// a working day.
+    /// `{"secret"}`: the page load's secret, for ``secretHeader``; it ends with the page load (``Route/endSecret``),
+    /// the agent's process or a working day, whichever comes first.
     public struct PageSecret: Codable, Sendable, Hashable {
         public let secret: String
 

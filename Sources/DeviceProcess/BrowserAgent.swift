@@ -77,6 +77,7 @@ final class BrowserAgent: Sendable {
             try state.document("screen.html", frameAncestors: "'none'")
         }
         router.add(BrowserAgentAPI.Declared.secret) { request in state.secretRoute(request) }
+        router.add(BrowserAgentAPI.Declared.endSecret) { request in state.endSecretRoute(request) }
         for route in BrowserAgentAPI.Declared.screenPage {
             router.add(route) { request in await state.screenRoute(route, request) }
         }
@@ -161,6 +162,9 @@ private final class AgentState: @unchecked Sendable {
     let handoff: Handoff?
     let trace: @Sendable (String) -> Void
     private let secrets = BrowserAgentSecrets()
+    /// The secrets whose page load ended, with when. An entry goes once its secret has expired anyway, so the table
+    /// holds at most a lifetime of ended page loads, and nothing a client sends takes one out early.
+    private var ended: [String: ContinuousClock.Instant] = [:]
     private let lock = NSLock()
     private var sessions: [String: WebSession] = [:]
     private var latest: WebSession?
@@ -238,9 +242,20 @@ private final class AgentState: @unchecked Sendable {
     private func caller(_ request: HTTPRequest) -> (kind: SecretKind, secret: String)? {
         guard request.headers["Sec-Fetch-Site"] == "same-origin",
             let secret = request.headers[BrowserAgentAPI.secretHeader],
-            let kind = secrets.kind(of: secret)
+            let kind = secrets.kind(of: secret), lock.withLock({ ended[secret] == nil })
         else { return nil }
         return (kind, secret)
+    }
+
+    /// `POST /v1/secret/end`: the caller's page load ended; its secret is refused from then on.
+    func endSecretRoute(_ request: HTTPRequest) -> HTTPResponse {
+        guard let caller = caller(request) else { return Self.forbidden }
+        let now = ContinuousClock.now
+        lock.withLock {
+            ended = ended.filter { now - $0.value <= BrowserAgentSecrets.lifetime }
+            ended[caller.secret] = now
+        }
+        return Self.json([String: String]())
     }
 
     /// The kind of the agent's own document that sent `request`, else nil.

@@ -264,6 +264,34 @@ extension BrowserPurchaseTests {
         }
     }
 
+    @Test("U2: a secret ends with its page load: refused once the page says it is gone, its sessions with it")
+    func aSecretEndsWithItsPageLoad() async throws {
+        let sandbox = try sandbox
+        let client = try Self.agentClient(sandbox, BrowserSandbox.phone)
+        defer { client.shutdown() }
+        let secret = try await Self.secret(client, .frame)
+        let other = try await Self.secret(client, .frame)
+        func post(_ route: String, _ secret: String?, _ body: Data = Data("{}".utf8)) async throws -> Int {
+            var headers: HTTPHeaders = ["Content-Type": "application/json", "Sec-Fetch-Site": "same-origin"]
+            if let secret { headers.set(BrowserAgentAPI.secretHeader, secret) }
+            return try await client.send(
+                HTTPClientRequest(method: .post, url: BrowserAgentAPI.origin + route, headers: headers, body: body)
+            ).status.code
+        }
+        let page = try JSONEncoder().encode(
+            BrowserAgentAPI.PageContext(
+                ancestorOrigins: ["https://store.orchard.test"], secureContext: true, paymentAllowed: true))
+        #expect(try await post(BrowserAgentAPI.Route.hello, secret, page) == 200)
+        // Ending needs a live secret: none, or a guessed one, ends nothing.
+        #expect(try await post(BrowserAgentAPI.Route.endSecret, nil) == 403)
+        #expect(try await post(BrowserAgentAPI.Route.endSecret, String(repeating: "0", count: 66)) == 403)
+        #expect(try await post(BrowserAgentAPI.Route.endSecret, secret) == 200)
+        #expect(try await post(BrowserAgentAPI.Route.hello, secret, page) == 403)
+        #expect(try await post(BrowserAgentAPI.Route.endSecret, secret) == 403)
+        // Another page load's secret is its own.
+        #expect(try await post(BrowserAgentAPI.Route.hello, other, page) == 200)
+    }
+
     @Test("U2: 2,000 page loads leave an open page's secret working: no table of secrets to push it out of")
     func manyPageLoadsKeepAnOpenPagesSecret() async throws {
         let sandbox = try sandbox

@@ -34,6 +34,10 @@ struct BrowserAgentContractTests {
             #expect(script.contains("fetch(\"\(BrowserAgentAPI.Route.secret)\""), "\(name) asks for no secret")
             #expect(script.contains("document: \"\(document.rawValue)\""), "\(name) names another document")
             #expect(script.contains("json.secret") && !script.contains("orchard-agent-secret"), "\(name)")
+            #expect(
+                script.contains("addEventListener(\"pagehide\"")
+                    && script.contains("fetch(\"\(BrowserAgentAPI.Route.endSecret)\""),
+                "\(name) does not end its secret with the page load")
             let page = name.replacingOccurrences(of: ".js", with: ".html")
             #expect(!(try Self.script(page)).contains("SECRET"), "\(page) still carries a secret")
         }

@@ -21,6 +21,18 @@
             return json.secret;
         });
     });
+    // The secret ends with the page load.
+    window.addEventListener("pagehide", function () {
+        secret.then(function (value) {
+            fetch("/v1/secret/end", {
+                method: "POST",
+                headers: { "X-Orchard-Agent-Secret": value, "Content-Type": "application/json" },
+                body: "{}",
+                credentials: "omit",
+                keepalive: true,
+            });
+        }, function () {});
+    });
     const ancestors = location.ancestorOrigins ? Array.from(location.ancestorOrigins) : [];
     const policy = document.permissionsPolicy || document.featurePolicy;
     const page = {

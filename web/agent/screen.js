@@ -24,6 +24,18 @@
             return json.secret;
         });
     });
+    // The secret ends with the page load.
+    window.addEventListener("pagehide", function () {
+        secret.then(function (value) {
+            fetch("/v1/secret/end", {
+                method: "POST",
+                headers: { "X-Orchard-Agent-Secret": value, "Content-Type": "application/json" },
+                body: "{}",
+                credentials: "omit",
+                keepalive: true,
+            });
+        }, function () {});
+    });
     const $ = function (id) { return document.getElementById(id); };
     let shown = null; // The JSON of what is drawn, to redraw only on change.
 
