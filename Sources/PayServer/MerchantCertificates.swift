@@ -16,6 +16,8 @@ public struct MerchantCertificateRecord: Sendable, Hashable, Codable {
     public let keyType: String
     public let notAfter: Date
     public let revokedAt: Date?
+    /// The processor the merchant delegated a processing certificate to through its portal (nil: its own key).
+    public let processor: String?
 }
 
 /// Listing and revoking the merchant certificates in `pay.sqlite`, and choosing the processing certificate a
@@ -35,7 +37,8 @@ public final class MerchantCertificates: Sendable {
         try await store.read { db in
             try db.query(
                 """
-                SELECT serial, merchant_identifier, kind, der, not_after, revoked_at FROM merchant_certificates
+                SELECT serial, merchant_identifier, kind, der, not_after, revoked_at, processor
+                FROM merchant_certificates
                 WHERE ?1 IS NULL OR merchant_identifier = ?1 ORDER BY merchant_identifier, not_after DESC, serial
                 """, [.optional(merchantIdentifier)]
             ) { row in
@@ -45,7 +48,8 @@ public final class MerchantCertificates: Sendable {
                 return MerchantCertificateRecord(
                     serial: try row.string(0), merchantIdentifier: try row.string(1), kind: try row.string(2),
                     keyType: keyType, notAfter: try row.date(4),
-                    revokedAt: try row.optionalInt64(5).map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                    revokedAt: try row.optionalInt64(5).map { Date(timeIntervalSince1970: Double($0) / 1000) },
+                    processor: try row.optionalString(6))
             }
         }
     }
@@ -62,8 +66,9 @@ public final class MerchantCertificates: Sendable {
     }
 
     /// The processing certificate a token for `merchantIdentifier` is encrypted to at `now`, inside a
-    /// transaction: unrevoked, valid now, the latest expiry first, P-256 (EC_v1) before RSA (RSA_v1, for a
-    /// merchant with only RSA).
+    /// transaction: unrevoked, valid now, the latest expiry first (then the latest issued, so a certificate just
+    /// issued, such as one delegated to a processor, takes over), P-256 (EC_v1) before RSA (RSA_v1, for a merchant
+    /// with only RSA).
     static func processingCertificate(
         for merchantIdentifier: String, at now: Date, in db: Database,
         parse: ([UInt8]) throws -> (Certificate, MerchantProcessingPublicKey) = {
@@ -75,7 +80,7 @@ public final class MerchantCertificates: Sendable {
             """
             SELECT der FROM merchant_certificates
             WHERE merchant_identifier = ? AND kind = 'processing' AND revoked_at IS NULL AND not_after > ?
-            ORDER BY not_after DESC, serial
+            ORDER BY not_after DESC, coalesce(issued_at, 0) DESC, serial
             """, [.text(merchantIdentifier), .milliseconds(now)]
         ) { row in try parse(try row.blob(0)) }
         let valid = candidates.filter { $0.0.isValid(at: now) }

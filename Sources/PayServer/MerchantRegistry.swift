@@ -51,18 +51,53 @@ public final class MerchantRegistry: MerchantOnboarding {
     public func issuePaymentProcessingCertificate(
         for request: CertificateSigningRequest, merchantIdentifier: String
     ) async throws -> [Certificate] {
+        try await issueProcessingCertificate(for: request, merchantIdentifier: merchantIdentifier, processor: nil)
+    }
+
+    /// Issues a payment processing certificate for `request`'s key (P-256 or RSA-2048, subject UID the merchant ID)
+    /// and records it; `processor` names the processor the merchant delegated it to (nil: the merchant's own key).
+    /// Returns the certificate then the merchant CA's.
+    private func issueProcessingCertificate(
+        for request: CertificateSigningRequest, merchantIdentifier: String, processor: String?
+    ) async throws -> [Certificate] {
         // P-256 keys agree on a key (EC_v1); RSA-2048 keys unwrap one (RSA_v1).
         guard request.publicKey.p256 != nil || request.publicKey.rsa?.keySizeInBits == 2048 else {
             throw ServicesError(
                 .pkiFailure, "payment processing certificates are issued for P-256 (EC_v1) or RSA-2048 (RSA_v1) keys")
         }
         return try await issue(
-            request, merchantIdentifier: merchantIdentifier, kind: "processing", subject: request.subject,
+            request, merchantIdentifier: merchantIdentifier, kind: "processing", processor: processor,
+            subject: request.subject,
             extensions: [
                 .basicConstraints(isCA: false),
                 .keyUsage(request.publicKey.rsa != nil ? [.keyEncipherment] : [.keyAgreement]),
                 .appleMerchantIdentifier(merchantIdentifier),
             ])
+    }
+
+    /// Issues a payment processing certificate to a processor's key at the merchant's own request (its portal
+    /// certificate, which the route checks), recording the processor. A request that is not a PEM CSR, or that the
+    /// processing checks refuse (key type, subject UID, signature), is ``PayServerError/Code/invalidRequest`` and
+    /// issues nothing; an unregistered merchant is ``PayServerError/Code/notFound``.
+    public func issueDelegatedProcessingCertificate(
+        requestPEM: String, processor: String, merchantIdentifier: String
+    ) async throws -> [Certificate] {
+        guard try await merchant(merchantIdentifier) != nil else {
+            throw PayServerError(.notFound, "merchant \(merchantIdentifier) is not registered")
+        }
+        let request: CertificateSigningRequest
+        do {
+            request = try CertificateSigningRequest(pemEncoded: requestPEM)
+        } catch {
+            throw PayServerError(
+                .invalidRequest, "certificateSigningRequest is not a PEM certificate signing request: \(error)")
+        }
+        do {
+            return try await issueProcessingCertificate(
+                for: request, merchantIdentifier: merchantIdentifier, processor: processor)
+        } catch let error as ServicesError where error.code == .pkiFailure {
+            throw PayServerError(.invalidRequest, error.message)
+        }
     }
 
     public func issueMerchantIdentityCertificate(
@@ -140,8 +175,8 @@ public final class MerchantRegistry: MerchantOnboarding {
     }
 
     private func issue(
-        _ request: CertificateSigningRequest, merchantIdentifier: String, kind: String, subject: DistinguishedName,
-        extensions: [Certificate.Extension]
+        _ request: CertificateSigningRequest, merchantIdentifier: String, kind: String, processor: String? = nil,
+        subject: DistinguishedName, extensions: [Certificate.Extension]
     ) async throws -> [Certificate] {
         guard try await merchant(merchantIdentifier) != nil else {
             throw ServicesError(.invalidConfiguration, "merchant \(merchantIdentifier) is not registered")
@@ -170,12 +205,12 @@ public final class MerchantRegistry: MerchantOnboarding {
         try await store.write { db in
             try db.execute(
                 """
-                INSERT INTO merchant_certificates (serial, merchant_identifier, kind, der, not_after)
-                VALUES (?, ?, ?, ?, ?)
+                INSERT INTO merchant_certificates (serial, merchant_identifier, kind, der, not_after, processor, issued_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(serial), .text(merchantIdentifier), .text(kind), .blob(certificate.derRepresentation),
-                    .milliseconds(certificate.notValidAfter),
+                    .milliseconds(certificate.notValidAfter), .optional(processor), .milliseconds(now),
                 ])
         }
         return [certificate, authority.certificate]

@@ -113,6 +113,14 @@ public enum PayStore {
             sql: """
                 CREATE INDEX merchant_certificates_revoked ON merchant_certificates(der) WHERE revoked_at IS NOT NULL;
                 """),
+        // A processing certificate a merchant had issued to its processor's key through its portal: who that is;
+        // and when each certificate was issued, which orders two that expire in the same second.
+        Migration(
+            version: 13, name: "merchant certificates' processor and issue time",
+            sql: """
+                ALTER TABLE merchant_certificates ADD COLUMN processor TEXT;
+                ALTER TABLE merchant_certificates ADD COLUMN issued_at INTEGER;
+                """),
     ]
 
     /// Opens the Pay server's store of the deployment in `directory` (its `config.json` says where), for commands

@@ -6,7 +6,8 @@ import OrchardX509
 import WebMerchantAPI
 
 extension PayServer {
-    /// The merchant portal's web routes (WebMerchantAPI): domains and association files. Only a merchant's portal
+    /// The merchant portal's web routes (WebMerchantAPI): domains, association files and processing certificates
+    /// for the merchant's processors. Only a merchant's portal
     /// certificate (issued by the Orchard root, OU `merchant-portal`, UID `merchant:<ID>`) may call them, for the
     /// merchant it names (the router checks the path's `:merchant` against it).
     func installWebMerchantRoutes(into router: inout Router, root: Certificate) {
@@ -29,6 +30,23 @@ extension PayServer {
             let merchant = try Self.webParameter(request, "merchant")
             let domain = try Self.webParameter(request, "domain")
             return try Self.webJSON(try await domains.verify(domain, merchantIdentifier: merchant))
+        }
+        let merchants = self.merchants
+        router.add(WebMerchantAPI.Declared.requestProcessingCertificate) { request in
+            let (merchant, body) = try Self.webInput(request, ProcessingCertificateRequest.self)
+            guard ProcessingCertificateRequest.isProcessorName(body.processor) else {
+                throw PayServerError(
+                    .invalidRequest,
+                    "processor is 1 to 64 lowercase letters, digits, '.', '_' and '-' (for example psp.example)")
+            }
+            let chain = try await merchants.issueDelegatedProcessingCertificate(
+                requestPEM: body.certificateSigningRequest, processor: body.processor, merchantIdentifier: merchant)
+            return try Self.webJSON(
+                ProcessingCertificateResponse(
+                    merchantIdentifier: merchant, serial: Hex.encode(chain[0].serialNumber), processor: body.processor,
+                    certificateChain: chain.map(\.pemRepresentation),
+                    notAfter: ISO8601DateFormatter().string(from: chain[0].notValidAfter)),
+                status: .created)
         }
         router.add(WebMerchantAPI.Declared.associationFile) { request in
             let merchant = try Self.webParameter(request, "merchant")

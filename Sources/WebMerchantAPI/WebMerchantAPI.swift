@@ -43,6 +43,11 @@ public enum WebMerchantAPI {
         public static func associationFile(merchant: String) -> String {
             "/v1/web/merchants/\(merchant)/association-file"
         }
+        /// `POST` ``ProcessingCertificateRequest``: issues a payment processing certificate for the merchant to the
+        /// key of a processor's CSR; answers ``ProcessingCertificateResponse`` (201).
+        public static func processingCertificates(merchant: String) -> String {
+            "/v1/web/merchants/\(merchant)/processing-certificates"
+        }
     }
 
     /// What a merchant's website serves to the verifier.
@@ -65,10 +70,12 @@ public enum WebMerchantAPI {
             "POST", Route.verify(merchant: ":merchant", domain: ":domain"), portal)
         public static let associationFile = DeclaredRoute(
             "POST", Route.associationFile(merchant: ":merchant"), portal)
+        public static let requestProcessingCertificate = DeclaredRoute(
+            "POST", Route.processingCertificates(merchant: ":merchant"), portal)
 
         /// Every route of the contract.
         public static var all: [DeclaredRoute] {
-            [addDomain, listDomains, removeDomain, verifyDomain, associationFile]
+            [addDomain, listDomains, removeDomain, verifyDomain, associationFile, requestProcessingCertificate]
         }
     }
 }

@@ -29,6 +29,25 @@ struct WebMerchantAPIContractTests {
             WebMerchantAPI.Route.verify(merchant: "m.x", domain: "a.test")
                 == "/v1/web/merchants/m.x/domains/a.test/verify")
         #expect(WebMerchantAPI.Route.associationFile(merchant: "m.x") == "/v1/web/merchants/m.x/association-file")
+        #expect(
+            WebMerchantAPI.Route.processingCertificates(merchant: "m.x")
+                == "/v1/web/merchants/m.x/processing-certificates")
+        #expect(
+            try Self.encoded(ProcessingCertificateRequest(certificateSigningRequest: "PEM", processor: "psp.example"))
+                == #"{"certificateSigningRequest":"PEM","processor":"psp.example"}"#)
+        #expect(
+            try Self.encoded(
+                ProcessingCertificateResponse(
+                    merchantIdentifier: "m.x", serial: "0A", processor: "psp.example", certificateChain: ["A", "B"],
+                    notAfter: "2029-01-01T00:00:00Z"))
+                == #"{"certificateChain":["A","B"],"merchantIdentifier":"m.x","notAfter":"2029-01-01T00:00:00Z","#
+                + #""processor":"psp.example","serial":"0A"}"#)
+        #expect(
+            ProcessingCertificateRequest.isProcessorName("psp.example")
+                && ProcessingCertificateRequest.isProcessorName("a"))
+        #expect(
+            !ProcessingCertificateRequest.isProcessorName(".psp")
+                && !ProcessingCertificateRequest.isProcessorName("Psp"))
         // A merchant's portal certificate, for the merchant the path names.
         let portal = AccessPolicy.identified(
             role: "merchant-portal", IdentityBinding(kind: "merchant", pathParameters: ["merchant"]))

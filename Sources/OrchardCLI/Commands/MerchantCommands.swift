@@ -17,7 +17,8 @@ enum MerchantCommands {
         name: "merchant",
         summary: "Merchant onboarding: CSRs, registration, certificates and app entitlements at the Pay server.",
         subcommands: [
-            csr, register, certs, WebMerchantCommands.associationFile, WebMerchantCommands.domain,
+            csr, register, certs, WebMerchantCommands.processingCertificate, WebMerchantCommands.associationFile,
+            WebMerchantCommands.domain,
             MerchantSessionCommands.session,
         ]
     )
@@ -140,7 +141,9 @@ enum MerchantCommands {
         name: "certs",
         summary: "List the merchant certificates the Pay server issued, or revoke one.",
         discussion: """
-            Prints JSON: serial, merchant, kind, key type, expiry and revocation time. With --revoke SERIAL the
+            Prints JSON: serial, merchant, kind, key type, expiry, revocation time and, for a processing certificate
+            the merchant had issued to a processor (`merchant processing-certificate`), that processor. With --revoke
+            SERIAL the
             certificate is revoked first: the Pay server never encrypts a token to a revoked processing
             certificate.
             """,
@@ -177,6 +180,8 @@ enum MerchantCommands {
         let keyType: String
         let notAfter: String
         let revokedAt: String?
+        /// The processor a processing certificate was delegated to through the merchant's portal.
+        let processor: String?
 
         init(_ record: MerchantCertificateRecord) {
             let formatter = ISO8601DateFormatter()
@@ -186,6 +191,7 @@ enum MerchantCommands {
             keyType = record.keyType
             notAfter = formatter.string(from: record.notAfter)
             revokedAt = record.revokedAt.map { formatter.string(from: $0) }
+            processor = record.processor
         }
     }
 

@@ -24,6 +24,60 @@ enum WebMerchantCommands {
         try await runAssociationFile(arguments, context)
     }
 
+    static let processingCertificate = Command(
+        name: "processing-certificate",
+        summary: "Have the Pay server issue a processing certificate for your processor's CSR (delegation).",
+        discussion: """
+            The merchant's side of delegating token decryption to a processor (a PSP), as a merchant uploads its
+            PSP's CSR at Apple's developer portal: the request goes with the merchant's portal certificate, so only
+            the merchant can ask, for its own merchant ID. The CSR (P-256 for EC_v1, RSA-2048 for RSA_v1, subject UID
+            the merchant ID) comes from the processor, which keeps its key. Writes the certificate chain (PEM) to
+            --out for the processor and prints JSON: merchant, serial, processor and expiry. New tokens are
+            encrypted to the valid processing certificate that expires last (`orchard merchant certs` lists them,
+            --revoke ends one).
+            """,
+        options: [merchantOption, csrFileOption, processorOption, chainOutOption]
+    ) { arguments, context in
+        let merchant = arguments[merchantOption]
+        let path = arguments[csrFileOption]
+        let request: String
+        do {
+            request = String(decoding: try SecureFile.read(path, limit: 64 << 10), as: UTF8.self)
+        } catch {
+            throw CLIError.failure("cannot read the CSR \(path): \(error)")
+        }
+        let issued = try await runPortal(context, merchant: merchant, print: false) { portal in
+            try await portal.send(
+                .post, WebMerchantAPI.Route.processingCertificates(merchant: merchant),
+                body: ProcessingCertificateRequest(
+                    certificateSigningRequest: request, processor: arguments[processorOption]),
+                as: ProcessingCertificateResponse.self)
+        }
+        let out = arguments[chainOutOption]
+        try SecureFile.write(Array(issued.certificateChain.joined().utf8), to: out, mode: 0o644)
+        context.trace("wrote \(out): the processing certificate and the merchant CA's, for \(issued.processor)")
+        try context.outputJSON(
+            DelegatedCertificate(
+                merchantIdentifier: issued.merchantIdentifier, serial: issued.serial, processor: issued.processor,
+                notAfter: issued.notAfter, certificateChain: out))
+    }
+
+    /// What `processing-certificate` prints: the issued certificate and where its chain went.
+    struct DelegatedCertificate: Encodable {
+        let merchantIdentifier: String
+        let serial: String
+        let processor: String
+        let notAfter: String
+        let certificateChain: String
+    }
+
+    static let csrFileOption = Option.required(
+        "csr", "FILE", help: "The processor's certificate signing request (PEM).")
+    static let processorOption = Option.required(
+        "processor", "NAME", help: "Who processes with it: lowercase letters, digits, '.', '_', '-' (psp.example).")
+    static let chainOutOption = Option.required(
+        "out", "FILE", help: "Where to write the certificate chain (PEM) for the processor.")
+
     static let domain = Command(
         name: "domain",
         summary: "Register, validate, list and remove a web merchant's domains at the Pay server.",
