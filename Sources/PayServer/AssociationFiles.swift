@@ -4,17 +4,20 @@ public import OrchardX509
 public import PaymentToken
 public import WebMerchantAPI
 
-/// Domain-association files: the Pay server issues them signed by its token-signing leaf (the signer family of
-/// payment tokens, as Apple's `ecc-smp-broker-sign` signs both) and checks a file fetched from a merchant's
-/// site against its token-signing root and the merchant it must be for.
+/// Domain-association files: the Pay server issues them signed by its domain-association signing leaf (under the
+/// token root's integration CA, as Apple's `ecc-smp-broker-sign` is; with its own key and marker, so no other kind
+/// of leaf can sign a file) and checks a file fetched from a merchant's site against its token-signing root, that
+/// leaf's marker and the merchant it must be for.
 public final class AssociationFiles: Sendable {
     private let tokenSigning: TokenSigningPKI
     private let verifier: CMSVerifier
 
+    /// `tokenSigning`'s leaf signs the files: the domain-association signing leaf (``SigningLeaves``).
     public init(tokenSigning: TokenSigningPKI, clock: any WallClock) throws(X509Error) {
         self.tokenSigning = tokenSigning
         verifier = try CMSVerifier(
-            trustRoots: [tokenSigning.root], policy: .applePaymentTokenSigning, cacheCapacity: 16, clock: clock)
+            trustRoots: [tokenSigning.root], policy: .signingLeaf(.domainAssociationFile), cacheCapacity: 16,
+            clock: clock)
     }
 
     /// The merchant's wire identifier: the 64 upper-case hex digits of SHA-256(merchant ID).
@@ -37,13 +40,15 @@ public final class AssociationFiles: Sendable {
 
     /// Why a parsed file is not one this Pay server issued for the merchant.
     public enum Problem: Sendable, Hashable {
-        /// The signature does not verify to the token-signing root, or its signingTime is not `createdOn`.
+        /// The signature does not verify to the token-signing root, its signer is not a domain-association signing
+        /// leaf (the reason names the missing marker), or its signingTime is not `createdOn`.
         case signature(String)
         /// A genuine file issued for another merchant (its `pspId`).
         case otherMerchant(pspId: String)
     }
 
-    /// Checks `file`'s signature (to the token-signing root, chain valid at its signingTime, which must be
+    /// Checks `file`'s signature (to the token-signing root, by a domain-association signing leaf, chain valid at
+    /// its signingTime, which must be
     /// `createdOn` to the second), then that it was issued for `merchantIdentifier`. Nil when both hold.
     public func problem(with file: DomainAssociationFile, merchantIdentifier: String) -> Problem? {
         if let problem = verifier.signingProblem(
