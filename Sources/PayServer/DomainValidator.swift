@@ -145,6 +145,12 @@ public final class DomainValidator: Sendable {
                 "the file was issued for another merchant: pspId \(pspId), but \(merchantIdentifier) is "
                     + AssociationFiles.merchantHash(merchantIdentifier)
                     + " (`orchard merchant association-file --merchant \(merchantIdentifier)`)")
+        case nil where files.isLegacy(file):
+            pass(
+                .signature,
+                "signed by the shared signing leaf of before one leaf per kind: accepted; serve a new file "
+                    + "(`orchard merchant association-file --merchant \(merchantIdentifier)`)")
+            pass(.merchant, "issued for \(merchantIdentifier) (\(file.pspId))")
         case nil:
             pass(.signature, "signed by the Orchard domain-association signing leaf")
             pass(.merchant, "issued for \(merchantIdentifier) (\(file.pspId))")

@@ -84,7 +84,9 @@ public final class PayServer: Sendable {
         let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
         let network = try NetworkClient(directory: directory, peers: environment.peers)
         let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
-        let files = try AssociationFiles(tokenSigning: leaves.domainAssociationFile, clock: environment.wallClock)
+        let files = try AssociationFiles(
+            tokenSigning: leaves.domainAssociationFile, legacy: leaves.legacyAssociationFileSigner,
+            clock: environment.wallClock)
         let validator = DomainValidator(
             // A Pay side deployed on its own also reaches the host names of the parties it imported (the merchant's
             // store.orchard.test), whose sites chain to their imported roots.

@@ -34,6 +34,15 @@ public struct SigningLeaves: Sendable {
         }
     }
 
+    /// The token-signing leaf as the signer of the association files merchants still serve, when this deployment
+    /// was made before one leaf per kind (its domain-association leaf was issued later than its token leaf), until
+    /// that leaf was issued; nil for a deployment made with every leaf.
+    public var legacyAssociationFileSigner: AssociationFiles.LegacySigner? {
+        let issued = domainAssociationFile.leaf.notValidBefore
+        guard issued > paymentToken.leaf.notValidBefore.addingTimeInterval(600) else { return nil }
+        return AssociationFiles.LegacySigner(leaf: paymentToken.leaf, until: issued.addingTimeInterval(300))
+    }
+
     /// The name in `pki/` (folder `pay`) of `kind`'s leaf and key.
     public static func fileName(_ kind: SigningLeafKind) -> String {
         switch kind {

@@ -14,10 +14,11 @@ import WebMerchantAPI
 @Suite("The Pay server's signing leaves")
 struct SigningLeavesTests {
     let temporary: TemporaryDirectory
+    static let merchant = "merchant.dev.orchard.demo"
     init() throws { temporary = try TemporaryDirectory() }
 
     /// Every leaf is its kind's alone, under the token integration CA, with a key of its own.
-    static func checkLeaves(in directory: DeploymentDirectory) throws -> SigningLeaves {
+    static func checkLeaves(in directory: DeploymentDirectory, at time: Date = Date()) throws -> SigningLeaves {
         let (leaves, issued) = try SigningLeaves.load(from: directory, clock: SystemClock(), random: SystemRandom())
         #expect(issued.isEmpty, "init left leaves to issue: \(issued)")
         let token = try PayService.loadTokenSigningPKI(from: directory)
@@ -26,7 +27,7 @@ struct SigningLeavesTests {
             #expect(chain.kind == kind)
             #expect(chain.root == token.root && chain.intermediate == token.intermediate)
             let verifier = try CertificateChainVerifier(trustRoots: [token.root], policy: .signingLeaf(kind))
-            #expect(verifier.verify(leaf: chain.leaf, intermediates: [chain.intermediate], at: Date()).isValid)
+            #expect(verifier.verify(leaf: chain.leaf, intermediates: [chain.intermediate], at: time).isValid)
             #expect(
                 try DeploymentPKI.readCertificate(named: SigningLeaves.fileName(kind), from: directory) == chain.leaf)
         }
@@ -41,7 +42,7 @@ struct SigningLeavesTests {
             let directory = DeploymentDirectory(path: temporary.child(name))
             _ = try await DeploymentInitializer.initialize(
                 directory, registry: try ServiceRegistry([PayService()]), options: .init(party: party))
-            _ = try Self.checkLeaves(in: directory)
+            #expect(try Self.checkLeaves(in: directory).legacyAssociationFileSigner == nil)
         }
     }
 
@@ -51,6 +52,10 @@ struct SigningLeavesTests {
         let registry = try ServiceRegistry([PayService()])
         _ = try await DeploymentInitializer.initialize(directory, registry: registry)
         let tokenLeaf = try DeploymentPKI.readCertificate(named: PayService.Files.tokenSigning, from: directory)
+        // The file a merchant serves, signed as before by the one shared leaf.
+        let shared = try AssociationFiles(
+            tokenSigning: try PayService.loadTokenSigningPKI(from: directory), clock: SystemClock())
+        let servedFile = try shared.issue(merchantIdentifier: Self.merchant, at: Date())
         // As a deployment made before one leaf per kind: only token-signing under the integration CA.
         for kind in SigningLeafKind.allCases where kind != .paymentToken {
             for path in [
@@ -61,9 +66,12 @@ struct SigningLeavesTests {
             }
         }
 
+        // Upgraded a day later.
+        let upgrade = Date().addingTimeInterval(86_400)
         let host = try await ServiceHost.start(
-            [.pay], directory: directory, registry: registry, publish: false, anyPort: true)
-        let leaves = try Self.checkLeaves(in: directory)
+            [.pay], directory: directory, registry: registry,
+            environment: ServiceEnvironment(wallClock: ManualClock(now: upgrade)), publish: false, anyPort: true)
+        let leaves = try Self.checkLeaves(in: directory, at: upgrade)
         #expect(leaves.paymentToken.leaf == tokenLeaf)
         try directory.checkPermissions()
         // What the started server signs is the new capability-statement leaf's.
@@ -76,7 +84,7 @@ struct SigningLeavesTests {
         let answer = try await client.send(
             try HTTPClientRequest.json(
                 .post, "https://" + WebMerchantAPI.HostNames.pay + WebMerchantAPI.Capability.path,
-                CapabilityRequest(merchantIdentifier: "merchant.dev.orchard.demo", domain: "store.orchard.test")))
+                CapabilityRequest(merchantIdentifier: Self.merchant, domain: "store.orchard.test")))
         #expect(answer.status == .ok, "\(String(decoding: answer.body, as: UTF8.self))")
         let statement = try CapabilityStatement(json: Array(answer.body))
         let verifier = try CapabilityStatements.verifier(root: leaves.paymentToken.root, clock: SystemClock())
@@ -90,6 +98,21 @@ struct SigningLeavesTests {
         }
         #expect(signer == leaves.capabilityStatement.leaf)
         await host.stop()
+
+        // The file served since before stays valid (the leaf that signed it, created before the upgrade) and says
+        // so; the shared leaf's signature on a file created after the upgrade is refused, naming the marker.
+        let files = try AssociationFiles(
+            tokenSigning: leaves.domainAssociationFile, legacy: leaves.legacyAssociationFileSigner,
+            clock: SystemClock())
+        #expect(files.problem(with: servedFile, merchantIdentifier: Self.merchant) == nil && files.isLegacy(servedFile))
+        let late = try shared.issue(merchantIdentifier: Self.merchant, at: upgrade.addingTimeInterval(3600))
+        guard case .signature(let reason) = files.problem(with: late, merchantIdentifier: Self.merchant) else {
+            Issue.record("a file the shared leaf signed after the upgrade was accepted")
+            return
+        }
+        #expect(reason.contains(SigningLeafKind.domainAssociationFile.marker.description), "\(reason)")
+        let fresh = try files.issue(merchantIdentifier: Self.merchant, at: upgrade)
+        #expect(files.problem(with: fresh, merchantIdentifier: Self.merchant) == nil && !files.isLegacy(fresh))
 
         // Started again: nothing more to issue, the same leaves.
         let again = try SigningLeaves.load(from: directory, clock: SystemClock(), random: SystemRandom())
