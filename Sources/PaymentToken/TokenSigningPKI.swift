@@ -6,9 +6,10 @@ public import OrchardX509
 /// 1.2.840.113635.100.6.2.14, and a signing leaf carrying 1.2.840.113635.100.6.29 (both markers ASN.1 NULL,
 /// non-critical). The Pay server signs tokens with the leaf; merchants trust the root.
 ///
-/// The same root and integration CA issue one leaf per ``OrchardX509/SigningLeafKind`` (``issuingLeaf(for:notValidBefore:leafLifetime:random:)``):
-/// a value whose leaf is of another kind signs merchant sessions, association files or capability statements,
-/// and each kind's verifier refuses the others' leaves.
+/// The same root and integration CA issue one leaf per `SigningLeafKind`
+/// (``issuingLeaf(for:organization:notValidBefore:leafLifetime:random:)``): a value whose leaf is of another kind
+/// signs merchant sessions, association files or capability statements, and each kind's verifier refuses the
+/// others' leaves.
 public struct TokenSigningPKI: Sendable {
     /// The self-signed root merchants trust.
     public let root: Certificate
