@@ -88,6 +88,7 @@ public final class AssociationFiles: Sendable {
     /// the merchant should serve a new file.
     public func isLegacy(_ file: DomainAssociationFile) -> Bool {
         guard let legacy, Date(timeIntervalSince1970: Double(file.createdOn / 1000)) <= legacy.signer.until,
+            // try?: a signature that is no CMS SignedData is no legacy file; the main check names that failure.
             case .valid(let signer, _, let signingTime) = try? legacy.verifier.verifyDetachedSignature(
                 file.signature, content: file.signedContent, at: .signingTime)
         else { return false }

@@ -200,7 +200,7 @@ struct InitTests {
         #expect(pki.intermediate.hasExtension(.appleApplicationIntegrationCA))
         #expect(pki.leaf.hasExtension(.appleTokenSigningLeaf))
         // One leaf per kind beside it, each the kind's alone.
-        _ = try SigningLeavesTests.checkLeaves(in: directory)
+        #expect(try SigningLeavesTests.checkLeaves(in: directory).legacyAssociationFileSigner == nil)
         // The Orchard TLS root is not the token root.
         #expect(try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory) != pki.root)
 
