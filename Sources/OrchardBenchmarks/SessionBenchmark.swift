@@ -160,8 +160,9 @@ public enum SessionBenchmark {
     static func ceiling(
         directory: DeploymentDirectory, seconds: Double, recordBytes: (request: Int, answer: Int)
     ) throws -> Double {
-        let tokenSigning = try PayService.loadTokenSigningPKI(from: directory)
         let random = SystemRandom()
+        let tokenSigning = try SigningLeaves.load(from: directory, clock: SystemClock(), random: random).leaves
+            .merchantSession
         let recordKey = SymmetricKey(bitCount: 256)
         let iv = random.bytes(12)
         let header: [UInt8] = [0x17, 0x03, 0x03, 0x00, 0x00]

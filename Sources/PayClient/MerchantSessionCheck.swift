@@ -4,8 +4,9 @@ public import OrchardX509
 public import WebMerchantAPI
 
 /// The device's check of a page's merchant session before any sheet (docs/web.md, "The browser agent"), as
-/// Safari's PassKit checks Apple's: signed by the token-signing chain (`pki/token-root.pem`) at its
-/// `epochTimestamp`, for the top-level page's host, not used before on this device, and at most 5 minutes old.
+/// Safari's PassKit checks Apple's: signed under the token-signing root (`pki/token-root.pem`) by a merchant-session
+/// signing leaf (a leaf of another kind, such as the token-signing leaf, is refused) at its `epochTimestamp`, for
+/// the top-level page's host, not used before on this device, and at most 5 minutes old.
 /// The Pay server consumes the session once more when it exchanges the credential.
 public final class MerchantSessionCheck: Sendable {
     private let verifier: CMSVerifier
@@ -15,7 +16,7 @@ public final class MerchantSessionCheck: Sendable {
     public init(tokenRoot: Certificate, clock: any WallClock) throws(X509Error) {
         self.clock = clock
         verifier = try CMSVerifier(
-            trustRoots: [tokenRoot], policy: .applePaymentTokenSigning, cacheCapacity: 16, clock: clock)
+            trustRoots: [tokenRoot], policy: .signingLeaf(.merchantSession), cacheCapacity: 16, clock: clock)
     }
 
     /// Why `session` may not start a sheet for a page whose top-level host is `domain`, or nil; a session that
@@ -29,8 +30,9 @@ public final class MerchantSessionCheck: Sendable {
             return "the merchant session's signature is not a CMS SignedData"
         }
         switch result {
-        case .invalid:
-            return "the merchant session's signature does not verify to the Orchard token-signing root"
+        case .invalid(let failure):
+            return "the merchant session's signature does not verify to the Orchard token-signing root: "
+                + failure.message
         case .valid(_, _, let signingTime):
             guard signingTime == Date(timeIntervalSince1970: Double(session.epochTimestamp / 1000)) else {
                 return "the merchant session's signingTime is not its epochTimestamp"

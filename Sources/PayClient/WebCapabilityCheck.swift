@@ -7,8 +7,8 @@ public import WebMerchantAPI
 /// The device's side of `canMakePaymentsWithActiveCard` (docs/web.md, "Capability statements"): asks the Pay
 /// server whether a merchant has the top-level page's domain validated, **without any client certificate** (the
 /// Pay server must not learn which device visits which site), and believes the answer only when the statement is
-/// signed by the token-signing chain (`pki/token-root.pem`) at its `issuedAt`, is current, and names this merchant
-/// and this domain. The wallet's ``Wallet/Wallet/answer(_:verifyMerchantSession:)`` takes it as its check.
+/// signed under the token-signing root (`pki/token-root.pem`) by a capability-statement signing leaf (a leaf of
+/// another kind is refused) at its `issuedAt`, is current, and names this merchant and this domain. The wallet's ``Wallet/Wallet/answer(_:verifyMerchantSession:)`` takes it as its check.
 public struct WebCapabilityCheck: Sendable {
     private let client: HTTPClient
     private let baseURL: String
@@ -22,7 +22,7 @@ public struct WebCapabilityCheck: Sendable {
         self.baseURL = baseURL
         self.clock = clock
         verifier = try CMSVerifier(
-            trustRoots: [tokenRoot], policy: .applePaymentTokenSigning, cacheCapacity: 16, clock: clock)
+            trustRoots: [tokenRoot], policy: .signingLeaf(.capabilityStatement), cacheCapacity: 16, clock: clock)
     }
 
     /// Whether the Pay server states, verifiably, that `merchantIdentifier` has `domain` validated. Any answer
@@ -40,15 +40,35 @@ public struct WebCapabilityCheck: Sendable {
 
     /// The checks of ``isValidated(merchantIdentifier:domain:)`` on a statement already received.
     public func accepts(_ statement: CapabilityStatement, merchantIdentifier: String, domain: String) -> Bool {
-        let now = clock.now()
-        let nowMS = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
-        guard statement.validated, statement.domain == domain.lowercased(),
-            statement.merchantIdentifier == Hex.encode(SHA256.hash(Array(merchantIdentifier.utf8))).uppercased(),
-            nowMS >= statement.issuedAt - 60_000, nowMS <= statement.expiresAt,
-            case .valid(_, _, let signingTime) = try? verifier.verifyDetachedSignature(
-                statement.signature, content: statement.signedContent, at: .signingTime),
-            signingTime == Date(timeIntervalSince1970: Double(statement.issuedAt / 1000))
-        else { return false }
-        return true
+        problem(with: statement, merchantIdentifier: merchantIdentifier, domain: domain) == nil
+    }
+
+    /// Why ``accepts(_:merchantIdentifier:domain:)`` refuses `statement`, or nil when it accepts it; a statement
+    /// signed by a leaf of another kind is refused with the reason naming the capability-statement marker it lacks.
+    public func problem(with statement: CapabilityStatement, merchantIdentifier: String, domain: String) -> String? {
+        let nowMS = Int64((clock.now().timeIntervalSince1970 * 1000).rounded(.down))
+        guard statement.validated else { return "the statement says the domain is not validated" }
+        guard statement.domain == domain.lowercased(),
+            statement.merchantIdentifier == Hex.encode(SHA256.hash(Array(merchantIdentifier.utf8))).uppercased()
+        else { return "the statement is for another merchant or domain" }
+        guard nowMS >= statement.issuedAt - 60_000, nowMS <= statement.expiresAt else {
+            return "the statement is not current"
+        }
+        let result: CMSVerificationResult
+        do {
+            result = try verifier.verifyDetachedSignature(
+                statement.signature, content: statement.signedContent, at: .signingTime)
+        } catch {
+            return "the statement's signature is not a CMS SignedData"
+        }
+        switch result {
+        case .invalid(let failure):
+            return "the statement's signature does not verify to the Orchard token-signing root: \(failure.message)"
+        case .valid(_, _, let signingTime):
+            guard signingTime == Date(timeIntervalSince1970: Double(statement.issuedAt / 1000)) else {
+                return "the statement's signingTime is not its issuedAt"
+            }
+            return nil
+        }
     }
 }

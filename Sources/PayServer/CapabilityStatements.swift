@@ -7,7 +7,7 @@ public import PaymentToken
 public import WebMerchantAPI
 
 /// Capability statements for `canMakePaymentsWithActiveCard` (docs/web.md): whether a merchant has a domain
-/// validated, signed by the token-signing leaf, valid 5 minutes. Asked without any device identity; the answer
+/// validated, signed by the capability-statement signing leaf (``SigningLeaves``), valid 5 minutes. Asked without any device identity; the answer
 /// for a merchant and domain is kept until it has a minute left, so repeated questions cost no signature; new
 /// signatures are rate-limited (a token bucket, on the monotonic clock), and a request over the limit is refused.
 public final class CapabilityStatements: @unchecked Sendable {
@@ -70,8 +70,16 @@ public final class CapabilityStatements: @unchecked Sendable {
         return statement
     }
 
-    /// Checks a statement's signature (to the token-signing root, signingTime = `issuedAt`) and that it is
-    /// current at `now`: nil when it holds.
+    /// A verifier of statement signatures to `root` (the token-signing root) by a capability-statement signing
+    /// leaf: a leaf of another kind is refused (``OrchardX509/ChainPolicy/signingLeaf(_:)``).
+    public static func verifier(root: Certificate, clock: any WallClock) throws(X509Error) -> CMSVerifier {
+        try CMSVerifier(
+            trustRoots: [root], policy: .signingLeaf(.capabilityStatement), cacheCapacity: 16, clock: clock)
+    }
+
+    /// Checks a statement's signature (to the token-signing root, by a capability-statement signing leaf with
+    /// `verifier` from ``verifier(root:clock:)``, signingTime = `issuedAt`) and that it is current at `now`: nil
+    /// when it holds.
     public static func problem(with statement: CapabilityStatement, verifier: CMSVerifier, now: Date) -> String? {
         if let problem = verifier.signingProblem(
             statement.signature, content: statement.signedContent, signedAt: statement.issuedAt,

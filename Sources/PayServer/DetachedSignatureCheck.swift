@@ -4,7 +4,8 @@ import OrchardX509
 extension CMSVerifier {
     /// Why `signature` is not the token-signing chain's detached CMS signature over `content`, made at
     /// `milliseconds` (the signingTime, to the second, that `field` names), or nil when it is. The association
-    /// file, the merchant session and the capability statement are all signed this way.
+    /// file, the merchant session and the capability statement are all signed this way, each by its own leaf (the
+    /// verifier's policy names the kind; the reason names the marker a leaf of another kind lacks).
     func signingProblem(_ signature: [UInt8], content: [UInt8], signedAt milliseconds: Int64, field: String) -> String?
     {
         let result: CMSVerificationResult

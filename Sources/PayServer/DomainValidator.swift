@@ -139,14 +139,20 @@ public final class DomainValidator: Sendable {
         case .signature(let reason)?:
             return fail(.signature, "forged or altered: \(reason)")
         case .otherMerchant(let pspId)?:
-            pass(.signature, "signed by the Orchard token-signing chain")
+            pass(.signature, "signed by the Orchard domain-association signing leaf")
             return fail(
                 .merchant,
                 "the file was issued for another merchant: pspId \(pspId), but \(merchantIdentifier) is "
                     + AssociationFiles.merchantHash(merchantIdentifier)
                     + " (`orchard merchant association-file --merchant \(merchantIdentifier)`)")
+        case nil where files.isLegacy(file):
+            pass(
+                .signature,
+                "signed by the shared signing leaf of before one leaf per kind: accepted; serve a new file "
+                    + "(`orchard merchant association-file --merchant \(merchantIdentifier)`)")
+            pass(.merchant, "issued for \(merchantIdentifier) (\(file.pspId))")
         case nil:
-            pass(.signature, "signed by the Orchard token-signing chain")
+            pass(.signature, "signed by the Orchard domain-association signing leaf")
             pass(.merchant, "issued for \(merchantIdentifier) (\(file.pspId))")
         }
         return Outcome(checks: checks, siteCertificateNotAfter: notAfter)

@@ -9,7 +9,8 @@ public import WebMerchantAPI
 
 /// The Pay server's web gateway (docs/web.md, "Merchant sessions"): a merchant's server, authenticated by its
 /// identity certificate, asks for a merchant session for one of its validated domains; the session is signed by
-/// the token-signing leaf, recorded, and usable once for ``MerchantSession/usableMilliseconds``.
+/// the merchant-session signing leaf (``SigningLeaves``), recorded, and usable once for
+/// ``MerchantSession/usableMilliseconds``.
 public final class MerchantSessions: Sendable {
     static let migrationName = "web merchants: merchant sessions, usable once"
     static let migrationSQL = """
@@ -41,9 +42,10 @@ public final class MerchantSessions: Sendable {
         verifier = try MerchantSessions.verifier(root: tokenSigning.root, clock: clock)
     }
 
-    /// A verifier of session signatures to `root` (the token-signing root).
+    /// A verifier of session signatures to `root` (the token-signing root) by a merchant-session signing leaf: a
+    /// leaf of another kind is refused (``OrchardX509/ChainPolicy/signingLeaf(_:)``).
     public static func verifier(root: Certificate, clock: any WallClock) throws(X509Error) -> CMSVerifier {
-        try CMSVerifier(trustRoots: [root], policy: .applePaymentTokenSigning, cacheCapacity: 16, clock: clock)
+        try CMSVerifier(trustRoots: [root], policy: .signingLeaf(.merchantSession), cacheCapacity: 16, clock: clock)
     }
 
     /// A refusal, in Apple's words (``GatewayError``).
@@ -298,7 +300,8 @@ public final class MerchantSessions: Sendable {
         return session
     }
 
-    /// A new session for `merchant` and `domain` at `now`, signed by `tokenSigning`'s leaf: the cryptography of
+    /// A new session for `merchant` and `domain` at `now`, signed by `tokenSigning`'s leaf (the merchant-session
+    /// signing leaf): the cryptography of
     /// the gateway without its checks and its record (the benchmark's ceiling measures it alone).
     public static func sign(
         merchant: String, domain: String, displayName: String, at now: Date, random: any RandomSource,
@@ -321,7 +324,8 @@ public final class MerchantSessions: Sendable {
             merchantIdentifier: hash, domainName: domain, displayName: displayName, signature: signature, pspId: hash)
     }
 
-    /// Checks a session's signature (to the token-signing root, chain valid at its signingTime, which must be
+    /// Checks a session's signature (to the token-signing root, by a merchant-session signing leaf with
+    /// `verifier` from ``verifier(root:clock:)``, chain valid at its signingTime, which must be
     /// `epochTimestamp` to the second) and its age at `now`: nil when it is genuine and still usable.
     public static func problem(
         with session: MerchantSession, verifier: CMSVerifier, now: Date

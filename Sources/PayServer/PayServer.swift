@@ -72,13 +72,21 @@ public final class PayServer: Sendable {
     public static func build(
         configuration: Configuration, directory: DeploymentDirectory, environment: ServiceEnvironment
     ) async throws -> any ServiceInstance {
-        let tokenSigning = try PayService.loadTokenSigningPKI(from: directory)
+        let (leaves, issued) = try SigningLeaves.load(
+            from: directory, clock: environment.wallClock, random: environment.random)
+        let tokenSigning = leaves.paymentToken
         let merchantCA = try CertificateAuthority.load(named: PayService.Files.merchantCA, from: directory)
         let logger = try ServiceLogging.logger(for: .pay, configuration: configuration, directory: directory)
+        if !issued.isEmpty {
+            logger.notice(
+                "issued the signing leaves this deployment lacked: \(issued.map { SigningLeaves.fileName($0) })")
+        }
         let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
         let network = try NetworkClient(directory: directory, peers: environment.peers)
         let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
-        let files = try AssociationFiles(tokenSigning: tokenSigning, clock: environment.wallClock)
+        let files = try AssociationFiles(
+            tokenSigning: leaves.domainAssociationFile, legacy: leaves.legacyAssociationFileSigner,
+            clock: environment.wallClock)
         let validator = DomainValidator(
             // A Pay side deployed on its own also reaches the host names of the parties it imported (the merchant's
             // store.orchard.test), whose sites chain to their imported roots.
@@ -99,9 +107,10 @@ public final class PayServer: Sendable {
                     environment: environment, noncesPerMinute: configuration[PayService.noncesPerMinute]),
                 domains: domains,
                 sessions: try MerchantSessions(
-                    store: store, tokenSigning: tokenSigning, clock: environment.wallClock, random: environment.random),
+                    store: store, tokenSigning: leaves.merchantSession, clock: environment.wallClock,
+                    random: environment.random),
                 capabilities: CapabilityStatements(
-                    store: store, tokenSigning: tokenSigning, clock: environment.wallClock,
+                    store: store, tokenSigning: leaves.capabilityStatement, clock: environment.wallClock,
                     monotonic: environment.monotonicClock))
             let http = try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: server.routes(root: root),

@@ -17,7 +17,8 @@ public struct PayService: OrchardService {
         public static let tokenRoot = "token-root"
         /// The integration CA (marker 1.2.840.113635.100.6.2.14).
         public static let tokenIntegrationCA = "token-integration-ca"
-        /// The signing leaf (marker 1.2.840.113635.100.6.29) the Pay server signs tokens with.
+        /// The signing leaf (marker 1.2.840.113635.100.6.29) the Pay server signs tokens with; the leaves of the
+        /// other kinds it signs sit beside it (``SigningLeaves/fileName(_:)``).
         public static let tokenSigning = "token-signing"
         /// The CA that issues merchant processing and identity certificates, under the Orchard root.
         public static let merchantCA = "merchant-ca"
@@ -63,6 +64,14 @@ public struct PayService: OrchardService {
         context.trace(
             "pay: token-signing chain pki/\(Files.tokenRoot).pem → \(Files.tokenIntegrationCA) "
                 + "(1.2.840.113635.100.6.2.14) → \(Files.tokenSigning) (1.2.840.113635.100.6.29)")
+        try SigningLeaves.issueMissing(
+            SigningLeaves.orchardKinds, under: pki, notValidBefore: now.addingTimeInterval(-300), to: directory,
+            random: context.random)
+        let (leaves, _) = try SigningLeaves.load(from: directory, clock: context.clock, random: context.random)
+        context.trace(
+            "pay: one signing leaf per kind under \(Files.tokenIntegrationCA): "
+                + SigningLeaves.orchardKinds.map { "\(SigningLeaves.fileName($0)) (\($0), \($0.marker))" }
+                .joined(separator: ", "))
         try InAppPKI.initialize(context, tokenSigning: pki)
 
         let merchantCA = try CertificateAuthority.create(
@@ -104,7 +113,7 @@ public struct PayService: OrchardService {
         context.trace("pay: demo account \"\(account)\" in pay.sqlite")
         context.provide(
             MerchantRegistry(store: store, authority: merchantCA, clock: context.clock, random: context.random))
-        let files = try AssociationFiles(tokenSigning: pki, clock: context.clock)
+        let files = try AssociationFiles(tokenSigning: leaves.domainAssociationFile, clock: context.clock)
         let validator = DomainValidator(
             hostNames: context.currentConfiguration.hostNames,
             trustedRootsPEM: context.rootCA.certificate.pemRepresentation, files: files)

@@ -199,6 +199,8 @@ struct InitTests {
         #expect(ApplePayCertificates.tokenSigningChainViolation([pki.leaf, pki.intermediate]) == nil)
         #expect(pki.intermediate.hasExtension(.appleApplicationIntegrationCA))
         #expect(pki.leaf.hasExtension(.appleTokenSigningLeaf))
+        // One leaf per kind beside it, each the kind's alone.
+        #expect(try SigningLeavesTests.checkLeaves(in: directory).legacyAssociationFileSigner == nil)
         // The Orchard TLS root is not the token root.
         #expect(try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory) != pki.root)
 

@@ -159,6 +159,23 @@ struct ASN1Tests {
         #expect(large.arcs == [2, 999, 3])
         #expect(ASN1ObjectIdentifier.appleTokenSigningLeaf.description == "1.2.840.113635.100.6.29")
         #expect(ASN1ObjectIdentifier.userID.description == "0.9.2342.19200300.100.1.1")
+        // A UUID arc (X.667's example, DER as `openssl asn1parse -genstr` writes it): 128 bits round trip; 129 do not.
+        let uuid = try ASN1ObjectIdentifier("2.25.329800735698586629295641978511506172918")
+        #expect(uuid.contentBytes == bytes("6983f09da7ebcfdee0c7a1a7b2c0948cc8f9d776"))
+        #expect(try ASN1.parse([0x06, 0x14] + uuid.contentBytes).objectIdentifier("oid") == uuid)
+        #expect(uuid.arcs == [2, 25, 329_800_735_698_586_629_295_641_978_511_506_172_918])
+        let widest = try ASN1ObjectIdentifier(arcs: [2, 25, UInt128.max])
+        #expect(widest.contentBytes == [0x69, 0x83] + [UInt8](repeating: 0xFF, count: 17) + [0x7F])
+        #expect(try ASN1ObjectIdentifier(contentBytes: widest.contentBytes[...]) == widest)
+        #expect(throws: X509Error(.invalidValue, "")) {
+            try ASN1ObjectIdentifier(contentBytes: ([0x69, 0x84] + [UInt8](repeating: 0x80, count: 17) + [0x00])[...])
+        }
+        #expect(throws: X509Error(.invalidValue, "")) {
+            try ASN1ObjectIdentifier("2.25.340282366920938463463374607431768211456")
+        }
+        #expect(
+            ASN1ObjectIdentifier.orchardMerchantSessionSigningLeaf.description.hasPrefix(
+                ASN1ObjectIdentifier.orchard.description + "."))
         let parsed = try ASN1.parse(DERWriter.encode { $0.appendObjectIdentifier(.appleApplicationIntegrationCA) })
         #expect(try parsed.objectIdentifier("oid") == .appleApplicationIntegrationCA)
         for bad in ["1", "3.1", "1.40", "a.b", "1..2", ""] {
@@ -179,7 +196,9 @@ struct ASN1Tests {
             .subjectKeyIdentifier, .keyUsage, .subjectAlternativeName, .basicConstraints, .authorityKeyIdentifier,
             .extendedKeyUsage, .serverAuth, .clientAuth, .appleTokenSigningLeaf, .appleApplicationIntegrationCA,
             .appleMerchantIdentifier, .cmsData, .cmsSignedData, .contentTypeAttribute, .messageDigestAttribute,
-            .signingTimeAttribute, .extensionRequest, .algorithmProtectionAttribute,
+            .signingTimeAttribute, .extensionRequest, .algorithmProtectionAttribute, .appleMerchantIdentityMarker,
+            .orchard, .orchardMerchantSessionSigningLeaf, .orchardDomainAssociationSigningLeaf,
+            .orchardCapabilityStatementSigningLeaf,
         ]
         #expect(Set(constants).count == constants.count)
         for oid in constants {

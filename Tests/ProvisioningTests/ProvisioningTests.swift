@@ -166,7 +166,9 @@ struct ProvisioningTests {
         let purpose = PayAPI.cardDataPurpose(deviceID: "phone", recipient: key.recipient)
         let payKeys = [
             PayService.Files.tokenRoot, PayService.Files.tokenIntegrationCA, PayService.Files.tokenSigning,
-            PayService.Files.merchantCA, PayService.Files.client, "pay-tls",
+            SigningLeaves.fileName(.merchantSession), SigningLeaves.fileName(.domainAssociationFile),
+            SigningLeaves.fileName(.capabilityStatement), PayService.Files.merchantCA, PayService.Files.client,
+            "pay-tls",
         ]
         for name in payKeys {
             let pem = try sandbox.deployment.readPrivateKey(named: name)

@@ -15,10 +15,12 @@ struct AssociationFileTests {
     /// SHA-256("merchant.dev.orchard.demo"), upper-case hex (computed with Python's hashlib).
     static let merchantHash = "D80F0FEB1C0429AD2007F96B7AC06B359D7C00C053F0D4AA92BFD72077D8ADC0"
 
+    /// A token-signing chain whose leaf is a domain-association signing leaf.
     static func pki() throws -> TokenSigningPKI {
         let now = Date()
         return try TokenSigningPKI.generate(
-            notValidBefore: now.addingTimeInterval(-86_400), notValidAfter: now.addingTimeInterval(10 * 365 * 86_400))
+            notValidBefore: now.addingTimeInterval(-86_400), notValidAfter: now.addingTimeInterval(10 * 365 * 86_400)
+        ).issuingLeaf(for: .domainAssociationFile, notValidBefore: now.addingTimeInterval(-86_400))
     }
 
     @Test("Known answer: the merchant hash, the canonical JSON and its upper-case hex")

@@ -62,7 +62,8 @@ struct DomainFixture {
             clock: SystemClock(), random: SystemRandom())
         let now = Date()
         let pki = try TokenSigningPKI.generate(
-            notValidBefore: now.addingTimeInterval(-86_400), notValidAfter: now.addingTimeInterval(10 * 365 * 86_400))
+            notValidBefore: now.addingTimeInterval(-86_400), notValidAfter: now.addingTimeInterval(10 * 365 * 86_400)
+        ).issuingLeaf(for: .domainAssociationFile, notValidBefore: now.addingTimeInterval(-86_400))
         files = try AssociationFiles(tokenSigning: pki, clock: SystemClock())
         store = try PayStore.open(in: DeploymentDirectory(path: temporary.path))
         registry = MerchantRegistry(store: store, authority: root, clock: clock, random: SystemRandom())

@@ -149,7 +149,8 @@ struct GatewayTests {
         let root = try Certificate(pemEncoded: try directory.readCertificate(named: "token-root"))
         #expect(
             CapabilityStatements.problem(
-                with: statement, verifier: try MerchantSessions.verifier(root: root, clock: SystemClock()), now: Date())
+                with: statement, verifier: try CapabilityStatements.verifier(root: root, clock: SystemClock()),
+                now: Date())
                 == nil)
         await host.stop()
     }

@@ -75,7 +75,10 @@ struct SessionFixture {
                     ])
             }
         }
-        sessions = try MerchantSessions(store: store, tokenSigning: pki, clock: clock, random: SystemRandom())
+        sessions = try MerchantSessions(
+            store: store,
+            tokenSigning: try pki.issuingLeaf(for: .merchantSession, notValidBefore: now.addingTimeInterval(-86_400)),
+            clock: clock, random: SystemRandom())
     }
 
     static func body(
@@ -357,9 +360,11 @@ struct MerchantSessionTests {
         let fixture = try await SessionFixture()
         defer { Task { await fixture.close() } }
         let statements = CapabilityStatements(
-            store: fixture.store, tokenSigning: fixture.pki, clock: fixture.clock, monotonic: fixture.clock, rate: 1,
-            burst: 4)
-        let verifier = try MerchantSessions.verifier(root: fixture.pki.root, clock: fixture.clock)
+            store: fixture.store,
+            tokenSigning: try fixture.pki.issuingLeaf(
+                for: .capabilityStatement, notValidBefore: fixture.clock.now().addingTimeInterval(-86_400)),
+            clock: fixture.clock, monotonic: fixture.clock, rate: 1, burst: 4)
+        let verifier = try CapabilityStatements.verifier(root: fixture.pki.root, clock: fixture.clock)
         let yes = try await statements.statement(merchantIdentifier: SessionFixture.merchant, domain: "Shop.Web.Test")
         #expect(yes.validated && yes.domain == SessionFixture.domain && yes.merchantIdentifier == Self.hash)
         #expect(yes.expiresAt == yes.issuedAt + 300_000)

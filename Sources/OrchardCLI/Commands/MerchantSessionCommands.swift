@@ -145,6 +145,6 @@ enum MerchantSessionCommands {
                 merchantIdentifier: session.merchantIdentifier, domainName: session.domainName,
                 displayName: session.displayName,
                 ageSeconds: (Int64(clock.now().timeIntervalSince1970 * 1000) - session.epochTimestamp) / 1000,
-                signer: "the Orchard token-signing chain (pki/token-root.pem)"))
+                signer: "the Orchard merchant-session signing leaf, under pki/token-root.pem"))
     }
 }

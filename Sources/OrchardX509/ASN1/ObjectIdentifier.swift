@@ -3,11 +3,12 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
     /// The DER contents octets (without tag and length).
     public let contentBytes: [UInt8]
 
-    /// From dotted-decimal text such as `"1.2.840.113635.100.6.29"`.
+    /// From dotted-decimal text such as `"1.2.840.113635.100.6.29"`; an arc may take up to 128 bits (a UUID
+    /// under 2.25, X.667).
     public init(_ dotted: String) throws(X509Error) {
-        var arcs: [UInt64] = []
+        var arcs: [UInt128] = []
         for part in dotted.split(separator: ".", omittingEmptySubsequences: false) {
-            guard !part.isEmpty, part.allSatisfy({ $0.isASCII && $0.isNumber }), let arc = UInt64(part) else {
+            guard !part.isEmpty, part.allSatisfy({ $0.isASCII && $0.isNumber }), let arc = UInt128(part) else {
                 throw X509Error(.invalidValue, "\"\(dotted)\" is not a dotted-decimal object identifier")
             }
             arcs.append(arc)
@@ -16,8 +17,8 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
     }
 
     /// From its arcs; the first is 0, 1 or 2, and the second below 40 unless the first is 2.
-    public init(arcs: [UInt64]) throws(X509Error) {
-        guard arcs.count >= 2, arcs[0] <= 2, arcs[0] == 2 || arcs[1] < 40, arcs[1] <= UInt64.max - 80 else {
+    public init(arcs: [UInt128]) throws(X509Error) {
+        guard arcs.count >= 2, arcs[0] <= 2, arcs[0] == 2 || arcs[1] < 40, arcs[1] <= UInt128.max - 80 else {
             throw X509Error(.invalidValue, "an object identifier needs at least two arcs, the first 0, 1 or 2")
         }
         var out: [UInt8] = []
@@ -39,12 +40,19 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
         }
         var atStart = true
         var digits = 0
+        var leading: UInt8 = 0
         for byte in bytes {
-            if atStart && byte == 0x80 {
-                throw X509Error(.invalidValue, "an object identifier subidentifier is not minimally encoded")
+            if atStart {
+                if byte == 0x80 {
+                    throw X509Error(.invalidValue, "an object identifier subidentifier is not minimally encoded")
+                }
+                leading = byte & 0x7F
             }
             digits += 1
-            guard digits <= 9 else { throw X509Error(.invalidValue, "an object identifier arc exceeds 63 bits") }
+            // 19 base-128 digits hold 133 bits; an arc of 128 bits leaves 2 for the first (128 = 18 × 7 + 2).
+            guard digits < 19 || (digits == 19 && leading <= 0x03) else {
+                throw X509Error(.invalidValue, "an object identifier arc exceeds 128 bits")
+            }
             atStart = byte & 0x80 == 0
             if atStart { digits = 0 }
         }
@@ -57,18 +65,18 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
     }
 
     /// The arcs, e.g. `[1, 2, 840, 113549]`.
-    public var arcs: [UInt64] {
-        var values: [UInt64] = []
-        var current: UInt64 = 0
+    public var arcs: [UInt128] {
+        var values: [UInt128] = []
+        var current: UInt128 = 0
         for byte in contentBytes {
-            current = (current << 7) | UInt64(byte & 0x7F)
+            current = (current << 7) | UInt128(byte & 0x7F)
             if byte & 0x80 == 0 {
                 values.append(current)
                 current = 0
             }
         }
         guard let first = values.first else { return [] }
-        let head: [UInt64] = first < 40 ? [0, first] : first < 80 ? [1, first - 40] : [2, first - 80]
+        let head: [UInt128] = first < 40 ? [0, first] : first < 80 ? [1, first - 40] : [2, first - 80]
         return head + values.dropFirst()
     }
 
@@ -78,7 +86,7 @@ public struct ASN1ObjectIdentifier: Hashable, Sendable, CustomStringConvertible,
     /// An arbitrary but stable order (by encoding), for sorting.
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.contentBytes.lexicographicallyPrecedes(rhs.contentBytes) }
 
-    private static func appendBase128(_ value: UInt64, to out: inout [UInt8]) {
+    private static func appendBase128(_ value: UInt128, to out: inout [UInt8]) {
         var digits: [UInt8] = [UInt8(value & 0x7F)]
         var v = value >> 7
         while v > 0 {
@@ -135,6 +143,21 @@ extension ASN1ObjectIdentifier {
     public static let appleMerchantIdentifier = Self(constant: "1.2.840.113635.100.6.32")
     /// Present (with an ASN.1 NULL value) on Apple Pay merchant identity (TLS client) certificates.
     public static let appleMerchantIdentityMarker = Self(constant: "1.2.840.113635.100.6.46")
+
+    // Orchard's arc: 2.25 followed by a UUID as one integer (X.667: unique by construction, registered nowhere),
+    // for what Apple has no marker of its own.
+    /// Orchard's private arc, 2.25.50593322108839208744426847651566908713 (UUID
+    /// 260feb5e-07da-412c-b950-8efbd87af529); `.1` holds the markers of its signing leaves.
+    public static let orchard = Self(constant: "2.25.50593322108839208744426847651566908713")
+    /// Present (with an ASN.1 NULL value) on the leaf that signs merchant sessions (Orchard arc `.1.1`).
+    public static let orchardMerchantSessionSigningLeaf = Self(
+        constant: "2.25.50593322108839208744426847651566908713.1.1")
+    /// Present (with an ASN.1 NULL value) on the leaf that signs domain-association files (Orchard arc `.1.2`).
+    public static let orchardDomainAssociationSigningLeaf = Self(
+        constant: "2.25.50593322108839208744426847651566908713.1.2")
+    /// Present (with an ASN.1 NULL value) on the leaf that signs capability statements (Orchard arc `.1.3`).
+    public static let orchardCapabilityStatementSigningLeaf = Self(
+        constant: "2.25.50593322108839208744426847651566908713.1.3")
 
     // PKCS #9 and CMS (RFC 5652, RFC 6211, RFC 2985).
     public static let cmsData = Self(constant: "1.2.840.113549.1.7.1")

@@ -114,7 +114,8 @@ public struct ChainPolicy: Sendable {
     public static let none = ChainPolicy(name: "none") { _ in nil }
 
     /// Apple's payment-token signing chain: the leaf carries 1.2.840.113635.100.6.29 and its issuer
-    /// 1.2.840.113635.100.6.2.14 (presence only, as Apple's instructions say).
+    /// 1.2.840.113635.100.6.2.14 (presence only, as Apple's instructions say); a leaf that also carries the
+    /// marker of another kind of signing leaf (``SigningLeafKind``) is refused.
     public static let applePaymentTokenSigning = ChainPolicy(name: "Apple payment token signing") { chain in
         ApplePayCertificates.tokenSigningChainViolation(chain)
     }
@@ -123,17 +124,10 @@ public struct ChainPolicy: Sendable {
 /// Apple's certificate conventions for payment tokens.
 public enum ApplePayCertificates {
     /// Checks Apple's marker extensions on a payment-token signing chain (leaf first): the leaf has
-    /// 1.2.840.113635.100.6.29 and the certificate that issued it has 1.2.840.113635.100.6.2.14.
-    /// Returns `nil` when both are present, or the reason the chain is not acceptable.
+    /// 1.2.840.113635.100.6.29 (and no other ``SigningLeafKind``'s marker) and the certificate that issued it has
+    /// 1.2.840.113635.100.6.2.14. Returns `nil` when both are present, or the reason the chain is not acceptable.
     public static func tokenSigningChainViolation(_ chain: [Certificate]) -> String? {
-        guard chain.count >= 2 else { return "the chain has no intermediate certificate" }
-        guard chain[0].hasExtension(.appleTokenSigningLeaf) else {
-            return "the leaf certificate lacks the marker extension 1.2.840.113635.100.6.29"
-        }
-        guard chain[1].hasExtension(.appleApplicationIntegrationCA) else {
-            return "the intermediate certificate lacks the marker extension 1.2.840.113635.100.6.2.14"
-        }
-        return nil
+        SigningLeafKind.paymentToken.chainViolation(chain)
     }
 
     /// Checks the certificates embedded in a payment-token signature: exactly two, one leaf with
@@ -147,7 +141,8 @@ public enum ApplePayCertificates {
         let leaves = certificates.filter { $0.hasExtension(.appleTokenSigningLeaf) }
         let intermediates = certificates.filter { $0.hasExtension(.appleApplicationIntegrationCA) }
         guard leaves.count == 1, intermediates.count == 1, leaves[0] != intermediates[0] else {
-            return "the embedded certificates must be one marked leaf (6.29) and one marked intermediate (6.2.14)"
+            return "the embedded certificates must be one leaf with the marker extension 1.2.840.113635.100.6.29 "
+                + "and one intermediate with 1.2.840.113635.100.6.2.14"
         }
         return nil
     }
