@@ -137,7 +137,8 @@ public enum NetworkServer {
                         TokenRequestor(id: $0, name: "Pay side \($0)", allowedDomains: .all)
                     }
                 let tokenService = try TokenService(
-                    configuration: TokenServiceConfiguration(tokenRequestors: requestors), keyStore: hsm, keys: keyFile.keys, ranges: keyFile.ranges,
+                    configuration: TokenServiceConfiguration(tokenRequestors: requestors), keyStore: hsm,
+                    keys: keyFile.keys, ranges: keyFile.ranges,
                     issuers: [
                         IssuerRoute(
                             issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes, host: issuer)

@@ -373,7 +373,9 @@ public enum PartyBundles {
                         underlying: error)
                 }
             }
-            trace("\(manifest.party): \(bundle.party) re-keyed from root \(rekey.old) to \(root); revoked what was issued under the old root")
+            trace(
+                "\(manifest.party): \(bundle.party) re-keyed from root \(rekey.old) to \(root); revoked what was issued under the old root"
+            )
         }
         registrations.bind(
             claims(of: bundle, answered: toAnswer) + issued.compactMap(\.identity), party: bundle.party, root: root,
@@ -483,14 +485,16 @@ public enum PartyBundles {
         guard known != new else {
             throw ServicesError(
                 .invalidBundle,
-                "--replace: the bundle's root is the one \(bundle.party) registered (\(new)): import it without --replace")
+                "--replace: the bundle's root is the one \(bundle.party) registered (\(new)): import it without --replace"
+            )
         }
         let vouchedBy: String
         switch replace {
         case .oldRootFingerprint(let text):
             guard let fingerprint = RootFingerprint.normalized(text) else {
                 throw ServicesError(
-                    .invalidBundle, "--old-root-fingerprint takes the old root's SHA-256: 64 hex digits (colons allowed)")
+                    .invalidBundle,
+                    "--old-root-fingerprint takes the old root's SHA-256: 64 hex digits (colons allowed)")
             }
             guard fingerprint == known.certificate else {
                 throw ServicesError(
@@ -662,7 +666,8 @@ public enum PartyBundles {
             }
             // An assigned token requestor ID is the one the certificate names.
             if let identity = item.identity, identity.hasPrefix(PartyRegistrations.Identity.tokenRequestor("")),
-                certificates[0].subject.commonName != String(identity.dropFirst(PartyRegistrations.Identity.tokenRequestor("").count))
+                certificates[0].subject.commonName
+                    != String(identity.dropFirst(PartyRegistrations.Identity.tokenRequestor("").count))
             {
                 throw ServicesError(
                     .invalidBundle,

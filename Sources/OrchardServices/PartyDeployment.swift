@@ -272,7 +272,8 @@ public struct PeerAddresses: Codable, Sendable, Hashable {
         guard !relative.contains(".."), FileManager.default.fileExists(atPath: path) else {
             throw ServicesError(
                 .notReady,
-                "\(directory) trusts no root for \(party)'s \(service): import \(party)'s bundle (`orchard pki import`)")
+                "\(directory) trusts no root for \(party)'s \(service): import \(party)'s bundle (`orchard pki import`)"
+            )
         }
         let pem: String
         let certificate: Certificate

@@ -178,7 +178,9 @@ public struct PartyRegistrations: Codable, Sendable, Hashable {
             issued[index].revokedAt = now
         }
         history.append(
-            Rekey(party: party.rawValue, at: now, oldRoot: old.certificate, newRoot: new.certificate, vouchedBy: vouchedBy))
+            Rekey(
+                party: party.rawValue, at: now, oldRoot: old.certificate, newRoot: new.certificate, vouchedBy: vouchedBy
+            ))
     }
 
     /// The token requestor ID for a Pay side under `root`: the one already assigned to that root, else the first

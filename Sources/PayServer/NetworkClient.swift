@@ -35,7 +35,6 @@ final class NetworkClient: Sendable {
 
     deinit { client.shutdown() }
 
-
     func get<Output: Decodable>(
         _ path: String, as type: Output.Type = Output.self
     ) async throws(PayServerError) -> Output {
