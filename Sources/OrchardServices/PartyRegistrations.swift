@@ -20,11 +20,13 @@ public struct RootFingerprint: Codable, Sendable, Hashable, CustomStringConverti
     /// The certificate's fingerprint.
     public var description: String { certificate }
 
-    /// `text` as a fingerprint to compare: 64 hex digits, any case, colons allowed (`openssl x509 -fingerprint
-    /// -sha256` prints `AB:CD:…`), an optional `sha256:` prefix; nil for anything else.
+    /// `text` as a fingerprint to compare: 64 hex digits, any case, colons allowed, after an optional `sha256:` or
+    /// `… Fingerprint=` (as `openssl x509 -noout -fingerprint -sha256` prints it: `sha256 Fingerprint=AB:CD:…`);
+    /// nil for anything else.
     public static func normalized(_ text: String) -> String? {
-        var hex = text.lowercased()
-        if hex.hasPrefix("sha256:") || hex.hasPrefix("sha256=") { hex.removeFirst(7) }
+        var hex = text.lowercased().trimmingCharacters(in: .whitespacesAndNewlines)
+        if let equals = hex.lastIndex(of: "=") { hex = String(hex[hex.index(after: equals)...]) }
+        if hex.hasPrefix("sha256:") { hex.removeFirst(7) }
         hex.removeAll { $0 == ":" }
         guard hex.utf8.count == 64, hex.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
         else { return nil }
