@@ -4,6 +4,12 @@ public import OrchardHTTP
 public import OrchardRuntime
 public import OrchardX509
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The SHA-256 fingerprints that name a party's root CA certificate: of its DER, and of its key (the DER
 /// SubjectPublicKeyInfo), lowercase hex.
 public struct RootFingerprint: Codable, Sendable, Hashable, CustomStringConvertible {
@@ -227,12 +233,12 @@ public final class RegisteredCertificateRevocations: ClientCertificateRevocation
     }
 
     private func current() throws(ServicesError) -> Set<String> {
-        let path = PartyRegistrations.path(in: directory)
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        let stamp = [
-            (attributes?[.systemFileNumber] as? Int) ?? -1, (attributes?[.size] as? Int) ?? -1,
-            Int(((attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? -1) * 1_000_000),
-        ]
+        // One stat per request: the file is read again only when its inode, size or modification time changed (an
+        // import replaces it by rename, so a new inode).
+        var info = stat()
+        let stamp =
+            stat(PartyRegistrations.path(in: directory), &info) == 0
+            ? [Int(info.st_ino), Int(info.st_size), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec)] : [-1]
         if let cached = lock.withLock({ self.stamp == stamp ? revoked : nil }) { return cached }
         let fresh = try PartyRegistrations.read(from: directory).revokedCertificates
         lock.withLock {
