@@ -143,6 +143,7 @@ public struct PartyRekeySignature: Codable, Sendable, Hashable {
 
     /// Whether this is `oldRoot`'s valid signature of the move of `party` to `newRoot`.
     func isValid(party: DeploymentParty, oldRoot: Certificate, newRoot: Certificate) -> Bool {
+        // try?: a root whose key cannot be read signs nothing.
         guard let signature = Data(base64Encoded: signature), let key = try? oldRoot.publicKey else { return false }
         let bytes = Self.statement(party: party, oldRoot: RootFingerprint(oldRoot), newRoot: RootFingerprint(newRoot))
         return key.isValidSignature(signature, for: bytes, algorithm: key.signatureAlgorithm.algorithm)
@@ -510,6 +511,7 @@ public enum PartyBundles {
                     "--replace: the bundle is not signed by \(bundle.party)'s old root: export it with `orchard pki "
                         + "export --signed-by-old-root OLD-DIR`, or add `--old-root-fingerprint SHA256`")
             }
+            // try?: an old root that does not parse is no registered root (refused below).
             guard let oldRoot = try? Certificate(pemEncoded: rekey.oldRoot), RootFingerprint(oldRoot) == known,
                 rekey.isValid(party: bundle.party, oldRoot: oldRoot, newRoot: root)
             else {

@@ -148,6 +148,7 @@ public struct PartyRegistrations: Codable, Sendable, Hashable {
     func root(of party: DeploymentParty, in directory: DeploymentDirectory) -> RootFingerprint? {
         if let binding = identities[Identity.party(party)] { return binding.root }
         let path = "\(directory.pkiFolderPath("peers"))/\(DeploymentDirectory.peerRootName(party.rawValue)).pem"
+        // try?: an unreadable imported root binds nothing; the import then stores the bundle's root in its place.
         guard FileManager.default.fileExists(atPath: path),
             let pem = try? SecureFile.read(path, limit: 1 << 20),
             let certificate = try? Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))

@@ -123,6 +123,7 @@ public final class PayServer: Sendable {
     /// deployed on its own) the merchant party's imported root, never another party's.
     static func siteRootsPEM(in directory: DeploymentDirectory) throws -> String {
         let own = try directory.readCertificate(named: PKIFiles.rootCA)
+        // try?: no merchant imported yet (or none in this directory): the sites of no merchant validate then.
         guard let merchant = try? PeerAddresses.trustedRootPEM(for: .merchant, in: directory), merchant != own else {
             return own
         }
