@@ -153,9 +153,9 @@ extension PartyBundleTests {
     }
 
     @Test(
-        "O4/O5: the network assigns the token requestor ID and the Pay side uses it; an answer naming another is refused; a host name the bundle does not prove is refused, nothing written"
+        "O4/O5/O6: the network assigns the token requestor ID and the Pay side uses it; an answer naming another is refused; a host name the bundle does not prove is refused, nothing written; a client pinned to the network's root refuses a server answering with the merchant's certificate (TLS)"
     )
-    func assignedIdentifiersAndHostNames() async throws {
+    func assignedIdentifiersHostNamesAndPinning() async throws {
         let parties = try await PartyDirectories()
         let temporary = parties.temporary
         // A network that already assigned 40010075001 (to a Pay side since gone) assigns the next one.
@@ -214,15 +214,8 @@ extension PartyBundleTests {
         try await parties.importBundle(
             try merchant.jsonData(), into: .pay, answer: temporary.child("pay-for-shop.json"))
         #expect(PeerAddresses.read(from: parties.pay).hostNames["shop.example"] == site)
-    }
 
-    @Test("O6: a client pinned to the network's root refuses a server answering with the merchant's certificate (TLS)")
-    func perPeerTrust() async throws {
-        let parties = try await PartyDirectories()
-        let answer = parties.temporary.child("net-for-pay.json")
-        try await parties.importBundle(try parties.export(.pay), into: .network, answer: answer)
-        try await parties.importBundle(Data(contentsOf: URL(fileURLWithPath: answer)), into: .pay)
-        try await parties.importBundle(try parties.export(.merchant), into: .pay, answer: parties.temporary.child("a"))
+        // O6: the Pay side now knows the network and the merchant; each client trusts its peer's root only.
         let peers = PeerAddresses.read(from: parties.pay)
         #expect(peers.parties["network"]?.services == ["network"])
         #expect(peers.parties["merchant"]?.root == "pki/peers/peer-merchant-root.pem")
