@@ -50,8 +50,9 @@ public struct DeviceCertificateAuthority: Sendable {
         }
         let rootPath = try deployment.certificatePath(named: "root-ca")
         if FileManager.default.fileExists(atPath: rootPath) {
-            // The deployment's root, or the network party's imported one (a party deployed on its own).
-            let roots = try Certificate.certificates(fromPEM: try deployment.trustedRootsPEM())
+            // The deployment's root, or the network party's imported one (a party deployed on its own), never
+            // another party's.
+            let roots = try Certificate.certificates(fromPEM: try deployment.rootCertificate(ofParty: "network"))
             let verifier = try CertificateChainVerifier(trustRoots: roots, cacheCapacity: 0)
             guard case .valid = verifier.verify(leaf: certificate, at: now) else {
                 throw DeviceError(.storageFailure, "pki/\(name).pem was not issued by the deployment's root")

@@ -65,7 +65,7 @@ protocol AcquirerGateway: Sendable {
 }
 
 /// The network's acquiring routes over mutual TLS with the merchant's `pki/merchant-acquiring` certificate
-/// (role `acquiring`), trusting only the Orchard root. The network is found per call through
+/// (role `acquiring`), trusting only the network's root. The network is found per call through
 /// ``ServicePeers``, so it may start after the merchant. The client never retries by itself.
 final class AcquirerHTTPSGateway: AcquirerGateway {
     private let client: HTTPClient
@@ -73,8 +73,8 @@ final class AcquirerHTTPSGateway: AcquirerGateway {
     private let peers: ServicePeers
 
     init(directory: DeploymentDirectory, peers: ServicePeers, requestTimeout: Duration = .seconds(10)) throws {
-        // The network's root: the deployment's own, or the network party's imported one (`orchard pki import`).
-        let root = try directory.trustedRootsPEM()
+        // The network's root only: the deployment's own, or the network party's imported one (`peers.json`).
+        let root = try PeerAddresses.trustedRootPEM(for: .network, in: directory)
         let chain = try directory.readCertificate(named: MerchantService.acquiringClientFile)
         let key = try directory.readPrivateKey(named: MerchantService.acquiringClientFile)
         client = try HTTPClient(

@@ -22,7 +22,8 @@ final class CurlMerchantSessionTransport: MerchantSessionTransport {
 
     init(directory: DeploymentDirectory, hostNames: [String: Int], peers: ServicePeers) throws {
         identity = try TLSIdentity.load(named: MerchantService.Files.identity, from: directory)
-        rootPEM = try directory.trustedRootsPEM()
+        // The Pay side's root only: the gateway is its service.
+        rootPEM = try PeerAddresses.trustedRootPEM(for: .pay, in: directory)
         self.hostNames = hostNames
         self.directory = directory
         self.peers = peers

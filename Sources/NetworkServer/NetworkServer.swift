@@ -44,6 +44,8 @@ public enum NetworkServer {
                     acquiring: ServiceAccess.requirement([.acquiring], root: root),
                     issuer: ServiceAccess.requirement([.issuer], root: root)),
                 provisioningCertificate: provisioningCertificate.derRepresentation, outbox: parties.outbox)
+            // The client certificates the network issued to a party that re-keyed since (`registrations.json`).
+            router.revocations = RegisteredCertificateRevocations(directory: directory)
             let http = try HTTPServiceInstance(
                 name: .network, configuration: configuration, directory: directory, router: router, logger: logger,
                 clock: environment.wallClock,
@@ -102,9 +104,8 @@ public enum NetworkServer {
                 random: environment.random)
             let deviceCA = try DeploymentPKI.readCertificate(named: PKIFiles.deviceCA, from: directory)
             // The root that issued the device CA: the deployment's own, or (the network deployed on its own) the Pay
-            // party's, imported with its device CA (`orchard pki import`).
-            let ownRoot = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
-            let root = try DeploymentPKI.trustedRoots(in: directory).first { $0.subject == deviceCA.issuer } ?? ownRoot
+            // party's, imported with its device CA (`orchard pki import`), never another party's.
+            let root = try Certificate(pemEncoded: try directory.rootCertificate(ofParty: DeploymentParty.pay.rawValue))
 
             let vault = try SQLiteTokenVaultStore(location: try StoreSettings.location(for: .network, in: directory))
             let issuerStore: SQLiteIssuerStore
@@ -128,8 +129,16 @@ public enum NetworkServer {
                     cardVerificationKey: TestCards.insecureDemoCardVerificationKey, clock: environment.wallClock,
                     random: environment.random, monotonicClock: environment.monotonicClock)
                 let outbox = SQLiteNotificationOutbox(vault: vault, logger: logger)
+                // Orchard Pay, and each Pay side deployed on its own under the ID this network assigned it.
+                let assigned = try PartyRegistrations.read(from: directory).tokenRequestorIDs
+                let requestors =
+                    [TokenRequestor.orchardPay]
+                    + assigned.filter { $0 != TokenRequestor.orchardPay.id }.map {
+                        TokenRequestor(id: $0, name: "Pay side \($0)", allowedDomains: .all)
+                    }
                 let tokenService = try TokenService(
-                    keyStore: hsm, keys: keyFile.keys, ranges: keyFile.ranges,
+                    configuration: TokenServiceConfiguration(tokenRequestors: requestors), keyStore: hsm,
+                    keys: keyFile.keys, ranges: keyFile.ranges,
                     issuers: [
                         IssuerRoute(
                             issuerID: TestCards.issuerID, cardBINPrefixes: TestCards.cardBINPrefixes, host: issuer)

@@ -179,7 +179,8 @@ public struct NetworkServerService: OrchardService {
 
     /// Answers another party's request (`orchard pki import` of its bundle), the network deployed on its own:
     /// the Pay side's token requestor gets a client certificate (role token requestor, CN the 11-digit token
-    /// requestor ID its request names, as a token service registers a requestor); a merchant gets its account at
+    /// requestor ID the network assigns it, as a token service registers a requestor: the one its root already
+    /// holds, else the next free one from 40010075001; ``PartyRegistrations/tokenRequestorID(for:)``); a merchant gets its account at
     /// the acquirer and a client certificate for its charges (role acquiring, UID `merchant:<ID>`). Both are issued
     /// by the network's root, which its routes check.
     public func answer(_ request: PartyRequest, context: PartyRequestContext) async throws -> [PartyIssued]? {
@@ -190,17 +191,17 @@ public struct NetworkServerService: OrchardService {
                 throw ServicesError(.invalidBundle, "only the Pay side asks for a token requestor certificate")
             }
             let signing = try ServiceAccess.signingRequest(named: PartyRequest.Keys.payClient, in: request)
-            guard let requestor = signing.subject.commonName, requestor.utf8.count == 11,
-                requestor.utf8.allSatisfy({ (0x30...0x39).contains($0) })
-            else {
-                throw ServicesError(.invalidBundle, "the token requestor request names no 11-digit requestor ID")
-            }
+            // The network assigns the ID (whatever the request's subject says): the one this Pay side's root holds,
+            // else the next free one.
+            let requestor = context.registrations.tokenRequestorID(for: context.peerRoot)
             let certificate = try ServiceAccess.issueClientCertificate(
                 for: signing.publicKey, role: .tokenRequestor, commonName: requestor, by: context.rootCA,
                 clock: context.clock, random: context.random)
-            context.trace("network: token requestor \(requestor) certified")
+            context.trace("network: token requestor \(requestor) assigned and certified")
             return [
-                PartyIssued(to: .pay, name: PartyRequest.Keys.payClient, certificates: [certificate.pemRepresentation])
+                PartyIssued(
+                    to: .pay, name: PartyRequest.Keys.payClient, certificates: [certificate.pemRepresentation],
+                    identity: PartyRegistrations.Identity.tokenRequestor(requestor))
             ]
         case PartyRequest.Kind.acquiring:
             guard request.from == .merchant, let merchantID = request.merchantIdentifier,
@@ -234,7 +235,8 @@ public struct NetworkServerService: OrchardService {
             var issued = [
                 PartyIssued(
                     to: .merchant, name: PartyRequest.Keys.merchantAcquiring,
-                    certificates: [certificate.pemRepresentation])
+                    certificates: [certificate.pemRepresentation],
+                    identity: PartyRegistrations.Identity.merchant(merchantID))
             ]
             // Each of its terminals that sent a signing request: certified in the merchant's name only.
             for terminal in request.terminalIDs ?? [] {
@@ -246,7 +248,9 @@ public struct NetworkServerService: OrchardService {
                     identity: CallerIdentity(kind: CallerIdentity.terminal, identifier: terminal, owner: merchantID),
                     by: context.rootCA, clock: context.clock, random: context.random)
                 issued.append(
-                    PartyIssued(to: .merchant, name: name, certificates: [terminalCertificate.pemRepresentation]))
+                    PartyIssued(
+                        to: .merchant, name: name, certificates: [terminalCertificate.pemRepresentation],
+                        identity: PartyRegistrations.Identity.terminal(terminal, merchant: merchantID)))
             }
             context.trace(
                 "network: merchant \(merchantID) onboarded at the acquirer; acquiring certificates issued for it and "

@@ -2,6 +2,7 @@ public import Foundation
 public import OrchardCrypto
 public import OrchardHTTP
 public import OrchardRuntime
+public import OrchardX509
 
 /// What every Orchard service implements: its configuration section, its step of `orchard init`, and a pure
 /// function from configuration to a runnable service.
@@ -36,10 +37,29 @@ public protocol OrchardService: Sendable {
     /// Answers another party's request at `orchard pki import` (a party deployed on its own): onboards the
     /// requester and issues certificates from its signing requests. Nil when the request is not for this service.
     func answer(_ request: PartyRequest, context: PartyRequestContext) async throws -> [PartyIssued]?
+
+    /// Host names this service proved for the party of `bundle`, which its bundle may then name beside its own
+    /// services' (the Pay side: the domains it validated for the merchant the bundle registers).
+    func provenHostNames(
+        of bundle: PartyBundle, directory: DeploymentDirectory, configuration: Configuration
+    ) async throws -> Set<String>
+
+    /// At a re-key of `party` (`orchard pki import --replace`): revokes, in this service's own records, what it
+    /// issued to that party's old root for `identities` (``PartyRegistrations/Identity``), except the
+    /// certificates `except` just issued to the new one.
+    func revokeIssued(
+        to party: DeploymentParty, identities: [String], except: [Certificate], context: PartyRequestContext
+    ) async throws
 }
 
 extension OrchardService {
     public func answer(_ request: PartyRequest, context: PartyRequestContext) async throws -> [PartyIssued]? { nil }
+    public func provenHostNames(
+        of bundle: PartyBundle, directory: DeploymentDirectory, configuration: Configuration
+    ) async throws -> Set<String> { [] }
+    public func revokeIssued(
+        to party: DeploymentParty, identities: [String], except: [Certificate], context: PartyRequestContext
+    ) async throws {}
     public var configurationKeys: [AnyConfigurationKey] { [] }
     public var additionalPorts: [ConfigurationKey<Int>] { [] }
     public var hostNames: [ServiceHostName] { [] }

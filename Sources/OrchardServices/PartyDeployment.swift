@@ -1,5 +1,6 @@
 import Foundation
 public import OrchardRuntime
+import OrchardX509
 
 /// A party that `orchard init --party P` deploys on its own, in a directory of its own, with its own root CA.
 ///
@@ -140,11 +141,15 @@ public struct PartyIssued: Codable, Sendable, Hashable {
     public var name: String
     /// PEM certificates, leaf first.
     public var certificates: [String]
+    /// The identity the certificate was issued for, which the issuer registered to the requester's root
+    /// (``PartyRegistrations/Identity``): `token-requestor:<ID>` names the token requestor ID the network assigned.
+    public var identity: String?
 
-    public init(to: DeploymentParty, name: String, certificates: [String]) {
+    public init(to: DeploymentParty, name: String, certificates: [String], identity: String? = nil) {
         self.to = to
         self.name = name
         self.certificates = certificates
+        self.identity = identity
     }
 }
 
@@ -185,19 +190,105 @@ public struct PartyManifest: Codable, Sendable, Hashable {
     }
 }
 
-/// `DIR/peers.json`: where the other parties' services listen, from their imported bundles. Peers are found
-/// there when no run record in DIR names them (``ServicePeers``).
+/// `DIR/peers.json`: where the other parties' services listen, from their imported bundles, and which root
+/// serves each. Peers are found there when no run record in DIR names them (``ServicePeers``); a client of a peer
+/// trusts that peer's root only (``trustedRootPEM(for:in:)``).
 public struct PeerAddresses: Codable, Sendable, Hashable {
     public static let fileName = "peers.json"
+
+    /// A peer party: the root its services answer with, and what it serves.
+    public struct Peer: Codable, Sendable, Hashable {
+        /// Its root CA certificate, relative to DIR (`pki/peers/peer-<party>-root.pem`).
+        public var root: String
+        /// SHA-256 of that certificate's DER, lowercase hex.
+        public var rootFingerprint: String
+        /// Its services (keys of ``PeerAddresses/services``).
+        public var services: [String]
+        /// Its host names (keys of ``PeerAddresses/hostNames``).
+        public var hostNames: [String]
+
+        public init(root: String, rootFingerprint: String, services: [String], hostNames: [String]) {
+            self.root = root
+            self.rootFingerprint = rootFingerprint
+            self.services = services
+            self.hostNames = hostNames
+        }
+    }
+
     public var version = 1
     /// Each peer service's address.
     public var services: [String: ServiceEndpoint]
     /// The host names peer services answer for (`gateway.orchard.test` → the Pay server's port).
     public var hostNames: [String: Int]
+    /// Each peer party, by name (`network`, `pay`, `merchant`). Missing in a file written before roots were
+    /// recorded per peer: then a service's party is the one that runs it (``DeploymentParty/services``).
+    public var parties: [String: Peer]
 
-    public init(services: [String: ServiceEndpoint] = [:], hostNames: [String: Int] = [:]) {
+    public init(
+        services: [String: ServiceEndpoint] = [:], hostNames: [String: Int] = [:], parties: [String: Peer] = [:]
+    ) {
         self.services = services
         self.hostNames = hostNames
+        self.parties = parties
+    }
+
+    enum CodingKeys: String, CodingKey { case version, services, hostNames, parties }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int.self, forKey: .version)
+        services = try container.decode([String: ServiceEndpoint].self, forKey: .services)
+        hostNames = try container.decode([String: Int].self, forKey: .hostNames)
+        parties = try container.decodeIfPresent([String: Peer].self, forKey: .parties) ?? [:]
+    }
+
+    /// The root CA certificate (PEM) a client of `directory` trusts for `service`, and that one only: in a
+    /// single-directory deployment, or for a service of the directory's own party, the deployment's own root;
+    /// for another party's service, the root `peers.json` names for the party serving it (which must still be the
+    /// file imported with that fingerprint). A server of that address answering with a certificate from any other
+    /// root (another peer's, or this party's own) fails the handshake. ``ServicesError/Code/notReady`` when that
+    /// party's bundle was not imported.
+    public static func trustedRootPEM(
+        for service: ServiceName, in directory: DeploymentDirectory
+    ) throws(ServicesError) -> String {
+        let own: String
+        do {
+            own = try directory.readCertificate(named: PKIFiles.rootCA)
+        } catch {
+            throw ServicesError(.pkiFailure, "cannot read the root CA of \(directory)", underlying: error)
+        }
+        guard let manifest = try PartyManifest.read(from: directory), !manifest.party.services.contains(service)
+        else { return own }
+        let peers = read(from: directory)
+        let party =
+            peers.parties.first { $0.value.services.contains(service.rawValue) }?.key
+            ?? DeploymentParty.allCases.first { $0.services.contains(service) }?.rawValue
+        guard let party else {
+            throw ServicesError(.notReady, "no party serves \(service) for \(directory)")
+        }
+        let recorded = peers.parties[party]
+        let relative = recorded?.root ?? "pki/peers/\(DeploymentDirectory.peerRootName(party)).pem"
+        let path = "\(directory.path)/\(relative)"
+        guard !relative.contains(".."), FileManager.default.fileExists(atPath: path) else {
+            throw ServicesError(
+                .notReady,
+                "\(directory) trusts no root for \(party)'s \(service): import \(party)'s bundle (`orchard pki import`)"
+            )
+        }
+        let pem: String
+        let certificate: Certificate
+        do {
+            pem = String(decoding: try SecureFile.read(path, limit: 1 << 20), as: UTF8.self)
+            certificate = try Certificate(pemEncoded: pem)
+        } catch {
+            throw ServicesError(.pkiFailure, "cannot read \(relative)", underlying: error)
+        }
+        if let recorded, RootFingerprint(certificate).certificate != recorded.rootFingerprint {
+            throw ServicesError(
+                .pkiFailure,
+                "\(relative) is not the root peers.json names for \(party): import \(party)'s bundle again")
+        }
+        return pem
     }
 
     /// The peers of `directory` (none when it has no `peers.json`, or an unreadable one).

@@ -16,16 +16,25 @@ public final class ServiceConnections: Sendable {
     /// The Orchard root CA (PEM), the only root a client of these services trusts; for a party deployed on its own,
     /// its root first, then the other parties' roots it imported.
     public let rootCertificatePEM: String
+    private let directory: DeploymentDirectory
     private let host: ServiceHost?
 
     private init(
         endpoints: [ServiceName: ServiceEndpoint], startedInProcess: [ServiceName], rootCertificatePEM: String,
-        host: ServiceHost?
+        directory: DeploymentDirectory, host: ServiceHost?
     ) {
         self.endpoints = endpoints
         self.startedInProcess = startedInProcess
         self.rootCertificatePEM = rootCertificatePEM
+        self.directory = directory
         self.host = host
+    }
+
+    /// The one root (PEM) a client of `service` trusts (``PeerAddresses/trustedRootPEM(for:in:)``): the
+    /// deployment's own, or for another party's service the root of the party serving it, so that an address
+    /// answering with another party's certificate is refused.
+    public func rootCertificatePEM(for service: ServiceName) throws(ServicesError) -> String {
+        try PeerAddresses.trustedRootPEM(for: service, in: directory)
     }
 
     /// Finds or starts `names` for `directory`.
@@ -78,7 +87,7 @@ public final class ServiceConnections: Sendable {
         }
         return ServiceConnections(
             endpoints: endpoints, startedInProcess: host?.services.map(\.name) ?? [], rootCertificatePEM: root,
-            host: host)
+            directory: directory, host: host)
     }
 
     /// `https://host:port` of `name`'s main port (IPv6 hosts in brackets).

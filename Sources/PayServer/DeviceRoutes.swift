@@ -14,7 +14,8 @@ import TokenRequestorAPI
 /// service to the Secure Element key of the certificate the device registered. What the Pay server keeps of a
 /// card is its display data (network, type, last four digits, description) under the token's reference.
 extension PayServer {
-    /// The EMVCo token requestor ID the network assigned to Orchard Pay.
+    /// The EMVCo token requestor ID of Orchard Pay in a single-directory deployment, where its own root certifies
+    /// it. A Pay side deployed on its own uses the one the network assigned (``NetworkClient/tokenRequestorID``).
     static let tokenRequestorID = "40010075001"
     /// The terms the token service asks the user to accept, by ID.
     static let terms = [
@@ -57,7 +58,7 @@ extension PayServer {
                 TokenRequestorAPI.Route.checkCard,
                 TokenRequestorAPI.CheckCardRequest(
                     idempotencyKey: device.deviceID + "/" + body.idempotencyKey,
-                    tokenRequestorID: Self.tokenRequestorID,
+                    tokenRequestorID: network.tokenRequestorID,
                     deviceID: device.deviceID, deviceKind: device.kind, encryptedCardData: body.encryptedCardData))
             return try await Self.relay(answer, for: device.deviceID, at: clock.now(), store: store)
         }

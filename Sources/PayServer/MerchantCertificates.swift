@@ -65,6 +65,27 @@ public final class MerchantCertificates: Sendable {
         guard changed == 1 else { throw PayServerError(.notFound, "no merchant certificate \(serial)") }
     }
 
+    /// Revokes every certificate of `merchantIdentifier` not yet revoked, except those whose DER is in `except`
+    /// (the ones just issued to the merchant's new root at a re-key); returns how many it revoked. Revoked, they
+    /// are refused on every route and no token is encrypted to them.
+    @discardableResult
+    public func revokeAll(merchantIdentifier: String, except: Set<[UInt8]>) async throws -> Int {
+        let now = clock.now()
+        return try await store.write { db in
+            let candidates = try db.query(
+                "SELECT serial, der FROM merchant_certificates WHERE merchant_identifier = ? AND revoked_at IS NULL",
+                [.text(merchantIdentifier)]
+            ) { row in (try row.string(0), try row.blob(1)) }
+            var revoked = 0
+            for (serial, der) in candidates where !except.contains(der) {
+                revoked += try db.execute(
+                    "UPDATE merchant_certificates SET revoked_at = ? WHERE serial = ? AND revoked_at IS NULL",
+                    [.milliseconds(now), .text(serial)])
+            }
+            return revoked
+        }
+    }
+
     /// The processing certificate a token for `merchantIdentifier` is encrypted to at `now`, inside a
     /// transaction: unrevoked, valid now, the latest expiry first (then the latest issued, so a certificate just
     /// issued, such as one delegated to a processor, takes over), P-256 (EC_v1) before RSA (RSA_v1, for a merchant

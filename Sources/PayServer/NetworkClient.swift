@@ -15,12 +15,16 @@ final class NetworkClient: Sendable {
     private let client: HTTPClient
     private let directory: DeploymentDirectory
     private let peers: ServicePeers
+    /// The token requestor ID the network certified (the common name of `pki/pay-client`): the network assigns
+    /// it, and a Pay side deployed on its own learns it from the network's answer bundle.
+    let tokenRequestorID: String
 
     init(directory: DeploymentDirectory, peers: ServicePeers) throws {
-        // The network's root: the deployment's own, or the network party's imported one (`orchard pki import`).
-        let root = try directory.trustedRootsPEM()
+        // The network's root only: the deployment's own, or the network party's imported one (`peers.json`).
+        let root = try PeerAddresses.trustedRootPEM(for: .network, in: directory)
         let chain = try directory.readCertificate(named: PayService.Files.client)
         let key = try directory.readPrivateKey(named: PayService.Files.client)
+        tokenRequestorID = try PayService.tokenRequestorID(ofChain: chain)
         client = try HTTPClient(
             configuration: HTTPClientConfiguration(
                 trustedRootsPEM: root, clientCertificateChainPEM: chain, clientPrivateKeyPEM: key,

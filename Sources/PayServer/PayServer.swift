@@ -91,7 +91,7 @@ public final class PayServer: Sendable {
             // A Pay side deployed on its own also reaches the host names of the parties it imported (the merchant's
             // store.orchard.test), whose sites chain to their imported roots.
             hostNames: PeerAddresses.read(from: directory).hostNames.merging(configuration.hostNames) { $1 },
-            trustedRootsPEM: try directory.trustedRootsPEM(), files: files)
+            trustedRootsPEM: try Self.siteRootsPEM(in: directory), files: files)
         let store = try PayStore.open(in: directory, configuration: configuration)
         do {
             let devices = DeviceRegistry(store: store, deviceCA: deviceCA, clock: environment.wallClock)
@@ -112,8 +112,12 @@ public final class PayServer: Sendable {
                 capabilities: CapabilityStatements(
                     store: store, tokenSigning: leaves.capabilityStatement, clock: environment.wallClock,
                     monotonic: environment.monotonicClock))
+            var router = server.routes(root: root)
+            // Also refused: the certificates this side issued to a party that re-keyed since (`registrations.json`).
+            router.revocations = CombinedCertificateRevocations(
+                [router.revocations, RegisteredCertificateRevocations(directory: directory)].compactMap { $0 })
             let http = try HTTPServiceInstance(
-                name: .pay, configuration: configuration, directory: directory, router: server.routes(root: root),
+                name: .pay, configuration: configuration, directory: directory, router: router,
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
             return PayServiceInstance(
                 http: http, domains: domains, sessions: server.sessions, inApp: server.inApp,
@@ -122,6 +126,17 @@ public final class PayServer: Sendable {
             await store.close()
             throw error
         }
+    }
+
+    /// The roots a merchant's site may answer domain validation with: the deployment's own, and (a Pay side
+    /// deployed on its own) the merchant party's imported root, never another party's.
+    static func siteRootsPEM(in directory: DeploymentDirectory) throws -> String {
+        let own = try directory.readCertificate(named: PKIFiles.rootCA)
+        // try?: no merchant imported yet (or none in this directory): the sites of no merchant validate then.
+        guard let merchant = try? PeerAddresses.trustedRootPEM(for: .merchant, in: directory), merchant != own else {
+            return own
+        }
+        return own + (own.hasSuffix("\n") ? "" : "\n") + merchant
     }
 
     /// The Pay server's routes (besides `/health`, which every service has).

@@ -4,7 +4,7 @@ import OrchardCrypto
 public import OrchardRuntime
 public import OrchardServices
 import OrchardStore
-import OrchardX509
+public import OrchardX509
 public import PaymentToken
 import WebMerchantAPI
 
@@ -88,11 +88,11 @@ public struct PayService: OrchardService {
                 PartyRequest(
                     from: .pay, to: .network, kind: PartyRequest.Kind.tokenRequestor,
                     signingRequests: [
-                        Files.client: try ServiceAccess.signingRequestPEM(
-                            for: key, commonName: PayServer.tokenRequestorID)
+                        // The network assigns the requestor ID; the request's subject names none.
+                        Files.client: try ServiceAccess.signingRequestPEM(for: key, commonName: "token-requestor")
                     ]))
             context.trace(
-                "pay: key pki/\(Files.client).key; its certificate (token requestor \(PayServer.tokenRequestorID)) "
+                "pay: key pki/\(Files.client).key; its certificate, with the token requestor ID the network assigns, "
                     + "comes from the network's answer to pay's bundle")
         } else {
             try ServiceAccess.issueClientIdentity(
@@ -154,13 +154,14 @@ public struct PayService: OrchardService {
                 try await registry.entitle(application: application, merchantIdentifiers: [merchantID])
             }
             await store.close()
+            let merchant = PartyRegistrations.Identity.merchant(merchantID)
             var issued = [
                 PartyIssued(
                     to: .merchant, name: PartyRequest.Keys.merchantProcessing,
-                    certificates: processing.map(\.pemRepresentation)),
+                    certificates: processing.map(\.pemRepresentation), identity: merchant),
                 PartyIssued(
                     to: .merchant, name: PartyRequest.Keys.merchantIdentity,
-                    certificates: identity.map(\.pemRepresentation)),
+                    certificates: identity.map(\.pemRepresentation), identity: merchant),
             ]
             // Its portal login (role merchant-portal, UID merchant:<ID>), from this side's root, which the web
             // merchant routes check.
@@ -171,7 +172,9 @@ public struct PayService: OrchardService {
                     for: portalRequest.publicKey, role: ServiceRole(WebMerchantAPI.portalRole), commonName: merchantID,
                     identity: CallerIdentity(kind: CallerIdentity.merchant, identifier: merchantID),
                     by: context.rootCA, clock: context.clock, random: context.random)
-                issued.append(PartyIssued(to: .merchant, name: portal, certificates: [certificate.pemRepresentation]))
+                issued.append(
+                    PartyIssued(
+                        to: .merchant, name: portal, certificates: [certificate.pemRepresentation], identity: merchant))
             }
             context.trace("pay: registered \(merchantID); processing, identity and portal certificates issued")
             return issued
@@ -179,6 +182,78 @@ public struct PayService: OrchardService {
             await store.close()
             throw error
         }
+    }
+
+    /// The domains this Pay side validated for the merchant IDs the bundle's merchant requests name (verified now),
+    /// which the merchant's bundle may then name as its host names.
+    public func provenHostNames(
+        of bundle: PartyBundle, directory: DeploymentDirectory, configuration: Configuration
+    ) async throws -> Set<String> {
+        let merchants = bundle.requests.filter { $0.to == .pay && $0.kind == PartyRequest.Kind.merchant }
+            .compactMap(\.merchantIdentifier)
+        guard bundle.party == .merchant, !merchants.isEmpty, PayStore.exists(in: directory) else { return [] }
+        let store = try PayStore.open(in: directory, configuration: configuration)
+        do {
+            let files = try AssociationFiles(
+                tokenSigning: try Self.loadTokenSigningPKI(from: directory), clock: SystemClock())
+            let domains = WebDomains(
+                store: store,
+                validator: DomainValidator(hostNames: [:], trustedRootsPEM: "", files: files), files: files,
+                clock: SystemClock())
+            var proven: Set<String> = []
+            for merchant in merchants {
+                for record in try await domains.list(merchantIdentifier: merchant) where record.status == "verified" {
+                    proven.insert(record.domain)
+                }
+            }
+            await store.close()
+            return proven
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    /// At a merchant's re-key: revokes every processing and identity certificate this side issued for its merchant
+    /// IDs, except those just issued to its new root (its portal certificate, from the Pay root, is revoked through
+    /// `registrations.json`).
+    public func revokeIssued(
+        to party: DeploymentParty, identities: [String], except: [Certificate], context: PartyRequestContext
+    ) async throws {
+        let prefix = PartyRegistrations.Identity.merchant("")
+        let merchants = identities.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+        guard party == .merchant, !merchants.isEmpty else { return }
+        let store = try PayStore.open(in: context.directory, configuration: context.configuration)
+        do {
+            let certificates = MerchantCertificates(store: store, clock: context.clock)
+            for merchant in merchants {
+                let revoked = try await certificates.revokeAll(
+                    merchantIdentifier: merchant, except: Set(except.map(\.derRepresentation)))
+                context.trace("pay: revoked \(revoked) certificate(s) of \(merchant) issued under the old root")
+            }
+            await store.close()
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    /// The token requestor ID the Pay server of `directory` calls the network as: the common name of its client
+    /// certificate `pki/pay-client.pem`, which the network issued (in a single directory, the shared root with
+    /// 40010075001; deployed on its own, the network's answer bundle, with the ID the network assigned).
+    public static func tokenRequestorID(in directory: DeploymentDirectory) throws -> String {
+        try tokenRequestorID(ofChain: try directory.readCertificate(named: Files.client))
+    }
+
+    static func tokenRequestorID(ofChain chain: String) throws -> String {
+        guard let leaf = try Certificate.certificates(fromPEM: chain).first, let name = leaf.subject.commonName,
+            name.utf8.count == 11, name.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+        else {
+            throw PayServerError(
+                .invalidRequest,
+                "pki/\(Files.client).pem names no 11-digit token requestor ID: import the network's answer bundle")
+        }
+        return name
     }
 
     /// Writes the three levels, keys 0600, as ``Files``.

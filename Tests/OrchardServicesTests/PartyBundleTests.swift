@@ -45,12 +45,18 @@ final class PartyDirectories: @unchecked Sendable {
         try PartyBundles.export(directory(party), registry: try Self.registry(party)).jsonData()
     }
 
+    /// Every service a party may run, as `orchard pki import` knows them (the host names each owns).
+    static func everyService() throws -> ServiceRegistry {
+        try ServiceRegistry([NetworkServerService(), PayService(), MerchantService()])
+    }
+
     @discardableResult
     func importBundle(
-        _ data: Data, into party: DeploymentParty, answer: String? = nil
+        _ data: Data, into party: DeploymentParty, answer: String? = nil, replace: PartyBundles.Replacement? = nil
     ) async throws -> PartyBundles.ImportSummary {
         try await PartyBundles.importBundle(
-            data, into: directory(party), registry: try Self.registry(party), answerPath: answer)
+            data, into: directory(party), registry: try Self.registry(party), answerPath: answer, replace: replace,
+            services: try Self.everyService())
     }
 }
 

@@ -219,8 +219,46 @@ struct PartyProcessTests {
                 rows.allSatisfy { $0["channel"] as? String == "web-handoff" && $0["result"] as? String == "approved" })
         }
 
+        try await Self.expectBindingsThroughCommands(temporary: temporary, directory: directory, bundle: bundle)
+
         for server in servers { server.send(SIGTERM) }
         for server in servers { #expect(try await server.exitStatus() == 0) }
+    }
+
+    /// O1/O2 through the commands, the servers running: another `init --party merchant` (the same default merchant
+    /// ID) is refused with one error line and no answer; the merchant made again under a new root and exported with
+    /// `--signed-by-old-root` goes in with `pki import --replace`, and the running Pay server refuses the old root's
+    /// portal certificate from then on.
+    static func expectBindingsThroughCommands(
+        temporary: TemporaryDirectory, directory: [String: String], bundle: (String) -> String
+    ) async throws {
+        let pay = directory["pay"]!
+        let impostor = temporary.child("impostor")
+        try await succeed(["init", "--party", "merchant", "--data-dir", impostor])
+        try await succeed(["pki", "export", "--data-dir", impostor, "--out", bundle("impostor")])
+        let refused = try await runOrchard(
+            ["pki", "import", "--data-dir", pay, bundle("impostor"), "--out", bundle("pay-for-impostor")])
+        #expect(refused.status == 1 && refused.stdout.isEmpty, "\(refused.stderr)")
+        #expect(refused.stderr.hasPrefix("error: ") && refused.stderr.contains("already registered to another party"))
+        #expect(!FileManager.default.fileExists(atPath: bundle("pay-for-impostor")))
+
+        let renewed = temporary.child("merchant-new")
+        try await succeed(["init", "--party", "merchant", "--data-dir", renewed])
+        try await succeed(
+            [
+                "pki", "export", "--data-dir", renewed, "--signed-by-old-root", directory["merchant"]!, "--out",
+                bundle("renewed"),
+            ])
+        let unsigned = try await runOrchard(
+            ["pki", "import", "--data-dir", pay, "--replace", bundle("impostor"), "--out", bundle("pay-for-impostor")])
+        #expect(unsigned.status == 1 && unsigned.stderr.contains("not signed"), "\(unsigned.stderr)")
+        let replaced = try await succeed(
+            ["pki", "import", "--data-dir", pay, "--replace", bundle("renewed"), "--out", bundle("pay-for-renewed")])
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(replaced.utf8)) as? [String: Any])
+        #expect((summary["replaced"] as? String)?.count == 64)
+        let old = try await runOrchard(
+            ["merchant", "domain", "list", "--merchant", merchant, "--data-dir", directory["merchant"]!])
+        #expect(old.status != 0 && old.stderr.contains("revoked"), "\(old.stderr)")
     }
 
     /// The network serves its token-requestor routes to the certificate it issued the Pay side (from pay's

@@ -308,7 +308,7 @@ struct PaySession {
     ) throws -> PayServerClient {
         try PayServerClient(
             baseURLs: try connections.baseURLs(of: .pay, in: deployment),
-            trustedRootPEM: connections.rootCertificatePEM,
+            trustedRootPEM: try connections.rootCertificatePEM(for: .pay),
             identity: try Device.clientIdentity(of: name, in: deployment))
     }
 

@@ -69,7 +69,7 @@ enum MerchantSessionCommands {
             }
             let client = try HTTPClient(
                 configuration: HTTPClientConfiguration(
-                    trustedRootsPEM: connections.rootCertificatePEM,
+                    trustedRootsPEM: try connections.rootCertificatePEM(for: .pay),
                     clientCertificateChainPEM: identity.certificateChainPEM,
                     clientPrivateKeyPEM: identity.privateKeyPEM, maxAttempts: 1,
                     connectTo: [WebMerchantAPI.HostNames.gateway: port]))

@@ -283,9 +283,10 @@ enum TerminalCommands {
             }
             roots = configured
         } else {
-            // The deployment's root, and the network's imported one for a merchant deployed on its own.
+            // The deployment's root, or the network's imported one (and that one only) for a merchant deployed on
+            // its own.
             do {
-                roots = Data(try deployment.trustedRootsPEM().utf8)
+                roots = Data(try PeerAddresses.trustedRootPEM(for: .network, in: deployment).utf8)
             } catch {
                 throw CLIError.failure("cannot read the acquirer's trusted roots in \(deployment.pkiPath): \(error)")
             }

@@ -212,7 +212,7 @@ enum WebMerchantCommands {
             }
             client = try HTTPClient(
                 configuration: HTTPClientConfiguration(
-                    trustedRootsPEM: connections.rootCertificatePEM,
+                    trustedRootsPEM: try connections.rootCertificatePEM(for: .pay),
                     clientCertificateChainPEM: identity.certificateChainPEM,
                     clientPrivateKeyPEM: identity.privateKeyPEM,
                     requestTimeout: .seconds(60), maxAttempts: 1, connectTo: [WebMerchantAPI.HostNames.pay: port]))
