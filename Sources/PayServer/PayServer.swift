@@ -63,9 +63,9 @@ public final class PayServer: Sendable {
         self.inApp = inApp
     }
 
-    /// How often the Pay server looks for domains due for a check (30, 15 and 7 days before their site
-    /// certificate expires).
-    public static let domainRecheckInterval: Duration = .seconds(3600)
+    /// How often the Pay server's periodic pass runs: it checks the domains whose check is due (daily, at their
+    /// site certificate's expiry, and the retries 15 minutes apart, ``WebDomains``) and purges what expired.
+    public static let domainRecheckInterval: Duration = .seconds(60)
 
     /// Builds the Pay server of `directory` without binding: reads its keys and certificates, opens
     /// `pay.sqlite`, sets up TLS. The store is closed when the service stops.
@@ -79,11 +79,16 @@ public final class PayServer: Sendable {
         let network = try NetworkClient(directory: directory, peers: environment.peers)
         let root = try DeploymentPKI.readCertificate(named: PKIFiles.rootCA, from: directory)
         let files = try AssociationFiles(tokenSigning: tokenSigning, clock: environment.wallClock)
+        // A Pay side deployed on its own also reaches the host names of the parties it imported (the merchant's
+        // store.orchard.test), whose sites chain to their imported roots.
+        let hostNames = PeerAddresses.read(from: directory).hostNames.merging(configuration.hostNames) { $1 }
+        // The ports the Pay server's own names map to (its gateway and public side), whatever port it took.
+        let ownPorts = Set(PayService().hostNames.compactMap { hostNames[$0.name] })
         let validator = DomainValidator(
-            // A Pay side deployed on its own also reaches the host names of the parties it imported (the merchant's
-            // store.orchard.test), whose sites chain to their imported roots.
-            hostNames: PeerAddresses.read(from: directory).hostNames.merging(configuration.hostNames) { $1 },
-            trustedRootsPEM: try directory.trustedRootsPEM(), files: files)
+            hostNames: hostNames, trustedRootsPEM: try directory.trustedRootsPEM(), files: files,
+            servicePorts: { [peers = environment.peers] in
+                ownPorts.union(Self.servicePorts(of: directory, configuration: configuration, peers: peers))
+            })
         let store = try PayStore.open(in: directory, configuration: configuration)
         do {
             let devices = DeviceRegistry(store: store, deviceCA: deviceCA, clock: environment.wallClock)
@@ -113,6 +118,24 @@ public final class PayServer: Sendable {
             await store.close()
             throw error
         }
+    }
+
+    /// Every port an Orchard service of `directory` (or a peer party's) is configured for or listens on now, the
+    /// merchant's website listener (`site`) aside: the domain validator fetches from none of them.
+    static func servicePorts(
+        of directory: DeploymentDirectory, configuration: Configuration, peers: ServicePeers
+    ) -> Set<Int> {
+        var ports = Set<Int>()
+        for name in ServiceName.all {
+            ports.insert(configuration[ServiceSettings.port(name)])
+            ports.formUnion(configuration[ServiceSettings.instancePorts(name)].compactMap { Int($0) })
+            for endpoint in peers.endpoints(of: name, in: directory) {
+                ports.insert(endpoint.port)
+                for (key, port) in endpoint.ports where key != "site" { ports.insert(port) }
+            }
+        }
+        ports.remove(0)
+        return ports
     }
 
     /// The Pay server's routes (besides `/health`, which every service has).
@@ -166,9 +189,9 @@ public final class PayServer: Sendable {
     }
 }
 
-/// The Pay server's HTTPS service plus its domain re-check loop: a pass right after the listener starts, then
-/// one every `interval`, each checking again the domains whose site certificates expire in 30, 15 or 7 days and
-/// purging the expired merchant sessions (and, on PostgreSQL, the expired payment nonces).
+/// The Pay server's HTTPS service plus its periodic pass: one right after the listener starts, then one every
+/// `interval`, each checking the domains whose check is due by the injected clock (``WebDomains/recheckDue()``)
+/// and purging the expired merchant sessions (and, on PostgreSQL, the expired payment nonces).
 public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
     /// The HTTPS service (for tests that read its routes).
     public let http: HTTPServiceInstance
