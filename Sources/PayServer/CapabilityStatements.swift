@@ -36,19 +36,23 @@ public final class CapabilityStatements: @unchecked Sendable {
         let domain: String
     }
 
-    /// How much signing the route may do.
+    /// How much signing the route may do, and how many statements it keeps.
     public struct Budgets: Sendable {
-        /// Statements for validated pairs: `rate` per second on average, `burst` at once, shared by every client.
+        /// New statements for validated pairs per second on average, shared by every client.
         public var rate: Double = 50
+        /// New statements for validated pairs at once.
         public var burst: Double = 100
-        /// Statements for any other pair, per client network: `clientRate` per second, `clientBurst` at once.
+        /// New statements for any other pair per second, per client network (``clientKey(_:)``).
         public var clientRate: Double = 1
+        /// New statements for any other pair at once, per client network.
         public var clientBurst: Int = 10
-        /// ... and over all client networks together.
+        /// New statements for any other pair per second, all client networks together.
         public var negativeRate: Double = 20
+        /// New statements for any other pair at once, all client networks together.
         public var negativeBurst: Double = 40
-        /// The statements kept for validated pairs, and for the others.
+        /// Statements kept for validated pairs (LRU).
         public var positiveCapacity = 10_000
+        /// Statements kept for any other pair (LRU, apart from the validated ones).
         public var negativeCapacity = 2_048
 
         /// The defaults above.

@@ -64,8 +64,10 @@ public final class PayServer: Sendable {
     }
 
     /// How often the Pay server's periodic pass runs: it checks the domains whose check is due (daily, at their
-    /// site certificate's expiry, and the retries 15 minutes apart, ``WebDomains``) and purges what expired.
+    /// site certificate's expiry, and the retries 15 minutes apart, ``WebDomains``).
     public static let domainRecheckInterval: Duration = .seconds(60)
+    /// How often that pass also purges what expired (merchant sessions, payment nonces on PostgreSQL).
+    public static let purgeInterval: Duration = .seconds(3600)
 
     /// Builds the Pay server of `directory` without binding: reads its keys and certificates, opens
     /// `pay.sqlite`, sets up TLS. The store is closed when the service stops.
@@ -113,7 +115,8 @@ public final class PayServer: Sendable {
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
             return PayServiceInstance(
                 http: http, domains: domains, sessions: server.sessions, inApp: server.inApp,
-                interval: domainRecheckInterval, logger: logger)
+                interval: domainRecheckInterval, purgeEvery: Int(purgeInterval / domainRecheckInterval),
+                logger: logger)
         } catch {
             await store.close()
             throw error
@@ -190,8 +193,9 @@ public final class PayServer: Sendable {
 }
 
 /// The Pay server's HTTPS service plus its periodic pass: one right after the listener starts, then one every
-/// `interval`, each checking the domains whose check is due by the injected clock (``WebDomains/recheckDue()``)
-/// and purging the expired merchant sessions (and, on PostgreSQL, the expired payment nonces).
+/// `interval`, each checking the domains whose check is due by the injected clock (``WebDomains/recheckDue()``);
+/// the first pass and every `purgeEvery`-th also purge the expired merchant sessions (and, on PostgreSQL, the
+/// expired payment nonces).
 public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
     /// The HTTPS service (for tests that read its routes).
     public let http: HTTPServiceInstance
@@ -199,6 +203,7 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
     let sessions: MerchantSessions
     let inApp: InAppPayments
     let interval: Duration
+    let purgeEvery: Int
     let logger: Logger
     // Guarded by `lock`.
     private let lock = NSLock()
@@ -206,22 +211,25 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
 
     init(
         http: HTTPServiceInstance, domains: WebDomains, sessions: MerchantSessions, inApp: InAppPayments,
-        interval: Duration, logger: Logger
+        interval: Duration, purgeEvery: Int, logger: Logger
     ) {
         self.http = http
         self.domains = domains
         self.sessions = sessions
         self.inApp = inApp
         self.interval = interval
+        self.purgeEvery = max(1, purgeEvery)
         self.logger = logger
     }
 
     public func start() async throws -> ServiceEndpoint {
         let endpoint = try await http.start()
         let (domains, sessions, inApp) = (self.domains, self.sessions, self.inApp)
-        let (interval, logger) = (self.interval, self.logger)
+        let (interval, purgeEvery, logger) = (self.interval, self.purgeEvery, self.logger)
         let task = Task {
+            var pass = 0
             while !Task.isCancelled {
+                defer { pass += 1 }
                 do {
                     for report in try await domains.recheckDue() {
                         logger.notice(
@@ -230,6 +238,11 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
                     }
                 } catch {
                     logger.warning("domain re-check: the pass failed; the next one retries")
+                }
+                guard pass % purgeEvery == 0 else {
+                    // try?: a cancelled sleep ends the loop at its next check.
+                    try? await Task.sleep(for: interval)
+                    continue
                 }
                 do {
                     let purged = try await sessions.purgeExpired()

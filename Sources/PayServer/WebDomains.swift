@@ -144,7 +144,10 @@ public final class WebDomains: WebDomainOnboarding {
             let failure = SQLiteValue.text(outcome.failure ?? "failed")
             let retryAt = now + Self.milliseconds(Self.retrySpacing)
             if outcome.passed, let notAfter = outcome.siteCertificateNotAfter?.orchardMilliseconds {
-                let next = min(now + Self.milliseconds(Self.recheckInterval), notAfter)
+                // At the expiry if it comes first (a renewal is then seen at once); a certificate the TLS check
+                // accepted but this clock already sees expired waits a day, rather than being checked at every pass.
+                let daily = now + Self.milliseconds(Self.recheckInterval)
+                let next = notAfter > now ? min(daily, notAfter) : daily
                 _ = try db.execute(
                     """
                     UPDATE merchant_domains SET state = 'verified', verified_at = ?, expires_at = ?, checked_at = ?,
