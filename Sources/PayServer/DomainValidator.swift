@@ -54,7 +54,8 @@ public final class DomainValidator: Sendable {
 
     /// Validates `domain` for `merchantIdentifier`. `hasIdentityCertificate` is the first check: validation
     /// runs only once the merchant's identity certificate was issued.
-    /// `port`, when given, replaces the mapping of `domain` for this check.
+    /// `port`, when given, replaces the mapping of `domain` for this check (init's own one-off site, which is not
+    /// checked against the services' ports).
     public func validate(
         domain: String, merchantIdentifier: String, hasIdentityCertificate: Bool, port override: Int? = nil
     ) async -> Outcome {

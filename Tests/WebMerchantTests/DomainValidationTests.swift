@@ -120,7 +120,8 @@ struct DomainFixture {
     /// issued, else the refusal's reason.
     func sessionRefusal(_ sessions: MerchantSessions) async throws -> MerchantSessions.Refusal? {
         let outcome = try await sessions.session(
-            body: SessionFixture.body(merchant: Self.merchant, context: Self.host), contentType: "application/json", certificateDER: identity, legacy: false)
+            body: SessionFixture.body(merchant: Self.merchant, context: Self.host), contentType: "application/json",
+            certificateDER: identity, legacy: false)
         guard case .failure(let refusal) = outcome else { return nil }
         return refusal
     }
@@ -534,7 +535,7 @@ struct DomainValidationTests {
         let now = Date()
         do {
             let old = try Store(
-                path: path, options: PayStore.options, migrations: Array(PayStore.migrations.prefix(12)))
+                path: path, options: PayStore.options, migrations: Array(PayStore.migrations.prefix(13)))
             try await old.write { db in
                 _ = try db.execute(
                     "INSERT INTO merchants (identifier, display_name, created_at) VALUES ('merchant.dev.m', 'M', 0)")
