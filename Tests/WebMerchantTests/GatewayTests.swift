@@ -131,9 +131,11 @@ struct GatewayTests {
     func capabilityOverHTTPS() async throws {
         let deployment = try await WebCommandTests.Deployment()
         let directory = deployment.directory
+        // The budgets refill on the monotonic clock: fixed here, so what the junk may take does not depend on how
+        // long it takes.
         let host = try await ServiceHost.start(
             [.pay], directory: directory, registry: try ServiceRegistry([PayService(), MerchantService()]),
-            publish: false, anyPort: true)
+            environment: ServiceEnvironment(monotonicClock: ManualClock(now: Date())), publish: false, anyPort: true)
         let port = try #require(host.endpoint(of: .pay)?.port)
         let configuration = HTTPClientConfiguration(
             trustedRootsPEM: try directory.readCertificate(named: PKIFiles.rootCA), maxAttempts: 1,
@@ -159,7 +161,7 @@ struct GatewayTests {
             return try await group.reduce(into: []) { $0 += $1 }
         }
         #expect(statuses.count == 400 && Set(statuses).isSubset(of: [200, 429]))
-        #expect(statuses.filter { $0 == 200 }.count <= CapabilityStatements.Budgets().clientBurst)
+        #expect(statuses.filter { $0 == 200 }.count == CapabilityStatements.Budgets().clientBurst)
         let client = try HTTPClient(configuration: configuration)
         defer { client.shutdown() }
         let answer = try await client.send(
