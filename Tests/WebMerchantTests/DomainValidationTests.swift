@@ -463,7 +463,7 @@ struct DomainValidationTests {
         #expect(try await domains.verify(DomainFixture.host, merchantIdentifier: DomainFixture.merchant).verified)
         // A listener that never answers: the TCP connection is made, the TLS handshake never is.
         let silent = try SilentListener()
-        let down = fixture.domains(port: silent.port, timeout: .milliseconds(300))
+        let down = fixture.domains(port: silent.port, timeout: .milliseconds(200))
         let firstFailure = fixture.clock.now().addingTimeInterval(86_400)
         fixture.clock.setWall(firstFailure)
         let iso = ISO8601DateFormatter()
