@@ -5,9 +5,12 @@ import OrchardX509
 public import WebMerchantAPI
 
 /// Fetches a domain's association file as Apple's verifier does and checks each step (docs/web.md): the name
-/// maps to a loopback port (the sandbox's DNS is `config.json` `names`), the connection and TLS ≥ 1.2 with SNI,
-/// a chain to the trusted root for that name, status 200 with no redirect at the extensionless path, and a file
-/// the Pay server issued for the merchant.
+/// maps to a loopback port (the sandbox's DNS is `config.json` `names`) that is not an Orchard service's, the
+/// connection and TLS ≥ 1.2 with SNI, a chain to the trusted root for that name, status 200 with no redirect at
+/// the extensionless path, and a file the Pay server issued for the merchant.
+///
+/// The fetch is `https` only, to the domain's own name, one attempt, no redirect followed, bounded in time
+/// (connection 3 s or `timeout` if shorter, the whole exchange `timeout`) and in size (the file's 64 KiB).
 public final class DomainValidator: Sendable {
     /// What one validation found.
     public struct Outcome: Sendable {
@@ -15,6 +18,10 @@ public final class DomainValidator: Sendable {
         public let checks: [DomainCheck]
         /// The site's TLS certificate's expiry, when the connection succeeded.
         public let siteCertificateNotAfter: Date?
+        /// Whether the failure may pass on a later try: the site could not be reached, did not answer in time,
+        /// or answered with a server error (5xx). A wrong or missing file, a redirect, a TLS or chain failure
+        /// is not.
+        public let retryable: Bool
 
         public var passed: Bool { checks.allSatisfy { $0.result == "pass" } }
         /// The first failed check, as `<check>: <detail>`.
@@ -27,22 +34,28 @@ public final class DomainValidator: Sendable {
     private let trustedRootsPEM: String
     private let files: AssociationFiles
     private let timeout: Duration
+    private let servicePorts: @Sendable () -> Set<Int>
 
     /// - Parameters:
     ///   - hostNames: the names the sandbox resolves, each to its loopback port (`config.json` `names`).
     ///   - trustedRootsPEM: the roots a site's chain must lead to (the Orchard root).
+    ///   - servicePorts: the ports the Orchard services listen on now (asked at each validation): a domain that
+    ///     maps to one of them is refused before anything is sent.
     public init(
-        hostNames: [String: Int], trustedRootsPEM: String, files: AssociationFiles, timeout: Duration = .seconds(10)
+        hostNames: [String: Int], trustedRootsPEM: String, files: AssociationFiles, timeout: Duration = .seconds(10),
+        servicePorts: @escaping @Sendable () -> Set<Int> = { [] }
     ) {
         self.hostNames = hostNames
         self.trustedRootsPEM = trustedRootsPEM
         self.files = files
         self.timeout = timeout
+        self.servicePorts = servicePorts
     }
 
     /// Validates `domain` for `merchantIdentifier`. `hasIdentityCertificate` is the first check: validation
     /// runs only once the merchant's identity certificate was issued.
-    /// `port`, when given, replaces the mapping of `domain` for this check.
+    /// `port`, when given, replaces the mapping of `domain` for this check (init's own one-off site, which is not
+    /// checked against the services' ports).
     public func validate(
         domain: String, merchantIdentifier: String, hasIdentityCertificate: Bool, port override: Int? = nil
     ) async -> Outcome {
@@ -51,13 +64,13 @@ public final class DomainValidator: Sendable {
         func pass(_ name: DomainCheck.Name, _ detail: String) {
             checks.append(DomainCheck(name: name, result: "pass", detail: detail))
         }
-        func fail(_ name: DomainCheck.Name, _ detail: String) -> Outcome {
+        func fail(_ name: DomainCheck.Name, _ detail: String, retryable: Bool = false) -> Outcome {
             checks.append(DomainCheck(name: name, result: "fail", detail: detail))
             let done = Set(checks.map(\.name))
             for rest in DomainCheck.Name.allCases where !done.contains(rest) {
                 checks.append(DomainCheck(name: rest, result: "skipped", detail: "not checked"))
             }
-            return Outcome(checks: checks, siteCertificateNotAfter: notAfter)
+            return Outcome(checks: checks, siteCertificateNotAfter: notAfter, retryable: retryable)
         }
 
         guard hasIdentityCertificate else {
@@ -73,13 +86,20 @@ public final class DomainValidator: Sendable {
                 "\(domain) is not a host name this deployment serves (config.json names: "
                     + hostNames.keys.sorted().joined(separator: ", ") + ")")
         }
+        if override == nil, servicePorts().contains(port) {
+            return fail(
+                .nameMapping,
+                "\(domain) maps to 127.0.0.1:\(port), an Orchard service's port: the verifier fetches only a "
+                    + "merchant's own site (give the domain of the merchant's website)")
+        }
         pass(.nameMapping, "\(domain) → 127.0.0.1:\(port)")
 
         let client: HTTPClient
         do {
             client = try HTTPClient(
                 configuration: HTTPClientConfiguration(
-                    trustedRootsPEM: trustedRootsPEM, minimumTLSVersion: .tls12, connectTimeout: .seconds(3),
+                    trustedRootsPEM: trustedRootsPEM, minimumTLSVersion: .tls12,
+                    connectTimeout: min(.seconds(3), timeout),
                     requestTimeout: timeout, maxResponseBytes: DomainAssociationFile.maximumFileBytes + 1,
                     maxAttempts: 1, maxCachedConnections: 2, connectTo: [domain: port]))
         } catch {
@@ -92,7 +112,7 @@ public final class DomainValidator: Sendable {
         do {
             (response, session) = try await client.sendInspectingTLS(HTTPClientRequest(method: .get, url: url))
         } catch {
-            return Self.classify(error, domain: domain, port: port, pass: pass, fail: fail)
+            return Self.classify(error, domain: domain, port: port, pass: pass) { fail($0, $1, retryable: $2) }
         }
         pass(.connect, "connected to \(domain) (127.0.0.1:\(port)) with SNI \(domain)")
         pass(.tlsVersion, session.map { "\($0.version) (at least TLS 1.2 required)" } ?? "TLS")
@@ -123,7 +143,9 @@ public final class DomainValidator: Sendable {
                     "only \(WebMerchantAPI.associationFilePath).txt exists: serve the file at the path without "
                         + "the .txt extension")
             }
-            return fail(.status, "\(response.status.code) for \(url); the verifier accepts 200 only")
+            return fail(
+                .status, "\(response.status.code) for \(url); the verifier accepts 200 only",
+                retryable: (500...599).contains(response.status.code))
         }
         pass(.status, "200")
         pass(.redirect, "no redirect")
@@ -155,34 +177,46 @@ public final class DomainValidator: Sendable {
             pass(.signature, "signed by the Orchard domain-association signing leaf")
             pass(.merchant, "issued for \(merchantIdentifier) (\(file.pspId))")
         }
-        return Outcome(checks: checks, siteCertificateNotAfter: notAfter)
+        return Outcome(checks: checks, siteCertificateNotAfter: notAfter, retryable: false)
     }
 
     /// Names the check a transport or handshake failure belongs to.
     private static func classify(
         _ error: HTTPError, domain: String, port: Int, pass: (DomainCheck.Name, String) -> Void,
-        fail: (DomainCheck.Name, String) -> Outcome
+        fail: (DomainCheck.Name, String, Bool) -> Outcome
     ) -> Outcome {
         let text = error.message
+        if error.code == .responseTooLarge {
+            // An answer arrived, so the handshake (and its chain check) passed.
+            pass(.connect, "connected to \(domain) (127.0.0.1:\(port)) with SNI \(domain)")
+            pass(.tlsVersion, "TLS 1.2 or later")
+            pass(.chain, "the site's certificate chains to the Orchard root")
+            return fail(
+                .status,
+                "the answer is larger than \(DomainAssociationFile.maximumFileBytes) bytes, the most an association "
+                    + "file may be: the verifier reads no further, whatever the status; serve the file exactly as "
+                    + "`orchard merchant association-file` wrote it", false)
+        }
         guard error.code == .connectionFailed || error.code == .tlsFailure, text.contains("TLS handshake") else {
-            if error.code == .timedOut { return fail(.connect, "no answer from \(domain) in time: \(text)") }
+            if error.code == .timedOut { return fail(.connect, "no answer from \(domain) in time: \(text)", true) }
             return fail(
                 .connect,
                 "cannot connect to \(domain) (127.0.0.1:\(port)): \(text); is the site serving on that port? "
-                    + "(the demo store: `orchard serve merchant` or `orchard up`)")
+                    + "(the demo store: `orchard serve merchant` or `orchard up`)", true)
         }
         pass(.connect, "connected to \(domain) (127.0.0.1:\(port)) with SNI \(domain)")
         let lower = text.lowercased()
         if lower.contains("protocol version") || lower.contains("unsupported protocol")
             || lower.contains("wrong version") || lower.contains("no protocols available")
         {
-            return fail(.tlsVersion, "the site offers no TLS 1.2 or later: \(text)")
+            return fail(.tlsVersion, "the site offers no TLS 1.2 or later: \(text)", false)
         }
         pass(.tlsVersion, "TLS 1.2 or later")
         if lower.contains("expired") {
-            return fail(.chain, "the site's certificate has expired: \(text)")
+            return fail(.chain, "the site's certificate has expired: \(text)", false)
         }
-        return fail(.chain, "the site's certificate does not verify for \(domain) to the Orchard root: \(text)")
+        return fail(
+            .chain, "the site's certificate does not verify for \(domain) to the Orchard root: \(text)", false)
     }
 
     /// Whether `url` + `.txt` answers 200 (a common mistake: uploading the download with its extension).

@@ -53,7 +53,8 @@ public final class MerchantSessions: Sendable {
         /// Which check refused; tests and logs use it.
         public enum Reason: String, Sendable, Hashable {
             case noCertificate, notIssuedHere, processingCertificate, revoked, expired, otherMerchant
-            case unknownMerchant, domainNotValidated, contextNotIdentical, initiativeNotOffered, unknownInitiative
+            case unknownMerchant, domainNotValidated, domainFailed, contextNotIdentical, initiativeNotOffered
+            case unknownInitiative
             case get, contentType, tooLarge, malformed, duplicateKey
         }
         public let reason: Reason
@@ -82,10 +83,10 @@ public final class MerchantSessions: Sendable {
                     "reason=\"no client certificate: connect with the merchant identity certificate (mutual TLS)\""))
         }
         let merchant: String
-        let validated: [String]
+        let domains: MerchantDomains
         switch try await certificateHolder(certificateDER) {
         case .failure(let refusal): return .failure(refusal)
-        case .success(let holder): (merchant, validated) = holder
+        case .success(let holder): (merchant, domains) = holder
         }
         let mediaType = contentType.map(Self.mediaType)
         // Apple's documented test (`curl --data …`) sends curl's default form type with the JSON body.
@@ -117,7 +118,7 @@ public final class MerchantSessions: Sendable {
                     "\(Self.named(merchant)) reason=\"the body is not a JSON object with merchantIdentifier, "
                         + "displayName, initiative and initiativeContext\""))
         }
-        return try await session(request, merchant: merchant, validated: validated, legacy: legacy)
+        return try await session(request, merchant: merchant, domains: domains, legacy: legacy)
     }
 
     /// `Content-Type`'s media type: before any `;`, spaces and tabs trimmed, lower-case (ASCII).
@@ -139,15 +140,21 @@ public final class MerchantSessions: Sendable {
         parsedCertificates.value(for: der) { try? Certificate(derEncoded: der) }
     }
 
+    /// A merchant's domains validated now, and those that failed their last check (each with the failed check).
+    struct MerchantDomains: Sendable {
+        var validated: [String] = []
+        var failed: [String: String] = [:]
+    }
+
     /// The merchant a presented certificate is the identity certificate of (one this Pay server issued and
-    /// recorded, of kind identity, unrevoked and valid now), with the domains it has validated now: one read.
-    func certificateHolder(_ der: [UInt8]) async throws -> Result<(String, [String]), Refusal> {
+    /// recorded, of kind identity, unrevoked and valid now), with its domains as they are now: one read.
+    func certificateHolder(_ der: [UInt8]) async throws -> Result<(String, MerchantDomains), Refusal> {
         guard let certificate = parsedCertificate(der) else {
             return .failure(Refusal(.notIssuedHere, "reason=\"the client certificate cannot be read\""))
         }
         let serial = Hex.encode(certificate.serialNumber)
         let now = clock.now()
-        let (row, validated) = try await store.read { db in
+        let (row, domains) = try await store.read { db in
             let row = try db.queryFirst(
                 """
                 SELECT merchant_identifier, kind, der, not_after, revoked_at FROM merchant_certificates WHERE serial = ?
@@ -158,12 +165,9 @@ public final class MerchantSessions: Sendable {
                     try row.optionalInt64(4)
                 )
             }
-            guard let merchant = row?.0 else { return (row, [String]()) }
-            let validated = try db.query(
-                "SELECT domain FROM merchant_domains WHERE merchant_identifier = ? AND expires_at > ?",
-                [.text(merchant), .milliseconds(now)]
-            ) { try $0.string(0) }
-            return (row, validated)
+            guard let merchant = row?.0 else { return (row, MerchantDomains()) }
+            let found = try WebDomains.sessionDomains(db, merchantIdentifier: merchant, now: now)
+            return (row, MerchantDomains(validated: found.validated, failed: found.failed))
         }
         guard let (merchant, kind, recorded, notAfter, revokedAt) = row, recorded == der else {
             return .failure(
@@ -188,14 +192,15 @@ public final class MerchantSessions: Sendable {
                 Refusal(
                     .expired, "\(Self.named(merchant)) reason=\"the merchant identity certificate is not valid now\""))
         }
-        return .success((merchant, validated))
+        return .success((merchant, domains))
     }
 
-    /// The checks after authentication: the merchant named, the initiative, the domain (`validated`: the merchant's
-    /// domains validated now, read with its certificate); then a new session.
+    /// The checks after authentication: the merchant named, the initiative, the domain (`domains`: the merchant's
+    /// domains as they are now, read with its certificate); then a new session.
     func session(
-        _ request: PaymentSessionRequest, merchant: String, validated: [String], legacy: Bool
+        _ request: PaymentSessionRequest, merchant: String, domains: MerchantDomains, legacy: Bool
     ) async throws -> Result<MerchantSession, Refusal> {
+        let validated = domains.validated
         let certificateHash = AssociationFiles.merchantHash(merchant)
         let named = request.merchantIdentifier
         let namedHash =
@@ -250,6 +255,14 @@ public final class MerchantSessions: Sendable {
                 ))
         }
         guard validated.contains(context) else {
+            if let check = domains.failed[context] {
+                return .failure(
+                    Refusal(
+                        .domainFailed,
+                        "\(Self.named(merchant)) reason=\"\(context) failed its last check (\(check)): it gets no "
+                            + "merchant session until it validates again; fix the site, then `orchard merchant domain "
+                            + "verify --merchant \(merchant) --domain \(context) --explain`\""))
+            }
             if let match = validated.first(where: { $0 == Self.addressBarHost(context) }) {
                 return .failure(
                     Refusal(

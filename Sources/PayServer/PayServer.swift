@@ -63,9 +63,11 @@ public final class PayServer: Sendable {
         self.inApp = inApp
     }
 
-    /// How often the Pay server looks for domains due for a check (30, 15 and 7 days before their site
-    /// certificate expires).
-    public static let domainRecheckInterval: Duration = .seconds(3600)
+    /// How often the Pay server's periodic pass runs: it checks the domains whose check is due (daily, at their
+    /// site certificate's expiry, and the retries 15 minutes apart, ``WebDomains``).
+    public static let domainRecheckInterval: Duration = .seconds(60)
+    /// How often that pass also purges what expired (merchant sessions, payment nonces on PostgreSQL).
+    public static let purgeInterval: Duration = .seconds(3600)
 
     /// Builds the Pay server of `directory` without binding: reads its keys and certificates, opens
     /// `pay.sqlite`, sets up TLS. The store is closed when the service stops.
@@ -87,11 +89,16 @@ public final class PayServer: Sendable {
         let files = try AssociationFiles(
             tokenSigning: leaves.domainAssociationFile, legacy: leaves.legacyAssociationFileSigner,
             clock: environment.wallClock)
+        // A Pay side deployed on its own also reaches the host names of the parties it imported (the merchant's
+        // store.orchard.test), whose sites chain to their imported roots.
+        let hostNames = PeerAddresses.read(from: directory).hostNames.merging(configuration.hostNames) { $1 }
+        // The ports the Pay server's own names map to (its gateway and public side), whatever port it took.
+        let ownPorts = Set(PayService().hostNames.compactMap { hostNames[$0.name] })
         let validator = DomainValidator(
-            // A Pay side deployed on its own also reaches the host names of the parties it imported (the merchant's
-            // store.orchard.test), whose sites chain to their imported roots.
-            hostNames: PeerAddresses.read(from: directory).hostNames.merging(configuration.hostNames) { $1 },
-            trustedRootsPEM: try Self.siteRootsPEM(in: directory), files: files)
+            hostNames: hostNames, trustedRootsPEM: try Self.siteRootsPEM(in: directory), files: files,
+            servicePorts: { [peers = environment.peers] in
+                ownPorts.union(Self.servicePorts(of: directory, configuration: configuration, peers: peers))
+            })
         let store = try PayStore.open(in: directory, configuration: configuration)
         do {
             let devices = DeviceRegistry(store: store, deviceCA: deviceCA, clock: environment.wallClock)
@@ -121,7 +128,8 @@ public final class PayServer: Sendable {
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })
             return PayServiceInstance(
                 http: http, domains: domains, sessions: server.sessions, inApp: server.inApp,
-                interval: domainRecheckInterval, logger: logger)
+                interval: domainRecheckInterval, purgeEvery: Int(purgeInterval / domainRecheckInterval),
+                logger: logger)
         } catch {
             await store.close()
             throw error
@@ -137,6 +145,24 @@ public final class PayServer: Sendable {
             return own
         }
         return own + (own.hasSuffix("\n") ? "" : "\n") + merchant
+    }
+
+    /// Every port an Orchard service of `directory` (or a peer party's) is configured for or listens on now, the
+    /// merchant's website listener (`site`) aside: the domain validator fetches from none of them.
+    static func servicePorts(
+        of directory: DeploymentDirectory, configuration: Configuration, peers: ServicePeers
+    ) -> Set<Int> {
+        var ports = Set<Int>()
+        for name in ServiceName.all {
+            ports.insert(configuration[ServiceSettings.port(name)])
+            ports.formUnion(configuration[ServiceSettings.instancePorts(name)].compactMap { Int($0) })
+            for endpoint in peers.endpoints(of: name, in: directory) {
+                ports.insert(endpoint.port)
+                for (key, port) in endpoint.ports where key != "site" { ports.insert(port) }
+            }
+        }
+        ports.remove(0)
+        return ports
     }
 
     /// The Pay server's routes (besides `/health`, which every service has).
@@ -190,9 +216,10 @@ public final class PayServer: Sendable {
     }
 }
 
-/// The Pay server's HTTPS service plus its domain re-check loop: a pass right after the listener starts, then
-/// one every `interval`, each checking again the domains whose site certificates expire in 30, 15 or 7 days and
-/// purging the expired merchant sessions (and, on PostgreSQL, the expired payment nonces).
+/// The Pay server's HTTPS service plus its periodic pass: one right after the listener starts, then one every
+/// `interval`, each checking the domains whose check is due by the injected clock (``WebDomains/recheckDue()``);
+/// the first pass and every `purgeEvery`-th also purge the expired merchant sessions (and, on PostgreSQL, the
+/// expired payment nonces).
 public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
     /// The HTTPS service (for tests that read its routes).
     public let http: HTTPServiceInstance
@@ -200,6 +227,7 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
     let sessions: MerchantSessions
     let inApp: InAppPayments
     let interval: Duration
+    let purgeEvery: Int
     let logger: Logger
     // Guarded by `lock`.
     private let lock = NSLock()
@@ -207,22 +235,25 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
 
     init(
         http: HTTPServiceInstance, domains: WebDomains, sessions: MerchantSessions, inApp: InAppPayments,
-        interval: Duration, logger: Logger
+        interval: Duration, purgeEvery: Int, logger: Logger
     ) {
         self.http = http
         self.domains = domains
         self.sessions = sessions
         self.inApp = inApp
         self.interval = interval
+        self.purgeEvery = max(1, purgeEvery)
         self.logger = logger
     }
 
     public func start() async throws -> ServiceEndpoint {
         let endpoint = try await http.start()
         let (domains, sessions, inApp) = (self.domains, self.sessions, self.inApp)
-        let (interval, logger) = (self.interval, self.logger)
+        let (interval, purgeEvery, logger) = (self.interval, self.purgeEvery, self.logger)
         let task = Task {
+            var pass = 0
             while !Task.isCancelled {
+                defer { pass += 1 }
                 do {
                     for report in try await domains.recheckDue() {
                         logger.notice(
@@ -231,6 +262,11 @@ public final class PayServiceInstance: ServiceInstance, @unchecked Sendable {
                     }
                 } catch {
                     logger.warning("domain re-check: the pass failed; the next one retries")
+                }
+                guard pass % purgeEvery == 0 else {
+                    // try?: a cancelled sleep ends the loop at its next check.
+                    try? await Task.sleep(for: interval)
+                    continue
                 }
                 do {
                     let purged = try await sessions.purgeExpired()

@@ -121,6 +121,8 @@ public enum PayStore {
                 ALTER TABLE merchant_certificates ADD COLUMN processor TEXT;
                 ALTER TABLE merchant_certificates ADD COLUMN issued_at INTEGER;
                 """),
+        // Domains re-checked daily, retried when unreachable, and failed at once on a wrong or missing file.
+        Migration(version: 14, name: WebDomains.stateMigrationName, sql: WebDomains.stateMigrationSQL),
     ]
 
     /// Opens the Pay server's store of the deployment in `directory` (its `config.json` says where), for commands

@@ -88,8 +88,9 @@ public struct DomainRequest: Codable, Sendable, Hashable {
 
 /// One registered domain of a merchant, as the Pay server reports it.
 public struct DomainRecord: Codable, Sendable, Hashable {
-    /// `registered` (not validated yet), `verified`, `failed` (the last validation failed) or `lapsed` (the site's
-    /// TLS certificate expired since).
+    /// `registered` (not validated yet), `verified`, `retrying` (still validated: the last check could not reach
+    /// the site and is tried again), `failed` (the last check failed: no merchant sessions until a `domain verify`
+    /// passes) or `lapsed` (the site's TLS certificate expired since it was validated).
     public let status: String
     public let merchantIdentifier: String
     public let domain: String
@@ -97,14 +98,19 @@ public struct DomainRecord: Codable, Sendable, Hashable {
     public let verifiedAt: String?
     /// When validation lapses: the site's TLS certificate's expiry, ISO 8601.
     public let expiresAt: String?
-    /// When the Pay server checks the site again (30, 15 and 7 days before `expiresAt`), ISO 8601.
+    /// When the Pay server checks the site again (a day after a pass, at `expiresAt` if sooner, 15 minutes after
+    /// a try that could not reach it), ISO 8601; none for a registered or failed domain.
     public let nextCheckAt: String?
-    /// Why the last validation failed.
+    /// Why the last check failed, as `<check>: <detail>`.
     public let failure: String?
+    /// When the site was last checked, ISO 8601.
+    public let checkedAt: String?
+    /// For a `retrying` domain: the tries left before it fails.
+    public let retriesLeft: Int?
 
     public init(
         status: String, merchantIdentifier: String, domain: String, verifiedAt: String?, expiresAt: String?,
-        nextCheckAt: String?, failure: String?
+        nextCheckAt: String?, failure: String?, checkedAt: String? = nil, retriesLeft: Int? = nil
     ) {
         self.status = status
         self.merchantIdentifier = merchantIdentifier
@@ -113,6 +119,8 @@ public struct DomainRecord: Codable, Sendable, Hashable {
         self.expiresAt = expiresAt
         self.nextCheckAt = nextCheckAt
         self.failure = failure
+        self.checkedAt = checkedAt
+        self.retriesLeft = retriesLeft
     }
 }
 

@@ -126,18 +126,43 @@ struct GatewayTests {
         #expect(message.stdout.isEmpty)
     }
 
-    @Test("W3: a capability statement at pay.orchard.test, asked without any client certificate")
+    @Test(
+        "W3, W7: a capability statement at pay.orchard.test, without any client certificate, after 400 junk questions")
     func capabilityOverHTTPS() async throws {
         let deployment = try await WebCommandTests.Deployment()
         let directory = deployment.directory
+        // The budgets refill on the monotonic clock: fixed here, so what the junk may take does not depend on how
+        // long it takes.
         let host = try await ServiceHost.start(
             [.pay], directory: directory, registry: try ServiceRegistry([PayService(), MerchantService()]),
-            publish: false, anyPort: true)
+            environment: ServiceEnvironment(monotonicClock: ManualClock(now: Date())), publish: false, anyPort: true)
         let port = try #require(host.endpoint(of: .pay)?.port)
-        let client = try HTTPClient(
-            configuration: HTTPClientConfiguration(
-                trustedRootsPEM: try directory.readCertificate(named: PKIFiles.rootCA), maxAttempts: 1,
-                connectTo: [WebMerchantAPI.HostNames.pay: port]))
+        let configuration = HTTPClientConfiguration(
+            trustedRootsPEM: try directory.readCertificate(named: PKIFiles.rootCA), maxAttempts: 1,
+            maxCachedConnections: 1, connectTo: [WebMerchantAPI.HostNames.pay: port])
+        let url = "https://" + WebMerchantAPI.HostNames.pay + WebMerchantAPI.Capability.path
+        // 400 questions about pairs nobody validated, over 8 connections (8 source ports) at once: a client's small
+        // budget answers a few, the rest are refused 429; none draws on the budget validated pairs are signed from.
+        let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for connection in 0..<8 {
+                group.addTask {
+                    let junk = try HTTPClient(configuration: configuration)
+                    defer { junk.shutdown() }
+                    var statuses: [Int] = []
+                    for index in 0..<50 {
+                        let question = CapabilityRequest(
+                            merchantIdentifier: "merchant.junk.\(connection).\(index)", domain: "junk\(index).test")
+                        statuses.append(
+                            try await junk.send(try HTTPClientRequest.json(.post, url, question)).status.code)
+                    }
+                    return statuses
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(statuses.count == 400 && Set(statuses).isSubset(of: [200, 429]))
+        #expect(statuses.filter { $0 == 200 }.count == CapabilityStatements.Budgets().clientBurst)
+        let client = try HTTPClient(configuration: configuration)
         defer { client.shutdown() }
         let answer = try await client.send(
             try HTTPClientRequest.json(

@@ -66,12 +66,13 @@ struct SessionFixture {
             ] {
                 try db.execute(
                     """
-                    INSERT INTO merchant_domains (merchant_identifier, domain, registered_at, verified_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?)
+                    INSERT INTO merchant_domains
+                    (merchant_identifier, domain, registered_at, verified_at, expires_at, state) VALUES (?, ?, ?, ?, ?, ?)
                     """,
                     [
                         .text(merchant), .text(domain), .milliseconds(now),
                         expiresAt == nil ? .null : .milliseconds(now), expiresAt.map { .integer($0) } ?? .null,
+                        .text(expiresAt == nil ? "registered" : "verified"),
                     ])
             }
         }
@@ -359,38 +360,45 @@ struct MerchantSessionTests {
     func capabilityStatements() async throws {
         let fixture = try await SessionFixture()
         defer { Task { await fixture.close() } }
+        var budgets = CapabilityStatements.Budgets()
+        (budgets.rate, budgets.burst) = (1, 1)
         let statements = CapabilityStatements(
             store: fixture.store,
             tokenSigning: try fixture.pki.issuingLeaf(
                 for: .capabilityStatement, notValidBefore: fixture.clock.now().addingTimeInterval(-86_400)),
-            clock: fixture.clock, monotonic: fixture.clock, rate: 1, burst: 4)
+            clock: fixture.clock, monotonic: fixture.clock, budgets: budgets)
         let verifier = try CapabilityStatements.verifier(root: fixture.pki.root, clock: fixture.clock)
-        let yes = try await statements.statement(merchantIdentifier: SessionFixture.merchant, domain: "Shop.Web.Test")
+        let client = "192.0.2.1"
+        let yes = try await statements.statement(
+            merchantIdentifier: SessionFixture.merchant, domain: "Shop.Web.Test", client: client)
         #expect(yes.validated && yes.domain == SessionFixture.domain && yes.merchantIdentifier == Self.hash)
         #expect(yes.expiresAt == yes.issuedAt + 300_000)
         #expect(CapabilityStatements.problem(with: yes, verifier: verifier, now: fixture.clock.now()) == nil)
         #expect(try CapabilityStatement(json: yes.json) == yes)
-        // Not validated: registered only, another merchant's domain, an unknown merchant.
+        // Not validated: registered only, another merchant's domain, an unknown merchant; signed all the same.
+        for (merchant, domain) in [
+            (SessionFixture.merchant, "pending.web.test"), (SessionFixture.merchant, "other.web.test"),
+            ("merchant.dev.nobody", SessionFixture.domain),
+        ] {
+            let no = try await statements.statement(merchantIdentifier: merchant, domain: domain, client: client)
+            #expect(
+                !no.validated
+                    && CapabilityStatements.problem(with: no, verifier: verifier, now: fixture.clock.now()) == nil)
+        }
+        // The shared limit: a kept statement costs nothing; a new one is refused until the bucket refills (the
+        // unvalidated pairs above took nothing from it).
         #expect(
-            try await !statements.statement(merchantIdentifier: SessionFixture.merchant, domain: "pending.web.test")
-                .validated)
-        #expect(
-            try await !statements.statement(merchantIdentifier: SessionFixture.merchant, domain: "other.web.test")
-                .validated)
-        #expect(
-            try await !statements.statement(merchantIdentifier: "merchant.dev.nobody", domain: SessionFixture.domain)
-                .validated)
-        // The limit: a kept statement costs nothing; a new one is refused until the bucket refills.
-        #expect(
-            try await statements.statement(merchantIdentifier: SessionFixture.merchant, domain: SessionFixture.domain)
-                == yes)
+            try await statements.statement(
+                merchantIdentifier: SessionFixture.merchant, domain: SessionFixture.domain, client: client) == yes)
         await #expect(throws: CapabilityStatements.RateLimited.self) {
-            _ = try await statements.statement(merchantIdentifier: SessionFixture.other, domain: "other.web.test")
+            _ = try await statements.statement(
+                merchantIdentifier: SessionFixture.other, domain: "other.web.test", client: client)
         }
         fixture.clock.advance(by: 1.5)
         #expect(
-            try await statements.statement(merchantIdentifier: SessionFixture.other, domain: "other.web.test").validated
-        )
+            try await statements.statement(
+                merchantIdentifier: SessionFixture.other, domain: "other.web.test", client: client
+            ).validated)
         // Altered or stale statements fail.
         let altered = CapabilityStatement(
             domain: "pending.web.test", merchantIdentifier: yes.merchantIdentifier, issuedAt: yes.issuedAt,

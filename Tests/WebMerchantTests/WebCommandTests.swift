@@ -160,7 +160,10 @@ struct WebCommandTests {
             ["merchant", "domain", "verify", "--merchant", Self.demo, "--domain", "store.orchard.test", "--explain"])
         #expect(verified == 0, "\(explained.stderr)")
         let lines = explained.stdout.split(separator: "\n")
-        #expect(lines.count == DomainCheck.Name.allCases.count && lines.allSatisfy { $0.hasPrefix("pass") })
+        #expect(
+            lines.count == DomainCheck.Name.allCases.count + 1 && lines.dropLast().allSatisfy { $0.hasPrefix("pass") })
+        // The last line: the state, the last and the next check.
+        #expect(lines.last?.hasPrefix("state   verified") == true && lines.last?.contains("next check 20") == true)
 
         // Another merchant claims store.orchard.test: the site hosts the demo merchant's file.
         let csr = Capture()
@@ -183,6 +186,8 @@ struct WebCommandTests {
         ])
         #expect(broken == 1)
         #expect(report.stdout.contains("fail    merchant"))
+        #expect(
+            report.stdout.contains("state   failed") && report.stdout.contains("next check none; failure merchant:"))
         #expect(report.stderr.hasPrefix("error: store.orchard.test did not validate: merchant: the file was issued"))
 
         // Without --explain: the JSON report, and the same failure.
@@ -190,7 +195,25 @@ struct WebCommandTests {
             ["merchant", "domain", "verify", "--merchant", "merchant.dev.shop", "--domain", "store.orchard.test"])
         #expect(json == 1)
         let decoded = try JSONDecoder().decode(DomainVerificationReport.self, from: Data(plain.stdout.utf8))
-        #expect(!decoded.verified && decoded.record.status == "failed")
+        #expect(!decoded.verified && decoded.record.status == "failed" && decoded.record.checkedAt != nil)
+        let listed = await deployment.run(["merchant", "domain", "list", "--merchant", "merchant.dev.shop"])
+        let failed = try JSONDecoder().decode([DomainRecord].self, from: Data(listed.stdout.utf8))
+        #expect(failed.first?.status == "failed" && failed.first?.failure?.hasPrefix("merchant: ") == true)
+        #expect(failed.first?.checkedAt != nil && failed.first?.nextCheckAt == nil)
+
+        // The Pay server's own names map to its port: never fetched from, whoever registers them.
+        _ = await deployment.run([
+            "merchant", "domain", "add", "--merchant", "merchant.dev.shop", "--domain", "pay.orchard.test",
+        ])
+        let (service, refusal) = await deployment.rc([
+            "merchant", "domain", "verify", "--merchant", "merchant.dev.shop", "--domain", "pay.orchard.test",
+            "--explain",
+        ])
+        #expect(service == 1 && refusal.stdout.contains("fail    name mapping"), "\(refusal.stdout)")
+        #expect(refusal.stderr.contains("an Orchard service's port"))
+        _ = await deployment.run([
+            "merchant", "domain", "remove", "--merchant", "merchant.dev.shop", "--domain", "pay.orchard.test",
+        ])
         await merchant.stop()
 
         // A P-256 identity CSR is refused at registration.

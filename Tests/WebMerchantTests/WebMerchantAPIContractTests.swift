@@ -67,6 +67,17 @@ struct WebMerchantAPIContractTests {
             try Self.encoded(record)
                 == #"{"domain":"a.test","expiresAt":"2027-01-01T00:00:00Z","merchantIdentifier":"m.x","#
                 + #""nextCheckAt":"2026-12-02T00:00:00Z","status":"verified","verifiedAt":"2026-01-01T00:00:00Z"}"#)
+        let retrying = DomainRecord(
+            status: "retrying", merchantIdentifier: "m.x", domain: "a.test", verifiedAt: "2026-01-01T00:00:00Z",
+            expiresAt: "2027-01-01T00:00:00Z", nextCheckAt: "2026-01-02T00:15:00Z", failure: "connect: no answer",
+            checkedAt: "2026-01-02T00:00:00Z", retriesLeft: 3)
+        #expect(
+            try Self.encoded(retrying)
+                == #"{"checkedAt":"2026-01-02T00:00:00Z","domain":"a.test","expiresAt":"2027-01-01T00:00:00Z","#
+                + #""failure":"connect: no answer","merchantIdentifier":"m.x","nextCheckAt":"2026-01-02T00:15:00Z","#
+                + #""retriesLeft":3,"status":"retrying","verifiedAt":"2026-01-01T00:00:00Z"}"#)
+        // A record from a Pay server without the check fields still decodes.
+        #expect(try JSONDecoder().decode(DomainRecord.self, from: Data(try Self.encoded(record).utf8)) == record)
         let report = DomainVerificationReport(
             verified: false, checks: [DomainCheck(name: .tlsVersion, result: "fail", detail: "TLSv1.1")],
             record: DomainRecord(

@@ -101,10 +101,13 @@ enum WebMerchantCommands {
         summary: "Validate a registered domain now: fetch and check its association file.",
         discussion: """
             Runs only once the merchant's identity certificate exists. The Pay server maps the name to its loopback
-            port (config.json names), connects with TLS 1.2 or later and SNI, checks the chain, expects 200 with no
-            redirect at the extensionless path, and checks the file's signature and merchant. Validation lasts until
-            the site's TLS certificate expires (re-checked 30, 15 and 7 days before). Prints the report as JSON, or
-            with --explain each check and its result, one per line; exits 1 when the domain did not validate.
+            port (config.json names; never an Orchard service's port), connects with TLS 1.2 or later and SNI,
+            checks the chain, expects 200 with no redirect at the extensionless path, and checks the file's
+            signature and merchant. The Pay server checks a validated domain again daily (and at its site
+            certificate's expiry): a wrong or missing file fails it at once, a site it cannot reach is tried 3 more
+            times 15 minutes apart first; a failed domain gets no merchant session until this command validates it
+            again. Prints the report as JSON, or with --explain each check and its result, one per line, then the
+            domain's state, last check, next check and failure; exits 1 when the domain did not validate.
             """,
         options: [merchantOption, domainOption, explainOption]
     ) { arguments, context in
@@ -125,7 +128,11 @@ enum WebMerchantCommands {
 
     static let list = Command(
         name: "list",
-        summary: "List a merchant's domains with their status (registered, verified, failed, lapsed).",
+        summary: "List a merchant's domains with their state, last and next check, and failure.",
+        discussion: """
+            Prints JSON: each domain's status (registered, verified, retrying, failed, lapsed), checkedAt,
+            nextCheckAt, failure (the failed check and why), retriesLeft while retrying, verifiedAt and expiresAt.
+            """,
         options: [merchantOption]
     ) { arguments, context in
         try await runPortal(context, merchant: arguments[merchantOption]) { portal in
@@ -153,14 +160,24 @@ enum WebMerchantCommands {
     static let explainOption = Option.flag("explain", help: "Print each check and its result instead of JSON.")
     static let fileOutOption = Option.required("out", "FILE", help: "Where to write the association file.")
 
-    /// The checks, one per line: result, check, detail.
+    /// The checks, one per line: result, check, detail; then the domain's state as the Pay server keeps it.
     static func explanation(_ report: DomainVerificationReport) -> String {
         let width = DomainCheck.Name.allCases.map(\.rawValue.count).max() ?? 0
-        return report.checks.map { check in
+        let checks = report.checks.map { check in
             let name = check.name.rawValue
             return check.result.padding(toLength: 8, withPad: " ", startingAt: 0)
                 + name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + check.detail
-        }.joined(separator: "\n")
+        }
+        return (checks + [state(report.record, width: width)]).joined(separator: "\n")
+    }
+
+    /// `state   verified  checked …, next check …`, with the retries left and the failure when there is one.
+    static func state(_ record: DomainRecord, width: Int) -> String {
+        var parts = ["checked \(record.checkedAt ?? "never")", "next check \(record.nextCheckAt ?? "none")"]
+        if let left = record.retriesLeft { parts.append("\(left) retries left") }
+        if let failure = record.failure { parts.append("failure \(failure)") }
+        return "state".padding(toLength: 8, withPad: " ", startingAt: 0)
+            + record.status.padding(toLength: width + 2, withPad: " ", startingAt: 0) + parts.joined(separator: "; ")
     }
 
     static func runAssociationFile(_ arguments: ParsedArguments, _ context: CommandContext) async throws {
