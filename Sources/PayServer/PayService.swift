@@ -202,7 +202,9 @@ public struct PayService: OrchardService {
                 clock: SystemClock())
             var proven: Set<String> = []
             for merchant in merchants {
-                for record in try await domains.list(merchantIdentifier: merchant) where record.status == "verified" {
+                // Still validated while its site is retried.
+                for record in try await domains.list(merchantIdentifier: merchant)
+                where record.status == "verified" || record.status == "retrying" {
                     proven.insert(record.domain)
                 }
             }

@@ -205,8 +205,9 @@ extension PartyBundleTests {
                 [.text(Self.merchantID), .text("Orchard Demo Store"), .integer(now)])
             try db.execute(
                 """
-                INSERT INTO merchant_domains (merchant_identifier, domain, registered_at, verified_at, expires_at, checked_at)
-                VALUES (?, 'shop.example', ?, ?, ?, ?)
+                INSERT INTO merchant_domains
+                    (merchant_identifier, domain, registered_at, verified_at, expires_at, checked_at, state)
+                VALUES (?, 'shop.example', ?, ?, ?, ?, 'verified')
                 """, [.text(Self.merchantID), .integer(now), .integer(now), .integer(now + 86_400_000), .integer(now)])
         }
         await store.close()

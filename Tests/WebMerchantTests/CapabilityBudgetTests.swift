@@ -1,6 +1,7 @@
 import Foundation
 import OrchardCrypto
 import OrchardStore
+import OrchardX509
 import PayServer
 import PaymentToken
 import Testing
@@ -45,8 +46,10 @@ struct CapabilityBudgetTests {
         (budgets.clientRate, budgets.clientBurst) = (0.001, 3)
         (budgets.negativeRate, budgets.negativeBurst) = (0.001, 8)
         let statements = CapabilityStatements(
-            store: fixture.store, tokenSigning: fixture.pki, clock: fixture.clock, monotonic: fixture.clock,
-            budgets: budgets)
+            store: fixture.store,
+            tokenSigning: try fixture.pki.issuingLeaf(
+                for: .capabilityStatement, notValidBefore: fixture.clock.now().addingTimeInterval(-86_400)),
+            clock: fixture.clock, monotonic: fixture.clock, budgets: budgets)
         // 200 junk questions from loopback, each from another address of 127/8: one client, 3 answered.
         var answered: [CapabilityStatement] = []
         for index in 0..<200 {
@@ -69,7 +72,7 @@ struct CapabilityBudgetTests {
         // The validated pair, asked from the exhausted loopback: signed, from the shared budget junk never drew on.
         let real = try #require(
             try await Self.ask(statements, SessionFixture.merchant, SessionFixture.domain, from: "127.0.0.1"))
-        let verifier = try MerchantSessions.verifier(root: fixture.pki.root, clock: fixture.clock)
+        let verifier = try CapabilityStatements.verifier(root: fixture.pki.root, clock: fixture.clock)
         #expect(
             real.validated
                 && CapabilityStatements.problem(with: real, verifier: verifier, now: fixture.clock.now()) == nil)
@@ -94,8 +97,10 @@ struct CapabilityBudgetTests {
         (budgets.negativeRate, budgets.negativeBurst) = (1, 1_000)
         (budgets.positiveCapacity, budgets.negativeCapacity) = (2, 8)
         let statements = CapabilityStatements(
-            store: fixture.store, tokenSigning: fixture.pki, clock: fixture.clock, monotonic: fixture.clock,
-            budgets: budgets)
+            store: fixture.store,
+            tokenSigning: try fixture.pki.issuingLeaf(
+                for: .capabilityStatement, notValidBefore: fixture.clock.now().addingTimeInterval(-86_400)),
+            clock: fixture.clock, monotonic: fixture.clock, budgets: budgets)
         let client = "127.0.0.1"
         let hot = try #require(
             try await Self.ask(statements, SessionFixture.merchant, SessionFixture.domain, from: client))
