@@ -57,7 +57,7 @@ public enum CommandRunner {
             return 0
         } catch let error as CLIError {
             if error.alreadyReported { return error.exitCode }
-            stderr("error: \(error.message)\n")
+            stderr("error: \(oneLine(error.message))\n")
             if error.exitCode == 2 { stderr("see '\(path.joined(separator: " ")) --help'\n") }
             return error.exitCode
         } catch {

@@ -73,6 +73,14 @@ public enum DeploymentInitializer {
                 "the \(party) party runs \(party.services.map(\.rawValue).joined(separator: ", ")), not "
                     + registry.names.map(\.rawValue).joined(separator: ", "))
         }
+        // A database URL that cannot be used safely is refused before anything is written.
+        for (service, url) in options.databases.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            do throws(StoreError) {
+                try PostgreSQLLocation.validate(url: url)
+            } catch {
+                throw ServicesError(.invalidConfiguration, "--database for \(service): \(error.message)")
+            }
+        }
         try prepare(directory, options: options)
         var configuration = Configuration(schema: registry.schema)
         try assignPorts(

@@ -57,7 +57,11 @@ public struct PostgreSQLLocation: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(url) (schema \(schema))" }
 
     /// Throws ``StoreError/Code/invalidArgument`` unless `url` is a PostgreSQL URI libpq accepts, without a
-    /// password.
+    /// password, that reaches its server safely: over a Unix socket (no host, or `host=/path`), or over TCP only with
+    /// TLS that verifies the server's certificate and name (`sslmode=verify-full` and `sslrootcert`) and a login
+    /// bound to that channel (`channel_binding=require`, or a client certificate with `sslcert` and `sslkey`).
+    /// libpq's default (`sslmode=prefer`) would accept plaintext or an unauthenticated server, and a party's
+    /// rows (a token vault's among them) would cross the network unprotected.
     public static func validate(url: String) throws(StoreError) {
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
             throw StoreError(.invalidArgument, "a PostgreSQL database is given as a postgresql://… URL")
@@ -71,15 +75,46 @@ public struct PostgreSQLLocation: Sendable, Hashable, CustomStringConvertible {
                 "the PostgreSQL URL is not valid: \(detail.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
         defer { PQconninfoFree(options) }
+        var given: [String: String] = [:]
         var option = options
         while let keyword = option.pointee.keyword {
-            if String(cString: keyword) == "password", let value = option.pointee.val, value.pointee != 0 {
-                throw StoreError(
-                    .invalidArgument,
-                    "the PostgreSQL URL carries a password: remove it and put it in the party's passfile "
-                        + "(pki/<party>/pgpass, mode 0600)")
+            if let value = option.pointee.val, value.pointee != 0 {
+                given[String(cString: keyword)] = String(cString: value)
             }
             option += 1
+        }
+        guard given["password"] == nil else {
+            throw StoreError(
+                .invalidArgument,
+                "the PostgreSQL URL carries a password: remove it and put it in the party's passfile "
+                    + "(pki/<party>/pgpass, mode 0600)")
+        }
+        try checkTransport(given)
+    }
+
+    /// The TLS rule of ``validate(url:)`` on the URL's libpq options.
+    static func checkTransport(_ given: [String: String]) throws(StoreError) {
+        // libpq reads a host starting with '/' (or '@', Linux's abstract namespace) as a socket directory; no host
+        // and no hostaddr is its default socket. Any other host, or any hostaddr, is TCP.
+        let hosts = (given["host"] ?? "").split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        let tcpHosts = hosts.filter { !$0.isEmpty && !$0.hasPrefix("/") && !$0.hasPrefix("@") }
+        let tcp = tcpHosts + (given["hostaddr"].map { [$0] } ?? [])
+        guard let first = tcp.first else { return }
+        var missing: [String] = []
+        if given["sslmode"] != "verify-full" { missing.append("sslmode=verify-full") }
+        if given["sslrootcert"] == nil {
+            missing.append("sslrootcert=FILE (the CA that issued the server's certificate)")
+        }
+        let certificateLogin = given["sslcert"] != nil && given["sslkey"] != nil
+        if given["channel_binding"] != "require" && !certificateLogin {
+            missing.append(
+                "channel_binding=require (scram-sha-256), or sslcert=FILE&sslkey=FILE (a client certificate)")
+        }
+        guard missing.isEmpty else {
+            throw StoreError(
+                .invalidArgument,
+                "the PostgreSQL URL reaches \(first) over TCP without verified TLS: add "
+                    + missing.joined(separator: " and ") + ", or connect over a Unix socket (?host=/run/postgresql)")
         }
     }
 }

@@ -35,30 +35,31 @@ struct StoreSettingsTests {
 
     @Test("A database key, or its environment override, names the party's PostgreSQL schema")
     func postgreSQL() throws {
-        try write(#"{"version":1,"network":{"database":"postgresql://localhost/orchard"}}"#)
+        try write(#"{"version":1,"network":{"database":"postgresql://@/orchard?host=/run/postgresql"}}"#)
         guard case .postgreSQL(let issuer) = try location(.issuer) else {
             Issue.record("the issuer's store is not on PostgreSQL")
             return
         }
-        #expect(issuer.url == "postgresql://localhost/orchard" && issuer.schema == "issuer")
+        #expect(issuer.url == "postgresql://@/orchard?host=/run/postgresql" && issuer.schema == "issuer")
         #expect(try location(.pay) == .file(directory.databasePath(for: .pay)))
-        let overridden = try location(.pay, environment: ["ORCHARD_PAY_DATABASE": "postgresql://localhost/other"])
+        let overridden = try location(
+            .pay, environment: ["ORCHARD_PAY_DATABASE": "postgresql://@/other?host=/run/postgresql"])
         guard case .postgreSQL(let pay) = overridden else {
             Issue.record("the override did not apply")
             return
         }
-        #expect(pay.url == "postgresql://localhost/other" && pay.schema == "pay")
+        #expect(pay.url == "postgresql://@/other?host=/run/postgresql" && pay.schema == "pay")
     }
 
     @Test(
         "A broken config.json is an invalidConfiguration error, never read as SQLite: not JSON, a key given twice, a wrong type, a wrong version",
         arguments: [
-            #"{"network":{"database":"postgresql://localhost/orchard"}"#,
-            #"{"network":{"database":"","database":"postgresql://localhost/orchard"}}"#,
+            #"{"network":{"database":"postgresql://@/orchard?host=/run/postgresql"}"#,
+            #"{"network":{"database":"","database":"postgresql://@/orchard?host=/run/postgresql"}}"#,
             #"{"network":{"database":5}}"#,
             #"{"network":{"database":"mysql://localhost/orchard"}}"#,
             #"{"version":2,"network":{"database":""}}"#,
-            #"{"network":"postgresql://localhost/orchard"}"#,
+            #"{"network":"postgresql://@/orchard?host=/run/postgresql"}"#,
             #"["network"]"#,
         ])
     func brokenFile(json: String) throws {
@@ -66,7 +67,8 @@ struct StoreSettingsTests {
         #expect(throws: RuntimeError(.invalidConfiguration, "")) { try location(.network) }
         // Also with an environment override: the file is read, not skipped.
         #expect(throws: RuntimeError(.invalidConfiguration, "")) {
-            try location(.network, environment: ["ORCHARD_NETWORK_DATABASE": "postgresql://localhost/orchard"])
+            try location(
+                .network, environment: ["ORCHARD_NETWORK_DATABASE": "postgresql://@/orchard?host=/run/postgresql"])
         }
     }
 }

@@ -203,9 +203,48 @@ struct BackendTests {
             try PostgreSQLLocation(url: "postgresql://db/pay?nosuch=1", schema: "pay")
         }
         for schema in ["", "Pay", "1pay", "pay; DROP", "pay-x", String(repeating: "a", count: 64)] {
-            expectStoreError(.invalidArgument) { try PostgreSQLLocation(url: "postgresql://db/pay", schema: schema) }
+            expectStoreError(.invalidArgument) {
+                try PostgreSQLLocation(url: "postgresql://@/pay?host=/run/postgresql", schema: schema)
+            }
         }
-        #expect((try? PostgreSQLLocation(url: "postgresql://orchard@db.example:5433/pay", schema: "pay_2")) != nil)
+        #expect(
+            (try? PostgreSQLLocation(url: "postgresql://orchard@/pay?host=/run/postgresql", schema: "pay_2")) != nil)
+    }
+
+    @Test("a PostgreSQL URL over TCP needs verified TLS and a login bound to it; a Unix socket needs none")
+    func postgreSQLOverTCPNeedsVerifiedTLS() {
+        let verified = "sslmode=verify-full&sslrootcert=/etc/orchard/db-ca.pem"
+        for url in [
+            "postgresql://orchard@/pay", "postgresql://orchard@/pay?host=/run/postgresql",
+            "postgresql://orchard@%2Frun%2Fpostgresql:5433/pay", "postgresql://orchard@/pay?host=@orchard",
+            "postgresql://orchard@db.example/pay?\(verified)&channel_binding=require",
+            "postgresql://orchard@db.example/pay?\(verified)&sslcert=/etc/orchard/c.pem&sslkey=/etc/orchard/c.key",
+            "postgresql://orchard@/pay?hostaddr=192.0.2.7&host=db.example&\(verified)&channel_binding=require",
+        ] {
+            #expect((try? PostgreSQLLocation(url: url, schema: "pay")) != nil, "\(url)")
+        }
+        let refused: [(String, [String])] = [
+            // libpq's default sslmode=prefer, and each weaker mode.
+            ("postgresql://orchard@db.example/pay", ["sslmode=verify-full", "sslrootcert", "channel_binding"]),
+            ("postgresql://orchard@127.0.0.1:5432/pay?sslmode=require", ["sslmode=verify-full"]),
+            (
+                "postgresql://orchard@db.example/pay?sslmode=verify-ca&sslrootcert=/ca.pem&channel_binding=require",
+                ["sslmode=verify-full"]
+            ),
+            ("postgresql://orchard@db.example/pay?sslmode=verify-full&channel_binding=require", ["sslrootcert"]),
+            ("postgresql://orchard@db.example/pay?\(verified)", ["channel_binding=require"]),
+            ("postgresql://orchard@db.example/pay?\(verified)&channel_binding=prefer", ["channel_binding=require"]),
+            ("postgresql://orchard@db.example/pay?\(verified)&sslcert=/c.pem", ["channel_binding=require"]),
+            // A TCP host beside a socket, or a TCP address alone.
+            ("postgresql://orchard@/pay?host=/run/postgresql,db.example", ["db.example", "sslmode=verify-full"]),
+            ("postgresql://orchard@/pay?hostaddr=192.0.2.7", ["192.0.2.7", "sslmode=verify-full"]),
+        ]
+        for (url, named) in refused {
+            let error = expectStoreError(.invalidArgument) { try PostgreSQLLocation(url: url, schema: "pay") }
+            for part in named + ["over TCP without verified TLS", "Unix socket"] {
+                #expect(error?.message.contains(part) == true, "\(url): \(error?.message ?? "")")
+            }
+        }
     }
 
     @Test("the SQL the parties write, translated for PostgreSQL (known answers)")
