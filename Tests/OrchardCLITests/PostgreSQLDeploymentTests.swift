@@ -57,6 +57,16 @@ struct PostgreSQLDeploymentTests {
         #expect(refused.stderr.contains("passfile") && !refused.stderr.contains("hunter2"), "\(refused.stderr)")
         let badService = Capture()
         #expect(await badService.run(["init", "--data-dir", dir, "--database", "terminal=" + url]) == 2)
+        // Over TCP without verified TLS: one error line naming what to add, and no directory made.
+        let plaintext = Capture()
+        #expect(
+            await plaintext.run([
+                "init", "--data-dir", dir, "--database", "postgresql://orchard@127.0.0.1:5432/orchard?sslmode=require",
+            ]) == 1)
+        let errors = plaintext.stderr.split(separator: "\n").filter { $0.hasPrefix("error:") }
+        #expect(errors.count == 1 && errors[0].contains("sslmode=verify-full"), "\(plaintext.stderr)")
+        #expect(!plaintext.stderr.contains("  - "), "\(plaintext.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir))
 
         // pay alone on PostgreSQL: the others keep their files.
         let first = Capture()
