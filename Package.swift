@@ -411,6 +411,10 @@ let package = Package(
         // The public API record and the doc-comment check (scripts/api-surface, scripts/check-doc-comments) refuse
         // an unrecorded change and an undocumented public symbol.
         .testTarget(name: "APISurfaceTests", dependencies: ["CommandTestSupport"], swiftSettings: strict),
+        // The docs that run: every fenced block of README.md and docs/*.md tagged, every `sh` block run in a deployment
+        // of its file's own, every `usage` block and `--help` text checked against the command line.
+        .testTarget(
+            name: "DocTests", dependencies: ["CommandTestSupport", "OrchardCLI", "orchard"], swiftSettings: strict),
         .testTarget(
             name: "OrchardHTTPTests",
             dependencies: [

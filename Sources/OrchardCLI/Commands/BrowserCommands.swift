@@ -103,8 +103,8 @@ enum BrowserCommands {
         name: "setup",
         summary: "Write an NSS database trusting the deployment's root and print Chromium's arguments, one per line.",
         discussion: """
-            Writes DIR2/.pki/nssdb (certutil from libnss3-tools) trusting DIR/pki/root-ca.pem for websites, and prints
-            the arguments to start Chromium with HOME=DIR2: host-resolver rules mapping every name of config.json
+            Writes DIR2/.pki/nssdb (certutil from libnss3-tools) trusting DIR/pki/root/root-ca.pem for websites, and
+            prints the arguments to start Chromium with HOME=DIR2: host-resolver rules mapping every name of config.json
             `names` to its loopback port and agent.orchard.test to the browser agent of --device (which must be
             running: `orchard device run --name NAME`), the profile directory, and --no-sandbox when run as root.
             Certificate errors are never ignored. Then: HOME=DIR2 chromium $(orchard browser setup ...) \

@@ -18,11 +18,11 @@ enum MerchantSessionCommands {
         discussion: """
             With --domain: POSTs {merchantIdentifier, displayName, initiative: "web", initiativeContext: DOMAIN} to
             https://apple-pay-gateway.orchard.test/paymentservices/paymentSession with the merchant's identity
-            certificate (default: the demo merchant's pki/merchant-identity.pem and .key) and prints the session
-            exactly as answered. A refusal is Apple's statusMessage. A Pay server not running is started in this
-            process for the call.
-            With `verify FILE`: checks the session's format, its signature to pki/token-root.pem at its signingTime
-            (= epochTimestamp) and that it is at most 5 minutes old; prints a summary as JSON or fails.
+            certificate (default: the demo merchant's pki/merchant/merchant-identity.pem and .key) and prints the
+            session exactly as answered. A refusal is Apple's statusMessage. A Pay server not running is started in
+            this process for the call.
+            With `verify FILE`: checks the session's format, its signature to pki/pay/token-root.pem at its
+            signingTime (= epochTimestamp) and that it is at most 5 minutes old; prints a summary as JSON or fails.
             """,
         options: [
             domainOption, merchantOption, displayNameOption, certificateOption, keyOption,
@@ -50,9 +50,10 @@ enum MerchantSessionCommands {
     static let displayNameOption = Option.optional(
         "display-name", "NAME", help: "The displayName sent (default: config.json merchant.displayName).")
     static let certificateOption = Option.optional(
-        "cert", "FILE", help: "The identity certificate, PEM (default: DIR/pki/merchant-identity.pem).")
+        "cert", "FILE", help: "The identity certificate, PEM (default: DIR/pki/merchant/merchant-identity.pem).")
     static let keyOption = Option.optional(
-        "key", "FILE", help: "The identity certificate's private key, PEM (default: DIR/pki/merchant-identity.key).")
+        "key", "FILE",
+        help: "The identity certificate's private key, PEM (default: DIR/pki/merchant/merchant-identity.key).")
 
     static func request(_ arguments: ParsedArguments, domain: String, _ context: CommandContext) async throws {
         let deployment = try MerchantCommands.initializedDeployment(context)
@@ -145,6 +146,6 @@ enum MerchantSessionCommands {
                 merchantIdentifier: session.merchantIdentifier, domainName: session.domainName,
                 displayName: session.displayName,
                 ageSeconds: (Int64(clock.now().timeIntervalSince1970 * 1000) - session.epochTimestamp) / 1000,
-                signer: "the Orchard merchant-session signing leaf, under pki/token-root.pem"))
+                signer: "the Orchard merchant-session signing leaf, under pki/pay/token-root.pem"))
     }
 }

@@ -29,7 +29,7 @@ enum TerminalCommands {
             USD, Visa then Mastercard, TTQ 36C04000, no limits). Limits are amounts in the terminal's currency, and a
             terminal with limits charges only in that currency.
             Without --acquirer-url the terminal uses the deployment's running acquirer (DIR/run) and trusts the
-            deployment's root CA (DIR/pki/root-ca.pem).
+            deployment's root CA (DIR/pki/root/root-ca.pem).
             """,
         options: [
             terminalOption, merchantOption, merchantNameOption, countryOption, setupCurrencyOption, networkOption,
