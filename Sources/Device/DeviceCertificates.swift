@@ -36,8 +36,8 @@ public struct DeviceCertificateAuthority: Sendable {
     }
 
     /// The token service's install-signing key a Secure Element made in `deployment` pins: the key of
-    /// `pki/token-service-personalisation.pem` (`OU=token-service-personalisation`), which must chain to the
-    /// deployment's root (`pki/root-ca.pem`) at `now` when it has one. Nil in a deployment without a token
+    /// `pki/network/token-service-personalisation.pem` (`OU=token-service-personalisation`), which must chain to the
+    /// deployment's root (`pki/root/root-ca.pem`) at `now` when it has one. Nil in a deployment without a token
     /// service (a device made there installs no card).
     public static func installAuthority(
         in deployment: DeploymentDirectory, at now: Date

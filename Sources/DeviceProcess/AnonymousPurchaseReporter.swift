@@ -64,7 +64,7 @@ extension AnonymousPurchase {
 
 /// Sends each purchase to the deployment's Pay server, anonymously:
 /// - after a random delay, uniform in `0...maxDelay` (so the arrival time does not match the payment's);
-/// - over TLS trusting only `DIR/pki/root-ca.pem`, **without** the device's client certificate, on a
+/// - over TLS trusting only `DIR/pki/root/root-ca.pem`, **without** the device's client certificate, on a
 ///   connection of its own;
 /// - holding only ``AnonymousPurchase``'s three fields, the hour taken from the injected clock at the tap.
 ///

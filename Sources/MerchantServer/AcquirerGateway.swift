@@ -64,7 +64,7 @@ protocol AcquirerGateway: Sendable {
     ) async -> AcquirerOutcome<Bool>
 }
 
-/// The network's acquiring routes over mutual TLS with the merchant's `pki/merchant-acquiring` certificate
+/// The network's acquiring routes over mutual TLS with the merchant's `pki/merchant/merchant-acquiring` certificate
 /// (role `acquiring`), trusting only the network's root. The network is found per call through
 /// ``ServicePeers``, so it may start after the merchant. The client never retries by itself.
 final class AcquirerHTTPSGateway: AcquirerGateway {

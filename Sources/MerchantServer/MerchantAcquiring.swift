@@ -9,7 +9,7 @@ extension MerchantService {
     public static let demoCategoryCode = "5814"
     public static let demoCountryCode = "840"
 
-    /// The merchant's TLS client certificate for the network's acquiring routes (`pki/merchant-acquiring`).
+    /// The merchant's TLS client certificate for the network's acquiring routes (`pki/merchant/merchant-acquiring`).
     public static let acquiringClientFile = "merchant-acquiring"
 
     /// `init`: the merchant opens its account at the acquirer with its terminal, allowed to charge for its own

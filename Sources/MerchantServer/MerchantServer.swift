@@ -14,8 +14,9 @@ import WebMerchantAPI
 /// Built by ``build(configuration:directory:environment:)`` from what `init` wrote: `POST /v1/orders`,
 /// `POST /v1/orders/{orderID}/payment` and `GET /v1/orders/{orderID}` over TLS (`pki/merchant-tls`; apps need no
 /// client certificate), besides `GET /health`. Tokens are verified against the deployment's token root
-/// (`pki/token-root`), decrypted with `pki/merchant-processing` (and `pki/merchant-processing-rsa` when the
-/// deployment has one), and charged at the network's acquirer with `pki/merchant-acquiring`.
+/// (`pki/pay/token-root`), decrypted with `pki/merchant/merchant-processing` (and
+/// `pki/merchant/merchant-processing-rsa` when the deployment has one), and charged at the network's acquirer with
+/// `pki/merchant/merchant-acquiring`.
 public final class MerchantServer: Sendable {
     public let store: Store
     /// The merchant ID this server sells as.
@@ -34,10 +35,10 @@ public final class MerchantServer: Sendable {
         self.payments = payments
     }
 
-    /// The token root merchants of this deployment trust (`pki/token-root.pem`, written by the Pay server's
+    /// The token root merchants of this deployment trust (`pki/pay/token-root.pem`, written by the Pay server's
     /// init step), not Apple's.
     public static let tokenRootFile = "token-root"
-    /// An optional RSA-2048 processing identity (`pki/merchant-processing-rsa.pem` / `.key`).
+    /// An optional RSA-2048 processing identity (`pki/merchant/merchant-processing-rsa.pem` / `.key`).
     public static let rsaProcessingFile = "merchant-processing-rsa"
     /// How far a token's signing time may lie from now, either way.
     public static let freshnessWindow: TimeInterval = 300
@@ -100,7 +101,7 @@ public final class MerchantServer: Sendable {
         return router
     }
 
-    /// The RSA processing identity, if the deployment has `pki/merchant-processing-rsa`.
+    /// The RSA processing identity, if the deployment has `pki/merchant/merchant-processing-rsa`.
     static func loadRSAProcessingIdentity(from directory: DeploymentDirectory) throws -> MerchantIdentity? {
         let certificatePath = try directory.certificatePath(named: rsaProcessingFile)
         guard FileManager.default.fileExists(atPath: certificatePath) else { return nil }

@@ -146,8 +146,8 @@ public struct MerchantService: OrchardService {
                 terminalIDs: Self.demoTerminalIDs, signingRequests: acquiringRequests))
         context.trace(
             "merchant: keys for pki/\(Files.processing), pki/\(Files.identity) (RSA-2048), "
-                + "pki/\(Self.acquiringClientFile) and its terminals' client identities; their certificates come from the Pay side's and the network's "
-                + "answers to the merchant's bundle")
+                + "pki/\(Self.acquiringClientFile) and its terminals' client identities; their certificates come from "
+                + "the Pay side's and the network's answers to the merchant's bundle")
         try await Self.finishInitialization(context, merchantID: merchantID, application: application)
     }
 
@@ -221,7 +221,7 @@ public struct MerchantService: OrchardService {
             options: storeOptions, migrations: MerchantOrderStore.migrations)
     }
 
-    /// The merchant's decryption identity from `pki/merchant-processing`, as MerchantKit uses it.
+    /// The merchant's decryption identity from `pki/merchant/merchant-processing`, as MerchantKit uses it.
     public static func loadProcessingIdentity(from directory: DeploymentDirectory) throws -> MerchantIdentity {
         let certificates = try DeploymentPKI.readCertificates(named: Files.processing, from: directory)
         guard let leaf = certificates.first else {

@@ -7,7 +7,7 @@ import OrchardServices
 import WebMerchantAPI
 
 /// MerchantKit's ``MerchantSessionTransport`` over libcurl: the merchant identity certificate
-/// (`pki/merchant-identity`) as the TLS client certificate, the Orchard root as the only trust root, and the
+/// (`pki/merchant/merchant-identity`) as the TLS client certificate, the Orchard root as the only trust root, and the
 /// deployment's host names (`config.json` `names`) mapped with connect-to, so the gateway is reached by name. The
 /// gateway's name follows the Pay server where it runs (an in-process peer, its run records, or an imported peer
 /// address), which a command may have started on a free port. With several Pay server instances the request goes to
@@ -61,9 +61,9 @@ final class CurlMerchantSessionTransport: MerchantSessionTransport {
 }
 
 extension PaymentProcessor {
-    /// The website's Apple Pay routes (MerchantAPI.Web, and `POST /v1/orders`): a merchant session for the page at `domain` through
-    /// `sessions`, and the page's `ApplePayPayment`, verified, decrypted, checked against the order and charged
-    /// as an app's payment is.
+    /// The website's Apple Pay routes (MerchantAPI.Web, and `POST /v1/orders`): a merchant session for the page at
+    /// `domain` through `sessions`, and the page's `ApplePayPayment`, verified, decrypted, checked against the order
+    /// and charged as an app's payment is.
     func addWebRoutes(to router: inout Router, sessions: MerchantSessionClient, domain: String) {
         // The page creates its order at its own origin, as an app does at the merchant's API.
         router.add(MerchantAPI.Declared.orders) { [self] request in try await createOrder(request.body) }

@@ -270,7 +270,7 @@ public struct DeploymentDirectory: Sendable, Hashable, CustomStringConvertible {
     /// certificate, imported from that party's bundle (`orchard pki import`), in `pki/peers/`.
     public static func peerRootName(_ party: String) -> String { "peer-\(party)-root" }
 
-    /// The roots a client of this deployment trusts: `pki/root-ca.pem` first, then every other party's root
+    /// The roots a client of this deployment trusts: `pki/root/root-ca.pem` first, then every other party's root
     /// imported into `pki/peers/` (none in a single-directory deployment), as one PEM text.
     public func trustedRootsPEM() throws(RuntimeError) -> String {
         var pem = try readCertificate(named: "root-ca")

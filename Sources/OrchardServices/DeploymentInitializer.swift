@@ -49,7 +49,7 @@ public enum DeploymentInitializer {
         public let directory: String
         /// Each service's main port (and further named ports), by service name.
         public let services: [String: ServicePorts]
-        /// The root clients trust: `DIR/pki/root-ca.pem`.
+        /// The root clients trust: `DIR/pki/root/root-ca.pem`.
         public let rootCertificate: String
         /// Facts the steps reported: `merchantIdentifier`, `demoApplication`, `demoAccount`, …
         public let facts: [String: String]

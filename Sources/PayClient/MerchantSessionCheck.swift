@@ -4,9 +4,9 @@ public import OrchardX509
 public import WebMerchantAPI
 
 /// The device's check of a page's merchant session before any sheet (docs/web.md, "The browser agent"), as
-/// Safari's PassKit checks Apple's: signed under the token-signing root (`pki/token-root.pem`) by a merchant-session
-/// signing leaf (a leaf of another kind, such as the token-signing leaf, is refused) at its `epochTimestamp`, for
-/// the top-level page's host, not used before on this device, and at most 5 minutes old.
+/// Safari's PassKit checks Apple's: signed under the token-signing root (`pki/pay/token-root.pem`) by a
+/// merchant-session signing leaf (a leaf of another kind, such as the token-signing leaf, is refused) at its
+/// `epochTimestamp`, for the top-level page's host, not used before on this device, and at most 5 minutes old.
 /// The Pay server consumes the session once more when it exchanges the credential.
 public final class MerchantSessionCheck: Sendable {
     private let verifier: CMSVerifier

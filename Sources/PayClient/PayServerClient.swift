@@ -23,7 +23,7 @@ public final class PayServerClient: Sendable {
 
     /// - Parameters:
     ///   - baseURL: `https://host:port` of the Pay server.
-    ///   - trustedRootPEM: the Orchard root (`DIR/pki/root-ca.pem`).
+    ///   - trustedRootPEM: the Orchard root (`DIR/pki/root/root-ca.pem`).
     ///   - identity: the device's client identity (``Device/clientIdentity(of:in:clock:random:)``).
     public convenience init(
         baseURL: String, trustedRootPEM: String, identity: DeviceClientIdentity

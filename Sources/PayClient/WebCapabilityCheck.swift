@@ -7,8 +7,9 @@ public import WebMerchantAPI
 /// The device's side of `canMakePaymentsWithActiveCard` (docs/web.md, "Capability statements"): asks the Pay
 /// server whether a merchant has the top-level page's domain validated, **without any client certificate** (the
 /// Pay server must not learn which device visits which site), and believes the answer only when the statement is
-/// signed under the token-signing root (`pki/token-root.pem`) by a capability-statement signing leaf (a leaf of
-/// another kind is refused) at its `issuedAt`, is current, and names this merchant and this domain. The wallet's ``Wallet/Wallet/answer(_:verifyMerchantSession:)`` takes it as its check.
+/// signed under the token-signing root (`pki/pay/token-root.pem`) by a capability-statement signing leaf (a leaf of
+/// another kind is refused) at its `issuedAt`, is current, and names this merchant and this domain. The wallet's
+/// ``Wallet/Wallet/answer(_:verifyMerchantSession:)`` takes it as its check.
 public struct WebCapabilityCheck: Sendable {
     private let client: HTTPClient
     private let baseURL: String

@@ -11,7 +11,7 @@ import PaymentToken
 /// - `pki/pay-credential.pem` / `.key`: the device-to-server credential key (P-256, key agreement) that Secure
 ///   Elements seal payment credentials to, certified by the Orchard root (O=Orchard, CN=Orchard Pay
 ///   credential, key usage keyAgreement);
-/// - `pki/token-signing-rsa.pem` / `.key`: an RSA-2048 token-signing leaf under the token integration CA
+/// - `pki/pay/token-signing-rsa.pem` / `.key`: an RSA-2048 token-signing leaf under the token integration CA
 ///   (marker 1.2.840.113635.100.6.29), which signs RSA_v1 tokens as Apple's `rsa-smp-broker-sign` leaf does.
 public enum InAppPKI {
     public enum Files {

@@ -279,7 +279,7 @@ enum BrowserCommands {
         })
     }
 
-    /// The roots the deployment's browser trusts for websites: `pki/root-ca.pem`, then every other party's root
+    /// The roots the deployment's browser trusts for websites: `pki/root/root-ca.pem`, then every other party's root
     /// imported into `pki/peers/` (a party deployed on its own: the merchant's store is under the merchant's root).
     static func trustedRootFiles(of deployment: DeploymentDirectory) throws -> [(nickname: String, path: String)] {
         var files = [(nickname: "Orchard root", path: try deployment.certificatePath(named: PKIFiles.rootCA))]
