@@ -190,7 +190,8 @@ struct DocRunnerTests {
     @Test("a missing tool skips its block, or fails it when CI=true")
     func missingTool() async throws {
         let text = "\(Self.fence)sh\njq .port DIR/run/pay.json\n\(Self.fence)\n"
-        let local = try await run(text, environment: ["PATH": "/nonexistent"])
+        // Outside CI (whatever this test run has: CI is set here as the run would).
+        let local = try await run(text, environment: ["PATH": "/nonexistent", "CI": "false"])
         #expect(local.failures.isEmpty)
         #expect(local.skipped.map(\.reason) == ["jq is not installed"])
         let ci = try await run(text, environment: ["PATH": "/nonexistent", "CI": "true"])
