@@ -1,6 +1,21 @@
 internal import Foundation
 public import OrchardCrypto
 
+/// The smallest, median and largest of a figure's per-round values: how much a run's rounds spread.
+public struct BenchmarkSpread: Sendable, Codable, Equatable {
+    public let min: Double
+    public let median: Double
+    public let max: Double
+
+    /// The spread of `values`; nil when there are none.
+    public init?(_ values: [Double]) {
+        guard let low = values.min(), let high = values.max() else { return nil }
+        min = low
+        median = BenchmarkRunner.median(values)
+        max = high
+    }
+}
+
 /// The measured outcome of one figure.
 public struct BenchmarkResult: Sendable, Codable, Equatable {
     public let name: String
@@ -15,10 +30,12 @@ public struct BenchmarkResult: Sendable, Codable, Equatable {
     public let meetsMinimum: Bool?
     /// How many interleaved Swift/raw rounds were timed.
     public let rounds: Int
+    /// The per-round ratios' smallest, median and largest (nil for figures without a baseline).
+    public let ratioSpread: BenchmarkSpread?
 
     public init(
         name: String, swiftOpsPerSecond: Double, rawOpsPerSecond: Double?, ratio: Double?, minimumRatio: Double?,
-        meetsMinimum: Bool?, rounds: Int
+        meetsMinimum: Bool?, rounds: Int, ratioSpread: BenchmarkSpread? = nil
     ) {
         self.name = name
         self.swiftOpsPerSecond = swiftOpsPerSecond
@@ -27,11 +44,13 @@ public struct BenchmarkResult: Sendable, Codable, Equatable {
         self.minimumRatio = minimumRatio
         self.meetsMinimum = meetsMinimum
         self.rounds = rounds
+        self.ratioSpread = ratioSpread
     }
 }
 
 /// Times figures: calibrates a batch size per side, then alternates Swift and raw batches in rounds until
-/// the figure's time is spent, so both sides see the same machine conditions. Reports medians.
+/// the figure's time is spent, so both sides see the same machine conditions. Reports medians, and the ratios'
+/// spread over the rounds.
 public struct BenchmarkRunner: Sendable {
     /// Wall time spent on each figure (both sides together, calibration included; at least three rounds).
     public let secondsPerFigure: Double
@@ -93,7 +112,8 @@ public struct BenchmarkRunner: Sendable {
             name: figure.name, swiftOpsPerSecond: Self.median(swiftRates),
             rawOpsPerSecond: rawRates.isEmpty ? nil : Self.median(rawRates), ratio: ratio,
             minimumRatio: figure.minimumRatio,
-            meetsMinimum: figure.minimumRatio.flatMap { minimum in ratio.map { $0 >= minimum } }, rounds: round)
+            meetsMinimum: figure.minimumRatio.flatMap { minimum in ratio.map { $0 >= minimum } }, rounds: round,
+            ratioSpread: BenchmarkSpread(ratios))
     }
 
     /// Runs each side of `figure` for `iterations` operations, untimed: proves a figure works (for tests).

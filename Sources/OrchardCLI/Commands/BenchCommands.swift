@@ -47,15 +47,22 @@ enum BenchCommands {
             let seconds = arguments[Self.seconds] ?? min(10, defaultBudgetSeconds / Double(max(figures.count, 1)))
             let runner = BenchmarkRunner(secondsPerFigure: seconds)
             let nameWidth = BenchmarkReport.Table.nameWidth(for: figures.map(\.name))
+            let loadAtStart = BenchmarkReport.currentLoadAverage()
             context.trace(
-                BenchmarkReport.Table.header(suite: suite.name, secondsPerFigure: seconds, nameWidth: nameWidth))
+                BenchmarkReport.Table.header(
+                    suite: suite.name, secondsPerFigure: seconds, nameWidth: nameWidth, loadAverage: loadAtStart))
             var results: [BenchmarkResult] = []
             for figure in figures {
                 let result = try runner.measure(figure)
                 context.trace(BenchmarkReport.Table.row(result, nameWidth: nameWidth))
                 results.append(result)
             }
-            let report = BenchmarkReport(suite: suite.name, secondsPerFigure: seconds, figures: results)
+            let loadAtEnd = BenchmarkReport.currentLoadAverage()
+            let report = BenchmarkReport(
+                suite: suite.name, secondsPerFigure: seconds, figures: results,
+                loadAverage: loadAtStart.flatMap { start in
+                    loadAtEnd.map { BenchmarkReport.LoadAverages(atStart: start, atEnd: $0) }
+                })
             context.trace(BenchmarkReport.Table.footer(report))
             try context.outputJSON(report)
             if arguments[requireRatios], !report.failures.isEmpty {
