@@ -120,7 +120,9 @@ struct AdmissionTests {
         limits.openRouteRate = nil
         let admission = AdmissionControl(limits: limits)
         try await withServer(router: gatedRouter(gate, admission: admission)) { server in
-            let client = try PKI.client()
+            // The held requests wait for the whole sequence below: on a loaded machine that can take longer than
+            // the client's default 30 s.
+            let client = try PKI.client { $0.requestTimeout = .seconds(300) }
             defer { gate.release() }
             var held: [Task<HTTPResponse, any Error>] = []
             func hold(_ path: String) async throws {
