@@ -14,6 +14,7 @@ import PayClient
 import PayServer
 import PaymentToken
 import SecureElement
+import Wallet
 
 /// `orchard app buy`: the demo app (``DemoApp``) buys from the demo merchant with Apple Pay (ARCHITECTURE §2, In an
 /// app): order at the merchant's server, payment request, the device's payment sheet, token, charge.
@@ -30,8 +31,9 @@ enum AppCommands {
         discussion: """
             Uses the services running for DIR (network, pay, merchant) and starts the missing ones for the command. The
             app is the demo app (dev.orchard.demo-app) unless --app; the device is --device, else the deployment's
-            default device (demo-phone, else the first device that can pay in an app); with no device at all, a phone
-            demo-phone is made and the issuer's approve test card provisioned to it (the trace says so). The sheet
+            default device (demo-phone, else the first device that can pay in an app and holds an active card, else
+            the first that can pay); with no device at all, a phone demo-phone is made and the issuer's approve test
+            card provisioned to it (the trace says so). The sheet
             accepts what it proposes and authenticates with the device's own method (a watch: its double-click, after
             its passcode, read from --passcode-file FILE, $ORCHARD_PASSCODE or stdin, puts it on the wrist unlocked).
             When the device's process runs (`orchard device run`), the sheet is presented there, over its control
@@ -187,8 +189,8 @@ enum AppBuy {
         case running(String)
     }
 
-    /// `--device`, else demo-phone, else the first device that can pay in an app; with none, demo-phone is made
-    /// and the approve test card provisioned to it. A device whose process runs is used through that process.
+    /// `--device`, else demo-phone, else the first device that can pay in an app and holds an active card (else the
+    /// first that can pay); with none, demo-phone is made and the approve test card provisioned to it. A device whose process runs is used through that process.
     static func payingDevice(
         deployment: DeploymentDirectory, connections: ServiceConnections, name: String?,
         passcode: (_ required: Bool) throws(CLIError) -> SecureBytes?, trace: @escaping @Sendable (String) -> Void
@@ -199,14 +201,16 @@ enum AppBuy {
             if names.contains("demo-phone") {
                 chosen = "demo-phone"
             } else {
-                for candidate in names {
-                    if let identity = try? Device.identity(of: candidate, in: deployment),
-                        identity.profile.authorizesPayments
-                    {
-                        chosen = candidate
-                        break
-                    }
+                // try?: a device whose files cannot be read is not a candidate.
+                let payers = names.filter {
+                    (try? Device.identity(of: $0, in: deployment))?.profile.authorizesPayments == true
                 }
+                // One with an active card first: a device that can pay but holds no card cannot buy.
+                // try?: a wallet that cannot be read counts as holding no card.
+                chosen =
+                    payers.first { name in
+                        ((try? Device.walletCards(of: name, in: deployment)) ?? []).contains { $0.state == .active }
+                    } ?? payers.first
             }
         }
         if let chosen {
