@@ -228,9 +228,9 @@ public struct DeviceControl: Sendable {
             if let handoff { return .json(await handoff.radio.answer()) }
             return .json(ProximityAnswer(room: await device.wallet.currentSettings.room, listening: false, nearby: []))
         case .handoffDevices:
-            guard let handoff else {
-                return .json(HandoffDevicesAnswer(devices: [], message: Handoff.notRunning))
-            }
+            // Discovery is the running process's radio: without it there is nothing to hear, which is a failure,
+            // not an empty answer.
+            guard let handoff else { return .error(409, "notRunning", Handoff.notRunning) }
             return .json(await handoff.discover())
         case .handoffPayment:
             let request = try decode(HandoffPayment.self, body)

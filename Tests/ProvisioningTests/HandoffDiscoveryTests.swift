@@ -37,6 +37,14 @@ extension HandoffProcesses {
             defer { up.terminate() }
             #expect(up.ended == nil)
             let pan = "4111111111111111"
+            // Without the Mac's process there is no radio to hear with: one error line, exit 1.
+            let idle = try await orchard(["device", "handoff", "--data-dir", path, "--name", "mac"])
+            #expect(idle.status == 1 && idle.stdout.isEmpty, "\(idle.stdout)")
+            #expect(
+                idle.stderr.split(separator: "\n") == [
+                    "error: notRunning: Handoff needs the device's process: run `orchard device run`"
+                ],
+                "\(idle.stderr)")
             let options = ["--sync-interval", "1", "--proximity-window", "1"]
             var running: [String: DeviceProcessChild] = [:]
             for name in ["phone", "watch", "mac"] {
