@@ -21,6 +21,26 @@ public struct AnonymousAnalyticsSummary: Codable, Sendable, Hashable {
     public let byDayAndRegion: [String: Int]
     /// Purchases of merged cells still under five: counted in ``purchases`` only.
     public let withheld: Int
+    /// The in-app and web payments the Pay server counted, shown the same way.
+    public let inAppAndWeb: ChannelTallies
+
+    /// The Pay server's counters of accepted in-app and web payment credentials (`in_app_purchase_tallies`:
+    /// channel × currency × value band × day), with the same rule as the in-store cells: a cell under five is
+    /// merged into its channel × day, and one still under five is counted in ``withheld`` only.
+    public struct ChannelTallies: Codable, Sendable, Hashable {
+        /// Every in-app and web payment counted.
+        public let purchases: Int
+        /// Purchases of the cells of five or more, by channel (`in-app`, `web`).
+        public let byChannel: [String: Int]
+        /// Purchases of the cells of five or more, by currency (ISO 4217 alphabetic).
+        public let byCurrency: [String: Int]
+        /// Purchases of the cells of five or more, by value band (the decade of minor units: `"1000-9999"`).
+        public let byValueBand: [String: Int]
+        /// The small cells merged into channel × day (`web/YYYY-MM-DD`), where they reach five.
+        public let byChannelAndDay: [String: Int]
+        /// Purchases of merged cells still under five: counted in ``purchases`` only.
+        public let withheld: Int
+    }
 }
 
 /// The Pay server's anonymous transaction data: the table, the route and the aggregates.
@@ -150,7 +170,47 @@ public enum AnonymousAnalytics {
         return AnonymousAnalyticsSummary(
             purchases: rows.reduce(0) { $0 + $1.3 } + folded.reduce(0) { $0 + $1.2 }, byAmountBucket: buckets,
             byHour: hours, byRegion: regions,
-            byDayAndRegion: days, withheld: withheld)
+            byDayAndRegion: days, withheld: withheld, inAppAndWeb: try await channelTallies(of: store))
+    }
+
+    /// The in-app and web counters (their shards summed; the sum cast, as PostgreSQL's `sum` of a BIGINT is
+    /// NUMERIC), under ``minimumCell`` merged into channel × day.
+    static func channelTallies(of store: Store) async throws -> AnonymousAnalyticsSummary.ChannelTallies {
+        let cells = try await store.read { database in
+            try database.query(
+                """
+                SELECT payment_channel, currency_code, value_band, purchase_day, CAST(sum(purchases) AS BIGINT)
+                FROM in_app_purchase_tallies GROUP BY payment_channel, currency_code, value_band, purchase_day
+                """, []
+            ) { row in (try row.string(0), try row.string(1), try row.string(2), try row.string(3), try row.int(4)) }
+        }
+        var channels: [String: Int] = [:]
+        var currencies: [String: Int] = [:]
+        var bands: [String: Int] = [:]
+        var merged: [String: Int] = [:]
+        for (channel, currency, band, day, purchases) in cells {
+            guard purchases >= minimumCell else {
+                merged[channel + "/" + day, default: 0] += purchases
+                continue
+            }
+            channels[channel, default: 0] += purchases
+            currencies[currency, default: 0] += purchases
+            bands[band, default: 0] += purchases
+        }
+        var days: [String: Int] = [:]
+        var withheld = 0
+        for (cell, purchases) in merged {
+            guard purchases >= minimumCell else {
+                withheld += purchases
+                continue
+            }
+            days[cell] = purchases
+            // `cell` is `<channel>/<day>`: its channel is shown too.
+            channels[String(cell.prefix { $0 != "/" }), default: 0] += purchases
+        }
+        return AnonymousAnalyticsSummary.ChannelTallies(
+            purchases: cells.reduce(0) { $0 + $1.4 }, byChannel: channels, byCurrency: currencies, byValueBand: bands,
+            byChannelAndDay: days, withheld: withheld)
     }
 }
 

@@ -152,6 +152,41 @@ struct AnonymousAnalyticsTests {
         #expect(shown.allSatisfy { $0.values.allSatisfy { $0 >= AnonymousAnalytics.minimumCell } })
     }
 
+    @Test(
+        "V1/S11: the in-app and web counters beside the in-store ones: shards summed, cells under 5 merged into channel × day, withheld while still under 5"
+    )
+    func inAppAndWebTalliesAreShownByTheSameRule() async throws {
+        _ = try await initialise()
+        let store = try PayStore.open(in: directory)
+        // (channel, currency, value band, day, shard, purchases), as the Pay server counts accepted credentials.
+        let rows: [(String, String, String, String, Int64, Int64)] = [
+            ("in-app", "USD", "1000-9999", "2026-03-01", 0, 3), ("in-app", "USD", "1000-9999", "2026-03-01", 7, 2),
+            ("web", "EUR", "100-999", "2026-03-01", 0, 3), ("web", "USD", "1000-9999", "2026-03-01", 0, 2),
+            ("in-app", "USD", "10-99", "2026-03-02", 0, 4),
+        ]
+        try await store.write { database in
+            for (channel, currency, band, day, shard, purchases) in rows {
+                try database.execute(
+                    """
+                    INSERT INTO in_app_purchase_tallies
+                        (payment_channel, currency_code, value_band, purchase_day, tally_shard, purchases)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                    [.text(channel), .text(currency), .text(band), .text(day), .integer(shard), .integer(purchases)])
+            }
+        }
+        let tallies = try await AnonymousAnalytics.summary(of: store).inAppAndWeb
+        await store.close()
+        #expect(tallies.purchases == 14)
+        // The one cell of five (two shards) as it is; the web's two small cells of one day merged to five; the
+        // in-app four of another day withheld.
+        #expect(tallies.byCurrency == ["USD": 5] && tallies.byValueBand == ["1000-9999": 5])
+        #expect(tallies.byChannelAndDay == ["web/2026-03-01": 5] && tallies.withheld == 4)
+        #expect(tallies.byChannel == ["in-app": 5, "web": 5])
+        let shown = [tallies.byChannel, tallies.byCurrency, tallies.byValueBand, tallies.byChannelAndDay]
+        #expect(shown.allSatisfy { $0.values.allSatisfy { $0 >= AnonymousAnalytics.minimumCell } })
+    }
+
     @Test func theDeviceReporterSendsWithoutItsCertificateOrDrops() async throws {
         let registry = try await initialise()
         let clock = ManualClock(now: Date(timeIntervalSince1970: 1_772_366_400))  // 2026-03-01 12:00 UTC
@@ -255,5 +290,7 @@ struct InStoreCommandTests {
         #expect(ok == 0)
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any])
         #expect(summary["purchases"] as? Int == 0)
+        let inAppAndWeb = try #require(summary["inAppAndWeb"] as? [String: Any])
+        #expect(inAppAndWeb["purchases"] as? Int == 0 && inAppAndWeb["withheld"] as? Int == 0)
     }
 }

@@ -12,9 +12,12 @@ enum AnalyticsCommands {
             Devices send the Pay server an amount bucket, the hour (UTC) and the terminal's country after each \
             in-store purchase, without their client certificate and after a random delay. The Pay server keeps \
             only counters; this prints {"purchases", "byAmountBucket", "byHour", "byRegion", "byDayAndRegion", \
-            "withheld"}. No cell of fewer than 5 purchases is shown: a bucket × hour × region cell under 5 is \
-            merged into its day × region ("byDayAndRegion"), and one still under 5 is only counted in "withheld"; \
-            the Pay server folds a closed day's small cells into day × region in the file itself. \
+            "withheld", "inAppAndWeb"}. No cell of fewer than 5 purchases is shown: a bucket × hour × region cell \
+            under 5 is merged into its day × region ("byDayAndRegion"), and one still under 5 is only counted in \
+            "withheld"; the Pay server folds a closed day's small cells into day × region in the file itself. \
+            "inAppAndWeb" shows the Pay server's counters of accepted in-app and web payments the same way: \
+            {"purchases", "byChannel", "byCurrency", "byValueBand", "byChannelAndDay", "withheld"}, a channel × \
+            currency × value band × day cell under 5 merged into its channel × day. \
             It reads pay.sqlite directly, so the Pay server need not run.
             """
     ) { _, context in
