@@ -45,7 +45,7 @@ public enum NetworkServer {
                     issuer: ServiceAccess.requirement([.issuer], root: root)),
                 provisioningCertificate: provisioningCertificate.derRepresentation, outbox: parties.outbox)
             // The client certificates the network issued to a party that re-keyed since (`registrations.json`).
-            router.revocations = RegisteredCertificateRevocations(directory: directory)
+            router.revocations = try RegisteredCertificateRevocations.ofParty(in: directory)
             let http = try HTTPServiceInstance(
                 name: .network, configuration: configuration, directory: directory, router: router, logger: logger,
                 clock: environment.wallClock,

@@ -227,6 +227,17 @@ public final class RegisteredCertificateRevocations: ClientCertificateRevocation
 
     public init(directory: DeploymentDirectory) { self.directory = directory }
 
+    /// The revocations of `directory` when it holds a party deployed on its own (only such a party imports
+    /// bundles and writes `registrations.json`), else nil: a deployment of every party in one directory has
+    /// nothing to look up on each request.
+    public static func ofParty(
+        in directory: DeploymentDirectory
+    ) throws(ServicesError)
+        -> RegisteredCertificateRevocations?
+    {
+        try PartyManifest.read(from: directory) == nil ? nil : RegisteredCertificateRevocations(directory: directory)
+    }
+
     public func isRevoked(_ certificate: ClientCertificate) async throws -> Bool {
         let revoked = try current()
         guard !revoked.isEmpty else { return false }

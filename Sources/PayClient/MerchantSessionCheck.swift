@@ -22,21 +22,11 @@ public final class MerchantSessionCheck: Sendable {
     /// Why `session` may not start a sheet for a page whose top-level host is `domain`, or nil; a session that
     /// passes is recorded as used.
     public func problem(with session: MerchantSession, domain: String) -> String? {
-        let result: CMSVerificationResult
-        do {
-            result = try verifier.verifyDetachedSignature(
-                session.signature, content: session.signedContent, at: .signingTime)
-        } catch {
-            return "the merchant session's signature is not a CMS SignedData"
-        }
-        switch result {
-        case .invalid(let failure):
-            return "the merchant session's signature does not verify to the Orchard token-signing root: "
-                + failure.message
-        case .valid(_, _, let signingTime):
-            guard signingTime == Date(timeIntervalSince1970: Double(session.epochTimestamp / 1000)) else {
-                return "the merchant session's signingTime is not its epochTimestamp"
-            }
+        if let problem = verifier.signingProblem(
+            session.signature, content: session.signedContent, signedAt: session.epochTimestamp,
+            field: "its epochTimestamp", signed: "the merchant session")
+        {
+            return problem
         }
         guard session.domainName == domain.lowercased() else {
             return "the merchant session is for \(session.domainName), but the page is \(domain)"

@@ -55,21 +55,8 @@ public struct WebCapabilityCheck: Sendable {
         guard nowMS >= statement.issuedAt - 60_000, nowMS <= statement.expiresAt else {
             return "the statement is not current"
         }
-        let result: CMSVerificationResult
-        do {
-            result = try verifier.verifyDetachedSignature(
-                statement.signature, content: statement.signedContent, at: .signingTime)
-        } catch {
-            return "the statement's signature is not a CMS SignedData"
-        }
-        switch result {
-        case .invalid(let failure):
-            return "the statement's signature does not verify to the Orchard token-signing root: \(failure.message)"
-        case .valid(_, _, let signingTime):
-            guard signingTime == Date(timeIntervalSince1970: Double(statement.issuedAt / 1000)) else {
-                return "the statement's signingTime is not its issuedAt"
-            }
-            return nil
-        }
+        return verifier.signingProblem(
+            statement.signature, content: statement.signedContent, signedAt: statement.issuedAt, field: "its issuedAt",
+            signed: "the statement")
     }
 }

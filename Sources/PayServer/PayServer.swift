@@ -122,7 +122,7 @@ public final class PayServer: Sendable {
             var router = server.routes(root: root)
             // Also refused: the certificates this side issued to a party that re-keyed since (`registrations.json`).
             router.revocations = CombinedCertificateRevocations(
-                [router.revocations, RegisteredCertificateRevocations(directory: directory)].compactMap { $0 })
+                [router.revocations, try RegisteredCertificateRevocations.ofParty(in: directory)].compactMap { $0 })
             let http = try HTTPServiceInstance(
                 name: .pay, configuration: configuration, directory: directory, router: router,
                 logger: logger, clock: environment.wallClock, onStop: { await store.close() })

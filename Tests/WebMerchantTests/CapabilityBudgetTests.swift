@@ -1,7 +1,6 @@
 import Foundation
 import OrchardCrypto
 import OrchardStore
-import OrchardX509
 import PayServer
 import PaymentToken
 import Testing
@@ -45,11 +44,7 @@ struct CapabilityBudgetTests {
         (budgets.rate, budgets.burst) = (0.001, 1)
         (budgets.clientRate, budgets.clientBurst) = (0.001, 3)
         (budgets.negativeRate, budgets.negativeBurst) = (0.001, 8)
-        let statements = CapabilityStatements(
-            store: fixture.store,
-            tokenSigning: try fixture.pki.issuingLeaf(
-                for: .capabilityStatement, notValidBefore: fixture.clock.now().addingTimeInterval(-86_400)),
-            clock: fixture.clock, monotonic: fixture.clock, budgets: budgets)
+        let statements = try fixture.capabilityStatements(budgets: budgets)
         // 200 junk questions from loopback, each from another address of 127/8: one client, 3 answered.
         var answered: [CapabilityStatement] = []
         for index in 0..<200 {
@@ -96,11 +91,7 @@ struct CapabilityBudgetTests {
         (budgets.clientRate, budgets.clientBurst) = (1, 1_000)
         (budgets.negativeRate, budgets.negativeBurst) = (1, 1_000)
         (budgets.positiveCapacity, budgets.negativeCapacity) = (2, 8)
-        let statements = CapabilityStatements(
-            store: fixture.store,
-            tokenSigning: try fixture.pki.issuingLeaf(
-                for: .capabilityStatement, notValidBefore: fixture.clock.now().addingTimeInterval(-86_400)),
-            clock: fixture.clock, monotonic: fixture.clock, budgets: budgets)
+        let statements = try fixture.capabilityStatements(budgets: budgets)
         let client = "127.0.0.1"
         let hot = try #require(
             try await Self.ask(statements, SessionFixture.merchant, SessionFixture.domain, from: client))

@@ -82,6 +82,15 @@ struct SessionFixture {
             clock: clock, random: SystemRandom())
     }
 
+    /// Capability statements of the fixture's store, signed by a capability-statement leaf under its token root.
+    func capabilityStatements(budgets: CapabilityStatements.Budgets) throws -> CapabilityStatements {
+        CapabilityStatements(
+            store: store,
+            tokenSigning: try pki.issuingLeaf(
+                for: .capabilityStatement, notValidBefore: clock.now().addingTimeInterval(-86_400)),
+            clock: clock, monotonic: clock, budgets: budgets)
+    }
+
     static func body(
         merchant: String = SessionFixture.merchant, initiative: String = "web", context: String = SessionFixture.domain
     ) -> Data {
@@ -362,11 +371,7 @@ struct MerchantSessionTests {
         defer { Task { await fixture.close() } }
         var budgets = CapabilityStatements.Budgets()
         (budgets.rate, budgets.burst) = (1, 1)
-        let statements = CapabilityStatements(
-            store: fixture.store,
-            tokenSigning: try fixture.pki.issuingLeaf(
-                for: .capabilityStatement, notValidBefore: fixture.clock.now().addingTimeInterval(-86_400)),
-            clock: fixture.clock, monotonic: fixture.clock, budgets: budgets)
+        let statements = try fixture.capabilityStatements(budgets: budgets)
         let verifier = try CapabilityStatements.verifier(root: fixture.pki.root, clock: fixture.clock)
         let client = "192.0.2.1"
         let yes = try await statements.statement(
